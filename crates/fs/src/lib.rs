@@ -1,0 +1,306 @@
+//! The filesystem layer: the backend trait every export is served through,
+//! and the local-directory backend.
+//!
+//! Types here are protocol-neutral (no NFS wire types): the nfs3 program maps
+//! them to RFC 1813 structures, and maps `FsError` to nfsstat3 in one place.
+
+pub mod local;
+
+use std::fmt;
+
+/// NFSv3 handles are at most 64 bytes (RFC 1813 §2.5 NFS3_FHSIZE).
+pub const MAX_HANDLE: usize = 64;
+
+/// An opaque file handle as issued by a backend. Layout (owned by this crate):
+/// byte 0 = format version, bytes 1..5 = export id (big-endian), then the
+/// backend's own bytes. `export_id_of` reads the export id so the server can
+/// route a handle to its export without knowing the rest.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Fh(pub Vec<u8>);
+
+impl fmt::Debug for Fh {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Fh(")?;
+        for b in &self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        write!(f, ")")
+    }
+}
+
+/// The export id a handle names, or None for a handle too short to hold one.
+pub fn export_id_of(fh: &[u8]) -> Option<u32> {
+    if fh.len() < 5 {
+        return None;
+    }
+    Some(u32::from_be_bytes([fh[1], fh[2], fh[3], fh[4]]))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileType {
+    Regular,
+    Directory,
+    BlockDev,
+    CharDev,
+    Symlink,
+    Socket,
+    Fifo,
+}
+
+/// Seconds and nanoseconds since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
+pub struct Time {
+    pub sec: i64,
+    pub nsec: u32,
+}
+
+/// Attributes of an object (the content of RFC 1813 fattr3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attr {
+    pub ftype: FileType,
+    /// Permission bits including setuid/setgid/sticky (0o7777).
+    pub mode: u32,
+    pub nlink: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub size: u64,
+    /// Bytes of disk actually used.
+    pub used: u64,
+    /// Device major and minor for block and character devices.
+    pub rdev: (u32, u32),
+    pub fsid: u64,
+    pub fileid: u64,
+    pub atime: Time,
+    pub mtime: Time,
+    pub ctime: Time,
+}
+
+/// The attributes kept for weak cache consistency (RFC 1813 §2.6 wcc_attr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreAttr {
+    pub size: u64,
+    pub mtime: Time,
+    pub ctime: Time,
+}
+
+impl From<&Attr> for PreAttr {
+    fn from(a: &Attr) -> Self {
+        PreAttr {
+            size: a.size,
+            mtime: a.mtime,
+            ctime: a.ctime,
+        }
+    }
+}
+
+/// Attributes before and after a change (RFC 1813 wcc_data).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Wcc {
+    pub before: Option<PreAttr>,
+    pub after: Option<Attr>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SetTime {
+    #[default]
+    DontChange,
+    ServerTime,
+    ClientTime(Time),
+}
+
+/// What a SETATTR, CREATE, MKDIR, SYMLINK or MKNOD asks to set (sattr3).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SetAttr {
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub size: Option<u64>,
+    pub atime: SetTime,
+    pub mtime: SetTime,
+}
+
+/// The caller's identity (from AUTH_SYS, after any squashing).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Cred {
+    pub uid: u32,
+    pub gid: u32,
+    pub gids: Vec<u32>,
+}
+
+/// RFC 1813 stable_how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stable {
+    Unstable = 0,
+    DataSync = 1,
+    FileSync = 2,
+}
+
+/// RFC 1813 createmode3 with its payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateHow {
+    Unchecked(SetAttr),
+    Guarded(SetAttr),
+    /// The client's createverf3: stored with the file so a retry with the same
+    /// verifier succeeds and a different one gets EEXIST.
+    Exclusive([u8; 8]),
+}
+
+/// What MKNOD makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    Fifo,
+    Socket,
+    Block { major: u32, minor: u32 },
+    Char { major: u32, minor: u32 },
+}
+
+/// A newly made object.
+#[derive(Debug, Clone)]
+pub struct Created {
+    pub fh: Fh,
+    pub attr: Attr,
+    /// The parent directory's change.
+    pub dir: Wcc,
+}
+
+/// One directory entry. For READDIRPLUS `plus` carries the handle and
+/// attributes (None where they could not be had, which RFC 1813 allows).
+#[derive(Debug, Clone)]
+pub struct DirEntry {
+    pub fileid: u64,
+    pub name: Vec<u8>,
+    pub cookie: u64,
+    pub plus: Option<(Fh, Attr)>,
+}
+
+/// A batch of entries starting after the cookie asked for.
+#[derive(Debug, Clone)]
+pub struct DirPage {
+    pub verifier: [u8; 8],
+    pub entries: Vec<DirEntry>,
+    /// True when `entries` runs to the end of the directory.
+    pub eof: bool,
+    pub dir_attr: Option<Attr>,
+}
+
+/// RFC 1813 FSSTAT3resok content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsStat {
+    pub tbytes: u64,
+    pub fbytes: u64,
+    pub abytes: u64,
+    pub tfiles: u64,
+    pub ffiles: u64,
+    pub afiles: u64,
+    pub invarsec: u32,
+}
+
+/// The backend's part of FSINFO (transfer sizes are the server's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsInfo {
+    pub maxfilesize: u64,
+    pub time_delta: Time,
+    pub link: bool,
+    pub symlink: bool,
+    pub homogeneous: bool,
+    pub cansettime: bool,
+}
+
+/// RFC 1813 PATHCONF3resok content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathConf {
+    pub linkmax: u32,
+    pub name_max: u32,
+    pub no_trunc: bool,
+    pub chown_restricted: bool,
+    pub case_insensitive: bool,
+    pub case_preserving: bool,
+}
+
+/// Why an operation failed. Errno values are raw Linux errnos; the nfs3
+/// program maps them to nfsstat3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsError {
+    Errno(i32),
+    /// Not a handle this server could have issued (NFS3ERR_BADHANDLE).
+    BadHandle,
+    /// A well-formed handle whose object is gone (NFS3ERR_STALE).
+    Stale,
+    /// SETATTR guard ctime mismatch (NFS3ERR_NOT_SYNC).
+    NotSync,
+    /// A READDIR cookie or verifier that is no longer valid (NFS3ERR_BAD_COOKIE).
+    BadCookie,
+    /// The operation is not supported by this backend (NFS3ERR_NOTSUPP).
+    NotSupported,
+}
+
+impl From<std::io::Error> for FsError {
+    fn from(e: std::io::Error) -> Self {
+        FsError::Errno(e.raw_os_error().unwrap_or(libc_eio()))
+    }
+}
+
+const fn libc_eio() -> i32 {
+    5
+}
+
+impl fmt::Display for FsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FsError::Errno(e) => write!(f, "{}", std::io::Error::from_raw_os_error(*e)),
+            other => write!(f, "{other:?}"),
+        }
+    }
+}
+
+impl std::error::Error for FsError {}
+
+pub type FsResult<T> = Result<T, FsError>;
+
+/// One exported tree. Every method takes the caller's credentials so a
+/// backend that can act as the caller (a root run) does; names are single
+/// path components as bytes (the backend rejects '/', NUL, and confines '..').
+///
+/// Methods that change something return wcc data they gathered around the
+/// change; on error the caller fetches post-op attributes itself.
+pub trait Backend: Send + Sync {
+    /// The handle of the export root.
+    fn root(&self) -> Fh;
+    fn getattr(&self, cred: &Cred, fh: &Fh) -> FsResult<Attr>;
+    /// `guard` is the ctime the client expects (RFC 1813 §3.3.2 sattrguard3).
+    fn setattr(&self, cred: &Cred, fh: &Fh, set: &SetAttr, guard: Option<Time>)
+        -> FsResult<Wcc>;
+    /// Returns the object's handle and attributes, and the directory's.
+    fn lookup(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)>;
+    /// `want` is an RFC 1813 ACCESS3 bit mask; returns the granted subset.
+    fn access(&self, cred: &Cred, fh: &Fh, want: u32) -> FsResult<(u32, Attr)>;
+    fn readlink(&self, cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>, Attr)>;
+    /// Reads up to `count` bytes into `buf` (cleared first); returns eof.
+    fn read(&self, cred: &Cred, fh: &Fh, offset: u64, count: u32, buf: &mut Vec<u8>)
+        -> FsResult<(bool, Attr)>;
+    /// Returns bytes written, the stability actually achieved (>= asked), wcc.
+    fn write(&self, cred: &Cred, fh: &Fh, offset: u64, data: &[u8], stable: Stable)
+        -> FsResult<(u32, Stable, Wcc)>;
+    fn create(&self, cred: &Cred, dir: &Fh, name: &[u8], how: &CreateHow) -> FsResult<Created>;
+    fn mkdir(&self, cred: &Cred, dir: &Fh, name: &[u8], set: &SetAttr) -> FsResult<Created>;
+    fn symlink(&self, cred: &Cred, dir: &Fh, name: &[u8], target: &[u8], set: &SetAttr)
+        -> FsResult<Created>;
+    fn mknod(&self, cred: &Cred, dir: &Fh, name: &[u8], kind: NodeKind, set: &SetAttr)
+        -> FsResult<Created>;
+    fn remove(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc>;
+    fn rmdir(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc>;
+    /// Returns (from-dir wcc, to-dir wcc).
+    fn rename(&self, cred: &Cred, from_dir: &Fh, from: &[u8], to_dir: &Fh, to: &[u8])
+        -> FsResult<(Wcc, Wcc)>;
+    /// Returns the file's attributes and the directory's wcc.
+    fn link(&self, cred: &Cred, file: &Fh, dir: &Fh, name: &[u8]) -> FsResult<(Attr, Wcc)>;
+    /// Entries after `cookie` (0 = from the start), at most `max_entries`.
+    /// A nonzero cookie with a verifier that no longer matches gives BadCookie.
+    fn readdir(&self, cred: &Cred, dir: &Fh, cookie: u64, verifier: [u8; 8],
+        max_entries: usize, plus: bool) -> FsResult<DirPage>;
+    fn fsstat(&self, cred: &Cred, fh: &Fh) -> FsResult<(FsStat, Attr)>;
+    fn fsinfo(&self, cred: &Cred, fh: &Fh) -> FsResult<(FsInfo, Attr)>;
+    fn pathconf(&self, cred: &Cred, fh: &Fh) -> FsResult<(PathConf, Attr)>;
+    /// Flush `count` bytes at `offset` (0 = to the end) to stable storage.
+    fn commit(&self, cred: &Cred, fh: &Fh, offset: u64, count: u32) -> FsResult<Wcc>;
+}

@@ -1,0 +1,9 @@
+//! rnfsd: a userspace NFSv3 server.
+//!
+//! Layers, data flowing one way: transport (rnfsd-transport: sockets, record
+//! marking, event loops, worker pool) → `rpc` (call header, auth, dispatch)
+//! → `programs` (nfs3, mount, portmap tables) → fs (rnfsd-fs backends).
+
+pub mod programs;
+pub mod rpc;
+pub mod state;

@@ -1,0 +1,5 @@
+//! RPC programs: one declarative table each.
+
+pub mod mount;
+pub mod nfs3;
+pub mod portmap;

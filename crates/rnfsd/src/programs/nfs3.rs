@@ -1,0 +1,1 @@
+//! nfs3 program

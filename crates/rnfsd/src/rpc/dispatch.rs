@@ -1,0 +1,1 @@
+//! Dispatch: header checks, auth, program lookup, reply framing.

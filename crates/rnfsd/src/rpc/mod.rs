@@ -1,0 +1,126 @@
+//! The RPC layer (RFC 5531): call header, credentials, dispatch through
+//! declarative program tables, and reply framing.
+
+pub mod dispatch;
+
+use std::net::SocketAddr;
+
+use rnfsd_fs::Cred;
+use rnfsd_xdr::{Dec, Enc};
+
+use crate::state::Server;
+
+/// The credential a call carried, after decoding (RFC 5531 §8.2, appendix A).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Auth {
+    None,
+    Sys(rnfsd_proto::rpc::AuthSys),
+}
+
+impl Auth {
+    /// The identity the filesystem work runs as. AUTH_NONE is the anonymous
+    /// user (nobody, 65534), as knfsd treats it.
+    pub fn cred(&self) -> Cred {
+        match self {
+            Auth::None => Cred {
+                uid: 65534,
+                gid: 65534,
+                gids: Vec::new(),
+            },
+            Auth::Sys(s) => Cred {
+                uid: s.uid,
+                gid: s.gid,
+                gids: s.gids.clone(),
+            },
+        }
+    }
+
+    pub fn flavor(&self) -> u32 {
+        match self {
+            Auth::None => rnfsd_proto::rpc::AUTH_NONE,
+            Auth::Sys(_) => rnfsd_proto::rpc::AUTH_SYS,
+        }
+    }
+}
+
+/// Everything a procedure handler may look at besides its arguments.
+pub struct CallCtx<'a> {
+    pub xid: u32,
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+    pub auth: Auth,
+    pub server: &'a Server,
+}
+
+/// An RPC-level failure a handler reports instead of a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcError {
+    /// The arguments did not decode (RFC 5531 GARBAGE_ARGS).
+    GarbageArgs,
+    /// The server could not run the call (RFC 5531 SYSTEM_ERR).
+    SystemErr,
+    /// Send no reply at all (for example a duplicate still in progress).
+    Drop,
+    /// The credential is not acceptable for this call (AUTH_ERROR TOOWEAK).
+    TooWeak,
+}
+
+/// Decodes the arguments from `args`, runs the procedure, encodes the result
+/// body into `out` (after the reply header the dispatcher wrote).
+pub type ProcFn = fn(&CallCtx<'_>, &mut Dec<'_>, &mut Enc) -> Result<(), ProcError>;
+
+/// How a reply cache would keep this procedure's replies (knfsd's
+/// RC_NOCACHE / RC_REPLSTAT / RC_REPLBUFF), for the duplicate reply cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheClass {
+    /// Idempotent: never cached.
+    None,
+    /// Non-idempotent with a reply worth keeping whole.
+    Reply,
+}
+
+/// One procedure of one program version: the row of a declarative table,
+/// like knfsd's `nfsd_procedures3[]`.
+pub struct Proc {
+    pub name: &'static str,
+    pub run: ProcFn,
+    pub cache: CacheClass,
+    /// Upper bound on the encoded result body in bytes.
+    pub max_reply: usize,
+}
+
+pub struct Version {
+    pub vers: u32,
+    /// Indexed by procedure number.
+    pub procs: &'static [Proc],
+}
+
+pub struct Program {
+    pub name: &'static str,
+    pub prog: u32,
+    pub versions: &'static [Version],
+}
+
+/// Build a table row from an argument type, a handler and a result type:
+/// decode (bounded; failure = GARBAGE_ARGS), run, encode.
+///
+/// `proc_entry!("GETATTR", GetAttrArgs, getattr, CacheClass::None, 200)`
+/// where `fn getattr(ctx: &CallCtx, args: GetAttrArgs) -> Result<R, ProcError>`
+/// and `R: Xdr`.
+#[macro_export]
+macro_rules! proc_entry {
+    ($name:expr, $args:ty, $handler:path, $cache:expr, $max:expr) => {
+        $crate::rpc::Proc {
+            name: $name,
+            run: |ctx, dec, enc| {
+                let args = <$args as rnfsd_xdr::Xdr>::decode(dec)
+                    .map_err(|_| $crate::rpc::ProcError::GarbageArgs)?;
+                let res = $handler(ctx, args)?;
+                rnfsd_xdr::Xdr::encode(&res, enc);
+                Ok(())
+            },
+            cache: $cache,
+            max_reply: $max,
+        }
+    };
+}
