@@ -1,0 +1,141 @@
+//! Per-thread filesystem credentials (act-as-caller).
+//!
+//! setfsuid/setfsgid and the raw setgroups syscall change only the calling
+//! thread (glibc's setgroups() would signal every thread to change all of
+//! them). The last set identity is cached per thread so a run of calls from
+//! one user costs no syscalls. Worker threads keep the last caller's
+//! filesystem identity between calls; `reset_thread_creds` restores the
+//! server's if other code on the thread needs it.
+
+use std::cell::RefCell;
+
+use crate::{Cred, FsError, FsResult};
+
+#[derive(Default)]
+struct State {
+    /// None = never changed on this thread (the process's own identity).
+    uid: Option<u32>,
+    gid: Option<u32>,
+    /// None = the thread's original supplementary groups.
+    groups: Option<Vec<u32>>,
+    /// The thread's groups before the first change, for `reset_thread_creds`.
+    orig_groups: Option<Vec<u32>>,
+}
+
+fn get_groups() -> Option<Vec<u32>> {
+    // SAFETY: getgroups with a null buffer returns the count.
+    let n = unsafe { libc::getgroups(0, std::ptr::null_mut()) };
+    let mut g = vec![0u32; usize::try_from(n).ok()?];
+    // SAFETY: g has room for n groups.
+    let m = unsafe { libc::getgroups(n, g.as_mut_ptr()) };
+    g.truncate(usize::try_from(m).ok()?);
+    Some(g)
+}
+
+thread_local! {
+    static STATE: RefCell<State> = RefCell::new(State::default());
+}
+
+/// Largest supplementary group list accepted (AUTH_SYS carries at most 16).
+const MAX_GROUPS: usize = 1024;
+
+fn set_fsuid(uid: u32) -> FsResult<()> {
+    // SAFETY: raw setfsuid changes only this thread; -1 queries the current.
+    unsafe {
+        libc::syscall(libc::SYS_setfsuid, uid);
+        let now = libc::syscall(libc::SYS_setfsuid, u32::MAX) as u32;
+        if now != uid {
+            return Err(FsError::Errno(libc::EPERM));
+        }
+    }
+    Ok(())
+}
+
+fn set_fsgid(gid: u32) -> FsResult<()> {
+    // SAFETY: as set_fsuid.
+    unsafe {
+        libc::syscall(libc::SYS_setfsgid, gid);
+        let now = libc::syscall(libc::SYS_setfsgid, u32::MAX) as u32;
+        if now != gid {
+            return Err(FsError::Errno(libc::EPERM));
+        }
+    }
+    Ok(())
+}
+
+fn set_groups(groups: &[u32]) -> FsResult<()> {
+    // SAFETY: raw SYS_setgroups (thread-local, unlike glibc's wrapper) with a
+    // valid pointer and length.
+    let r = unsafe { libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) };
+    if r < 0 {
+        return Err(FsError::Errno(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EPERM),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs file operations as `cred` on this thread.
+pub fn become_caller(cred: &Cred) -> FsResult<()> {
+    if cred.uid == u32::MAX || cred.gid == u32::MAX || cred.gids.len() > MAX_GROUPS {
+        return Err(FsError::Errno(libc::EPERM));
+    }
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.groups.as_deref() != Some(&cred.gids[..]) {
+            if s.orig_groups.is_none() {
+                s.orig_groups = get_groups();
+            }
+            s.groups = None;
+            set_groups(&cred.gids)?;
+            s.groups = Some(cred.gids.clone());
+        }
+        if s.gid != Some(cred.gid) {
+            s.gid = None;
+            set_fsgid(cred.gid)?;
+            s.gid = Some(cred.gid);
+        }
+        if s.uid != Some(cred.uid) {
+            s.uid = None;
+            set_fsuid(cred.uid)?;
+            s.uid = Some(cred.uid);
+        }
+        Ok(())
+    })
+}
+
+/// Runs file operations as the server (`uid`/`gid` = the process's euid and
+/// egid). Supplementary groups are left alone: they do not matter to root.
+pub fn become_server(uid: u32, gid: u32) -> FsResult<()> {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.uid.is_some_and(|u| u != uid) {
+            s.uid = None;
+            set_fsuid(uid)?;
+        }
+        if s.gid.is_some_and(|g| g != gid) {
+            s.gid = None;
+            set_fsgid(gid)?;
+        }
+        Ok(())
+    })
+}
+
+/// Restores this thread's filesystem identity and groups to the process's.
+pub fn reset_thread_creds() {
+    // SAFETY: geteuid/getegid cannot fail.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let _ = become_server(uid, gid);
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.groups.is_some() {
+            if let Some(g) = s.orig_groups.clone() {
+                if set_groups(&g).is_ok() {
+                    s.groups = None;
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,477 @@
+//! Thin wrappers over the `*at` syscalls the local backend uses. Every open
+//! adds O_CLOEXEC; every stat is statx with AT_SYMLINK_NOFOLLOW.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use crate::{FileType, Time};
+
+/// Identity of an object: (st_dev, st_ino).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// The parts of statx the backend uses.
+#[derive(Debug, Clone, Copy)]
+pub struct Stat {
+    /// Full st_mode including the type bits.
+    pub mode: u32,
+    pub nlink: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub size: u64,
+    pub blocks: u64,
+    pub rdev: (u32, u32),
+    pub dev: u64,
+    pub ino: u64,
+    pub mnt_id: u64,
+    pub atime: Time,
+    pub mtime: Time,
+    pub ctime: Time,
+}
+
+impl Stat {
+    pub fn key(&self) -> Key {
+        Key {
+            dev: self.dev,
+            ino: self.ino,
+        }
+    }
+    pub fn fmt(&self) -> u32 {
+        self.mode & libc::S_IFMT
+    }
+    pub fn is_dir(&self) -> bool {
+        self.fmt() == libc::S_IFDIR
+    }
+    pub fn is_reg(&self) -> bool {
+        self.fmt() == libc::S_IFREG
+    }
+    pub fn is_lnk(&self) -> bool {
+        self.fmt() == libc::S_IFLNK
+    }
+    pub fn ftype(&self) -> FileType {
+        match self.fmt() {
+            libc::S_IFDIR => FileType::Directory,
+            libc::S_IFBLK => FileType::BlockDev,
+            libc::S_IFCHR => FileType::CharDev,
+            libc::S_IFLNK => FileType::Symlink,
+            libc::S_IFSOCK => FileType::Socket,
+            libc::S_IFIFO => FileType::Fifo,
+            _ => FileType::Regular,
+        }
+    }
+}
+
+pub fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+pub fn cvt_long(r: libc::c_long) -> io::Result<libc::c_long> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+pub fn err(errno: i32) -> io::Error {
+    io::Error::from_raw_os_error(errno)
+}
+
+/// A C string from bytes the caller already checked; EINVAL on an inner NUL.
+pub fn cstr(b: &[u8]) -> io::Result<CString> {
+    CString::new(b).map_err(|_| err(libc::EINVAL))
+}
+
+pub const EMPTY: &CStr = c"";
+pub const DOT: &CStr = c".";
+pub const DOTDOT: &CStr = c"..";
+
+fn ts(sec: i64, nsec: u32) -> Time {
+    Time { sec, nsec }
+}
+
+pub fn statx_at(dir: RawFd, name: &CStr, flags: libc::c_int) -> io::Result<Stat> {
+    // SAFETY: zeroed statx is a valid all-integers struct.
+    let mut sx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: name is a valid C string and sx a valid out-pointer.
+    cvt(unsafe {
+        libc::statx(
+            dir,
+            name.as_ptr(),
+            flags | libc::AT_SYMLINK_NOFOLLOW | libc::AT_STATX_SYNC_AS_STAT,
+            libc::STATX_BASIC_STATS | libc::STATX_MNT_ID,
+            &mut sx,
+        )
+    })?;
+    Ok(Stat {
+        mode: u32::from(sx.stx_mode),
+        nlink: sx.stx_nlink,
+        uid: sx.stx_uid,
+        gid: sx.stx_gid,
+        size: sx.stx_size,
+        blocks: sx.stx_blocks,
+        rdev: (sx.stx_rdev_major, sx.stx_rdev_minor),
+        dev: (u64::from(sx.stx_dev_major) << 32) | u64::from(sx.stx_dev_minor),
+        ino: sx.stx_ino,
+        mnt_id: sx.stx_mnt_id,
+        atime: ts(sx.stx_atime.tv_sec, sx.stx_atime.tv_nsec),
+        mtime: ts(sx.stx_mtime.tv_sec, sx.stx_mtime.tv_nsec),
+        ctime: ts(sx.stx_ctime.tv_sec, sx.stx_ctime.tv_nsec),
+    })
+}
+
+/// Stat of an fd (O_PATH fds included).
+pub fn fstat(fd: RawFd) -> io::Result<Stat> {
+    statx_at(fd, EMPTY, libc::AT_EMPTY_PATH)
+}
+
+pub fn openat(dir: RawFd, name: &CStr, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
+    // SAFETY: name is a valid C string; the returned fd is owned by us.
+    let fd = cvt(unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC, mode) })?;
+    // SAFETY: fd was just returned by openat and is not owned elsewhere.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// An O_PATH handle on `name` in `dir`, never following a final symlink.
+pub fn open_path(dir: RawFd, name: &CStr) -> io::Result<OwnedFd> {
+    openat(dir, name, libc::O_PATH | libc::O_NOFOLLOW, 0)
+}
+
+/// Opens the object an (O_PATH) fd refers to with real access flags, through
+/// its /proc magic link. The permission check is made with the thread's
+/// current filesystem credentials. Callers only do this for regular files
+/// and directories (never devices or symlinks).
+pub fn reopen(fd: RawFd, flags: libc::c_int) -> io::Result<OwnedFd> {
+    let path = format!("/proc/self/fd/{fd}\0");
+    let c = CStr::from_bytes_with_nul(path.as_bytes()).map_err(|_| err(libc::EINVAL))?;
+    openat(libc::AT_FDCWD, c, flags | libc::O_NOCTTY, 0)
+}
+
+/// FS_IOC_GETVERSION (inode generation) on an fd opened for reading.
+pub fn generation(fd: RawFd) -> Option<u32> {
+    let mut v: libc::c_long = 0;
+    // SAFETY: the ioctl writes one long to v (the uapi declares `long` but
+    // ext4 writes an int; v is zeroed first so either works).
+    let r = unsafe { libc::ioctl(fd, libc::FS_IOC_GETVERSION, &mut v as *mut libc::c_long) };
+    if r < 0 {
+        None
+    } else {
+        Some(v as u32)
+    }
+}
+
+pub fn fchownat_empty(fd: RawFd, uid: Option<u32>, gid: Option<u32>) -> io::Result<()> {
+    let u = uid.unwrap_or(u32::MAX);
+    let g = gid.unwrap_or(u32::MAX);
+    // SAFETY: empty C string with AT_EMPTY_PATH operates on fd itself.
+    cvt(unsafe { libc::fchownat(fd, EMPTY.as_ptr(), u, g, libc::AT_EMPTY_PATH) })?;
+    Ok(())
+}
+
+/// chmod of the object an O_PATH fd refers to (fchmodat2 with AT_EMPTY_PATH,
+/// falling back to the /proc magic link on kernels before 6.6).
+pub fn fchmod_path(fd: RawFd, mode: u32) -> io::Result<()> {
+    // SAFETY: raw fchmodat2(fd, "", mode, AT_EMPTY_PATH): valid C string.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_fchmodat2,
+            fd,
+            EMPTY.as_ptr(),
+            mode as libc::c_uint,
+            libc::AT_EMPTY_PATH,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::ENOSYS) {
+        return Err(e);
+    }
+    let path = format!("/proc/self/fd/{fd}\0");
+    let c = CStr::from_bytes_with_nul(path.as_bytes()).map_err(|_| err(libc::EINVAL))?;
+    // SAFETY: valid C string.
+    cvt(unsafe { libc::fchmodat(libc::AT_FDCWD, c.as_ptr(), mode, 0) })?;
+    Ok(())
+}
+
+fn timespec(t: &crate::SetTime) -> libc::timespec {
+    match t {
+        crate::SetTime::DontChange => libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_OMIT,
+        },
+        crate::SetTime::ServerTime => libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_NOW,
+        },
+        crate::SetTime::ClientTime(t) => libc::timespec {
+            tv_sec: t.sec,
+            // nseconds >= 1e9 are invalid: clamp (the XDR layer should too).
+            tv_nsec: i64::from(t.nsec.min(999_999_999)),
+        },
+    }
+}
+
+/// utimensat on the object an O_PATH fd refers to (never a symlink target).
+pub fn set_times(fd: RawFd, atime: &crate::SetTime, mtime: &crate::SetTime) -> io::Result<()> {
+    let ts = [timespec(atime), timespec(mtime)];
+    // SAFETY: empty path + AT_EMPTY_PATH names fd; ts holds two timespecs.
+    cvt(unsafe { libc::utimensat(fd, EMPTY.as_ptr(), ts.as_ptr(), libc::AT_EMPTY_PATH) })?;
+    Ok(())
+}
+
+pub fn readlink_fd(fd: RawFd) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
+    // SAFETY: buf is writable for buf.len() bytes.
+    let n = unsafe {
+        libc::readlinkat(
+            fd,
+            EMPTY.as_ptr(),
+            buf.as_mut_ptr().cast::<libc::c_char>(),
+            buf.len(),
+        )
+    };
+    let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
+    buf.truncate(n);
+    Ok(buf)
+}
+
+/// pread until `count` bytes or end of file; appends to `buf`.
+pub fn pread_full(fd: RawFd, offset: u64, count: usize, buf: &mut Vec<u8>) -> io::Result<usize> {
+    buf.reserve(count);
+    let mut done = 0usize;
+    while done < count {
+        let off = offset
+            .checked_add(done as u64)
+            .and_then(|o| i64::try_from(o).ok())
+            .ok_or_else(|| err(libc::EINVAL))?;
+        let spare = buf.spare_capacity_mut();
+        let want = (count - done).min(spare.len());
+        // SAFETY: spare has at least `want` writable (uninitialised) bytes.
+        let n = unsafe { libc::pread(fd, spare.as_mut_ptr().cast(), want, off) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            break;
+        }
+        let n = n as usize;
+        // SAFETY: the kernel initialised n <= want bytes of spare capacity.
+        unsafe { buf.set_len(buf.len() + n) };
+        done += n;
+    }
+    Ok(done)
+}
+
+pub fn pwrite_full(fd: RawFd, offset: u64, data: &[u8]) -> io::Result<usize> {
+    let mut done = 0usize;
+    while done < data.len() {
+        let off = offset
+            .checked_add(done as u64)
+            .and_then(|o| i64::try_from(o).ok())
+            .ok_or_else(|| err(libc::EFBIG))?;
+        let rest = &data[done..];
+        // SAFETY: rest is a valid readable slice.
+        let n = unsafe { libc::pwrite(fd, rest.as_ptr().cast(), rest.len(), off) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            if done > 0 {
+                break;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            break;
+        }
+        done += n as usize;
+    }
+    Ok(done)
+}
+
+/// A file handle as name_to_handle_at fills it (MAX_HANDLE_SZ = 128 bytes).
+#[repr(C)]
+pub struct KHandle {
+    pub handle_bytes: libc::c_uint,
+    pub handle_type: libc::c_int,
+    pub f_handle: [u8; 128],
+}
+
+impl KHandle {
+    pub fn new() -> Self {
+        KHandle {
+            handle_bytes: 128,
+            handle_type: 0,
+            f_handle: [0; 128],
+        }
+    }
+    pub fn bytes(&self) -> &[u8] {
+        let n = (self.handle_bytes as usize).min(self.f_handle.len());
+        &self.f_handle[..n]
+    }
+}
+
+/// name_to_handle_at(dir, name) without following symlinks; returns the
+/// handle and the mount id.
+pub fn name_to_handle(dir: RawFd, name: &CStr, flags: libc::c_int) -> io::Result<(KHandle, i32)> {
+    let mut h = KHandle::new();
+    let mut mnt: libc::c_int = 0;
+    // SAFETY: h is a file_handle header followed by 128 bytes, as declared
+    // in handle_bytes; mnt is a valid out-pointer.
+    cvt(unsafe {
+        libc::name_to_handle_at(
+            dir,
+            name.as_ptr(),
+            (&mut h as *mut KHandle).cast::<libc::file_handle>(),
+            &mut mnt,
+            flags,
+        )
+    })?;
+    Ok((h, mnt))
+}
+
+/// open_by_handle_at(mount_fd, handle, flags). Needs CAP_DAC_READ_SEARCH.
+pub fn open_by_handle(
+    mount_fd: RawFd,
+    htype: i32,
+    bytes: &[u8],
+    flags: libc::c_int,
+) -> io::Result<OwnedFd> {
+    let mut h = KHandle::new();
+    if bytes.len() > h.f_handle.len() {
+        return Err(err(libc::EINVAL));
+    }
+    h.f_handle[..bytes.len()].copy_from_slice(bytes);
+    h.handle_bytes = bytes.len() as libc::c_uint;
+    h.handle_type = htype;
+    // SAFETY: h is a well-formed file_handle with handle_bytes valid bytes.
+    let fd = cvt(unsafe {
+        libc::open_by_handle_at(
+            mount_fd,
+            (&mut h as *mut KHandle).cast::<libc::file_handle>(),
+            flags | libc::O_CLOEXEC,
+        )
+    })?;
+    // SAFETY: fd was just returned and is ours.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// One raw directory entry from getdents64.
+pub struct RawEntry {
+    pub ino: u64,
+    /// Offset of the next entry (the cookie that resumes after this one).
+    pub off: i64,
+    pub dtype: u8,
+    pub name: Vec<u8>,
+}
+
+/// Reads a directory with getdents64 through a bounded buffer.
+pub struct DirReader {
+    fd: OwnedFd,
+    buf: Vec<u8>,
+    pos: usize,
+    len: usize,
+    end: bool,
+}
+
+/// getdents64 buffer per reader; bounds memory per directory being read.
+pub const DIR_BUF: usize = 32 * 1024;
+
+impl DirReader {
+    /// `fd` must be open O_RDONLY|O_DIRECTORY.
+    pub fn new(fd: OwnedFd, buf_size: usize) -> Self {
+        DirReader {
+            fd,
+            buf: vec![0; buf_size.max(1024)],
+            pos: 0,
+            len: 0,
+            end: false,
+        }
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    pub fn seek(&mut self, off: u64) -> io::Result<()> {
+        let off = i64::try_from(off).map_err(|_| err(libc::EINVAL))?;
+        // SAFETY: plain lseek on an owned fd.
+        let r = unsafe { libc::lseek(self.fd.as_raw_fd(), off, libc::SEEK_SET) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.pos = 0;
+        self.len = 0;
+        self.end = false;
+        Ok(())
+    }
+
+    pub fn next_entry(&mut self) -> io::Result<Option<RawEntry>> {
+        loop {
+            if self.pos < self.len {
+                // linux_dirent64: u64 ino, i64 off, u16 reclen, u8 type, name.
+                let rec = &self.buf[self.pos..self.len];
+                if rec.len() < 19 {
+                    return Err(err(libc::EIO));
+                }
+                let ino = u64::from_ne_bytes(rec[0..8].try_into().map_err(|_| err(libc::EIO))?);
+                let off = i64::from_ne_bytes(rec[8..16].try_into().map_err(|_| err(libc::EIO))?);
+                let reclen = usize::from(u16::from_ne_bytes([rec[16], rec[17]]));
+                if reclen < 19 || reclen > rec.len() {
+                    return Err(err(libc::EIO));
+                }
+                let dtype = rec[18];
+                let name_area = &rec[19..reclen];
+                let nl = name_area
+                    .iter()
+                    .position(|&c| c == 0)
+                    .unwrap_or(name_area.len());
+                let name = name_area[..nl].to_vec();
+                self.pos += reclen;
+                return Ok(Some(RawEntry {
+                    ino,
+                    off,
+                    dtype,
+                    name,
+                }));
+            }
+            if self.end {
+                return Ok(None);
+            }
+            // SAFETY: buf is writable for buf.len() bytes.
+            let n = unsafe {
+                libc::syscall(
+                    libc::SYS_getdents64,
+                    self.fd.as_raw_fd(),
+                    self.buf.as_mut_ptr(),
+                    self.buf.len(),
+                )
+            };
+            let n = cvt_long(n)? as usize;
+            self.pos = 0;
+            self.len = n.min(self.buf.len());
+            if n == 0 {
+                self.end = true;
+            }
+        }
+    }
+}
+
+pub fn makedev(major: u32, minor: u32) -> libc::dev_t {
+    libc::makedev(major, minor)
+}
