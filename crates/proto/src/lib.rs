@@ -4,4 +4,7 @@
 //! Every type encodes and decodes both ways, so the server and our client use
 //! one definition and a round-trip property test covers both directions.
 
+pub mod mount;
+pub mod nfs3;
+pub mod portmap;
 pub mod rpc;
