@@ -4,6 +4,11 @@
 //! marking, event loops, worker pool) → `rpc` (call header, auth, dispatch)
 //! → `programs` (nfs3, mount, portmap tables) → fs (rnfsd-fs backends).
 
+pub mod cli;
+pub mod config;
+pub mod keys;
 pub mod programs;
 pub mod rpc;
+pub mod rpcbind;
+pub mod service;
 pub mod state;

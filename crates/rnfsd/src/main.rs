@@ -1,1 +1,370 @@
-fn main() {}
+//! rnfsd: export local directories over NFSv3/TCP.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use rnfsd::cli::{Cli, Command, ServeArgs};
+use rnfsd::config::{self, Config, HandleMode, ResolvedExport};
+use rnfsd::programs::mount::MOUNT;
+use rnfsd::programs::nfs3::NFS3;
+use rnfsd::programs::portmap::{self, Registration, PORTMAP};
+use rnfsd::rpc::dispatch::Policy;
+use rnfsd::service::RpcService;
+use rnfsd::state::{Export, Server};
+use rnfsd::{keys, rpcbind};
+use rnfsd_fs::local::{self, LocalFs, LocalOptions};
+
+/// Exit status for a configuration or usage problem (as clap uses).
+const EXIT_CONFIG: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::CheckConfig { file } => check_config(&file),
+        Command::Serve(args) => match serve(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("rnfsd: error: {}", e.msg);
+                ExitCode::from(e.code)
+            }
+        },
+    }
+}
+
+struct Failure {
+    msg: String,
+    code: u8,
+}
+
+fn config_err(e: impl std::fmt::Display) -> Failure {
+    Failure {
+        msg: e.to_string(),
+        code: EXIT_CONFIG,
+    }
+}
+
+fn runtime_err(e: impl std::fmt::Display) -> Failure {
+    Failure {
+        msg: e.to_string(),
+        code: 1,
+    }
+}
+
+fn check_config(file: &Path) -> ExitCode {
+    let r = Config::load(file)
+        .and_then(|c| c.validate().map(|()| c))
+        .and_then(|c| config::resolve_exports(&c.exports).map(|x| (c, x)));
+    match r {
+        Ok((c, exports)) => {
+            println!(
+                "{}: ok: {} export(s), listen {}",
+                file.display(),
+                exports.len(),
+                list(&c.server.listen)
+            );
+            for e in exports {
+                println!("  {} (id {})", e.path.display(), e.id);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("rnfsd: error: {e}");
+            ExitCode::from(EXIT_CONFIG)
+        }
+    }
+}
+
+fn list<T: std::fmt::Display>(v: &[T]) -> String {
+    v.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn init_logging(level: Option<&str>) -> Result<(), Failure> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(v) if !v.is_empty() => {
+            EnvFilter::try_new(&v).map_err(|e| config_err(format!("RUST_LOG={v:?}: {e}")))?
+        }
+        _ => {
+            let l = level.unwrap_or("info");
+            EnvFilter::try_new(l).map_err(|e| config_err(format!("log level {l:?}: {e}")))?
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    Ok(())
+}
+
+fn local_mode(m: HandleMode) -> local::HandleMode {
+    match m {
+        HandleMode::Auto => local::HandleMode::Auto,
+        HandleMode::Kernel => local::HandleMode::Kernel,
+        HandleMode::Path => local::HandleMode::Path,
+    }
+}
+
+fn open_exports(
+    cfg: &Config,
+    exports: &[ResolvedExport],
+    key: [u8; 32],
+) -> Result<Vec<Export>, Failure> {
+    let s = &cfg.server;
+    let mut out = Vec::with_capacity(exports.len());
+    for e in exports {
+        let mut o = LocalOptions {
+            handle_mode: local_mode(e.handle_mode),
+            handle_key: key,
+            cross_mounts: e.cross_mounts,
+            ..LocalOptions::default()
+        };
+        if let Some(v) = s.act_as_caller {
+            o.act_as_caller = v;
+        }
+        if let Some(v) = s.path_cache_entries {
+            o.path_cache_entries = v;
+        }
+        if let Some(v) = s.handle_scan_limit {
+            o.handle_scan_limit = v;
+        }
+        let fs = LocalFs::open(&e.path, e.id, o)
+            .map_err(|x| runtime_err(format!("export {}: {x}", e.path.display())))?;
+        let path = e
+            .path
+            .to_str()
+            .ok_or_else(|| config_err(format!("export {}: not UTF-8", e.path.display())))?
+            .to_owned();
+        tracing::info!(path, id = e.id, read_only = e.read_only, "export");
+        out.push(Export {
+            id: e.id,
+            path,
+            backend: Arc::new(fs),
+            read_only: e.read_only,
+        });
+    }
+    Ok(out)
+}
+
+/// Programs and versions we serve on `addr`, for the port mapper tables.
+fn registrations_for(addr: SocketAddr) -> Vec<Registration> {
+    let mut v = Vec::new();
+    for p in [&NFS3, &MOUNT] {
+        for ver in p.versions {
+            v.push(Registration {
+                prog: p.prog,
+                vers: ver.vers,
+                addr,
+            });
+        }
+    }
+    v
+}
+
+/// Write the port to `path` atomically (temp file + rename) so a harness
+/// polling for it never reads a partial number.
+fn write_port_file(path: &Path, port: u16) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, format!("{port}\n"))?;
+    std::fs::rename(&tmp, path)
+}
+
+fn serve(args: &ServeArgs) -> Result<(), Failure> {
+    let cfg = args.to_config().map_err(config_err)?;
+    init_logging(cfg.server.log_level.as_deref())?;
+    // Before anything is announced, so a harness's early SIGTERM is a clean
+    // shutdown rather than death by the default action.
+    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .map_err(|e| runtime_err(format!("installing signal handlers: {e}")))?;
+    let exports = config::resolve_exports(&cfg.exports).map_err(config_err)?;
+    let s = &cfg.server;
+
+    let state_dir = s.state_dir.clone().unwrap_or_else(keys::default_state_dir);
+    let key = keys::load_or_create_handle_key(&state_dir)
+        .map_err(|e| runtime_err(format!("handle key in {}: {e}", state_dir.display())))?;
+
+    let server = Arc::new(Server {
+        exports: open_exports(&cfg, &exports, key)?,
+        write_verifier: keys::new_write_verifier(),
+        max_io: s.max_io,
+    });
+    let policy = Policy {
+        allow_auth_none: s.allow_auth_none,
+    };
+    let nfs_service = Arc::new(RpcService::new(server.clone(), vec![&NFS3, &MOUNT], policy));
+    let portmap_service = Arc::new(RpcService::new(server.clone(), vec![&PORTMAP], policy));
+
+    let running = transport::start(&cfg, nfs_service, portmap_service)?;
+    let bound = running.nfs_addrs();
+
+    // Tell the port mappers (ours or the system's) where we are.
+    let mut regs: Vec<Registration> = bound.iter().flat_map(|a| registrations_for(*a)).collect();
+    let mut rpcbind_reg = None;
+    if s.portmap {
+        for a in running.portmap_addrs() {
+            for vers in PORTMAP.versions {
+                regs.push(Registration {
+                    prog: PORTMAP.prog,
+                    vers: vers.vers,
+                    addr: a,
+                });
+            }
+        }
+        portmap::set_registrations(regs);
+    } else if s.register_rpcbind {
+        rpcbind_reg = rpcbind::register(&rpcbind::default_endpoints(), &regs);
+    }
+
+    // Port file first: a harness that saw the start line may read it.
+    if let (Some(p), Some(a)) = (&args.port_file, bound.first()) {
+        write_port_file(p, a.port())
+            .map_err(|e| runtime_err(format!("port file {}: {e}", p.display())))?;
+    }
+
+    let paths: Vec<String> = server.exports.iter().map(|e| e.path.clone()).collect();
+    let mut what = String::from("nfs v3, mount v3");
+    if s.portmap {
+        what.push_str(&format!(", portmap on {}", list(&running.portmap_addrs())));
+    }
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "rnfsd: serving {} on {} ({what})",
+            paths.join(", "),
+            list(&bound)
+        );
+        let _ = out.flush();
+    }
+    wait_for_shutdown_signal(&mut signals);
+    tracing::info!("shutting down");
+    if let Some(r) = &rpcbind_reg {
+        r.unregister();
+    }
+    running.shutdown();
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Block until SIGINT or SIGTERM. SIGHUP is logged: configuration reload
+/// is not supported yet.
+fn wait_for_shutdown_signal(signals: &mut Signals) {
+    for sig in signals.forever() {
+        match sig {
+            SIGHUP => tracing::warn!("SIGHUP: configuration reload is not supported yet"),
+            _ => {
+                tracing::info!(signal = sig, "signal received");
+                return;
+            }
+        }
+    }
+}
+
+/// The transport glue: listeners, event loops and worker pools.
+mod transport {
+    use super::*;
+    use rnfsd_pool::{PoolConfig, Threads};
+    use rnfsd_transport::{Handle, Transport, TransportConfig};
+
+    pub struct Running {
+        nfs: Handle,
+        portmap: Option<Handle>,
+    }
+
+    impl Running {
+        pub fn nfs_addrs(&self) -> Vec<SocketAddr> {
+            self.nfs.local_addrs()
+        }
+        pub fn portmap_addrs(&self) -> Vec<SocketAddr> {
+            self.portmap
+                .as_ref()
+                .map(|h| h.local_addrs())
+                .unwrap_or_default()
+        }
+        /// Stop accepting, finish in-flight calls, flush replies.
+        pub fn shutdown(self) {
+            if let Some(p) = &self.portmap {
+                p.shutdown();
+            }
+            self.nfs.shutdown();
+        }
+    }
+
+    fn transport_config(s: &config::ServerConfig, listen: Vec<SocketAddr>) -> TransportConfig {
+        TransportConfig {
+            listen,
+            event_threads: s.event_threads,
+            max_connections: s.max_connections,
+            max_record: s.max_record() as usize,
+            max_inflight_per_conn: s.max_inflight_per_conn,
+            max_conn_output: s.max_conn_output,
+            idle_timeout: Duration::from_secs(s.idle_timeout_secs),
+            shutdown_timeout: Duration::from_secs(s.shutdown_timeout_secs),
+            ..TransportConfig::default()
+        }
+    }
+
+    pub fn start(
+        cfg: &Config,
+        nfs: Arc<RpcService>,
+        portmap: Arc<RpcService>,
+    ) -> Result<Running, Failure> {
+        let s = &cfg.server;
+        let pool = PoolConfig {
+            threads: match s.threads {
+                Some(n) => Threads::Fixed(n),
+                None => Threads::Adaptive {
+                    min: s.min_threads,
+                    max: s.max_threads,
+                },
+            },
+            idle_timeout: Duration::from_secs(s.thread_idle_secs),
+            queue_limit: s.queue_limit,
+            max_waking: s.max_waking,
+            ..PoolConfig::default()
+        };
+        let nfs = Transport::start(transport_config(s, s.listen.clone()), pool, nfs)
+            .map_err(|e| runtime_err(format!("listening on {}: {e}", list(&s.listen))))?;
+        let portmap = if s.portmap {
+            // Port 111 of every address NFS listens on, once each.
+            let mut addrs: Vec<SocketAddr> = Vec::new();
+            for a in &s.listen {
+                let p = SocketAddr::new(a.ip(), rnfsd_proto::portmap::PMAP_PORT);
+                if !addrs.contains(&p) {
+                    addrs.push(p);
+                }
+            }
+            // Port mapper calls are tiny and rare: one thread, small records.
+            let mut tc = transport_config(s, addrs.clone());
+            tc.max_record = 64 * 1024;
+            let pool = PoolConfig {
+                threads: Threads::Fixed(1),
+                queue_limit: 64,
+                name: "rnfsd-portmap".into(),
+                ..PoolConfig::default()
+            };
+            match Transport::start(tc, pool, portmap) {
+                Ok(h) => Some(h),
+                Err(e) => {
+                    nfs.shutdown();
+                    return Err(runtime_err(format!("port mapper on {}: {e}", list(&addrs))));
+                }
+            }
+        } else {
+            None
+        };
+        Ok(Running { nfs, portmap })
+    }
+}

@@ -1,1 +1,286 @@
-//! portmap program
+//! Built-in port mapper (`--portmap`): PMAP version 2 (RFC 1833 §3) and
+//! the read side of RPCBIND versions 3 and 4 (RFC 1833 §2), answering for
+//! this server's own programs only.
+//!
+//! SET and UNSET are refused (answered false): the table is this process's
+//! listeners, fixed at start. CALLIT and the other forwarding procedures
+//! are not served (PROC_UNAVAIL): they are a reflection/amplification risk
+//! and no NFS client needs them.
+
+use std::net::SocketAddr;
+use std::sync::RwLock;
+
+use rnfsd_proto::portmap::{
+    universal_addr, Mapping, PmapList, Rpcb, RpcbList, RpcbString, IPPROTO_TCP,
+};
+
+use crate::proc_entry;
+use crate::rpc::{CacheClass, CallCtx, ProcError, Program, Version};
+
+/// One program version this process serves over TCP at `addr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Registration {
+    pub prog: u32,
+    pub vers: u32,
+    pub addr: SocketAddr,
+}
+
+/// Bound on registrations (programs × versions × listeners).
+pub const MAX_REGISTRATIONS: usize = 256;
+
+static REGISTRY: RwLock<Vec<Registration>> = RwLock::new(Vec::new());
+
+/// Set what GETPORT, GETADDR and DUMP report. Called once at start, after
+/// the listeners are bound (so ephemeral ports are known).
+pub fn set_registrations(mut regs: Vec<Registration>) {
+    regs.truncate(MAX_REGISTRATIONS);
+    let mut g = REGISTRY.write().unwrap_or_else(|p| p.into_inner());
+    *g = regs;
+}
+
+fn registrations() -> Vec<Registration> {
+    REGISTRY.read().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// The registrations a program's GETPORT/GETADDR should answer from: the
+/// exact version if present, else (like rpcbind's find_service) any
+/// version of the program, so the client then learns the supported range
+/// from the program itself with PROG_MISMATCH.
+fn find(regs: &[Registration], prog: u32, vers: u32, v6: bool) -> Option<Registration> {
+    let family = |r: &&Registration| r.addr.is_ipv6() == v6;
+    regs.iter()
+        .filter(family)
+        .find(|r| r.prog == prog && r.vers == vers)
+        .or_else(|| regs.iter().filter(family).find(|r| r.prog == prog))
+        .copied()
+}
+
+fn netid(a: &SocketAddr) -> &'static str {
+    if a.is_ipv6() {
+        "tcp6"
+    } else {
+        "tcp"
+    }
+}
+
+/// The address a client should use: the registered one, or, when that is
+/// a wildcard, the address the client reached us at with the registered port.
+fn reachable_addr(ctx: &CallCtx<'_>, r: &Registration) -> SocketAddr {
+    if r.addr.ip().is_unspecified() {
+        SocketAddr::new(ctx.local.ip(), r.addr.port())
+    } else {
+        r.addr
+    }
+}
+
+fn null(_: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
+    Ok(())
+}
+
+fn pmap_set(ctx: &CallCtx<'_>, m: Mapping) -> Result<bool, ProcError> {
+    tracing::debug!(peer = %ctx.peer, ?m, "refusing portmap SET/UNSET");
+    Ok(false)
+}
+
+fn pmap_getport(_: &CallCtx<'_>, m: Mapping) -> Result<u32, ProcError> {
+    if m.prot != IPPROTO_TCP {
+        return Ok(0);
+    }
+    let regs = registrations();
+    let r = find(&regs, m.prog, m.vers, false).or_else(|| find(&regs, m.prog, m.vers, true));
+    Ok(r.map_or(0, |r| u32::from(r.addr.port())))
+}
+
+fn pmap_dump(_: &CallCtx<'_>, _: ()) -> Result<PmapList, ProcError> {
+    let mut out: Vec<Mapping> = Vec::new();
+    for r in registrations() {
+        let m = Mapping {
+            prog: r.prog,
+            vers: r.vers,
+            prot: IPPROTO_TCP,
+            port: u32::from(r.addr.port()),
+        };
+        if !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    Ok(PmapList(out))
+}
+
+fn rpcb_set(ctx: &CallCtx<'_>, r: Rpcb) -> Result<bool, ProcError> {
+    tracing::debug!(peer = %ctx.peer, prog = r.prog, "refusing rpcbind SET/UNSET");
+    Ok(false)
+}
+
+/// RFC 1833 §2.2 RPCBPROC_GETADDR: the universal address, or "" when the
+/// program is not registered on that netid.
+fn rpcb_getaddr(ctx: &CallCtx<'_>, q: Rpcb) -> Result<RpcbString, ProcError> {
+    let v6 = match q.netid.0.as_str() {
+        "tcp" => false,
+        "tcp6" => true,
+        // An empty netid means "the transport of this call" (RFC 1833 §2.2).
+        "" => ctx.local.is_ipv6(),
+        _ => return Ok(RpcbString::default()),
+    };
+    let regs = registrations();
+    Ok(RpcbString(
+        find(&regs, q.prog, q.vers, v6)
+            .map(|r| universal_addr(&reachable_addr(ctx, &r)))
+            .unwrap_or_default(),
+    ))
+}
+
+fn rpcb_dump(ctx: &CallCtx<'_>, _: ()) -> Result<RpcbList, ProcError> {
+    Ok(RpcbList(
+        registrations()
+            .iter()
+            .map(|r| Rpcb {
+                prog: r.prog,
+                vers: r.vers,
+                netid: RpcbString(netid(&r.addr).into()),
+                addr: RpcbString(universal_addr(&reachable_addr(ctx, r))),
+                owner: RpcbString("superuser".into()),
+            })
+            .collect(),
+    ))
+}
+
+const LIST_REPLY: usize = 4 + MAX_REGISTRATIONS * (4 + 8 + 4 + 8 + 4 + 64 + 4 + 12);
+
+static PMAP_V2: &[crate::rpc::Proc] = &[
+    proc_entry!("NULL", (), null, CacheClass::None, 0),
+    proc_entry!("SET", Mapping, pmap_set, CacheClass::None, 4),
+    proc_entry!("UNSET", Mapping, pmap_set, CacheClass::None, 4),
+    proc_entry!("GETPORT", Mapping, pmap_getport, CacheClass::None, 4),
+    proc_entry!("DUMP", (), pmap_dump, CacheClass::None, LIST_REPLY),
+];
+
+static RPCB_V3_V4: &[crate::rpc::Proc] = &[
+    proc_entry!("NULL", (), null, CacheClass::None, 0),
+    proc_entry!("SET", Rpcb, rpcb_set, CacheClass::None, 4),
+    proc_entry!("UNSET", Rpcb, rpcb_set, CacheClass::None, 4),
+    proc_entry!("GETADDR", Rpcb, rpcb_getaddr, CacheClass::None, 4 + 64),
+    proc_entry!("DUMP", (), rpcb_dump, CacheClass::None, LIST_REPLY),
+];
+
+pub static PORTMAP: Program = Program {
+    name: "portmap",
+    prog: rnfsd_proto::portmap::PROGRAM,
+    versions: &[
+        Version {
+            vers: 2,
+            procs: PMAP_V2,
+        },
+        Version {
+            vers: 3,
+            procs: RPCB_V3_V4,
+        },
+        Version {
+            vers: 4,
+            procs: RPCB_V3_V4,
+        },
+    ],
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rpc::Auth;
+    use crate::state::Server;
+
+    fn regs() -> Vec<Registration> {
+        let a: SocketAddr = "0.0.0.0:2049".parse().unwrap();
+        let b: SocketAddr = "[::1]:2049".parse().unwrap();
+        let pm: SocketAddr = "0.0.0.0:111".parse().unwrap();
+        vec![
+            Registration {
+                prog: 100000,
+                vers: 2,
+                addr: pm,
+            },
+            Registration {
+                prog: 100003,
+                vers: 3,
+                addr: a,
+            },
+            Registration {
+                prog: 100005,
+                vers: 1,
+                addr: a,
+            },
+            Registration {
+                prog: 100005,
+                vers: 3,
+                addr: a,
+            },
+            Registration {
+                prog: 100003,
+                vers: 3,
+                addr: b,
+            },
+        ]
+    }
+
+    // The registry is process-wide: one test sets it and checks everything.
+    #[test]
+    fn answers_from_the_registry() {
+        set_registrations(regs());
+        let s = Server {
+            exports: vec![],
+            write_verifier: [0; 8],
+            max_io: 4096,
+        };
+        let c = CallCtx {
+            xid: 1,
+            peer: "127.0.0.1:900".parse().unwrap(),
+            local: "127.0.0.1:111".parse().unwrap(),
+            auth: Auth::None,
+            server: &s,
+        };
+        let q = |prog, vers, prot| Mapping {
+            prog,
+            vers,
+            prot,
+            port: 0,
+        };
+        assert_eq!(pmap_getport(&c, q(100003, 3, 6)).unwrap(), 2049);
+        assert_eq!(pmap_getport(&c, q(100005, 3, 6)).unwrap(), 2049);
+        // Another version of a known program: its port, like rpcbind.
+        assert_eq!(pmap_getport(&c, q(100003, 2, 6)).unwrap(), 2049);
+        assert_eq!(pmap_getport(&c, q(100003, 3, 17)).unwrap(), 0);
+        assert_eq!(pmap_getport(&c, q(100021, 4, 6)).unwrap(), 0);
+        assert_eq!(pmap_getport(&c, q(100000, 2, 6)).unwrap(), 111);
+        assert!(!pmap_set(&c, q(100021, 4, 6)).unwrap());
+
+        let d = pmap_dump(&c, ()).unwrap();
+        // The v6 listener repeats the v4 NFS mapping: listed once.
+        assert_eq!(d.0.len(), 4);
+
+        let ga = |prog, vers, netid: &str| {
+            rpcb_getaddr(
+                &c,
+                Rpcb {
+                    prog,
+                    vers,
+                    netid: RpcbString(netid.into()),
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+            .0
+        };
+        // Wildcard listener: the address the client reached us at.
+        assert_eq!(ga(100003, 3, "tcp"), "127.0.0.1.8.1");
+        assert_eq!(ga(100003, 3, ""), "127.0.0.1.8.1");
+        assert_eq!(ga(100003, 3, "tcp6"), "::1.8.1");
+        assert_eq!(ga(100005, 3, "tcp6"), "");
+        assert_eq!(ga(100005, 3, "udp"), "");
+        assert_eq!(ga(7, 1, "tcp"), "");
+
+        let l = rpcb_dump(&c, ()).unwrap();
+        assert_eq!(l.0.len(), 5);
+        assert_eq!(l.0[4].netid.0, "tcp6");
+        assert_eq!(l.0[1].addr.0, "127.0.0.1.8.1");
+        assert!(rnfsd_xdr::to_vec(&l).len() <= LIST_REPLY);
+    }
+}

@@ -1,1 +1,625 @@
 //! Dispatch: header checks, auth, program lookup, reply framing.
+//!
+//! Follows RFC 5531 §9 and the order of Linux's `svc_process_common`
+//! (net/sunrpc/svc.c): header, RPC version, credentials, program, version,
+//! procedure, then the handler. A header too short to answer is dropped.
+
+use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use rnfsd_proto::rpc::{
+    encode_accepted, encode_denied, AcceptStat, AuthStat, AuthSys, RejectStat, AUTH_NONE, AUTH_SYS,
+    MAX_AUTH_BYTES, MSG_CALL, RPC_VERSION,
+};
+use rnfsd_xdr::{Dec, Enc};
+
+use super::{Auth, CallCtx, ProcError, Program};
+use crate::state::Server;
+
+/// Room for the longest reply header we write (a PROG_MISMATCH accepted
+/// reply: xid, type, stat, null verifier, accept_stat, low, high).
+const MAX_REPLY_HEADER: usize = 32;
+
+/// Server-wide dispatch settings from the configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// Accept AUTH_NONE for every procedure. When false, AUTH_NONE is
+    /// answered AUTH_ERROR TOOWEAK except where `auth_none_always_ok` says.
+    pub allow_auth_none: bool,
+}
+
+/// Procedures that take AUTH_NONE whatever the policy: every NULL
+/// procedure (RFC 5531 §8.2 pings), the whole port mapper (an unauthenticated
+/// service by design, RFC 1833) and MOUNT EXPORT (`showmount -e` sends
+/// AUTH_NONE).
+fn auth_none_always_ok(prog: u32, proc_: u32) -> bool {
+    proc_ == 0
+        || prog == rnfsd_proto::portmap::PROGRAM
+        || (prog == rnfsd_proto::mount::PROGRAM && proc_ == rnfsd_proto::mount::PROC_EXPORT)
+}
+
+/// Why the credential or verifier was not accepted.
+enum AuthFail {
+    /// The credential or verifier ran past the record (knfsd: SVC_GARBAGE).
+    Garbage,
+    Denied(AuthStat),
+}
+
+/// Decode cred and verifier (RFC 5531 §8.2, appendix A), as knfsd's
+/// `svcauth_null_accept` / `svcauth_unix_accept` do.
+fn decode_auth(d: &mut Dec<'_>) -> Result<Auth, AuthFail> {
+    let flavor = d.u32().map_err(|_| AuthFail::Garbage)?;
+    let auth = match flavor {
+        AUTH_NONE => {
+            let len = d.u32().map_err(|_| AuthFail::Garbage)?;
+            if len != 0 {
+                return Err(AuthFail::Denied(AuthStat::BadCred));
+            }
+            Auth::None
+        }
+        AUTH_SYS => {
+            let len = d.u32().map_err(|_| AuthFail::Garbage)? as usize;
+            if len > MAX_AUTH_BYTES {
+                return Err(AuthFail::Denied(AuthStat::BadCred));
+            }
+            let body = d.opaque_fixed(len).map_err(|_| AuthFail::Garbage)?;
+            // The body must be exactly one authsys_parms within its bounds.
+            let sys: AuthSys =
+                rnfsd_xdr::from_slice(body).map_err(|_| AuthFail::Denied(AuthStat::BadCred))?;
+            Auth::Sys(sys)
+        }
+        // knfsd answers any flavor it has no handler for with BADCRED.
+        _ => return Err(AuthFail::Denied(AuthStat::BadCred)),
+    };
+    // Both flavors take only a null verifier.
+    let vflavor = d.u32().map_err(|_| AuthFail::Garbage)?;
+    let vlen = d.u32().map_err(|_| AuthFail::Garbage)?;
+    if vflavor != AUTH_NONE || vlen != 0 {
+        return Err(AuthFail::Denied(AuthStat::BadVerf));
+    }
+    Ok(auth)
+}
+
+fn accepted(xid: u32, stat: AcceptStat) -> Vec<u8> {
+    let mut e = Enc::from_vec(rnfsd_transport::reply_buffer(MAX_REPLY_HEADER));
+    encode_accepted(&mut e, xid, stat);
+    e.into_vec()
+}
+
+fn denied(xid: u32, stat: RejectStat) -> Vec<u8> {
+    let mut e = Enc::from_vec(rnfsd_transport::reply_buffer(MAX_REPLY_HEADER));
+    encode_denied(&mut e, xid, stat);
+    e.into_vec()
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s
+    } else {
+        "(non-string panic)"
+    }
+}
+
+/// Handle one request record. Returns the reply with 4 bytes reserved at
+/// the front for the record mark, or None to send nothing.
+pub fn dispatch(
+    server: &Server,
+    programs: &[&Program],
+    policy: &Policy,
+    req: &[u8],
+    peer: SocketAddr,
+    local: SocketAddr,
+) -> Option<Vec<u8>> {
+    let mut d = Dec::new(req);
+    // Without an xid there is nothing to answer to.
+    let xid = d.u32().ok()?;
+    let mtype = d.u32().ok()?;
+    if mtype != MSG_CALL {
+        tracing::debug!(xid, mtype, %peer, "dropping non-CALL message");
+        return None;
+    }
+    // knfsd drops a call whose fixed header is short (svc.c err_short_len).
+    let (rpcvers, prog, vers, proc_) = match (d.u32(), d.u32(), d.u32(), d.u32()) {
+        (Ok(a), Ok(b), Ok(c), Ok(e)) => (a, b, c, e),
+        _ => {
+            tracing::debug!(xid, %peer, "dropping call with short header");
+            return None;
+        }
+    };
+    if rpcvers != RPC_VERSION {
+        return Some(denied(
+            xid,
+            RejectStat::RpcMismatch {
+                low: RPC_VERSION,
+                high: RPC_VERSION,
+            },
+        ));
+    }
+    let auth = match decode_auth(&mut d) {
+        Ok(a) => a,
+        Err(AuthFail::Garbage) => return Some(accepted(xid, AcceptStat::GarbageArgs)),
+        Err(AuthFail::Denied(s)) => {
+            tracing::debug!(xid, %peer, ?s, "credential rejected");
+            return Some(denied(xid, RejectStat::AuthError(s)));
+        }
+    };
+    let Some(program) = programs.iter().find(|p| p.prog == prog) else {
+        return Some(accepted(xid, AcceptStat::ProgUnavail));
+    };
+    let Some(version) = program.versions.iter().find(|v| v.vers == vers) else {
+        let low = program.versions.iter().map(|v| v.vers).min().unwrap_or(0);
+        let high = program.versions.iter().map(|v| v.vers).max().unwrap_or(0);
+        return Some(accepted(xid, AcceptStat::ProgMismatch { low, high }));
+    };
+    let Some(proc) = version.procs.get(proc_ as usize) else {
+        return Some(accepted(xid, AcceptStat::ProcUnavail));
+    };
+    if auth == Auth::None && !policy.allow_auth_none && !auth_none_always_ok(prog, proc_) {
+        return Some(denied(xid, RejectStat::AuthError(AuthStat::TooWeak)));
+    }
+
+    let ctx = CallCtx {
+        xid,
+        peer,
+        local,
+        auth,
+        server,
+    };
+    let mut e = Enc::from_vec(rnfsd_transport::reply_buffer(
+        MAX_REPLY_HEADER.saturating_add(proc.max_reply),
+    ));
+    encode_accepted(&mut e, xid, AcceptStat::Success);
+    // A panicking handler must not take the worker thread (or the server)
+    // with it: answer SYSTEM_ERR instead. The handler's state is its own
+    // call's, so nothing shared is left half-updated by unwinding past it
+    // except what sits behind a Mutex, which poisoning reports.
+    let res = catch_unwind(AssertUnwindSafe(|| (proc.run)(&ctx, &mut d, &mut e)));
+    let err = match res {
+        Ok(Ok(())) => return Some(e.into_vec()),
+        Ok(Err(err)) => err,
+        Err(p) => {
+            tracing::error!(
+                xid,
+                program = program.name,
+                vers,
+                proc = proc.name,
+                "handler panicked: {}",
+                panic_message(p.as_ref())
+            );
+            ProcError::SystemErr
+        }
+    };
+    // Discard any partly written result: the reply is the header alone.
+    let stat = match err {
+        ProcError::Drop => return None,
+        ProcError::GarbageArgs => AcceptStat::GarbageArgs,
+        ProcError::SystemErr => AcceptStat::SystemErr,
+        ProcError::TooWeak => {
+            return Some(denied(xid, RejectStat::AuthError(AuthStat::TooWeak)));
+        }
+    };
+    tracing::debug!(
+        xid,
+        program = program.name,
+        proc = proc.name,
+        ?stat,
+        "call failed"
+    );
+    let mut v = e.into_vec();
+    v.truncate(4);
+    let mut e = Enc::from_vec(v);
+    encode_accepted(&mut e, xid, stat);
+    Some(e.into_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proc_entry;
+    use crate::rpc::{CacheClass, Proc, Version};
+    use rnfsd_proto::rpc::{ReplyHeader, MSG_REPLY};
+
+    fn server() -> Server {
+        Server {
+            exports: Vec::new(),
+            write_verifier: [0; 8],
+            max_io: 1 << 20,
+        }
+    }
+
+    fn null(_: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
+        Ok(())
+    }
+    /// Echoes its u32 argument plus the caller's uid.
+    fn echo(ctx: &CallCtx<'_>, x: u32) -> Result<Echoed, ProcError> {
+        Ok(Echoed {
+            x,
+            uid: ctx.auth.cred().uid,
+        })
+    }
+    fn fail_with(enc: &mut Enc, e: ProcError) -> Result<(), ProcError> {
+        // Write part of a result first: it must not reach the wire.
+        enc.u32(0xdead_beef);
+        Err(e)
+    }
+    fn explode(_: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
+        panic!("boom")
+    }
+
+    rnfsd_xdr::xdr_struct! {
+        #[derive(Debug)]
+        pub struct Echoed { pub x: u32, pub uid: u32 }
+    }
+
+    static V3: &[Proc] = &[
+        proc_entry!("NULL", (), null, CacheClass::None, 0),
+        proc_entry!("ECHO", u32, echo, CacheClass::None, 8),
+    ];
+    static TEST_PROG: Program = Program {
+        name: "test",
+        prog: 400_000,
+        versions: &[
+            Version { vers: 2, procs: V3 },
+            Version {
+                vers: 3,
+                procs: &[
+                    proc_entry!("NULL", (), null, CacheClass::None, 0),
+                    proc_entry!("ECHO", u32, echo, CacheClass::None, 8),
+                ],
+            },
+            Version { vers: 5, procs: V3 },
+        ],
+    };
+    static FAIL_PROG: Program = Program {
+        name: "fail",
+        prog: 400_001,
+        versions: &[Version {
+            vers: 1,
+            procs: &[
+                proc_entry!("NULL", (), null, CacheClass::None, 0),
+                Proc {
+                    name: "GARBAGE",
+                    run: |_, _, e| fail_with(e, ProcError::GarbageArgs),
+                    cache: CacheClass::None,
+                    max_reply: 4,
+                },
+                Proc {
+                    name: "SYSERR",
+                    run: |_, _, e| fail_with(e, ProcError::SystemErr),
+                    cache: CacheClass::None,
+                    max_reply: 4,
+                },
+                Proc {
+                    name: "TOOWEAK",
+                    run: |_, _, e| fail_with(e, ProcError::TooWeak),
+                    cache: CacheClass::None,
+                    max_reply: 4,
+                },
+                Proc {
+                    name: "DROP",
+                    run: |_, _, e| fail_with(e, ProcError::Drop),
+                    cache: CacheClass::None,
+                    max_reply: 4,
+                },
+                proc_entry!("PANIC", (), explode, CacheClass::None, 0),
+            ],
+        }],
+    };
+
+    fn sys(uid: u32) -> Vec<u8> {
+        rnfsd_xdr::to_vec(&AuthSys {
+            stamp: 1,
+            machine_name: b"client".to_vec(),
+            uid,
+            gid: 100,
+            gids: vec![100, 10],
+        })
+    }
+
+    /// A call record with the given header words, credential and tail.
+    fn call(
+        xid: u32,
+        rpcvers: u32,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        cred: (u32, &[u8]),
+        tail: &[u8],
+    ) -> Vec<u8> {
+        let mut e = Enc::new();
+        for w in [xid, MSG_CALL, rpcvers, prog, vers, proc_] {
+            e.u32(w);
+        }
+        e.u32(cred.0);
+        e.opaque(cred.1);
+        e.u32(AUTH_NONE);
+        e.u32(0);
+        e.raw(tail);
+        e.into_vec()
+    }
+
+    fn run_with(policy: Policy, req: &[u8]) -> Option<Vec<u8>> {
+        let s = server();
+        let a: SocketAddr = "127.0.0.1:700".parse().unwrap();
+        let b: SocketAddr = "127.0.0.1:2049".parse().unwrap();
+        dispatch(&s, &[&TEST_PROG, &FAIL_PROG], &policy, req, a, b)
+    }
+
+    fn run(req: &[u8]) -> Option<Vec<u8>> {
+        run_with(Policy::default(), req)
+    }
+
+    /// Checks the reserved bytes and decodes the header; returns the results.
+    fn reply(v: &[u8]) -> (u32, ReplyHeader, Vec<u8>) {
+        assert_eq!(&v[..4], &[0, 0, 0, 0], "record mark bytes reserved");
+        let mut d = Dec::new(&v[4..]);
+        let (xid, h) = ReplyHeader::decode(&mut d).unwrap();
+        (xid, h, d.rest().to_vec())
+    }
+
+    #[test]
+    fn success_with_auth_sys() {
+        let c = sys(1000);
+        let r = run(&call(7, 2, 400_000, 3, 1, (AUTH_SYS, &c), &[0, 0, 0, 42])).unwrap();
+        let (xid, h, body) = reply(&r);
+        assert_eq!(xid, 7);
+        assert_eq!(h, ReplyHeader::Accepted(AcceptStat::Success));
+        assert_eq!(body, [0, 0, 0, 42, 0, 0, 3, 0xe8]);
+    }
+
+    #[test]
+    fn null_with_auth_none() {
+        let r = run(&call(8, 2, 400_000, 3, 0, (AUTH_NONE, &[]), &[])).unwrap();
+        let (xid, h, body) = reply(&r);
+        assert_eq!((xid, h), (8, ReplyHeader::Accepted(AcceptStat::Success)));
+        assert!(body.is_empty());
+    }
+
+    #[test]
+    fn unparseable_records_are_dropped() {
+        assert_eq!(run(&[]), None);
+        assert_eq!(run(&[0, 0, 0, 1]), None);
+        assert_eq!(run(&[0, 0, 0, 1, 0, 0]), None);
+        // Readable xid and type, short fixed header: dropped like knfsd.
+        assert_eq!(run(&[0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2]), None);
+        // A REPLY is never answered.
+        let mut c = call(9, 2, 400_000, 3, 0, (AUTH_NONE, &[]), &[]);
+        c[7] = MSG_REPLY as u8;
+        assert_eq!(run(&c), None);
+        // Nor an unknown message type.
+        c[7] = 9;
+        assert_eq!(run(&c), None);
+    }
+
+    #[test]
+    fn wrong_rpc_version_is_rpc_mismatch() {
+        let r = run(&call(10, 3, 400_000, 3, 0, (AUTH_NONE, &[]), &[])).unwrap();
+        let (xid, h, _) = reply(&r);
+        assert_eq!(xid, 10);
+        assert_eq!(
+            h,
+            ReplyHeader::Denied(RejectStat::RpcMismatch { low: 2, high: 2 })
+        );
+        // Even when nothing after the version is present.
+        let r = run(&[
+            0, 0, 0, 11, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        ])
+        .unwrap();
+        assert_eq!(
+            reply(&r).1,
+            ReplyHeader::Denied(RejectStat::RpcMismatch { low: 2, high: 2 })
+        );
+    }
+
+    #[test]
+    fn unknown_program_version_procedure() {
+        let c = sys(0);
+        let r = run(&call(1, 2, 123, 3, 0, (AUTH_SYS, &c), &[])).unwrap();
+        assert_eq!(reply(&r).1, ReplyHeader::Accepted(AcceptStat::ProgUnavail));
+        let r = run(&call(1, 2, 400_000, 4, 0, (AUTH_SYS, &c), &[])).unwrap();
+        assert_eq!(
+            reply(&r).1,
+            ReplyHeader::Accepted(AcceptStat::ProgMismatch { low: 2, high: 5 })
+        );
+        let r = run(&call(1, 2, 400_000, 3, 2, (AUTH_SYS, &c), &[])).unwrap();
+        assert_eq!(reply(&r).1, ReplyHeader::Accepted(AcceptStat::ProcUnavail));
+        let r = run(&call(1, 2, 400_000, 3, u32::MAX, (AUTH_SYS, &c), &[])).unwrap();
+        assert_eq!(reply(&r).1, ReplyHeader::Accepted(AcceptStat::ProcUnavail));
+    }
+
+    fn auth_err(r: Option<Vec<u8>>) -> ReplyHeader {
+        reply(&r.unwrap()).1
+    }
+
+    #[test]
+    fn bad_credentials() {
+        let bad = |s| ReplyHeader::Denied(RejectStat::AuthError(s));
+        // AUTH_NONE with a body.
+        assert_eq!(
+            auth_err(run(&call(
+                1,
+                2,
+                400_000,
+                3,
+                0,
+                (AUTH_NONE, &[1, 2, 3, 4]),
+                &[]
+            ))),
+            bad(AuthStat::BadCred)
+        );
+        // Unknown flavors (AUTH_SHORT, AUTH_DH, RPCSEC_GSS).
+        for f in [2, 3, 6, 0xffff_ffff] {
+            assert_eq!(
+                auth_err(run(&call(1, 2, 400_000, 3, 0, (f, &[]), &[]))),
+                bad(AuthStat::BadCred)
+            );
+        }
+        // AUTH_SYS: truncated body, trailing bytes, too many gids, long name.
+        let good = sys(5);
+        let short = &good[..good.len() - 4];
+        let mut trailing = good.clone();
+        trailing.extend_from_slice(&[0; 4]);
+        let mut many = Enc::new();
+        many.u32(0);
+        many.opaque(b"h");
+        many.u32(0);
+        many.u32(0);
+        many.u32(17);
+        for _ in 0..17 {
+            many.u32(0);
+        }
+        let mut long = Enc::new();
+        long.u32(0);
+        long.opaque(&[b'a'; 256]);
+        long.u32(0);
+        long.u32(0);
+        long.u32(0);
+        for c in [short, &trailing[..], many.as_slice(), long.as_slice(), &[]] {
+            assert_eq!(
+                auth_err(run(&call(
+                    1,
+                    2,
+                    400_000,
+                    3,
+                    1,
+                    (AUTH_SYS, c),
+                    &[0, 0, 0, 1]
+                ))),
+                bad(AuthStat::BadCred),
+                "cred {c:?}"
+            );
+        }
+        // A body over RFC 5531's 400 bytes.
+        let mut huge = Enc::new();
+        for w in [1, MSG_CALL, 2, 400_000, 3, 0, AUTH_SYS, 404] {
+            huge.u32(w);
+        }
+        huge.raw(&[0; 404]);
+        huge.u32(0);
+        huge.u32(0);
+        assert_eq!(auth_err(run(huge.as_slice())), bad(AuthStat::BadCred));
+    }
+
+    #[test]
+    fn bad_verifier_is_badverf() {
+        let mut e = Enc::new();
+        for w in [3, MSG_CALL, 2, 400_000, 3, 0, AUTH_NONE, 0, AUTH_SYS, 4, 0] {
+            e.u32(w);
+        }
+        assert_eq!(
+            auth_err(run(e.as_slice())),
+            ReplyHeader::Denied(RejectStat::AuthError(AuthStat::BadVerf))
+        );
+        let mut e = Enc::new();
+        for w in [3, MSG_CALL, 2, 400_000, 3, 0, AUTH_NONE, 0, AUTH_NONE, 4, 0] {
+            e.u32(w);
+        }
+        assert_eq!(
+            auth_err(run(e.as_slice())),
+            ReplyHeader::Denied(RejectStat::AuthError(AuthStat::BadVerf))
+        );
+    }
+
+    #[test]
+    fn truncated_credentials_are_garbage_args() {
+        let full = call(4, 2, 400_000, 3, 0, (AUTH_SYS, &sys(1)), &[]);
+        // Cut inside the credential body, and inside the verifier.
+        for cut in [28, 32, 40, full.len() - 4, full.len() - 1] {
+            let r = run(&full[..cut]).unwrap();
+            let (xid, h, body) = reply(&r);
+            assert_eq!(xid, 4);
+            assert_eq!(
+                h,
+                ReplyHeader::Accepted(AcceptStat::GarbageArgs),
+                "cut {cut}"
+            );
+            assert!(body.is_empty());
+        }
+    }
+
+    #[test]
+    fn auth_none_is_too_weak_except_where_allowed() {
+        let weak = ReplyHeader::Denied(RejectStat::AuthError(AuthStat::TooWeak));
+        let req = call(5, 2, 400_000, 3, 1, (AUTH_NONE, &[]), &[0, 0, 0, 1]);
+        assert_eq!(auth_err(run(&req)), weak);
+        let r = run_with(
+            Policy {
+                allow_auth_none: true,
+            },
+            &req,
+        )
+        .unwrap();
+        let (_, h, body) = reply(&r);
+        assert_eq!(h, ReplyHeader::Accepted(AcceptStat::Success));
+        // AUTH_NONE runs as nobody.
+        assert_eq!(body, [0, 0, 0, 1, 0, 0, 0xff, 0xfe]);
+        assert!(auth_none_always_ok(rnfsd_proto::mount::PROGRAM, 5));
+        assert!(auth_none_always_ok(rnfsd_proto::portmap::PROGRAM, 3));
+        assert!(!auth_none_always_ok(rnfsd_proto::mount::PROGRAM, 1));
+        assert!(!auth_none_always_ok(100003, 1));
+    }
+
+    #[test]
+    fn bad_arguments_are_garbage_args() {
+        let c = sys(1);
+        // ECHO wants a u32 and gets two bytes.
+        let r = run(&call(6, 2, 400_000, 3, 1, (AUTH_SYS, &c), &[0, 1])).unwrap();
+        let (xid, h, body) = reply(&r);
+        assert_eq!(
+            (xid, h),
+            (6, ReplyHeader::Accepted(AcceptStat::GarbageArgs))
+        );
+        assert!(body.is_empty());
+    }
+
+    #[test]
+    fn handler_errors_map_to_rpc_errors() {
+        let c = sys(1);
+        let go = |p| run(&call(12, 2, 400_001, 1, p, (AUTH_SYS, &c), &[]));
+        for (p, want) in [
+            (1, ReplyHeader::Accepted(AcceptStat::GarbageArgs)),
+            (2, ReplyHeader::Accepted(AcceptStat::SystemErr)),
+            (
+                3,
+                ReplyHeader::Denied(RejectStat::AuthError(AuthStat::TooWeak)),
+            ),
+            (5, ReplyHeader::Accepted(AcceptStat::SystemErr)),
+        ] {
+            let r = go(p).unwrap();
+            let (xid, h, body) = reply(&r);
+            assert_eq!((xid, h), (12, want), "proc {p}");
+            assert!(body.is_empty(), "partial result leaked for proc {p}");
+        }
+        assert_eq!(go(4), None);
+    }
+
+    #[test]
+    fn panic_does_not_escape_and_server_keeps_working() {
+        let c = sys(1);
+        for _ in 0..3 {
+            let r = run(&call(13, 2, 400_001, 1, 5, (AUTH_SYS, &c), &[])).unwrap();
+            assert_eq!(reply(&r).1, ReplyHeader::Accepted(AcceptStat::SystemErr));
+        }
+        let r = run(&call(14, 2, 400_000, 3, 1, (AUTH_SYS, &c), &[0, 0, 0, 3])).unwrap();
+        assert_eq!(reply(&r).1, ReplyHeader::Accepted(AcceptStat::Success));
+    }
+
+    #[test]
+    fn random_records_never_panic() {
+        // A cheap deterministic fuzz over mutated valid calls.
+        let base = call(15, 2, 400_000, 3, 1, (AUTH_SYS, &sys(1)), &[0, 0, 0, 9]);
+        let mut x: u32 = 0x1234_5678;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let mut m = base.clone();
+            let i = x as usize % m.len();
+            m[i] = (x >> 8) as u8;
+            m.truncate(base.len() - (x as usize >> 24) % 8);
+            let _ = run(&m);
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! rnfsd-bench: load generator for rnfsd (and any NFSv3 server) on our client
+//! library. Every run is bounded in time and count and talks to 127.0.0.1
+//! unless told otherwise.
+
+mod matrix;
+mod proc_cost;
+mod workload;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use rnfsd_client::nfs3::NfsFh3;
+use rnfsd_client::{Auth, Client, ClientConfig, MountClient, NfsClient};
+
+use proc_cost::ProcSample;
+use workload::Mix;
+
+#[derive(Parser)]
+#[command(name = "rnfsd-bench", about = "Benchmarks for rnfsd", version)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Drive a running server: calls/s and latency for each stream count.
+    Run(RunArgs),
+    /// Make a tree of files for the traverse workload (local syscalls).
+    Prepare {
+        /// Directory to fill (created; must not exist or be empty).
+        dir: PathBuf,
+        #[arg(long, default_value_t = 20_000)]
+        files: usize,
+        #[arg(long, default_value_t = 1_000)]
+        dirs: usize,
+    },
+    /// The service-core matrix: start rnfsd with each worker count and pool
+    /// policy, run each mix at each stream count, alternating configurations
+    /// run by run, and report medians and ratios.
+    PoolMatrix(matrix::MatrixArgs),
+}
+
+#[derive(clap::Args, Clone)]
+struct RunArgs {
+    /// Server address (NFS and MOUNT on one port).
+    #[arg(long, default_value = "127.0.0.1:2049")]
+    addr: SocketAddr,
+    /// Absolute export path to MNT.
+    #[arg(long)]
+    export: String,
+    #[arg(long, value_enum, default_value = "getattr")]
+    mix: Mix,
+    /// Concurrent client streams, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,64,256")]
+    streams: Vec<usize>,
+    /// TCP connections the streams share.
+    #[arg(long, default_value_t = 4)]
+    conns: usize,
+    /// Seconds per measurement (bounded: at most 600).
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// PID of the server on this machine, for CPU and context switches per
+    /// 1,000 calls from /proc.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Objects of the tree the traverse mix visits at most.
+    #[arg(long, default_value_t = 50_000)]
+    tree_limit: usize,
+    /// Append one JSON object per measurement to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// One measurement, as printed and written to JSON.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Measurement {
+    pub label: String,
+    pub mix: Mix,
+    pub streams: usize,
+    pub calls: u64,
+    pub errors: u64,
+    pub seconds: f64,
+    pub calls_per_s: f64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub server_cpu_us_per_call: Option<f64>,
+    pub server_csw_per_call: Option<f64>,
+    pub server_vol_csw_per_call: Option<f64>,
+    pub server_threads: Option<u64>,
+}
+
+/// A mounted session: a client with `conns` connections and the export root.
+pub struct Session {
+    pub nfs: NfsClient,
+    pub root: NfsFh3,
+}
+
+pub async fn connect(addr: SocketAddr, export: &str, conns: usize) -> Result<Session, String> {
+    let cfg = ClientConfig {
+        auth: Auth::unix(0, 0),
+        connections: conns.clamp(1, 64),
+        ..ClientConfig::default()
+    };
+    let client = Client::connect(addr, &cfg)
+        .await
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    let root = MountClient::new(client.clone())
+        .mnt(export)
+        .await
+        .map_err(|e| format!("MNT {export}: {e}"))?;
+    Ok(Session {
+        nfs: NfsClient::new(client),
+        root: NfsFh3::new(root.fhandle),
+    })
+}
+
+/// Measure one mix at one stream count, with server cost if `pid` is given.
+pub async fn measure(
+    s: &Session,
+    label: &str,
+    mix: Mix,
+    items: Arc<Vec<workload::TreeItem>>,
+    streams: usize,
+    dur: Duration,
+    pid: Option<u32>,
+) -> Measurement {
+    // A short warm-up so thread start-up and first-touch costs stay out.
+    let _ = workload::run(&s.nfs, mix, &s.root, items.clone(), streams, dur / 10).await;
+    let before = pid.and_then(|p| ProcSample::read(p).ok());
+    let r = workload::run(&s.nfs, mix, &s.root, items, streams, dur).await;
+    let after = pid.and_then(|p| ProcSample::read(p).ok());
+    let cost = match (before, after) {
+        (Some(b), Some(a)) => Some(b.delta(&a)),
+        _ => None,
+    };
+    let per = |x: f64| x / (r.calls.max(1) as f64);
+    Measurement {
+        label: label.to_string(),
+        mix,
+        streams,
+        calls: r.calls,
+        errors: r.errors,
+        seconds: r.elapsed.as_secs_f64(),
+        calls_per_s: r.calls_per_s(),
+        p50_us: r.lat.value_at_quantile(0.5),
+        p99_us: r.lat.value_at_quantile(0.99),
+        server_cpu_us_per_call: cost.map(|c| per(c.cpu_s * 1e6)),
+        server_csw_per_call: cost.map(|c| per((c.voluntary + c.involuntary) as f64)),
+        server_vol_csw_per_call: cost.map(|c| per(c.voluntary as f64)),
+        server_threads: cost.map(|c| c.threads),
+    }
+}
+
+pub fn print_header() {
+    println!(
+        "{:<28} {:>8} {:>7} {:>11} {:>8} {:>8} {:>10} {:>9} {:>7}",
+        "config", "mix", "streams", "calls/s", "p50 us", "p99 us", "cpu us/c", "csw/call", "errors"
+    );
+}
+
+pub fn print_row(m: &Measurement) {
+    let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
+    println!(
+        "{:<28} {:>8} {:>7} {:>11.0} {:>8} {:>8} {:>10} {:>9} {:>7}",
+        m.label,
+        format!("{:?}", m.mix).to_lowercase(),
+        m.streams,
+        m.calls_per_s,
+        m.p50_us,
+        m.p99_us,
+        opt(m.server_cpu_us_per_call, 1),
+        opt(m.server_csw_per_call, 3),
+        m.errors
+    );
+}
+
+pub fn append_json(path: &Path, m: &Measurement) {
+    use std::io::Write;
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        if let Ok(s) = serde_json::to_string(m) {
+            let _ = writeln!(f, "{s}");
+        }
+    }
+}
+
+fn prepare(dir: &Path, files: usize, dirs: usize) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let dirs = dirs.max(1);
+    for d in 0..dirs {
+        std::fs::create_dir_all(dir.join(format!("d{d:05}")))?;
+    }
+    for f in 0..files {
+        let p = dir.join(format!("d{:05}", f % dirs)).join(format!("f{f:07}"));
+        std::fs::write(p, (f as u64).to_le_bytes())?;
+    }
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("rnfsd-bench: tokio: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let r = match cli.cmd {
+        Cmd::Prepare { dir, files, dirs } => prepare(&dir, files, dirs).map_err(|e| e.to_string()),
+        Cmd::Run(a) => rt.block_on(run_cmd(a)),
+        Cmd::PoolMatrix(a) => rt.block_on(matrix::run(a)),
+    };
+    match r {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rnfsd-bench: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run_cmd(a: RunArgs) -> Result<(), String> {
+    let s = connect(a.addr, &a.export, a.conns).await?;
+    let items = Arc::new(prepare_items(&s, a.mix, a.tree_limit).await?);
+    let dur = Duration::from_secs_f64(a.seconds.clamp(0.1, 600.0));
+    print_header();
+    for &n in &a.streams {
+        let m = measure(&s, "server", a.mix, items.clone(), n.max(1), dur, a.server_pid).await;
+        print_row(&m);
+        if let Some(j) = &a.json {
+            append_json(j, &m);
+        }
+    }
+    Ok(())
+}
+
+/// The objects a traverse visits (empty for getattr).
+pub async fn prepare_items(s: &Session, mix: Mix, limit: usize) -> Result<Vec<workload::TreeItem>, String> {
+    if mix != Mix::Traverse {
+        return Ok(Vec::new());
+    }
+    let items = workload::walk(&s.nfs, &s.root, limit)
+        .await
+        .map_err(|e| format!("walking the tree: {e}"))?;
+    if items.is_empty() {
+        return Err("the export is empty: `rnfsd-bench prepare DIR` first".into());
+    }
+    Ok(items)
+}

@@ -1,0 +1,312 @@
+//! Command line. Options given here override the configuration file.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{Config, ConfigError, ExportConfig, HandleMode};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rnfsd",
+    version,
+    about = "A userspace NFSv3 server (NFSv3 + MOUNT v3 over TCP)"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Export directories over NFSv3 until SIGINT or SIGTERM.
+    #[command(after_long_help = CONFIG_HELP)]
+    Serve(Box<ServeArgs>),
+    /// Load and validate a configuration file (and the export paths), then
+    /// exit: 0 when it is usable.
+    CheckConfig {
+        /// The TOML configuration file.
+        file: PathBuf,
+    },
+}
+
+/// The configuration file's keys, shown by `rnfsd serve --help`.
+const CONFIG_HELP: &str = "\
+CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
+  [server]
+  listen = [\"127.0.0.1:2049\"]   NFS + MOUNT addresses
+  portmap = false                built-in port mapper on port 111
+  register_rpcbind = true        register with a running system rpcbind
+  threads = (unset)              fixed worker count; else adaptive:
+  min_threads = 2, max_threads = 128, thread_idle_secs = 30
+  queue_limit = 1024             requests waiting for a worker
+  max_waking = 1                 workers woken but not yet running
+  max_io = 1048576               READ/WRITE/READDIR transfer size
+  max_record = (max_io + 65536)  largest RPC record
+  max_connections = 1024
+  max_inflight_per_conn = 64
+  max_conn_output = 4194304      queued reply bytes per connection
+  idle_timeout_secs = 360        close idle connections
+  event_threads = 1
+  shutdown_timeout_secs = 10     reply flushing at shutdown
+  path_cache_entries, handle_scan_limit, act_as_caller = (backend defaults)
+  state_dir = (see --state-dir)  log_level = \"info\"
+  allow_auth_none = false
+
+  [[export]]                     one table per export
+  path = \"/srv/a\"                required; clients mount its canonical path
+  read_only = false
+  id = (hash of the path)        fixed export id (it is in every handle)
+  handle_mode = \"auto\"           auto | kernel | path
+  cross_mounts = false";
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServeArgs {
+    /// Directory to export. Clients mount its canonical absolute path
+    /// (`mount -t nfs -o vers=3,tcp HOST:/that/path /mnt`). May be combined
+    /// with [[export]] tables of --config.
+    pub dir: Option<PathBuf>,
+
+    /// TCP address NFS and MOUNT listen on; repeat for several. Port 0
+    /// picks a free port (reported on the start line and in --port-file).
+    /// Replaces server.listen. [default: 127.0.0.1:2049]
+    #[arg(long = "listen", value_name = "ADDR:PORT")]
+    pub listen: Vec<SocketAddr>,
+
+    /// TOML configuration file ([server] table and [[export]] tables; see
+    /// the rnfsd::config documentation). Unknown keys are errors.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Serve a built-in port mapper on port 111 of each listen address
+    /// instead of registering with the system rpcbind.
+    #[arg(long)]
+    pub portmap: bool,
+
+    /// Do not register with a running system rpcbind.
+    #[arg(long)]
+    pub no_rpcbind: bool,
+
+    /// Log filter: error, warn, info, debug, trace, or a tracing directive
+    /// such as "rnfsd=debug". RUST_LOG overrides it. [default: info]
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+
+    /// A fixed number of worker threads (default: adaptive between
+    /// --min-threads and --max-threads).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// Adaptive pool: threads kept even when idle. [default: 2]
+    #[arg(long, value_name = "N")]
+    pub min_threads: Option<usize>,
+
+    /// Adaptive pool: most worker threads. [default: 128]
+    #[arg(long, value_name = "N")]
+    pub max_threads: Option<usize>,
+
+    /// Requests queued for workers before connections stop being read.
+    /// [default: 1024]
+    #[arg(long, value_name = "N")]
+    pub queue_limit: Option<usize>,
+
+    /// Largest READ/WRITE/READDIR transfer in bytes. [default: 1048576]
+    #[arg(long, value_name = "BYTES")]
+    pub max_io: Option<u32>,
+
+    /// Largest RPC record in bytes. [default: max-io + 65536]
+    #[arg(long, value_name = "BYTES")]
+    pub max_record: Option<u32>,
+
+    /// Most open client connections. [default: 1024]
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+
+    /// Requests of one connection processed at once. [default: 64]
+    #[arg(long, value_name = "N")]
+    pub max_inflight_per_conn: Option<usize>,
+
+    /// Directory for the persistent handle key. [default: /var/lib/rnfsd as
+    /// root, else $XDG_STATE_HOME/rnfsd or ~/.local/state/rnfsd]
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// Write the bound NFS port (first listen address) to this file once
+    /// the server is ready, for test harnesses.
+    #[arg(long, value_name = "PATH")]
+    pub port_file: Option<PathBuf>,
+
+    /// Accept AUTH_NONE credentials (as nobody) for every procedure.
+    #[arg(long)]
+    pub allow_auth_none: bool,
+
+    /// DIR only: refuse every change.
+    #[arg(long, requires = "dir")]
+    pub read_only: bool,
+
+    /// DIR only: a fixed export id instead of the hash of its path.
+    #[arg(long, value_name = "ID", requires = "dir")]
+    pub export_id: Option<u32>,
+
+    /// DIR only: file handle kind: auto, kernel or path. [default: auto]
+    #[arg(long, value_name = "MODE", requires = "dir")]
+    pub handle_mode: Option<HandleMode>,
+
+    /// DIR only: let clients cross into filesystems mounted below DIR.
+    #[arg(long, requires = "dir")]
+    pub cross_mounts: bool,
+}
+
+impl ServeArgs {
+    /// The configuration file (or defaults) with these options applied.
+    pub fn to_config(&self) -> Result<Config, ConfigError> {
+        let mut c = match &self.config {
+            Some(p) => Config::load(p)?,
+            None => Config::default(),
+        };
+        let s = &mut c.server;
+        if !self.listen.is_empty() {
+            s.listen = self.listen.clone();
+        }
+        if self.portmap {
+            s.portmap = true;
+        }
+        if self.no_rpcbind {
+            s.register_rpcbind = false;
+        }
+        if self.allow_auth_none {
+            s.allow_auth_none = true;
+        }
+        macro_rules! over {
+            ($($f:ident),*) => { $( if let Some(v) = self.$f { s.$f = v; } )* };
+        }
+        over!(
+            min_threads,
+            max_threads,
+            queue_limit,
+            max_io,
+            max_connections,
+            max_inflight_per_conn
+        );
+        if self.threads.is_some() {
+            s.threads = self.threads;
+        }
+        if self.max_record.is_some() {
+            s.max_record = self.max_record;
+        }
+        if self.state_dir.is_some() {
+            s.state_dir = self.state_dir.clone();
+        }
+        if self.log_level.is_some() {
+            s.log_level = self.log_level.clone();
+        }
+        if let Some(d) = &self.dir {
+            c.exports.push(ExportConfig {
+                path: d.clone(),
+                read_only: self.read_only,
+                id: self.export_id,
+                handle_mode: self.handle_mode.unwrap_or_default(),
+                cross_mounts: self.cross_mounts,
+            });
+        }
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<ServeArgs, clap::Error> {
+        let mut v = vec!["rnfsd", "serve"];
+        v.extend_from_slice(args);
+        match Cli::try_parse_from(v)?.command {
+            Command::Serve(s) => Ok(*s),
+            c => panic!("unexpected {c:?}"),
+        }
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn dir_alone_exports_on_loopback_2049() {
+        let c = parse(&["/srv/x"]).unwrap().to_config().unwrap();
+        assert_eq!(c.server.listen, vec!["127.0.0.1:2049".parse().unwrap()]);
+        assert_eq!(c.exports, vec![ExportConfig::new("/srv/x")]);
+        assert!(!c.server.portmap);
+    }
+
+    #[test]
+    fn options_override() {
+        let a = parse(&[
+            "/srv/x",
+            "--listen",
+            "127.0.0.1:0",
+            "--listen",
+            "[::1]:0",
+            "--read-only",
+            "--handle-mode",
+            "path",
+            "--export-id",
+            "9",
+            "--threads",
+            "4",
+            "--max-io",
+            "65536",
+            "--portmap",
+            "--allow-auth-none",
+        ])
+        .unwrap();
+        let c = a.to_config().unwrap();
+        assert_eq!(c.server.listen.len(), 2);
+        assert_eq!(c.server.threads, Some(4));
+        assert_eq!(c.server.max_io, 65536);
+        assert_eq!(c.server.max_record(), 65536 + 65536);
+        assert!(c.server.portmap && c.server.allow_auth_none);
+        assert!(c.exports[0].read_only);
+        assert_eq!(c.exports[0].id, Some(9));
+        assert_eq!(c.exports[0].handle_mode, HandleMode::Path);
+    }
+
+    #[test]
+    fn config_file_and_dir_combine() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("c.toml");
+        std::fs::write(
+            &f,
+            "[server]\nlisten = [\"127.0.0.1:3049\"]\nmax_threads = 9\n[[export]]\npath = \"/a\"\n",
+        )
+        .unwrap();
+        let f = f.to_str().unwrap();
+        let c = parse(&["--config", f, "/b"]).unwrap().to_config().unwrap();
+        assert_eq!(c.exports.len(), 2);
+        assert_eq!(c.server.max_threads, 9);
+        assert_eq!(c.server.listen, vec!["127.0.0.1:3049".parse().unwrap()]);
+        let c = parse(&["--config", f, "--listen", "127.0.0.1:1"])
+            .unwrap()
+            .to_config()
+            .unwrap();
+        assert_eq!(c.server.listen, vec!["127.0.0.1:1".parse().unwrap()]);
+    }
+
+    #[test]
+    fn errors() {
+        assert!(parse(&["--read-only"]).is_err(), "--read-only needs DIR");
+        assert!(parse(&["/x", "--listen", "nonsense"]).is_err());
+        assert!(parse(&["/x", "--handle-mode", "fast"]).is_err());
+        assert!(parse(&["/x", "--bogus"]).is_err());
+        let e = parse(&[]).unwrap().to_config().unwrap_err();
+        assert!(e.0.contains("nothing to export"));
+        let e = parse(&["--config", "/nonexistent/rnfsd.toml"])
+            .unwrap()
+            .to_config()
+            .unwrap_err();
+        assert!(e.0.contains("/nonexistent/rnfsd.toml"));
+    }
+}

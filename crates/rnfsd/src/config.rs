@@ -1,0 +1,527 @@
+//! Server configuration: the TOML file format, its defaults and validation,
+//! and the resolution of exports (canonical paths, stable ids).
+//!
+//! ```toml
+//! [server]
+//! listen = ["127.0.0.1:2049"]
+//! max_io = 1048576
+//!
+//! [[export]]
+//! path = "/srv/a"
+//! read_only = true
+//! ```
+//!
+//! Unknown keys are errors, so a typo cannot silently leave a default in
+//! force.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// A configuration problem, with the key or export it concerns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
+    Err(ConfigError(msg.into()))
+}
+
+/// How the local backend builds file handles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HandleMode {
+    /// Kernel handles (name_to_handle_at) where the filesystem and our
+    /// privileges allow, else path-based.
+    #[default]
+    Auto,
+    /// Kernel handles only (needs CAP_DAC_READ_SEARCH to open them).
+    Kernel,
+    /// Path/inode-based handles that work unprivileged.
+    Path,
+}
+
+impl std::str::FromStr for HandleMode {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        match s {
+            "auto" => Ok(HandleMode::Auto),
+            "kernel" => Ok(HandleMode::Kernel),
+            "path" => Ok(HandleMode::Path),
+            _ => err(format!(
+                "handle_mode must be \"auto\", \"kernel\" or \"path\", not {s:?}"
+            )),
+        }
+    }
+}
+
+pub const DEFAULT_MAX_IO: u32 = 1 << 20;
+/// Room beyond `max_io` for the RPC header, credentials and WRITE arguments.
+pub const RECORD_OVERHEAD: u32 = 64 * 1024;
+/// RFC 1813 leaves the transfer size to the server; below a page is silly
+/// and above 16 MiB a single call pins too much memory per worker.
+pub const MIN_MAX_IO: u32 = 4096;
+pub const MAX_MAX_IO: u32 = 16 << 20;
+
+/// The `[server]` table. Every bound the server enforces has a key here.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// TCP addresses NFS and MOUNT answer on (both on each).
+    pub listen: Vec<SocketAddr>,
+    /// Serve a built-in port mapper (PMAP v2, RPCBIND v3/v4 read side) on
+    /// port 111 of each listen address, instead of registering with the
+    /// system rpcbind.
+    pub portmap: bool,
+    /// Register NFS and MOUNT with a running system rpcbind (ignored with
+    /// `portmap`).
+    pub register_rpcbind: bool,
+    /// A fixed number of worker threads; overrides min/max_threads.
+    pub threads: Option<usize>,
+    /// Adaptive pool: threads kept even when idle.
+    pub min_threads: usize,
+    /// Adaptive pool: most threads (they block on disk I/O, so more than
+    /// cores).
+    pub max_threads: usize,
+    /// Adaptive pool: retire a worker idle this many seconds.
+    pub thread_idle_secs: u64,
+    /// Requests queued for a worker before the transport stops reading.
+    pub queue_limit: usize,
+    /// Workers woken but not yet running at once (the bounded-wakeup rule).
+    pub max_waking: usize,
+    /// Largest RPC record accepted (all fragments); larger ones close the
+    /// connection. Must exceed `max_io` by at least 4096. Default: `max_io`
+    /// + 64 KiB.
+    pub max_record: Option<u32>,
+    /// Largest READ/WRITE/READDIR transfer, advertised in FSINFO.
+    pub max_io: u32,
+    /// Open client connections; more are refused until one closes.
+    pub max_connections: usize,
+    /// Requests of one connection being processed at once; the connection
+    /// is not read further until one completes.
+    pub max_inflight_per_conn: usize,
+    /// Queued unsent reply bytes of one connection before it is not read
+    /// further (a slow reader cannot pin unbounded memory).
+    pub max_conn_output: usize,
+    /// Close a connection that sent nothing for this many seconds and has
+    /// nothing in flight.
+    pub idle_timeout_secs: u64,
+    /// Event-loop threads reading sockets (workers write replies).
+    pub event_threads: usize,
+    /// On shutdown, how long to keep flushing queued replies.
+    pub shutdown_timeout_secs: u64,
+    /// Local backend: bound on the handle-to-path cache (None = backend
+    /// default).
+    pub path_cache_entries: Option<usize>,
+    /// Local backend: bound on directory entries scanned to resolve a
+    /// path-mode handle whose path went stale (None = backend default).
+    pub handle_scan_limit: Option<usize>,
+    /// Local backend: run filesystem calls with the caller's uid/gid (needs
+    /// root; None = the backend decides from our privileges).
+    pub act_as_caller: Option<bool>,
+    /// Where the handle key lives (None: /var/lib/rnfsd as root, else
+    /// $XDG_STATE_HOME/rnfsd or ~/.local/state/rnfsd).
+    pub state_dir: Option<PathBuf>,
+    /// A tracing filter such as "info" or "rnfsd=debug" (RUST_LOG wins).
+    pub log_level: Option<String>,
+    /// Accept AUTH_NONE (as nobody) for every procedure. Off: AUTH_NONE
+    /// works only for NULL, MOUNT EXPORT and the port mapper.
+    pub allow_auth_none: bool,
+}
+
+impl ServerConfig {
+    /// `max_record`, or its default from `max_io`.
+    pub fn max_record(&self) -> u32 {
+        self.max_record
+            .unwrap_or(self.max_io.saturating_add(RECORD_OVERHEAD))
+    }
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: vec![SocketAddr::from(([127, 0, 0, 1], 2049))],
+            portmap: false,
+            register_rpcbind: true,
+            threads: None,
+            min_threads: 2,
+            max_threads: 128,
+            thread_idle_secs: 30,
+            queue_limit: 1024,
+            max_waking: 1,
+            max_record: None,
+            max_io: DEFAULT_MAX_IO,
+            // Far below the 20,000 open-files limit: each backend holds
+            // descriptors too.
+            max_connections: 1024,
+            max_inflight_per_conn: 64,
+            max_conn_output: 4 << 20,
+            // As knfsd.
+            idle_timeout_secs: 360,
+            event_threads: 1,
+            shutdown_timeout_secs: 10,
+            path_cache_entries: None,
+            handle_scan_limit: None,
+            act_as_caller: None,
+            state_dir: None,
+            log_level: None,
+            allow_auth_none: false,
+        }
+    }
+}
+
+/// One `[[export]]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportConfig {
+    /// The directory; its canonical absolute path is what clients mount.
+    pub path: PathBuf,
+    #[serde(default)]
+    pub read_only: bool,
+    /// A fixed export id (it is in every handle); default: a hash of the
+    /// canonical path, stable across restarts.
+    #[serde(default)]
+    pub id: Option<u32>,
+    #[serde(default)]
+    pub handle_mode: HandleMode,
+    /// Let clients cross into filesystems mounted below the export.
+    #[serde(default)]
+    pub cross_mounts: bool,
+}
+
+impl ExportConfig {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        ExportConfig {
+            path: path.into(),
+            read_only: false,
+            id: None,
+            handle_mode: HandleMode::Auto,
+            cross_mounts: false,
+        }
+    }
+}
+
+/// The whole file.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub server: ServerConfig,
+    #[serde(default, rename = "export")]
+    pub exports: Vec<ExportConfig>,
+}
+
+impl Config {
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError(e.to_string()))
+    }
+
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
+        Config::from_toml(&text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))
+    }
+
+    /// Check the values that do not need the filesystem.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let s = &self.server;
+        if s.listen.is_empty() {
+            return err("server.listen: at least one address is needed");
+        }
+        let mut seen = HashSet::new();
+        for a in &s.listen {
+            if !seen.insert(a) {
+                return err(format!("server.listen: {a} is listed twice"));
+            }
+        }
+        if s.threads == Some(0) {
+            return err("server.threads must be at least 1");
+        }
+        if s.max_threads == 0 {
+            return err("server.max_threads must be at least 1");
+        }
+        if s.min_threads > s.max_threads {
+            return err(format!(
+                "server.min_threads ({}) is above server.max_threads ({})",
+                s.min_threads, s.max_threads
+            ));
+        }
+        if !(MIN_MAX_IO..=MAX_MAX_IO).contains(&s.max_io) || !s.max_io.is_multiple_of(4) {
+            return err(format!(
+                "server.max_io must be a multiple of 4 in {MIN_MAX_IO}..={MAX_MAX_IO}, not {}",
+                s.max_io
+            ));
+        }
+        if u64::from(s.max_record()) < u64::from(s.max_io) + 4096 {
+            return err(format!(
+                "server.max_record ({}) must be at least server.max_io + 4096 ({})",
+                s.max_record(),
+                u64::from(s.max_io) + 4096
+            ));
+        }
+        for (k, v) in [
+            ("queue_limit", s.queue_limit),
+            ("max_waking", s.max_waking),
+            ("max_connections", s.max_connections),
+            ("max_inflight_per_conn", s.max_inflight_per_conn),
+            ("max_conn_output", s.max_conn_output),
+            ("event_threads", s.event_threads),
+            ("idle_timeout_secs", s.idle_timeout_secs as usize),
+        ] {
+            if v == 0 {
+                return err(format!("server.{k} must be at least 1"));
+            }
+        }
+        // Large durations would overflow Instant arithmetic.
+        const YEAR: u64 = 365 * 24 * 3600;
+        for (k, v) in [
+            ("idle_timeout_secs", s.idle_timeout_secs),
+            ("thread_idle_secs", s.thread_idle_secs),
+            ("shutdown_timeout_secs", s.shutdown_timeout_secs),
+        ] {
+            if v > YEAR {
+                return err(format!("server.{k} must be at most {YEAR} (a year)"));
+            }
+        }
+        if s.path_cache_entries == Some(0) {
+            return err("server.path_cache_entries must be at least 1");
+        }
+        if self.exports.is_empty() {
+            return err("nothing to export: give a directory or an [[export]] table");
+        }
+        for e in &self.exports {
+            if e.path.as_os_str().is_empty() {
+                return err("export.path is empty");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An export after its path was resolved and its id fixed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedExport {
+    pub id: u32,
+    /// Canonical absolute path: the MNT argument.
+    pub path: PathBuf,
+    pub read_only: bool,
+    pub handle_mode: HandleMode,
+    pub cross_mounts: bool,
+}
+
+/// The default export id: FNV-1a over the canonical path. Hand-written so
+/// it cannot change with a std or crate upgrade (ids are in every handle
+/// clients hold).
+pub fn export_id_for(path: &Path) -> u32 {
+    use std::os::unix::ffi::OsStrExt;
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in path.as_os_str().as_bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// Canonicalize every export path, check it is a directory, assign ids and
+/// reject duplicates.
+pub fn resolve_exports(exports: &[ExportConfig]) -> Result<Vec<ResolvedExport>, ConfigError> {
+    let mut out: Vec<ResolvedExport> = Vec::with_capacity(exports.len());
+    for e in exports {
+        let path = std::fs::canonicalize(&e.path)
+            .map_err(|x| ConfigError(format!("export {}: {x}", e.path.display())))?;
+        if !path.is_dir() {
+            return err(format!("export {}: not a directory", path.display()));
+        }
+        if path.to_str().is_none() {
+            return err(format!(
+                "export {}: path is not valid UTF-8",
+                path.display()
+            ));
+        }
+        if path.as_os_str().len() > rnfsd_proto::mount::MNTPATHLEN {
+            return err(format!(
+                "export {}: path longer than MOUNT's 1024 bytes",
+                path.display()
+            ));
+        }
+        let id = e.id.unwrap_or_else(|| export_id_for(&path));
+        if let Some(o) = out.iter().find(|o| o.path == path) {
+            return err(format!(
+                "export {} is listed twice (as {} and {})",
+                path.display(),
+                o.path.display(),
+                e.path.display()
+            ));
+        }
+        if let Some(o) = out.iter().find(|o| o.id == id) {
+            return err(format!(
+                "exports {} and {} have the same id {id}: set `id` on one of them",
+                o.path.display(),
+                path.display()
+            ));
+        }
+        out.push(ResolvedExport {
+            id,
+            path,
+            read_only: e.read_only,
+            handle_mode: e.handle_mode,
+            cross_mounts: e.cross_mounts,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        let c = Config::from_toml("").unwrap();
+        assert_eq!(c.server, ServerConfig::default());
+        assert_eq!(c.server.listen, vec!["127.0.0.1:2049".parse().unwrap()]);
+        assert_eq!(c.server.max_io, 1048576);
+        assert_eq!(c.server.max_record(), 1048576 + 65536);
+        assert!(!c.server.allow_auth_none);
+        assert!(c.exports.is_empty());
+        // No exports is a validation error, not a parse error.
+        assert!(c.validate().unwrap_err().0.contains("nothing to export"));
+    }
+
+    #[test]
+    fn full_file() {
+        let c = Config::from_toml(
+            r#"
+            [server]
+            listen = ["127.0.0.1:2049", "[::1]:2049"]
+            threads = 8
+            max_record = 2162688
+            max_io = 2097152
+            state_dir = "/tmp/st"
+            log_level = "debug"
+            allow_auth_none = true
+            path_cache_entries = 1000
+
+            [[export]]
+            path = "/srv/a"
+            read_only = true
+            id = 7
+            handle_mode = "path"
+
+            [[export]]
+            path = "/srv/b"
+            cross_mounts = true
+            "#,
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.server.listen.len(), 2);
+        assert_eq!(c.server.threads, Some(8));
+        assert_eq!(c.server.max_io, 2 << 20);
+        assert_eq!(c.server.state_dir, Some(PathBuf::from("/tmp/st")));
+        assert_eq!(c.server.path_cache_entries, Some(1000));
+        assert_eq!(c.server.min_threads, 2, "unset keys keep defaults");
+        assert_eq!(c.exports.len(), 2);
+        assert_eq!(c.exports[0].id, Some(7));
+        assert!(c.exports[0].read_only);
+        assert_eq!(c.exports[0].handle_mode, HandleMode::Path);
+        assert_eq!(c.exports[1].handle_mode, HandleMode::Auto);
+        assert!(c.exports[1].cross_mounts);
+        assert!(!c.exports[1].read_only);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        for text in [
+            "[server]\nlisten_on = [\"127.0.0.1:1\"]",
+            "[[export]]\npath = \"/a\"\nreadonly = true",
+            "[srever]\n",
+            "threads = 3",
+        ] {
+            let e = Config::from_toml(text).unwrap_err();
+            assert!(e.0.contains("unknown"), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn bad_values_are_clear_errors() {
+        assert!(Config::from_toml("[server]\nlisten = [\"nonsense\"]").is_err());
+        assert!(Config::from_toml("[[export]]\npath = \"/a\"\nhandle_mode = \"fast\"").is_err());
+        assert!(
+            Config::from_toml("[[export]]\nread_only = true").is_err(),
+            "path required"
+        );
+        assert!(Config::from_toml("[server]\nmax_io = -1").is_err());
+        let check = |server: &str| {
+            let mut c = Config::from_toml(server).unwrap();
+            c.exports.push(ExportConfig::new("/x"));
+            c.validate().map_err(|e| e.0)
+        };
+        assert!(check("").is_ok());
+        assert!(check("[server]\nlisten = []")
+            .unwrap_err()
+            .contains("listen"));
+        assert!(
+            check("[server]\nlisten = [\"127.0.0.1:1\", \"127.0.0.1:1\"]")
+                .unwrap_err()
+                .contains("twice")
+        );
+        assert!(check("[server]\nmax_io = 100")
+            .unwrap_err()
+            .contains("max_io"));
+        assert!(check("[server]\nmax_io = 2097152").is_ok());
+        assert!(check("[server]\nmax_record = 8192")
+            .unwrap_err()
+            .contains("max_record"));
+        assert!(check("[server]\nmin_threads = 9\nmax_threads = 4")
+            .unwrap_err()
+            .contains("min_threads"));
+        assert!(check("[server]\nthreads = 0")
+            .unwrap_err()
+            .contains("threads"));
+        assert!(check("[server]\nqueue_limit = 0")
+            .unwrap_err()
+            .contains("queue_limit"));
+    }
+
+    #[test]
+    fn export_ids_are_stable_and_exports_resolve() {
+        // Fixed values: changing the hash would invalidate clients' handles.
+        assert_eq!(export_id_for(Path::new("")), 0x811c_9dc5);
+        assert_eq!(export_id_for(Path::new("a")), 0xe40c_292c);
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a");
+        let f = d.path().join("f");
+        std::fs::create_dir(&a).unwrap();
+        std::fs::write(&f, b"").unwrap();
+        let canon = std::fs::canonicalize(&a).unwrap();
+        let with_dots = d.path().join("a/../a");
+        let r = resolve_exports(&[ExportConfig::new(&with_dots)]).unwrap();
+        assert_eq!(r[0].path, canon);
+        assert_eq!(r[0].id, export_id_for(&canon));
+        let again = resolve_exports(&[ExportConfig::new(&a)]).unwrap();
+        assert_eq!(again[0].id, r[0].id);
+
+        let mut fixed = ExportConfig::new(&a);
+        fixed.id = Some(42);
+        assert_eq!(resolve_exports(&[fixed.clone()]).unwrap()[0].id, 42);
+
+        let e = |x: &[ExportConfig]| resolve_exports(x).unwrap_err().0;
+        assert!(e(&[ExportConfig::new(&f)]).contains("not a directory"));
+        assert!(e(&[ExportConfig::new(d.path().join("missing"))]).contains("missing"));
+        assert!(e(&[ExportConfig::new(&a), ExportConfig::new(&with_dots)]).contains("twice"));
+        let mut other = ExportConfig::new(d.path());
+        other.id = Some(42);
+        assert!(e(&[fixed, other]).contains("same id"));
+    }
+}

@@ -1,0 +1,140 @@
+//! Test support: start the real rnfsd binary on an ephemeral loopback port.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh directory under the system temp dir, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!(
+            "rnfsd-test-{}-{}-{}",
+            tag,
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p.canonicalize().expect("canonical temp dir"))
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running rnfsd serving one directory. Killed on drop.
+pub struct TestServer {
+    child: Option<Child>,
+    pub export: PathBuf,
+    pub state: TempDir,
+    pub addr: SocketAddr,
+    extra: Vec<String>,
+}
+
+impl TestServer {
+    /// Serve `export` on 127.0.0.1 with a fresh state directory.
+    pub fn start(export: &Path) -> TestServer {
+        Self::start_with(export, &[])
+    }
+
+    pub fn start_with(export: &Path, extra: &[&str]) -> TestServer {
+        let state = TempDir::new("state");
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let (child, addr) = spawn(export, state.path(), &extra);
+        TestServer {
+            child: Some(child),
+            export: export.to_path_buf(),
+            state,
+            addr,
+            extra,
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// Stop with SIGTERM and wait; returns the exit status code.
+    pub fn stop(&mut self) -> Option<i32> {
+        let mut child = self.child.take()?;
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(Some(st)) = child.try_wait() {
+                return st.code();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stop and start again with the same export and state directory (same
+    /// handle key), as an operator restart would. The port may change.
+    pub fn restart(&mut self) {
+        self.stop();
+        let (child, addr) = spawn(&self.export, self.state.path(), &self.extra);
+        self.child = Some(child);
+        self.addr = addr;
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn spawn(export: &Path, state: &Path, extra: &[String]) -> (Child, SocketAddr) {
+    let port_file = state.join("port");
+    let _ = std::fs::remove_file(&port_file);
+    let log = std::fs::File::create(state.join("server.log")).expect("log file");
+    let child = Command::new(env!("CARGO_BIN_EXE_rnfsd"))
+        .arg("serve")
+        .arg(export)
+        .args(["--listen", "127.0.0.1:0", "--port-file"])
+        .arg(&port_file)
+        .arg("--state-dir")
+        .arg(state)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("spawn rnfsd");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(s) = std::fs::read_to_string(&port_file) {
+            if let Ok(port) = s.trim().parse::<u16>() {
+                return (child, SocketAddr::from(([127, 0, 0, 1], port)));
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "rnfsd did not write its port file; log: {}",
+            std::fs::read_to_string(state.join("server.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+pub mod nfs;

@@ -1,0 +1,197 @@
+//! Test support: connect our client library to a [`TestServer`], MOUNT its
+//! export and build NFSv3 arguments tersely.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use rnfsd_client::nfs3::*;
+use rnfsd_client::{Auth, Client, ClientConfig, ClientError, MountClient, NfsClient};
+
+use super::TestServer;
+
+/// Bound on any single test body: a hung server must fail the test, not
+/// stall the suite.
+pub const TEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Per-call timeout used by the helpers' clients.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Run `f` with [`TEST_TIMEOUT`]; panics if it takes longer.
+pub async fn bounded<F: Future>(f: F) -> F::Output {
+    match tokio::time::timeout(TEST_TIMEOUT, f).await {
+        Ok(v) => v,
+        Err(_) => panic!("test body exceeded {TEST_TIMEOUT:?}"),
+    }
+}
+
+/// Client settings: AUTH_SYS root, short timeout, `conns` connections.
+pub fn config(conns: usize) -> ClientConfig {
+    ClientConfig {
+        auth: Auth::unix(0, 0),
+        timeout: Some(CALL_TIMEOUT),
+        connect_timeout: Duration::from_secs(10),
+        connections: conns,
+        ..ClientConfig::default()
+    }
+}
+
+/// A client connected to `srv` as root (AUTH_SYS 0/0), one connection.
+pub async fn connect(srv: &TestServer) -> Client {
+    connect_n(srv, 1).await
+}
+
+pub async fn connect_n(srv: &TestServer, conns: usize) -> Client {
+    Client::connect(srv.addr, &config(conns))
+        .await
+        .unwrap_or_else(|e| panic!("connect to {}: {e}", srv.addr))
+}
+
+/// The export path as MOUNT expects it.
+pub fn export_path(srv: &TestServer) -> String {
+    srv.export
+        .to_str()
+        .expect("export path is UTF-8")
+        .to_owned()
+}
+
+/// An NFS session on one server: the client, the typed NFS and MOUNT views
+/// and the export's root handle.
+pub struct Session {
+    pub client: Client,
+    pub mount: MountClient,
+    pub nfs: NfsClient,
+    pub root: NfsFh3,
+}
+
+/// Connect as root and MNT the export.
+pub async fn mount(srv: &TestServer) -> Session {
+    let client = connect(srv).await;
+    let mount = MountClient::new(client.clone());
+    let ok = mount
+        .mnt(export_path(srv))
+        .await
+        .unwrap_or_else(|e| panic!("MNT {}: {e}", srv.export.display()));
+    Session {
+        nfs: NfsClient::new(client.clone()),
+        mount,
+        client,
+        root: NfsFh3::new(ok.fhandle),
+    }
+}
+
+// ---- argument builders ----
+
+pub fn dirop(dir: &NfsFh3, name: &str) -> Diropargs3 {
+    Diropargs3 {
+        dir: dir.clone(),
+        name: name.as_bytes().to_vec(),
+    }
+}
+
+pub fn sattr_mode(mode: u32) -> Sattr3 {
+    Sattr3 {
+        mode: Some(mode),
+        ..Sattr3::default()
+    }
+}
+
+/// Expect an NFS3_OK result; on failure panic naming `what` and the status.
+#[track_caller]
+pub fn ok<T, F: std::fmt::Debug>(what: &str, r: Result<NfsRes<T, F>, ClientError>) -> T {
+    match r {
+        Ok(NfsRes::Ok(v)) => v,
+        Ok(NfsRes::Fail(s, body)) => panic!("{what}: expected NFS3_OK, got {s} ({body:?})"),
+        Err(e) => panic!("{what}: RPC failed: {e}"),
+    }
+}
+
+/// Expect a failure with status `want`; returns the resfail body.
+#[track_caller]
+pub fn fail<T: std::fmt::Debug, F>(
+    what: &str,
+    r: Result<NfsRes<T, F>, ClientError>,
+    want: Nfsstat3,
+) -> F {
+    fail_any(what, r, &[want]).1
+}
+
+/// Expect a failure with one of `want`; returns the status and body.
+#[track_caller]
+pub fn fail_any<T: std::fmt::Debug, F>(
+    what: &str,
+    r: Result<NfsRes<T, F>, ClientError>,
+    want: &[Nfsstat3],
+) -> (Nfsstat3, F) {
+    match r {
+        Ok(NfsRes::Fail(s, body)) if want.contains(&s) => (s, body),
+        Ok(NfsRes::Fail(s, _)) => panic!("{what}: expected one of {want:?}, got {s}"),
+        Ok(NfsRes::Ok(v)) => panic!("{what}: expected one of {want:?}, got NFS3_OK ({v:?})"),
+        Err(e) => panic!("{what}: expected one of {want:?}, RPC failed: {e}"),
+    }
+}
+
+/// CREATE UNCHECKED `name` in `dir` with mode 0644; returns handle and attrs.
+pub async fn create_file(nfs: &NfsClient, dir: &NfsFh3, name: &str) -> (NfsFh3, Fattr3) {
+    let r = ok(
+        &format!("CREATE {name}"),
+        nfs.create(&Create3Args {
+            where_: dirop(dir, name),
+            how: CreateHow3::Unchecked(sattr_mode(0o644)),
+        })
+        .await,
+    );
+    let fh = r.obj.unwrap_or_else(|| panic!("CREATE {name}: no handle"));
+    let attrs = match r.obj_attributes {
+        Some(a) => a,
+        None => getattr(nfs, &fh).await,
+    };
+    (fh, attrs)
+}
+
+/// MKDIR `name` in `dir` with mode 0755.
+pub async fn mkdir(nfs: &NfsClient, dir: &NfsFh3, name: &str) -> NfsFh3 {
+    let r = ok(
+        &format!("MKDIR {name}"),
+        nfs.mkdir(&Mkdir3Args {
+            where_: dirop(dir, name),
+            attributes: sattr_mode(0o755),
+        })
+        .await,
+    );
+    r.obj.unwrap_or_else(|| panic!("MKDIR {name}: no handle"))
+}
+
+/// GETATTR that must succeed.
+pub async fn getattr(nfs: &NfsClient, fh: &NfsFh3) -> Fattr3 {
+    ok(
+        "GETATTR",
+        nfs.getattr(&GetAttr3Args { object: fh.clone() }).await,
+    )
+    .obj_attributes
+}
+
+/// GETATTR status only.
+pub async fn getattr_status(nfs: &NfsClient, fh: &NfsFh3) -> Result<Nfsstat3, ClientError> {
+    Ok(nfs
+        .getattr(&GetAttr3Args { object: fh.clone() })
+        .await?
+        .status())
+}
+
+/// WRITE FILE_SYNC that must write everything.
+pub async fn write(nfs: &NfsClient, fh: &NfsFh3, offset: u64, data: &[u8]) {
+    let s = nfs
+        .write_at(fh, offset, data, StableHow::FileSync)
+        .await
+        .unwrap_or_else(|e| panic!("WRITE at {offset}: {e}"));
+    assert_eq!(s.written, data.len() as u64);
+}
+
+/// LOOKUP that must succeed; returns the handle.
+pub async fn lookup(nfs: &NfsClient, dir: &NfsFh3, name: &str) -> NfsFh3 {
+    nfs.lookup_name(dir, name)
+        .await
+        .unwrap_or_else(|e| panic!("LOOKUP {name}: {e}"))
+        .object
+}
