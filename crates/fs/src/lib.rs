@@ -268,36 +268,72 @@ pub trait Backend: Send + Sync {
     fn root(&self) -> Fh;
     fn getattr(&self, cred: &Cred, fh: &Fh) -> FsResult<Attr>;
     /// `guard` is the ctime the client expects (RFC 1813 §3.3.2 sattrguard3).
-    fn setattr(&self, cred: &Cred, fh: &Fh, set: &SetAttr, guard: Option<Time>)
-        -> FsResult<Wcc>;
+    fn setattr(&self, cred: &Cred, fh: &Fh, set: &SetAttr, guard: Option<Time>) -> FsResult<Wcc>;
     /// Returns the object's handle and attributes, and the directory's.
     fn lookup(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)>;
     /// `want` is an RFC 1813 ACCESS3 bit mask; returns the granted subset.
     fn access(&self, cred: &Cred, fh: &Fh, want: u32) -> FsResult<(u32, Attr)>;
     fn readlink(&self, cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>, Attr)>;
     /// Reads up to `count` bytes into `buf` (cleared first); returns eof.
-    fn read(&self, cred: &Cred, fh: &Fh, offset: u64, count: u32, buf: &mut Vec<u8>)
-        -> FsResult<(bool, Attr)>;
+    fn read(
+        &self,
+        cred: &Cred,
+        fh: &Fh,
+        offset: u64,
+        count: u32,
+        buf: &mut Vec<u8>,
+    ) -> FsResult<(bool, Attr)>;
     /// Returns bytes written, the stability actually achieved (>= asked), wcc.
-    fn write(&self, cred: &Cred, fh: &Fh, offset: u64, data: &[u8], stable: Stable)
-        -> FsResult<(u32, Stable, Wcc)>;
+    fn write(
+        &self,
+        cred: &Cred,
+        fh: &Fh,
+        offset: u64,
+        data: &[u8],
+        stable: Stable,
+    ) -> FsResult<(u32, Stable, Wcc)>;
     fn create(&self, cred: &Cred, dir: &Fh, name: &[u8], how: &CreateHow) -> FsResult<Created>;
     fn mkdir(&self, cred: &Cred, dir: &Fh, name: &[u8], set: &SetAttr) -> FsResult<Created>;
-    fn symlink(&self, cred: &Cred, dir: &Fh, name: &[u8], target: &[u8], set: &SetAttr)
-        -> FsResult<Created>;
-    fn mknod(&self, cred: &Cred, dir: &Fh, name: &[u8], kind: NodeKind, set: &SetAttr)
-        -> FsResult<Created>;
+    fn symlink(
+        &self,
+        cred: &Cred,
+        dir: &Fh,
+        name: &[u8],
+        target: &[u8],
+        set: &SetAttr,
+    ) -> FsResult<Created>;
+    fn mknod(
+        &self,
+        cred: &Cred,
+        dir: &Fh,
+        name: &[u8],
+        kind: NodeKind,
+        set: &SetAttr,
+    ) -> FsResult<Created>;
     fn remove(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc>;
     fn rmdir(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc>;
     /// Returns (from-dir wcc, to-dir wcc).
-    fn rename(&self, cred: &Cred, from_dir: &Fh, from: &[u8], to_dir: &Fh, to: &[u8])
-        -> FsResult<(Wcc, Wcc)>;
+    fn rename(
+        &self,
+        cred: &Cred,
+        from_dir: &Fh,
+        from: &[u8],
+        to_dir: &Fh,
+        to: &[u8],
+    ) -> FsResult<(Wcc, Wcc)>;
     /// Returns the file's attributes and the directory's wcc.
     fn link(&self, cred: &Cred, file: &Fh, dir: &Fh, name: &[u8]) -> FsResult<(Attr, Wcc)>;
     /// Entries after `cookie` (0 = from the start), at most `max_entries`.
     /// A nonzero cookie with a verifier that no longer matches gives BadCookie.
-    fn readdir(&self, cred: &Cred, dir: &Fh, cookie: u64, verifier: [u8; 8],
-        max_entries: usize, plus: bool) -> FsResult<DirPage>;
+    fn readdir(
+        &self,
+        cred: &Cred,
+        dir: &Fh,
+        cookie: u64,
+        verifier: [u8; 8],
+        max_entries: usize,
+        plus: bool,
+    ) -> FsResult<DirPage>;
     fn fsstat(&self, cred: &Cred, fh: &Fh) -> FsResult<(FsStat, Attr)>;
     fn fsinfo(&self, cred: &Cred, fh: &Fh) -> FsResult<(FsInfo, Attr)>;
     fn pathconf(&self, cred: &Cred, fh: &Fh) -> FsResult<(PathConf, Attr)>;

@@ -175,6 +175,9 @@ impl Obj<'_> {
 /// A directory exported from the local filesystem.
 pub struct LocalFs {
     root: OwnedFd,
+    /// The export root's path as the kernel reports it for `root`, with a
+    /// trailing '/': the prefix of every object inside the export.
+    root_prefix: Vec<u8>,
     root_key: Key,
     root_mnt: u64,
     root_fh: Fh,
@@ -239,8 +242,13 @@ impl LocalFs {
         };
         let sealer = Sealer::new(&opts.handle_key, export_id);
         let root_fh = sealer.seal_path(0, st.ino, root_gen);
+        let mut root_prefix = sys::fd_path(rootfd.as_raw_fd())?;
+        if !root_prefix.ends_with(b"/") {
+            root_prefix.push(b'/');
+        }
         Ok(LocalFs {
             root: rootfd,
+            root_prefix,
             root_key: st.key(),
             root_mnt: st.mnt_id,
             root_fh,
@@ -436,7 +444,7 @@ impl LocalFs {
                 if st.key() == self.root_key {
                     return self.root_obj();
                 }
-                if !self.verified.contains(&st.key()) {
+                if !self.verified.contains(&st.key()) && !self.kernel_path_inside(fd.as_raw_fd()) {
                     if st.is_dir() {
                         self.walk_up(fd.as_raw_fd(), &st)?;
                     } else {
@@ -452,6 +460,23 @@ impl LocalFs {
                     st,
                 })
             }
+        }
+    }
+
+    /// Whether the kernel's own path for `fd` (its dentry, as /proc/self/fd
+    /// shows it) lies below the export root. One readlink instead of a walk
+    /// or a scan: directory dentries are always connected, and so is any
+    /// file whose dentry is cached, which after a server restart (not a host
+    /// reboot) is the common case. A disconnected dentry shows as a single
+    /// "/name" component and fails the test, falling back to the slow check.
+    fn kernel_path_inside(&self, fd: RawFd) -> bool {
+        match sys::fd_path(fd) {
+            Ok(p) => {
+                p.len() > self.root_prefix.len()
+                    && p.starts_with(&self.root_prefix)
+                    && !p.ends_with(b" (deleted)")
+            }
+            Err(_) => false,
         }
     }
 

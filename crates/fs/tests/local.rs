@@ -1379,3 +1379,38 @@ fn handles_from_threads() {
         assert_eq!(page_all(&fs, &r, 100, true).len(), 6);
     }
 }
+
+/// Kernel mode after a restart must not need a scan for objects whose
+/// dentries the host kernel still has: with a scan limit far below the tree's
+/// size, a file deep in a wide tree still resolves (the kernel's own path of
+/// the opened handle proves it lies inside the export).
+#[test]
+fn kernel_handles_resolve_after_restart_without_scanning() {
+    if !is_root() {
+        skip("kernel handle mode needs root");
+        return;
+    }
+    let t = tmp();
+    let fs = open(t.path(), HandleMode::Kernel);
+    let mut handles = Vec::new();
+    for d in 0..20 {
+        let dir = mkdir(&fs, &fs.root(), &format!("d{d}"));
+        for f in 0..20 {
+            handles.push(create(&fs, &dir, &format!("f{f}")).fh);
+        }
+    }
+    let restarted = LocalFs::open(
+        t.path(),
+        7,
+        LocalOptions {
+            handle_scan_limit: 5,
+            ..opts(HandleMode::Kernel)
+        },
+    )
+    .unwrap();
+    for fh in handles.iter().rev().take(50) {
+        restarted
+            .getattr(&root(), fh)
+            .expect("resolved without a scan");
+    }
+}

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{Config, ConfigError, ExportConfig, HandleMode};
+use crate::config::{Config, ConfigError, ExportConfig, HandleMode, Handoff, MaxWaking, WakeOrder};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -42,6 +42,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   min_threads = 2, max_threads = 128, thread_idle_secs = 30
   queue_limit = 1024             requests waiting for a worker
   max_waking = 1                 workers woken but not yet running
+  wake_order = \"lifo\"            experiment switch: lifo | fifo
+  handoff = \"direct\"             experiment switch: direct | double
   max_io = 1048576               READ/WRITE/READDIR transfer size
   max_record = (max_io + 65536)  largest RPC record
   max_connections = 1024
@@ -110,6 +112,21 @@ pub struct ServeArgs {
     /// [default: 1024]
     #[arg(long, value_name = "N")]
     pub queue_limit: Option<usize>,
+
+    /// Workers woken but not yet running at once, or "unlimited"
+    /// (experiment). [default: 1]
+    #[arg(long, value_name = "N|unlimited")]
+    pub max_waking: Option<MaxWaking>,
+
+    /// Experiment switch: wake the most recently idle worker (lifo) or the
+    /// longest idle (fifo). [default: lifo]
+    #[arg(long, value_name = "lifo|fifo")]
+    pub wake_order: Option<WakeOrder>,
+
+    /// Experiment switch: the woken worker runs the request (direct) or
+    /// hands it on with a second wakeup (double). [default: direct]
+    #[arg(long, value_name = "direct|double")]
+    pub handoff: Option<Handoff>,
 
     /// Largest READ/WRITE/READDIR transfer in bytes. [default: 1048576]
     #[arg(long, value_name = "BYTES")]
@@ -187,7 +204,10 @@ impl ServeArgs {
             queue_limit,
             max_io,
             max_connections,
-            max_inflight_per_conn
+            max_inflight_per_conn,
+            max_waking,
+            wake_order,
+            handoff
         );
         if self.threads.is_some() {
             s.threads = self.threads;

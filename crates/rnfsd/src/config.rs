@@ -65,6 +65,86 @@ impl std::str::FromStr for HandleMode {
     }
 }
 
+/// Experiment switch: which idle worker is woken first (see rnfsd-pool).
+/// `lifo` (the most recently idle, cache-hot worker) is the design.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WakeOrder {
+    #[default]
+    Lifo,
+    Fifo,
+}
+
+/// Experiment switch: `direct` (the woken worker runs the request) is the
+/// design; `double` is the naive two-wakeup hand-off seed thread 001 removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Handoff {
+    #[default]
+    Direct,
+    Double,
+}
+
+/// Bound on woken-but-not-yet-running workers: a number, or "unlimited"
+/// (experiment only: wake a worker for every request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxWaking {
+    N(usize),
+    Unlimited,
+}
+
+impl Default for MaxWaking {
+    fn default() -> Self {
+        MaxWaking::N(1)
+    }
+}
+
+impl<'de> Deserialize<'de> for MaxWaking {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(usize),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => Ok(MaxWaking::N(n)),
+            Raw::S(s) => s.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+macro_rules! parse_words {
+    ($t:ty, $key:literal, $($word:literal => $v:expr),*) => {
+        impl std::str::FromStr for $t {
+            type Err = ConfigError;
+            fn from_str(s: &str) -> Result<Self, ConfigError> {
+                match s {
+                    $($word => Ok($v),)*
+                    _ => err(format!(concat!($key, " must be one of {:?}, not {:?}"), [$($word),*], s)),
+                }
+            }
+        }
+    };
+}
+
+parse_words!(WakeOrder, "wake_order", "lifo" => WakeOrder::Lifo, "fifo" => WakeOrder::Fifo);
+parse_words!(Handoff, "handoff", "direct" => Handoff::Direct, "double" => Handoff::Double);
+
+impl std::str::FromStr for MaxWaking {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        if s == "unlimited" {
+            return Ok(MaxWaking::Unlimited);
+        }
+        s.parse::<usize>().map(MaxWaking::N).map_err(|_| {
+            ConfigError(format!(
+                "max_waking must be a number or \"unlimited\", not {s:?}"
+            ))
+        })
+    }
+}
+
 pub const DEFAULT_MAX_IO: u32 = 1 << 20;
 /// Room beyond `max_io` for the RPC header, credentials and WRITE arguments.
 pub const RECORD_OVERHEAD: u32 = 64 * 1024;
@@ -98,7 +178,11 @@ pub struct ServerConfig {
     /// Requests queued for a worker before the transport stops reading.
     pub queue_limit: usize,
     /// Workers woken but not yet running at once (the bounded-wakeup rule).
-    pub max_waking: usize,
+    pub max_waking: MaxWaking,
+    /// Experiment switch: "lifo" (design) or "fifo".
+    pub wake_order: WakeOrder,
+    /// Experiment switch: "direct" (design) or "double".
+    pub handoff: Handoff,
     /// Largest RPC record accepted (all fragments); larger ones close the
     /// connection. Must exceed `max_io` by at least 4096. Default: `max_io`
     /// + 64 KiB.
@@ -158,7 +242,9 @@ impl Default for ServerConfig {
             max_threads: 128,
             thread_idle_secs: 30,
             queue_limit: 1024,
-            max_waking: 1,
+            max_waking: MaxWaking::N(1),
+            wake_order: WakeOrder::Lifo,
+            handoff: Handoff::Direct,
             max_record: None,
             max_io: DEFAULT_MAX_IO,
             // Far below the 20,000 open-files limit: each backend holds
@@ -271,7 +357,13 @@ impl Config {
         }
         for (k, v) in [
             ("queue_limit", s.queue_limit),
-            ("max_waking", s.max_waking),
+            (
+                "max_waking",
+                match s.max_waking {
+                    MaxWaking::N(n) => n,
+                    MaxWaking::Unlimited => usize::MAX,
+                },
+            ),
             ("max_connections", s.max_connections),
             ("max_inflight_per_conn", s.max_inflight_per_conn),
             ("max_conn_output", s.max_conn_output),

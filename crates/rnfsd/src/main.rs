@@ -12,7 +12,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use rnfsd::cli::{Cli, Command, ServeArgs};
-use rnfsd::config::{self, Config, HandleMode, ResolvedExport};
+use rnfsd::config::{self, Config, HandleMode, MaxWaking, ResolvedExport};
 use rnfsd::programs::mount::MOUNT;
 use rnfsd::programs::nfs3::NFS3;
 use rnfsd::programs::portmap::{self, Registration, PORTMAP};
@@ -332,7 +332,18 @@ mod transport {
             },
             idle_timeout: Duration::from_secs(s.thread_idle_secs),
             queue_limit: s.queue_limit,
-            max_waking: s.max_waking,
+            max_waking: match s.max_waking {
+                MaxWaking::N(n) => n,
+                MaxWaking::Unlimited => rnfsd_pool::UNLIMITED,
+            },
+            wake_order: match s.wake_order {
+                config::WakeOrder::Lifo => rnfsd_pool::WakeOrder::Lifo,
+                config::WakeOrder::Fifo => rnfsd_pool::WakeOrder::Fifo,
+            },
+            handoff: match s.handoff {
+                config::Handoff::Direct => rnfsd_pool::Handoff::Direct,
+                config::Handoff::Double => rnfsd_pool::Handoff::Double,
+            },
             ..PoolConfig::default()
         };
         let nfs = Transport::start(transport_config(s, s.listen.clone()), pool, nfs)

@@ -229,6 +229,14 @@ pub fn set_times(fd: RawFd, atime: &crate::SetTime, mtime: &crate::SetTime) -> i
     Ok(())
 }
 
+/// The kernel's path for an open fd (readlink of /proc/self/fd/N).
+pub fn fd_path(fd: RawFd) -> io::Result<Vec<u8>> {
+    use std::os::unix::ffi::OsStringExt;
+    Ok(std::fs::read_link(format!("/proc/self/fd/{fd}"))?
+        .into_os_string()
+        .into_vec())
+}
+
 pub fn readlink_fd(fd: RawFd) -> io::Result<Vec<u8>> {
     let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
     // SAFETY: buf is writable for buf.len() bytes.
