@@ -223,6 +223,7 @@ impl LocalFs {
                 "act_as_caller needs the server to run as root",
             ));
         }
+        creds::capture_process_groups();
         // Data access reopens O_PATH fds through /proc/self/fd.
         let probe = sys::reopen(rootfd.as_raw_fd(), libc::O_RDONLY | libc::O_DIRECTORY)
             .map_err(|e| io::Error::new(e.kind(), format!("/proc/self/fd unusable: {e}")))?;
@@ -913,7 +914,16 @@ impl Backend for LocalFs {
         }
         self.usr(cred)?;
         let f = self.open_data(cred, &o, libc::O_RDONLY)?;
-        let n = sys::pread_full(f.as_raw_fd(), offset, count.min(MAX_READ) as usize, buf)?;
+        // RFC 1813 §3.3.6: a READ at or past end of file is no data and eof,
+        // whatever the offset (pread would say EINVAL above i64::MAX).
+        let st0 = sys::fstat(f.as_raw_fd())?;
+        if offset >= st0.size {
+            return Ok((true, self.attr(&st0)));
+        }
+        // The kernel refuses offset + count beyond i64::MAX (EINVAL).
+        let room = (i64::MAX as u64).saturating_sub(offset);
+        let want = u64::from(count.min(MAX_READ)).min(room) as usize;
+        let n = sys::pread_full(f.as_raw_fd(), offset, want, buf)?;
         let st = sys::fstat(f.as_raw_fd())?;
         let eof = offset.saturating_add(n as u64) >= st.size;
         Ok((eof, self.attr(&st)))

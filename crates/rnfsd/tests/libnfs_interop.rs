@@ -42,7 +42,10 @@ fn url(srv: &TestServer, path: &Path) -> String {
 }
 
 fn run(cmd: &str, args: &[&str]) -> Output {
-    let out = Command::new(cmd).args(args).output().expect("spawn libnfs tool");
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .expect("spawn libnfs tool");
     assert!(
         out.status.success(),
         "{cmd} {args:?} failed: {}\n{}",
@@ -75,7 +78,10 @@ fn files_round_trip_byte_exact_both_ways() {
     let export = TempDir::new("libnfs-export");
     let local = TempDir::new("libnfs-local");
     let srv = TestServer::start(export.path());
-    for (i, len) in [0usize, 1, (1 << 20) + 1, 100 << 20].into_iter().enumerate() {
+    for (i, len) in [0usize, 1, (1 << 20) + 1, 100 << 20]
+        .into_iter()
+        .enumerate()
+    {
         let data = pattern(len, i as u64 + 7);
         let src = local.path().join(format!("src{i}"));
         std::fs::write(&src, &data).unwrap();
@@ -87,7 +93,10 @@ fn files_round_trip_byte_exact_both_ways() {
         // Server -> local.
         let back = local.path().join(format!("back{i}"));
         run("nfs-cp", &[&url(&srv, &remote), back.to_str().unwrap()]);
-        assert!(std::fs::read(&back).unwrap() == data, "download of {len} bytes differs");
+        assert!(
+            std::fs::read(&back).unwrap() == data,
+            "download of {len} bytes differs"
+        );
         if len <= (1 << 20) + 1 {
             let out = run("nfs-cat", &[&url(&srv, &remote)]);
             assert!(out.stdout == data, "nfs-cat of {len} bytes differs");
@@ -111,7 +120,11 @@ fn tree_of_1000_files_lists_and_copies_exactly() {
         expect.insert(format!("d{d:02}"));
         for f in 0..50 {
             let name = format!("d{d:02}/f{f:03}");
-            std::fs::write(export.path().join(&name), pattern(d * 97 + f, (d * 50 + f) as u64)).unwrap();
+            std::fs::write(
+                export.path().join(&name),
+                pattern(d * 97 + f, (d * 50 + f) as u64),
+            )
+            .unwrap();
             expect.insert(name);
         }
     }
@@ -139,6 +152,7 @@ fn tree_of_1000_files_lists_and_copies_exactly() {
                 Command::new("nfs-cp")
                     .arg(url(&srv, &export.path().join(name)))
                     .arg(&dst)
+                    .stdout(std::process::Stdio::null())
                     .spawn()
                     .unwrap(),
             );
@@ -154,6 +168,7 @@ fn tree_of_1000_files_lists_and_copies_exactly() {
                 Command::new("nfs-cp")
                     .arg(&src)
                     .arg(url(&srv, &dst))
+                    .stdout(std::process::Stdio::null())
                     .spawn()
                     .unwrap(),
             );

@@ -11,15 +11,48 @@ use std::cell::RefCell;
 
 use crate::{Cred, FsError, FsResult};
 
-#[derive(Default)]
+/// What this thread's filesystem identity is known to be. None = unknown
+/// (a failed change left it undetermined): the next change always calls.
 struct State {
-    /// None = never changed on this thread (the process's own identity).
     uid: Option<u32>,
     gid: Option<u32>,
-    /// None = the thread's original supplementary groups.
     groups: Option<Vec<u32>>,
-    /// The thread's groups before the first change, for `reset_thread_creds`.
+    /// The groups to restore in `reset_thread_creds`.
     orig_groups: Option<Vec<u32>>,
+}
+
+/// The process's supplementary groups, captured before any worker changed
+/// its own (see `capture_process_groups`).
+static PROCESS_GROUPS: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+
+/// Records the process's groups; called when a backend opens, before any
+/// worker thread acts as a caller.
+pub fn capture_process_groups() {
+    if let Some(g) = get_groups() {
+        let _ = PROCESS_GROUPS.set(g);
+    }
+}
+
+impl State {
+    /// Read, not assumed: a thread started by a worker inherits that
+    /// worker's current (caller's) fsuid, fsgid and groups, so "never changed
+    /// on this thread" does not mean "the server's identity".
+    fn current() -> State {
+        // SAFETY: setfsuid/setfsgid with an invalid id (-1) change nothing
+        // and return the thread's current value.
+        let (uid, gid) = unsafe {
+            (
+                libc::syscall(libc::SYS_setfsuid, u32::MAX) as u32,
+                libc::syscall(libc::SYS_setfsgid, u32::MAX) as u32,
+            )
+        };
+        State {
+            uid: Some(uid),
+            gid: Some(gid),
+            groups: get_groups(),
+            orig_groups: PROCESS_GROUPS.get().cloned(),
+        }
+    }
 }
 
 fn get_groups() -> Option<Vec<u32>> {
@@ -33,7 +66,7 @@ fn get_groups() -> Option<Vec<u32>> {
 }
 
 thread_local! {
-    static STATE: RefCell<State> = RefCell::new(State::default());
+    static STATE: RefCell<State> = RefCell::new(State::current());
 }
 
 /// Largest supplementary group list accepted (AUTH_SYS carries at most 16).
@@ -85,9 +118,6 @@ pub fn become_caller(cred: &Cred) -> FsResult<()> {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         if s.groups.as_deref() != Some(&cred.gids[..]) {
-            if s.orig_groups.is_none() {
-                s.orig_groups = get_groups();
-            }
             s.groups = None;
             set_groups(&cred.gids)?;
             s.groups = Some(cred.gids.clone());
@@ -111,13 +141,15 @@ pub fn become_caller(cred: &Cred) -> FsResult<()> {
 pub fn become_server(uid: u32, gid: u32) -> FsResult<()> {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
-        if s.uid.is_some_and(|u| u != uid) {
+        if s.uid != Some(uid) {
             s.uid = None;
             set_fsuid(uid)?;
+            s.uid = Some(uid);
         }
-        if s.gid.is_some_and(|g| g != gid) {
+        if s.gid != Some(gid) {
             s.gid = None;
             set_fsgid(gid)?;
+            s.gid = Some(gid);
         }
         Ok(())
     })
@@ -130,10 +162,11 @@ pub fn reset_thread_creds() {
     let _ = become_server(uid, gid);
     STATE.with(|s| {
         let mut s = s.borrow_mut();
-        if s.groups.is_some() {
-            if let Some(g) = s.orig_groups.clone() {
+        if let Some(g) = s.orig_groups.clone() {
+            if s.groups.as_ref() != Some(&g) {
+                s.groups = None;
                 if set_groups(&g).is_ok() {
-                    s.groups = None;
+                    s.groups = Some(g);
                 }
             }
         }

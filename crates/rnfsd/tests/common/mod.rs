@@ -1,6 +1,8 @@
 //! Test support: start the real rnfsd binary on an ephemeral loopback port.
 #![allow(dead_code)]
 
+pub mod nfs;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -110,7 +112,7 @@ fn spawn(export: &Path, state: &Path, extra: &[String]) -> (Child, SocketAddr) {
     let port_file = state.join("port");
     let _ = std::fs::remove_file(&port_file);
     let log = std::fs::File::create(state.join("server.log")).expect("log file");
-    let child = Command::new(env!("CARGO_BIN_EXE_rnfsd"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rnfsd"))
         .arg("serve")
         .arg(export)
         .args(["--listen", "127.0.0.1:0", "--port-file"])
@@ -129,12 +131,19 @@ fn spawn(export: &Path, state: &Path, extra: &[String]) -> (Child, SocketAddr) {
                 return (child, SocketAddr::from(([127, 0, 0, 1], port)));
             }
         }
-        assert!(
-            Instant::now() < deadline,
-            "rnfsd did not write its port file; log: {}",
-            std::fs::read_to_string(state.join("server.log")).unwrap_or_default()
-        );
+        // Fail fast if it exited (bad arguments, export missing); never leave
+        // a stray server or a zombie behind on the way out.
+        let exited = matches!(child.try_wait(), Ok(Some(_)));
+        if exited || Instant::now() >= deadline {
+            if !exited {
+                let _ = child.kill();
+            }
+            let status = child.wait();
+            panic!(
+                "rnfsd did not write its port file ({status:?}); log: {}",
+                std::fs::read_to_string(state.join("server.log")).unwrap_or_default()
+            );
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
-pub mod nfs;

@@ -195,3 +195,11 @@ pub async fn lookup(nfs: &NfsClient, dir: &NfsFh3, name: &str) -> NfsFh3 {
         .unwrap_or_else(|e| panic!("LOOKUP {name}: {e}"))
         .object
 }
+
+/// The last `lines` lines of the server's log (stderr), for failure
+/// messages.
+pub fn log_tail(srv: &TestServer, lines: usize) -> String {
+    let log = std::fs::read_to_string(srv.state.path().join("server.log")).unwrap_or_default();
+    let v: Vec<&str> = log.lines().collect();
+    v[v.len().saturating_sub(lines)..].join("\n")
+}
