@@ -1,83 +1,18 @@
 //! Portmapper v2 client (RFC 1833 §3), for testing rnfsd's built-in
 //! portmapper and its rpcbind registration.
 //!
-//! Wire types are private to the client for now; they duplicate what
-//! `rnfsd_proto::portmap` will hold.
+//! The wire types are `rnfsd_proto::portmap`'s, re-exported here.
 
 use std::net::{Ipv4Addr, SocketAddr};
 
-use rnfsd_xdr::{Dec, Enc, Result as XdrResult, Xdr, XdrError};
+use rnfsd_xdr::Xdr;
 
 use crate::auth::Auth;
 use crate::client::Client;
 use crate::conn::ClientConfig;
 use crate::error::ClientError;
 
-pub const PMAP_PROGRAM: u32 = 100000;
-pub const PMAP_V2: u32 = 2;
-pub const PMAP_PORT: u16 = 111;
-
-pub const PMAPPROC_NULL: u32 = 0;
-pub const PMAPPROC_SET: u32 = 1;
-pub const PMAPPROC_UNSET: u32 = 2;
-pub const PMAPPROC_GETPORT: u32 = 3;
-pub const PMAPPROC_DUMP: u32 = 4;
-
-pub const IPPROTO_TCP: u32 = 6;
-pub const IPPROTO_UDP: u32 = 17;
-
-/// Bound on a DUMP reply's list length.
-const MAX_MAPPINGS: usize = 65536;
-
-/// `mapping` (RFC 1833 §3.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Mapping {
-    pub prog: u32,
-    pub vers: u32,
-    pub prot: u32,
-    pub port: u32,
-}
-
-impl Xdr for Mapping {
-    fn encode(&self, e: &mut Enc) {
-        e.u32(self.prog);
-        e.u32(self.vers);
-        e.u32(self.prot);
-        e.u32(self.port);
-    }
-    fn decode(d: &mut Dec<'_>) -> XdrResult<Self> {
-        Ok(Mapping {
-            prog: d.u32()?,
-            vers: d.u32()?,
-            prot: d.u32()?,
-            port: d.u32()?,
-        })
-    }
-}
-
-/// `pmaplist`: DUMP's linked list, flattened.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct MappingList(pub Vec<Mapping>);
-
-impl Xdr for MappingList {
-    fn encode(&self, e: &mut Enc) {
-        for m in &self.0 {
-            e.bool(true);
-            m.encode(e);
-        }
-        e.bool(false);
-    }
-    fn decode(d: &mut Dec<'_>) -> XdrResult<Self> {
-        let mut v = Vec::new();
-        while d.bool()? {
-            if v.len() >= MAX_MAPPINGS {
-                return Err(XdrError::TooLong);
-            }
-            v.push(Mapping::decode(d)?);
-        }
-        Ok(MappingList(v))
-    }
-}
+pub use rnfsd_proto::portmap::*;
 
 /// Portmapper v2 calls over a [`Client`].
 #[derive(Clone, Debug)]
@@ -108,7 +43,7 @@ impl PortmapClient {
     }
 
     async fn call<A: Xdr, R: Xdr>(&self, proc_: u32, args: &A) -> Result<R, ClientError> {
-        self.client.call(PMAP_PROGRAM, PMAP_V2, proc_, args).await
+        self.client.call(PROGRAM, PMAP_VERSION, proc_, args).await
     }
 
     /// PMAPPROC_NULL.
@@ -141,32 +76,6 @@ impl PortmapClient {
 
     /// PMAPPROC_DUMP: every registered mapping.
     pub async fn dump(&self) -> Result<Vec<Mapping>, ClientError> {
-        Ok(self.call::<_, MappingList>(PMAPPROC_DUMP, &()).await?.0)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mapping_list_round_trips() {
-        let l = MappingList(vec![
-            Mapping {
-                prog: 100003,
-                vers: 3,
-                prot: IPPROTO_TCP,
-                port: 2049,
-            },
-            Mapping {
-                prog: 100005,
-                vers: 3,
-                prot: IPPROTO_TCP,
-                port: 20048,
-            },
-        ]);
-        let b = rnfsd_xdr::to_vec(&l);
-        assert_eq!(rnfsd_xdr::from_slice::<MappingList>(&b), Ok(l));
-        assert!(rnfsd_xdr::from_slice::<MappingList>(&b[..b.len() - 4]).is_err());
+        Ok(self.call::<_, PmapList>(PMAPPROC_DUMP, &()).await?.0)
     }
 }

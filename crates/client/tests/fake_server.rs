@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use rnfsd_client::mount::{ExportEntry, MountStat3};
-use rnfsd_client::portmap::{IPPROTO_TCP, PMAP_PROGRAM};
+use rnfsd_client::mount::{DirPath, ExportNode, MountStat3, Name};
+use rnfsd_client::portmap::{IPPROTO_TCP, PROGRAM as PMAP_PROGRAM};
 use rnfsd_client::record::{encode_fragments, read_record};
 use rnfsd_client::{Auth, AuthStat, Client, ClientConfig, ClientError, MountClient, RpcConnection};
 use rnfsd_proto::rpc::{
@@ -662,12 +662,12 @@ async fn mount_client_wire_format() {
     ));
     let dump = m.dump().await.unwrap();
     assert_eq!(dump.len(), 1);
-    assert_eq!(dump[0].directory, b"/export");
+    assert_eq!(dump[0].directory.0, b"/export");
     assert_eq!(
         m.export().await.unwrap(),
-        vec![ExportEntry {
-            dir: b"/export".to_vec(),
-            groups: vec![b"*".to_vec()]
+        vec![ExportNode {
+            dir: DirPath(b"/export".to_vec()),
+            groups: vec![Name(b"*".to_vec())]
         }]
     );
     m.umnt("/export").await.unwrap();

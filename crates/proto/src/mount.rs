@@ -28,7 +28,7 @@ pub const MAX_LIST: usize = 65536;
 
 rnfsd_xdr::xdr_enum! {
     /// mountstat3 (RFC 1813 appendix I).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub enum MountStat3 {
         Ok = 0,
         Perm = 1,
@@ -154,8 +154,8 @@ impl Xdr for FhStatus {
 }
 
 /// Encode an XDR optional-data linked list (`*node`, RFC 4506 §4.19): a
-/// `true` before each item, `false` at the end.
-fn encode_list<T>(e: &mut Enc, items: &[T], mut f: impl FnMut(&T, &mut Enc)) {
+/// `true` before each item, `false` at the end. Shared with `portmap`.
+pub(crate) fn encode_list<T>(e: &mut Enc, items: &[T], mut f: impl FnMut(&T, &mut Enc)) {
     for it in items {
         e.bool(true);
         f(it, e);
@@ -163,12 +163,16 @@ fn encode_list<T>(e: &mut Enc, items: &[T], mut f: impl FnMut(&T, &mut Enc)) {
     e.bool(false);
 }
 
-/// Decode a linked list. Each item costs at least 4 bytes of input (its
-/// `true` marker), so allocation follows bytes received; `MAX_LIST` caps it.
-fn decode_list<T>(d: &mut Dec<'_>, mut f: impl FnMut(&mut Dec<'_>) -> Result<T>) -> Result<Vec<T>> {
+/// Decode a linked list of at most `max` items. Each item costs at least 4
+/// bytes of input (its `true` marker), so allocation follows bytes received.
+pub(crate) fn decode_list<T>(
+    d: &mut Dec<'_>,
+    max: usize,
+    mut f: impl FnMut(&mut Dec<'_>) -> Result<T>,
+) -> Result<Vec<T>> {
     let mut v = Vec::new();
     while d.bool()? {
-        if v.len() >= MAX_LIST {
+        if v.len() >= max {
             return Err(XdrError::TooLong);
         }
         v.push(f(d)?);
@@ -195,7 +199,7 @@ impl Xdr for MountList {
         });
     }
     fn decode(d: &mut Dec<'_>) -> Result<Self> {
-        decode_list(d, |d| {
+        decode_list(d, MAX_LIST, |d| {
             Ok(MountBody {
                 hostname: Name::decode(d)?,
                 directory: DirPath::decode(d)?,
@@ -225,9 +229,9 @@ impl Xdr for Exports {
         });
     }
     fn decode(d: &mut Dec<'_>) -> Result<Self> {
-        decode_list(d, |d| {
+        decode_list(d, MAX_LIST, |d| {
             let dir = DirPath::decode(d)?;
-            let groups = decode_list(d, Name::decode)?;
+            let groups = decode_list(d, MAX_LIST, Name::decode)?;
             Ok(ExportNode { dir, groups })
         })
         .map(Exports)
@@ -327,6 +331,44 @@ mod tests {
         e.opaque(b"");
         e.u32(1_000_000);
         assert!(rnfsd_xdr::from_slice::<MountRes3>(e.as_slice()).is_err());
+        // A handle over FHSIZE3 inside a MNT reply.
+        let r = MountRes3::Ok {
+            fhandle: FHandle3(vec![0; FHSIZE3 + 1]),
+            auth_flavors: vec![],
+        };
+        assert_eq!(
+            rnfsd_xdr::from_slice::<MountRes3>(&rnfsd_xdr::to_vec(&r)),
+            Err(XdrError::TooLong)
+        );
+    }
+
+    #[test]
+    fn list_length_is_capped() {
+        let mut e = Enc::new();
+        encode_list(&mut e, &[1u32, 2, 3], |x, e| e.u32(*x));
+        let b = e.as_slice();
+        let mut d = Dec::new(b);
+        assert_eq!(decode_list(&mut d, 3, u32::decode), Ok(vec![1, 2, 3]));
+        let mut d = Dec::new(b);
+        assert_eq!(decode_list(&mut d, 2, u32::decode), Err(XdrError::TooLong));
+    }
+
+    #[test]
+    fn every_truncation_is_an_error() {
+        let b = rnfsd_xdr::to_vec(&MountList(vec![MountBody {
+            hostname: Name(b"h".to_vec()),
+            directory: DirPath(b"/d".to_vec()),
+        }]));
+        for cut in 0..b.len() {
+            assert!(rnfsd_xdr::from_slice::<MountList>(&b[..cut]).is_err());
+        }
+        let b = rnfsd_xdr::to_vec(&Exports(vec![ExportNode {
+            dir: DirPath(b"/srv".to_vec()),
+            groups: vec![Name(b"*".to_vec()), Name(b"10.0.0.0/8".to_vec())],
+        }]));
+        for cut in 0..b.len() {
+            assert!(rnfsd_xdr::from_slice::<Exports>(&b[..cut]).is_err());
+        }
     }
 
     proptest! {

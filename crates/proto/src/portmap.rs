@@ -4,6 +4,8 @@
 
 use rnfsd_xdr::{Dec, Enc, Result, Xdr, XdrError};
 
+use crate::mount::{decode_list, encode_list};
+
 pub const PROGRAM: u32 = 100000;
 pub const PMAP_VERSION: u32 = 2;
 pub const RPCB_VERSION3: u32 = 3;
@@ -35,7 +37,7 @@ pub const MAX_LIST: usize = 65536;
 
 rnfsd_xdr::xdr_struct! {
     /// struct mapping (RFC 1833 §3.1).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
     pub struct Mapping {
         pub prog: u32,
         pub vers: u32,
@@ -50,22 +52,10 @@ pub struct PmapList(pub Vec<Mapping>);
 
 impl Xdr for PmapList {
     fn encode(&self, e: &mut Enc) {
-        for m in &self.0 {
-            e.bool(true);
-            m.encode(e);
-        }
-        e.bool(false);
+        encode_list(e, &self.0, Mapping::encode);
     }
     fn decode(d: &mut Dec<'_>) -> Result<Self> {
-        // Each entry costs 20 input bytes, so growth follows bytes received.
-        let mut v = Vec::new();
-        while d.bool()? {
-            if v.len() >= MAX_LIST {
-                return Err(XdrError::TooLong);
-            }
-            v.push(Mapping::decode(d)?);
-        }
-        Ok(PmapList(v))
+        decode_list(d, MAX_LIST, Mapping::decode).map(PmapList)
     }
 }
 
@@ -106,21 +96,10 @@ pub struct RpcbList(pub Vec<Rpcb>);
 
 impl Xdr for RpcbList {
     fn encode(&self, e: &mut Enc) {
-        for r in &self.0 {
-            e.bool(true);
-            r.encode(e);
-        }
-        e.bool(false);
+        encode_list(e, &self.0, Rpcb::encode);
     }
     fn decode(d: &mut Dec<'_>) -> Result<Self> {
-        let mut v = Vec::new();
-        while d.bool()? {
-            if v.len() >= MAX_LIST {
-                return Err(XdrError::TooLong);
-            }
-            v.push(Rpcb::decode(d)?);
-        }
-        Ok(RpcbList(v))
+        decode_list(d, MAX_LIST, Rpcb::decode).map(RpcbList)
     }
 }
 
@@ -189,6 +168,10 @@ mod tests {
             rnfsd_xdr::from_slice::<PmapList>(&[0, 0, 0, 1, 0, 0]),
             Err(XdrError::Short)
         );
+        let b = rnfsd_xdr::to_vec(&PmapList(vec![Mapping::default(); 2]));
+        for cut in 0..b.len() {
+            assert!(rnfsd_xdr::from_slice::<PmapList>(&b[..cut]).is_err());
+        }
     }
 
     #[test]

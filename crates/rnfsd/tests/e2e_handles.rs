@@ -247,22 +247,8 @@ async fn stale_case(mode: &str) {
     getattr(&s.nfs, &d2).await;
 
     // Removed through NFS.
-    ok(
-        "REMOVE f",
-        s.nfs
-            .remove(&Remove3Args {
-                object: dirop(&s.root, "f"),
-            })
-            .await,
-    );
-    ok(
-        "RMDIR d",
-        s.nfs
-            .rmdir(&Rmdir3Args {
-                object: dirop(&s.root, "d"),
-            })
-            .await,
-    );
+    ok("REMOVE f", remove_res(&s.nfs, &s.root, "f").await);
+    ok("RMDIR d", rmdir_res(&s.nfs, &s.root, "d").await);
     assert_eq!(
         status(&s, &f).await,
         Nfsstat3::Stale,

@@ -19,9 +19,9 @@ fn start() -> (TempDir, TestServer) {
     (dir, srv)
 }
 
-fn mounted(list: &[rnfsd_client::mount::MountEntry], path: &str) -> bool {
+fn mounted(list: &[rnfsd_client::mount::MountBody], path: &str) -> bool {
     list.iter()
-        .any(|m| m.directory == path.as_bytes() && m.hostname == b"127.0.0.1")
+        .any(|m| m.directory.0 == path.as_bytes() && m.hostname.0 == b"127.0.0.1")
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -128,7 +128,7 @@ async fn dump_umnt_umntall() {
         m.umntall().await.expect("UMNTALL");
         let l = m.dump().await.expect("DUMP");
         assert!(
-            !l.iter().any(|e| e.hostname == b"127.0.0.1"),
+            !l.iter().any(|e| e.hostname.0 == b"127.0.0.1"),
             "DUMP after UMNTALL still lists us: {l:?}"
         );
     })
@@ -143,10 +143,10 @@ async fn export_lists_the_export() {
         let x = m.export().await.expect("EXPORT");
         let p = export_path(&srv);
         assert!(
-            x.iter().any(|e| e.dir == p.as_bytes()),
+            x.iter().any(|e| e.dir.0 == p.as_bytes()),
             "EXPORT {:?} lacks {p}",
             x.iter()
-                .map(|e| String::from_utf8_lossy(&e.dir).into_owned())
+                .map(|e| String::from_utf8_lossy(&e.dir.0).into_owned())
                 .collect::<Vec<_>>()
         );
         assert_eq!(x.len(), 1, "one export configured");

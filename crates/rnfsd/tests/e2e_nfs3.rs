@@ -92,13 +92,7 @@ async fn setattr_mode_size_owner_times() {
         // mode, with wcc before/after (RFC 1813 §3.3.2).
         let r = ok(
             "SETATTR mode",
-            s.nfs
-                .setattr(&SetAttr3Args {
-                    object: fh.clone(),
-                    new_attributes: sattr_mode(0o600),
-                    guard: None,
-                })
-                .await,
+            setattr_res(&s.nfs, &fh, sattr_mode(0o600), None).await,
         );
         let before = r.obj_wcc.before.expect("SETATTR wcc before");
         let after = r.obj_wcc.after.expect("SETATTR wcc after");
@@ -113,16 +107,16 @@ async fn setattr_mode_size_owner_times() {
         for size in [10u64, 5000] {
             let r = ok(
                 "SETATTR size",
-                s.nfs
-                    .setattr(&SetAttr3Args {
-                        object: fh.clone(),
-                        new_attributes: Sattr3 {
-                            size: Some(size),
-                            ..Sattr3::default()
-                        },
-                        guard: None,
-                    })
-                    .await,
+                setattr_res(
+                    &s.nfs,
+                    &fh,
+                    Sattr3 {
+                        size: Some(size),
+                        ..Sattr3::default()
+                    },
+                    None,
+                )
+                .await,
             );
             assert_eq!(r.obj_wcc.after.expect("after").size, size);
             assert_eq!(std::fs::metadata(&local).expect("stat").len(), size);
@@ -138,17 +132,17 @@ async fn setattr_mode_size_owner_times() {
         // uid/gid as root.
         let r = ok(
             "SETATTR uid/gid",
-            s.nfs
-                .setattr(&SetAttr3Args {
-                    object: fh.clone(),
-                    new_attributes: Sattr3 {
-                        uid: Some(1234),
-                        gid: Some(5678),
-                        ..Sattr3::default()
-                    },
-                    guard: None,
-                })
-                .await,
+            setattr_res(
+                &s.nfs,
+                &fh,
+                Sattr3 {
+                    uid: Some(1234),
+                    gid: Some(5678),
+                    ..Sattr3::default()
+                },
+                None,
+            )
+            .await,
         );
         let a = r.obj_wcc.after.expect("after");
         assert_eq!((a.uid, a.gid), (1234, 5678));
@@ -166,17 +160,17 @@ async fn setattr_mode_size_owner_times() {
         };
         ok(
             "SETATTR client times",
-            s.nfs
-                .setattr(&SetAttr3Args {
-                    object: fh.clone(),
-                    new_attributes: Sattr3 {
-                        atime: SetTime3::ClientTime(at),
-                        mtime: SetTime3::ClientTime(mt),
-                        ..Sattr3::default()
-                    },
-                    guard: None,
-                })
-                .await,
+            setattr_res(
+                &s.nfs,
+                &fh,
+                Sattr3 {
+                    atime: SetTime3::ClientTime(at),
+                    mtime: SetTime3::ClientTime(mt),
+                    ..Sattr3::default()
+                },
+                None,
+            )
+            .await,
         );
         let a = getattr(&s.nfs, &fh).await;
         assert_eq!(a.atime, at);
@@ -187,17 +181,17 @@ async fn setattr_mode_size_owner_times() {
         // Server time: now, not the old client time.
         ok(
             "SETATTR server times",
-            s.nfs
-                .setattr(&SetAttr3Args {
-                    object: fh.clone(),
-                    new_attributes: Sattr3 {
-                        atime: SetTime3::ServerTime,
-                        mtime: SetTime3::ServerTime,
-                        ..Sattr3::default()
-                    },
-                    guard: None,
-                })
-                .await,
+            setattr_res(
+                &s.nfs,
+                &fh,
+                Sattr3 {
+                    atime: SetTime3::ServerTime,
+                    mtime: SetTime3::ServerTime,
+                    ..Sattr3::default()
+                },
+                None,
+            )
+            .await,
         );
         let a = getattr(&s.nfs, &fh).await;
         let now = now_secs();
@@ -226,13 +220,7 @@ async fn setattr_guard() {
         // changes nothing.
         let body = fail(
             "SETATTR wrong guard",
-            s.nfs
-                .setattr(&SetAttr3Args {
-                    object: fh.clone(),
-                    new_attributes: sattr_mode(0o600),
-                    guard: Some(wrong),
-                })
-                .await,
+            setattr_res(&s.nfs, &fh, sattr_mode(0o600), Some(wrong)).await,
             Nfsstat3::NotSync,
         );
         assert!(body.after.is_some(), "NOT_SYNC carries wcc after");
@@ -246,13 +234,7 @@ async fn setattr_guard() {
         );
         let r = ok(
             "SETATTR right guard",
-            s.nfs
-                .setattr(&SetAttr3Args {
-                    object: fh.clone(),
-                    new_attributes: sattr_mode(0o600),
-                    guard: Some(ctime),
-                })
-                .await,
+            setattr_res(&s.nfs, &fh, sattr_mode(0o600), Some(ctime)).await,
         );
         assert_eq!(r.obj_wcc.after.expect("after").mode, 0o600);
     })
@@ -270,14 +252,7 @@ async fn lookup_semantics() {
     bounded(async {
         let s = mount(&srv).await;
         let root_attr = getattr(&s.nfs, &s.root).await;
-        let r = ok(
-            "LOOKUP d",
-            s.nfs
-                .lookup(&Lookup3Args {
-                    what: dirop(&s.root, "d"),
-                })
-                .await,
-        );
+        let r = ok("LOOKUP d", lookup_res(&s.nfs, &s.root, "d").await);
         let d = r.object;
         let d_attr = r.obj_attributes.expect("LOOKUP obj attrs");
         assert_eq!(d_attr.ftype, Ftype3::Dir);
@@ -286,46 +261,21 @@ async fn lookup_semantics() {
             root_attr.fileid
         );
 
-        let f = ok(
-            "LOOKUP d/f",
-            s.nfs
-                .lookup(&Lookup3Args {
-                    what: dirop(&d, "f"),
-                })
-                .await,
-        );
+        let f = ok("LOOKUP d/f", lookup_res(&s.nfs, &d, "f").await);
         assert_eq!(f.obj_attributes.expect("attrs").ftype, Ftype3::Reg);
 
         // NOENT, with the directory's post-op attributes.
         let body = fail(
             "LOOKUP missing",
-            s.nfs
-                .lookup(&Lookup3Args {
-                    what: dirop(&d, "missing"),
-                })
-                .await,
+            lookup_res(&s.nfs, &d, "missing").await,
             Nfsstat3::NoEnt,
         );
         assert_eq!(body.expect("NOENT dir attrs").fileid, d_attr.fileid);
 
         // "." is the directory itself, ".." its parent.
-        let dot = ok(
-            "LOOKUP .",
-            s.nfs
-                .lookup(&Lookup3Args {
-                    what: dirop(&d, "."),
-                })
-                .await,
-        );
+        let dot = ok("LOOKUP .", lookup_res(&s.nfs, &d, ".").await);
         assert_eq!(getattr(&s.nfs, &dot.object).await.fileid, d_attr.fileid);
-        let dotdot = ok(
-            "LOOKUP ..",
-            s.nfs
-                .lookup(&Lookup3Args {
-                    what: dirop(&d, ".."),
-                })
-                .await,
-        );
+        let dotdot = ok("LOOKUP ..", lookup_res(&s.nfs, &d, "..").await);
         assert_eq!(
             getattr(&s.nfs, &dotdot.object).await.fileid,
             root_attr.fileid
@@ -333,14 +283,7 @@ async fn lookup_semantics() {
 
         // ".." at the export root stays at the root (no escape), and is the
         // root's own handle so clients see one object.
-        let up = ok(
-            "LOOKUP .. at root",
-            s.nfs
-                .lookup(&Lookup3Args {
-                    what: dirop(&s.root, ".."),
-                })
-                .await,
-        );
+        let up = ok("LOOKUP .. at root", lookup_res(&s.nfs, &s.root, "..").await);
         assert_eq!(
             getattr(&s.nfs, &up.object).await.fileid,
             root_attr.fileid,
@@ -351,11 +294,7 @@ async fn lookup_semantics() {
         // A name with '/' is not a path.
         let (st, _) = fail_any(
             "LOOKUP d/f as one name",
-            s.nfs
-                .lookup(&Lookup3Args {
-                    what: dirop(&s.root, "d/f"),
-                })
-                .await,
+            lookup_res(&s.nfs, &s.root, "d/f").await,
             &[Nfsstat3::Inval, Nfsstat3::Acces, Nfsstat3::NoEnt],
         );
         let _ = st;
@@ -363,31 +302,19 @@ async fn lookup_semantics() {
         let long = "n".repeat(256);
         fail(
             "LOOKUP 256-byte name",
-            s.nfs
-                .lookup(&Lookup3Args {
-                    what: dirop(&s.root, &long),
-                })
-                .await,
+            lookup_res(&s.nfs, &s.root, &long).await,
             Nfsstat3::NameTooLong,
         );
         // Empty name.
         fail_any(
             "LOOKUP empty name",
-            s.nfs
-                .lookup(&Lookup3Args {
-                    what: dirop(&s.root, ""),
-                })
-                .await,
+            lookup_res(&s.nfs, &s.root, "").await,
             &[Nfsstat3::Inval, Nfsstat3::NoEnt, Nfsstat3::Acces],
         );
         // LOOKUP in a regular file.
         fail(
             "LOOKUP in a file",
-            s.nfs
-                .lookup(&Lookup3Args {
-                    what: dirop(&f.object, "x"),
-                })
-                .await,
+            lookup_res(&s.nfs, &f.object, "x").await,
             Nfsstat3::NotDir,
         );
     })
@@ -477,12 +404,7 @@ async fn access_root_and_user() {
         // ACCESS says no, and READ really is refused for that user.
         fail(
             "READ of 0600 root file as uid 1000",
-            user.read(&Read3Args {
-                file: secret.clone(),
-                offset: 0,
-                count: 10,
-            })
-            .await,
+            read_res(&user, &secret, 0, 10).await,
             Nfsstat3::Acces,
         );
         // A user with the root-owned file's group but no group bits: still no.
@@ -604,17 +526,7 @@ async fn read_semantics() {
         let read = |offset: u64, count: u32| {
             let nfs = s.nfs.clone();
             let fh = fh.clone();
-            async move {
-                ok(
-                    "READ",
-                    nfs.read(&Read3Args {
-                        file: fh,
-                        offset,
-                        count,
-                    })
-                    .await,
-                )
-            }
+            async move { ok("READ", read_res(&nfs, &fh, offset, count).await) }
         };
         let r = read(0, 100).await;
         assert_eq!((r.count, r.eof), (100, false));
@@ -652,13 +564,7 @@ async fn read_semantics() {
         let bfh = lookup(&s.nfs, &s.root, "big").await;
         let r = ok(
             "READ over rtmax",
-            s.nfs
-                .read(&Read3Args {
-                    file: bfh,
-                    offset: 0,
-                    count: info.rtmax + 4096,
-                })
-                .await,
+            read_res(&s.nfs, &bfh, 0, info.rtmax + 4096).await,
         );
         assert!(r.count <= info.rtmax, "READ returned {} > rtmax", r.count);
         assert!(r.count > 0);
@@ -670,13 +576,7 @@ async fn read_semantics() {
         let d = lookup(&s.nfs, &s.root, "d").await;
         fail_any(
             "READ of a directory",
-            s.nfs
-                .read(&Read3Args {
-                    file: d,
-                    offset: 0,
-                    count: 10,
-                })
-                .await,
+            read_res(&s.nfs, &d, 0, 10).await,
             &[Nfsstat3::IsDir, Nfsstat3::Inval],
         );
     })
@@ -834,16 +734,7 @@ async fn write_stability_and_commit() {
         // Write in the middle leaves the size alone.
         write(&s.nfs, &fh, 10, b"abc").await;
         assert_eq!(getattr(&s.nfs, &fh).await.size, 9000);
-        let r = ok(
-            "READ",
-            s.nfs
-                .read(&Read3Args {
-                    file: fh.clone(),
-                    offset: 9,
-                    count: 5,
-                })
-                .await,
-        );
+        let r = ok("READ", read_res(&s.nfs, &fh, 9, 5).await);
         assert_eq!(r.data, [1, b'a', b'b', b'c', 1]);
 
         // WRITE of a directory; count not matching the data is bad args or
@@ -997,18 +888,18 @@ async fn create_modes() {
         // After the client's follow-up SETATTR the file is ordinary.
         ok(
             "SETATTR after EXCLUSIVE",
-            s.nfs
-                .setattr(&SetAttr3Args {
-                    object: fh1.clone(),
-                    new_attributes: Sattr3 {
-                        mode: Some(0o644),
-                        atime: SetTime3::ServerTime,
-                        mtime: SetTime3::ServerTime,
-                        ..Sattr3::default()
-                    },
-                    guard: None,
-                })
-                .await,
+            setattr_res(
+                &s.nfs,
+                &fh1,
+                Sattr3 {
+                    mode: Some(0o644),
+                    atime: SetTime3::ServerTime,
+                    mtime: SetTime3::ServerTime,
+                    ..Sattr3::default()
+                },
+                None,
+            )
+            .await,
         );
         assert_eq!(getattr(&s.nfs, &fh1).await.mode, 0o644);
 
@@ -1165,14 +1056,7 @@ async fn remove_and_rmdir() {
     bounded(async {
         let s = mount(&srv).await;
         let fh = lookup(&s.nfs, &s.root, "f").await;
-        let r = ok(
-            "REMOVE",
-            s.nfs
-                .remove(&Remove3Args {
-                    object: dirop(&s.root, "f"),
-                })
-                .await,
-        );
+        let r = ok("REMOVE", remove_res(&s.nfs, &s.root, "f").await);
         let (b, a) = (r.dir_wcc.before, r.dir_wcc.after);
         assert!(b.is_some() && a.is_some(), "REMOVE dir wcc");
         assert!(!dir.path().join("f").exists());
@@ -1183,22 +1067,14 @@ async fn remove_and_rmdir() {
         );
         let body = fail(
             "REMOVE missing",
-            s.nfs
-                .remove(&Remove3Args {
-                    object: dirop(&s.root, "f"),
-                })
-                .await,
+            remove_res(&s.nfs, &s.root, "f").await,
             Nfsstat3::NoEnt,
         );
         assert!(body.after.is_some());
         // REMOVE of a directory: knfsd says ISDIR (Linux unlink(2) EISDIR).
         fail_any(
             "REMOVE of a directory",
-            s.nfs
-                .remove(&Remove3Args {
-                    object: dirop(&s.root, "empty"),
-                })
-                .await,
+            remove_res(&s.nfs, &s.root, "empty").await,
             &[Nfsstat3::IsDir, Nfsstat3::Perm, Nfsstat3::Acces],
         );
         assert!(dir.path().join("empty").is_dir());
@@ -1206,39 +1082,23 @@ async fn remove_and_rmdir() {
         // RMDIR: NOTEMPTY, NOTDIR, NOENT, then success.
         fail(
             "RMDIR nonempty",
-            s.nfs
-                .rmdir(&Rmdir3Args {
-                    object: dirop(&s.root, "full"),
-                })
-                .await,
+            rmdir_res(&s.nfs, &s.root, "full").await,
             Nfsstat3::NotEmpty,
         );
         std::fs::write(dir.path().join("file"), b"x").expect("write");
         fail(
             "RMDIR of a file",
-            s.nfs
-                .rmdir(&Rmdir3Args {
-                    object: dirop(&s.root, "file"),
-                })
-                .await,
+            rmdir_res(&s.nfs, &s.root, "file").await,
             Nfsstat3::NotDir,
         );
         fail(
             "RMDIR missing",
-            s.nfs
-                .rmdir(&Rmdir3Args {
-                    object: dirop(&s.root, "nope"),
-                })
-                .await,
+            rmdir_res(&s.nfs, &s.root, "nope").await,
             Nfsstat3::NoEnt,
         );
         fail_any(
             "RMDIR '.'",
-            s.nfs
-                .rmdir(&Rmdir3Args {
-                    object: dirop(&s.root, "."),
-                })
-                .await,
+            rmdir_res(&s.nfs, &s.root, ".").await,
             &[
                 Nfsstat3::Inval,
                 Nfsstat3::Acces,
@@ -1246,24 +1106,14 @@ async fn remove_and_rmdir() {
                 Nfsstat3::NotEmpty,
             ],
         );
-        let r = ok(
-            "RMDIR",
-            s.nfs
-                .rmdir(&Rmdir3Args {
-                    object: dirop(&s.root, "empty"),
-                })
-                .await,
-        );
+        let r = ok("RMDIR", rmdir_res(&s.nfs, &s.root, "empty").await);
         assert!(r.dir_wcc.after.is_some());
         assert!(!dir.path().join("empty").exists());
         // uid 1000 may not remove in root's 0755 directory.
         let user = s.nfs.with_auth(Auth::unix(1000, 1000));
         fail(
             "REMOVE as uid 1000",
-            user.remove(&Remove3Args {
-                object: dirop(&s.root, "file"),
-            })
-            .await,
+            remove_res(&user, &s.root, "file").await,
             Nfsstat3::Acces,
         );
         assert!(dir.path().join("file").exists());
@@ -1444,14 +1294,7 @@ async fn hard_link() {
             r.status()
         );
         // Removing one name leaves the other.
-        ok(
-            "REMOVE f",
-            s.nfs
-                .remove(&Remove3Args {
-                    object: dirop(&s.root, "f"),
-                })
-                .await,
-        );
+        ok("REMOVE f", remove_res(&s.nfs, &s.root, "f").await);
         assert_eq!(getattr(&s.nfs, &g).await.nlink, 1);
         assert_eq!(s.nfs.read_all(&g).await.expect("READ"), b"linked");
     })
@@ -1848,44 +1691,29 @@ async fn file_above_4gib() {
                 .len(),
             a.size
         );
-        let r = ok(
-            "READ at 5 GiB",
-            s.nfs
-                .read(&Read3Args {
-                    file: fh.clone(),
-                    offset: off,
-                    count: 100,
-                })
-                .await,
-        );
+        let r = ok("READ at 5 GiB", read_res(&s.nfs, &fh, off, 100).await);
         assert_eq!(r.data, data);
         assert!(r.eof);
         // The hole reads as zeros.
         let r = ok(
             "READ in the hole",
-            s.nfs
-                .read(&Read3Args {
-                    file: fh.clone(),
-                    offset: 4u64 << 30,
-                    count: 64,
-                })
-                .await,
+            read_res(&s.nfs, &fh, 4u64 << 30, 64).await,
         );
         assert_eq!(r.data, vec![0u8; 64]);
         assert!(!r.eof);
         // SETATTR size above 4 GiB.
         let r = ok(
             "SETATTR size 6 GiB",
-            s.nfs
-                .setattr(&SetAttr3Args {
-                    object: fh.clone(),
-                    new_attributes: Sattr3 {
-                        size: Some(6u64 << 30),
-                        ..Sattr3::default()
-                    },
-                    guard: None,
-                })
-                .await,
+            setattr_res(
+                &s.nfs,
+                &fh,
+                Sattr3 {
+                    size: Some(6u64 << 30),
+                    ..Sattr3::default()
+                },
+                None,
+            )
+            .await,
         );
         assert_eq!(r.obj_wcc.after.expect("after").size, 6u64 << 30);
     })
@@ -1913,13 +1741,7 @@ async fn read_only_export() {
         let ro = Nfsstat3::RoFs;
         fail(
             "SETATTR",
-            s.nfs
-                .setattr(&SetAttr3Args {
-                    object: f.clone(),
-                    new_attributes: sattr_mode(0o600),
-                    guard: None,
-                })
-                .await,
+            setattr_res(&s.nfs, &f, sattr_mode(0o600), None).await,
             ro,
         );
         fail(
@@ -1935,16 +1757,7 @@ async fn read_only_export() {
                 .await,
             ro,
         );
-        fail(
-            "CREATE",
-            s.nfs
-                .create(&Create3Args {
-                    where_: dirop(&root, "new"),
-                    how: CreateHow3::Unchecked(Sattr3::default()),
-                })
-                .await,
-            ro,
-        );
+        fail("CREATE", create_res(&s.nfs, &root, "new").await, ro);
         fail(
             "MKDIR",
             s.nfs
@@ -1976,24 +1789,8 @@ async fn read_only_export() {
                 .await,
             ro,
         );
-        fail(
-            "REMOVE",
-            s.nfs
-                .remove(&Remove3Args {
-                    object: dirop(&root, "f"),
-                })
-                .await,
-            ro,
-        );
-        fail(
-            "RMDIR",
-            s.nfs
-                .rmdir(&Rmdir3Args {
-                    object: dirop(&root, "e"),
-                })
-                .await,
-            ro,
-        );
+        fail("REMOVE", remove_res(&s.nfs, &root, "f").await, ro);
+        fail("RMDIR", rmdir_res(&s.nfs, &root, "e").await, ro);
         fail(
             "RENAME",
             s.nfs
@@ -2057,36 +1854,26 @@ async fn creates_are_owned_by_the_caller() {
         // The owner may chmod, another user may not.
         ok(
             "SETATTR by owner",
-            user.setattr(&SetAttr3Args {
-                object: fh.clone(),
-                new_attributes: sattr_mode(0o600),
-                guard: None,
-            })
-            .await,
+            setattr_res(&user, &fh, sattr_mode(0o600), None).await,
         );
         let other = s.nfs.with_auth(Auth::unix(1002, 1002));
         fail(
             "SETATTR by another user",
-            other
-                .setattr(&SetAttr3Args {
-                    object: fh.clone(),
-                    new_attributes: sattr_mode(0o666),
-                    guard: None,
-                })
-                .await,
+            setattr_res(&other, &fh, sattr_mode(0o666), None).await,
             Nfsstat3::Perm,
         );
         // A user may not give a file away (chown restricted).
         fail(
             "SETATTR uid by owner",
-            user.setattr(&SetAttr3Args {
-                object: fh.clone(),
-                new_attributes: Sattr3 {
+            setattr_res(
+                &user,
+                &fh,
+                Sattr3 {
                     uid: Some(0),
                     ..Sattr3::default()
                 },
-                guard: None,
-            })
+                None,
+            )
             .await,
             Nfsstat3::Perm,
         );
@@ -2177,15 +1964,7 @@ async fn supplementary_groups_are_honoured() {
         let primary = s.nfs.with_auth(Auth::sys(1000, 2000, &[], "t"));
         let outsider = s.nfs.with_auth(Auth::sys(1000, 1000, &[1000, 3000], "t"));
         for (who, c) in [("member", &member), ("primary", &primary)] {
-            let r = ok(
-                &format!("READ as {who}"),
-                c.read(&Read3Args {
-                    file: fh.clone(),
-                    offset: 0,
-                    count: 100,
-                })
-                .await,
-            );
+            let r = ok(&format!("READ as {who}"), read_res(c, &fh, 0, 100).await);
             assert_eq!(r.data, b"group data", "{who}");
             // Group has no write bit.
             fail(
@@ -2203,13 +1982,7 @@ async fn supplementary_groups_are_honoured() {
         }
         fail(
             "READ as outsider",
-            outsider
-                .read(&Read3Args {
-                    file: fh.clone(),
-                    offset: 0,
-                    count: 100,
-                })
-                .await,
+            read_res(&outsider, &fh, 0, 100).await,
             Nfsstat3::Acces,
         );
         // Calls from different users interleave on one connection without
@@ -2223,14 +1996,7 @@ async fn supplementary_groups_are_honoured() {
             };
             let fh = fh.clone();
             set.spawn(async move {
-                let r = c
-                    .read(&Read3Args {
-                        file: fh,
-                        offset: 0,
-                        count: 10,
-                    })
-                    .await
-                    .expect("READ rpc");
+                let r = read_res(&c, &fh, 0, 10).await.expect("READ rpc");
                 (i, r.status())
             });
         }
@@ -2280,11 +2046,7 @@ async fn changes_behind_the_servers_back_are_seen() {
         std::fs::remove_file(dir.path().join("late")).expect("rm");
         fail(
             "LOOKUP of a locally removed name",
-            s.nfs
-                .lookup(&Lookup3Args {
-                    what: dirop(&s.root, "late"),
-                })
-                .await,
+            lookup_res(&s.nfs, &s.root, "late").await,
             Nfsstat3::NoEnt,
         );
     })
@@ -2303,11 +2065,7 @@ async fn symlinks_pointing_out_are_not_followed() {
             assert_eq!(getattr(&s.nfs, &l).await.ftype, Ftype3::Lnk, "{n}");
             fail(
                 &format!("LOOKUP through {n}"),
-                s.nfs
-                    .lookup(&Lookup3Args {
-                        what: dirop(&l, "etc"),
-                    })
-                    .await,
+                lookup_res(&s.nfs, &l, "etc").await,
                 Nfsstat3::NotDir,
             );
             let r = s
@@ -2478,14 +2236,7 @@ async fn user_calls_under_load_all_succeed() {
             let c = user.clone();
             let fh = fh.clone();
             set.spawn(async move {
-                let r = c
-                    .read(&Read3Args {
-                        file: fh,
-                        offset: 0,
-                        count: 10,
-                    })
-                    .await
-                    .expect("READ rpc");
+                let r = read_res(&c, &fh, 0, 10).await.expect("READ rpc");
                 (i, r.status())
             });
         }

@@ -203,3 +203,99 @@ pub fn log_tail(srv: &TestServer, lines: usize) -> String {
     let v: Vec<&str> = log.lines().collect();
     v[v.len().saturating_sub(lines)..].join("\n")
 }
+
+// ---- one-call wrappers: build the arguments, return the raw result ----
+
+/// LOOKUP `name` in `dir`.
+pub async fn lookup_res(
+    nfs: &NfsClient,
+    dir: &NfsFh3,
+    name: &str,
+) -> Result<Lookup3Res, ClientError> {
+    nfs.lookup(&Lookup3Args {
+        what: dirop(dir, name),
+    })
+    .await
+}
+
+/// READ `count` bytes at `offset`.
+pub async fn read_res(
+    nfs: &NfsClient,
+    fh: &NfsFh3,
+    offset: u64,
+    count: u32,
+) -> Result<Read3Res, ClientError> {
+    nfs.read(&Read3Args {
+        file: fh.clone(),
+        offset,
+        count,
+    })
+    .await
+}
+
+/// SETATTR `attrs`, guarded by ctime `guard` when given.
+pub async fn setattr_res(
+    nfs: &NfsClient,
+    fh: &NfsFh3,
+    attrs: Sattr3,
+    guard: SattrGuard3,
+) -> Result<SetAttr3Res, ClientError> {
+    nfs.setattr(&SetAttr3Args {
+        object: fh.clone(),
+        new_attributes: attrs,
+        guard,
+    })
+    .await
+}
+
+/// REMOVE `name` from `dir`.
+pub async fn remove_res(
+    nfs: &NfsClient,
+    dir: &NfsFh3,
+    name: &str,
+) -> Result<Remove3Res, ClientError> {
+    nfs.remove(&Remove3Args {
+        object: dirop(dir, name),
+    })
+    .await
+}
+
+/// RMDIR `name` from `dir`.
+pub async fn rmdir_res(
+    nfs: &NfsClient,
+    dir: &NfsFh3,
+    name: &str,
+) -> Result<Rmdir3Res, ClientError> {
+    nfs.rmdir(&Rmdir3Args {
+        object: dirop(dir, name),
+    })
+    .await
+}
+
+/// CREATE UNCHECKED `name` in `dir` with default attributes.
+pub async fn create_res(
+    nfs: &NfsClient,
+    dir: &NfsFh3,
+    name: &str,
+) -> Result<Create3Res, ClientError> {
+    nfs.create(&Create3Args {
+        where_: dirop(dir, name),
+        how: CreateHow3::Unchecked(Sattr3::default()),
+    })
+    .await
+}
+
+/// READDIR from cookie 0 with a `count`-byte reply budget.
+pub async fn readdir_res(
+    nfs: &NfsClient,
+    dir: &NfsFh3,
+    count: u32,
+) -> Result<ReadDir3Res, ClientError> {
+    nfs.readdir(&ReadDir3Args {
+        dir: dir.clone(),
+        cookie: 0,
+        cookieverf: Verf3::default(),
+        count,
+    })
+    .await
+}

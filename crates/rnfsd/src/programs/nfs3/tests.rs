@@ -371,6 +371,84 @@ fn call<A: Xdr, R: Xdr>(ctx: &CallCtx<'_>, p: u32, args: &A) -> (R, usize) {
     call_raw(ctx, p, &to_vec(args))
 }
 
+/// READ through the table: the reply and its encoded length.
+fn read3(c: &CallCtx<'_>, file: NfsFh3, offset: u64, count: u32) -> (Read3Res, usize) {
+    call(
+        c,
+        NFSPROC3_READ,
+        &Read3Args {
+            file,
+            offset,
+            count,
+        },
+    )
+}
+
+/// WRITE through the table; `count` is sent as given, not `data.len()`.
+fn write3(
+    c: &CallCtx<'_>,
+    file: NfsFh3,
+    offset: u64,
+    count: u32,
+    stable: StableHow,
+    data: Vec<u8>,
+) -> (Write3Res, usize) {
+    let a = Write3Args {
+        file,
+        offset,
+        count,
+        stable,
+        data,
+    };
+    call(c, NFSPROC3_WRITE, &a)
+}
+
+/// READDIR through the table.
+fn readdir3(
+    c: &CallCtx<'_>,
+    dir: NfsFh3,
+    cookie: u64,
+    cookieverf: Verf3,
+    count: u32,
+) -> (ReadDir3Res, usize) {
+    let a = ReadDir3Args {
+        dir,
+        cookie,
+        cookieverf,
+        count,
+    };
+    call(c, NFSPROC3_READDIR, &a)
+}
+
+/// READDIRPLUS through the table.
+fn readdirplus3(
+    c: &CallCtx<'_>,
+    dir: NfsFh3,
+    cookie: u64,
+    cookieverf: Verf3,
+    dircount: u32,
+    maxcount: u32,
+) -> (ReadDirPlus3Res, usize) {
+    let a = ReadDirPlus3Args {
+        dir,
+        cookie,
+        cookieverf,
+        dircount,
+        maxcount,
+    };
+    call(c, NFSPROC3_READDIRPLUS, &a)
+}
+
+/// REMOVE through the table.
+fn remove3(c: &CallCtx<'_>, object: Diropargs3) -> Remove3Res {
+    call(c, NFSPROC3_REMOVE, &Remove3Args { object }).0
+}
+
+/// RMDIR through the table.
+fn rmdir3(c: &CallCtx<'_>, object: Diropargs3) -> Rmdir3Res {
+    call(c, NFSPROC3_RMDIR, &Rmdir3Args { object }).0
+}
+
 fn nfh(fs: &FakeFs, id: u64) -> NfsFh3 {
     NfsFh3::new(fs.fh(id).0)
 }
@@ -588,16 +666,7 @@ fn readdir_all(c: &CallCtx<'_>, fs: &FakeFs, count: u32) -> (Vec<Vec<u8>>, usize
     loop {
         calls += 1;
         assert!(calls < 10_000, "no progress");
-        let (r, len): (ReadDir3Res, _) = call(
-            c,
-            NFSPROC3_READDIR,
-            &ReadDir3Args {
-                dir: nfh(fs, ROOT),
-                cookie,
-                cookieverf: verf,
-                count,
-            },
-        );
+        let (r, len) = readdir3(c, nfh(fs, ROOT), cookie, verf, count);
         assert!(len <= count as usize, "reply {len} over count {count}");
         let NfsRes::Ok(ok) = r else { panic!("{r:?}") };
         assert!(ok.dir_attributes.is_some());
@@ -642,16 +711,7 @@ fn readdir_fills_close_to_count() {
     let fs = FakeFs::new(1, 300);
     let s = server(&fs, false);
     let c = ctx(&s);
-    let (r, len): (ReadDir3Res, _) = call(
-        &c,
-        NFSPROC3_READDIR,
-        &ReadDir3Args {
-            dir: nfh(&fs, ROOT),
-            cookie: 0,
-            cookieverf: Verf3::default(),
-            count: 512,
-        },
-    );
+    let (r, len) = readdir3(&c, nfh(&fs, ROOT), 0, Verf3::default(), 512);
     let NfsRes::Ok(ok) = r else { panic!() };
     let next = ok.entries.len();
     // The next name would not have fit.
@@ -666,19 +726,8 @@ fn readdir_too_small() {
     let c = ctx(&s);
     let fixed = 4 + 4 + FATTR3_LEN + 8 + 4 + 4;
     let first = entry3_len(fs.names[0].len());
-    let rd = |count: u32| -> ReadDir3Res {
-        call(
-            &c,
-            NFSPROC3_READDIR,
-            &ReadDir3Args {
-                dir: nfh(&fs, ROOT),
-                cookie: 0,
-                cookieverf: Verf3::default(),
-                count,
-            },
-        )
-        .0
-    };
+    let rd =
+        |count: u32| -> ReadDir3Res { readdir3(&c, nfh(&fs, ROOT), 0, Verf3::default(), count).0 };
     for count in [0, 10, fixed as u32, (fixed + first - 1) as u32] {
         match rd(count) {
             NfsRes::Fail(Nfsstat3::TooSmall, attr) => assert!(attr.is_some(), "count {count}"),
@@ -717,31 +766,13 @@ fn readdir_bad_cookie_and_verifier() {
     let fs = FakeFs::new(1, 10);
     let s = server(&fs, false);
     let c = ctx(&s);
-    let (r, _): (ReadDir3Res, _) = call(
-        &c,
-        NFSPROC3_READDIR,
-        &ReadDir3Args {
-            dir: nfh(&fs, ROOT),
-            cookie: 3,
-            cookieverf: Verf3([1; 8]),
-            count: 4096,
-        },
-    );
+    let (r, _) = readdir3(&c, nfh(&fs, ROOT), 3, Verf3([1; 8]), 4096);
     match r {
         NfsRes::Fail(Nfsstat3::BadCookie, attr) => assert!(attr.is_some()),
         other => panic!("{other:?}"),
     }
     // The right verifier resumes after the cookie.
-    let (r, _): (ReadDir3Res, _) = call(
-        &c,
-        NFSPROC3_READDIR,
-        &ReadDir3Args {
-            dir: nfh(&fs, ROOT),
-            cookie: 3,
-            cookieverf: Verf3(VERF),
-            count: 4096,
-        },
-    );
+    let (r, _) = readdir3(&c, nfh(&fs, ROOT), 3, Verf3(VERF), 4096);
     match r {
         NfsRes::Ok(ok) => {
             assert_eq!(ok.cookieverf, Verf3(VERF));
@@ -763,17 +794,7 @@ fn readdirplus_respects_dircount_and_maxcount() {
         let mut verf = Verf3::default();
         let mut names = Vec::new();
         for _ in 0..10_000 {
-            let (r, len): (ReadDirPlus3Res, _) = call(
-                &c,
-                NFSPROC3_READDIRPLUS,
-                &ReadDirPlus3Args {
-                    dir: nfh(&fs, ROOT),
-                    cookie,
-                    cookieverf: verf,
-                    dircount,
-                    maxcount,
-                },
-            );
+            let (r, len) = readdirplus3(&c, nfh(&fs, ROOT), cookie, verf, dircount, maxcount);
             assert!(len <= maxcount as usize);
             let NfsRes::Ok(ok) = r else { panic!("{r:?}") };
             let dir_part: usize = ok.entries.iter().map(EntryPlus3::dir_len).sum();
@@ -797,17 +818,7 @@ fn readdirplus_respects_dircount_and_maxcount() {
         assert_eq!(names, fs.names, "dircount {dircount} maxcount {maxcount}");
     }
     // maxcount below one entry with attributes and handle: TOOSMALL.
-    let (r, _): (ReadDirPlus3Res, _) = call(
-        &c,
-        NFSPROC3_READDIRPLUS,
-        &ReadDirPlus3Args {
-            dir: nfh(&fs, ROOT),
-            cookie: 0,
-            cookieverf: Verf3::default(),
-            dircount: 4096,
-            maxcount: 200,
-        },
-    );
+    let (r, _) = readdirplus3(&c, nfh(&fs, ROOT), 0, Verf3::default(), 4096, 200);
     assert_eq!(r.status(), Nfsstat3::TooSmall);
 }
 
@@ -831,17 +842,7 @@ fn read_only_export_refuses_changes() {
     );
     let NfsRes::Fail(st, w) = r else { panic!() };
     check_wcc(st, &w);
-    let (r, _): (Write3Res, _) = call(
-        &c,
-        NFSPROC3_WRITE,
-        &Write3Args {
-            file: nfh(&fs, FILE),
-            offset: 0,
-            count: 3,
-            stable: StableHow::FileSync,
-            data: vec![1, 2, 3],
-        },
-    );
+    let (r, _) = write3(&c, nfh(&fs, FILE), 0, 3, StableHow::FileSync, vec![1, 2, 3]);
     let NfsRes::Fail(st, w) = r else { panic!() };
     check_wcc(st, &w);
     assert!(fs.seen.lock().unwrap().write.is_none());
@@ -925,15 +926,7 @@ fn read_only_export_refuses_changes() {
     let NfsRes::Fail(st, w) = r else { panic!() };
     check_wcc(st, &w);
     // Reads still work, and ACCESS grants no change rights.
-    let (r, _): (Read3Res, _) = call(
-        &c,
-        NFSPROC3_READ,
-        &Read3Args {
-            file: nfh(&fs, FILE),
-            offset: 0,
-            count: 10,
-        },
-    );
+    let (r, _) = read3(&c, nfh(&fs, FILE), 0, 10);
     assert_eq!(r.status(), Nfsstat3::Ok);
     let (r, _): (Access3Res, _) = call(
         &c,
@@ -994,30 +987,12 @@ fn call_every(c: &CallCtx<'_>, fs: &FakeFs) -> Vec<(&'static str, Nfsstat3, bool
         NfsRes::Ok(_) => ("READLINK", Nfsstat3::Ok, true),
         NfsRes::Fail(s, a) => ("READLINK", s, a.is_some()),
     });
-    let (r, _): (Read3Res, _) = call(
-        c,
-        6,
-        &Read3Args {
-            file: f(),
-            offset: 0,
-            count: 100,
-        },
-    );
+    let (r, _) = read3(c, f(), 0, 100);
     out.push(match r {
         NfsRes::Ok(_) => ("READ", Nfsstat3::Ok, true),
         NfsRes::Fail(s, a) => ("READ", s, a.is_some()),
     });
-    let (r, _): (Write3Res, _) = call(
-        c,
-        7,
-        &Write3Args {
-            file: f(),
-            offset: 0,
-            count: 1,
-            stable: StableHow::Unstable,
-            data: vec![1],
-        },
-    );
+    let (r, _) = write3(c, f(), 0, 1, StableHow::Unstable, vec![1]);
     out.push(match r {
         NfsRes::Ok(_) => ("WRITE", Nfsstat3::Ok, true),
         NfsRes::Fail(s, w) => ("WRITE", s, wcc_ok(&w)),
@@ -1099,31 +1074,12 @@ fn call_every(c: &CallCtx<'_>, fs: &FakeFs) -> Vec<(&'static str, Nfsstat3, bool
             w.file_attributes.is_some() && wcc_ok(&w.linkdir_wcc),
         ),
     });
-    let (r, _): (ReadDir3Res, _) = call(
-        c,
-        16,
-        &ReadDir3Args {
-            dir: nfh(fs, ROOT),
-            cookie: 0,
-            cookieverf: Verf3::default(),
-            count: 4096,
-        },
-    );
+    let (r, _) = readdir3(c, nfh(fs, ROOT), 0, Verf3::default(), 4096);
     out.push(match r {
         NfsRes::Ok(_) => ("READDIR", Nfsstat3::Ok, true),
         NfsRes::Fail(s, a) => ("READDIR", s, a.is_some()),
     });
-    let (r, _): (ReadDirPlus3Res, _) = call(
-        c,
-        17,
-        &ReadDirPlus3Args {
-            dir: nfh(fs, ROOT),
-            cookie: 0,
-            cookieverf: Verf3::default(),
-            dircount: 4096,
-            maxcount: 8192,
-        },
-    );
+    let (r, _) = readdirplus3(c, nfh(fs, ROOT), 0, Verf3::default(), 4096, 8192);
     out.push(match r {
         NfsRes::Ok(_) => ("READDIRPLUS", Nfsstat3::Ok, true),
         NfsRes::Fail(s, a) => ("READDIRPLUS", s, a.is_some()),
@@ -1249,30 +1205,14 @@ fn read_caps_count_and_reports_eof() {
     let fs = FakeFs::new(1, 0);
     let s = server_with(vec![(fs.clone(), false)], 4096);
     let c = ctx(&s);
-    let (r, _): (Read3Res, _) = call(
-        &c,
-        NFSPROC3_READ,
-        &Read3Args {
-            file: nfh(&fs, FILE),
-            offset: 100,
-            count: 1 << 20,
-        },
-    );
+    let (r, _) = read3(&c, nfh(&fs, FILE), 100, 1 << 20);
     let NfsRes::Ok(ok) = r else { panic!() };
     assert_eq!(fs.seen.lock().unwrap().read_count, Some(4096));
     assert_eq!(ok.count, 4096);
     assert_eq!(ok.data.len(), 4096);
     assert_eq!(ok.data[0], 100);
     assert!(!ok.eof);
-    let (r, _): (Read3Res, _) = call(
-        &c,
-        NFSPROC3_READ,
-        &Read3Args {
-            file: nfh(&fs, FILE),
-            offset: 9_000,
-            count: 4096,
-        },
-    );
+    let (r, _) = read3(&c, nfh(&fs, FILE), 9_000, 4096);
     let NfsRes::Ok(ok) = r else { panic!() };
     assert_eq!(ok.count, 1000);
     assert!(ok.eof);
@@ -1285,18 +1225,7 @@ fn write_checks_count_caps_and_returns_the_verifier() {
     let s = server_with(vec![(fs.clone(), false)], 4096);
     let c = ctx(&s);
     let w = |count: u32, len: usize, stable: StableHow| -> Write3Res {
-        call(
-            &c,
-            NFSPROC3_WRITE,
-            &Write3Args {
-                file: nfh(&fs, FILE),
-                offset: 8,
-                count,
-                stable,
-                data: vec![0xab; len],
-            },
-        )
-        .0
+        write3(&c, nfh(&fs, FILE), 8, count, stable, vec![0xab; len]).0
     };
     match w(10, 9, StableHow::Unstable) {
         NfsRes::Fail(Nfsstat3::Inval, wcc) => assert!(wcc.after.is_some()),
@@ -1634,16 +1563,7 @@ mod local {
         loop {
             calls += 1;
             assert!(calls < 1000);
-            let (r, len): (ReadDir3Res, _) = call(
-                &c,
-                NFSPROC3_READDIR,
-                &ReadDir3Args {
-                    dir: root_fh(&s),
-                    cookie,
-                    cookieverf: verf,
-                    count: 512,
-                },
-            );
+            let (r, len) = readdir3(&c, root_fh(&s), cookie, verf, 512);
             assert!(len <= 512, "{len}");
             let NfsRes::Ok(ok) = r else { panic!("{r:?}") };
             verf = ok.cookieverf;
@@ -1666,17 +1586,7 @@ mod local {
         // READDIRPLUS the way the Linux client asks (dircount = maxcount/8).
         let (mut cookie, mut verf, mut n) = (0, Verf3::default(), 0);
         loop {
-            let (r, len): (ReadDirPlus3Res, _) = call(
-                &c,
-                NFSPROC3_READDIRPLUS,
-                &ReadDirPlus3Args {
-                    dir: root_fh(&s),
-                    cookie,
-                    cookieverf: verf,
-                    dircount: 1024,
-                    maxcount: 8192,
-                },
-            );
+            let (r, len) = readdirplus3(&c, root_fh(&s), cookie, verf, 1024, 8192);
             assert!(len <= 8192);
             let NfsRes::Ok(ok) = r else { panic!("{r:?}") };
             verf = ok.cookieverf;
@@ -1736,16 +1646,13 @@ mod local {
 
         // WRITE, COMMIT, READ back.
         let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();
-        let (r, _): (Write3Res, _) = call(
+        let (r, _) = write3(
             &c,
-            NFSPROC3_WRITE,
-            &Write3Args {
-                file: fh.clone(),
-                offset: 0,
-                count: data.len() as u32,
-                stable: StableHow::Unstable,
-                data: data.clone(),
-            },
+            fh.clone(),
+            0,
+            data.len() as u32,
+            StableHow::Unstable,
+            data.clone(),
         );
         match r {
             NfsRes::Ok(ok) => {
@@ -1765,15 +1672,7 @@ mod local {
             },
         );
         assert_eq!(r.status(), Nfsstat3::Ok);
-        let (r, _): (Read3Res, _) = call(
-            &c,
-            NFSPROC3_READ,
-            &Read3Args {
-                file: fh.clone(),
-                offset: 5_000,
-                count: 8_000,
-            },
-        );
+        let (r, _) = read3(&c, fh.clone(), 5_000, 8_000);
         match r {
             NfsRes::Ok(ok) => {
                 assert!(ok.eof);
@@ -1850,27 +1749,13 @@ mod local {
             }
             other => panic!("{other:?}"),
         }
-        let (r, _): (Rmdir3Res, _) = call(
-            &c,
-            NFSPROC3_RMDIR,
-            &Rmdir3Args {
-                object: at(&root, "d"),
-            },
-        );
+        let r = rmdir3(&c, at(&root, "d"));
         match r {
             NfsRes::Fail(Nfsstat3::NotEmpty, w) => assert!(w.after.is_some()),
             other => panic!("{other:?}"),
         }
         // READ of a directory fails with attributes.
-        let (r, _): (Read3Res, _) = call(
-            &c,
-            NFSPROC3_READ,
-            &Read3Args {
-                file: d.clone(),
-                offset: 0,
-                count: 10,
-            },
-        );
+        let (r, _) = read3(&c, d.clone(), 0, 10);
         match r {
             NfsRes::Fail(st, Some(_)) => assert_eq!(st, Nfsstat3::IsDir),
             other => panic!("{other:?}"),
@@ -1896,21 +1781,9 @@ mod local {
         }
 
         // REMOVE the moved file, then RMDIR works.
-        let (r, _): (Remove3Res, _) = call(
-            &c,
-            NFSPROC3_REMOVE,
-            &Remove3Args {
-                object: at(&d, "g"),
-            },
-        );
+        let r = remove3(&c, at(&d, "g"));
         assert_eq!(r.status(), Nfsstat3::Ok);
-        let (r, _): (Rmdir3Res, _) = call(
-            &c,
-            NFSPROC3_RMDIR,
-            &Rmdir3Args {
-                object: at(&root, "d"),
-            },
-        );
+        let r = rmdir3(&c, at(&root, "d"));
         assert_eq!(r.status(), Nfsstat3::Ok);
         // The removed directory's handle is now stale.
         let (r, _): (GetAttr3Res, _) = call(&c, NFSPROC3_GETATTR, &GetAttr3Args { object: d });
@@ -1958,39 +1831,15 @@ mod local {
             NfsRes::Ok(ok) => ok.object,
             other => panic!("{other:?}"),
         };
-        let (r, _): (Write3Res, _) = call(
-            &c,
-            NFSPROC3_WRITE,
-            &Write3Args {
-                file: f.clone(),
-                offset: 0,
-                count: 1,
-                stable: StableHow::FileSync,
-                data: vec![b'X'],
-            },
-        );
+        let (r, _) = write3(&c, f.clone(), 0, 1, StableHow::FileSync, vec![b'X']);
         match r {
             NfsRes::Fail(Nfsstat3::RoFs, w) => assert_eq!(w.after.unwrap().size, 5),
             other => panic!("{other:?}"),
         }
-        let (r, _): (Remove3Res, _) = call(
-            &c,
-            NFSPROC3_REMOVE,
-            &Remove3Args {
-                object: at(&root, "f"),
-            },
-        );
+        let r = remove3(&c, at(&root, "f"));
         assert_eq!(r.status(), Nfsstat3::RoFs);
         assert_eq!(std::fs::read(tmp.path().join("f")).unwrap(), b"hello");
-        let (r, _): (Read3Res, _) = call(
-            &c,
-            NFSPROC3_READ,
-            &Read3Args {
-                file: f,
-                offset: 0,
-                count: 100,
-            },
-        );
+        let (r, _) = read3(&c, f, 0, 100);
         match r {
             NfsRes::Ok(ok) => assert_eq!(ok.data, b"hello"),
             other => panic!("{other:?}"),
