@@ -1,8 +1,66 @@
+//! rnfsd-transport
 //! Transport: listening sockets, TCP record marking (RFC 5531 §11), event
 //! loops, and the hand-off of each complete request to exactly one worker of
 //! the pool. Knows nothing of RPC: it moves records.
+//!
+//! # Use
+//! ```no_run
+//! use std::sync::Arc;
+//! use rnfsd_transport::{Request, Service, Transport, TransportConfig, reply_buffer};
+//! struct Echo;
+//! impl Service for Echo {
+//!     fn call(&self, req: Request) -> Option<Vec<u8>> {
+//!         let mut r = reply_buffer(req.data.len());
+//!         r.extend_from_slice(&req.data);
+//!         Some(r)
+//!     }
+//! }
+//! let cfg = TransportConfig { listen: vec!["0.0.0.0:2049".parse().unwrap()], ..Default::default() };
+//! let h = Transport::start(cfg, rnfsd_pool::PoolConfig::default(), Arc::new(Echo)).unwrap();
+//! println!("listening on {:?}", h.local_addrs());
+//! // ... from a signal-handling thread: h.shutdown();
+//! h.wait();
+//! ```
+//!
+//! # Design
+//! - `event_threads` mio (epoll, edge-triggered) loops. Loop 0 accepts on
+//!   every listener and deals connections round-robin to the loops. A loop
+//!   reads records and submits each complete one to the pool: exactly one
+//!   handoff, at most one wakeup, per request.
+//! - The worker that ran the request writes the reply itself with a
+//!   non-blocking write, under a per-connection write lock (replies never
+//!   interleave, but may go out in any order: pipelining). What the socket
+//!   does not take is queued on the connection and the owning loop finishes
+//!   it on writability, so no third thread is woken in the common case and
+//!   a slow client never holds a worker.
+//! - Backpressure: a loop stops reading a connection that has
+//!   `max_inflight_per_conn` requests in flight or more than
+//!   `max_conn_output` reply bytes queued, and resumes when it drains; when
+//!   the pool queue is full it retries every millisecond. Per-connection
+//!   memory is thus bounded by about `max_record` + one 64 KiB read of
+//!   records + `max_conn_output` + the replies of the in-flight requests.
+//! - Buffers: each loop reads into one reused 64 KiB buffer and copies each
+//!   record into an exactly-sized `Vec` (capacity reserved from the
+//!   fragment header, after the `max_record` check) that becomes
+//!   `Request::data`; the reply `Vec` from the service is written as is, its
+//!   4 reserved bytes holding the record mark.
+//! - Counters are per loop (single writer) or per CPU ([`StripedCounter`]),
+//!   summed by [`Handle::stats`].
+//! - SIGPIPE: replies are written with `send(MSG_NOSIGNAL)` and `writev`;
+//!   Rust binaries ignore SIGPIPE by default, which `writev` relies on.
 
-use std::net::SocketAddr;
+mod conn;
+mod event_loop;
+mod record;
+
+use crossbeam_utils::CachePadded;
+pub use rnfsd_pool::{PoolConfig, PoolStats, StripedCounter};
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// One complete request record (all fragments joined).
 pub struct Request {
@@ -27,4 +85,304 @@ pub fn reply_buffer(capacity: usize) -> Vec<u8> {
     let mut v = Vec::with_capacity(capacity + 4);
     v.extend_from_slice(&[0u8; 4]);
     v
+}
+
+/// Transport configuration. `Default` gives the production bounds and no
+/// listen address.
+#[derive(Debug)]
+pub struct TransportConfig {
+    /// Addresses to bind (std `bind`: SO_REUSEADDR, backlog 128).
+    pub listen: Vec<SocketAddr>,
+    /// Already-bound listeners (e.g. from a privileged port); used as well.
+    pub listeners: Vec<TcpListener>,
+    /// Event-loop threads. Default 1 (the loops only read; workers reply).
+    pub event_threads: usize,
+    /// Open connections at most; more are accepted and closed at once.
+    /// Default 1024 (the fd limit is 20,000).
+    pub max_connections: usize,
+    /// Largest request record (all fragments). A bigger one closes the
+    /// connection. Default 1 MiB + 64 KiB (a 1 MiB WRITE plus headers).
+    pub max_record: usize,
+    /// Requests of one connection in the pool at once before the loop stops
+    /// reading it. Default 64.
+    pub max_inflight_per_conn: usize,
+    /// Queued (unsent) reply bytes of one connection before the loop stops
+    /// reading it. Default 4 MiB.
+    pub max_conn_output: usize,
+    /// Close a connection that sent nothing for this long and has nothing in
+    /// flight. Default 6 min (as knfsd).
+    pub idle_timeout: Duration,
+    /// On shutdown, how long to keep flushing queued replies. Default 10 s.
+    pub shutdown_timeout: Duration,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig {
+            listen: Vec::new(),
+            listeners: Vec::new(),
+            event_threads: 1,
+            max_connections: 1024,
+            max_record: (1 << 20) + (64 << 10),
+            max_inflight_per_conn: 64,
+            max_conn_output: 4 << 20,
+            idle_timeout: Duration::from_secs(360),
+            shutdown_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Transport counters, summed on read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TransportStats {
+    pub connections_open: u64,
+    pub connections_accepted: u64,
+    pub connections_closed: u64,
+    /// Accepted and closed at once: over `max_connections`.
+    pub connections_refused: u64,
+    /// Complete request records received.
+    pub records_in: u64,
+    /// Records over `max_record` (each closed its connection).
+    pub records_too_big: u64,
+    pub bytes_in: u64,
+    /// Replies fully written to sockets.
+    pub replies_out: u64,
+    pub bytes_out: u64,
+    /// Reply bytes queued on connections, not yet taken by the socket.
+    pub reply_bytes_queued: u64,
+}
+
+/// Entry point: `Transport::start(...)`.
+pub struct Transport;
+
+impl Transport {
+    /// Bind, start the worker pool and the event loops, and serve until
+    /// [`Handle::shutdown`].
+    pub fn start(
+        cfg: TransportConfig,
+        pool: PoolConfig,
+        service: Arc<dyn Service>,
+    ) -> io::Result<Handle> {
+        event_loop::start(cfg, pool, service)
+    }
+}
+
+pub(crate) struct Limits {
+    pub max_connections: usize,
+    pub max_record: usize,
+    pub max_inflight_per_conn: usize,
+    pub max_conn_output: usize,
+    pub idle_timeout: Duration,
+    pub shutdown_timeout: Duration,
+}
+
+/// Counters written by workers (any thread): per-CPU cells.
+#[derive(Default)]
+pub(crate) struct WorkerStats {
+    pub bytes_out: StripedCounter,
+    pub replies_out: StripedCounter,
+    /// Reply bytes ever queued / ever drained (or dropped) from queues.
+    pub queued_in: StripedCounter,
+    pub queued_out: StripedCounter,
+}
+
+/// Counters written only by one event loop.
+#[derive(Default)]
+pub(crate) struct LoopStats {
+    pub accepted: AtomicU64,
+    pub refused: AtomicU64,
+    pub closed: AtomicU64,
+    pub records_in: AtomicU64,
+    pub too_big: AtomicU64,
+    pub bytes_in: AtomicU64,
+}
+
+/// Single-writer increment: no locked instruction.
+pub(crate) fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+/// Messages to an event loop from other threads.
+pub(crate) enum Msg {
+    /// A connection accepted by loop 0 for this loop.
+    NewConn(TcpStream, SocketAddr),
+    /// Look at connection `token` again (if it is still connection `id`):
+    /// resume reading, or close after EOF / write failure.
+    Check { token: usize, id: u64 },
+}
+
+pub(crate) struct LoopNotify {
+    pub waker: mio::Waker,
+    /// Drained every loop iteration; at most a few messages per connection.
+    pub inbox: Mutex<Vec<Msg>>,
+}
+
+impl LoopNotify {
+    pub fn send(&self, m: Msg) {
+        self.inbox.lock().unwrap_or_else(|e| e.into_inner()).push(m);
+        self.wake();
+    }
+
+    pub fn wake(&self) {
+        if let Err(e) = self.waker.wake() {
+            tracing::error!("event loop wake failed: {e}");
+        }
+    }
+}
+
+pub(crate) const RUNNING: u8 = 0;
+pub(crate) const DRAINING: u8 = 1;
+pub(crate) const FINAL: u8 = 2;
+
+pub(crate) struct Shared {
+    pub service: Arc<dyn Service>,
+    pub limits: Limits,
+    pub loops: Vec<LoopNotify>,
+    pub stats: WorkerStats,
+    pub loop_stats: Vec<CachePadded<LoopStats>>,
+    /// Open connections (accepted and not yet closed), all loops.
+    pub open: AtomicUsize,
+    pub next_conn_id: AtomicU64,
+    /// RUNNING → DRAINING (stop accepting and reading) → FINAL (flush
+    /// replies, close, exit).
+    pub phase: AtomicU8,
+    /// Loops that have seen DRAINING and stopped submitting.
+    pub drained: Mutex<usize>,
+    pub drained_cv: Condvar,
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum State {
+    Running,
+    Stopping,
+    Done,
+}
+
+struct HandleInner {
+    shared: Arc<Shared>,
+    pool: Arc<rnfsd_pool::Pool<conn::Work>>,
+    addrs: Vec<SocketAddr>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    state: Mutex<State>,
+    state_cv: Condvar,
+}
+
+/// A running transport. Cheap to clone; all clones control the same
+/// transport. Dropping the last clone shuts it down.
+#[derive(Clone)]
+pub struct Handle {
+    inner: Arc<HandleInner>,
+}
+
+impl Handle {
+    /// The bound listening addresses (useful with port 0).
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.inner.addrs.clone()
+    }
+
+    /// Stop accepting and reading, finish every request already handed to
+    /// the pool, flush replies (up to `shutdown_timeout`), close all
+    /// connections and join all threads. Idempotent; concurrent callers all
+    /// return when it is done. Must not be called from a `Service::call`.
+    pub fn shutdown(&self) {
+        self.inner.shutdown();
+    }
+
+    /// Block until the transport has shut down (someone called `shutdown`).
+    pub fn wait(&self) {
+        let mut st = self.inner.state.lock().unwrap_or_else(|e| e.into_inner());
+        while *st != State::Done {
+            st = self
+                .inner
+                .state_cv
+                .wait(st)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    pub fn stats(&self) -> TransportStats {
+        let sh = &self.inner.shared;
+        let mut t = TransportStats {
+            connections_open: sh.open.load(Ordering::Relaxed) as u64,
+            replies_out: sh.stats.replies_out.sum(),
+            bytes_out: sh.stats.bytes_out.sum(),
+            reply_bytes_queued: sh
+                .stats
+                .queued_in
+                .sum()
+                .saturating_sub(sh.stats.queued_out.sum()),
+            ..Default::default()
+        };
+        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        for l in &sh.loop_stats {
+            t.connections_accepted += r(&l.accepted);
+            t.connections_refused += r(&l.refused);
+            t.connections_closed += r(&l.closed);
+            t.records_in += r(&l.records_in);
+            t.records_too_big += r(&l.too_big);
+            t.bytes_in += r(&l.bytes_in);
+        }
+        t
+    }
+
+    pub fn pool_stats(&self) -> PoolStats {
+        self.inner.pool.stats()
+    }
+}
+
+impl HandleInner {
+    fn shutdown(&self) {
+        {
+            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            match *st {
+                State::Done => return,
+                State::Stopping => {
+                    while *st != State::Done {
+                        st = self.state_cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                    }
+                    return;
+                }
+                State::Running => *st = State::Stopping,
+            }
+        }
+        let sh = &self.shared;
+        sh.phase.store(DRAINING, Ordering::SeqCst);
+        sh.loops.iter().for_each(LoopNotify::wake);
+        // Wait until no loop submits any more (bounded: a loop answers
+        // within one iteration).
+        {
+            let mut n = sh.drained.lock().unwrap_or_else(|e| e.into_inner());
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while *n < sh.loops.len() {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    tracing::error!("event loops did not stop reading in 5 s");
+                    break;
+                }
+                n = sh
+                    .drained_cv
+                    .wait_timeout(n, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        }
+        // Finish every queued and running request; replies go out or queue.
+        self.pool.shutdown();
+        sh.phase.store(FINAL, Ordering::SeqCst);
+        sh.loops.iter().for_each(LoopNotify::wake);
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        for t in threads {
+            if t.join().is_err() {
+                tracing::error!("event loop thread panicked");
+            }
+        }
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = State::Done;
+        self.state_cv.notify_all();
+    }
+}
+
+impl Drop for HandleInner {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
 }

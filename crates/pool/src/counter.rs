@@ -1,0 +1,88 @@
+//! Per-core counters: one cache-line-padded cell per CPU, summed on read, so
+//! a counter bumped on every call never bounces one shared line between
+//! cores (seed thread 003: +24% call rate from exactly this).
+
+use crossbeam_utils::CachePadded;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Upper bound on cells per counter (memory: 128 B each).
+const MAX_CELLS: usize = 64;
+
+/// A `u64` event counter striped over per-CPU cells.
+///
+/// `add` picks the cell of the CPU the caller runs on (`sched_getcpu`, a vDSO
+/// call); two threads on one CPU share a cell, which costs nothing since they
+/// do not run at the same time. `sum` reads every cell: it is for stats, not
+/// for the hot path.
+pub struct StripedCounter {
+    cells: Box<[CachePadded<AtomicU64>]>,
+}
+
+impl Default for StripedCounter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StripedCounter {
+    pub fn new() -> Self {
+        let n = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, MAX_CELLS)
+            .next_power_of_two();
+        let cells = (0..n)
+            .map(|_| CachePadded::new(AtomicU64::new(0)))
+            .collect();
+        StripedCounter { cells }
+    }
+
+    #[inline]
+    fn cell(&self) -> &AtomicU64 {
+        // SAFETY: sched_getcpu takes no arguments and only reads the calling
+        // thread's CPU number; it returns -1 on failure, handled below.
+        let cpu = unsafe { libc::sched_getcpu() };
+        let i = if cpu < 0 { 0 } else { cpu as usize };
+        // `cells.len()` is a power of two ≥ 1, so the mask is in bounds.
+        &self.cells[i & (self.cells.len() - 1)]
+    }
+
+    /// Add `n` (relaxed: counters order nothing).
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.cell().fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Sum of all cells. Not a snapshot: concurrent adds may or may not count.
+    pub fn sum(&self) -> u64 {
+        self.cells
+            .iter()
+            .fold(0u64, |a, c| a.wrapping_add(c.load(Ordering::Relaxed)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn sums_across_threads() {
+        let c = Arc::new(StripedCounter::new());
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..10_000 {
+                        c.add(1);
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        c.add(5);
+        assert_eq!(c.sum(), 40_005);
+    }
+}

@@ -1,0 +1,553 @@
+//! Pool behaviour tests. The stress test loops `RNFSD_POOL_STRESS_ITERS`
+//! times (default 2): `RNFSD_POOL_STRESS_ITERS=100 cargo test -p rnfsd-pool
+//! --release stress`.
+
+use rnfsd_pool::{
+    BoxJob, Handoff, Pool, PoolConfig, PoolStats, SubmitError, Threads, WakeOrder, UNLIMITED,
+};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::{self, ThreadId};
+use std::time::{Duration, Instant};
+
+fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < timeout, "timed out waiting for {what}");
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn fixed(n: usize) -> PoolConfig {
+    PoolConfig {
+        threads: Threads::Fixed(n),
+        ..PoolConfig::default()
+    }
+}
+
+fn job(f: impl FnOnce() + Send + 'static) -> BoxJob {
+    Box::new(f)
+}
+
+/// A job that blocks until its sender is dropped or sent to.
+fn gate_job(
+    started: Arc<AtomicUsize>,
+    tid: Arc<Mutex<Option<ThreadId>>>,
+) -> (BoxJob, mpsc::Sender<()>) {
+    let (tx, rx) = mpsc::channel::<()>();
+    let j = job(move || {
+        *tid.lock().unwrap() = Some(thread::current().id());
+        started.fetch_add(1, Ordering::SeqCst);
+        let _ = rx.recv();
+    });
+    (j, tx)
+}
+
+fn all_idle(p: &Pool<BoxJob>, n: usize) -> impl FnMut() -> bool + '_ {
+    move || {
+        let s = p.stats();
+        s.idle == n && s.waking == 0 && s.queued == 0
+    }
+}
+
+#[test]
+fn fifo_order_with_one_worker() {
+    let p: Pool<BoxJob> = Pool::new(fixed(1)).unwrap();
+    let started = Arc::new(AtomicUsize::new(0));
+    let (g, release) = gate_job(started.clone(), Arc::default());
+    p.submit(g).ok().unwrap();
+    wait_until("gate running", Duration::from_secs(5), || {
+        started.load(Ordering::SeqCst) == 1
+    });
+    let order = Arc::new(Mutex::new(Vec::new()));
+    for i in 0..200 {
+        let o = order.clone();
+        p.submit(job(move || o.lock().unwrap().push(i)))
+            .ok()
+            .unwrap();
+    }
+    assert_eq!(p.stats().queued, 200);
+    drop(release);
+    wait_until("all ran", Duration::from_secs(5), || {
+        order.lock().unwrap().len() == 200
+    });
+    assert_eq!(*order.lock().unwrap(), (0..200).collect::<Vec<_>>());
+    let s = p.stats();
+    // The worker took the 200 queued jobs one after another without sleeping.
+    assert!(s.jobs_inline >= 200, "{s:?}");
+}
+
+#[test]
+fn queue_limit_pushes_back() {
+    let p: Pool<BoxJob> = Pool::new(PoolConfig {
+        queue_limit: 4,
+        ..fixed(1)
+    })
+    .unwrap();
+    let started = Arc::new(AtomicUsize::new(0));
+    let (g, release) = gate_job(started.clone(), Arc::default());
+    p.submit(g).ok().unwrap();
+    wait_until("gate running", Duration::from_secs(5), || {
+        started.load(Ordering::SeqCst) == 1
+    });
+    let ran = Arc::new(AtomicUsize::new(0));
+    for _ in 0..4 {
+        let r = ran.clone();
+        assert!(p
+            .submit(job(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            }))
+            .is_ok());
+    }
+    let r = ran.clone();
+    match p.submit(job(move || {
+        r.fetch_add(100, Ordering::SeqCst);
+    })) {
+        Err(SubmitError::Full(j)) => j(), // the job comes back, runnable
+        _ => panic!("expected Full"),
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), 100);
+    assert_eq!(p.stats().rejected_full, 1);
+    drop(release);
+    wait_until("drained", Duration::from_secs(5), || {
+        ran.load(Ordering::SeqCst) == 104
+    });
+}
+
+/// Occupy all `n` workers with gate jobs, then release them in order 0..n,
+/// each time waiting until that worker is idle. Returns the thread ids in
+/// release order (so the last one is the most recently idle).
+fn occupy_then_release_in_order(p: &Pool<BoxJob>, n: usize) -> Vec<ThreadId> {
+    let started = Arc::new(AtomicUsize::new(0));
+    let mut gates = Vec::new();
+    for _ in 0..n {
+        let tid = Arc::new(Mutex::new(None));
+        let (j, tx) = gate_job(started.clone(), tid.clone());
+        p.submit(j).ok().unwrap();
+        gates.push((tx, tid));
+    }
+    wait_until("all gates running", Duration::from_secs(5), || {
+        started.load(Ordering::SeqCst) == n
+    });
+    let mut order = Vec::new();
+    for (i, (tx, tid)) in gates.into_iter().enumerate() {
+        order.push(tid.lock().unwrap().unwrap());
+        drop(tx);
+        wait_until("worker idle", Duration::from_secs(5), || {
+            p.stats().idle == i + 1
+        });
+    }
+    order
+}
+
+fn run_probe(p: &Pool<BoxJob>) -> ThreadId {
+    let (tx, rx) = mpsc::channel();
+    p.submit(job(move || tx.send(thread::current().id()).unwrap()))
+        .ok()
+        .unwrap();
+    rx.recv_timeout(Duration::from_secs(5)).unwrap()
+}
+
+#[test]
+fn lifo_wakes_most_recently_idle() {
+    let p: Pool<BoxJob> = Pool::new(fixed(4)).unwrap();
+    let order = occupy_then_release_in_order(&p, 4);
+    let mut distinct = order.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 4);
+    assert_eq!(run_probe(&p), order[3], "LIFO must wake the hottest worker");
+    wait_until("idle", Duration::from_secs(5), all_idle(&p, 4));
+    // And again: the same hot worker keeps getting the work.
+    assert_eq!(run_probe(&p), order[3]);
+}
+
+#[test]
+fn fifo_wake_order_wakes_coldest() {
+    let p: Pool<BoxJob> = Pool::new(PoolConfig {
+        wake_order: WakeOrder::Fifo,
+        ..fixed(4)
+    })
+    .unwrap();
+    let order = occupy_then_release_in_order(&p, 4);
+    assert_eq!(run_probe(&p), order[0], "FIFO wakes the longest idle");
+}
+
+fn flood(p: &Arc<Pool<BoxJob>>, submitters: usize, per: usize, done: &Arc<AtomicUsize>) {
+    let hs: Vec<_> = (0..submitters)
+        .map(|_| {
+            let p = p.clone();
+            let done = done.clone();
+            thread::spawn(move || {
+                for _ in 0..per {
+                    let d = done.clone();
+                    let mut j = job(move || {
+                        d.fetch_add(1, Ordering::SeqCst);
+                    });
+                    loop {
+                        match p.submit(j) {
+                            Ok(()) => break,
+                            Err(e) => {
+                                j = e.into_job();
+                                thread::yield_now();
+                            }
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn waking_is_bounded() {
+    for max_waking in [1usize, 3] {
+        let p: Arc<Pool<BoxJob>> = Arc::new(
+            Pool::new(PoolConfig {
+                max_waking,
+                queue_limit: 64,
+                ..fixed(8)
+            })
+            .unwrap(),
+        );
+        let done = Arc::new(AtomicUsize::new(0));
+        // Sample from outside too, on top of the pool's own high-water mark.
+        let stop = Arc::new(AtomicBool::new(false));
+        let mon = {
+            let (p, stop) = (p.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut worst = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    worst = worst.max(p.stats().waking);
+                    thread::yield_now();
+                }
+                worst
+            })
+        };
+        flood(&p, 4, 5000, &done);
+        wait_until("flood done", Duration::from_secs(20), || {
+            done.load(Ordering::SeqCst) == 20_000
+        });
+        stop.store(true, Ordering::SeqCst);
+        let worst = mon.join().unwrap();
+        let s = p.stats();
+        assert!(s.peak_waking <= max_waking, "{s:?}");
+        assert!(worst <= max_waking, "sampled waking {worst}");
+        assert!(s.peak_waking >= 1, "{s:?}");
+        assert_eq!(s.jobs_run(), 20_000);
+    }
+}
+
+fn one_at_a_time(p: &Pool<BoxJob>, n: usize, threads: usize) -> PoolStats {
+    wait_until("idle", Duration::from_secs(5), all_idle(p, threads));
+    let before = p.stats();
+    for _ in 0..n {
+        run_probe(p);
+        wait_until("idle", Duration::from_secs(5), all_idle(p, threads));
+    }
+    let a = p.stats();
+    PoolStats {
+        wakeups: a.wakeups - before.wakeups,
+        wakeups_no_work: a.wakeups_no_work - before.wakeups_no_work,
+        jobs_woken: a.jobs_woken - before.jobs_woken,
+        jobs_inline: a.jobs_inline - before.jobs_inline,
+        ..a
+    }
+}
+
+#[test]
+fn direct_handoff_is_one_wakeup_double_is_two() {
+    let p: Pool<BoxJob> = Pool::new(fixed(3)).unwrap();
+    let d = one_at_a_time(&p, 20, 3);
+    assert_eq!(
+        (d.wakeups, d.jobs_woken, d.wakeups_no_work),
+        (20, 20, 0),
+        "{d:?}"
+    );
+
+    let p: Pool<BoxJob> = Pool::new(PoolConfig {
+        handoff: Handoff::Double,
+        ..fixed(3)
+    })
+    .unwrap();
+    let d = one_at_a_time(&p, 20, 3);
+    assert_eq!(d.wakeups, 40, "{d:?}");
+    assert_eq!(d.jobs_woken + d.jobs_inline, 20, "{d:?}");
+}
+
+#[test]
+fn adaptive_grows_one_at_a_time_and_retires() {
+    let p: Pool<BoxJob> = Pool::new(PoolConfig {
+        threads: Threads::Adaptive { min: 1, max: 4 },
+        idle_timeout: Duration::from_millis(100),
+        ..PoolConfig::default()
+    })
+    .unwrap();
+    assert_eq!(p.stats().threads, 1);
+    let started = Arc::new(AtomicUsize::new(0));
+    let mut gates = Vec::new();
+    for _ in 0..4 {
+        let (j, tx) = gate_job(started.clone(), Arc::default());
+        p.submit(j).ok().unwrap();
+        gates.push(tx);
+    }
+    wait_until("grown to 4", Duration::from_secs(5), || {
+        started.load(Ordering::SeqCst) == 4
+    });
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    p.submit(job(move || {
+        r.fetch_add(1, Ordering::SeqCst);
+    }))
+    .ok()
+    .unwrap();
+    thread::sleep(Duration::from_millis(20));
+    let s = p.stats();
+    assert_eq!((s.threads, s.threads_started, s.queued), (4, 4, 1), "{s:?}");
+    assert!(s.peak_waking <= 1, "{s:?}");
+    drop(gates);
+    wait_until("queued job ran", Duration::from_secs(5), || {
+        ran.load(Ordering::SeqCst) == 1
+    });
+    wait_until("retired to min", Duration::from_secs(5), || {
+        p.stats().threads == 1
+    });
+    let s = p.stats();
+    assert_eq!(s.threads_retired, 3, "{s:?}");
+    // Still works after retiring.
+    run_probe(&p);
+}
+
+#[test]
+fn adaptive_min_zero_starts_on_demand() {
+    let p: Pool<BoxJob> = Pool::new(PoolConfig {
+        threads: Threads::Adaptive { min: 0, max: 2 },
+        idle_timeout: Duration::from_millis(30),
+        ..PoolConfig::default()
+    })
+    .unwrap();
+    assert_eq!(p.stats().threads, 0);
+    run_probe(&p);
+    wait_until("retired to 0", Duration::from_secs(5), || {
+        p.stats().threads == 0
+    });
+    run_probe(&p);
+}
+
+#[test]
+fn shutdown_finishes_queued_and_inflight() {
+    let p: Pool<BoxJob> = Pool::new(fixed(2)).unwrap();
+    let done = Arc::new(AtomicUsize::new(0));
+    for i in 0..22 {
+        let d = done.clone();
+        p.submit(job(move || {
+            if i < 2 {
+                thread::sleep(Duration::from_millis(50));
+            }
+            d.fetch_add(1, Ordering::SeqCst);
+        }))
+        .ok()
+        .unwrap();
+    }
+    p.shutdown();
+    assert_eq!(done.load(Ordering::SeqCst), 22);
+    assert_eq!(p.stats().threads, 0);
+    assert!(matches!(p.submit(job(|| ())), Err(SubmitError::Closed(_))));
+    p.shutdown(); // idempotent
+}
+
+#[test]
+fn panicking_job_does_not_kill_worker() {
+    let p: Pool<BoxJob> = Pool::new(fixed(1)).unwrap();
+    p.submit(job(|| panic!("test panic"))).ok().unwrap();
+    run_probe(&p);
+    let s = p.stats();
+    assert_eq!((s.jobs_panicked, s.threads), (1, 1));
+}
+
+#[test]
+fn shutdown_from_inside_a_job_does_not_deadlock() {
+    let p: Arc<Pool<BoxJob>> = Arc::new(Pool::new(fixed(2)).unwrap());
+    let (tx, rx) = mpsc::channel();
+    let p2 = p.clone();
+    p.submit(job(move || {
+        p2.shutdown();
+        tx.send(()).unwrap();
+    }))
+    .ok()
+    .unwrap();
+    rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    p.shutdown();
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn tiny_delay(r: &mut Rng) {
+    match r.next() % 8 {
+        0 => thread::yield_now(),
+        1 => thread::sleep(Duration::from_micros(r.next() % 50)),
+        2..=4 => {
+            for _ in 0..(r.next() % 200) {
+                std::hint::spin_loop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Many short jobs from several submitters with random tiny delays, under
+/// every policy; a lost wakeup leaves jobs queued with workers asleep and
+/// the run times out. A monitor also checks, in Direct mode, that queued
+/// work never sits with idle workers and nobody on the way.
+fn stress_once(cfg: PoolConfig, seed: u64) {
+    let direct = cfg.handoff == Handoff::Direct;
+    let desc = format!("{:?}", cfg);
+    let p: Arc<Pool<BoxJob>> = Arc::new(Pool::new(cfg).unwrap());
+    let done = Arc::new(AtomicU64::new(0));
+    let (submitters, per) = (4u64, 1500u64);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mon = {
+        let (p, stop) = (p.clone(), stop.clone());
+        thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let s = p.stats();
+                if direct && s.queued > 0 && s.idle > 0 && s.waking == 0 {
+                    return Some(s);
+                }
+                thread::sleep(Duration::from_micros(200));
+            }
+            None
+        })
+    };
+    let hs: Vec<_> = (0..submitters)
+        .map(|t| {
+            let (p, done) = (p.clone(), done.clone());
+            thread::spawn(move || {
+                let mut r = Rng(seed.wrapping_mul(31).wrapping_add(t * 7919 + 1) | 1);
+                for _ in 0..per {
+                    let d = done.clone();
+                    let spin = r.next().is_multiple_of(4);
+                    let mut j = job(move || {
+                        if spin {
+                            for _ in 0..500 {
+                                std::hint::spin_loop();
+                            }
+                        }
+                        d.fetch_add(1, Ordering::SeqCst);
+                    });
+                    let t0 = Instant::now();
+                    loop {
+                        match p.submit(j) {
+                            Ok(()) => break,
+                            Err(e) => {
+                                j = e.into_job();
+                                // Full for this long: workers asleep on a
+                                // full queue, i.e. a lost wakeup.
+                                let stuck = t0.elapsed() > Duration::from_secs(10);
+                                assert!(!stuck, "lost wakeup? queue stays full: {:?}", p.stats());
+                                thread::yield_now();
+                            }
+                        }
+                    }
+                    tiny_delay(&mut r);
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        if let Err(e) = h.join() {
+            stop.store(true, Ordering::SeqCst);
+            // A broken pool may never shut down: leak it rather than hang.
+            std::mem::forget(p.clone());
+            std::panic::resume_unwind(e);
+        }
+    }
+    let total = submitters * per;
+    let t0 = Instant::now();
+    while done.load(Ordering::SeqCst) != total {
+        if t0.elapsed() >= Duration::from_secs(10) {
+            std::mem::forget(p.clone());
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "lost wakeup? {}/{} done; {:?}; {}",
+            done.load(Ordering::SeqCst),
+            total,
+            p.stats(),
+            desc
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+    stop.store(true, Ordering::SeqCst);
+    if let Some(s) = mon.join().unwrap() {
+        std::mem::forget(p.clone());
+        panic!("queued work with idle workers and none waking: {s:?}; {desc}");
+    }
+    let s = p.stats();
+    assert_eq!(s.jobs_run(), total, "{s:?}");
+    if direct && s.peak_waking > 0 {
+        let bound = p.config().max_waking;
+        assert!(s.peak_waking <= bound, "{s:?}; {desc}");
+    }
+    p.shutdown();
+}
+
+#[test]
+fn stress() {
+    let iters: u64 = std::env::var("RNFSD_POOL_STRESS_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    let base = PoolConfig {
+        queue_limit: 32,
+        ..PoolConfig::default()
+    };
+    let configs = [
+        PoolConfig {
+            threads: Threads::Adaptive { min: 1, max: 6 },
+            idle_timeout: Duration::from_millis(2),
+            ..base.clone()
+        },
+        PoolConfig {
+            threads: Threads::Fixed(4),
+            ..base.clone()
+        },
+        PoolConfig {
+            threads: Threads::Fixed(4),
+            max_waking: 2,
+            wake_order: WakeOrder::Fifo,
+            ..base.clone()
+        },
+        PoolConfig {
+            threads: Threads::Adaptive { min: 0, max: 4 },
+            idle_timeout: Duration::from_millis(1),
+            max_waking: UNLIMITED,
+            ..base.clone()
+        },
+        PoolConfig {
+            threads: Threads::Fixed(3),
+            handoff: Handoff::Double,
+            ..base.clone()
+        },
+    ];
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1);
+    for i in 0..iters {
+        for (k, c) in configs.iter().enumerate() {
+            stress_once(c.clone(), seed ^ (i * 16 + k as u64));
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! A connection as shared between its event loop (reads, flushes, closes)
+//! and the workers running its requests (write replies directly).
+
+use crate::record::{LAST_FRAGMENT, MAX_FRAGMENT};
+use crate::{Msg, Request, Shared};
+use rnfsd_pool::Job;
+use std::collections::VecDeque;
+use std::io::{self, IoSlice, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Reply bytes not yet accepted by the socket. Bounded indirectly: the loop
+/// stops reading requests once `bytes` passes `max_conn_output`, so at most
+/// `max_conn_output` + the replies of `max_inflight_per_conn` requests.
+#[derive(Default)]
+pub(crate) struct OutQ {
+    bufs: VecDeque<(Vec<u8>, usize)>,
+    bytes: usize,
+    /// The connection is closed (or its write side failed): drop replies.
+    pub closed: bool,
+}
+
+pub(crate) struct Conn {
+    pub id: u64,
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+    pub sock: TcpStream,
+    /// The event loop that owns this connection, and its token there.
+    pub loop_idx: usize,
+    pub token: usize,
+    /// The write side: one lock so two replies' bytes never interleave.
+    out: Mutex<OutQ>,
+    /// Output is queued: the loop must flush it on writability.
+    want_write: AtomicBool,
+    /// Mirror of `out.bytes` for lock-free backpressure checks.
+    queued: AtomicUsize,
+    /// Requests submitted to the pool and not yet finished.
+    pub inflight: AtomicUsize,
+    /// The loop stopped reading for backpressure and wants a notification
+    /// when it may read again (whoever swaps it to false sends it).
+    pub paused: AtomicBool,
+    /// The peer finished sending: the loop closes once all is answered.
+    pub eof: AtomicBool,
+    pub shared: Arc<Shared>,
+}
+
+/// The pool job: one complete request record of one connection.
+pub(crate) struct Work {
+    pub conn: Arc<Conn>,
+    pub data: Vec<u8>,
+}
+
+impl Job for Work {
+    fn run(mut self) {
+        let data = std::mem::take(&mut self.data);
+        let c = &self.conn;
+        let req = Request {
+            data,
+            peer: c.peer,
+            local: c.local,
+            conn_id: c.id,
+        };
+        if let Some(reply) = c.shared.service.call(req) {
+            c.send(reply);
+        }
+        // `Drop` accounts the request as finished (also on panic).
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        self.conn.finish_one();
+    }
+}
+
+impl Conn {
+    pub fn new(
+        id: u64,
+        sock: TcpStream,
+        peer: SocketAddr,
+        local: SocketAddr,
+        loop_idx: usize,
+        token: usize,
+        shared: Arc<Shared>,
+    ) -> Conn {
+        Conn {
+            id,
+            peer,
+            local,
+            sock,
+            loop_idx,
+            token,
+            out: Mutex::new(OutQ::default()),
+            want_write: AtomicBool::new(false),
+            queued: AtomicUsize::new(0),
+            inflight: AtomicUsize::new(0),
+            paused: AtomicBool::new(false),
+            eof: AtomicBool::new(false),
+            shared,
+        }
+    }
+
+    fn lock_out(&self) -> MutexGuard<'_, OutQ> {
+        // Nothing panics under this lock except allocation failure.
+        self.out.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn queued_bytes(&self) -> usize {
+        self.queued.load(SeqCst)
+    }
+
+    pub fn wants_write(&self) -> bool {
+        self.want_write.load(SeqCst)
+    }
+
+    /// May the loop read more requests? (Backpressure bounds.)
+    pub fn can_read(&self) -> bool {
+        let l = &self.shared.limits;
+        self.inflight.load(SeqCst) < l.max_inflight_per_conn
+            && self.queued.load(SeqCst) <= l.max_conn_output
+    }
+
+    /// Tell the owning loop to look at this connection again.
+    pub fn notify(&self) {
+        if let Some(n) = self.shared.loops.get(self.loop_idx) {
+            n.send(Msg::Check {
+                token: self.token,
+                id: self.id,
+            });
+        }
+    }
+
+    /// A request finished (reply sent or queued, or none).
+    fn finish_one(&self) {
+        let prev = self.inflight.fetch_sub(1, SeqCst);
+        // Resume a loop paused by backpressure, or let it close a
+        // half-closed connection whose last request just finished.
+        let resume = self.paused.load(SeqCst) && self.can_read() && self.paused.swap(false, SeqCst);
+        if resume || (prev == 1 && self.eof.load(SeqCst)) {
+            self.notify();
+        }
+    }
+
+    /// Send one reply from a worker: write it now without blocking; queue
+    /// what the socket does not take, for the loop to finish on
+    /// writability. The first 4 bytes are overwritten by the record mark.
+    pub fn send(&self, mut buf: Vec<u8>) {
+        let body = buf.len().wrapping_sub(4);
+        if buf.len() < 4 || body > MAX_FRAGMENT {
+            tracing::error!(
+                conn = self.id,
+                len = buf.len(),
+                "reply without record-mark room or over 2^31-1 bytes; dropped"
+            );
+            return;
+        }
+        // RFC 5531 §11: one fragment, marked last. `body` ≤ 2^31-1 (above).
+        let mark = LAST_FRAGMENT | body as u32;
+        buf[..4].copy_from_slice(&mark.to_be_bytes());
+        let st = &self.shared.stats;
+        let mut q = self.lock_out();
+        if q.closed {
+            return;
+        }
+        let mut off = 0;
+        if q.bufs.is_empty() {
+            loop {
+                match (&self.sock).write(&buf[off..]) {
+                    Ok(0) => {
+                        self.fail_locked(&mut q, io::ErrorKind::WriteZero.into());
+                        return;
+                    }
+                    Ok(n) => {
+                        off += n;
+                        st.bytes_out.add(n as u64);
+                        if off == buf.len() {
+                            st.replies_out.add(1);
+                            return;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        self.fail_locked(&mut q, e);
+                        return;
+                    }
+                }
+            }
+        }
+        let rest = buf.len() - off;
+        q.bufs.push_back((buf, off));
+        q.bytes += rest;
+        self.queued.store(q.bytes, SeqCst);
+        st.queued_in.add(rest as u64);
+        if !self.want_write.swap(true, SeqCst) {
+            // Just armed. The socket may have drained (its edge already
+            // consumed by the loop, which saw the flag clear) between our
+            // WouldBlock and the flag: retry once. If that blocks too, the
+            // next writable edge comes after the flag was set.
+            if let Err(e) = self.flush_locked(&mut q) {
+                self.fail_locked(&mut q, e);
+            }
+        }
+    }
+
+    /// Flush queued output (from the loop on writability). Returns false
+    /// if the connection is closed or its write side just failed.
+    pub fn flush(&self) -> bool {
+        let mut q = self.lock_out();
+        if q.closed {
+            return false;
+        }
+        if let Err(e) = self.flush_locked(&mut q) {
+            self.fail_locked(&mut q, e);
+            return false;
+        }
+        true
+    }
+
+    fn flush_locked(&self, q: &mut OutQ) -> io::Result<()> {
+        let st = &self.shared.stats;
+        while !q.bufs.is_empty() {
+            let mut iov = [IoSlice::new(&[]); 16];
+            let mut k = 0;
+            for ((b, off), slot) in q.bufs.iter().zip(iov.iter_mut()) {
+                *slot = IoSlice::new(b.get(*off..).unwrap_or_default());
+                k += 1;
+            }
+            let n = match (&self.sock).write_vectored(&iov[..k]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            st.bytes_out.add(n as u64);
+            st.queued_out.add(n as u64);
+            q.bytes -= n;
+            let mut left = n;
+            while left > 0 {
+                let Some((b, off)) = q.bufs.front_mut() else {
+                    break;
+                };
+                let avail = b.len() - *off;
+                if left >= avail {
+                    left -= avail;
+                    q.bufs.pop_front();
+                    st.replies_out.add(1);
+                } else {
+                    *off += left;
+                    left = 0;
+                }
+            }
+            self.queued.store(q.bytes, SeqCst);
+        }
+        self.want_write.store(false, SeqCst);
+        Ok(())
+    }
+
+    /// The write side failed: drop queued replies, make the loop close us.
+    fn fail_locked(&self, q: &mut OutQ, e: io::Error) {
+        tracing::debug!(conn = self.id, peer = %self.peer, "write failed: {e}");
+        self.discard_locked(q);
+        self.notify();
+    }
+
+    fn discard_locked(&self, q: &mut OutQ) {
+        q.closed = true;
+        self.shared.stats.queued_out.add(q.bytes as u64);
+        q.bufs = VecDeque::new();
+        q.bytes = 0;
+        self.queued.store(0, SeqCst);
+        self.want_write.store(false, SeqCst);
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.lock_out().closed
+    }
+
+    /// Close from the loop: drop queued output; the peer sees FIN/RST now,
+    /// and workers still running this connection's requests fail their
+    /// writes fast. The fd itself closes when the last `Arc` goes.
+    pub fn close(&self) {
+        let mut q = self.lock_out();
+        self.discard_locked(&mut q);
+        drop(q);
+        let _ = self.sock.shutdown(Shutdown::Both);
+    }
+}

@@ -1,0 +1,706 @@
+//! The event loops: accept, read and reassemble records, submit them to the
+//! pool, finish queued replies on writability, apply backpressure.
+
+use crate::conn::{Conn, Work};
+use crate::record::RecordReader;
+use crate::{
+    bump, Handle, HandleInner, Limits, LoopNotify, LoopStats, Msg, Service, Shared, State,
+    TransportConfig, WorkerStats, DRAINING, FINAL, RUNNING,
+};
+use crossbeam_utils::CachePadded;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token, Waker};
+use rnfsd_pool::{Pool, PoolConfig, SubmitError};
+use std::collections::VecDeque;
+use std::io::{self, Read};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+const WAKER: Token = Token(usize::MAX);
+const LISTENER_BASE: usize = usize::MAX / 2;
+/// Bytes per read syscall (one per-loop buffer, reused).
+const READ_CHUNK: usize = 64 << 10;
+/// Reads per connection per turn, so one flooding client cannot starve the
+/// others of its loop (16 × 64 KiB = 1 MiB).
+const READ_BUDGET: usize = 16;
+/// Retry interval while the pool queue is full.
+const STALL_RETRY: Duration = Duration::from_millis(1);
+/// Pause after an accept error such as EMFILE (the listener stays readable
+/// but edge-triggered, so we must come back by timer).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+pub(crate) fn start(
+    cfg: TransportConfig,
+    pool_cfg: PoolConfig,
+    service: Arc<dyn Service>,
+) -> io::Result<Handle> {
+    let mut listeners = cfg.listeners;
+    for a in &cfg.listen {
+        listeners.push(TcpListener::bind(a)?);
+    }
+    if listeners.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "rnfsd-transport: no listen address",
+        ));
+    }
+    let mut addrs = Vec::with_capacity(listeners.len());
+    for l in &listeners {
+        l.set_nonblocking(true)?;
+        addrs.push(l.local_addr()?);
+    }
+    let n = cfg.event_threads.max(1);
+    let mut polls = Vec::with_capacity(n);
+    let mut loops = Vec::with_capacity(n);
+    for _ in 0..n {
+        let p = Poll::new()?;
+        loops.push(LoopNotify {
+            waker: Waker::new(p.registry(), WAKER)?,
+            inbox: Mutex::new(Vec::new()),
+        });
+        polls.push(p);
+    }
+    if let Some(p) = polls.first() {
+        for (j, l) in listeners.iter().enumerate() {
+            p.registry().register(
+                &mut SourceFd(&l.as_raw_fd()),
+                Token(LISTENER_BASE + j),
+                Interest::READABLE,
+            )?;
+        }
+    }
+    let pool = Arc::new(Pool::new(pool_cfg)?);
+    let shared = Arc::new(Shared {
+        service,
+        limits: Limits {
+            max_connections: cfg.max_connections.max(1),
+            max_record: cfg.max_record,
+            max_inflight_per_conn: cfg.max_inflight_per_conn.max(1),
+            max_conn_output: cfg.max_conn_output,
+            idle_timeout: cfg.idle_timeout,
+            shutdown_timeout: cfg.shutdown_timeout,
+        },
+        loops,
+        stats: WorkerStats::default(),
+        loop_stats: (0..n)
+            .map(|_| CachePadded::new(LoopStats::default()))
+            .collect(),
+        open: AtomicUsize::new(0),
+        next_conn_id: AtomicU64::new(1),
+        phase: AtomicU8::new(RUNNING),
+        drained: Mutex::new(0),
+        drained_cv: Condvar::new(),
+    });
+    let mut threads = Vec::with_capacity(n);
+    let mut listeners = Some(listeners);
+    for (idx, poll) in polls.into_iter().enumerate() {
+        let ls = if idx == 0 {
+            listeners.take().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let el = EventLoop::new(idx, poll, shared.clone(), pool.clone(), ls);
+        let t = std::thread::Builder::new()
+            .name(format!("rnfsd-evloop-{idx}"))
+            .spawn(move || el.run());
+        match t {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                // Stop what started; the handle's shutdown does it all.
+                let h = Handle {
+                    inner: Arc::new(HandleInner {
+                        shared,
+                        pool,
+                        addrs,
+                        threads: Mutex::new(threads),
+                        state: Mutex::new(State::Running),
+                        state_cv: Condvar::new(),
+                    }),
+                };
+                h.shutdown();
+                return Err(e);
+            }
+        }
+    }
+    Ok(Handle {
+        inner: Arc::new(HandleInner {
+            shared,
+            pool,
+            addrs,
+            threads: Mutex::new(threads),
+            state: Mutex::new(State::Running),
+            state_cv: Condvar::new(),
+        }),
+    })
+}
+
+/// Loop-private state of one connection.
+struct Entry {
+    conn: Arc<Conn>,
+    rd: RecordReader,
+    last_active: Instant,
+    /// In the `run` list (avoid duplicates).
+    scheduled: bool,
+    /// In the `stalled` list (pool queue was full).
+    stalled: bool,
+    /// Peer finished sending.
+    eof: bool,
+}
+
+enum ReadOutcome {
+    /// Read something; go on.
+    More,
+    /// Nothing more now (would block, or backpressure).
+    Stop,
+    /// The peer finished sending.
+    Eof,
+    /// Error or protocol violation: close.
+    Close,
+}
+
+enum Submitted {
+    /// All ready records are in the pool.
+    All,
+    /// Stopped: in-flight bound, pool full, or pool closed.
+    Blocked,
+}
+
+struct EventLoop {
+    idx: usize,
+    poll: Poll,
+    shared: Arc<Shared>,
+    pool: Arc<Pool<Work>>,
+    listeners: Vec<TcpListener>,
+    conns: Vec<Option<Entry>>,
+    free: Vec<usize>,
+    /// Connections that may have readable data (or ready records) to
+    /// process this turn.
+    run: VecDeque<usize>,
+    /// Connections whose next record the full pool refused.
+    stalled: Vec<usize>,
+    scratch: Box<[u8]>,
+    evbuf: Vec<(Token, bool, bool)>,
+    rr: usize,
+    accept_paused_until: Option<Instant>,
+    warned_limit: bool,
+    next_sweep: Instant,
+    sweep_every: Duration,
+    phase: u8,
+    final_deadline: Option<Instant>,
+}
+
+impl EventLoop {
+    fn new(
+        idx: usize,
+        poll: Poll,
+        shared: Arc<Shared>,
+        pool: Arc<Pool<Work>>,
+        listeners: Vec<TcpListener>,
+    ) -> EventLoop {
+        let sweep_every = (shared.limits.idle_timeout / 4)
+            .clamp(Duration::from_millis(10), Duration::from_secs(1));
+        EventLoop {
+            idx,
+            poll,
+            shared,
+            pool,
+            listeners,
+            conns: Vec::new(),
+            free: Vec::new(),
+            run: VecDeque::new(),
+            stalled: Vec::new(),
+            scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
+            evbuf: Vec::with_capacity(256),
+            rr: 0,
+            accept_paused_until: None,
+            warned_limit: false,
+            next_sweep: Instant::now() + sweep_every,
+            sweep_every,
+            phase: RUNNING,
+            final_deadline: None,
+        }
+    }
+
+    fn stats(&self) -> &LoopStats {
+        // `loop_stats` has one cell per loop; idx < loops by construction.
+        &self.shared.loop_stats[self.idx]
+    }
+
+    fn run(mut self) {
+        let mut events = Events::with_capacity(256);
+        loop {
+            let phase = self.shared.phase.load(SeqCst);
+            if phase >= DRAINING && self.phase < DRAINING {
+                self.enter_draining();
+            }
+            if phase >= FINAL && self.phase < FINAL {
+                self.enter_final();
+            }
+            if self.phase == FINAL {
+                let late = self.final_deadline.is_some_and(|d| Instant::now() >= d);
+                if late || self.conns.iter().all(Option::is_none) {
+                    if late {
+                        tracing::warn!("shutdown: closing connections with unsent replies");
+                    }
+                    for i in 0..self.conns.len() {
+                        self.close(i);
+                    }
+                    self.drain_inbox();
+                    return;
+                }
+            }
+            let timeout = self.timeout();
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    tracing::error!("epoll_wait: {e}");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                continue;
+            }
+            self.evbuf.clear();
+            for ev in events.iter() {
+                let r = ev.is_readable() || ev.is_read_closed() || ev.is_error();
+                let w = ev.is_writable() || ev.is_write_closed() || ev.is_error();
+                self.evbuf.push((ev.token(), r, w));
+            }
+            for k in 0..self.evbuf.len() {
+                let Some(&(t, r, w)) = self.evbuf.get(k) else {
+                    break;
+                };
+                if t == WAKER {
+                    continue;
+                }
+                if t.0 >= LISTENER_BASE {
+                    self.accept(t.0 - LISTENER_BASE);
+                } else {
+                    self.conn_event(t.0, r, w);
+                }
+            }
+            self.drain_inbox();
+            if let Some(t) = self.accept_paused_until {
+                if Instant::now() >= t {
+                    self.accept_paused_until = None;
+                    for j in 0..self.listeners.len() {
+                        self.accept(j);
+                    }
+                }
+            }
+            if self.phase == RUNNING {
+                for i in std::mem::take(&mut self.stalled) {
+                    if let Some(Some(e)) = self.conns.get_mut(i) {
+                        e.stalled = false;
+                        self.schedule(i);
+                    }
+                }
+                self.process_run();
+            }
+            if Instant::now() >= self.next_sweep {
+                self.sweep();
+            }
+        }
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        if !self.run.is_empty() {
+            return Some(Duration::ZERO);
+        }
+        let now = Instant::now();
+        let mut t = self.next_sweep.saturating_duration_since(now);
+        if !self.stalled.is_empty() {
+            t = t.min(STALL_RETRY);
+        }
+        if let Some(a) = self.accept_paused_until {
+            t = t.min(a.saturating_duration_since(now));
+        }
+        if let Some(d) = self.final_deadline {
+            t = t.min(d.saturating_duration_since(now));
+        }
+        Some(t)
+    }
+
+    fn enter_draining(&mut self) {
+        self.phase = DRAINING;
+        for l in std::mem::take(&mut self.listeners) {
+            let _ = self
+                .poll
+                .registry()
+                .deregister(&mut SourceFd(&l.as_raw_fd()));
+        }
+        self.run.clear();
+        self.stalled.clear();
+        for e in self.conns.iter_mut().flatten() {
+            // Received but never handed to the pool: not in flight, dropped
+            // (the client retransmits on its next connection).
+            e.rd = RecordReader::default();
+            e.scheduled = false;
+            e.stalled = false;
+        }
+        let mut n = self
+            .shared
+            .drained
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *n += 1;
+        drop(n);
+        self.shared.drained_cv.notify_all();
+    }
+
+    fn enter_final(&mut self) {
+        self.phase = FINAL;
+        self.final_deadline = Some(Instant::now() + self.shared.limits.shutdown_timeout);
+        for i in 0..self.conns.len() {
+            if let Some(Some(e)) = self.conns.get(i) {
+                let c = e.conn.clone();
+                if c.wants_write() {
+                    c.flush();
+                }
+                if c.queued_bytes() == 0 {
+                    self.close(i);
+                }
+            }
+        }
+    }
+
+    fn schedule(&mut self, i: usize) {
+        if let Some(Some(e)) = self.conns.get_mut(i) {
+            if !e.scheduled {
+                e.scheduled = true;
+                self.run.push_back(i);
+            }
+        }
+    }
+
+    fn accept(&mut self, j: usize) {
+        if self.phase != RUNNING || self.accept_paused_until.is_some() {
+            return;
+        }
+        loop {
+            let Some(l) = self.listeners.get(j) else {
+                return;
+            };
+            match l.accept() {
+                Ok((s, peer)) => self.on_accept(s, peer),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                    ) => {}
+                Err(e) => {
+                    tracing::warn!("accept: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+                    self.accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn on_accept(&mut self, s: TcpStream, peer: SocketAddr) {
+        let max = self.shared.limits.max_connections;
+        if self.shared.open.load(SeqCst) >= max {
+            bump(&self.stats().refused, 1);
+            if !self.warned_limit {
+                tracing::warn!("max_connections ({max}) reached; refusing {peer}");
+                self.warned_limit = true;
+            }
+            return; // dropping `s` closes it
+        }
+        self.warned_limit = false;
+        if let Err(e) = s.set_nonblocking(true) {
+            tracing::debug!("set_nonblocking for {peer}: {e}");
+            return;
+        }
+        // RPC is request/response: never delay a reply's last segment.
+        let _ = s.set_nodelay(true);
+        self.shared.open.fetch_add(1, SeqCst);
+        bump(&self.stats().accepted, 1);
+        let target = self.rr % self.shared.loops.len().max(1);
+        self.rr = self.rr.wrapping_add(1);
+        if target == self.idx {
+            self.add_conn(s, peer);
+        } else if let Some(n) = self.shared.loops.get(target) {
+            n.send(Msg::NewConn(s, peer));
+        }
+    }
+
+    fn add_conn(&mut self, s: TcpStream, peer: SocketAddr) {
+        if self.phase != RUNNING {
+            self.shared.open.fetch_sub(1, SeqCst);
+            return;
+        }
+        let local = match s.local_addr() {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::debug!("local_addr for {peer}: {e}");
+                self.shared.open.fetch_sub(1, SeqCst);
+                return;
+            }
+        };
+        let i = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.conns.push(None);
+                self.conns.len() - 1
+            }
+        };
+        let fd = s.as_raw_fd();
+        if let Err(e) = self.poll.registry().register(
+            &mut SourceFd(&fd),
+            Token(i),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            tracing::warn!("epoll register for {peer}: {e}");
+            self.free.push(i);
+            self.shared.open.fetch_sub(1, SeqCst);
+            return;
+        }
+        let id = self.shared.next_conn_id.fetch_add(1, SeqCst);
+        let conn = Arc::new(Conn::new(
+            id,
+            s,
+            peer,
+            local,
+            self.idx,
+            i,
+            self.shared.clone(),
+        ));
+        tracing::debug!(conn = id, %peer, "connection opened");
+        if let Some(slot) = self.conns.get_mut(i) {
+            *slot = Some(Entry {
+                conn,
+                rd: RecordReader::default(),
+                last_active: Instant::now(),
+                scheduled: false,
+                stalled: false,
+                eof: false,
+            });
+        }
+        self.schedule(i);
+    }
+
+    fn close(&mut self, i: usize) {
+        let Some(e) = self.conns.get_mut(i).and_then(Option::take) else {
+            return;
+        };
+        let _ = self
+            .poll
+            .registry()
+            .deregister(&mut SourceFd(&e.conn.sock.as_raw_fd()));
+        e.conn.close();
+        self.free.push(i);
+        self.shared.open.fetch_sub(1, SeqCst);
+        bump(&self.stats().closed, 1);
+        tracing::debug!(conn = e.conn.id, peer = %e.conn.peer, "connection closed");
+    }
+
+    fn drain_inbox(&mut self) {
+        let msgs = match self.shared.loops.get(self.idx) {
+            Some(n) => std::mem::take(&mut *n.inbox.lock().unwrap_or_else(|e| e.into_inner())),
+            None => return,
+        };
+        for m in msgs {
+            match m {
+                Msg::NewConn(s, peer) => self.add_conn(s, peer),
+                Msg::Check { token, id } => {
+                    let ok = matches!(self.conns.get(token), Some(Some(e)) if e.conn.id == id);
+                    if ok {
+                        self.after_change(token);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Something changed on connection `i` (output drained, a request
+    /// finished, a write failed): close it, or resume reading it.
+    fn after_change(&mut self, i: usize) {
+        let Some(Some(e)) = self.conns.get(i) else {
+            return;
+        };
+        let c = &e.conn;
+        let idle = c.inflight.load(SeqCst) == 0 && c.queued_bytes() == 0;
+        if c.is_closed() || (self.phase == FINAL && c.queued_bytes() == 0) || (e.eof && idle) {
+            self.close(i);
+            return;
+        }
+        if self.phase == RUNNING
+            && !e.eof
+            && (!c.paused.load(SeqCst) || (c.can_read() && c.paused.swap(false, SeqCst)))
+        {
+            self.schedule(i);
+        }
+    }
+
+    fn conn_event(&mut self, i: usize, readable: bool, writable: bool) {
+        let Some(Some(e)) = self.conns.get(i) else {
+            return;
+        };
+        if writable && e.conn.wants_write() {
+            let c = e.conn.clone();
+            c.flush();
+            self.after_change(i);
+        }
+        if readable && self.phase == RUNNING {
+            self.schedule(i);
+        }
+    }
+
+    fn process_run(&mut self) {
+        for _ in 0..self.run.len() {
+            let Some(i) = self.run.pop_front() else {
+                break;
+            };
+            if let Some(Some(e)) = self.conns.get_mut(i) {
+                e.scheduled = false;
+                self.read_conn(i);
+            }
+        }
+    }
+
+    /// Hand ready records to the pool while the bounds allow.
+    fn submit_ready(&mut self, i: usize) -> Submitted {
+        let Some(Some(e)) = self.conns.get_mut(i) else {
+            return Submitted::Blocked;
+        };
+        while let Some(data) = e.rd.ready.pop_front() {
+            let c = &e.conn;
+            if !c.can_read() {
+                e.rd.ready.push_front(data);
+                // Over a bound (in-flight requests or queued reply bytes):
+                // whoever brings us back under both notifies us.
+                c.paused.store(true, SeqCst);
+                if c.can_read() && c.paused.swap(false, SeqCst) {
+                    continue;
+                }
+                return Submitted::Blocked;
+            }
+            c.inflight.fetch_add(1, SeqCst);
+            let w = Work {
+                conn: c.clone(),
+                data,
+            };
+            match self.pool.submit(w) {
+                Ok(()) => {}
+                Err(SubmitError::Full(mut w)) => {
+                    let d = std::mem::take(&mut w.data);
+                    drop(w); // uncounts the request
+                    e.rd.ready.push_front(d);
+                    if !e.stalled {
+                        e.stalled = true;
+                        self.stalled.push(i);
+                    }
+                    return Submitted::Blocked;
+                }
+                Err(SubmitError::Closed(_)) => {
+                    e.rd.ready.clear();
+                    return Submitted::Blocked;
+                }
+            }
+        }
+        Submitted::All
+    }
+
+    /// Read and submit records from connection `i` within the bounds.
+    fn read_conn(&mut self, i: usize) {
+        for _ in 0..READ_BUDGET {
+            if let Submitted::Blocked = self.submit_ready(i) {
+                return;
+            }
+            match self.read_once(i) {
+                ReadOutcome::More => {}
+                ReadOutcome::Stop => return,
+                ReadOutcome::Eof => {
+                    self.after_change(i);
+                    return;
+                }
+                ReadOutcome::Close => {
+                    self.close(i);
+                    return;
+                }
+            }
+        }
+        // Budget used up: hand the ready records over, come back next turn.
+        if let Submitted::All = self.submit_ready(i) {
+            self.schedule(i);
+        }
+    }
+
+    /// One read syscall on connection `i`, fed to its record reader.
+    fn read_once(&mut self, i: usize) -> ReadOutcome {
+        let max_record = self.shared.limits.max_record;
+        let Some(Some(e)) = self.conns.get_mut(i) else {
+            return ReadOutcome::Stop;
+        };
+        if e.eof {
+            return ReadOutcome::Stop;
+        }
+        let c = &e.conn;
+        if !c.can_read() {
+            c.paused.store(true, SeqCst);
+            if !(c.can_read() && c.paused.swap(false, SeqCst)) {
+                return ReadOutcome::Stop; // a worker or our own flush resumes us
+            }
+        }
+        match (&c.sock).read(&mut self.scratch) {
+            Ok(0) => {
+                e.eof = true;
+                e.rd = RecordReader::default(); // a partial record is lost
+                c.eof.store(true, SeqCst);
+                ReadOutcome::Eof
+            }
+            Ok(n) => {
+                e.last_active = Instant::now();
+                let st = &self.shared.loop_stats[self.idx];
+                bump(&st.bytes_in, n as u64);
+                match e
+                    .rd
+                    .feed(self.scratch.get(..n).unwrap_or_default(), max_record)
+                {
+                    Ok(k) => {
+                        bump(&st.records_in, k as u64);
+                        ReadOutcome::More
+                    }
+                    Err(tb) => {
+                        bump(&st.too_big, 1);
+                        tracing::warn!(
+                            conn = c.id,
+                            peer = %c.peer,
+                            "record of {} bytes exceeds max_record {max_record}; closing",
+                            tb.claimed
+                        );
+                        ReadOutcome::Close
+                    }
+                }
+            }
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => ReadOutcome::Stop,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => ReadOutcome::More,
+            Err(err) => {
+                tracing::debug!(conn = c.id, peer = %c.peer, "read: {err}");
+                ReadOutcome::Close
+            }
+        }
+    }
+
+    /// Close connections idle for `idle_timeout` with nothing in flight.
+    fn sweep(&mut self) {
+        let now = Instant::now();
+        self.next_sweep = now + self.sweep_every;
+        let limit = self.shared.limits.idle_timeout;
+        for i in 0..self.conns.len() {
+            let idle = match self.conns.get(i) {
+                Some(Some(e)) => {
+                    now.saturating_duration_since(e.last_active) >= limit
+                        && e.conn.inflight.load(SeqCst) == 0
+                }
+                _ => false,
+            };
+            if idle {
+                tracing::debug!("closing idle connection");
+                self.close(i);
+            }
+        }
+    }
+}

@@ -1,0 +1,525 @@
+//! Transport tests over real TCP on 127.0.0.1, port 0, with a toy service.
+//!
+//! Request payload: id (u32 BE), op (u8), arg (u32 BE), padding.
+//! ops: 0 echo; 1 sleep `arg` ms then echo; 2 reply `arg` zero bytes after
+//! the id; 3 no reply.
+
+use rnfsd_pool::Threads;
+use rnfsd_transport::{
+    reply_buffer, Handle, PoolConfig, Request, Service, Transport, TransportConfig,
+};
+use std::collections::HashSet;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+struct Toy {
+    calls: AtomicUsize,
+    /// Calls per connection id for conn ids < 64.
+    per_conn: [AtomicUsize; 64],
+}
+
+impl Default for Toy {
+    fn default() -> Self {
+        Toy {
+            calls: AtomicUsize::new(0),
+            per_conn: std::array::from_fn(|_| AtomicUsize::new(0)),
+        }
+    }
+}
+
+impl Service for Toy {
+    fn call(&self, req: Request) -> Option<Vec<u8>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if let Some(c) = self.per_conn.get(req.conn_id as usize) {
+            c.fetch_add(1, Ordering::SeqCst);
+        }
+        let d = &req.data;
+        let op = d.get(4).copied().unwrap_or(0);
+        let arg = d
+            .get(5..9)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+            .unwrap_or(0);
+        match op {
+            1 => {
+                thread::sleep(Duration::from_millis(arg as u64));
+                let mut r = reply_buffer(d.len());
+                r.extend_from_slice(d);
+                Some(r)
+            }
+            2 => {
+                let mut r = reply_buffer(4 + arg as usize);
+                r.extend_from_slice(d.get(..4).unwrap_or(&[0; 4]));
+                r.resize(8 + arg as usize, 0);
+                Some(r)
+            }
+            3 => None,
+            _ => {
+                let mut r = reply_buffer(d.len());
+                r.extend_from_slice(d);
+                Some(r)
+            }
+        }
+    }
+}
+
+fn payload(id: u32, op: u8, arg: u32, pad: usize) -> Vec<u8> {
+    let mut v = id.to_be_bytes().to_vec();
+    v.push(op);
+    v.extend_from_slice(&arg.to_be_bytes());
+    v.resize(v.len() + pad, 0xab);
+    v
+}
+
+fn record(body: &[u8]) -> Vec<u8> {
+    let mut v = (0x8000_0000u32 | body.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(body);
+    v
+}
+
+/// Read one record (any number of fragments).
+fn read_record(s: &mut TcpStream) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let mut h = [0u8; 4];
+        s.read_exact(&mut h)?;
+        let v = u32::from_be_bytes(h);
+        let len = (v & 0x7fff_ffff) as usize;
+        let start = out.len();
+        out.resize(start + len, 0);
+        s.read_exact(&mut out[start..])?;
+        if v & 0x8000_0000 != 0 {
+            return Ok(out);
+        }
+    }
+}
+
+fn id_of(r: &[u8]) -> u32 {
+    u32::from_be_bytes([r[0], r[1], r[2], r[3]])
+}
+
+struct Server {
+    h: Handle,
+    svc: Arc<Toy>,
+    addr: SocketAddr,
+}
+
+fn server_with(cfg: TransportConfig, pool: PoolConfig) -> Server {
+    let svc = Arc::new(Toy::default());
+    let cfg = TransportConfig {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        ..cfg
+    };
+    let h = Transport::start(cfg, pool, svc.clone()).unwrap();
+    let addr = h.local_addrs()[0];
+    Server { h, svc, addr }
+}
+
+fn pool(n: usize) -> PoolConfig {
+    PoolConfig {
+        threads: Threads::Fixed(n),
+        ..PoolConfig::default()
+    }
+}
+
+fn server() -> Server {
+    server_with(TransportConfig::default(), pool(4))
+}
+
+fn connect(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.set_nodelay(true).unwrap();
+    s
+}
+
+fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < timeout, "timed out waiting for {what}");
+        thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The server closed the connection: EOF or reset on read.
+fn assert_closed(s: &mut TcpStream) {
+    let mut b = [0u8; 64];
+    match s.read(&mut b) {
+        Ok(0) => {}
+        Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {}
+        other => panic!("expected close, got {other:?}"),
+    }
+}
+
+#[test]
+fn single_fragment_record() {
+    let sv = server();
+    let mut s = connect(sv.addr);
+    let p = payload(7, 0, 0, 100);
+    s.write_all(&record(&p)).unwrap();
+    assert_eq!(read_record(&mut s).unwrap(), p);
+    let st = sv.h.stats();
+    assert_eq!((st.records_in, st.connections_accepted), (1, 1));
+    sv.h.shutdown();
+}
+
+#[test]
+fn multi_fragment_record_split_across_writes() {
+    let sv = server();
+    let mut s = connect(sv.addr);
+    let p = payload(9, 0, 0, 3000);
+    let (a, rest) = p.split_at(10);
+    let (b, c) = rest.split_at(1000);
+    let mut wire = Vec::new();
+    for (last, part) in [(false, a), (false, &[][..]), (false, b), (true, c)] {
+        let mark = if last { 0x8000_0000u32 } else { 0 } | part.len() as u32;
+        wire.extend_from_slice(&mark.to_be_bytes());
+        wire.extend_from_slice(part);
+    }
+    // Dribble it: headers and bodies cut at odd places.
+    for chunk in wire.chunks(777) {
+        s.write_all(chunk).unwrap();
+        thread::sleep(Duration::from_millis(3));
+    }
+    assert_eq!(read_record(&mut s).unwrap(), p);
+    // And byte by byte.
+    let p2 = payload(10, 0, 0, 20);
+    for b in record(&p2) {
+        s.write_all(&[b]).unwrap();
+    }
+    assert_eq!(read_record(&mut s).unwrap(), p2);
+    sv.h.shutdown();
+}
+
+#[test]
+fn record_over_max_record_closes_connection() {
+    let sv = server_with(
+        TransportConfig {
+            max_record: 1000,
+            ..TransportConfig::default()
+        },
+        pool(2),
+    );
+    // One fragment claiming too much: closed before the body is sent.
+    let mut s = connect(sv.addr);
+    s.write_all(&(0x8000_0000u32 | 2000).to_be_bytes()).unwrap();
+    assert_closed(&mut s);
+    // Fragments that only together exceed it.
+    let mut s = connect(sv.addr);
+    let mut wire = (600u32).to_be_bytes().to_vec();
+    wire.extend_from_slice(&[1; 600]);
+    wire.extend_from_slice(&(0x8000_0000u32 | 600).to_be_bytes());
+    s.write_all(&wire).unwrap();
+    assert_closed(&mut s);
+    // Exactly max_record is fine.
+    let mut s = connect(sv.addr);
+    let p = payload(1, 0, 0, 1000 - 9);
+    s.write_all(&record(&p)).unwrap();
+    assert_eq!(read_record(&mut s).unwrap(), p);
+    let st = sv.h.stats();
+    assert_eq!(st.records_too_big, 2);
+    assert_eq!(sv.svc.calls.load(Ordering::SeqCst), 1);
+    sv.h.shutdown();
+}
+
+fn pipelined(sv: &Server, n: u32, sleepy: bool) {
+    let mut s = connect(sv.addr);
+    let mut w = s.try_clone().unwrap();
+    let writer = thread::spawn(move || {
+        let mut wire = Vec::new();
+        for id in 0..n {
+            // Every 7th request sleeps, so replies overtake each other.
+            let (op, arg) = if sleepy && id % 7 == 0 {
+                (1, 2)
+            } else {
+                (0, 0)
+            };
+            wire.extend(record(&payload(id, op, arg, (id % 50) as usize)));
+        }
+        for chunk in wire.chunks(4096) {
+            w.write_all(chunk).unwrap();
+        }
+    });
+    let mut seen = HashSet::new();
+    let mut in_order = true;
+    for k in 0..n {
+        let r = read_record(&mut s).unwrap();
+        let id = id_of(&r);
+        in_order &= id == k;
+        assert_eq!(
+            r,
+            payload(id, r[4], if r[4] == 1 { 2 } else { 0 }, (id % 50) as usize)
+        );
+        assert!(seen.insert(id), "duplicate reply {id}");
+    }
+    writer.join().unwrap();
+    assert_eq!(seen.len(), n as usize);
+    if sleepy {
+        assert!(!in_order, "sleepy requests should let others overtake them");
+    }
+}
+
+#[test]
+fn thousand_pipelined_requests_on_one_connection() {
+    let sv = server();
+    pipelined(&sv, 1000, true);
+    let st = sv.h.stats();
+    assert_eq!((st.records_in, st.replies_out), (1000, 1000));
+    sv.h.shutdown();
+}
+
+#[test]
+fn pipelining_through_a_tiny_pool_queue() {
+    // queue_limit 2 with one worker: the loop must stall and retry.
+    let sv = server_with(
+        TransportConfig::default(),
+        PoolConfig {
+            queue_limit: 2,
+            ..pool(1)
+        },
+    );
+    pipelined(&sv, 300, false);
+    assert!(sv.h.pool_stats().rejected_full > 0);
+    sv.h.shutdown();
+}
+
+#[test]
+fn many_connections_two_event_loops() {
+    let sv = server_with(
+        TransportConfig {
+            event_threads: 2,
+            ..TransportConfig::default()
+        },
+        PoolConfig::default(),
+    );
+    let addr = sv.addr;
+    let ts: Vec<_> = (0..8)
+        .map(|t| {
+            thread::spawn(move || {
+                let mut conns: Vec<TcpStream> = (0..8).map(|_| connect(addr)).collect();
+                for round in 0..5u32 {
+                    for (k, c) in conns.iter_mut().enumerate() {
+                        for j in 0..4u32 {
+                            let id = t * 1000 + k as u32 * 100 + round * 10 + j;
+                            c.write_all(&record(&payload(id, 0, 0, 16))).unwrap();
+                        }
+                    }
+                    for (k, c) in conns.iter_mut().enumerate() {
+                        let mut got: Vec<u32> =
+                            (0..4).map(|_| id_of(&read_record(c).unwrap())).collect();
+                        got.sort();
+                        let base = t * 1000 + k as u32 * 100 + round * 10;
+                        assert_eq!(got, (base..base + 4).collect::<Vec<_>>());
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in ts {
+        t.join().unwrap();
+    }
+    let st = sv.h.stats();
+    assert_eq!(st.connections_accepted, 64);
+    assert_eq!(st.records_in, 64 * 20);
+    sv.h.shutdown();
+    assert_eq!(sv.h.stats().connections_open, 0);
+}
+
+#[test]
+fn client_that_never_reads_does_not_block_others_and_memory_is_bounded() {
+    const REPLY: u32 = 64 << 10;
+    let (max_out, max_inflight) = (256 << 10, 8);
+    let sv = server_with(
+        TransportConfig {
+            max_conn_output: max_out,
+            max_inflight_per_conn: max_inflight,
+            ..TransportConfig::default()
+        },
+        pool(2),
+    );
+    // The hog: asks for 64 KiB replies as fast as it can, never reads.
+    let hog = connect(sv.addr);
+    hog.set_write_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicUsize::new(0));
+    let hog_thread = {
+        let (stop, sent) = (stop.clone(), sent.clone());
+        let mut hog = hog.try_clone().unwrap();
+        thread::spawn(move || {
+            let req = record(&payload(1, 2, REPLY, 0));
+            let mut id = 0usize;
+            while !stop.load(Ordering::SeqCst) {
+                match hog.write(&req) {
+                    Ok(n) => id += n,
+                    Err(_) => thread::sleep(Duration::from_millis(5)),
+                }
+                sent.store(id, Ordering::SeqCst);
+            }
+        })
+    };
+    // Let the hog fill every buffer on the way.
+    wait_until(
+        "hog has some replies queued",
+        Duration::from_secs(10),
+        || sv.h.stats().reply_bytes_queued > 0,
+    );
+    // Another client is served normally meanwhile.
+    let mut other = connect(sv.addr);
+    for id in 0..200 {
+        let p = payload(id, 0, 0, 32);
+        other.write_all(&record(&p)).unwrap();
+        assert_eq!(read_record(&mut other).unwrap(), p);
+    }
+    // The hog's requests stop being read: its call count plateaus.
+    let hog_id = 1usize; // first connection accepted
+    let plateau = |sv: &Server| sv.svc.per_conn[hog_id].load(Ordering::SeqCst);
+    let mut last = plateau(&sv);
+    let t0 = Instant::now();
+    loop {
+        thread::sleep(Duration::from_millis(300));
+        let now = plateau(&sv);
+        if now == last {
+            break;
+        }
+        last = now;
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "hog never throttled"
+        );
+    }
+    let st = sv.h.stats();
+    let bound = (max_out + max_inflight * (REPLY as usize + 8)) as u64;
+    assert!(st.reply_bytes_queued <= bound, "{st:?} bound {bound}");
+    assert!(st.reply_bytes_queued > 0, "{st:?}");
+    // The server has stopped reading the hog's socket altogether (the hog
+    // may still be filling kernel buffers).
+    let b1 = sv.h.stats().bytes_in;
+    thread::sleep(Duration::from_millis(300));
+    assert_eq!(b1, sv.h.stats().bytes_in, "server kept reading the hog");
+    assert!(
+        sent.load(Ordering::SeqCst) as u64 > b1,
+        "hog was not throttled"
+    );
+    // Workers are free: no worker is stuck on the hog's socket.
+    let ps = sv.h.pool_stats();
+    assert_eq!(ps.running + ps.waking, 0, "{ps:?}");
+    stop.store(true, Ordering::SeqCst);
+    // Shutdown does not hang on the hog (its replies cannot be flushed, and
+    // shutdown_timeout bounds the wait).
+    drop(hog);
+    hog_thread.join().unwrap();
+    sv.h.shutdown();
+}
+
+#[test]
+fn shutdown_completes_requests_in_flight() {
+    let sv = server_with(TransportConfig::default(), pool(2));
+    let mut s = connect(sv.addr);
+    let mut wire = Vec::new();
+    for id in 0..10 {
+        wire.extend(record(&payload(id, 1, 100, 0)));
+    }
+    s.write_all(&wire).unwrap();
+    wait_until("all received", Duration::from_secs(5), || {
+        sv.h.stats().records_in == 10
+    });
+    let h = sv.h.clone();
+    let stopper = thread::spawn(move || h.shutdown());
+    let mut got = HashSet::new();
+    for _ in 0..10 {
+        got.insert(id_of(&read_record(&mut s).unwrap()));
+    }
+    assert_eq!(got, (0..10).collect());
+    assert_closed(&mut s);
+    stopper.join().unwrap();
+    sv.h.wait();
+    assert!(TcpStream::connect(sv.addr).is_err(), "still accepting");
+    let st = sv.h.stats();
+    assert_eq!((st.connections_open, st.replies_out), (0, 10));
+}
+
+#[test]
+fn wait_returns_after_shutdown_from_another_thread() {
+    let sv = server();
+    let h = sv.h.clone();
+    let t = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(50));
+        h.shutdown();
+    });
+    sv.h.wait();
+    t.join().unwrap();
+}
+
+#[test]
+fn half_closed_client_gets_all_replies_then_eof() {
+    let sv = server();
+    let mut s = connect(sv.addr);
+    for id in 0..5 {
+        s.write_all(&record(&payload(id, 1, 20, 0))).unwrap();
+    }
+    s.write_all(&record(&payload(99, 3, 0, 0))).unwrap(); // no reply
+    s.shutdown(Shutdown::Write).unwrap();
+    let mut got: Vec<u32> = (0..5)
+        .map(|_| id_of(&read_record(&mut s).unwrap()))
+        .collect();
+    got.sort();
+    assert_eq!(got, vec![0, 1, 2, 3, 4]);
+    assert_closed(&mut s);
+    wait_until("closed", Duration::from_secs(5), || {
+        sv.h.stats().connections_open == 0
+    });
+    sv.h.shutdown();
+}
+
+#[test]
+fn connections_over_max_are_refused() {
+    let sv = server_with(
+        TransportConfig {
+            max_connections: 2,
+            ..TransportConfig::default()
+        },
+        pool(2),
+    );
+    let mut a = connect(sv.addr);
+    let mut b = connect(sv.addr);
+    for (id, s) in [&mut a, &mut b].into_iter().enumerate() {
+        let p = payload(id as u32, 0, 0, 0);
+        s.write_all(&record(&p)).unwrap();
+        assert_eq!(read_record(s).unwrap(), p);
+    }
+    let mut c = connect(sv.addr);
+    assert_closed(&mut c);
+    assert_eq!(sv.h.stats().connections_refused, 1);
+    drop(a);
+    wait_until("a closed", Duration::from_secs(5), || {
+        sv.h.stats().connections_open == 1
+    });
+    let mut d = connect(sv.addr);
+    let p = payload(5, 0, 0, 0);
+    d.write_all(&record(&p)).unwrap();
+    assert_eq!(read_record(&mut d).unwrap(), p);
+    sv.h.shutdown();
+}
+
+#[test]
+fn idle_connections_are_closed() {
+    let sv = server_with(
+        TransportConfig {
+            idle_timeout: Duration::from_millis(100),
+            ..TransportConfig::default()
+        },
+        pool(1),
+    );
+    let mut s = connect(sv.addr);
+    let p = payload(1, 0, 0, 0);
+    s.write_all(&record(&p)).unwrap();
+    assert_eq!(read_record(&mut s).unwrap(), p);
+    let t0 = Instant::now();
+    assert_closed(&mut s);
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    sv.h.shutdown();
+}
