@@ -180,7 +180,11 @@ pub fn print_row(m: &Measurement) {
 
 pub fn append_json(path: &Path, m: &Measurement) {
     use std::io::Write;
-    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
         if let Ok(s) = serde_json::to_string(m) {
             let _ = writeln!(f, "{s}");
         }
@@ -194,7 +198,9 @@ fn prepare(dir: &Path, files: usize, dirs: usize) -> std::io::Result<()> {
         std::fs::create_dir_all(dir.join(format!("d{d:05}")))?;
     }
     for f in 0..files {
-        let p = dir.join(format!("d{:05}", f % dirs)).join(format!("f{f:07}"));
+        let p = dir
+            .join(format!("d{:05}", f % dirs))
+            .join(format!("f{f:07}"));
         std::fs::write(p, (f as u64).to_le_bytes())?;
     }
     Ok(())
@@ -202,7 +208,10 @@ fn prepare(dir: &Path, files: usize, dirs: usize) -> std::io::Result<()> {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("rnfsd-bench: tokio: {e}");
@@ -229,7 +238,16 @@ async fn run_cmd(a: RunArgs) -> Result<(), String> {
     let dur = Duration::from_secs_f64(a.seconds.clamp(0.1, 600.0));
     print_header();
     for &n in &a.streams {
-        let m = measure(&s, "server", a.mix, items.clone(), n.max(1), dur, a.server_pid).await;
+        let m = measure(
+            &s,
+            "server",
+            a.mix,
+            items.clone(),
+            n.max(1),
+            dur,
+            a.server_pid,
+        )
+        .await;
         print_row(&m);
         if let Some(j) = &a.json {
             append_json(j, &m);
@@ -239,7 +257,11 @@ async fn run_cmd(a: RunArgs) -> Result<(), String> {
 }
 
 /// The objects a traverse visits (empty for getattr).
-pub async fn prepare_items(s: &Session, mix: Mix, limit: usize) -> Result<Vec<workload::TreeItem>, String> {
+pub async fn prepare_items(
+    s: &Session,
+    mix: Mix,
+    limit: usize,
+) -> Result<Vec<workload::TreeItem>, String> {
     if mix != Mix::Traverse {
         return Ok(Vec::new());
     }

@@ -82,10 +82,18 @@ impl Drop for ServerProc {
     }
 }
 
-fn start_server(bin: &Path, dir: &Path, workers: usize, policy: &str, extra: &[String]) -> Result<ServerProc, String> {
+fn start_server(
+    bin: &Path,
+    dir: &Path,
+    workers: usize,
+    policy: &str,
+    extra: &[String],
+) -> Result<ServerProc, String> {
     let parts: Vec<&str> = policy.split('/').collect();
     let [wake, waking, handoff] = parts[..] else {
-        return Err(format!("policy {policy}: want wake_order/max_waking/handoff"));
+        return Err(format!(
+            "policy {policy}: want wake_order/max_waking/handoff"
+        ));
     };
     let state = std::env::temp_dir().join(format!("rnfsd-bench-state-{}", std::process::id()));
     std::fs::create_dir_all(&state).map_err(|e| e.to_string())?;
@@ -99,7 +107,14 @@ fn start_server(bin: &Path, dir: &Path, workers: usize, policy: &str, extra: &[S
         .arg("--state-dir")
         .arg(&state)
         .args(["--threads", &workers.to_string()])
-        .args(["--wake-order", wake, "--max-waking", waking, "--handoff", handoff])
+        .args([
+            "--wake-order",
+            wake,
+            "--max-waking",
+            waking,
+            "--handoff",
+            handoff,
+        ])
         .args(["--log-level", "warn"])
         .args(extra)
         .stdout(Stdio::null())
@@ -170,14 +185,17 @@ pub async fn run(a: MatrixArgs) -> Result<(), String> {
                     for &n in &a.streams {
                         let label = format!("w{w} {p} r{rep}");
                         let m: Measurement =
-                            measure(&s, &label, mix, items.clone(), n, dur, Some(srv.child.id())).await;
+                            measure(&s, &label, mix, items.clone(), n, dur, Some(srv.child.id()))
+                                .await;
                         print_row(&m);
                         if let Some(j) = &a.json {
                             append_json(j, &m);
                         }
                         let key = (w, p.clone(), format!("{mix:?}").to_lowercase(), n);
                         rates.entry(key.clone()).or_default().push(m.calls_per_s);
-                        csw.entry(key).or_default().push(m.server_csw_per_call.unwrap_or(f64::NAN));
+                        csw.entry(key)
+                            .or_default()
+                            .push(m.server_csw_per_call.unwrap_or(f64::NAN));
                     }
                 }
                 drop(s);
@@ -192,7 +210,10 @@ pub async fn run(a: MatrixArgs) -> Result<(), String> {
 type Table = BTreeMap<(usize, String, String, usize), Vec<f64>>;
 
 fn summarize(a: &MatrixArgs, policies: &[String], rates: &mut Table, csw: &mut Table) {
-    println!("\nmedians of {} runs (calls/s, server context switches per call)", a.repeats);
+    println!(
+        "\nmedians of {} runs (calls/s, server context switches per call)",
+        a.repeats
+    );
     let mut med: BTreeMap<(usize, String, String, usize), (f64, f64)> = BTreeMap::new();
     for (k, v) in rates.iter_mut() {
         let c = csw.get_mut(k).map(|c| median(c)).unwrap_or(f64::NAN);
@@ -219,24 +240,34 @@ fn summarize(a: &MatrixArgs, policies: &[String], rates: &mut Table, csw: &mut T
             }
         }
         // Acceptance figures (issue 3).
-        let get = |w: usize, p: &str, n: usize| med.get(&(w, p.to_string(), mix.clone(), n)).map(|x| x.0);
+        let get =
+            |w: usize, p: &str, n: usize| med.get(&(w, p.to_string(), mix.clone(), n)).map(|x| x.0);
         if let Some(def) = get(128, DEFAULT_POLICY, 64) {
             let best = policies
                 .iter()
                 .filter_map(|p| get(128, p, 64).map(|r| (r, p.clone())))
                 .fold((0.0, String::new()), |a, b| if b.0 > a.0 { b } else { a });
-            println!("128 workers, 64 streams: default {def:.0} calls/s; best {} {:.0} ({:.1}% of best)",
-                best.1, best.0, 100.0 * def / best.0);
+            println!(
+                "128 workers, 64 streams: default {def:.0} calls/s; best {} {:.0} ({:.1}% of best)",
+                best.1,
+                best.0,
+                100.0 * def / best.0
+            );
             if let Some(naive) = get(128, NAIVE_POLICY, 64) {
                 println!("  default / naive ({NAIVE_POLICY}) = {:.2}x", def / naive);
             }
         }
         if let (Some(w512), Some(w8)) = (get(512, DEFAULT_POLICY, 64), get(8, DEFAULT_POLICY, 64)) {
-            println!("64 streams, default policy: 512 workers / 8 workers = {:.1}%", 100.0 * w512 / w8);
+            println!(
+                "64 streams, default policy: 512 workers / 8 workers = {:.1}%",
+                100.0 * w512 / w8
+            );
         }
         for &w in &a.workers {
             if let Some((_, c)) = med.get(&(w, DEFAULT_POLICY.to_string(), mix.clone(), 64)) {
-                println!("  default policy, {w} workers, 64 streams: {c:.3} context switches per call");
+                println!(
+                    "  default policy, {w} workers, 64 streams: {c:.3} context switches per call"
+                );
             }
         }
     }

@@ -37,7 +37,11 @@ pub struct TreeItem {
 
 /// Walk the tree under `root` (READDIRPLUS) and list every object, up to
 /// `limit` items.
-pub async fn walk(nfs: &NfsClient, root: &NfsFh3, limit: usize) -> Result<Vec<TreeItem>, ClientError> {
+pub async fn walk(
+    nfs: &NfsClient,
+    root: &NfsFh3,
+    limit: usize,
+) -> Result<Vec<TreeItem>, ClientError> {
     let mut out = Vec::new();
     let mut dirs = vec![root.clone()];
     while let Some(d) = dirs.pop() {
@@ -48,7 +52,8 @@ pub async fn walk(nfs: &NfsClient, root: &NfsFh3, limit: usize) -> Result<Vec<Tr
             let Some(fh) = e.name_handle.clone() else {
                 continue;
             };
-            if e.name_attributes.as_ref().map(|a| a.ftype) == Some(rnfsd_client::nfs3::Ftype3::Dir) {
+            if e.name_attributes.as_ref().map(|a| a.ftype) == Some(rnfsd_client::nfs3::Ftype3::Dir)
+            {
                 dirs.push(fh.clone());
             }
             out.push(TreeItem {
@@ -94,14 +99,17 @@ pub async fn run(
         let root = root.clone();
         let items = items.clone();
         tasks.push(tokio::spawn(async move {
-            let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 2).expect("histogram bounds");
+            let mut h =
+                Histogram::<u64>::new_with_bounds(1, 60_000_000, 2).expect("histogram bounds");
             let mut calls = 0u64;
             let mut i = s.wrapping_mul(7919);
             while !stop.load(Ordering::Relaxed) {
                 let t = Instant::now();
                 let ok = match mix {
                     Mix::Getattr => nfs
-                        .getattr(&GetAttr3Args { object: root.clone() })
+                        .getattr(&GetAttr3Args {
+                            object: root.clone(),
+                        })
                         .await
                         .is_ok(),
                     Mix::Traverse => {
@@ -167,9 +175,11 @@ async fn traverse_step(
     ok &= timed(async { nfs.access(&acc(&it.fh)).await.is_ok() }, h, calls).await;
     ok &= timed(
         async {
-            nfs.getattr(&GetAttr3Args { object: it.fh.clone() })
-                .await
-                .is_ok()
+            nfs.getattr(&GetAttr3Args {
+                object: it.fh.clone(),
+            })
+            .await
+            .is_ok()
         },
         h,
         calls,
@@ -190,7 +200,7 @@ async fn traverse_step(
         calls,
     )
     .await;
-    if i % 16 == 0 {
+    if i.is_multiple_of(16) {
         ok &= timed(
             async {
                 nfs.readdirplus(&ReadDirPlus3Args {

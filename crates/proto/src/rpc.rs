@@ -149,7 +149,9 @@ pub struct CallHeader<'a> {
 pub enum Incoming<'a> {
     Call(CallHeader<'a>),
     /// A REPLY where a CALL was expected, or any other msg_type: dropped.
-    NotACall { xid: u32 },
+    NotACall {
+        xid: u32,
+    },
 }
 
 impl<'a> CallHeader<'a> {
@@ -239,7 +241,8 @@ pub enum ReplyHeader {
 
 /// Decode a reply's xid (first word) without consuming anything else.
 pub fn peek_xid(b: &[u8]) -> Option<u32> {
-    b.get(..4).map(|x| u32::from_be_bytes([x[0], x[1], x[2], x[3]]))
+    b.get(..4)
+        .map(|x| u32::from_be_bytes([x[0], x[1], x[2], x[3]]))
 }
 
 impl ReplyHeader {
@@ -337,7 +340,10 @@ mod tests {
         let mut e = Enc::new();
         encode_denied(&mut e, 5, RejectStat::AuthError(AuthStat::TooWeak));
         let (_, h) = ReplyHeader::decode(&mut Dec::new(e.as_slice())).unwrap();
-        assert_eq!(h, ReplyHeader::Denied(RejectStat::AuthError(AuthStat::TooWeak)));
+        assert_eq!(
+            h,
+            ReplyHeader::Denied(RejectStat::AuthError(AuthStat::TooWeak))
+        );
     }
 
     #[test]
