@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{Config, ConfigError, ExportConfig, HandleMode, Handoff, MaxWaking, WakeOrder};
+use crate::config::{
+    Config, ConfigError, ExportConfig, HandleMode, Handoff, MaxWaking, PoolLayout, WakeOrder,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -29,6 +31,9 @@ pub enum Command {
         /// The TOML configuration file.
         file: PathBuf,
     },
+    /// Show a running server's statistics (through its admin socket):
+    /// an nfsstat-like report, --raw lines, or a --watch live view.
+    Stats(crate::stats_cmd::StatsArgs),
 }
 
 /// The configuration file's keys, shown by `rnfsd serve --help`.
@@ -51,10 +56,15 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   max_conn_output = 4194304      queued reply bytes per connection
   idle_timeout_secs = 360        close idle connections
   event_threads = 1
+  pools = \"shared\"              worker pools: shared | per-loop (one per loop)
+  pin_loops = false              pin each event loop (and its pool) to a CPU
   shutdown_timeout_secs = 10     reply flushing at shutdown
   path_cache_entries, handle_scan_limit, act_as_caller = (backend defaults)
   state_dir = (see --state-dir)  log_level = \"info\"
   allow_auth_none = false
+  stats = \"percore\"              RPC counters: percore | shared | off
+  admin_socket = STATE_DIR/admin.sock   `rnfsd stats` reads it (0600)
+  metrics = (unset)              Prometheus GET /metrics on this ADDR:PORT
 
   [[export]]                     one table per export
   path = \"/srv/a\"                required; clients mount its canonical path
@@ -128,6 +138,20 @@ pub struct ServeArgs {
     #[arg(long, value_name = "direct|double")]
     pub handoff: Option<Handoff>,
 
+    /// Event-loop threads reading sockets. [default: 1]
+    #[arg(long, value_name = "N")]
+    pub event_threads: Option<usize>,
+
+    /// Worker pools: one shared by all event loops, or one per loop serving
+    /// the connections that loop reads (thread counts divided among them).
+    /// [default: shared]
+    #[arg(long, value_name = "shared|per-loop")]
+    pub pools: Option<PoolLayout>,
+
+    /// Pin each event loop, and with per-loop pools its workers, to one CPU.
+    #[arg(long)]
+    pub pin_loops: bool,
+
     /// Largest READ/WRITE/READDIR transfer in bytes. [default: 1048576]
     #[arg(long, value_name = "BYTES")]
     pub max_io: Option<u32>,
@@ -157,6 +181,16 @@ pub struct ServeArgs {
     /// Accept AUTH_NONE credentials (as nobody) for every procedure.
     #[arg(long)]
     pub allow_auth_none: bool,
+
+    /// Serve Prometheus metrics (HTTP GET /metrics) on this address.
+    /// Off unless given.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<SocketAddr>,
+
+    /// How RPC statistics are kept: percore (default), shared (one shared
+    /// counter per procedure; experiment) or off.
+    #[arg(long, value_name = "percore|shared|off")]
+    pub stats: Option<rnfsd_stats::Mode>,
 
     /// DIR only: refuse every change.
     #[arg(long, requires = "dir")]
@@ -195,6 +229,9 @@ impl ServeArgs {
         if self.allow_auth_none {
             s.allow_auth_none = true;
         }
+        if self.pin_loops {
+            s.pin_loops = true;
+        }
         macro_rules! over {
             ($($f:ident),*) => { $( if let Some(v) = self.$f { s.$f = v; } )* };
         }
@@ -207,8 +244,16 @@ impl ServeArgs {
             max_inflight_per_conn,
             max_waking,
             wake_order,
-            handoff
+            handoff,
+            event_threads,
+            pools
         );
+        if self.metrics.is_some() {
+            s.metrics = self.metrics;
+        }
+        if let Some(m) = self.stats {
+            s.stats = m;
+        }
         if self.threads.is_some() {
             s.threads = self.threads;
         }
@@ -281,6 +326,10 @@ mod tests {
             "65536",
             "--portmap",
             "--allow-auth-none",
+            "--metrics",
+            "127.0.0.1:9100",
+            "--stats",
+            "shared",
         ])
         .unwrap();
         let c = a.to_config().unwrap();
@@ -289,9 +338,35 @@ mod tests {
         assert_eq!(c.server.max_io, 65536);
         assert_eq!(c.server.max_record(), 65536 + 65536);
         assert!(c.server.portmap && c.server.allow_auth_none);
+        assert_eq!(c.server.metrics, Some("127.0.0.1:9100".parse().unwrap()));
+        assert_eq!(c.server.stats, rnfsd_stats::Mode::Shared);
         assert!(c.exports[0].read_only);
         assert_eq!(c.exports[0].id, Some(9));
         assert_eq!(c.exports[0].handle_mode, HandleMode::Path);
+    }
+
+    #[test]
+    fn pool_layout_flags() {
+        let c = parse(&["/srv/x"]).unwrap().to_config().unwrap();
+        assert_eq!(
+            (c.server.pools, c.server.pin_loops, c.server.event_threads),
+            (PoolLayout::Shared, false, 1)
+        );
+        let a = parse(&[
+            "/srv/x",
+            "--pools",
+            "per-loop",
+            "--pin-loops",
+            "--event-threads",
+            "2",
+        ])
+        .unwrap();
+        let c = a.to_config().unwrap();
+        assert_eq!(
+            (c.server.pools, c.server.pin_loops, c.server.event_threads),
+            (PoolLayout::PerLoop, true, 2)
+        );
+        assert!(parse(&["/srv/x", "--pools", "perloop"]).is_err());
     }
 
     #[test]
@@ -316,11 +391,44 @@ mod tests {
     }
 
     #[test]
+    fn stats_subcommand() {
+        let p = |v: &[&str]| Cli::try_parse_from(v.iter().copied()).map(|c| c.command);
+        match p(&[
+            "rnfsd",
+            "stats",
+            "--state-dir",
+            "/s",
+            "--watch",
+            "--count",
+            "3",
+        ]) {
+            Ok(Command::Stats(a)) => {
+                assert_eq!(a.socket_path(), PathBuf::from("/s/admin.sock"));
+                assert_eq!((a.watch, a.count), (true, Some(3)));
+            }
+            other => panic!("{other:?}"),
+        }
+        match p(&["rnfsd", "stats", "--socket", "/x.sock", "--raw"]) {
+            Ok(Command::Stats(a)) => {
+                assert!(a.raw && a.socket_path() == std::path::Path::new("/x.sock"))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            p(&["rnfsd", "stats", "--count", "3"]).is_err(),
+            "--count needs --watch"
+        );
+        assert!(p(&["rnfsd", "stats", "--raw", "--watch"]).is_err());
+        assert!(p(&["rnfsd", "stats", "--socket", "/a", "--state-dir", "/b"]).is_err());
+    }
+
+    #[test]
     fn errors() {
         assert!(parse(&["--read-only"]).is_err(), "--read-only needs DIR");
         assert!(parse(&["/x", "--listen", "nonsense"]).is_err());
         assert!(parse(&["/x", "--handle-mode", "fast"]).is_err());
         assert!(parse(&["/x", "--bogus"]).is_err());
+        assert!(parse(&["/x", "--stats", "fast"]).is_err());
         let e = parse(&[]).unwrap().to_config().unwrap_err();
         assert!(e.0.contains("nothing to export"));
         let e = parse(&["--config", "/nonexistent/rnfsd.toml"])

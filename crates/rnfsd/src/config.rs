@@ -85,6 +85,17 @@ pub enum Handoff {
     Double,
 }
 
+/// Worker pools over the event loops: `shared` (one pool for all loops) or
+/// `per-loop` (one per loop, thread counts divided among them; see
+/// rnfsd-transport `PoolLayout` and docs/pool-layout.md for the benchmark).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PoolLayout {
+    #[default]
+    Shared,
+    PerLoop,
+}
+
 /// Bound on woken-but-not-yet-running workers: a number, or "unlimited"
 /// (experiment only: wake a worker for every request).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +141,7 @@ macro_rules! parse_words {
 
 parse_words!(WakeOrder, "wake_order", "lifo" => WakeOrder::Lifo, "fifo" => WakeOrder::Fifo);
 parse_words!(Handoff, "handoff", "direct" => Handoff::Direct, "double" => Handoff::Double);
+parse_words!(PoolLayout, "pools", "shared" => PoolLayout::Shared, "per-loop" => PoolLayout::PerLoop);
 
 impl std::str::FromStr for MaxWaking {
     type Err = ConfigError;
@@ -202,6 +214,13 @@ pub struct ServerConfig {
     pub idle_timeout_secs: u64,
     /// Event-loop threads reading sockets (workers write replies).
     pub event_threads: usize,
+    /// "shared": one worker pool for all event loops; "per-loop": one pool
+    /// per loop, serving the connections that loop reads, with the thread
+    /// counts divided among the pools (rounded up).
+    pub pools: PoolLayout,
+    /// Pin each event loop (and, with per-loop pools, its workers) to one
+    /// CPU.
+    pub pin_loops: bool,
     /// On shutdown, how long to keep flushing queued replies.
     pub shutdown_timeout_secs: u64,
     /// Local backend: bound on the handle-to-path cache (None = backend
@@ -221,6 +240,13 @@ pub struct ServerConfig {
     /// Accept AUTH_NONE (as nobody) for every procedure. Off: AUTH_NONE
     /// works only for NULL, MOUNT EXPORT and the port mapper.
     pub allow_auth_none: bool,
+    /// The admin socket (statistics; owner-only). None: STATE_DIR/admin.sock.
+    pub admin_socket: Option<PathBuf>,
+    /// Serve Prometheus metrics (GET /metrics) on this address. None: off.
+    pub metrics: Option<SocketAddr>,
+    /// How RPC statistics are kept: "percore" (design), "shared" (one
+    /// shared counter per procedure, for comparison) or "off".
+    pub stats: rnfsd_stats::Mode,
 }
 
 impl ServerConfig {
@@ -255,6 +281,8 @@ impl Default for ServerConfig {
             // As knfsd.
             idle_timeout_secs: 360,
             event_threads: 1,
+            pools: PoolLayout::Shared,
+            pin_loops: false,
             shutdown_timeout_secs: 10,
             path_cache_entries: None,
             handle_scan_limit: None,
@@ -262,6 +290,9 @@ impl Default for ServerConfig {
             state_dir: None,
             log_level: None,
             allow_auth_none: false,
+            admin_socket: None,
+            metrics: None,
+            stats: rnfsd_stats::Mode::Percore,
         }
     }
 }
@@ -485,6 +516,11 @@ mod tests {
         assert_eq!(c.server.max_io, 1048576);
         assert_eq!(c.server.max_record(), 1048576 + 65536);
         assert!(!c.server.allow_auth_none);
+        assert_eq!(c.server.stats, rnfsd_stats::Mode::Percore);
+        assert_eq!(
+            (c.server.metrics, c.server.admin_socket.as_ref()),
+            (None, None)
+        );
         assert!(c.exports.is_empty());
         // No exports is a validation error, not a parse error.
         assert!(c.validate().unwrap_err().0.contains("nothing to export"));
@@ -503,6 +539,9 @@ mod tests {
             log_level = "debug"
             allow_auth_none = true
             path_cache_entries = 1000
+            stats = "shared"
+            metrics = "127.0.0.1:9100"
+            admin_socket = "/run/rnfsd.sock"
 
             [[export]]
             path = "/srv/a"
@@ -522,6 +561,12 @@ mod tests {
         assert_eq!(c.server.max_io, 2 << 20);
         assert_eq!(c.server.state_dir, Some(PathBuf::from("/tmp/st")));
         assert_eq!(c.server.path_cache_entries, Some(1000));
+        assert_eq!(c.server.stats, rnfsd_stats::Mode::Shared);
+        assert_eq!(c.server.metrics, Some("127.0.0.1:9100".parse().unwrap()));
+        assert_eq!(
+            c.server.admin_socket,
+            Some(PathBuf::from("/run/rnfsd.sock"))
+        );
         assert_eq!(c.server.min_threads, 2, "unset keys keep defaults");
         assert_eq!(c.exports.len(), 2);
         assert_eq!(c.exports[0].id, Some(7));
@@ -543,6 +588,28 @@ mod tests {
             let e = Config::from_toml(text).unwrap_err();
             assert!(e.0.contains("unknown"), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn pool_layout_keys() {
+        let c = Config::from_toml("[server]\npools = \"per-loop\"\npin_loops = true").unwrap();
+        assert_eq!(
+            (c.server.pools, c.server.pin_loops),
+            (PoolLayout::PerLoop, true)
+        );
+        let d = ServerConfig::default();
+        assert_eq!((d.pools, d.pin_loops), (PoolLayout::Shared, false));
+        assert!(Config::from_toml("[server]\npools = \"per_loop\"").is_err());
+        assert_eq!("shared".parse::<PoolLayout>().unwrap(), PoolLayout::Shared);
+        assert_eq!(
+            "per-loop".parse::<PoolLayout>().unwrap(),
+            PoolLayout::PerLoop
+        );
+        assert!("perloop"
+            .parse::<PoolLayout>()
+            .unwrap_err()
+            .0
+            .contains("pools"));
     }
 
     #[test]

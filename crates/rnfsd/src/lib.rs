@@ -4,11 +4,14 @@
 //! marking, event loops, worker pool) → `rpc` (call header, auth, dispatch)
 //! → `programs` (nfs3, mount, portmap tables) → fs (rnfsd-fs backends).
 
+pub mod admin;
 pub mod cli;
 pub mod config;
 pub mod keys;
+pub mod metrics;
 pub mod programs;
 pub mod rpc;
 pub mod rpcbind;
 pub mod service;
 pub mod state;
+pub mod stats_cmd;

@@ -19,7 +19,7 @@ use rnfsd::programs::portmap::{self, Registration, PORTMAP};
 use rnfsd::rpc::dispatch::Policy;
 use rnfsd::service::RpcService;
 use rnfsd::state::{Export, Server};
-use rnfsd::{keys, rpcbind};
+use rnfsd::{admin, keys, metrics, rpcbind};
 use rnfsd_fs::local::{self, LocalFs, LocalOptions};
 
 /// Exit status for a configuration or usage problem (as clap uses).
@@ -29,6 +29,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::CheckConfig { file } => check_config(&file),
+        Command::Stats(a) => match rnfsd::stats_cmd::run(&a, &mut std::io::stdout().lock()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("rnfsd: error: {e}");
+                ExitCode::from(1)
+            }
+        },
         Command::Serve(args) => match serve(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -203,10 +210,34 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let policy = Policy {
         allow_auth_none: s.allow_auth_none,
     };
-    let nfs_service = Arc::new(RpcService::new(server.clone(), vec![&NFS3, &MOUNT], policy));
-    let portmap_service = Arc::new(RpcService::new(server.clone(), vec![&PORTMAP], policy));
+    // The counters belong to the process, not to a configuration: a reload
+    // would keep them.
+    let stats = Arc::new(rnfsd_stats::Registry::new(
+        s.stats,
+        metrics::proc_descs(&[&NFS3, &MOUNT, &PORTMAP]),
+    ));
+    // Before any thread that creates files exists (it narrows the umask).
+    let admin_path = s
+        .admin_socket
+        .clone()
+        .unwrap_or_else(|| state_dir.join(admin::DEFAULT_NAME));
+    let mut admin = admin::AdminSocket::start(&admin_path, stats.clone())
+        .map_err(|e| runtime_err(format!("admin socket {}: {e}", admin_path.display())))?;
+    let mut metrics_server = match s.metrics {
+        Some(a) => Some(
+            metrics::MetricsServer::start(a, stats.clone())
+                .map_err(|e| runtime_err(format!("metrics on {a}: {e}")))?,
+        ),
+        None => None,
+    };
+    let nfs_service = Arc::new(
+        RpcService::new(server.clone(), vec![&NFS3, &MOUNT], policy).with_stats(stats.clone()),
+    );
+    let portmap_service =
+        Arc::new(RpcService::new(server.clone(), vec![&PORTMAP], policy).with_stats(stats.clone()));
 
     let running = transport::start(&cfg, nfs_service, portmap_service)?;
+    running.add_stats_sources(&stats);
     let bound = running.nfs_addrs();
 
     // Tell the port mappers (ours or the system's) where we are.
@@ -238,6 +269,10 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     if s.portmap {
         what.push_str(&format!(", portmap on {}", list(&running.portmap_addrs())));
     }
+    what.push_str(&format!(", stats {} at {}", s.stats, admin_path.display()));
+    if let Some(m) = &metrics_server {
+        what.push_str(&format!(", metrics on http://{}/metrics", m.local_addr()));
+    }
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(
@@ -254,6 +289,10 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         r.unregister();
     }
     running.shutdown();
+    if let Some(m) = &mut metrics_server {
+        m.shutdown();
+    }
+    admin.shutdown();
     tracing::info!("stopped");
     Ok(())
 }
@@ -276,7 +315,7 @@ fn wait_for_shutdown_signal(signals: &mut Signals) {
 mod transport {
     use super::*;
     use rnfsd_pool::{PoolConfig, Threads};
-    use rnfsd_transport::{Handle, Transport, TransportConfig};
+    use rnfsd_transport::{Handle, PoolLayout, Transport, TransportConfig};
 
     pub struct Running {
         nfs: Handle,
@@ -293,6 +332,16 @@ mod transport {
                 .map(|h| h.local_addrs())
                 .unwrap_or_default()
         }
+        /// Include the transports' connection and pool counters in `stats`.
+        pub fn add_stats_sources(&self, stats: &rnfsd_stats::Registry) {
+            let h = self.nfs.clone();
+            stats.add_source("nfs", move || (h.stats(), h.pool_stats()));
+            if let Some(p) = &self.portmap {
+                let h = p.clone();
+                stats.add_source("portmap", move || (h.stats(), h.pool_stats()));
+            }
+        }
+
         /// Stop accepting, finish in-flight calls, flush replies.
         pub fn shutdown(self) {
             if let Some(p) = &self.portmap {
@@ -312,6 +361,11 @@ mod transport {
             max_conn_output: s.max_conn_output,
             idle_timeout: Duration::from_secs(s.idle_timeout_secs),
             shutdown_timeout: Duration::from_secs(s.shutdown_timeout_secs),
+            pools: match s.pools {
+                config::PoolLayout::Shared => PoolLayout::Shared,
+                config::PoolLayout::PerLoop => PoolLayout::PerLoop,
+            },
+            pin_loops: s.pin_loops,
             ..TransportConfig::default()
         }
     }
@@ -360,6 +414,9 @@ mod transport {
             // Port mapper calls are tiny and rare: one thread, small records.
             let mut tc = transport_config(s, addrs.clone());
             tc.max_record = 64 * 1024;
+            // Its one thread is not worth dividing or pinning.
+            tc.pools = PoolLayout::Shared;
+            tc.pin_loops = false;
             let pool = PoolConfig {
                 threads: Threads::Fixed(1),
                 queue_limit: 64,

@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use rnfsd_stats::Registry;
 use rnfsd_transport::{Request, Service};
 
-use crate::rpc::dispatch::{dispatch, Policy};
+use crate::rpc::dispatch::{dispatch_counted, Policy};
 use crate::rpc::Program;
 use crate::state::Server;
 
@@ -13,6 +14,8 @@ pub struct RpcService {
     server: Arc<Server>,
     programs: Vec<&'static Program>,
     policy: Policy,
+    /// Where calls are counted (none: not counted).
+    stats: Option<Arc<Registry>>,
 }
 
 impl RpcService {
@@ -21,13 +24,22 @@ impl RpcService {
             server,
             programs,
             policy,
+            stats: None,
         }
+    }
+
+    /// Count this service's calls in `stats` (shared by every service of
+    /// the server, and independent of the configuration objects).
+    pub fn with_stats(mut self, stats: Arc<Registry>) -> Self {
+        self.stats = Some(stats);
+        self
     }
 }
 
 impl Service for RpcService {
     fn call(&self, req: Request) -> Option<Vec<u8>> {
-        dispatch(
+        dispatch_counted(
+            self.stats.as_deref(),
             &self.server,
             &self.programs,
             &self.policy,
@@ -79,5 +91,47 @@ mod tests {
         let r = svc.call(req(b)).unwrap();
         let (_, h) = ReplyHeader::decode(&mut Dec::new(&r[4..])).unwrap();
         assert_eq!(h, ReplyHeader::Accepted(AcceptStat::ProgUnavail));
+    }
+
+    #[test]
+    fn with_stats_counts_calls() {
+        let s = Arc::new(Server {
+            exports: vec![],
+            write_verifier: [0; 8],
+            max_io: 4096,
+        });
+        let reg = Arc::new(rnfsd_stats::Registry::new(
+            rnfsd_stats::Mode::Percore,
+            crate::metrics::proc_descs(&[&MOUNT]),
+        ));
+        let svc = RpcService::new(s, vec![&MOUNT], Policy::default()).with_stats(reg.clone());
+        let mut e = Enc::new();
+        CallHeader {
+            xid: 1,
+            rpcvers: 2,
+            prog: 100005,
+            vers: 3,
+            proc_: 0,
+            cred: OpaqueAuth::NONE,
+            verf: OpaqueAuth::NONE,
+        }
+        .encode(&mut e);
+        for _ in 0..3 {
+            let r = svc.call(Request {
+                data: e.as_slice().to_vec(),
+                peer: "127.0.0.1:1000".parse().unwrap(),
+                local: "127.0.0.1:2049".parse().unwrap(),
+                conn_id: 1,
+            });
+            assert!(r.is_some());
+        }
+        let n = reg.snapshot();
+        assert_eq!((n.rpc.records, n.rpc.success), (3, 3));
+        let null3 = n
+            .procs
+            .iter()
+            .find(|p| p.version == 3 && p.proc_ == 0)
+            .unwrap();
+        assert_eq!(null3.calls, 3);
     }
 }

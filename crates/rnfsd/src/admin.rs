@@ -1,0 +1,232 @@
+//! The local admin socket: a Unix stream socket, owner-only (0600), with a
+//! one-line protocol. A client sends one command line and reads the answer
+//! until the server closes:
+//!
+//! - `snapshot`: every counter as one JSON object (`rnfsd_stats::Snapshot`)
+//! - `prometheus`: the Prometheus text exposition
+//! - `raw`: /proc/net/rpc/nfsd-style lines
+//! - `report`: the nfsstat-like report
+//! - `reset`: zero the counters; answers `ok`
+//! - `help`: this list
+//!
+//! Bounds: command lines of 256 bytes, 5 s to send one, 4 clients at once
+//! (more are answered `error: busy`).
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rnfsd_stats::{format, Registry};
+
+/// The socket's name in the state directory when not configured.
+pub const DEFAULT_NAME: &str = "admin.sock";
+const MAX_LINE: u64 = 256;
+const IO_TIMEOUT: Duration = Duration::from_secs(5);
+const MAX_CLIENTS: usize = 4;
+
+const HELP: &str = "commands: snapshot | prometheus | raw | report | reset | help\n";
+
+/// The answer to one command line.
+pub fn answer(cmd: &str, stats: &Registry) -> String {
+    match cmd.trim() {
+        "snapshot" => {
+            let mut s = stats.snapshot().to_json();
+            s.push('\n');
+            s
+        }
+        "prometheus" => format::prometheus(&stats.snapshot()),
+        "raw" => format::raw(&stats.snapshot()),
+        "report" => format::report(&stats.snapshot()),
+        "reset" => {
+            stats.reset();
+            tracing::info!("statistics reset through the admin socket");
+            "ok\n".to_owned()
+        }
+        "help" | "" => HELP.to_owned(),
+        other => format!(
+            "error: unknown command {:?}; {HELP}",
+            other.chars().take(40).collect::<String>()
+        ),
+    }
+}
+
+/// The running admin socket; `shutdown` (or drop) stops it and removes the
+/// socket file.
+pub struct AdminSocket {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Bind `path` with no permission for group or others from the first
+/// instant: the umask is narrowed around bind(2) (the process is still
+/// single-threaded when main calls this), then the mode is set explicitly.
+fn bind_private(path: &Path) -> io::Result<UnixListener> {
+    // SAFETY: umask only swaps the process file-creation mask; no memory is
+    // involved. The old mask is restored right after.
+    let old = unsafe { libc::umask(0o177) };
+    let l = UnixListener::bind(path);
+    // SAFETY: as above.
+    unsafe { libc::umask(old) };
+    let l = l?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(l)
+}
+
+impl AdminSocket {
+    pub fn start(path: &Path, stats: Arc<Registry>) -> io::Result<AdminSocket> {
+        if path.exists() {
+            // A live server answers; a stale file from a crash does not.
+            if UnixStream::connect(path).is_ok() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!("{} is in use by a running server", path.display()),
+                ));
+            }
+            std::fs::remove_file(path)?;
+        }
+        let l = bind_private(path)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        let clients = Arc::new(AtomicUsize::new(0));
+        let thread = std::thread::Builder::new()
+            .name("rnfsd-admin".into())
+            .spawn(move || {
+                for c in l.incoming() {
+                    if s2.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let mut c = match c {
+                        Ok(c) => c,
+                        Err(e) => {
+                            tracing::warn!("admin socket accept: {e}");
+                            std::thread::sleep(Duration::from_millis(100));
+                            continue;
+                        }
+                    };
+                    if clients.fetch_add(1, Ordering::AcqRel) >= MAX_CLIENTS {
+                        clients.fetch_sub(1, Ordering::AcqRel);
+                        let _ = c.set_write_timeout(Some(IO_TIMEOUT));
+                        let _ = c.write_all(b"error: busy\n");
+                        continue;
+                    }
+                    let (st, cl) = (stats.clone(), clients.clone());
+                    let spawned = std::thread::Builder::new()
+                        .name("rnfsd-admin-client".into())
+                        .spawn(move || {
+                            if let Err(e) = serve_one(c, &st) {
+                                tracing::debug!("admin client: {e}");
+                            }
+                            cl.fetch_sub(1, Ordering::AcqRel);
+                        });
+                    if let Err(e) = spawned {
+                        clients.fetch_sub(1, Ordering::AcqRel);
+                        tracing::warn!("admin socket: cannot start a client thread: {e}");
+                    }
+                }
+            })?;
+        Ok(AdminSocket {
+            path: path.to_owned(),
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn shutdown(&mut self) {
+        if let Some(t) = self.thread.take() {
+            self.stop.store(true, Ordering::Relaxed);
+            let _ = UnixStream::connect(&self.path);
+            let _ = t.join();
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl Drop for AdminSocket {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn serve_one(c: UnixStream, stats: &Registry) -> io::Result<()> {
+    c.set_read_timeout(Some(IO_TIMEOUT))?;
+    c.set_write_timeout(Some(IO_TIMEOUT))?;
+    let mut line = String::new();
+    BufReader::new((&c).take(MAX_LINE)).read_line(&mut line)?;
+    let mut w = &c;
+    w.write_all(answer(&line, stats).as_bytes())?;
+    w.flush()?;
+    // Lingering close: closing with unread bytes would reset the answer
+    // away, so take what the client still sends (bounded in size and time).
+    c.shutdown(std::net::Shutdown::Write)?;
+    c.set_read_timeout(Some(Duration::from_millis(200)))?;
+    let _ = io::copy(&mut (&c).take(64 * 1024), &mut io::sink());
+    Ok(())
+}
+
+/// Send one command to the admin socket at `path` and return the answer.
+pub fn query(path: &Path, cmd: &str) -> io::Result<String> {
+    let mut c = UnixStream::connect(path)?;
+    c.set_read_timeout(Some(Duration::from_secs(10)))?;
+    c.set_write_timeout(Some(IO_TIMEOUT))?;
+    c.write_all(cmd.as_bytes())?;
+    c.write_all(b"\n")?;
+    c.shutdown(std::net::Shutdown::Write)?;
+    let mut s = String::new();
+    // Bounded: a snapshot is well under a few MiB.
+    (&mut c).take(64 << 20).read_to_string(&mut s)?;
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::proc_descs;
+    use crate::programs::nfs3::NFS3;
+    use std::os::unix::fs::FileTypeExt;
+
+    #[test]
+    fn socket_is_private_and_answers() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(DEFAULT_NAME);
+        let reg = Arc::new(Registry::new(
+            rnfsd_stats::Mode::Percore,
+            proc_descs(&[&NFS3]),
+        ));
+        let mut a = AdminSocket::start(&p, reg.clone()).unwrap();
+        let m = std::fs::metadata(&p).unwrap();
+        assert!(m.file_type().is_socket());
+        assert_eq!(m.permissions().mode() & 0o777, 0o600);
+        // A second server on the same path is refused.
+        assert!(AdminSocket::start(&p, reg.clone()).is_err());
+
+        let s = rnfsd_stats::Snapshot::from_json(&query(&p, "snapshot").unwrap()).unwrap();
+        assert_eq!(s.procs.len(), 22);
+        assert!(query(&p, "prometheus")
+            .unwrap()
+            .contains("# TYPE rnfsd_rpc_calls_total counter"));
+        assert!(query(&p, "raw").unwrap().contains("proc3 22 0"));
+        assert_eq!(query(&p, "reset").unwrap(), "ok\n");
+        assert!(query(&p, "bogus").unwrap().starts_with("error: unknown"));
+        // An over-long line is cut at the bound, not buffered.
+        assert!(query(&p, &"x".repeat(10_000))
+            .unwrap()
+            .starts_with("error: unknown"));
+        a.shutdown();
+        assert!(!p.exists(), "socket file removed");
+        // A stale file (no server) is replaced.
+        let stale = UnixListener::bind(&p).unwrap();
+        drop(stale);
+        let _a = AdminSocket::start(&p, reg).unwrap();
+        assert_eq!(query(&p, "help").unwrap(), HELP);
+    }
+}

@@ -1,0 +1,292 @@
+//! A point-in-time sum of every counter, as the admin socket sends it (JSON).
+
+use std::collections::BTreeMap;
+use std::time::UNIX_EPOCH;
+
+use serde::{Deserialize, Serialize};
+
+use crate::hist::{self, Hist};
+use crate::{
+    rpc, Mode, Registry, PROC_SLOTS, S_AUTH, S_BAD_REPLY, S_DROPPED, S_GARBAGE_ARGS, S_NFS,
+    S_PROCS, S_PROC_UNAVAIL, S_PROG_MISMATCH, S_PROG_UNAVAIL, S_READ_BYTES, S_RECORDS,
+    S_RPC_MISMATCH, S_SUCCESS, S_SYSTEM_ERR, S_WRITE_BYTES,
+};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub mode: Mode,
+    pub shards: usize,
+    /// Server start, seconds since the Unix epoch.
+    pub started_unix: u64,
+    pub uptime_secs: f64,
+    /// Seconds since the last reset (or start).
+    pub since_reset_secs: f64,
+    pub rpc: RpcCounts,
+    /// NFSv3 replies by nfsstat3 name (non-zero ones only).
+    pub nfs_replies: BTreeMap<String, u64>,
+    pub io: IoCounts,
+    /// Every procedure served, in table order.
+    pub procs: Vec<ProcCounts>,
+    pub transports: Vec<TransportCounts>,
+}
+
+/// RPC-level outcomes of every record handed to dispatch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RpcCounts {
+    /// Records received (every call of the service).
+    pub records: u64,
+    /// Replies with accept_stat SUCCESS.
+    pub success: u64,
+    /// No reply sent: unparseable header, not a CALL, or a handler's Drop.
+    pub dropped: u64,
+    pub rpc_mismatch: u64,
+    pub prog_unavail: u64,
+    pub prog_mismatch: u64,
+    pub proc_unavail: u64,
+    pub garbage_args: u64,
+    pub system_err: u64,
+    /// AUTH_ERROR replies by auth_stat name (non-zero only).
+    pub auth_errors: BTreeMap<String, u64>,
+    /// Replies we could not classify (should stay 0).
+    pub bad_reply: u64,
+}
+
+impl RpcCounts {
+    /// knfsd's rpcbadfmt: calls refused for their form.
+    pub fn badfmt(&self) -> u64 {
+        self.rpc_mismatch
+            + self.prog_unavail
+            + self.prog_mismatch
+            + self.proc_unavail
+            + self.garbage_args
+    }
+    pub fn badauth(&self) -> u64 {
+        self.auth_errors.values().sum()
+    }
+    /// Every RPC-level error, drops included.
+    pub fn errors(&self) -> u64 {
+        self.badfmt() + self.badauth() + self.system_err + self.dropped
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoCounts {
+    /// NFSv3 READ payload bytes returned.
+    pub read_bytes: u64,
+    /// NFSv3 WRITE payload bytes written (the reply's count).
+    pub write_bytes: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcCounts {
+    pub program: String,
+    pub prog: u32,
+    pub version: u32,
+    pub proc_: u32,
+    pub name: String,
+    pub calls: u64,
+    /// p50/p90/p99, computed server-side for tools that only read JSON.
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    /// Time in dispatch (decode, handler, encode), µs.
+    pub latency: Hist,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransportCounts {
+    pub name: String,
+    pub connections: ConnCounts,
+    pub pool: PoolCounts,
+}
+
+/// `rnfsd_transport::TransportStats`; counters since the last reset.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnCounts {
+    pub open: u64,
+    pub opened: u64,
+    pub closed: u64,
+    pub refused: u64,
+    pub records_in: u64,
+    pub records_too_big: u64,
+    pub bytes_in: u64,
+    pub replies_out: u64,
+    pub bytes_out: u64,
+    pub reply_bytes_queued: u64,
+}
+
+/// `rnfsd_pool::PoolStats`: gauges now, counters since the last reset.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolCounts {
+    pub threads: u64,
+    pub idle: u64,
+    pub waking: u64,
+    pub running: u64,
+    pub queued: u64,
+    pub peak_waking: u64,
+    pub wakeups: u64,
+    pub wakeups_no_work: u64,
+    pub jobs_woken: u64,
+    pub jobs_inline: u64,
+    pub jobs_panicked: u64,
+    pub queue_time_ns: u64,
+    pub rejected_full: u64,
+    pub threads_started: u64,
+    pub threads_retired: u64,
+    pub spawn_failures: u64,
+}
+
+impl Snapshot {
+    pub fn to_json(&self) -> String {
+        // Plain data with string keys: serialization cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    pub fn from_json(s: &str) -> Result<Snapshot, String> {
+        serde_json::from_str(s).map_err(|e| e.to_string())
+    }
+
+    /// Calls of every procedure of one program.
+    pub fn program_calls(&self, program: &str) -> u64 {
+        self.procs
+            .iter()
+            .filter(|p| p.program == program)
+            .map(|p| p.calls)
+            .sum()
+    }
+
+    pub fn proc(&self, program: &str, name: &str) -> Option<&ProcCounts> {
+        self.procs
+            .iter()
+            .find(|p| p.program == program && p.name == name)
+    }
+
+    pub fn nfs_status(&self, name: &str) -> u64 {
+        self.nfs_replies.get(name).copied().unwrap_or(0)
+    }
+}
+
+pub(crate) fn take(r: &Registry) -> Snapshot {
+    let now = std::time::Instant::now();
+    let reset_at = *r.reset_at.lock().unwrap_or_else(|e| e.into_inner());
+    let on = r.mode != Mode::Off;
+    let mut auth_errors = BTreeMap::new();
+    let mut nfs_replies = BTreeMap::new();
+    if on {
+        for i in 0..rpc::AUTH_SLOTS {
+            let n = r.sum(S_AUTH + i);
+            if n > 0 {
+                auth_errors.insert(rpc::auth_stat_name(i).to_owned(), n);
+            }
+        }
+        for i in 0..rpc::NFS_SLOTS {
+            let n = r.sum(S_NFS + i);
+            if n > 0 {
+                nfs_replies.insert(rpc::nfsstat3_name(i).to_owned(), n);
+            }
+        }
+    }
+    let rpc = RpcCounts {
+        records: r.sum(S_RECORDS),
+        success: r.sum(S_SUCCESS),
+        dropped: r.sum(S_DROPPED),
+        rpc_mismatch: r.sum(S_RPC_MISMATCH),
+        prog_unavail: r.sum(S_PROG_UNAVAIL),
+        prog_mismatch: r.sum(S_PROG_MISMATCH),
+        proc_unavail: r.sum(S_PROC_UNAVAIL),
+        garbage_args: r.sum(S_GARBAGE_ARGS),
+        system_err: r.sum(S_SYSTEM_ERR),
+        auth_errors,
+        bad_reply: r.sum(S_BAD_REPLY),
+    };
+    let mut dense = vec![0u64; hist::BUCKETS];
+    let procs = r
+        .procs
+        .iter()
+        .enumerate()
+        .map(|(row, p)| {
+            let mut pc = ProcCounts {
+                program: p.program.to_owned(),
+                prog: p.prog,
+                version: p.vers,
+                proc_: p.proc_,
+                name: p.name.to_owned(),
+                ..ProcCounts::default()
+            };
+            if on {
+                let base = S_PROCS + row * PROC_SLOTS;
+                pc.calls = r.sum(base);
+                for (b, d) in dense.iter_mut().enumerate() {
+                    *d = r.sum(base + 3 + b);
+                }
+                pc.latency = Hist::from_dense(&dense, r.sum(base + 1), r.max(base + 2));
+                pc.p50_us = pc.latency.quantile(0.5);
+                pc.p90_us = pc.latency.quantile(0.9);
+                pc.p99_us = pc.latency.quantile(0.99);
+            }
+            pc
+        })
+        .collect();
+    let transports = {
+        let src = r.sources.lock().unwrap_or_else(|e| e.into_inner());
+        src.iter()
+            .map(|s| {
+                let (t, p) = (s.read)();
+                let (bt, bp) = &s.base;
+                TransportCounts {
+                    name: s.name.clone(),
+                    connections: ConnCounts {
+                        open: t.connections_open,
+                        opened: t
+                            .connections_accepted
+                            .saturating_sub(bt.connections_accepted),
+                        closed: t.connections_closed.saturating_sub(bt.connections_closed),
+                        refused: t.connections_refused.saturating_sub(bt.connections_refused),
+                        records_in: t.records_in.saturating_sub(bt.records_in),
+                        records_too_big: t.records_too_big.saturating_sub(bt.records_too_big),
+                        bytes_in: t.bytes_in.saturating_sub(bt.bytes_in),
+                        replies_out: t.replies_out.saturating_sub(bt.replies_out),
+                        bytes_out: t.bytes_out.saturating_sub(bt.bytes_out),
+                        reply_bytes_queued: t.reply_bytes_queued,
+                    },
+                    pool: PoolCounts {
+                        threads: p.threads as u64,
+                        idle: p.idle as u64,
+                        waking: p.waking as u64,
+                        running: p.running as u64,
+                        queued: p.queued as u64,
+                        peak_waking: p.peak_waking as u64,
+                        wakeups: p.wakeups.saturating_sub(bp.wakeups),
+                        wakeups_no_work: p.wakeups_no_work.saturating_sub(bp.wakeups_no_work),
+                        jobs_woken: p.jobs_woken.saturating_sub(bp.jobs_woken),
+                        jobs_inline: p.jobs_inline.saturating_sub(bp.jobs_inline),
+                        jobs_panicked: p.jobs_panicked.saturating_sub(bp.jobs_panicked),
+                        queue_time_ns: p.queue_time_ns.saturating_sub(bp.queue_time_ns),
+                        rejected_full: p.rejected_full.saturating_sub(bp.rejected_full),
+                        threads_started: p.threads_started.saturating_sub(bp.threads_started),
+                        threads_retired: p.threads_retired.saturating_sub(bp.threads_retired),
+                        spawn_failures: p.spawn_failures.saturating_sub(bp.spawn_failures),
+                    },
+                }
+            })
+            .collect()
+    };
+    Snapshot {
+        mode: r.mode,
+        shards: r.shards,
+        started_unix: r
+            .started_wall
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        uptime_secs: now.duration_since(r.started).as_secs_f64(),
+        since_reset_secs: now.duration_since(reset_at).as_secs_f64(),
+        rpc,
+        nfs_replies,
+        io: IoCounts {
+            read_bytes: r.sum(S_READ_BYTES),
+            write_bytes: r.sum(S_WRITE_BYTES),
+        },
+        procs,
+        transports,
+    }
+}
