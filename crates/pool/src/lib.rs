@@ -39,6 +39,9 @@
 //! pool.shutdown();
 //! ```
 //!
+//! [`PoolConfig::cpu`] pins every worker to one CPU (the transport's
+//! one-pool-per-event-loop layout uses it; see [`affinity`]).
+//!
 //! Counters live in per-worker cache-line-padded cells written only by their
 //! worker and summed by [`Pool::stats`]. The only shared line written on the
 //! hot path is the queue's mutex. [`StripedCounter`] is a per-CPU counter
@@ -48,6 +51,7 @@
 //! wakeup stress test loops: `RNFSD_POOL_STRESS_ITERS=100 cargo test -p
 //! rnfsd-pool --release stress`.
 
+pub mod affinity;
 pub mod counter;
 
 pub use counter::StripedCounter;
@@ -132,6 +136,9 @@ pub struct PoolConfig {
     pub name: String,
     /// Worker stack size; `None` = the std default (2 MiB).
     pub stack_size: Option<usize>,
+    /// Pin every worker to this CPU (kernel CPU number) when it starts; a
+    /// failure is logged once and the worker runs unpinned. Default `None`.
+    pub cpu: Option<usize>,
 }
 
 impl Default for PoolConfig {
@@ -145,6 +152,7 @@ impl Default for PoolConfig {
             handoff: Handoff::Direct,
             name: "rnfsd-worker".into(),
             stack_size: None,
+            cpu: None,
         }
     }
 }
@@ -207,6 +215,28 @@ impl PoolStats {
     /// All jobs taken for running.
     pub fn jobs_run(&self) -> u64 {
         self.jobs_woken + self.jobs_inline
+    }
+
+    /// Fold in another pool's stats (several pools serving one transport):
+    /// gauges and counts add; `peak_waking` takes the maximum, since the
+    /// `max_waking` bound it checks is per pool.
+    pub fn add(&mut self, o: &PoolStats) {
+        self.threads += o.threads;
+        self.idle += o.idle;
+        self.waking += o.waking;
+        self.running += o.running;
+        self.queued += o.queued;
+        self.peak_waking = self.peak_waking.max(o.peak_waking);
+        self.wakeups += o.wakeups;
+        self.wakeups_no_work += o.wakeups_no_work;
+        self.jobs_woken += o.jobs_woken;
+        self.jobs_inline += o.jobs_inline;
+        self.jobs_panicked += o.jobs_panicked;
+        self.queue_time_ns += o.queue_time_ns;
+        self.rejected_full += o.rejected_full;
+        self.threads_started += o.threads_started;
+        self.threads_retired += o.threads_retired;
+        self.spawn_failures += o.spawn_failures;
     }
 }
 
@@ -299,6 +329,8 @@ struct Shared<J> {
     min_threads: usize,
     max_threads: usize,
     adaptive: bool,
+    /// A pin failure was logged (log it once, not per worker).
+    pin_warned: AtomicBool,
 }
 
 /// What to do, after dropping the lock, to get queued work moving.
@@ -413,6 +445,13 @@ thread_local! {
 
 fn worker_main<J: Job>(shared: Arc<Shared<J>>, mut just_woken: bool) {
     WORKER_OF.with(|w| w.set(Arc::as_ptr(&shared) as usize));
+    if let Some(cpu) = shared.cfg.cpu {
+        if let Err(e) = affinity::pin_current_thread(cpu) {
+            if !shared.pin_warned.swap(true, Ordering::Relaxed) {
+                tracing::warn!("rnfsd-pool: cannot pin worker to cpu {cpu}: {e}");
+            }
+        }
+    }
     let slot = Arc::new(Slot {
         woken: CachePadded::new(AtomicBool::new(false)),
         thread: thread::current(),
@@ -580,6 +619,7 @@ impl<J: Job> Pool<J> {
             min_threads: min,
             max_threads: max,
             adaptive,
+            pin_warned: AtomicBool::new(false),
             cfg,
         });
         for _ in 0..min {

@@ -551,3 +551,61 @@ fn stress() {
         }
     }
 }
+
+#[test]
+fn workers_pinned_to_cpu_run_only_there() {
+    let allowed = rnfsd_pool::affinity::allowed_cpus().unwrap();
+    let cpu = *allowed.last().unwrap();
+    let p: Pool<BoxJob> = Pool::new(PoolConfig {
+        cpu: Some(cpu),
+        threads: Threads::Adaptive { min: 1, max: 3 },
+        ..PoolConfig::default()
+    })
+    .unwrap();
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..6 {
+        let tx = tx.clone();
+        p.submit(job(move || {
+            // Hold the worker a little so the pool grows past `min`.
+            thread::sleep(Duration::from_millis(5));
+            tx.send(rnfsd_pool::affinity::allowed_cpus().unwrap())
+                .unwrap();
+        }))
+        .ok()
+        .unwrap();
+    }
+    for _ in 0..6 {
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), vec![cpu]);
+    }
+    // The submitting thread is unaffected.
+    assert_eq!(rnfsd_pool::affinity::allowed_cpus().unwrap(), allowed);
+    p.shutdown();
+}
+
+#[test]
+fn pinning_to_a_missing_cpu_fails_cleanly() {
+    assert!(rnfsd_pool::affinity::pin_current_thread(usize::MAX).is_err());
+}
+
+#[test]
+fn stats_add_sums_and_keeps_peak_max() {
+    let a = PoolStats {
+        threads: 2,
+        peak_waking: 1,
+        jobs_inline: 5,
+        queued: 1,
+        ..PoolStats::default()
+    };
+    let b = PoolStats {
+        threads: 3,
+        peak_waking: 2,
+        jobs_woken: 4,
+        ..PoolStats::default()
+    };
+    let mut t = a.clone();
+    t.add(&b);
+    assert_eq!(
+        (t.threads, t.peak_waking, t.jobs_run(), t.queued),
+        (5, 2, 9, 1)
+    );
+}

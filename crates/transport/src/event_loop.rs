@@ -4,13 +4,13 @@
 use crate::conn::{Conn, Work};
 use crate::record::RecordReader;
 use crate::{
-    bump, Handle, HandleInner, Limits, LoopNotify, LoopStats, Msg, Service, Shared, State,
-    TransportConfig, WorkerStats, DRAINING, FINAL, RUNNING,
+    bump, Handle, HandleInner, Limits, LoopNotify, LoopStats, Msg, PoolLayout, Service, Shared,
+    State, TransportConfig, WorkerStats, DRAINING, FINAL, RUNNING,
 };
 use crossbeam_utils::CachePadded;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
-use rnfsd_pool::{Pool, PoolConfig, SubmitError};
+use rnfsd_pool::{affinity, Pool, PoolConfig, SubmitError, Threads};
 use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -72,7 +72,31 @@ pub(crate) fn start(
             )?;
         }
     }
-    let pool = Arc::new(Pool::new(pool_cfg)?);
+    // CPU of each loop (and of its pool, if per loop), when pinning.
+    let cpus: Vec<Option<usize>> = if cfg.pin_loops {
+        match affinity::allowed_cpus() {
+            Ok(c) if !c.is_empty() => (0..n).map(|i| c.get(i % c.len()).copied()).collect(),
+            Ok(_) => vec![None; n],
+            Err(e) => {
+                tracing::warn!("pin_loops: cannot read CPU affinity: {e}; not pinning");
+                vec![None; n]
+            }
+        }
+    } else {
+        vec![None; n]
+    };
+    let pools: Vec<Arc<Pool<Work>>> = match cfg.pools {
+        PoolLayout::Shared => vec![Arc::new(Pool::new(pool_cfg)?)],
+        PoolLayout::PerLoop => {
+            let mut v = Vec::with_capacity(n);
+            for (i, cpu) in cpus.iter().enumerate() {
+                let c = split_pool(&pool_cfg, n, i, *cpu);
+                // On error the pools already made shut down as they drop.
+                v.push(Arc::new(Pool::new(c)?));
+            }
+            v
+        }
+    };
     let shared = Arc::new(Shared {
         service,
         limits: Limits {
@@ -102,10 +126,22 @@ pub(crate) fn start(
         } else {
             Vec::new()
         };
-        let el = EventLoop::new(idx, poll, shared.clone(), pool.clone(), ls);
+        let pool = pools.get(idx % pools.len()).cloned();
+        let cpu = cpus.get(idx).copied().flatten();
+        let Some(pool) = pool else {
+            return Err(io::Error::other("rnfsd-transport: no pool"));
+        };
+        let el = EventLoop::new(idx, poll, shared.clone(), pool, ls);
         let t = std::thread::Builder::new()
             .name(format!("rnfsd-evloop-{idx}"))
-            .spawn(move || el.run());
+            .spawn(move || {
+                if let Some(c) = cpu {
+                    if let Err(e) = affinity::pin_current_thread(c) {
+                        tracing::warn!("cannot pin event loop {idx} to cpu {c}: {e}");
+                    }
+                }
+                el.run()
+            });
         match t {
             Ok(t) => threads.push(t),
             Err(e) => {
@@ -113,7 +149,7 @@ pub(crate) fn start(
                 let h = Handle {
                     inner: Arc::new(HandleInner {
                         shared,
-                        pool,
+                        pools,
                         addrs,
                         threads: Mutex::new(threads),
                         state: Mutex::new(State::Running),
@@ -128,13 +164,38 @@ pub(crate) fn start(
     Ok(Handle {
         inner: Arc::new(HandleInner {
             shared,
-            pool,
+            pools,
             addrs,
             threads: Mutex::new(threads),
             state: Mutex::new(State::Running),
             state_cv: Condvar::new(),
         }),
     })
+}
+
+/// Loop `idx`'s share of `cfg` under `PoolLayout::PerLoop` (see there):
+/// counts divided by `loops`, rounded up.
+fn split_pool(cfg: &PoolConfig, loops: usize, idx: usize, cpu: Option<usize>) -> PoolConfig {
+    let loops = loops.max(1);
+    let part = |x: usize| x.div_ceil(loops);
+    PoolConfig {
+        threads: match cfg.threads {
+            Threads::Fixed(t) => Threads::Fixed(part(t).max(1)),
+            Threads::Adaptive { min, max } => Threads::Adaptive {
+                min: part(min),
+                max: part(max).max(1),
+            },
+        },
+        queue_limit: part(cfg.queue_limit).max(1),
+        // One loop: exactly the configured pool, name included.
+        name: if loops > 1 {
+            format!("{}{idx}", cfg.name)
+        } else {
+            cfg.name.clone()
+        },
+        cpu: cpu.or(cfg.cpu),
+        ..cfg.clone()
+    }
 }
 
 /// Loop-private state of one connection.

@@ -44,6 +44,12 @@
 //!   fragment header, after the `max_record` check) that becomes
 //!   `Request::data`; the reply `Vec` from the service is written as is, its
 //!   4 reserved bytes holding the record mark.
+//! - Pools ([`PoolLayout`]): by default (`PerLoop`) each loop has its own
+//!   pool, with the configured thread counts divided among the loops, and
+//!   a connection's requests run on its loop's pool; `Shared` is one pool
+//!   for all loops. `pin_loops` pins each loop, and its pool's workers, to
+//!   one CPU. docs/pool-layout.md has the measurements behind the
+//!   defaults.
 //! - Counters are per loop (single writer) or per CPU ([`StripedCounter`]),
 //!   summed by [`Handle::stats`].
 //! - SIGPIPE: replies are written with `send(MSG_NOSIGNAL)` and `writev`;
@@ -87,6 +93,24 @@ pub fn reply_buffer(capacity: usize) -> Vec<u8> {
     v
 }
 
+/// How worker pools are laid out over the event loops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PoolLayout {
+    /// One pool for all loops, with the configured thread counts.
+    Shared,
+    /// One pool per loop ("the pool of the core that received it"); a
+    /// connection's requests go to its loop's pool. Each pool gets the
+    /// configured counts divided by the number of loops, rounded up:
+    /// `Fixed(n)` becomes `Fixed(ceil(n/loops))`, `Adaptive { min, max }`
+    /// becomes `Adaptive { ceil(min/loops), ceil(max/loops) }`, and
+    /// `queue_limit` becomes `ceil(queue_limit/loops)`, so the totals stay
+    /// (within rounding) what was configured. `max_waking` stays per pool.
+    /// With one loop it is exactly `Shared`. The default: measured better
+    /// than `Shared` with 2 loops (docs/pool-layout.md).
+    #[default]
+    PerLoop,
+}
+
 /// Transport configuration. `Default` gives the production bounds and no
 /// listen address.
 #[derive(Debug)]
@@ -114,6 +138,12 @@ pub struct TransportConfig {
     pub idle_timeout: Duration,
     /// On shutdown, how long to keep flushing queued replies. Default 10 s.
     pub shutdown_timeout: Duration,
+    /// One pool for all loops, or one per loop. Default `PerLoop`.
+    pub pools: PoolLayout,
+    /// Pin event loop `i` to the `i`-th CPU this process may run on (modulo
+    /// their number) and, with `PerLoop`, its pool's workers to the same
+    /// CPU. A pin that fails is logged and ignored. Default false.
+    pub pin_loops: bool,
 }
 
 impl Default for TransportConfig {
@@ -128,6 +158,8 @@ impl Default for TransportConfig {
             max_conn_output: 4 << 20,
             idle_timeout: Duration::from_secs(360),
             shutdown_timeout: Duration::from_secs(10),
+            pools: PoolLayout::PerLoop,
+            pin_loops: false,
         }
     }
 }
@@ -260,7 +292,8 @@ enum State {
 
 struct HandleInner {
     shared: Arc<Shared>,
-    pool: Arc<rnfsd_pool::Pool<conn::Work>>,
+    /// One pool (`Shared`) or one per loop (`PerLoop`).
+    pools: Vec<Arc<rnfsd_pool::Pool<conn::Work>>>,
     addrs: Vec<SocketAddr>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     state: Mutex<State>,
@@ -325,8 +358,18 @@ impl Handle {
         t
     }
 
+    /// Worker pool counters, summed over the pools (see [`PoolStats::add`]).
     pub fn pool_stats(&self) -> PoolStats {
-        self.inner.pool.stats()
+        let mut t = PoolStats::default();
+        for p in &self.inner.pools {
+            t.add(&p.stats());
+        }
+        t
+    }
+
+    /// Each pool's counters: one entry (`Shared`) or one per loop.
+    pub fn pool_stats_each(&self) -> Vec<PoolStats> {
+        self.inner.pools.iter().map(|p| p.stats()).collect()
     }
 }
 
@@ -367,7 +410,9 @@ impl HandleInner {
             }
         }
         // Finish every queued and running request; replies go out or queue.
-        self.pool.shutdown();
+        for p in &self.pools {
+            p.shutdown();
+        }
         sh.phase.store(FINAL, Ordering::SeqCst);
         sh.loops.iter().for_each(LoopNotify::wake);
         let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));

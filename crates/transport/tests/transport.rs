@@ -6,7 +6,7 @@
 
 use rnfsd_pool::Threads;
 use rnfsd_transport::{
-    reply_buffer, Handle, PoolConfig, Request, Service, Transport, TransportConfig,
+    reply_buffer, Handle, PoolConfig, PoolLayout, Request, Service, Transport, TransportConfig,
 };
 use std::collections::HashSet;
 use std::io::{self, Read, Write};
@@ -287,10 +287,11 @@ fn pipelining_through_a_tiny_pool_queue() {
 }
 
 #[test]
-fn many_connections_two_event_loops() {
+fn many_connections_two_event_loops_shared_pool() {
     let sv = server_with(
         TransportConfig {
             event_threads: 2,
+            pools: PoolLayout::Shared,
             ..TransportConfig::default()
         },
         PoolConfig::default(),
@@ -324,8 +325,20 @@ fn many_connections_two_event_loops() {
     let st = sv.h.stats();
     assert_eq!(st.connections_accepted, 64);
     assert_eq!(st.records_in, 64 * 20);
+    let each = sv.h.pool_stats_each();
+    assert_eq!(each.len(), 1, "one shared pool");
+    assert_eq!(each[0].jobs_run(), 64 * 20);
     sv.h.shutdown();
     assert_eq!(sv.h.stats().connections_open, 0);
+}
+
+#[test]
+fn per_loop_with_one_loop_is_the_configured_pool() {
+    let sv = server_with(TransportConfig::default(), pool(3));
+    assert_eq!(TransportConfig::default().pools, PoolLayout::PerLoop);
+    let each = sv.h.pool_stats_each();
+    assert_eq!((each.len(), each[0].threads), (1, 3));
+    sv.h.shutdown();
 }
 
 #[test]
@@ -522,4 +535,181 @@ fn idle_connections_are_closed() {
     assert_closed(&mut s);
     assert!(t0.elapsed() < Duration::from_secs(2));
     sv.h.shutdown();
+}
+
+/// 8 threads × 8 connections, 5 rounds of 4 pipelined requests each.
+fn drive_64_connections(addr: SocketAddr) {
+    let ts: Vec<_> = (0..8)
+        .map(|t| {
+            thread::spawn(move || {
+                let mut conns: Vec<TcpStream> = (0..8).map(|_| connect(addr)).collect();
+                for round in 0..5u32 {
+                    for (k, c) in conns.iter_mut().enumerate() {
+                        for j in 0..4u32 {
+                            let id = t * 1000 + k as u32 * 100 + round * 10 + j;
+                            c.write_all(&record(&payload(id, (j == 0) as u8, 1, 16)))
+                                .unwrap();
+                        }
+                    }
+                    for (k, c) in conns.iter_mut().enumerate() {
+                        let mut got: Vec<u32> =
+                            (0..4).map(|_| id_of(&read_record(c).unwrap())).collect();
+                        got.sort();
+                        let base = t * 1000 + k as u32 * 100 + round * 10;
+                        assert_eq!(got, (base..base + 4).collect::<Vec<_>>());
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in ts {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn per_loop_pools_serve_many_connections_and_stats_sum() {
+    let sv = server_with(
+        TransportConfig {
+            event_threads: 2,
+            pools: PoolLayout::PerLoop,
+            ..TransportConfig::default()
+        },
+        pool(5),
+    );
+    drive_64_connections(sv.addr);
+    let st = sv.h.stats();
+    assert_eq!((st.connections_accepted, st.records_in), (64, 64 * 20));
+    let each = sv.h.pool_stats_each();
+    // Fixed(5) over 2 loops: ceil(5/2) = 3 threads per pool.
+    assert_eq!(each.len(), 2);
+    assert_eq!(each.iter().map(|p| p.threads).collect::<Vec<_>>(), [3, 3]);
+    // Connections are dealt round-robin, so each pool ran half the requests.
+    for p in &each {
+        assert_eq!(p.jobs_run(), 32 * 20, "{p:?}");
+    }
+    let sum = sv.h.pool_stats();
+    assert_eq!((sum.threads, sum.jobs_run()), (6, 64 * 20));
+    assert_eq!(
+        sum.threads_started,
+        each.iter().map(|p| p.threads_started).sum()
+    );
+    assert_eq!(sv.svc.calls.load(Ordering::SeqCst), 64 * 20);
+    sv.h.shutdown();
+    assert_eq!(sv.h.stats().connections_open, 0);
+    assert_eq!(sv.h.pool_stats().threads, 0, "pool workers left running");
+}
+
+#[test]
+fn per_loop_pools_divide_adaptive_counts() {
+    let sv = server_with(
+        TransportConfig {
+            event_threads: 2,
+            pools: PoolLayout::PerLoop,
+            ..TransportConfig::default()
+        },
+        PoolConfig {
+            threads: Threads::Adaptive { min: 3, max: 4 },
+            ..PoolConfig::default()
+        },
+    );
+    // min ceil(3/2) = 2 per pool, started up front.
+    let each = sv.h.pool_stats_each();
+    assert_eq!(each.iter().map(|p| p.threads).collect::<Vec<_>>(), [2, 2]);
+    // max ceil(4/2) = 2 per pool: 64 connections of slow requests never
+    // grow a pool past 2.
+    drive_64_connections(sv.addr);
+    for p in sv.h.pool_stats_each() {
+        assert_eq!(p.threads_started, 2, "{p:?}");
+    }
+    sv.h.shutdown();
+}
+
+#[test]
+fn per_loop_shutdown_completes_requests_in_flight_on_every_pool() {
+    let sv = server_with(
+        TransportConfig {
+            event_threads: 2,
+            pools: PoolLayout::PerLoop,
+            ..TransportConfig::default()
+        },
+        pool(2),
+    );
+    // Two connections: one per loop, so each pool has sleepers in flight.
+    let mut ss = [connect(sv.addr), connect(sv.addr)];
+    for (k, s) in ss.iter_mut().enumerate() {
+        let mut wire = Vec::new();
+        for id in 0..6 {
+            wire.extend(record(&payload(k as u32 * 100 + id, 1, 100, 0)));
+        }
+        s.write_all(&wire).unwrap();
+    }
+    wait_until("all received", Duration::from_secs(5), || {
+        sv.h.stats().records_in == 12
+    });
+    let h = sv.h.clone();
+    let stopper = thread::spawn(move || h.shutdown());
+    for (k, s) in ss.iter_mut().enumerate() {
+        let mut got = HashSet::new();
+        for _ in 0..6 {
+            got.insert(id_of(&read_record(s).unwrap()));
+        }
+        let base = k as u32 * 100;
+        assert_eq!(got, (base..base + 6).collect());
+        assert_closed(s);
+    }
+    stopper.join().unwrap();
+    let each = sv.h.pool_stats_each();
+    assert_eq!(
+        each.iter().map(|p| p.jobs_run()).collect::<Vec<_>>(),
+        [6, 6]
+    );
+    assert_eq!(sv.h.stats().replies_out, 12);
+    assert!(TcpStream::connect(sv.addr).is_err(), "still accepting");
+}
+
+/// Replies with the CPUs the worker thread may run on.
+struct WhereAmI;
+
+impl Service for WhereAmI {
+    fn call(&self, _req: Request) -> Option<Vec<u8>> {
+        let cpus = rnfsd_pool::affinity::allowed_cpus().unwrap_or_default();
+        let mut r = reply_buffer(4 * cpus.len());
+        for c in cpus {
+            r.extend_from_slice(&(c as u32).to_be_bytes());
+        }
+        Some(r)
+    }
+}
+
+#[test]
+fn pinned_per_loop_pools_run_requests_on_their_loops_cpu() {
+    let allowed = rnfsd_pool::affinity::allowed_cpus().unwrap();
+    let h = Transport::start(
+        TransportConfig {
+            listen: vec!["127.0.0.1:0".parse().unwrap()],
+            event_threads: 2,
+            pools: PoolLayout::PerLoop,
+            pin_loops: true,
+            ..TransportConfig::default()
+        },
+        pool(2),
+        Arc::new(WhereAmI),
+    )
+    .unwrap();
+    let addr = h.local_addrs()[0];
+    // Connection i goes to loop i % 2, pinned to the (i % 2)-th allowed CPU;
+    // one round trip each before the next connect keeps the order.
+    let mut conns = Vec::new();
+    for i in 0..4 {
+        let mut s = connect(addr);
+        for _ in 0..3 {
+            s.write_all(&record(&payload(0, 0, 0, 0))).unwrap();
+            let r = read_record(&mut s).unwrap();
+            let want = allowed[(i % 2) % allowed.len()] as u32;
+            assert_eq!(r, want.to_be_bytes(), "connection {i}");
+        }
+        conns.push(s);
+    }
+    h.shutdown();
 }
