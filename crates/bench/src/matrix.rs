@@ -27,8 +27,10 @@ pub struct MatrixArgs {
     streams: Vec<usize>,
     #[arg(long, value_delimiter = ',', default_value = "getattr,traverse")]
     mixes: Vec<Mix>,
-    /// Pool policies as wake_order/max_waking/handoff, comma separated;
-    /// "all" = the 8 combinations of lifo|fifo, 1|unlimited, direct|double.
+    /// Pool policies as wake_order/max_waking/handoff[/layout], comma
+    /// separated; layout is "shared" (one loop, one pool; the default) or
+    /// "percpu" (a loop and a pinned pool per CPU). "all" = the 8
+    /// combinations of lifo|fifo, 1|unlimited, direct|double, shared layout.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     policies: Vec<String>,
     #[arg(long, default_value_t = 2.0)]
@@ -90,10 +92,35 @@ fn start_server(
     extra: &[String],
 ) -> Result<ServerProc, String> {
     let parts: Vec<&str> = policy.split('/').collect();
-    let [wake, waking, handoff] = parts[..] else {
-        return Err(format!(
-            "policy {policy}: want wake_order/max_waking/handoff"
-        ));
+    let (wake, waking, handoff, layout) = match parts[..] {
+        [w, m, h] => (w, m, h, "shared"),
+        [w, m, h, l] => (w, m, h, l),
+        _ => {
+            return Err(format!(
+                "policy {policy}: want wake_order/max_waking/handoff[/shared|percpu]"
+            ))
+        }
+    };
+    // "percpu": one event loop and one pinned pool per CPU (knfsd's percpu
+    // pool mode); "shared": one loop, one pool, no pinning.
+    let layout_args: Vec<String> = match layout {
+        "shared" => vec![
+            "--event-threads".into(),
+            "1".into(),
+            "--pools".into(),
+            "shared".into(),
+        ],
+        "percpu" => {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            vec![
+                "--event-threads".into(),
+                cpus.to_string(),
+                "--pools".into(),
+                "per-loop".into(),
+                "--pin-loops".into(),
+            ]
+        }
+        other => return Err(format!("policy {policy}: unknown layout {other}")),
     };
     let state = std::env::temp_dir().join(format!("rnfsd-bench-state-{}", std::process::id()));
     std::fs::create_dir_all(&state).map_err(|e| e.to_string())?;
@@ -116,6 +143,7 @@ fn start_server(
             handoff,
         ])
         .args(["--log-level", "warn"])
+        .args(&layout_args)
         .args(extra)
         .stdout(Stdio::null())
         .spawn()

@@ -55,14 +55,17 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   max_inflight_per_conn = 64
   max_conn_output = 4194304      queued reply bytes per connection
   idle_timeout_secs = 360        close idle connections
-  event_threads = 1
-  pools = \"shared\"              worker pools: shared | per-loop (one per loop)
-  pin_loops = false              pin each event loop (and its pool) to a CPU
+  event_threads = 0              event loops; 0 = one per CPU
+  pools = \"per-loop\"             worker pools: per-loop (one per loop) | shared
+  pin_loops = (auto)             pin each loop and its pool to a CPU; auto =
+                                 when there is a loop for every CPU
   shutdown_timeout_secs = 10     reply flushing at shutdown
   path_cache_entries, handle_scan_limit, act_as_caller = (backend defaults)
   state_dir = (see --state-dir)  log_level = \"info\"
   allow_auth_none = false
   stats = \"percore\"              RPC counters: percore | shared | off
+  drc_expiry_secs = 120          duplicate reply cache: replay window
+  drc_max_bytes = 33554432       duplicate reply cache memory (0: off)
   admin_socket = STATE_DIR/admin.sock   `rnfsd stats` reads it (0600)
   metrics = (unset)              Prometheus GET /metrics on this ADDR:PORT
 
@@ -71,7 +74,13 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   read_only = false
   id = (hash of the path)        fixed export id (it is in every handle)
   handle_mode = \"auto\"           auto | kernel | path
-  cross_mounts = false";
+  cross_mounts = false
+  clients = [\"127.0.0.0/8\", \"::1\"]  addresses, networks (ADDR/LEN) or \"*\"
+  root_squash = true, all_squash = false, anonuid = 65534, anongid = 65534
+  secure = false                 true: clients must use a port < 1024
+  [[export.client]]              per-client options: match = \"10.0.0.0/8\",
+                                 then any of the keys above (default: export's)
+  SIGHUP re-reads the file and applies export client/option changes.";
 
 #[derive(Debug, Clone, Default, Args)]
 pub struct ServeArgs {
@@ -138,19 +147,24 @@ pub struct ServeArgs {
     #[arg(long, value_name = "direct|double")]
     pub handoff: Option<Handoff>,
 
-    /// Event-loop threads reading sockets. [default: 1]
+    /// Event-loop threads reading sockets; 0 = one per CPU. [default: 0]
     #[arg(long, value_name = "N")]
     pub event_threads: Option<usize>,
 
-    /// Worker pools: one shared by all event loops, or one per loop serving
-    /// the connections that loop reads (thread counts divided among them).
-    /// [default: shared]
+    /// Worker pools: one per event loop serving the connections that loop
+    /// reads (thread counts divided among them), or one shared by all loops.
+    /// [default: per-loop]
     #[arg(long, value_name = "shared|per-loop")]
     pub pools: Option<PoolLayout>,
 
     /// Pin each event loop, and with per-loop pools its workers, to one CPU.
-    #[arg(long)]
+    /// [default: when there is a loop for every CPU]
+    #[arg(long, conflicts_with = "no_pin_loops")]
     pub pin_loops: bool,
+
+    /// Never pin event loops or workers to CPUs.
+    #[arg(long)]
+    pub no_pin_loops: bool,
 
     /// Largest READ/WRITE/READDIR transfer in bytes. [default: 1048576]
     #[arg(long, value_name = "BYTES")]
@@ -207,6 +221,32 @@ pub struct ServeArgs {
     /// DIR only: let clients cross into filesystems mounted below DIR.
     #[arg(long, requires = "dir")]
     pub cross_mounts: bool,
+
+    /// DIR only: a client allowed to use it: an address, a network
+    /// (ADDR/LEN) or "*"; repeat for several. [default: 127.0.0.0/8 and ::1]
+    #[arg(long = "client", value_name = "SPEC", requires = "dir")]
+    pub clients: Vec<String>,
+
+    /// DIR only: let uid 0 act as root (default: root is mapped to the
+    /// anonymous user, as knfsd's root_squash).
+    #[arg(long, requires = "dir")]
+    pub no_root_squash: bool,
+
+    /// DIR only: map every caller to the anonymous user.
+    #[arg(long, requires = "dir")]
+    pub all_squash: bool,
+
+    /// DIR only: the anonymous uid. [default: 65534]
+    #[arg(long, value_name = "UID", requires = "dir")]
+    pub anonuid: Option<u32>,
+
+    /// DIR only: the anonymous gid. [default: 65534]
+    #[arg(long, value_name = "GID", requires = "dir")]
+    pub anongid: Option<u32>,
+
+    /// DIR only: accept only clients calling from a privileged port (< 1024).
+    #[arg(long, requires = "dir")]
+    pub secure: bool,
 }
 
 impl ServeArgs {
@@ -229,8 +269,11 @@ impl ServeArgs {
         if self.allow_auth_none {
             s.allow_auth_none = true;
         }
+        if self.no_pin_loops {
+            s.pin_loops = Some(false);
+        }
         if self.pin_loops {
-            s.pin_loops = true;
+            s.pin_loops = Some(true);
         }
         macro_rules! over {
             ($($f:ident),*) => { $( if let Some(v) = self.$f { s.$f = v; } )* };
@@ -268,11 +311,17 @@ impl ServeArgs {
         }
         if let Some(d) = &self.dir {
             c.exports.push(ExportConfig {
-                path: d.clone(),
                 read_only: self.read_only,
+                clients: (!self.clients.is_empty()).then(|| self.clients.clone()),
+                root_squash: !self.no_root_squash,
+                all_squash: self.all_squash,
+                anonuid: self.anonuid.unwrap_or(crate::access::NOBODY),
+                anongid: self.anongid.unwrap_or(crate::access::NOBODY),
+                secure: self.secure,
                 id: self.export_id,
                 handle_mode: self.handle_mode.unwrap_or_default(),
                 cross_mounts: self.cross_mounts,
+                ..ExportConfig::new(d.clone())
             });
         }
         c.validate()?;
@@ -341,8 +390,40 @@ mod tests {
         assert_eq!(c.server.metrics, Some("127.0.0.1:9100".parse().unwrap()));
         assert_eq!(c.server.stats, rnfsd_stats::Mode::Shared);
         assert!(c.exports[0].read_only);
+        assert!(c.exports[0].root_squash && !c.exports[0].secure);
+        assert_eq!(c.exports[0].clients, None);
         assert_eq!(c.exports[0].id, Some(9));
         assert_eq!(c.exports[0].handle_mode, HandleMode::Path);
+    }
+
+    #[test]
+    fn access_flags() {
+        let c = parse(&[
+            "/srv/x",
+            "--client",
+            "10.0.0.0/8",
+            "--client",
+            "::1",
+            "--no-root-squash",
+            "--all-squash",
+            "--anonuid",
+            "7",
+            "--anongid",
+            "8",
+            "--secure",
+        ])
+        .unwrap()
+        .to_config()
+        .unwrap();
+        let e = &c.exports[0];
+        assert_eq!(e.clients, Some(vec!["10.0.0.0/8".into(), "::1".into()]));
+        assert!(!e.root_squash && e.all_squash && e.secure);
+        assert_eq!((e.anonuid, e.anongid), (7, 8));
+        assert!(parse(&["/x", "--client", "nonsense"])
+            .unwrap()
+            .to_config()
+            .is_err());
+        assert!(parse(&["--no-root-squash"]).is_err(), "needs DIR");
     }
 
     #[test]
@@ -350,12 +431,12 @@ mod tests {
         let c = parse(&["/srv/x"]).unwrap().to_config().unwrap();
         assert_eq!(
             (c.server.pools, c.server.pin_loops, c.server.event_threads),
-            (PoolLayout::Shared, false, 1)
+            (PoolLayout::PerLoop, None, 0)
         );
         let a = parse(&[
             "/srv/x",
             "--pools",
-            "per-loop",
+            "shared",
             "--pin-loops",
             "--event-threads",
             "2",
@@ -364,7 +445,7 @@ mod tests {
         let c = a.to_config().unwrap();
         assert_eq!(
             (c.server.pools, c.server.pin_loops, c.server.event_threads),
-            (PoolLayout::PerLoop, true, 2)
+            (PoolLayout::Shared, Some(true), 2)
         );
         assert!(parse(&["/srv/x", "--pools", "perloop"]).is_err());
     }

@@ -9,7 +9,15 @@
 //! [[export]]
 //! path = "/srv/a"
 //! read_only = true
+//! clients = ["127.0.0.1", "10.0.0.0/8"]   # default: loopback only
+//! root_squash = true                      # default
+//!
+//! [[export.client]]                       # per-client options
+//! match = "10.1.0.0/16"
+//! read_only = false
 //! ```
+//!
+//! See docs/security.md for the access-control semantics.
 //!
 //! Unknown keys are errors, so a typo cannot silently leave a default in
 //! force.
@@ -85,14 +93,15 @@ pub enum Handoff {
     Double,
 }
 
-/// Worker pools over the event loops: `shared` (one pool for all loops) or
-/// `per-loop` (one per loop, thread counts divided among them; see
-/// rnfsd-transport `PoolLayout` and docs/pool-layout.md for the benchmark).
+/// Worker pools over the event loops: `per-loop` (one per loop, thread
+/// counts divided among them; the default, measured better with 2 loops
+/// and the same as `shared` with 1) or `shared` (one pool for all loops).
+/// See rnfsd-transport `PoolLayout` and docs/pool-layout.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PoolLayout {
-    #[default]
     Shared,
+    #[default]
     PerLoop,
 }
 
@@ -212,15 +221,19 @@ pub struct ServerConfig {
     /// Close a connection that sent nothing for this many seconds and has
     /// nothing in flight.
     pub idle_timeout_secs: u64,
-    /// Event-loop threads reading sockets (workers write replies).
+    /// Event-loop threads reading sockets (workers write replies); 0 = one
+    /// per CPU this process may run on (the default: with per-loop pools and
+    /// pinning this is knfsd's percpu pool mode, measured fastest in
+    /// docs/service-core.md).
     pub event_threads: usize,
-    /// "shared": one worker pool for all event loops; "per-loop": one pool
-    /// per loop, serving the connections that loop reads, with the thread
-    /// counts divided among the pools (rounded up).
+    /// "per-loop": one worker pool per event loop, serving the connections
+    /// that loop reads, with the thread counts divided among the pools
+    /// (rounded up); "shared": one pool for all loops.
     pub pools: PoolLayout,
     /// Pin each event loop (and, with per-loop pools, its workers) to one
-    /// CPU.
-    pub pin_loops: bool,
+    /// CPU. Unset = pin exactly when there is a loop for every CPU (pinning
+    /// fewer loops than CPUs would confine the workers to few CPUs).
+    pub pin_loops: Option<bool>,
     /// On shutdown, how long to keep flushing queued replies.
     pub shutdown_timeout_secs: u64,
     /// Local backend: bound on the handle-to-path cache (None = backend
@@ -247,9 +260,34 @@ pub struct ServerConfig {
     /// How RPC statistics are kept: "percore" (design), "shared" (one
     /// shared counter per procedure, for comparison) or "off".
     pub stats: rnfsd_stats::Mode,
+    /// Duplicate reply cache: how long a non-idempotent call's reply is
+    /// replayed to a retransmission (knfsd: 120 s).
+    pub drc_expiry_secs: u64,
+    /// Duplicate reply cache: bound on its memory; 0 turns it off.
+    pub drc_max_bytes: usize,
 }
 
 impl ServerConfig {
+    /// Event loops to run: `event_threads`, or one per CPU this process may
+    /// run on when it is 0 (at most 64).
+    pub fn event_loops(&self) -> usize {
+        if self.event_threads > 0 {
+            return self.event_threads;
+        }
+        rnfsd_pool::affinity::allowed_cpus()
+            .map(|c| c.len())
+            .unwrap_or(1)
+            .clamp(1, 64)
+    }
+
+    /// Whether loops (and per-loop pools) are pinned to CPUs.
+    pub fn pin(&self) -> bool {
+        self.pin_loops.unwrap_or_else(|| {
+            let cpus = rnfsd_pool::affinity::allowed_cpus().map_or(1, |c| c.len());
+            cpus > 1 && self.event_loops() >= cpus
+        })
+    }
+
     /// `max_record`, or its default from `max_io`.
     pub fn max_record(&self) -> u32 {
         self.max_record
@@ -280,9 +318,9 @@ impl Default for ServerConfig {
             max_conn_output: 4 << 20,
             // As knfsd.
             idle_timeout_secs: 360,
-            event_threads: 1,
-            pools: PoolLayout::Shared,
-            pin_loops: false,
+            event_threads: 0,
+            pools: PoolLayout::PerLoop,
+            pin_loops: None,
             shutdown_timeout_secs: 10,
             path_cache_entries: None,
             handle_scan_limit: None,
@@ -293,8 +331,39 @@ impl Default for ServerConfig {
             admin_socket: None,
             metrics: None,
             stats: rnfsd_stats::Mode::Percore,
+            drc_expiry_secs: 120,
+            drc_max_bytes: 32 << 20,
         }
     }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn nobody() -> u32 {
+    crate::access::NOBODY
+}
+
+/// One `[[export.client]]` table: options for the clients `match` names
+/// (an address, a network or "*"); options left out are the export's.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientConfig {
+    #[serde(rename = "match")]
+    pub match_: String,
+    #[serde(default)]
+    pub read_only: Option<bool>,
+    #[serde(default)]
+    pub root_squash: Option<bool>,
+    #[serde(default)]
+    pub all_squash: Option<bool>,
+    #[serde(default)]
+    pub anonuid: Option<u32>,
+    #[serde(default)]
+    pub anongid: Option<u32>,
+    #[serde(default)]
+    pub secure: Option<bool>,
 }
 
 /// One `[[export]]` table.
@@ -305,6 +374,27 @@ pub struct ExportConfig {
     pub path: PathBuf,
     #[serde(default)]
     pub read_only: bool,
+    /// Clients allowed with the export's options: addresses, networks
+    /// (addr/len) or "*". Unset and no `[[export.client]]` tables: the
+    /// loopback addresses only (`access::DEFAULT_CLIENTS`).
+    #[serde(default)]
+    pub clients: Option<Vec<String>>,
+    /// Map uid 0 (and gid 0) to anonuid/anongid (exports(5) root_squash).
+    #[serde(default = "yes")]
+    pub root_squash: bool,
+    /// Map every caller to anonuid/anongid.
+    #[serde(default)]
+    pub all_squash: bool,
+    #[serde(default = "nobody")]
+    pub anonuid: u32,
+    #[serde(default = "nobody")]
+    pub anongid: u32,
+    /// Require a privileged source port (< 1024) from clients.
+    #[serde(default)]
+    pub secure: bool,
+    /// Per-client options (`[[export.client]]` tables).
+    #[serde(default, rename = "client")]
+    pub client_rules: Vec<ClientConfig>,
     /// A fixed export id (it is in every handle); default: a hash of the
     /// canonical path, stable across restarts.
     #[serde(default)]
@@ -321,10 +411,66 @@ impl ExportConfig {
         ExportConfig {
             path: path.into(),
             read_only: false,
+            clients: None,
+            root_squash: true,
+            all_squash: false,
+            anonuid: crate::access::NOBODY,
+            anongid: crate::access::NOBODY,
+            secure: false,
+            client_rules: Vec::new(),
             id: None,
             handle_mode: HandleMode::Auto,
             cross_mounts: false,
         }
+    }
+
+    /// The export's access rules: `clients` (or the loopback default) with
+    /// the export's options, then each `[[export.client]]` table.
+    pub fn access(&self) -> Result<crate::access::ExportAccess, ConfigError> {
+        use crate::access::{ClientOpts, ClientSpec, ExportAccess, Rule, DEFAULT_CLIENTS};
+        let at = |m: String| ConfigError(format!("export {}: {m}", self.path.display()));
+        let base = ClientOpts {
+            read_only: self.read_only,
+            root_squash: self.root_squash,
+            all_squash: self.all_squash,
+            anonuid: self.anonuid,
+            anongid: self.anongid,
+            secure: self.secure,
+        };
+        let mut rules: Vec<Rule> = Vec::new();
+        let default: Vec<String> = DEFAULT_CLIENTS.iter().map(|s| s.to_string()).collect();
+        let listed = match &self.clients {
+            Some(c) => c.as_slice(),
+            None if self.client_rules.is_empty() => default.as_slice(),
+            None => &[],
+        };
+        let mut push = |spec: ClientSpec, opts: ClientOpts| {
+            if rules.iter().any(|r| r.spec == spec) {
+                return Err(at(format!("client {spec} is listed twice")));
+            }
+            rules.push(Rule { spec, opts });
+            Ok(())
+        };
+        for c in listed {
+            push(ClientSpec::parse(c).map_err(at)?, base)?;
+        }
+        for c in &self.client_rules {
+            let opts = ClientOpts {
+                read_only: c.read_only.unwrap_or(base.read_only),
+                root_squash: c.root_squash.unwrap_or(base.root_squash),
+                all_squash: c.all_squash.unwrap_or(base.all_squash),
+                anonuid: c.anonuid.unwrap_or(base.anonuid),
+                anongid: c.anongid.unwrap_or(base.anongid),
+                secure: c.secure.unwrap_or(base.secure),
+            };
+            push(ClientSpec::parse(&c.match_).map_err(at)?, opts)?;
+        }
+        if rules.is_empty() {
+            return Err(at(
+                "clients is empty: no client could use it (list \"*\" to allow any)".into(),
+            ));
+        }
+        Ok(ExportAccess::new(rules))
     }
 }
 
@@ -398,7 +544,6 @@ impl Config {
             ("max_connections", s.max_connections),
             ("max_inflight_per_conn", s.max_inflight_per_conn),
             ("max_conn_output", s.max_conn_output),
-            ("event_threads", s.event_threads),
             ("idle_timeout_secs", s.idle_timeout_secs as usize),
         ] {
             if v == 0 {
@@ -411,6 +556,7 @@ impl Config {
             ("idle_timeout_secs", s.idle_timeout_secs),
             ("thread_idle_secs", s.thread_idle_secs),
             ("shutdown_timeout_secs", s.shutdown_timeout_secs),
+            ("drc_expiry_secs", s.drc_expiry_secs),
         ] {
             if v > YEAR {
                 return err(format!("server.{k} must be at most {YEAR} (a year)"));
@@ -426,6 +572,7 @@ impl Config {
             if e.path.as_os_str().is_empty() {
                 return err("export.path is empty");
             }
+            e.access()?;
         }
         Ok(())
     }
@@ -440,6 +587,8 @@ pub struct ResolvedExport {
     pub read_only: bool,
     pub handle_mode: HandleMode,
     pub cross_mounts: bool,
+    /// Client list and options.
+    pub access: crate::access::ExportAccess,
 }
 
 /// The default export id: FNV-1a over the canonical path. Hand-written so
@@ -499,6 +648,7 @@ pub fn resolve_exports(exports: &[ExportConfig]) -> Result<Vec<ResolvedExport>, 
             read_only: e.read_only,
             handle_mode: e.handle_mode,
             cross_mounts: e.cross_mounts,
+            access: e.access()?,
         });
     }
     Ok(out)
@@ -578,6 +728,93 @@ mod tests {
     }
 
     #[test]
+    fn export_access_keys() {
+        use crate::access::{ClientSpec, NOBODY};
+        let c = Config::from_toml(
+            r#"
+            [server]
+            drc_expiry_secs = 30
+            drc_max_bytes = 0
+
+            [[export]]
+            path = "/srv/a"
+
+            [[export]]
+            path = "/srv/b"
+            clients = ["10.0.0.0/8", "::1"]
+            read_only = true
+            all_squash = true
+            anonuid = 1000
+            anongid = 1001
+            secure = true
+
+            [[export.client]]
+            match = "10.1.2.3"
+            read_only = false
+            root_squash = false
+
+            [[export]]
+            path = "/srv/c"
+            [[export.client]]
+            match = "*"
+            "#,
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!((c.server.drc_expiry_secs, c.server.drc_max_bytes), (30, 0));
+        let d = ServerConfig::default();
+        assert_eq!((d.drc_expiry_secs, d.drc_max_bytes), (120, 32 << 20));
+        // Defaults: loopback only, root squashed to nobody, insecure ports ok.
+        let a = c.exports[0].access().unwrap();
+        let lo = a.lookup("127.0.0.5".parse().unwrap()).unwrap();
+        assert!(lo.root_squash && !lo.all_squash && !lo.secure && !lo.read_only);
+        assert_eq!((lo.anonuid, lo.anongid), (NOBODY, NOBODY));
+        assert!(a.lookup("::1".parse().unwrap()).is_some());
+        assert!(a.lookup("10.0.0.1".parse().unwrap()).is_none());
+        let b = c.exports[1].access().unwrap();
+        let host = b.lookup("10.1.2.3".parse().unwrap()).unwrap();
+        assert!(!host.read_only && !host.root_squash);
+        assert!(host.all_squash && host.secure, "inherited");
+        assert_eq!(host.anonuid, 1000);
+        let net = b.lookup("10.9.9.9".parse().unwrap()).unwrap();
+        assert!(net.read_only && net.all_squash && net.secure);
+        assert_eq!((net.anonuid, net.anongid), (1000, 1001));
+        assert!(b.lookup("127.0.0.1".parse().unwrap()).is_none());
+        // Client tables alone replace the loopback default.
+        let cc = c.exports[2].access().unwrap();
+        assert_eq!(cc.rules().len(), 1);
+        assert_eq!(cc.rules()[0].spec, ClientSpec::parse("*").unwrap());
+
+        let bad = |t: &str| {
+            let c = Config::from_toml(t).map_err(|e| e.0)?;
+            c.validate().map_err(|e| e.0)
+        };
+        assert!(
+            bad("[[export]]\npath = \"/a\"\nclients = [\"example.com\"]")
+                .unwrap_err()
+                .contains("host names")
+        );
+        assert!(bad("[[export]]\npath = \"/a\"\nclients = []")
+            .unwrap_err()
+            .contains("empty"));
+        assert!(bad(
+            "[[export]]\npath = \"/a\"\nclients = [\"*\"]\n[[export.client]]\nmatch = \"*\""
+        )
+        .unwrap_err()
+        .contains("twice"));
+        assert!(
+            bad("[[export]]\npath = \"/a\"\n[[export.client]]\nmatch = \"*\"\nrw = true")
+                .unwrap_err()
+                .contains("unknown")
+        );
+        assert!(
+            bad("[[export]]\npath = \"/a\"\n[[export.client]]\nread_only = true")
+                .unwrap_err()
+                .contains("match")
+        );
+    }
+
+    #[test]
     fn unknown_keys_are_errors() {
         for text in [
             "[server]\nlisten_on = [\"127.0.0.1:1\"]",
@@ -593,12 +830,14 @@ mod tests {
     #[test]
     fn pool_layout_keys() {
         let c = Config::from_toml("[server]\npools = \"per-loop\"\npin_loops = true").unwrap();
+        assert_eq!(c.server.pin_loops, Some(true));
         assert_eq!(
-            (c.server.pools, c.server.pin_loops),
+            (c.server.pools, c.server.pin_loops.unwrap_or(false)),
             (PoolLayout::PerLoop, true)
         );
         let d = ServerConfig::default();
-        assert_eq!((d.pools, d.pin_loops), (PoolLayout::Shared, false));
+        assert_eq!((d.pools, d.pin_loops), (PoolLayout::PerLoop, None));
+        assert_eq!(d.event_threads, 0, "one loop per CPU by default");
         assert!(Config::from_toml("[server]\npools = \"per_loop\"").is_err());
         assert_eq!("shared".parse::<PoolLayout>().unwrap(), PoolLayout::Shared);
         assert_eq!(

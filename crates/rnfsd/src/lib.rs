@@ -4,9 +4,11 @@
 //! marking, event loops, worker pool) → `rpc` (call header, auth, dispatch)
 //! → `programs` (nfs3, mount, portmap tables) → fs (rnfsd-fs backends).
 
+pub mod access;
 pub mod admin;
 pub mod cli;
 pub mod config;
+pub mod drc;
 pub mod keys;
 pub mod metrics;
 pub mod programs;

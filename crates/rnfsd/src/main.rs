@@ -153,15 +153,93 @@ fn open_exports(
             .to_str()
             .ok_or_else(|| config_err(format!("export {}: not UTF-8", e.path.display())))?
             .to_owned();
-        tracing::info!(path, id = e.id, read_only = e.read_only, "export");
-        out.push(Export {
-            id: e.id,
-            path,
-            backend: Arc::new(fs),
-            read_only: e.read_only,
-        });
+        tracing::info!(path, id = e.id, clients = %describe_access(&e.access), "export");
+        out.push(Export::new(e.id, path, Arc::new(fs), e.access.clone()));
     }
     Ok(out)
+}
+
+/// "10.0.0.0/8(rw,root_squash) *(ro,...)" for logs.
+fn describe_access(a: &rnfsd::access::ExportAccess) -> String {
+    let v: Vec<String> = a
+        .rules()
+        .iter()
+        .map(|r| {
+            let o = &r.opts;
+            format!(
+                "{}({},{},{}{})",
+                r.spec,
+                if o.read_only { "ro" } else { "rw" },
+                if o.all_squash {
+                    "all_squash"
+                } else if o.root_squash {
+                    "root_squash"
+                } else {
+                    "no_root_squash"
+                },
+                if o.secure { "secure" } else { "insecure" },
+                if o.all_squash || o.root_squash {
+                    format!(",anonuid={},anongid={}", o.anonuid, o.anongid)
+                } else {
+                    String::new()
+                }
+            )
+        })
+        .collect();
+    v.join(" ")
+}
+
+/// SIGHUP: re-read the configuration and apply export access changes
+/// (clients and their options) in place. Connections stay up; calls
+/// already running finish under the old rules. Anything else (exports
+/// added or removed, [server] keys, handle modes) needs a restart and is
+/// left as it was, with a log line.
+fn reload(args: &ServeArgs, running: &Config, server: &Server) {
+    let cfg = match args.to_config() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("SIGHUP: configuration not reloaded: {e}");
+            return;
+        }
+    };
+    let exports = match config::resolve_exports(&cfg.exports) {
+        Ok(x) => x,
+        Err(e) => {
+            tracing::error!("SIGHUP: configuration not reloaded: {e}");
+            return;
+        }
+    };
+    let same_set = exports.len() == server.exports.len()
+        && exports.iter().all(|r| {
+            server
+                .exports
+                .iter()
+                .any(|e| e.id == r.id && Path::new(&e.path) == r.path)
+        });
+    if !same_set {
+        tracing::error!(
+            "SIGHUP: exports were added, removed or re-numbered; that needs a restart: nothing changed"
+        );
+        return;
+    }
+    if cfg.server != running.server {
+        tracing::warn!("SIGHUP: [server] changes need a restart and were not applied");
+    }
+    let old = config::resolve_exports(&running.exports).unwrap_or_default();
+    for r in &exports {
+        if let Some(o) = old.iter().find(|o| o.id == r.id) {
+            if (o.handle_mode, o.cross_mounts) != (r.handle_mode, r.cross_mounts) {
+                tracing::warn!(path = %r.path.display(), "SIGHUP: handle_mode and cross_mounts changes need a restart");
+            }
+        }
+        if let Some(e) = server.exports.iter().find(|e| e.id == r.id) {
+            if **e.access() != r.access {
+                e.set_access(r.access.clone());
+                tracing::info!(path = e.path, clients = %describe_access(&r.access), "SIGHUP: export options changed");
+            }
+        }
+    }
+    tracing::info!("SIGHUP: configuration reloaded");
 }
 
 /// Programs and versions we serve on `addr`, for the port mapper tables.
@@ -230,8 +308,16 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         ),
         None => None,
     };
+    let drc = (s.drc_max_bytes > 0).then(|| {
+        Arc::new(rnfsd::drc::Drc::new(rnfsd::drc::DrcConfig {
+            expiry: Duration::from_secs(s.drc_expiry_secs),
+            max_bytes: s.drc_max_bytes,
+        }))
+    });
     let nfs_service = Arc::new(
-        RpcService::new(server.clone(), vec![&NFS3, &MOUNT], policy).with_stats(stats.clone()),
+        RpcService::new(server.clone(), vec![&NFS3, &MOUNT], policy)
+            .with_stats(stats.clone())
+            .with_drc(drc),
     );
     let portmap_service =
         Arc::new(RpcService::new(server.clone(), vec![&PORTMAP], policy).with_stats(stats.clone()));
@@ -283,7 +369,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         );
         let _ = out.flush();
     }
-    wait_for_shutdown_signal(&mut signals);
+    wait_for_shutdown_signal(&mut signals, || reload(args, &cfg, &server));
     tracing::info!("shutting down");
     if let Some(r) = &rpcbind_reg {
         r.unregister();
@@ -297,12 +383,12 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Block until SIGINT or SIGTERM. SIGHUP is logged: configuration reload
-/// is not supported yet.
-fn wait_for_shutdown_signal(signals: &mut Signals) {
+/// Block until SIGINT or SIGTERM; SIGHUP runs `on_hup` (configuration
+/// reload).
+fn wait_for_shutdown_signal(signals: &mut Signals, on_hup: impl Fn()) {
     for sig in signals.forever() {
         match sig {
-            SIGHUP => tracing::warn!("SIGHUP: configuration reload is not supported yet"),
+            SIGHUP => on_hup(),
             _ => {
                 tracing::info!(signal = sig, "signal received");
                 return;
@@ -354,7 +440,7 @@ mod transport {
     fn transport_config(s: &config::ServerConfig, listen: Vec<SocketAddr>) -> TransportConfig {
         TransportConfig {
             listen,
-            event_threads: s.event_threads,
+            event_threads: s.event_loops(),
             max_connections: s.max_connections,
             max_record: s.max_record() as usize,
             max_inflight_per_conn: s.max_inflight_per_conn,
@@ -365,7 +451,7 @@ mod transport {
                 config::PoolLayout::Shared => PoolLayout::Shared,
                 config::PoolLayout::PerLoop => PoolLayout::PerLoop,
             },
-            pin_loops: s.pin_loops,
+            pin_loops: s.pin(),
             ..TransportConfig::default()
         }
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use rnfsd_stats::Registry;
 use rnfsd_transport::{Request, Service};
 
+use crate::drc::Drc;
 use crate::rpc::dispatch::{dispatch_counted, Policy};
 use crate::rpc::Program;
 use crate::state::Server;
@@ -16,6 +17,8 @@ pub struct RpcService {
     policy: Policy,
     /// Where calls are counted (none: not counted).
     stats: Option<Arc<Registry>>,
+    /// Duplicate reply cache (none: every call runs).
+    drc: Option<Arc<Drc>>,
 }
 
 impl RpcService {
@@ -25,7 +28,14 @@ impl RpcService {
             programs,
             policy,
             stats: None,
+            drc: None,
         }
+    }
+
+    /// Answer retransmitted non-idempotent calls from `drc`.
+    pub fn with_drc(mut self, drc: Option<Arc<Drc>>) -> Self {
+        self.drc = drc;
+        self
     }
 
     /// Count this service's calls in `stats` (shared by every service of
@@ -43,6 +53,7 @@ impl Service for RpcService {
             &self.server,
             &self.programs,
             &self.policy,
+            self.drc.as_deref(),
             &req.data,
             req.peer,
             req.local,

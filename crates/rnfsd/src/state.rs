@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use rnfsd_fs::Backend;
+
+use crate::access::ExportAccess;
 
 /// One exported directory.
 pub struct Export {
@@ -11,7 +14,36 @@ pub struct Export {
     /// The absolute path clients mount (MNT argument), like knfsd.
     pub path: String,
     pub backend: Arc<dyn Backend>,
-    pub read_only: bool,
+    /// Who may use the export and how. Swapped whole on a configuration
+    /// reload (SIGHUP); a call reads it without a lock or a shared write.
+    access: ArcSwap<ExportAccess>,
+}
+
+impl Export {
+    pub fn new(
+        id: u32,
+        path: impl Into<String>,
+        backend: Arc<dyn Backend>,
+        access: ExportAccess,
+    ) -> Export {
+        Export {
+            id,
+            path: path.into(),
+            backend,
+            access: ArcSwap::from_pointee(access),
+        }
+    }
+
+    /// The current access rules.
+    pub fn access(&self) -> arc_swap::Guard<Arc<ExportAccess>> {
+        self.access.load()
+    }
+
+    /// Replace the access rules (configuration reload). Calls already
+    /// running finish under the old rules.
+    pub fn set_access(&self, access: ExportAccess) {
+        self.access.store(Arc::new(access));
+    }
 }
 
 /// What every handler can reach.

@@ -16,6 +16,7 @@ use rnfsd_proto::mount::{
 };
 use rnfsd_proto::rpc::AUTH_SYS;
 
+use crate::access::Denied;
 use crate::proc_entry;
 use crate::rpc::{CacheClass, CallCtx, ProcError, Program, Version};
 use crate::state::Export;
@@ -157,8 +158,25 @@ fn resolve(ctx: &CallCtx<'_>, path: &[u8]) -> Result<Fh, MountStat3> {
         }
     }
     let (ex, depth) = best.ok_or(MountStat3::NoEnt)?;
+    // As rpc.mountd: a client the export does not list ("unmatched host")
+    // or one on an unprivileged port of a `secure` export ("illegal port")
+    // gets MNT3ERR_ACCES.
+    let cred = match ex.access().check(ctx.peer, &ctx.auth) {
+        Ok(g) => g.cred,
+        Err(d) => {
+            let why = match d {
+                Denied::NotListed => "unmatched host",
+                Denied::InsecurePort => "illegal port",
+            };
+            tracing::warn!(
+                peer = %ctx.peer,
+                export = ex.path,
+                "refused mount request: {why}"
+            );
+            return Err(MountStat3::Acces);
+        }
+    };
     let backend: &dyn Backend = ex.backend.as_ref();
-    let cred = ctx.auth.cred();
     let mut fh = backend.root();
     for name in want.iter().skip(depth) {
         let (child, attr, _) = backend.lookup(&cred, &fh, name).map_err(stat_of)?;
@@ -223,15 +241,23 @@ fn umntall(ctx: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
 }
 
 fn export(ctx: &CallCtx<'_>, _: ()) -> Result<Exports, ProcError> {
-    // No per-export client lists exist: every export is open to any host
-    // that reaches a listening address, which "*" says.
+    // Every export with its client list, as rpc.mountd answers showmount -e.
     Ok(Exports(
         ctx.server
             .exports
             .iter()
             .map(|e| ExportNode {
                 dir: DirPath(e.path.as_bytes().to_vec()),
-                groups: vec![Name(b"*".to_vec())],
+                groups: e
+                    .access()
+                    .rules()
+                    .iter()
+                    .map(|r| {
+                        let mut n = r.spec.as_str().as_bytes().to_vec();
+                        n.truncate(MNTNAMLEN);
+                        Name(n)
+                    })
+                    .collect(),
             })
             .collect(),
     ))
@@ -282,6 +308,7 @@ pub static MOUNT: Program = Program {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::access::{ClientOpts, ClientSpec, ExportAccess, Rule};
     use crate::rpc::Auth;
     use crate::state::Server;
     use rnfsd_fs::*;
@@ -380,18 +407,25 @@ mod tests {
         };
         Server {
             exports: vec![
-                Export {
-                    id: 10,
-                    path: "/srv/a".into(),
-                    backend: Arc::new(a),
-                    read_only: false,
-                },
-                Export {
-                    id: 11,
-                    path: "/srv/a/sub/nested".into(),
-                    backend: Arc::new(b),
-                    read_only: true,
-                },
+                Export::new(10, "/srv/a", Arc::new(a), ExportAccess::allow_all(false)),
+                Export::new(
+                    11,
+                    "/srv/a/sub/nested",
+                    Arc::new(b),
+                    ExportAccess::new(vec![
+                        Rule {
+                            spec: ClientSpec::parse("10.0.0.0/8").unwrap(),
+                            opts: ClientOpts::default(),
+                        },
+                        Rule {
+                            spec: ClientSpec::parse("10.9.9.9").unwrap(),
+                            opts: ClientOpts {
+                                secure: true,
+                                ..ClientOpts::default()
+                            },
+                        },
+                    ]),
+                ),
             ],
             write_verifier: [0; 8],
             max_io: 1 << 20,
@@ -519,7 +553,33 @@ mod tests {
         let x = export(&ctx(&s, "10.0.0.4:1"), ()).unwrap();
         let dirs: Vec<_> = x.0.iter().map(|e| e.dir.0.clone()).collect();
         assert_eq!(dirs, [b"/srv/a".to_vec(), b"/srv/a/sub/nested".to_vec()]);
-        assert!(x.0.iter().all(|e| e.groups == [Name(b"*".to_vec())]));
+        assert_eq!(x.0[0].groups, [Name(b"*".to_vec())]);
+        assert_eq!(
+            x.0[1].groups,
+            [Name(b"10.9.9.9".to_vec()), Name(b"10.0.0.0/8".to_vec())]
+        );
+    }
+
+    #[test]
+    fn mnt_checks_client_list_and_port() {
+        let s = server();
+        let nested = "/srv/a/sub/nested";
+        // Listed network, any port.
+        ok_handle(mount(&s, "10.1.1.1:40000", nested));
+        // Not listed.
+        assert_eq!(
+            mount(&s, "192.168.1.1:700", nested),
+            MountRes3::Err(MountStat3::Acces)
+        );
+        // The host rule (it wins over the network) is `secure`.
+        assert_eq!(
+            mount(&s, "10.9.9.9:40000", nested),
+            MountRes3::Err(MountStat3::Acces)
+        );
+        ok_handle(mount(&s, "10.9.9.9:1023", nested));
+        ok_handle(mount(&s, "10.9.9.8:40000", nested));
+        // The parent export allows anyone.
+        ok_handle(mount(&s, "192.168.1.1:700", "/srv/a"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use rnfsd_fs::{
 use rnfsd_proto::nfs3::*;
 use rnfsd_xdr::{pad4, Dec, Enc, Xdr};
 
+use crate::access::{Denied, Grant};
 use crate::proc_entry;
 use crate::rpc::{CacheClass, CallCtx, Proc, ProcError, Program, Version};
 use crate::state::Export;
@@ -363,16 +364,33 @@ fn fh3_of(fh: Fh) -> NfsFh3 {
 // ---------------------------------------------------------------------------
 // Common steps
 
-/// Route a handle to its export. Handles longer than NFS3_FHSIZE never get
-/// here (they fail to decode: GARBAGE_ARGS, as in knfsd).
-fn resolve<'s>(ctx: &CallCtx<'s>, fh: NfsFh3) -> Result<(&'s Export, Fh), Nfsstat3> {
+/// Route a handle to its export and check the caller may use it; returns
+/// the export, the handle and what the caller runs as. Handles longer than
+/// NFS3_FHSIZE never get here (they fail to decode: GARBAGE_ARGS, as in
+/// knfsd).
+///
+/// As knfsd: a client the export does not list gets NFS3ERR_STALE (its
+/// export lookup fails with ENOENT in `nfsd_set_fh_dentry`), and one calling
+/// from an unprivileged port on a `secure` export gets NFS3ERR_PERM
+/// (`nfsd_setuser_and_check_port`).
+fn resolve<'s>(ctx: &CallCtx<'s>, fh: NfsFh3) -> Result<(&'s Export, Fh, Grant), Nfsstat3> {
     if fh.data.len() < 5 {
         return Err(Nfsstat3::BadHandle);
     }
     let server = ctx.server;
-    match server.export_of(&fh.data) {
-        Some(e) => Ok((e, Fh(fh.data))),
-        None => Err(Nfsstat3::Stale),
+    let Some(e) = server.export_of(&fh.data) else {
+        return Err(Nfsstat3::Stale);
+    };
+    match e.access().check(ctx.peer, &ctx.auth) {
+        Ok(g) => Ok((e, Fh(fh.data), g)),
+        Err(Denied::NotListed) => {
+            tracing::debug!(peer = %ctx.peer, export = e.path, "client not listed: STALE");
+            Err(Nfsstat3::Stale)
+        }
+        Err(Denied::InsecurePort) => {
+            tracing::debug!(peer = %ctx.peer, export = e.path, "request from insecure port: PERM");
+            Err(Nfsstat3::Perm)
+        }
     }
 }
 
@@ -417,8 +435,8 @@ fn null(_ctx: &CallCtx<'_>, _a: ()) -> Result<(), ProcError> {
 }
 
 fn getattr(ctx: &CallCtx<'_>, a: GetAttr3Args) -> Result<GetAttr3Res, ProcError> {
-    let (exp, fh) = resolve_or_fail!(ctx, a.object);
-    let cred = ctx.auth.cred();
+    let (exp, fh, g) = resolve_or_fail!(ctx, a.object);
+    let cred = g.cred;
     Ok(match exp.backend.getattr(&cred, &fh) {
         Ok(attr) => NfsRes::Ok(GetAttr3ResOk {
             obj_attributes: fattr3_of(&attr),
@@ -428,9 +446,9 @@ fn getattr(ctx: &CallCtx<'_>, a: GetAttr3Args) -> Result<GetAttr3Res, ProcError>
 }
 
 fn setattr(ctx: &CallCtx<'_>, a: SetAttr3Args) -> Result<SetAttr3Res, ProcError> {
-    let (exp, fh) = resolve_or_fail!(ctx, a.object);
-    let cred = ctx.auth.cred();
-    if exp.read_only {
+    let (exp, fh, g) = resolve_or_fail!(ctx, a.object);
+    let cred = g.cred;
+    if g.read_only {
         return Ok(NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(exp, &cred, &fh)));
     }
     let set = setattr_of(&a.new_attributes);
@@ -444,8 +462,8 @@ fn setattr(ctx: &CallCtx<'_>, a: SetAttr3Args) -> Result<SetAttr3Res, ProcError>
 }
 
 fn lookup(ctx: &CallCtx<'_>, a: Lookup3Args) -> Result<Lookup3Res, ProcError> {
-    let (exp, dir) = resolve_or_fail!(ctx, a.what.dir);
-    let cred = ctx.auth.cred();
+    let (exp, dir, g) = resolve_or_fail!(ctx, a.what.dir);
+    let cred = g.cred;
     if let Err(s) = check_name(&a.what.name) {
         return Ok(NfsRes::Fail(s, post_attr(exp, &cred, &dir)));
     }
@@ -460,12 +478,12 @@ fn lookup(ctx: &CallCtx<'_>, a: Lookup3Args) -> Result<Lookup3Res, ProcError> {
 }
 
 fn access(ctx: &CallCtx<'_>, a: Access3Args) -> Result<Access3Res, ProcError> {
-    let (exp, fh) = resolve_or_fail!(ctx, a.object);
-    let cred = ctx.auth.cred();
+    let (exp, fh, g) = resolve_or_fail!(ctx, a.object);
+    let cred = g.cred;
     Ok(match exp.backend.access(&cred, &fh, a.access) {
         Ok((mut granted, attr)) => {
             granted &= a.access;
-            if exp.read_only {
+            if g.read_only {
                 // Nothing on a read-only export may be changed (knfsd's
                 // nfsd_permission answers ROFS for MAY_WRITE).
                 granted &= !(ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE);
@@ -480,8 +498,8 @@ fn access(ctx: &CallCtx<'_>, a: Access3Args) -> Result<Access3Res, ProcError> {
 }
 
 fn readlink(ctx: &CallCtx<'_>, a: ReadLink3Args) -> Result<ReadLink3Res, ProcError> {
-    let (exp, fh) = resolve_or_fail!(ctx, a.symlink);
-    let cred = ctx.auth.cred();
+    let (exp, fh, g) = resolve_or_fail!(ctx, a.symlink);
+    let cred = g.cred;
     Ok(match exp.backend.readlink(&cred, &fh) {
         // A target longer than nfspath3's bound would not decode at the client.
         Ok((data, attr)) if data.len() > MAX_PATH => {
@@ -533,11 +551,11 @@ fn read_into(ctx: &CallCtx<'_>, a: Read3Args, buf: &mut Vec<u8>, enc: &mut Enc) 
     let fail = |s: Nfsstat3, attr: PostOpAttr, enc: &mut Enc| {
         Read3Res::Fail(s, attr).encode(enc);
     };
-    let (exp, fh) = match resolve(ctx, a.file) {
+    let (exp, fh, g) = match resolve(ctx, a.file) {
         Ok(v) => v,
         Err(s) => return fail(s, None, enc),
     };
-    let cred = ctx.auth.cred();
+    let cred = g.cred;
     let count = a.count.min(max_io(ctx));
     buf.clear();
     match exp.backend.read(&cred, &fh, a.offset, count, buf) {
@@ -567,12 +585,12 @@ fn write_run(ctx: &CallCtx<'_>, dec: &mut Dec<'_>, enc: &mut Enc) -> Result<(), 
 }
 
 fn write(ctx: &CallCtx<'_>, a: Write3ArgsRef<'_>) -> Write3Res {
-    let (exp, fh) = match resolve(ctx, a.file) {
+    let (exp, fh, g) = match resolve(ctx, a.file) {
         Ok(v) => v,
         Err(s) => return NfsRes::Fail(s, WccData::default()),
     };
-    let cred = ctx.auth.cred();
-    if exp.read_only {
+    let cred = g.cred;
+    if g.read_only {
         return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(exp, &cred, &fh));
     }
     // RFC 1813 §3.3.7: count is the number of bytes in data.
@@ -605,12 +623,12 @@ fn make_node(
     where_: Diropargs3,
     op: impl FnOnce(&dyn Backend, &Cred, &Fh, &[u8]) -> Result<Created, Nfsstat3>,
 ) -> Create3Res {
-    let (exp, dir) = match resolve(ctx, where_.dir) {
+    let (exp, dir, g) = match resolve(ctx, where_.dir) {
         Ok(v) => v,
         Err(s) => return NfsRes::Fail(s, WccData::default()),
     };
-    let cred = ctx.auth.cred();
-    if exp.read_only {
+    let cred = g.cred;
+    if g.read_only {
         return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(exp, &cred, &dir));
     }
     if let Err(s) = check_name(&where_.name) {
@@ -687,12 +705,12 @@ fn mknod(ctx: &CallCtx<'_>, a: Mknod3Args) -> Result<Mknod3Res, ProcError> {
 
 /// REMOVE and RMDIR.
 fn unlink(ctx: &CallCtx<'_>, what: Diropargs3, is_dir: bool) -> Remove3Res {
-    let (exp, dir) = match resolve(ctx, what.dir) {
+    let (exp, dir, g) = match resolve(ctx, what.dir) {
         Ok(v) => v,
         Err(s) => return NfsRes::Fail(s, WccData::default()),
     };
-    let cred = ctx.auth.cred();
-    if exp.read_only {
+    let cred = g.cred;
+    if g.read_only {
         return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(exp, &cred, &dir));
     }
     if let Err(s) = check_name(&what.name) {
@@ -720,25 +738,26 @@ fn rmdir(ctx: &CallCtx<'_>, a: Rmdir3Args) -> Result<Rmdir3Res, ProcError> {
 }
 
 fn rename(ctx: &CallCtx<'_>, a: Rename3Args) -> Result<Rename3Res, ProcError> {
-    let cred = ctx.auth.cred();
     let from = resolve(ctx, a.from.dir);
     let to = resolve(ctx, a.to.dir);
-    let ((fexp, fdir), (texp, tdir)) = match (from, to) {
+    let ((fexp, fdir, g), (texp, tdir, _)) = match (from, to) {
         (Ok(f), Ok(t)) => (f, t),
         // Report wcc for whichever directory did resolve.
         (f, t) => {
             let (mut s, mut body) = (Nfsstat3::Stale, Rename3Wcc::default());
             match &t {
-                Ok((e, d)) => body.todir_wcc = fail_wcc(e, &cred, d),
+                Ok((e, d, g)) => body.todir_wcc = fail_wcc(e, &g.cred, d),
                 Err(e) => s = *e,
             }
             match &f {
-                Ok((e, d)) => body.fromdir_wcc = fail_wcc(e, &cred, d),
+                Ok((e, d, g)) => body.fromdir_wcc = fail_wcc(e, &g.cred, d),
                 Err(e) => s = *e,
             }
             return Ok(NfsRes::Fail(s, body));
         }
     };
+    // Both directories are of one export (else XDEV below), so one grant.
+    let cred = g.cred;
     let fail = |s: Nfsstat3| {
         NfsRes::Fail(
             s,
@@ -751,7 +770,7 @@ fn rename(ctx: &CallCtx<'_>, a: Rename3Args) -> Result<Rename3Res, ProcError> {
     if fexp.id != texp.id {
         return Ok(fail(Nfsstat3::XDev));
     }
-    if fexp.read_only {
+    if g.read_only {
         return Ok(fail(Nfsstat3::RoFs));
     }
     if let Err(s) = check_name(&a.from.name).and_then(|_| check_name(&a.to.name)) {
@@ -772,9 +791,9 @@ fn rename(ctx: &CallCtx<'_>, a: Rename3Args) -> Result<Rename3Res, ProcError> {
 }
 
 fn link(ctx: &CallCtx<'_>, a: Link3Args) -> Result<Link3Res, ProcError> {
-    let cred = ctx.auth.cred();
-    let (fexp, file) = resolve_or_fail!(ctx, a.file);
-    let (dexp, dir) = match resolve(ctx, a.link.dir) {
+    let (fexp, file, g) = resolve_or_fail!(ctx, a.file);
+    let cred = g.cred;
+    let (dexp, dir, _) = match resolve(ctx, a.link.dir) {
         Ok(v) => v,
         Err(s) => {
             return Ok(NfsRes::Fail(
@@ -798,7 +817,7 @@ fn link(ctx: &CallCtx<'_>, a: Link3Args) -> Result<Link3Res, ProcError> {
     if fexp.id != dexp.id {
         return Ok(fail(Nfsstat3::XDev));
     }
-    if dexp.read_only {
+    if g.read_only {
         return Ok(fail(Nfsstat3::RoFs));
     }
     if let Err(s) = check_name(&a.link.name) {
@@ -827,8 +846,8 @@ fn dir_batch(budget: usize, min_entry: usize) -> usize {
 }
 
 fn readdir(ctx: &CallCtx<'_>, a: ReadDir3Args) -> Result<ReadDir3Res, ProcError> {
-    let (exp, dir) = resolve_or_fail!(ctx, a.dir);
-    let cred = ctx.auth.cred();
+    let (exp, dir, g) = resolve_or_fail!(ctx, a.dir);
+    let cred = g.cred;
     // RFC 1813 §3.3.16: count bounds the whole READDIR3resok; we count the
     // status word too.
     let count = a.count.min(max_io(ctx)) as usize;
@@ -873,8 +892,8 @@ fn readdir(ctx: &CallCtx<'_>, a: ReadDir3Args) -> Result<ReadDir3Res, ProcError>
 }
 
 fn readdirplus(ctx: &CallCtx<'_>, a: ReadDirPlus3Args) -> Result<ReadDirPlus3Res, ProcError> {
-    let (exp, dir) = resolve_or_fail!(ctx, a.dir);
-    let cred = ctx.auth.cred();
+    let (exp, dir, g) = resolve_or_fail!(ctx, a.dir);
+    let cred = g.cred;
     let maxcount = a.maxcount.min(max_io(ctx)) as usize;
     let dircount = a.dircount as usize;
     // Estimate with attributes and a handle as long as the directory's
@@ -937,8 +956,8 @@ fn readdirplus(ctx: &CallCtx<'_>, a: ReadDirPlus3Args) -> Result<ReadDirPlus3Res
 }
 
 fn fsstat(ctx: &CallCtx<'_>, a: FsStat3Args) -> Result<FsStat3Res, ProcError> {
-    let (exp, fh) = resolve_or_fail!(ctx, a.fsroot);
-    let cred = ctx.auth.cred();
+    let (exp, fh, g) = resolve_or_fail!(ctx, a.fsroot);
+    let cred = g.cred;
     Ok(match exp.backend.fsstat(&cred, &fh) {
         Ok((s, attr)) => NfsRes::Ok(FsStat3ResOk {
             obj_attributes: Some(fattr3_of(&attr)),
@@ -955,8 +974,8 @@ fn fsstat(ctx: &CallCtx<'_>, a: FsStat3Args) -> Result<FsStat3Res, ProcError> {
 }
 
 fn fsinfo(ctx: &CallCtx<'_>, a: FsInfo3Args) -> Result<FsInfo3Res, ProcError> {
-    let (exp, fh) = resolve_or_fail!(ctx, a.fsroot);
-    let cred = ctx.auth.cred();
+    let (exp, fh, g) = resolve_or_fail!(ctx, a.fsroot);
+    let cred = g.cred;
     let io = max_io(ctx);
     Ok(match exp.backend.fsinfo(&cred, &fh) {
         Ok((i, attr)) => {
@@ -990,8 +1009,8 @@ fn fsinfo(ctx: &CallCtx<'_>, a: FsInfo3Args) -> Result<FsInfo3Res, ProcError> {
 }
 
 fn pathconf(ctx: &CallCtx<'_>, a: PathConf3Args) -> Result<PathConf3Res, ProcError> {
-    let (exp, fh) = resolve_or_fail!(ctx, a.object);
-    let cred = ctx.auth.cred();
+    let (exp, fh, g) = resolve_or_fail!(ctx, a.object);
+    let cred = g.cred;
     Ok(match exp.backend.pathconf(&cred, &fh) {
         Ok((p, attr)) => NfsRes::Ok(PathConf3ResOk {
             obj_attributes: Some(fattr3_of(&attr)),
@@ -1007,9 +1026,9 @@ fn pathconf(ctx: &CallCtx<'_>, a: PathConf3Args) -> Result<PathConf3Res, ProcErr
 }
 
 fn commit(ctx: &CallCtx<'_>, a: Commit3Args) -> Result<Commit3Res, ProcError> {
-    let (exp, fh) = resolve_or_fail!(ctx, a.file);
-    let cred = ctx.auth.cred();
-    if exp.read_only {
+    let (exp, fh, g) = resolve_or_fail!(ctx, a.file);
+    let cred = g.cred;
+    if g.read_only {
         // knfsd verifies COMMIT's handle with MAY_WRITE, so ROFS.
         return Ok(NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(exp, &cred, &fh)));
     }

@@ -15,7 +15,8 @@ use rnfsd_proto::rpc::{
 use rnfsd_stats::Registry;
 use rnfsd_xdr::{Dec, Enc};
 
-use super::{Auth, CallCtx, ProcError, Program};
+use super::{Auth, CacheClass, CallCtx, Proc, ProcError, Program};
+use crate::drc::{Drc, Key, Lookup};
 use crate::state::Server;
 
 /// Room for the longest reply header we write (a PROG_MISMATCH accepted
@@ -106,10 +107,16 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> &str {
 
 /// Handle one request record. Returns the reply with 4 bytes reserved at
 /// the front for the record mark, or None to send nothing.
+///
+/// With a duplicate reply cache, a retransmitted non-idempotent call
+/// (`CacheClass::Reply`) gets the first execution's reply, or no reply
+/// while that execution still runs (see `crate::drc`).
+#[allow(clippy::too_many_arguments)]
 pub fn dispatch(
     server: &Server,
     programs: &[&Program],
     policy: &Policy,
+    drc: Option<&Drc>,
     req: &[u8],
     peer: SocketAddr,
     local: SocketAddr,
@@ -162,6 +169,24 @@ pub fn dispatch(
         return Some(denied(xid, RejectStat::AuthError(AuthStat::TooWeak)));
     }
 
+    // As knfsd's nfsd_cache_lookup: after auth, before the handler.
+    let cached = match (drc, proc.cache) {
+        (Some(c), CacheClass::Reply) => {
+            let key = Key::new(xid, peer, prog, vers, proc_, d.rest());
+            match c.begin(&key) {
+                Lookup::New => Some((c, key)),
+                Lookup::Replay(r) => {
+                    tracing::debug!(xid, %peer, proc = proc.name, "duplicate: replaying reply");
+                    return Some(r);
+                }
+                Lookup::InProgress => {
+                    tracing::debug!(xid, %peer, proc = proc.name, "duplicate in progress: dropped");
+                    return None;
+                }
+            }
+        }
+        _ => None,
+    };
     let ctx = CallCtx {
         xid,
         peer,
@@ -169,6 +194,28 @@ pub fn dispatch(
         auth,
         server,
     };
+    let (reply, ran) = execute(&ctx, program, vers, proc, &mut d);
+    if let Some((c, key)) = cached {
+        match &reply {
+            // Only a handler's own reply is kept; RPC-level failures run
+            // again if retransmitted (knfsd: RC_NOCACHE on those paths).
+            Some(r) if ran => c.finish(&key, r),
+            _ => c.abandon(&key),
+        }
+    }
+    reply
+}
+
+/// Run the handler and frame its reply. The flag says whether the handler
+/// completed (its reply is cacheable).
+fn execute(
+    ctx: &CallCtx<'_>,
+    program: &Program,
+    vers: u32,
+    proc: &Proc,
+    d: &mut Dec<'_>,
+) -> (Option<Vec<u8>>, bool) {
+    let xid = ctx.xid;
     let mut e = Enc::from_vec(rnfsd_transport::reply_buffer(
         MAX_REPLY_HEADER.saturating_add(proc.max_reply),
     ));
@@ -177,9 +224,9 @@ pub fn dispatch(
     // with it: answer SYSTEM_ERR instead. The handler's state is its own
     // call's, so nothing shared is left half-updated by unwinding past it
     // except what sits behind a Mutex, which poisoning reports.
-    let res = catch_unwind(AssertUnwindSafe(|| (proc.run)(&ctx, &mut d, &mut e)));
+    let res = catch_unwind(AssertUnwindSafe(|| (proc.run)(ctx, d, &mut e)));
     let err = match res {
-        Ok(Ok(())) => return Some(e.into_vec()),
+        Ok(Ok(())) => return (Some(e.into_vec()), true),
         Ok(Err(err)) => err,
         Err(p) => {
             tracing::error!(
@@ -195,11 +242,14 @@ pub fn dispatch(
     };
     // Discard any partly written result: the reply is the header alone.
     let stat = match err {
-        ProcError::Drop => return None,
+        ProcError::Drop => return (None, false),
         ProcError::GarbageArgs => AcceptStat::GarbageArgs,
         ProcError::SystemErr => AcceptStat::SystemErr,
         ProcError::TooWeak => {
-            return Some(denied(xid, RejectStat::AuthError(AuthStat::TooWeak)));
+            return (
+                Some(denied(xid, RejectStat::AuthError(AuthStat::TooWeak))),
+                false,
+            );
         }
     };
     tracing::debug!(
@@ -213,27 +263,29 @@ pub fn dispatch(
     v.truncate(4);
     let mut e = Enc::from_vec(v);
     encode_accepted(&mut e, xid, stat);
-    Some(e.into_vec())
+    (Some(e.into_vec()), false)
 }
 
 /// [`dispatch`], with the call and its outcome counted in `stats`: one CPU
 /// lookup, two clock reads and a few per-core adds per call, nothing at all
 /// when counting is off. The outcome is read back from the reply, so the
 /// dispatch logic above stays as it is.
+#[allow(clippy::too_many_arguments)]
 pub fn dispatch_counted(
     stats: Option<&Registry>,
     server: &Server,
     programs: &[&Program],
     policy: &Policy,
+    drc: Option<&Drc>,
     req: &[u8],
     peer: SocketAddr,
     local: SocketAddr,
 ) -> Option<Vec<u8>> {
     let Some((reg, shard)) = stats.and_then(|r| r.shard().map(|s| (r, s))) else {
-        return dispatch(server, programs, policy, req, peer, local);
+        return dispatch(server, programs, policy, drc, req, peer, local);
     };
     let t0 = Instant::now();
-    let reply = dispatch(server, programs, policy, req, peer, local);
+    let reply = dispatch(server, programs, policy, drc, req, peer, local);
     let us = u64::try_from(t0.elapsed().as_micros()).unwrap_or(u64::MAX);
     reg.record(shard, req, reply.as_deref(), us);
     reply
@@ -243,7 +295,7 @@ pub fn dispatch_counted(
 mod tests {
     use super::*;
     use crate::proc_entry;
-    use crate::rpc::{CacheClass, Proc, Version};
+    use crate::rpc::Version;
     use rnfsd_proto::rpc::{ReplyHeader, MSG_REPLY};
 
     fn server() -> Server {
@@ -369,7 +421,7 @@ mod tests {
         let s = server();
         let a: SocketAddr = "127.0.0.1:700".parse().unwrap();
         let b: SocketAddr = "127.0.0.1:2049".parse().unwrap();
-        dispatch(&s, &[&TEST_PROG, &FAIL_PROG], &policy, req, a, b)
+        dispatch(&s, &[&TEST_PROG, &FAIL_PROG], &policy, None, req, a, b)
     }
 
     fn run(req: &[u8]) -> Option<Vec<u8>> {
@@ -629,6 +681,68 @@ mod tests {
         }
         let r = run(&call(14, 2, 400_000, 3, 1, (AUTH_SYS, &c), &[0, 0, 0, 3])).unwrap();
         assert_eq!(reply(&r).1, ReplyHeader::Accepted(AcceptStat::Success));
+    }
+
+    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    fn counted(_: &CallCtx<'_>, x: u32) -> Result<u32, ProcError> {
+        Ok(x + RUNS.fetch_add(1, std::sync::atomic::Ordering::SeqCst))
+    }
+    fn counted_fail(_: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Err(ProcError::SystemErr)
+    }
+    static DRC_PROG: Program = Program {
+        name: "drc",
+        prog: 400_002,
+        versions: &[Version {
+            vers: 1,
+            procs: &[
+                proc_entry!("NULL", (), null, CacheClass::None, 0),
+                proc_entry!("IDEM", u32, counted, CacheClass::None, 4),
+                proc_entry!("NONIDEM", u32, counted, CacheClass::Reply, 4),
+                proc_entry!("FAILS", (), counted_fail, CacheClass::Reply, 0),
+            ],
+        }],
+    };
+
+    #[test]
+    fn reply_cache_replays_non_idempotent_calls_only() {
+        let s = server();
+        let drc = Drc::new(crate::drc::DrcConfig::default());
+        let peer: SocketAddr = "127.0.0.1:900".parse().unwrap();
+        let local: SocketAddr = "127.0.0.1:2049".parse().unwrap();
+        let go = |req: &[u8], peer| {
+            let r = dispatch(
+                &s,
+                &[&DRC_PROG],
+                &Policy::default(),
+                Some(&drc),
+                req,
+                peer,
+                local,
+            );
+            reply(&r.unwrap()).2
+        };
+        let c = sys(1);
+        let non = call(20, 2, 400_002, 1, 2, (AUTH_SYS, &c), &[0, 0, 0, 100]);
+        let first = go(&non, peer);
+        // Same xid, peer and arguments: the first reply, not a second run.
+        assert_eq!(go(&non, peer), first);
+        // Another source port is another client.
+        assert_ne!(go(&non, "127.0.0.1:901".parse().unwrap()), first);
+        // Another xid runs again.
+        let non2 = call(21, 2, 400_002, 1, 2, (AUTH_SYS, &c), &[0, 0, 0, 100]);
+        assert_ne!(go(&non2, peer), first);
+        // Idempotent procedures are never cached.
+        let idem = call(22, 2, 400_002, 1, 1, (AUTH_SYS, &c), &[0, 0, 0, 100]);
+        assert_ne!(go(&idem, peer), go(&idem, peer));
+        // A failed call is not kept: the retransmission runs again.
+        let fails = call(23, 2, 400_002, 1, 3, (AUTH_SYS, &c), &[]);
+        let n = RUNS.load(std::sync::atomic::Ordering::SeqCst);
+        go(&fails, peer);
+        go(&fails, peer);
+        assert_eq!(RUNS.load(std::sync::atomic::Ordering::SeqCst), n + 2);
+        assert_eq!(drc.entries(), 3);
     }
 
     #[test]

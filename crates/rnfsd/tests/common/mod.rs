@@ -52,7 +52,20 @@ impl TestServer {
         Self::start_with(export, &[])
     }
 
+    /// As `start`, with extra arguments. The tests act as root and exercise
+    /// root-only operations (chown, mknod, files owned by root), so root is
+    /// not squashed here unless the test asks for the server's defaults with
+    /// `start_defaults`.
     pub fn start_with(export: &Path, extra: &[&str]) -> TestServer {
+        let mut args = extra.to_vec();
+        if !args.contains(&"--no-root-squash") && !args.contains(&"--config") {
+            args.push("--no-root-squash");
+        }
+        Self::start_defaults(export, &args)
+    }
+
+    /// Exactly `extra` on top of the server's defaults (root_squash on).
+    pub fn start_defaults(export: &Path, extra: &[&str]) -> TestServer {
         let state = TempDir::new("state");
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let (child, addr) = spawn(export, state.path(), &extra);

@@ -13,6 +13,7 @@ use rnfsd_proto::rpc::AuthSys;
 use rnfsd_xdr::{from_slice, to_vec, Dec, Enc, Xdr};
 
 use super::*;
+use crate::access::ExportAccess;
 use crate::rpc::Auth;
 use crate::state::{Export, Server};
 
@@ -320,11 +321,13 @@ fn server_with(exports: Vec<(Arc<FakeFs>, bool)>, max_io: u32) -> Server {
     Server {
         exports: exports
             .into_iter()
-            .map(|(fs, read_only)| Export {
-                id: fs.export_id,
-                path: format!("/export{}", fs.export_id),
-                backend: fs,
-                read_only,
+            .map(|(fs, read_only)| {
+                Export::new(
+                    fs.export_id,
+                    format!("/export{}", fs.export_id),
+                    fs,
+                    ExportAccess::allow_all(read_only),
+                )
             })
             .collect(),
         write_verifier: WVERF,
@@ -1504,12 +1507,12 @@ mod local {
     fn local_server(root: &Path, read_only: bool, max_io: u32) -> Server {
         let fs = LocalFs::open(root, 42, LocalOptions::default()).unwrap();
         Server {
-            exports: vec![Export {
-                id: 42,
-                path: root.to_string_lossy().into_owned(),
-                backend: Arc::new(fs),
-                read_only,
-            }],
+            exports: vec![Export::new(
+                42,
+                root.to_string_lossy(),
+                Arc::new(fs),
+                ExportAccess::allow_all(read_only),
+            )],
             write_verifier: WVERF,
             max_io,
         }
@@ -1844,5 +1847,81 @@ mod local {
             NfsRes::Ok(ok) => assert_eq!(ok.data, b"hello"),
             other => panic!("{other:?}"),
         }
+    }
+}
+
+/// Client lists and per-client options, checked on every handle.
+mod access_checks {
+    use super::*;
+    use crate::access::{ClientOpts, ClientSpec, Rule};
+
+    fn rules(v: &[(&str, ClientOpts)]) -> ExportAccess {
+        ExportAccess::new(
+            v.iter()
+                .map(|(s, o)| Rule {
+                    spec: ClientSpec::parse(s).unwrap(),
+                    opts: *o,
+                })
+                .collect(),
+        )
+    }
+
+    fn getattr_from(s: &Server, fs: &FakeFs, peer: &str) -> Nfsstat3 {
+        let mut c = ctx(s);
+        c.peer = peer.parse().unwrap();
+        let (r, _): (GetAttr3Res, _) = call(
+            &c,
+            NFSPROC3_GETATTR,
+            &GetAttr3Args {
+                object: nfh(fs, FILE),
+            },
+        );
+        r.status()
+    }
+
+    #[test]
+    fn unlisted_is_stale_insecure_is_perm_ro_client_is_rofs() {
+        let fs = FakeFs::new(1, 3);
+        let s = server(&fs, false);
+        let rw = ClientOpts::default();
+        let secure = ClientOpts { secure: true, ..rw };
+        let ro = ClientOpts {
+            read_only: true,
+            ..rw
+        };
+        s.exports[0].set_access(rules(&[
+            ("127.0.0.1", rw),
+            ("127.0.0.2", secure),
+            ("127.0.0.3", ro),
+        ]));
+        assert_eq!(getattr_from(&s, &fs, "127.0.0.1:40000"), Nfsstat3::Ok);
+        assert_eq!(getattr_from(&s, &fs, "127.0.0.9:40000"), Nfsstat3::Stale);
+        assert_eq!(getattr_from(&s, &fs, "127.0.0.2:40000"), Nfsstat3::Perm);
+        assert_eq!(getattr_from(&s, &fs, "127.0.0.2:1000"), Nfsstat3::Ok);
+        assert_eq!(getattr_from(&s, &fs, "127.0.0.3:40000"), Nfsstat3::Ok);
+        let mut c = ctx(&s);
+        c.peer = "127.0.0.3:40000".parse().unwrap();
+        let (r, _) = write3(&c, nfh(&fs, FILE), 0, 1, StableHow::FileSync, vec![1]);
+        assert_eq!(r.status(), Nfsstat3::RoFs);
+        assert!(fs.seen.lock().unwrap().write.is_none());
+        // The same write from the read-write client goes through.
+        c.peer = "127.0.0.1:40000".parse().unwrap();
+        let (r, _) = write3(&c, nfh(&fs, FILE), 0, 1, StableHow::FileSync, vec![1]);
+        assert_eq!(r.status(), Nfsstat3::Ok);
+        // ACCESS never grants changes to a read-only client.
+        c.peer = "127.0.0.3:40000".parse().unwrap();
+        let (r, _): (Access3Res, _) = call(
+            &c,
+            NFSPROC3_ACCESS,
+            &Access3Args {
+                object: nfh(&fs, FILE),
+                access: 0x3f,
+            },
+        );
+        let NfsRes::Ok(ok) = r else { panic!() };
+        assert_eq!(
+            ok.access & (ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE),
+            0
+        );
     }
 }

@@ -1,0 +1,361 @@
+//! Export access control end to end: squashing, per-client options from
+//! the configuration file, privileged ports, and SIGHUP reload without
+//! dropping connections.
+
+mod common;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::time::Duration;
+
+use common::nfs::*;
+use common::{TempDir, TestServer};
+use rnfsd_client::nfs3::*;
+use rnfsd_client::{Auth, Client, ClientConfig, ClientError, MountClient, NfsClient};
+use rnfsd_proto::mount::MountStat3;
+
+fn world_writable(dir: &Path, name: &str) {
+    let p = dir.join(name);
+    std::fs::create_dir(&p).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).unwrap();
+}
+
+async fn client_from(srv: &TestServer, local: &str) -> Client {
+    let sock = tokio::net::TcpSocket::new_v4().expect("socket");
+    sock.bind(format!("{local}:0").parse().unwrap())
+        .expect("bind");
+    let st = sock.connect(srv.addr).await.expect("connect");
+    let conn = rnfsd_client::RpcConnection::from_stream(st, &config(1)).expect("conn");
+    Client::from_connection(conn)
+}
+
+async fn mnt_from(c: &Client, path: &str) -> Result<NfsFh3, ClientError> {
+    Ok(NfsFh3::new(
+        MountClient::new(c.clone()).mnt(path).await?.fhandle,
+    ))
+}
+
+fn write_config(dir: &Path, text: &str) -> String {
+    let p = dir.join("rnfsd.toml");
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn root_is_squashed_by_default() {
+    let dir = TempDir::new("acc-rootsquash");
+    world_writable(dir.path(), "pub");
+    std::fs::write(dir.path().join("rootonly"), b"x").unwrap();
+    std::fs::set_permissions(
+        dir.path().join("rootonly"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let srv = TestServer::start_defaults(dir.path(), &["--no-rpcbind"]);
+    bounded(async {
+        let m = mount(&srv).await;
+        let p = lookup(&m.nfs, &m.root, "pub").await;
+        // Root's file lands as nobody.
+        create_file(&m.nfs, &p, "f").await;
+        let md = std::fs::metadata(dir.path().join("pub/f")).unwrap();
+        assert_eq!((md.uid(), md.gid()), (65534, 65534));
+        // Root cannot read a 0600 root file, and ACCESS says so too.
+        let fh = lookup(&m.nfs, &m.root, "rootonly").await;
+        fail(
+            "READ 0600 as squashed root",
+            read_res(&m.nfs, &fh, 0, 10).await,
+            Nfsstat3::Acces,
+        );
+        let a = ok(
+            "ACCESS",
+            m.nfs
+                .access(&Access3Args {
+                    object: fh,
+                    access: ACCESS3_READ | ACCESS3_MODIFY,
+                })
+                .await,
+        );
+        assert_eq!(a.access, 0, "ACCESS answered for unsquashed root");
+        // A non-root user keeps its identity.
+        let user = m.nfs.with_auth(Auth::unix(1000, 1000));
+        create_file(&user, &p, "g").await;
+        let md = std::fs::metadata(dir.path().join("pub/g")).unwrap();
+        assert_eq!((md.uid(), md.gid()), (1000, 1000));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_root_squash_all_squash_and_anonuid() {
+    let dir = TempDir::new("acc-squash-opts");
+    let other = TempDir::new("acc-squash-opts-2");
+    world_writable(other.path(), "pub");
+    let cfgdir = TempDir::new("acc-squash-cfg");
+    let cfg = write_config(
+        cfgdir.path(),
+        &format!(
+            "[[export]]\npath = \"{}\"\nall_squash = true\nanonuid = 4321\nanongid = 4322\n",
+            other.path().display()
+        ),
+    );
+    let srv = TestServer::start_with(
+        dir.path(),
+        &["--no-rpcbind", "--no-root-squash", "--config", &cfg],
+    );
+    bounded(async {
+        let m = mount(&srv).await;
+        create_file(&m.nfs, &m.root, "asroot").await;
+        assert_eq!(
+            std::fs::metadata(dir.path().join("asroot")).unwrap().uid(),
+            0
+        );
+        let o = mnt_from(&m.client, other.path().to_str().unwrap())
+            .await
+            .expect("MNT");
+        let p = lookup(&m.nfs, &o, "pub").await;
+        let user = m.nfs.with_auth(Auth::unix(1000, 1000));
+        create_file(&user, &p, "u").await;
+        create_file(&m.nfs, &p, "r").await;
+        for n in ["u", "r"] {
+            let md = std::fs::metadata(other.path().join("pub").join(n)).unwrap();
+            assert_eq!((md.uid(), md.gid()), (4321, 4322), "{n}");
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn auth_none_runs_as_the_anonymous_user() {
+    let dir = TempDir::new("acc-authnone");
+    world_writable(dir.path(), "pub");
+    let srv = TestServer::start_with(
+        dir.path(),
+        &[
+            "--no-rpcbind",
+            "--allow-auth-none",
+            "--no-root-squash",
+            "--anonuid",
+            "777",
+            "--anongid",
+            "778",
+        ],
+    );
+    bounded(async {
+        let m = mount(&srv).await;
+        let p = lookup(&m.nfs, &m.root, "pub").await;
+        create_file(&m.nfs.with_auth(Auth::none()), &p, "n").await;
+        let md = std::fs::metadata(dir.path().join("pub/n")).unwrap();
+        assert_eq!((md.uid(), md.gid()), (777, 778));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn read_only_client_gets_rofs_other_client_writes() {
+    let dir = TempDir::new("acc-roclient");
+    std::fs::write(dir.path().join("f"), b"orig").unwrap();
+    let cfgdir = TempDir::new("acc-roclient-cfg");
+    let second = TempDir::new("acc-roclient-2");
+    std::fs::write(second.path().join("f"), b"orig").unwrap();
+    let cfg = write_config(
+        cfgdir.path(),
+        &format!(
+            "[[export]]\npath = \"{}\"\nroot_squash = false\nclients = [\"127.0.0.1\"]\n\
+             [[export.client]]\nmatch = \"127.0.0.2\"\nread_only = true\n",
+            second.path().display()
+        ),
+    );
+    let srv = TestServer::start_with(
+        dir.path(),
+        &["--no-rpcbind", "--no-root-squash", "--config", &cfg],
+    );
+    bounded(async {
+        let path = second.path().to_str().unwrap();
+        let rw = connect(&srv).await;
+        let ro = client_from(&srv, "127.0.0.2").await;
+        let unlisted = client_from(&srv, "127.0.0.3").await;
+        let h_rw = mnt_from(&rw, path).await.expect("MNT rw");
+        let h_ro = mnt_from(&ro, path).await.expect("MNT ro");
+        assert!(matches!(
+            mnt_from(&unlisted, path).await,
+            Err(ClientError::Mount(MountStat3::Acces))
+        ));
+        let (nrw, nro) = (NfsClient::new(rw), NfsClient::new(ro));
+        let f_ro = lookup(&nro, &h_ro, "f").await;
+        let args = Write3Args {
+            file: f_ro.clone(),
+            offset: 0,
+            count: 1,
+            stable: StableHow::FileSync,
+            data: b"X".to_vec(),
+        };
+        fail(
+            "WRITE from ro client",
+            nro.write(&args).await,
+            Nfsstat3::RoFs,
+        );
+        fail(
+            "CREATE from ro client",
+            create_res(&nro, &h_ro, "n").await,
+            Nfsstat3::RoFs,
+        );
+        // Reads work for it.
+        assert_eq!(nro.read_all(&f_ro).await.unwrap(), b"orig");
+        // The listed read-write client writes.
+        let f_rw = lookup(&nrw, &h_rw, "f").await;
+        write(&nrw, &f_rw, 0, b"W").await;
+        assert_eq!(std::fs::read(second.path().join("f")).unwrap(), b"Wrig");
+        // EXPORT lists the clients.
+        let x = MountClient::new(connect(&srv).await)
+            .export()
+            .await
+            .unwrap();
+        let e = x
+            .iter()
+            .find(|e| e.dir.0 == path.as_bytes())
+            .expect("listed");
+        let groups: Vec<_> = e.groups.iter().map(|g| g.0.clone()).collect();
+        assert_eq!(groups, [b"127.0.0.1".to_vec(), b"127.0.0.2".to_vec()]);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn secure_export_needs_a_privileged_port() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIP secure_export_needs_a_privileged_port: needs root to bind < 1024");
+        return;
+    }
+    let dir = TempDir::new("acc-secure");
+    let srv = TestServer::start_with(
+        dir.path(),
+        &["--no-rpcbind", "--no-root-squash", "--secure"],
+    );
+    bounded(async {
+        let path = export_path(&srv);
+        // Unprivileged port: MNT refused, and so is NFS with a good handle.
+        let low = Client::connect(
+            srv.addr,
+            &ClientConfig {
+                privileged_port: true,
+                ..config(1)
+            },
+        )
+        .await
+        .expect("connect from a reserved port");
+        let fh = mnt_from(&low, &path)
+            .await
+            .expect("MNT from a reserved port");
+        ok(
+            "GETATTR reserved port",
+            NfsClient::new(low)
+                .getattr(&GetAttr3Args { object: fh.clone() })
+                .await,
+        );
+        let high = connect(&srv).await;
+        assert!(matches!(
+            mnt_from(&high, &path).await,
+            Err(ClientError::Mount(MountStat3::Acces))
+        ));
+        fail(
+            "GETATTR from an unprivileged port",
+            NfsClient::new(high)
+                .getattr(&GetAttr3Args { object: fh })
+                .await,
+            Nfsstat3::Perm,
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sighup_applies_new_client_list_without_dropping_connections() {
+    let dir = TempDir::new("acc-reload");
+    let cfgdir = TempDir::new("acc-reload-cfg");
+    std::fs::write(dir.path().join("f"), b"x").unwrap();
+    let conf = |extra: &str| {
+        format!(
+            "[[export]]\npath = \"{}\"\nroot_squash = false\n{extra}",
+            dir.path().display()
+        )
+    };
+    let cfg = write_config(cfgdir.path(), &conf("clients = [\"127.0.0.0/8\"]\n"));
+    // DIR (required by the harness) is the config directory; the export
+    // under test comes from the file, which the reload re-reads.
+    let srv = TestServer::start_with(cfgdir.path(), &["--no-rpcbind", "--config", &cfg]);
+    bounded(async {
+        let path = dir.path().to_str().unwrap().to_owned();
+        let a = client_from(&srv, "127.0.0.2").await;
+        let fh = mnt_from(&a, &path).await.expect("MNT before reload");
+        let nfs = NfsClient::new(a.clone());
+        let f = lookup(&nfs, &fh, "f").await;
+        write(&nfs, &f, 0, b"1").await;
+
+        // Now 127.0.0.2 is read-only, and 127.0.0.3 is not listed.
+        write_config(
+            cfgdir.path(),
+            &conf("clients = [\"127.0.0.1\"]\n[[export.client]]\nmatch = \"127.0.0.2\"\nread_only = true\n"),
+        );
+        let b = client_from(&srv, "127.0.0.3").await;
+        let nb = NfsClient::new(b);
+        ok("GETATTR before reload", nb.getattr(&GetAttr3Args { object: f.clone() }).await);
+        hup(&srv);
+        // Same connection: the new rules apply to its next call.
+        let mut applied = false;
+        for _ in 0..100 {
+            let r = nfs
+                .write(&Write3Args {
+                    file: f.clone(),
+                    offset: 0,
+                    count: 1,
+                    stable: StableHow::FileSync,
+                    data: b"2".to_vec(),
+                })
+                .await
+                .expect("connection survived the reload");
+            if r.status() == Nfsstat3::RoFs {
+                applied = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(applied, "reload not applied; log: {}", log_tail(&srv, 20));
+        assert!(!a.is_closed());
+        fail("GETATTR unlisted after reload", nb.getattr(&GetAttr3Args { object: f }).await, Nfsstat3::Stale);
+
+        // A reload that adds an export is refused whole.
+        let extra = TempDir::new("acc-reload-extra");
+        write_config(
+            cfgdir.path(),
+            &format!("{}[[export]]\npath = \"{}\"\n", conf("clients = [\"*\"]\n"), extra.path().display()),
+        );
+        hup(&srv);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        ok("GETATTR still read-only rules", nfs.getattr(&GetAttr3Args { object: fh.clone() }).await);
+        fail("CREATE still refused", create_res(&nfs, &fh, "n").await, Nfsstat3::RoFs);
+        assert!(log_tail(&srv, 50).contains("needs a restart"), "{}", log_tail(&srv, 20));
+    })
+    .await;
+}
+
+fn hup(srv: &TestServer) {
+    let pid = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| {
+                    let c = String::from_utf8_lossy(&c).into_owned();
+                    c.contains(srv.state.path().to_str().unwrap()) && c.contains("serve")
+                })
+                .unwrap_or(false)
+        })
+        .expect("server pid");
+    let st = std::process::Command::new("kill")
+        .args(["-HUP", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
