@@ -416,7 +416,10 @@ mod tests {
     fn opaque_pads_to_four() {
         let mut e = Enc::new();
         e.opaque(b"abcde");
-        assert_eq!(e.as_slice(), &[0, 0, 0, 5, b'a', b'b', b'c', b'd', b'e', 0, 0, 0]);
+        assert_eq!(
+            e.as_slice(),
+            &[0, 0, 0, 5, b'a', b'b', b'c', b'd', b'e', 0, 0, 0]
+        );
         let mut d = Dec::new(e.as_slice());
         assert_eq!(d.opaque(8).unwrap(), b"abcde");
         d.finish().unwrap();
