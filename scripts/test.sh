@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine: installs what the
-# tests need, then formatting, lints and every test. `.ci/run` runs this.
+# tests need, then formatting, lints, every cargo test, and the Linux kernel
+# NFS client in a qemu guest (smoke, pjdfstest, tar, restart). `.ci/run`
+# runs this.
+#
+# RNFSD_SKIP_KERNEL_CLIENT=1 skips the guest stage (it needs root, about
+# 8 minutes, and downloads a kernel package the first time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,3 +24,13 @@ cargo clippy --workspace --all-targets -- -D warnings
 # not a skip.
 export RNFSD_REQUIRE_LIBNFS="${CI:-}"
 cargo test --workspace
+
+if [ "${RNFSD_SKIP_KERNEL_CLIENT:-}" = 1 ]; then
+    echo "SKIP: kernel-client stage (RNFSD_SKIP_KERNEL_CLIENT=1)"
+elif [ "$(id -u)" != 0 ]; then
+    echo "SKIP: kernel-client stage needs root (namespaces, qemu, apt-get)"
+else
+    # The debug server cargo test just built: correctness, not speed, and it
+    # saves a release build.
+    RNFSD_BIN="$PWD/target/debug/rnfsd" tests/kernel-client/run.sh smoke pjdfstest tar restart
+fi

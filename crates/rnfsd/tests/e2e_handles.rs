@@ -509,3 +509,54 @@ async fn handle_type_mismatch() {
     })
     .await;
 }
+
+/// RFC 1813 §3.3.7 and §3.3.21: the write verifier is constant for one
+/// server instance and changes when the server restarts, which is how a
+/// client learns that UNSTABLE data it still holds may be lost and must be
+/// sent again. The host truncates the file while the server is down (what a
+/// crash does to data still in its page cache); the COMMIT after the restart
+/// must show a new verifier, and the resent WRITE must land.
+#[tokio::test(flavor = "multi_thread")]
+async fn verifier_changes_on_restart_so_unstable_writes_are_resent() {
+    bounded(async {
+        let (dir, mut srv) = start("e2e-h-verf", "auto");
+        std::fs::write(dir.path().join("f"), b"").expect("create");
+        let data = b"unstable data the client still holds".to_vec();
+        let write = |fh: &NfsFh3| Write3Args {
+            file: fh.clone(),
+            offset: 0,
+            count: data.len() as u32,
+            stable: StableHow::Unstable,
+            data: data.clone(),
+        };
+        let commit = |fh: &NfsFh3| Commit3Args {
+            file: fh.clone(),
+            offset: 0,
+            count: 0,
+        };
+        let s = mount(&srv).await;
+        let f = lookup(&s.nfs, &s.root, "f").await;
+        let w1 = ok("WRITE before restart", s.nfs.write(&write(&f)).await);
+        let w2 = ok("second WRITE", s.nfs.write(&write(&f)).await);
+        assert_eq!(w1.verf, w2.verf, "one instance, one verifier");
+        drop(s);
+
+        srv.stop();
+        std::fs::write(dir.path().join("f"), b"").expect("lose the data");
+        srv.restart();
+
+        let s = mount(&srv).await;
+        let c = ok("COMMIT after restart", s.nfs.commit(&commit(&f)).await);
+        assert_ne!(
+            c.verf, w1.verf,
+            "a restarted server must change its verifier"
+        );
+        // The client's duty on a changed verifier: send the data again.
+        let w3 = ok("resent WRITE", s.nfs.write(&write(&f)).await);
+        assert_eq!(w3.verf, c.verf, "the new instance keeps its verifier");
+        let c2 = ok("second COMMIT", s.nfs.commit(&commit(&f)).await);
+        assert_eq!(c2.verf, c.verf);
+        assert_eq!(std::fs::read(dir.path().join("f")).expect("read"), data);
+    })
+    .await;
+}

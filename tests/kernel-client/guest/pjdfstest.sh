@@ -1,0 +1,52 @@
+# pjdfstest (the Rust rewrite) on the NFS mount, as root. Each test case
+# becomes a check; "failed as expected" cases (listed, with the NFSv3 rule
+# behind each, in pjdfstest.toml and docs/kernel-client.md) count as passes,
+# a listed case that passes counts as a failure so the list stays honest.
+#
+# Two invocations: the EROFS cases first, alone, because remounting
+# read-only fails with EBUSY while the client still has silly-renamed or
+# written files of earlier cases in flight; then the rest with remounts off.
+# shellcheck shell=bash
+. /share/guest/lib.sh
+M=/mnt/nfs
+check pjdfstest/mount nfs_mount $M
+if [ "$CHECK_RC" -ne 0 ]; then exit 1; fi
+mkdir -p /tmp/pjd-secondary
+sed 's/^allow_remount = true/allow_remount = false/' /share/pjdfstest.toml >/tmp/pjd-noremount.toml
+
+# pjd NAME CONFIG PATTERN...: one pjdfstest invocation, output in
+# /share/pjdfstest-NAME.out, one result line per test case.
+pjd() {
+    local name=$1 conf=$2 out=/share/pjdfstest-$1.out rc
+    shift 2
+    (cd /tmp && NO_COLOR=1 timeout -k 5 $((LIMIT_pjdfstest - 60)) \
+        /share/bin/pjdfstest -v -c "$conf" -p $M -s /tmp/pjd-secondary "$@") >"$out" 2>&1
+    rc=$?
+    log "pjdfstest $name: exit $rc"
+    awk -v R="$RESULTS" -v N="$name" '
+        function flush() { if (name != "") { print "FAIL pjdfstest/" name ": " why >> R; name = "" } }
+        /^[^ \t].* (ok|FAILED|skipped|failed as expected|PASSED UNEXPECTEDLY)$/ {
+            flush()
+            n = $1
+            if ($0 ~ / ok$/) print "PASS pjdfstest/" n >> R
+            else if ($0 ~ /failed as expected$/) print "PASS pjdfstest/" n " (expected failure under NFSv3)" >> R
+            else if ($0 ~ /PASSED UNEXPECTEDLY$/) print "FAIL pjdfstest/" n ": listed as an expected failure but passed" >> R
+            else if ($0 ~ /FAILED$/) { name = n; why = "" }
+            next
+        }
+        name != "" && /^\t/ { line = $0; sub(/^\t/, "", line); if (why == "") why = line; else if (length(why) < 400) why = why " | " line; next }
+        /^Summary:/ { flush(); print "INFO pjdfstest (" N ") " $0 >> R }
+        END { flush() }
+    ' "$out"
+    grep -q '^Summary:' "$out" || fail "pjdfstest/$name-summary" "no summary line (exit $rc); see pjdfstest-$name.out"
+}
+
+if [ -n "${PJD_PATTERNS:-}" ]; then
+    # shellcheck disable=SC2086
+    pjd selected /share/pjdfstest.toml $PJD_PATTERNS
+else
+    pjd erofs /share/pjdfstest.toml erofs
+    pjd all /tmp/pjd-noremount.toml
+fi
+umount $M
+exit 0

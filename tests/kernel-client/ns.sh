@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Runs inside run.sh's private network/mount/pid namespace (only `lo`):
+# starts the server on 127.0.0.1:$NFS_PORT, boots the guest with qemu user
+# networking forwarding 10.0.2.100:$NFS_PORT to it (one socat per guest
+# connection), and serves the guest's requests (server restarts) until qemu
+# exits. Environment from run.sh: RUN EXPORT NFS_PORT SERVER ACCEL
+# QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN.
+set -uo pipefail
+
+say() { echo "[ns $(date +%T)] $*"; }
+
+ip link set lo up
+mount -t tmpfs tmpfs /run
+
+SRV_PID=
+QEMU_PID=
+PASST_PID=
+TCPDUMP_PID=
+cleanup() {
+    [ -n "$QEMU_PID" ] && kill -TERM "$QEMU_PID" 2>/dev/null
+    stop_server TERM
+    [ -n "$QEMU_PID" ] && wait "$QEMU_PID" 2>/dev/null
+    [ -n "$PASST_PID" ] && kill -TERM "$PASST_PID" 2>/dev/null
+    [ -n "$TCPDUMP_PID" ] && kill -TERM "$TCPDUMP_PID" 2>/dev/null
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT
+
+wait_port() { # the server answers TCP on the port
+    local i
+    for ((i = 0; i < 200; i++)); do
+        (exec 3<>/dev/tcp/127.0.0.1/"$NFS_PORT") 2>/dev/null && return 0
+        kill -0 "$SRV_PID" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}
+
+start_server() {
+    rm -f "$RUN/port"
+    "$RNFSD_BIN" serve "$EXPORT" --listen "127.0.0.1:$NFS_PORT" \
+        --state-dir "$RUN/state" --no-rpcbind --no-root-squash --port-file "$RUN/port" \
+        >>"$RUN/server.log" 2>&1 &
+    SRV_PID=$!
+    wait_port
+}
+
+stop_server() { # stop_server TERM|KILL
+    [ -n "$SRV_PID" ] || return 0
+    kill -"$1" "$SRV_PID" 2>/dev/null
+    local i
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "$SRV_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$SRV_PID" 2>/dev/null
+    wait "$SRV_PID" 2>/dev/null
+    SRV_PID=
+}
+
+# KC_PCAP=1: capture the server side (loopback) for diagnosis.
+if [ -n "${KC_PCAP:-}" ]; then
+    tcpdump -i lo -s 512 -U -w "$RUN/nfs.pcap" tcp port "$NFS_PORT" >"$RUN/tcpdump.log" 2>&1 &
+    TCPDUMP_PID=$!
+    sleep 1
+fi
+start_server || { say "server did not start"; tail -n 20 "$RUN/server.log"; exit 1; }
+say "server $SERVER up on 127.0.0.1:$NFS_PORT (pid $SRV_PID)"
+
+accel=tcg,thread=multi
+[ "$ACCEL" = kvm ] && accel=kvm
+case $NET in
+passt)
+    # passt: guest connections to the gateway (10.0.2.2) reach this
+    # namespace's loopback. It needs a routable interface to copy: a veth
+    # pair whose far end has no address, so nothing goes anywhere.
+    ip link add kc0 type veth peer name kc1 && ip link set kc0 up && ip link set kc1 up &&
+        ip addr add 10.0.2.15/24 dev kc0 && ip route add default via 10.0.2.2 ||
+        { say "veth setup failed"; exit 1; }
+    mkdir -p /run/passt && chmod 1777 /run/passt
+    passt -f -s /run/passt/sock --no-dhcp-dns -t none -u none >"$RUN/passt.log" 2>&1 &
+    PASST_PID=$!
+    for ((i = 0; i < 50; i++)); do [ -S /run/passt/sock ] && break; sleep 0.1; done
+    [ -S /run/passt/sock ] || { say "passt did not start"; cat "$RUN/passt.log"; exit 1; }
+    netdev=(-netdev stream,id=n0,server=off,addr.type=unix,addr.path=/run/passt/sock)
+    ;;
+*)
+    # qemu user networking; one socat per guest connection (cmd:), so
+    # nconnect and reconnects get connections of their own.
+    netdev=(-netdev "user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:$NFS_PORT-cmd:socat - TCP:127.0.0.1:$NFS_PORT")
+    ;;
+esac
+timeout -k 10 "$QEMU_TIMEOUT" qemu-system-x86_64 \
+    -accel "$accel" -cpu max -smp 2 -m 1024 \
+    -nodefaults -no-user-config -display none -no-reboot \
+    -kernel "$VMLINUZ" -initrd "$INITRD" \
+    -append "console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init" \
+    -serial "file:$RUN/console.log" \
+    -device virtio-net-pci,netdev=n0 \
+    "${netdev[@]}" \
+    -virtfs local,path=/usr,mount_tag=usr,security_model=none,readonly=on,id=usr \
+    -virtfs "local,path=$RUN/share,mount_tag=share,security_model=none,id=share" \
+    >"$RUN/qemu.log" 2>&1 &
+QEMU_PID=$!
+say "qemu pid $QEMU_PID"
+
+# Serve guest requests (files share/ctl/req.ID, answered in ans.ID).
+answer() { echo "$2" >"$RUN/share/ctl/ans.$1.tmp" && mv "$RUN/share/ctl/ans.$1.tmp" "$RUN/share/ctl/ans.$1"; }
+while kill -0 "$QEMU_PID" 2>/dev/null; do
+    for req in "$RUN"/share/ctl/req.*; do
+        [ -f "$req" ] || continue
+        id=${req##*/req.}
+        read -r cmd arg opt <"$req"
+        rm -f "$req"
+        say "guest request $id: $cmd $arg ${opt:-}"
+        case $cmd in
+        restart)
+            # restart KILL|TERM [lose=RELPATH]: same port, state dir and
+            # export. lose= truncates that file while the server is down: the
+            # uncommitted (UNSTABLE) writes a real crash may lose (RFC 1813
+            # 3.3.7, 3.3.21); the client must send them again.
+            stop_server "${arg:-KILL}"
+            case ${opt:-} in lose=*) truncate -s 0 "$EXPORT/${opt#lose=}" ;; esac
+            if start_server; then answer "$id" "ok pid $SRV_PID"; else answer "$id" "error server did not restart"; fi
+            ;;
+        *) answer "$id" "error unknown request" ;;
+        esac
+    done
+    sleep 0.1
+done
+wait "$QEMU_PID"
+rc=$?
+QEMU_PID=
+say "qemu exited $rc"
+[ $rc -eq 124 ] && { say "qemu timed out after ${QEMU_TIMEOUT}s"; exit 124; }
+exit 0

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# Real-client conformance harness: the Linux kernel NFSv3 client in a qemu
+# guest mounts rnfsd and runs workloads. See docs/kernel-client.md.
+#
+#   tests/kernel-client/run.sh [--accel tcg|kvm] [--net passt|slirp]
+#                              [--timeout SECS] [WORKLOAD...]
+#
+# Workloads: smoke pjdfstest tar restart (the default set; guest/NAME.sh).
+# Prints one PASS/FAIL line per check and, last, "N passed, M failed".
+# Exit status 0 only when every check passed.
+#
+# Environment: RNFSD_BIN (server binary; default target/release/rnfsd, built
+# if missing), KC_WORK (work and cache dir; default target/kernel-client),
+# KC_KEEP=1 (keep the run dir: export, logs), KC_PCAP=1 (tcpdump of the
+# server side into the run dir), PJD_PATTERNS, TAR_FILES.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+
+SERVER=rnfsd
+KC_PCAP=${KC_PCAP:-}
+ACCEL=tcg
+NET=${KC_NET:-passt}
+TOTAL_TIMEOUT=
+WORKLOADS=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --accel) ACCEL=$2; shift 2 ;;
+    --net) NET=$2; shift 2 ;;
+    --timeout) TOTAL_TIMEOUT=$2; shift 2 ;;
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+    *) WORKLOADS+=("$1"); shift ;;
+    esac
+done
+[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(smoke pjdfstest tar restart)
+for w in "${WORKLOADS[@]}"; do
+    [ -f "$HERE/guest/$w.sh" ] || { echo "run.sh: no workload '$w'" >&2; exit 2; }
+done
+case $ACCEL in tcg | kvm) ;; *) echo "run.sh: --accel tcg|kvm" >&2; exit 2 ;; esac
+case $NET in passt | slirp) ;; *) echo "run.sh: --net passt|slirp" >&2; exit 2 ;; esac
+
+# Per-workload time limits inside the guest (seconds, under TCG).
+declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=240)
+budget=120 # boot and setup
+for w in "${WORKLOADS[@]}"; do budget=$((budget + ${LIMIT[$w]:-300})); done
+QEMU_TIMEOUT=$budget
+TOTAL_TIMEOUT=${TOTAL_TIMEOUT:-$((budget + 600))} # + first-time installs
+
+# The whole script runs under timeout(1); cleanup runs on its SIGTERM.
+if [ -z "${KC_UNDER_TIMEOUT:-}" ]; then
+    export KC_UNDER_TIMEOUT=1
+    exec timeout -k 20 "$TOTAL_TIMEOUT" "$0" --accel "$ACCEL" --net "$NET" \
+        --timeout "$TOTAL_TIMEOUT" "${WORKLOADS[@]}"
+fi
+
+say() { echo "[kernel-client $(date +%T)] $*" >&2; }
+die() { say "error: $*"; echo "0 passed, 1 failed"; exit 1; }
+
+WORK=${KC_WORK:-$REPO/target/kernel-client}
+CACHE=$WORK/cache
+RUN=$WORK/run
+mkdir -p "$CACHE"
+T0=$(date +%s)
+
+# ---- host packages -------------------------------------------------------
+need=()
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+[ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx cpio || need+=(busybox-static)
+command -v socat >/dev/null || need+=(socat)
+command -v modprobe >/dev/null || need+=(kmod)
+command -v ip >/dev/null || need+=(iproute2)
+[ "$NET" = passt ] && ! command -v passt >/dev/null && need+=(passt)
+apt_updated=
+apt_update() { [ -n "$apt_updated" ] || { apt-get update -qq && apt_updated=1; }; }
+if [ ${#need[@]} -gt 0 ]; then
+    say "apt-get install ${need[*]}"
+    apt_update || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >"$CACHE/apt.log" 2>&1 ||
+        die "apt-get install ${need[*]} failed (see $CACHE/apt.log)"
+fi
+
+# ---- guest kernel (Debian's, unpacked into the cache, never installed) ----
+KDIR=$(ls -d "$CACHE"/kernel/lib/modules/*/ 2>/dev/null | head -n 1)
+if [ -z "$KDIR" ]; then
+    apt_update || die "apt-get update failed"
+    kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+    [ -n "$kpkg" ] || die "cannot resolve linux-image-amd64"
+    say "fetching $kpkg"
+    rm -rf "$CACHE/kernel" "$CACHE/deb" && mkdir -p "$CACHE/deb"
+    (cd "$CACHE/deb" && apt-get download "$kpkg" >/dev/null 2>&1) || die "apt-get download $kpkg failed"
+    dpkg-deb -x "$CACHE"/deb/"$kpkg"_*.deb "$CACHE/kernel" || die "dpkg-deb -x failed"
+    rm -rf "$CACHE/deb"
+    KDIR=$(ls -d "$CACHE"/kernel/lib/modules/*/ | head -n 1)
+fi
+KVER=$(basename "$KDIR")
+VMLINUZ=$CACHE/kernel/boot/vmlinuz-$KVER
+[ -f "$VMLINUZ" ] || die "no $VMLINUZ"
+[ -f "$KDIR/modules.dep" ] || depmod -b "$CACHE/kernel" "$KVER" || die "depmod failed"
+
+# ---- initramfs (rebuilt when the init script or kernel changes) -----------
+MODS="virtio_pci virtio_net 9pnet_virtio 9p nfsv3"
+stamp=$( (cat "$HERE/guest/init"; echo "$KVER $MODS") | sha256sum | cut -c1-16)
+INITRD=$CACHE/initramfs-$stamp.cpio
+if [ ! -f "$INITRD" ]; then
+    say "building initramfs for $KVER"
+    ir=$CACHE/initramfs.d
+    rm -rf "$ir" && mkdir -p "$ir"/{bb,kmod,etc}
+    cp /bin/busybox "$ir/bb/busybox"
+    cp "$HERE/guest/init" "$ir/init" && chmod 755 "$ir/init"
+    : >"$ir/kmod/order"
+    for m in $MODS; do
+        modprobe -d "$CACHE/kernel" -S "$KVER" --show-depends "$m" | awk '$1=="insmod"{print $2}'
+    done | awk '!seen[$0]++' | while read -r ko; do
+        cp "$ko" "$ir/kmod/" && basename "$ko" >>"$ir/kmod/order"
+    done
+    [ -s "$ir/kmod/order" ] || die "no modules resolved"
+    # Users for chown and pjdfstest; the host's loader cache for its /usr.
+    cat >"$ir/etc/passwd" <<'EOF'
+root:x:0:0:root:/root:/bin/bash
+daemon:x:1:1:daemon:/:/bin/false
+bin:x:2:2:bin:/:/bin/false
+tester:x:1000:1000:tester:/:/bin/false
+tester2:x:1001:1001:tester2:/:/bin/false
+nobody:x:65534:65534:nobody:/nonexistent:/bin/false
+EOF
+    cat >"$ir/etc/group" <<'EOF'
+root:x:0:
+daemon:x:1:
+bin:x:2:
+tester:x:1000:
+tester2:x:1001:
+nogroup:x:65534:
+EOF
+    cp /etc/ld.so.cache "$ir/etc/" 2>/dev/null
+    echo "127.0.0.1 localhost" >"$ir/etc/hosts"
+    rm -f "$CACHE"/initramfs-*.cpio
+    (cd "$ir" && find . | busybox cpio -o -H newc >"$INITRD.tmp" 2>/dev/null) && mv "$INITRD.tmp" "$INITRD" ||
+        die "cpio failed"
+fi
+
+# ---- server and third-party tools ----------------------------------------
+RNFSD_BIN=${RNFSD_BIN:-$REPO/target/release/rnfsd}
+if [ ! -x "$RNFSD_BIN" ]; then
+    say "building rnfsd (release)"
+    (cd "$REPO" && cargo build --release -q -p rnfsd) || die "cargo build failed"
+fi
+rm -rf "$RUN" && mkdir -p "$RUN"/{share/guest,share/bin,share/ctl,export,state}
+cp "$HERE"/guest/*.sh "$HERE"/guest/*.pl "$RUN/share/guest/"
+cargo_tool() { # cargo_tool NAME CRATE: a crates.io tool, into the guest's bin
+    local bin=${CARGO_HOME:-$HOME/.cargo}/bin/$1
+    if [ ! -x "$bin" ]; then
+        say "cargo install $2"
+        cargo install -q --locked "$2" >"$CACHE/cargo-install-$2.log" 2>&1 ||
+            cargo install -q "$2" >>"$CACHE/cargo-install-$2.log" 2>&1 ||
+            die "cargo install $2 failed (see $CACHE/cargo-install-$2.log)"
+    fi
+    cp "$bin" "$RUN/share/bin/"
+}
+for w in "${WORKLOADS[@]}"; do
+    case $w in
+    pjdfstest) cargo_tool pjdfstest pjdfstest ;;
+    esac
+done
+[ -f "$HERE/guest/pjdfstest.toml" ] && cp "$HERE/guest/pjdfstest.toml" "$RUN/share/"
+
+# The export must be on a filesystem that holds a >4 GiB sparse file; the
+# run dir is under the work dir (target/, ext4 here).
+EXPORT=$(cd "$RUN/export" && pwd -P)
+NFS_PORT=2049
+{
+    if [ "$NET" = passt ]; then echo "SERVER_IP=10.0.2.2"; else echo "SERVER_IP=10.0.2.100"; fi
+    echo "NFS_PORT=$NFS_PORT"
+    echo "EXPORT=$EXPORT"
+    echo "SERVER_KIND=$SERVER"
+    echo "PJD_PATTERNS='${PJD_PATTERNS:-}'"
+    echo "TAR_FILES=${TAR_FILES:-5000}"
+    echo "WORKLOADS='${WORKLOADS[*]}'"
+    for w in "${WORKLOADS[@]}"; do echo "LIMIT_$w=${LIMIT[$w]:-300}"; done
+} >"$RUN/share/params"
+: >"$RUN/share/results.txt"
+
+# ---- boot: server + guest in a private network, mount and pid namespace ---
+say "booting guest ($ACCEL, kernel $KVER, server $SERVER, workloads: ${WORKLOADS[*]})"
+NS_PID=
+cleanup() {
+    if [ -n "$NS_PID" ] && kill -0 "$NS_PID" 2>/dev/null; then
+        # SIGTERM lets ns.sh stop qemu and the server; the pid namespace
+        # guarantees nothing outlives it.
+        kill -TERM "$NS_PID" 2>/dev/null
+        for _ in $(seq 50); do kill -0 "$NS_PID" 2>/dev/null || break; sleep 0.2; done
+        kill -KILL "$NS_PID" 2>/dev/null
+    fi
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT
+export KC_PCAP RUN EXPORT NFS_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN
+unshare --net --mount --pid --fork --mount-proc --kill-child \
+    bash "$HERE/ns.sh" >"$RUN/ns.log" 2>&1 &
+NS_PID=$!
+wait "$NS_PID"
+ns_rc=$?
+NS_PID=
+T1=$(date +%s)
+say "guest finished (ns.sh exit $ns_rc) after $((T1 - T0))s"
+
+# ---- tally ----------------------------------------------------------------
+passed=0
+failed=0
+emit() { # emit PASS|FAIL NAME [WHY]
+    if [ "$1" = PASS ]; then
+        passed=$((passed + 1)); echo "PASS $2"
+    else
+        failed=$((failed + 1)); echo "FAIL $2${3:+: $3}"
+    fi
+}
+declare -A done_w=()
+while IFS= read -r line; do
+    case $line in
+    "PASS "*) emit PASS "${line#PASS }" ;;
+    "FAIL "*) n=${line#FAIL }; emit FAIL "${n%%: *}" "${n#*: }" ;;
+    "HOSTCHECK "*)
+        read -r _ name rel want <<<"$line"
+        got=$(sha256sum "$EXPORT/$rel" 2>/dev/null | cut -d' ' -f1)
+        if [ "$got" = "$want" ]; then emit PASS "$name"; else emit FAIL "$name" "server disk has ${got:-no file}, client wrote $want"; fi ;;
+    "DONE "*)
+        read -r _ w rc secs <<<"$line"
+        done_w[$w]=1
+        echo "# workload $w finished in ${secs}s (exit $rc)" ;;
+    "INFO "*) echo "# ${line#INFO }" ;;
+    esac
+done <"$RUN/share/results.txt"
+for w in "${WORKLOADS[@]}"; do
+    [ -n "${done_w[$w]:-}" ] || emit FAIL "$w/completed" "the guest never finished it (hang, crash or qemu timeout; see $RUN/console.log)"
+done
+if [ "$failed" -gt 0 ] || [ "$ns_rc" -ne 0 ]; then
+    say "logs: $RUN/console.log $RUN/server.log $RUN/ns.log"
+    tail -n 15 "$RUN/ns.log" >&2
+    KC_KEEP=1
+fi
+[ "$ns_rc" -eq 0 ] || emit FAIL harness/namespace "ns.sh exited $ns_rc"
+if [ -z "${KC_KEEP:-}" ]; then rm -rf "$RUN/export"; fi
+echo "# total $((T1 - T0))s"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
