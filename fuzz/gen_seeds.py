@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Write the starting corpora under fuzz/seeds/TARGET (checked in; rerun
+only to change them). Layouts are described in each fuzz target."""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def u32(*v):
+    return b"".join(struct.pack(">I", x & 0xFFFFFFFF) for x in v)
+
+
+def u64(v):
+    return struct.pack(">Q", v)
+
+
+def opaque(b):
+    return u32(len(b)) + b + b"\0" * (-len(b) % 4)
+
+
+def frag(body, last=True):
+    return u32(len(body) | (0x80000000 if last else 0)) + body
+
+
+def auth_sys(uid=0):
+    return u32(1) + opaque(u32(1) + opaque(b"fuzz") + u32(uid, uid, 2, uid, 100))
+
+
+def call(prog, vers, proc, args=b"", cred=None):
+    return u32(7, 0, 2, prog, vers, proc) + (cred or auth_sys()) + u32(0, 0) + args
+
+
+SATTR_NONE = u32(0, 0, 0, 0, 0, 0)
+FH = opaque(bytes(range(16)))
+
+
+def write(target, name, data):
+    d = os.path.join(HERE, "seeds", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# record: 2 bytes max_record, 4 read sizes, then the stream.
+write("record", "one", b"\x01\x00\x03\x07\x01\xff" + frag(b"hello!!!"))
+write("record", "multi", b"\x00\x40\x01\x02\x03\x04" + frag(b"ab", False) + frag(b"", False) + frag(b"cdef") + frag(b"") + frag(b"z" * 40))
+write("record", "toobig", b"\x00\x10\x10\x10\x10\x10" + frag(b"x" * 8, False) + frag(b"y" * 9))
+write("record", "huge", b"\x00\x00\x04\x04\x04\x04" + u32(0xFFFFFFFF) + b"abc")
+
+# rpc_header: a call header (optionally followed by anything).
+write("rpc_header", "null_sys", call(100003, 3, 0))
+write("rpc_header", "null_none", call(100003, 3, 0, cred=u32(0, 0)))
+write("rpc_header", "reply_ok", u32(7, 1, 0, 0, 0, 0))
+write("rpc_header", "reply_mismatch", u32(7, 1, 0, 0, 0, 2, 3, 3))
+write("rpc_header", "reply_denied", u32(7, 1, 1, 1, 5))
+
+# xdr_args: selector byte (index in the target's table), then XDR.
+name = opaque(b"file")
+xa = {
+    0: FH,
+    1: FH + SATTR_NONE + u32(0),
+    2: FH + name,
+    3: FH + u32(0x3F),
+    5: FH + u64(0) + u32(4096),
+    6: FH + u64(0) + u32(5) + u32(2) + opaque(b"hello"),
+    7: FH + name + u32(0) + SATTR_NONE,
+    8: FH + name + SATTR_NONE,
+    9: FH + name + SATTR_NONE + opaque(b"target"),
+    10: FH + name + u32(7) + SATTR_NONE,
+    13: FH + name + FH + opaque(b"other"),
+    14: FH + FH + name,
+    15: FH + u64(0) + b"\0" * 8 + u32(4096),
+    16: FH + u64(0) + b"\0" * 8 + u32(1024, 8192),
+    20: FH + u64(0) + u32(0),
+    21: opaque(b"/srv/a"),
+    24: u32(0) + opaque(b"\1" * 32) + u32(1, 1),
+    26: u32(1) + opaque(b"host") + opaque(b"/srv") + u32(0),
+    27: u32(1) + opaque(b"/srv") + u32(1) + opaque(b"*") + u32(0, 0),
+    28: u32(100003, 3, 6, 2049),
+}
+for sel, b in xa.items():
+    write("xdr_args", f"sel{sel}", bytes([sel]) + b)
+write("xdr_args", "write_ref", b"\xff" + xa[6])
+
+# dispatch: flags, then (structured) prog selector, vers, proc, uid, args.
+S, FHF = 2, 4
+nfs_args = {
+    0: b"", 1: b"", 2: SATTR_NONE + u32(0), 3: name, 4: u32(0x3F), 5: b"",
+    6: u64(0) + u32(4096), 7: u64(0) + u32(5, 2) + opaque(b"hello"),
+    8: name + u32(0) + SATTR_NONE, 9: opaque(b"dir") + SATTR_NONE,
+    10: opaque(b"ln") + SATTR_NONE + opaque(b"file"), 11: opaque(b"fifo") + u32(7) + SATTR_NONE,
+    12: name, 13: opaque(b"dir"), 14: name + FH + opaque(b"new"), 15: FH + opaque(b"hard"),
+    16: u64(0) + b"\0" * 8 + u32(4096), 17: u64(0) + b"\0" * 8 + u32(1024, 8192),
+    18: b"", 19: b"", 20: b"", 21: u64(0) + u32(0),
+}
+for p, a in nfs_args.items():
+    write("dispatch", f"nfs{p}", bytes([S | FHF, 0, 3, p, 0]) + a)
+    write("dispatch", f"nfs{p}_user", bytes([S | FHF, 0, 3, p, 1]) + a)
+for p, a in {0: b"", 1: opaque(b"/tmp"), 2: b"", 3: opaque(b"/tmp"), 4: b"", 5: b""}.items():
+    write("dispatch", f"mount{p}", bytes([S, 1, 3, p, 0]) + a)
+for p in range(6):
+    write("dispatch", f"portmap{p}", bytes([S | 8 | 16 | 1, 2, 2, p, 0]) + u32(100003, 3, 6, 0))
+write("dispatch", "raw_null", b"\x00" + call(100003, 3, 0))
+write("dispatch", "raw_getattr", b"\x00" + call(100003, 3, 1, FH))
