@@ -5,7 +5,8 @@
 # runs this.
 #
 # RNFSD_SKIP_KERNEL_CLIENT=1 skips the guest stage (it needs root, about
-# 8 minutes, and downloads a kernel package the first time).
+# 8 minutes, and downloads a kernel package the first time);
+# RNFSD_SKIP_FUZZ=1 skips the short fuzz run (its first build takes minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +25,13 @@ cargo clippy --workspace --all-targets -- -D warnings
 # not a skip.
 export RNFSD_REQUIRE_LIBNFS="${CI:-}"
 cargo test --workspace
+
+if [ "${RNFSD_SKIP_FUZZ:-}" = 1 ]; then
+    echo "SKIP: fuzz smoke run (RNFSD_SKIP_FUZZ=1)"
+else
+    # Every fuzz target for a few seconds, after replaying its regressions.
+    fuzz/run.sh --ci
+fi
 
 if [ "${RNFSD_SKIP_KERNEL_CLIENT:-}" = 1 ]; then
     echo "SKIP: kernel-client stage (RNFSD_SKIP_KERNEL_CLIENT=1)"

@@ -28,9 +28,11 @@ pub struct MatrixArgs {
     #[arg(long, value_delimiter = ',', default_value = "getattr,traverse")]
     mixes: Vec<Mix>,
     /// Pool policies as wake_order/max_waking/handoff[/layout], comma
-    /// separated; layout is "shared" (one loop, one pool; the default) or
-    /// "percpu" (a loop and a pinned pool per CPU). "all" = the 8
-    /// combinations of lifo|fifo, 1|unlimited, direct|double, shared layout.
+    /// separated; layout is "shared" (one loop, one pool; when omitted) or
+    /// "percpu" (a loop and a pinned pool per CPU: the server's default).
+    /// "all" = the 8 combinations of lifo|fifo, 1|unlimited, direct|double
+    /// in the percpu layout, plus the naive and the design's policy in one
+    /// shared pool.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     policies: Vec<String>,
     #[arg(long, default_value_t = 2.0)]
@@ -47,18 +49,26 @@ pub struct MatrixArgs {
     json: Option<PathBuf>,
 }
 
-pub const DEFAULT_POLICY: &str = "lifo/1/direct";
-pub const NAIVE_POLICY: &str = "fifo/unlimited/double";
+/// The server's defaults: LIFO, one waking, direct hand-off, and a loop and
+/// a pinned pool per CPU.
+pub const DEFAULT_POLICY: &str = "lifo/1/direct/percpu";
+/// What seeds 000 and 001 started from: one pool, FIFO wake-up, a wakeup
+/// per request, two-step hand-off.
+pub const NAIVE_POLICY: &str = "fifo/unlimited/double/shared";
 
+/// The 8 switch combinations in the default (per-CPU) layout, plus the
+/// naive single-pool policy and the design's policy in a single pool.
 fn all_policies() -> Vec<String> {
     let mut v = Vec::new();
     for w in ["lifo", "fifo"] {
         for m in ["1", "unlimited"] {
             for h in ["direct", "double"] {
-                v.push(format!("{w}/{m}/{h}"));
+                v.push(format!("{w}/{m}/{h}/percpu"));
             }
         }
     }
+    v.push(NAIVE_POLICY.to_string());
+    v.push("lifo/1/direct/shared".to_string());
     v
 }
 
