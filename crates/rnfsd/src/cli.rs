@@ -52,6 +52,7 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   max_io = 1048576               READ/WRITE/READDIR transfer size
   max_record = (max_io + 65536)  largest RPC record
   max_connections = 1024
+  max_connections_per_client = 0 per client address; 0 = no limit
   max_inflight_per_conn = 64
   max_conn_output = 4194304      queued reply bytes per connection
   idle_timeout_secs = 360        close idle connections
@@ -178,6 +179,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
 
+    /// Most open connections from one client address; 0 = no limit.
+    /// [default: 0]
+    #[arg(long, value_name = "N")]
+    pub max_connections_per_client: Option<usize>,
+
     /// Requests of one connection processed at once. [default: 64]
     #[arg(long, value_name = "N")]
     pub max_inflight_per_conn: Option<usize>,
@@ -284,6 +290,7 @@ impl ServeArgs {
             queue_limit,
             max_io,
             max_connections,
+            max_connections_per_client,
             max_inflight_per_conn,
             max_waking,
             wake_order,

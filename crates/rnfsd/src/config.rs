@@ -212,6 +212,10 @@ pub struct ServerConfig {
     pub max_io: u32,
     /// Open client connections; more are refused until one closes.
     pub max_connections: usize,
+    /// Open connections from one client address; 0 = no limit beyond
+    /// `max_connections` (the default: NAT, containers and VMs often put
+    /// many clients behind one address).
+    pub max_connections_per_client: usize,
     /// Requests of one connection being processed at once; the connection
     /// is not read further until one completes.
     pub max_inflight_per_conn: usize,
@@ -314,6 +318,7 @@ impl Default for ServerConfig {
             // Far below the 20,000 open-files limit: each backend holds
             // descriptors too.
             max_connections: 1024,
+            max_connections_per_client: 0,
             max_inflight_per_conn: 64,
             max_conn_output: 4 << 20,
             // As knfsd.

@@ -442,6 +442,7 @@ mod transport {
             listen,
             event_threads: s.event_loops(),
             max_connections: s.max_connections,
+            max_connections_per_client: s.max_connections_per_client,
             max_record: s.max_record() as usize,
             max_inflight_per_conn: s.max_inflight_per_conn,
             max_conn_output: s.max_conn_output,

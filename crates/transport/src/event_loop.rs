@@ -101,6 +101,7 @@ pub(crate) fn start(
         service,
         limits: Limits {
             max_connections: cfg.max_connections.max(1),
+            max_connections_per_client: cfg.max_connections_per_client,
             max_record: cfg.max_record,
             max_inflight_per_conn: cfg.max_inflight_per_conn.max(1),
             max_conn_output: cfg.max_conn_output,
@@ -113,6 +114,7 @@ pub(crate) fn start(
             .map(|_| CachePadded::new(LoopStats::default()))
             .collect(),
         open: AtomicUsize::new(0),
+        per_client: Mutex::new(std::collections::HashMap::new()),
         next_conn_id: AtomicU64::new(1),
         phase: AtomicU8::new(RUNNING),
         drained: Mutex::new(0),
@@ -470,13 +472,22 @@ impl EventLoop {
             return; // dropping `s` closes it
         }
         self.warned_limit = false;
+        if !self.shared.admit_client(&peer) {
+            bump(&self.stats().refused, 1);
+            tracing::debug!(
+                "max_connections_per_client ({}) reached; refusing {peer}",
+                self.shared.limits.max_connections_per_client
+            );
+            return; // dropping `s` closes it
+        }
+        self.shared.open.fetch_add(1, SeqCst);
         if let Err(e) = s.set_nonblocking(true) {
             tracing::debug!("set_nonblocking for {peer}: {e}");
+            self.shared.release(&peer);
             return;
         }
         // RPC is request/response: never delay a reply's last segment.
         let _ = s.set_nodelay(true);
-        self.shared.open.fetch_add(1, SeqCst);
         bump(&self.stats().accepted, 1);
         let target = self.rr % self.shared.loops.len().max(1);
         self.rr = self.rr.wrapping_add(1);
@@ -489,14 +500,14 @@ impl EventLoop {
 
     fn add_conn(&mut self, s: TcpStream, peer: SocketAddr) {
         if self.phase != RUNNING {
-            self.shared.open.fetch_sub(1, SeqCst);
+            self.shared.release(&peer);
             return;
         }
         let local = match s.local_addr() {
             Ok(a) => a,
             Err(e) => {
                 tracing::debug!("local_addr for {peer}: {e}");
-                self.shared.open.fetch_sub(1, SeqCst);
+                self.shared.release(&peer);
                 return;
             }
         };
@@ -515,7 +526,7 @@ impl EventLoop {
         ) {
             tracing::warn!("epoll register for {peer}: {e}");
             self.free.push(i);
-            self.shared.open.fetch_sub(1, SeqCst);
+            self.shared.release(&peer);
             return;
         }
         let id = self.shared.next_conn_id.fetch_add(1, SeqCst);
@@ -552,7 +563,7 @@ impl EventLoop {
             .deregister(&mut SourceFd(&e.conn.sock.as_raw_fd()));
         e.conn.close();
         self.free.push(i);
-        self.shared.open.fetch_sub(1, SeqCst);
+        self.shared.release(&e.conn.peer);
         bump(&self.stats().closed, 1);
         tracing::debug!(conn = e.conn.id, peer = %e.conn.peer, "connection closed");
     }

@@ -124,6 +124,12 @@ pub struct TransportConfig {
     /// Open connections at most; more are accepted and closed at once.
     /// Default 1024 (the fd limit is 20,000).
     pub max_connections: usize,
+    /// Open connections from one client address at most (0 = no limit
+    /// beyond `max_connections`); more are accepted and closed at once.
+    /// Default 0: NAT, containers and VMs behind one host often present
+    /// many clients as one address, so a default cap would refuse real
+    /// clients; set it where every client has its own address.
+    pub max_connections_per_client: usize,
     /// Largest request record (all fragments). A bigger one closes the
     /// connection. Default 1 MiB + 64 KiB (a 1 MiB WRITE plus headers).
     pub max_record: usize,
@@ -153,6 +159,7 @@ impl Default for TransportConfig {
             listeners: Vec::new(),
             event_threads: 1,
             max_connections: 1024,
+            max_connections_per_client: 0,
             max_record: (1 << 20) + (64 << 10),
             max_inflight_per_conn: 64,
             max_conn_output: 4 << 20,
@@ -201,6 +208,7 @@ impl Transport {
 
 pub(crate) struct Limits {
     pub max_connections: usize,
+    pub max_connections_per_client: usize,
     pub max_record: usize,
     pub max_inflight_per_conn: usize,
     pub max_conn_output: usize,
@@ -266,6 +274,39 @@ pub(crate) const RUNNING: u8 = 0;
 pub(crate) const DRAINING: u8 = 1;
 pub(crate) const FINAL: u8 = 2;
 
+impl Shared {
+    /// Count a connection from `peer` as gone (every path that undoes an
+    /// accept comes here).
+    pub(crate) fn release(&self, peer: &SocketAddr) {
+        self.open.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        if self.limits.max_connections_per_client > 0 {
+            let mut m = self.per_client.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(n) = m.get_mut(&peer.ip()) {
+                *n -= 1;
+                if *n == 0 {
+                    m.remove(&peer.ip());
+                }
+            }
+        }
+    }
+
+    /// Admit one more connection from `peer` if its address is under the
+    /// per-client limit.
+    pub(crate) fn admit_client(&self, peer: &SocketAddr) -> bool {
+        let max = self.limits.max_connections_per_client;
+        if max == 0 {
+            return true;
+        }
+        let mut m = self.per_client.lock().unwrap_or_else(|e| e.into_inner());
+        let n = m.entry(peer.ip()).or_insert(0);
+        if *n >= max {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+}
+
 pub(crate) struct Shared {
     pub service: Arc<dyn Service>,
     pub limits: Limits,
@@ -274,6 +315,10 @@ pub(crate) struct Shared {
     pub loop_stats: Vec<CachePadded<LoopStats>>,
     /// Open connections (accepted and not yet closed), all loops.
     pub open: AtomicUsize,
+    /// Open connections per client address, kept only with a per-client
+    /// limit. At most one entry per open connection (entries at zero are
+    /// removed); touched at accept and close, never per request.
+    pub per_client: Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
     pub next_conn_id: AtomicU64,
     /// RUNNING → DRAINING (stop accepting and reading) → FINAL (flush
     /// replies, close, exit).

@@ -713,3 +713,50 @@ fn pinned_per_loop_pools_run_requests_on_their_loops_cpu() {
     }
     h.shutdown();
 }
+
+/// A connection from `src` (any 127/8 address: all are local on Linux).
+fn connect_from(src: &str, addr: SocketAddr) -> TcpStream {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let from: SocketAddr = format!("{src}:0").parse().unwrap();
+    s.bind(&from.into()).unwrap();
+    s.connect(&addr.into()).unwrap();
+    let s: TcpStream = s.into();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+#[test]
+fn connections_over_the_per_client_limit_are_refused() {
+    let sv = server_with(
+        TransportConfig {
+            max_connections_per_client: 2,
+            ..TransportConfig::default()
+        },
+        pool(2),
+    );
+    let echo = |s: &mut TcpStream, id: u32| {
+        let p = payload(id, 0, 0, 0);
+        s.write_all(&record(&p)).unwrap();
+        assert_eq!(read_record(s).unwrap(), p);
+    };
+    let mut a = connect_from("127.0.0.1", sv.addr);
+    let mut b = connect_from("127.0.0.1", sv.addr);
+    echo(&mut a, 1);
+    echo(&mut b, 2);
+    // A third from the same address is refused ...
+    let mut c = connect_from("127.0.0.1", sv.addr);
+    assert_closed(&mut c);
+    assert_eq!(sv.h.stats().connections_refused, 1);
+    // ... while another address is still served.
+    let mut o = connect_from("127.0.0.2", sv.addr);
+    echo(&mut o, 3);
+    // Closing one frees a slot for that address again.
+    drop(a);
+    wait_until("a closed", Duration::from_secs(5), || {
+        sv.h.stats().connections_open == 2
+    });
+    let mut d = connect_from("127.0.0.1", sv.addr);
+    echo(&mut d, 4);
+    assert_eq!(sv.h.stats().connections_refused, 1);
+    sv.h.shutdown();
+}
