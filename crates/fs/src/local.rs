@@ -464,6 +464,29 @@ impl LocalFs {
         }
     }
 
+    /// Opens a regular file's data as the caller (READ, WRITE): EISDIR for a
+    /// directory, EINVAL for anything else that is not a regular file.
+    /// Returns the resolved object (its attributes before the call, for
+    /// wcc) and the open file.
+    fn open_regular(
+        &self,
+        cred: &Cred,
+        fh: &Fh,
+        flags: libc::c_int,
+    ) -> FsResult<(Obj<'_>, OwnedFd)> {
+        self.srv()?;
+        let o = self.resolve(fh)?;
+        if o.st.is_dir() {
+            return Err(errno(libc::EISDIR));
+        }
+        if !o.st.is_reg() {
+            return Err(errno(libc::EINVAL));
+        }
+        self.usr(cred)?;
+        let f = self.open_data(cred, &o, flags)?;
+        Ok((o, f))
+    }
+
     /// Whether the kernel's own path for `fd` (its dentry, as /proc/self/fd
     /// shows it) lies below the export root. One readlink instead of a walk
     /// or a scan: directory dentries are always connected, and so is any
@@ -904,16 +927,7 @@ impl Backend for LocalFs {
         buf: &mut Vec<u8>,
     ) -> FsResult<(bool, Attr)> {
         buf.clear();
-        self.srv()?;
-        let o = self.resolve(fh)?;
-        if o.st.is_dir() {
-            return Err(errno(libc::EISDIR));
-        }
-        if !o.st.is_reg() {
-            return Err(errno(libc::EINVAL));
-        }
-        self.usr(cred)?;
-        let f = self.open_data(cred, &o, libc::O_RDONLY)?;
+        let (_, f) = self.open_regular(cred, fh, libc::O_RDONLY)?;
         // RFC 1813 §3.3.6: a READ at or past end of file is no data and eof,
         // whatever the offset (pread would say EINVAL above i64::MAX).
         let st0 = sys::fstat(f.as_raw_fd())?;
@@ -940,16 +954,7 @@ impl Backend for LocalFs {
         if u32::try_from(data.len()).is_err() {
             return Err(errno(libc::EINVAL));
         }
-        self.srv()?;
-        let o = self.resolve(fh)?;
-        if o.st.is_dir() {
-            return Err(errno(libc::EISDIR));
-        }
-        if !o.st.is_reg() {
-            return Err(errno(libc::EINVAL));
-        }
-        self.usr(cred)?;
-        let f = self.open_data(cred, &o, libc::O_WRONLY)?;
+        let (o, f) = self.open_regular(cred, fh, libc::O_WRONLY)?;
         let n = sys::pwrite_full(f.as_raw_fd(), offset, data)?;
         let fd = f.as_raw_fd();
         // SAFETY: plain fdatasync/fsync on an owned fd.
