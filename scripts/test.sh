@@ -40,5 +40,6 @@ elif [ "$(id -u)" != 0 ]; then
 else
     # The debug server cargo test just built: correctness, not speed, and it
     # saves a release build.
-    RNFSD_BIN="$PWD/target/debug/rnfsd" tests/kernel-client/run.sh smoke pjdfstest tar restart
+    RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
+        tests/kernel-client/run.sh smoke pjdfstest tar restart
 fi
