@@ -2,8 +2,12 @@
 //! library. Every run is bounded in time and count and talks to 127.0.0.1
 //! unless told otherwise.
 
+mod chart;
+mod local;
 mod matrix;
+mod ops;
 mod proc_cost;
+mod stats;
 mod workload;
 
 use std::net::SocketAddr;
@@ -42,6 +46,37 @@ enum Cmd {
     /// policy, run each mix at each stream count, alternating configurations
     /// run by run, and report medians and ratios.
     PoolMatrix(matrix::MatrixArgs),
+    /// N CREATEs (UNCHECKED, or GUARDED) in one fresh directory by C
+    /// concurrent creators, then REMOVE of them: creates/s and removes/s.
+    Create(ops::CreateArgs),
+    /// N MKDIRs in one fresh directory, then RMDIR of them.
+    Mkdir(ops::CreateArgs),
+    /// fs_mark-like: files of 4 KiB written UNSTABLE then COMMITted, per
+    /// iteration files/s with min/max/stddev across iterations.
+    Fsmark(ops::FsmarkArgs),
+    /// MNT + GETATTR latency (p50, p99) over K repetitions.
+    Mount(ops::MountArgs),
+    /// Sequential 1 MiB READ throughput (the file is written first).
+    Read(ops::IoArgs),
+    /// Sequential 1 MiB WRITE throughput (UNSTABLE + COMMIT, or FILE_SYNC).
+    Write(ops::IoArgs),
+    /// Local-filesystem reference for `create`: std::fs creates + removes.
+    LocalCreate(local::LocalArgs),
+    /// Local-filesystem reference for `fsmark`: 4 KiB write + fsync per file.
+    LocalFsmark(local::LocalArgs),
+    /// SVG chart of rate against client streams from JSON lines.
+    Chart {
+        /// JSON lines written by --json.
+        #[arg(long)]
+        json: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value = "rnfsd-bench")]
+        title: String,
+        /// Only rows of this workload (or mix); one line per label then.
+        #[arg(long)]
+        workload: Option<String>,
+    },
 }
 
 #[derive(clap::Args, Clone)]
@@ -206,6 +241,24 @@ fn prepare(dir: &Path, files: usize, dirs: usize) -> std::io::Result<()> {
     Ok(())
 }
 
+fn chart_cmd(json: &Path, out: &Path, title: &str, only: Option<&str>) -> Result<(), String> {
+    // Bounded read: JSON result files are small; refuse anything huge.
+    let meta = std::fs::metadata(json).map_err(|e| format!("{}: {e}", json.display()))?;
+    if meta.len() > 64 << 20 {
+        return Err(format!("{}: larger than 64 MiB", json.display()));
+    }
+    let text = std::fs::read_to_string(json).map_err(|e| format!("{}: {e}", json.display()))?;
+    let (series, unit) = chart::series_from_json_lines(&text, only);
+    if series.is_empty() {
+        return Err(format!(
+            "{}: no rows with streams and a rate",
+            json.display()
+        ));
+    }
+    std::fs::write(out, chart::render_svg(&series, title, &unit))
+        .map_err(|e| format!("{}: {e}", out.display()))
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -222,6 +275,20 @@ fn main() -> std::process::ExitCode {
         Cmd::Prepare { dir, files, dirs } => prepare(&dir, files, dirs).map_err(|e| e.to_string()),
         Cmd::Run(a) => rt.block_on(run_cmd(a)),
         Cmd::PoolMatrix(a) => rt.block_on(matrix::run(a)),
+        Cmd::Create(a) => rt.block_on(ops::create_cmd(a, false)),
+        Cmd::Mkdir(a) => rt.block_on(ops::create_cmd(a, true)),
+        Cmd::Fsmark(a) => rt.block_on(ops::fsmark_cmd(a)),
+        Cmd::Mount(a) => rt.block_on(ops::mount_cmd(a)),
+        Cmd::Read(a) => rt.block_on(ops::io_cmd(a, true)),
+        Cmd::Write(a) => rt.block_on(ops::io_cmd(a, false)),
+        Cmd::LocalCreate(a) => local::create_cmd(a),
+        Cmd::LocalFsmark(a) => local::fsmark_cmd(a),
+        Cmd::Chart {
+            json,
+            out,
+            title,
+            workload,
+        } => chart_cmd(&json, &out, &title, workload.as_deref()),
     };
     match r {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,0 +1,230 @@
+//! Local-filesystem references for the create and fsmark workloads: the
+//! same work with direct syscalls (std::fs) on threads, so a server's rate
+//! can be compared with the disk's own (as the Lustre thread compared MDS
+//! create rate with the local fs).
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+
+use crate::ops::{emit, fresh_name, print_header, progress, OpResult, Phase};
+use crate::stats;
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct LocalArgs {
+    /// Directory in which a fresh run directory is made.
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// Files per run (per iteration for local-fsmark).
+    #[arg(long, default_value_t = 150_000)]
+    pub files: u64,
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16")]
+    pub streams: Vec<usize>,
+    /// local-fsmark: iterations.
+    #[arg(long, default_value_t = 5)]
+    pub iterations: usize,
+    /// local-fsmark: bytes per file.
+    #[arg(long, default_value_t = 4096)]
+    pub file_size: usize,
+    #[arg(long, default_value = "local")]
+    pub label: String,
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Upper bound on each phase's wall time, seconds (at most 3600).
+    #[arg(long, default_value_t = 300.0)]
+    pub max_seconds: f64,
+}
+
+/// Run `op(i)` for i in 0..n on `threads` OS threads until done or `limit`.
+fn parallel<F>(n: u64, threads: usize, limit: Duration, msg: &str, op: F) -> Phase
+where
+    F: Fn(u64) -> bool + Send + Sync,
+{
+    let pb = progress(n, msg);
+    let next = AtomicU64::new(0);
+    let errors = AtomicU64::new(0);
+    let start = Instant::now();
+    let deadline = start + limit;
+    let mut lat =
+        Histogram::<u64>::new_with_bounds(1, 600_000_000, 2).expect("constant histogram bounds");
+    let mut done = 0;
+    let mut truncated = false;
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads.max(1))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut h = Histogram::<u64>::new_with_bounds(1, 600_000_000, 2)
+                        .expect("constant histogram bounds");
+                    let (mut d, mut cut) = (0u64, false);
+                    loop {
+                        if Instant::now() >= deadline {
+                            cut = true;
+                            break;
+                        }
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            break;
+                        }
+                        let t = Instant::now();
+                        if op(i) {
+                            d += 1;
+                        } else {
+                            errors.fetch_add(1, Ordering::Relaxed);
+                        }
+                        let _ = h.record(t.elapsed().as_micros().max(1) as u64);
+                        pb.inc(1);
+                    }
+                    (d, h, cut)
+                })
+            })
+            .collect();
+        for j in hs {
+            if let Ok((d, h, cut)) = j.join() {
+                done += d;
+                truncated |= cut;
+                let _ = lat.add(&h);
+            }
+        }
+    });
+    pb.finish_and_clear();
+    Phase {
+        done,
+        errors: errors.load(Ordering::Relaxed),
+        elapsed: start.elapsed(),
+        lat,
+        truncated,
+    }
+}
+
+fn row(a: &LocalArgs, workload: &str, streams: usize, p: &Phase, unit: &str) -> OpResult {
+    let secs = p.elapsed.as_secs_f64();
+    OpResult {
+        label: a.label.clone(),
+        workload: workload.into(),
+        kind: "summary".into(),
+        streams,
+        count: p.done,
+        errors: p.errors,
+        seconds: secs,
+        rate: stats::rate(p.done, secs),
+        unit: unit.into(),
+        p50_us: p.lat.value_at_quantile(0.5),
+        p99_us: p.lat.value_at_quantile(0.99),
+        iteration: None,
+        spread: None,
+        truncated: p.truncated,
+    }
+}
+
+fn limit(a: &LocalArgs) -> Duration {
+    Duration::from_secs_f64(a.max_seconds.clamp(0.1, 3600.0))
+}
+
+fn name(d: &Path, i: u64) -> PathBuf {
+    d.join(format!("f{i:07}"))
+}
+
+/// Create (O_CREAT|O_EXCL, closed at once) then unlink N files.
+pub fn create_cmd(a: LocalArgs) -> Result<(), String> {
+    print_header();
+    let json = a.json.clone();
+    for &streams in &a.streams {
+        let streams = streams.max(1);
+        let d = a.dir.join(fresh_name("local"));
+        fs::create_dir_all(&d).map_err(|e| format!("mkdir {}: {e}", d.display()))?;
+        let p = parallel(a.files, streams, limit(&a), "create", |i| {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(name(&d, i))
+                .is_ok()
+        });
+        emit(
+            &row(&a, "create", streams, &p, "creates/s"),
+            json.as_deref(),
+        );
+        let tried = (p.done + p.errors).min(a.files);
+        let p = parallel(tried, streams, limit(&a), "remove", |i| {
+            fs::remove_file(name(&d, i)).is_ok()
+        });
+        emit(
+            &row(&a, "remove", streams, &p, "removes/s"),
+            json.as_deref(),
+        );
+        let _ = fs::remove_dir(&d);
+    }
+    Ok(())
+}
+
+/// fs_mark's default: per file create, write `file_size` bytes, fsync, close.
+pub fn fsmark_cmd(a: LocalArgs) -> Result<(), String> {
+    print_header();
+    let json = a.json.clone();
+    let data = vec![0xa5u8; a.file_size.min(1 << 20)];
+    for &streams in &a.streams {
+        let streams = streams.max(1);
+        let d = a.dir.join(fresh_name("local-fsmark"));
+        fs::create_dir_all(&d).map_err(|e| format!("mkdir {}: {e}", d.display()))?;
+        let mut rates = Vec::new();
+        let mut total = 0u64;
+        let mut errors = 0u64;
+        let mut secs = 0.0;
+        let mut lat = Histogram::<u64>::new_with_bounds(1, 600_000_000, 2)
+            .expect("constant histogram bounds");
+        let mut truncated = false;
+        for it in 0..a.iterations.max(1) {
+            let p = parallel(a.files, streams, limit(&a), "fsmark", |i| {
+                let path = d.join(format!("i{it:03}-f{i:07}"));
+                let f = OpenOptions::new().write(true).create_new(true).open(path);
+                match f {
+                    Ok(mut f) => f.write_all(&data).is_ok() && f.sync_all().is_ok(),
+                    Err(_) => false,
+                }
+            });
+            let mut r = row(&a, "fsmark", streams, &p, "files/s");
+            r.kind = "iteration".into();
+            r.iteration = Some(it);
+            emit(&r, json.as_deref());
+            rates.push(r.rate);
+            total += p.done;
+            errors += p.errors;
+            secs += p.elapsed.as_secs_f64();
+            let _ = lat.add(&p.lat);
+            truncated |= p.truncated;
+            if p.truncated {
+                break;
+            }
+        }
+        if let Some(s) = stats::spread(&rates) {
+            let r = OpResult {
+                label: a.label.clone(),
+                workload: "fsmark".into(),
+                kind: "summary".into(),
+                streams,
+                count: total,
+                errors,
+                seconds: secs,
+                rate: s.mean,
+                unit: "files/s".into(),
+                p50_us: lat.value_at_quantile(0.5),
+                p99_us: lat.value_at_quantile(0.99),
+                iteration: None,
+                spread: Some(s),
+                truncated,
+            };
+            emit(&r, json.as_deref());
+        }
+        // Clean up: bounded by the directory's own listing.
+        if let Ok(rd) = fs::read_dir(&d) {
+            for e in rd.flatten() {
+                let _ = fs::remove_file(e.path());
+            }
+        }
+        let _ = fs::remove_dir(&d);
+    }
+    Ok(())
+}

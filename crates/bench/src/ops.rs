@@ -1,0 +1,784 @@
+//! Workloads beyond call mixes: create/remove, mkdir, fsmark, mount, and
+//! sequential read/write. Only standard NFSv3 (RFC 1813) and MOUNT v3 calls,
+//! nothing rnfsd-specific, so any NFSv3 server can be measured. Every phase
+//! is bounded by a count and by a deadline.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use hdrhistogram::Histogram;
+use indicatif::{ProgressBar, ProgressStyle};
+use rnfsd_client::nfs3::{
+    Commit3Args, Create3Args, CreateHow3, Diropargs3, FsInfo3Args, GetAttr3Args, Mkdir3Args,
+    NfsFh3, Read3Args, Remove3Args, Rmdir3Args, Sattr3, StableHow, Write3Args,
+};
+use rnfsd_client::{check, Auth, Client, ClientConfig, ClientError, MountClient, NfsClient};
+
+use crate::stats;
+
+/// Where and how to reach the server, and where results go.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Target {
+    /// Server address (NFS and MOUNT on one port).
+    #[arg(long, default_value = "127.0.0.1:2049")]
+    pub addr: SocketAddr,
+    /// Absolute export path to MNT.
+    #[arg(long)]
+    pub export: String,
+    /// TCP connections the streams share.
+    #[arg(long, default_value_t = 4)]
+    pub conns: usize,
+    /// Series name in the table, JSON and chart (e.g. rnfsd, ganesha).
+    #[arg(long, default_value = "server")]
+    pub label: String,
+    /// Append one JSON object per result to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Upper bound on each phase's wall time, seconds (at most 3600).
+    #[arg(long, default_value_t = 300.0)]
+    pub max_seconds: f64,
+}
+
+impl Target {
+    fn deadline(&self) -> Duration {
+        Duration::from_secs_f64(self.max_seconds.clamp(0.1, 3600.0))
+    }
+}
+
+/// One result row: table line and JSON line.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OpResult {
+    pub label: String,
+    pub workload: String,
+    /// "summary", or "iteration" for fsmark's per-iteration rows.
+    pub kind: String,
+    pub streams: usize,
+    pub count: u64,
+    pub errors: u64,
+    pub seconds: f64,
+    pub rate: f64,
+    pub unit: String,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spread: Option<stats::Spread>,
+    /// True when the deadline stopped the phase before its count.
+    pub truncated: bool,
+}
+
+pub fn print_header() {
+    println!(
+        "{:<16} {:<14} {:>7} {:>9} {:>12} {:<10} {:>8} {:>8} {:>6} {:>8}",
+        "label",
+        "workload",
+        "streams",
+        "count",
+        "rate",
+        "unit",
+        "p50 us",
+        "p99 us",
+        "errors",
+        "seconds"
+    );
+}
+
+pub fn emit(r: &OpResult, json: Option<&std::path::Path>) {
+    let it = r.iteration.map(|i| format!("#{i}")).unwrap_or_default();
+    println!(
+        "{:<16} {:<14} {:>7} {:>9} {:>12.1} {:<10} {:>8} {:>8} {:>6} {:>8.2}{}",
+        r.label,
+        format!("{}{it}", r.workload),
+        r.streams,
+        r.count,
+        r.rate,
+        r.unit,
+        r.p50_us,
+        r.p99_us,
+        r.errors,
+        r.seconds,
+        if r.truncated { " (deadline)" } else { "" }
+    );
+    if let Some(s) = &r.spread {
+        println!(
+            "{:<16} {:<14} {:>7}   min {:.1}  max {:.1}  mean {:.1}  stddev {:.1} ({:.1}%)",
+            "",
+            "  spread",
+            "",
+            s.min,
+            s.max,
+            s.mean,
+            s.stddev,
+            if s.mean > 0.0 {
+                100.0 * s.stddev / s.mean
+            } else {
+                0.0
+            }
+        );
+    }
+    if let Some(p) = json {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+        {
+            if let Ok(s) = serde_json::to_string(r) {
+                let _ = writeln!(f, "{s}");
+            }
+        }
+    }
+}
+
+/// A mounted session with a client able to carry 1 MiB replies.
+pub struct Conn {
+    pub client: Client,
+    pub nfs: NfsClient,
+    pub root: NfsFh3,
+}
+
+pub async fn connect(t: &Target) -> Result<Conn, String> {
+    let cfg = ClientConfig {
+        auth: Auth::unix(0, 0),
+        connections: t.conns.clamp(1, 64),
+        ..ClientConfig::default()
+    };
+    let client = Client::connect(t.addr, &cfg)
+        .await
+        .map_err(|e| format!("connect {}: {e}", t.addr))?;
+    let root = MountClient::new(client.clone())
+        .mnt(&t.export)
+        .await
+        .map_err(|e| format!("MNT {}: {e}", t.export))?;
+    Ok(Conn {
+        nfs: NfsClient::new(client.clone()),
+        client,
+        root: NfsFh3::new(root.fhandle),
+    })
+}
+
+/// A name no earlier run used: ext4 reuses freed inodes slowly, so a
+/// directory just emptied is never reused.
+pub fn fresh_name(prefix: &str) -> String {
+    let ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{prefix}-{}-{ns}", std::process::id())
+}
+
+fn file_attrs() -> Sattr3 {
+    Sattr3 {
+        mode: Some(0o644),
+        ..Sattr3::default()
+    }
+}
+
+/// MKDIR `name` in `dir`, returning its handle (LOOKUP if the reply has none).
+pub async fn mkdir(nfs: &NfsClient, dir: &NfsFh3, name: &str) -> Result<NfsFh3, ClientError> {
+    let ok = check(
+        nfs.mkdir(&Mkdir3Args {
+            where_: Diropargs3 {
+                dir: dir.clone(),
+                name: name.as_bytes().to_vec(),
+            },
+            attributes: Sattr3 {
+                mode: Some(0o755),
+                ..Sattr3::default()
+            },
+        })
+        .await?,
+    )?;
+    match ok.obj {
+        Some(fh) => Ok(fh),
+        None => Ok(nfs.lookup_name(dir, name).await?.object),
+    }
+}
+
+/// CREATE `name` in `dir` (UNCHECKED or GUARDED), returning its handle.
+pub async fn create(
+    nfs: &NfsClient,
+    dir: &NfsFh3,
+    name: &str,
+    guarded: bool,
+) -> Result<NfsFh3, ClientError> {
+    let how = if guarded {
+        CreateHow3::Guarded(file_attrs())
+    } else {
+        CreateHow3::Unchecked(file_attrs())
+    };
+    let ok = check(
+        nfs.create(&Create3Args {
+            where_: Diropargs3 {
+                dir: dir.clone(),
+                name: name.as_bytes().to_vec(),
+            },
+            how,
+        })
+        .await?,
+    )?;
+    match ok.obj {
+        Some(fh) => Ok(fh),
+        None => Ok(nfs.lookup_name(dir, name).await?.object),
+    }
+}
+
+async fn remove(nfs: &NfsClient, dir: &NfsFh3, name: &str) -> Result<(), ClientError> {
+    check(
+        nfs.remove(&Remove3Args {
+            object: Diropargs3 {
+                dir: dir.clone(),
+                name: name.as_bytes().to_vec(),
+            },
+        })
+        .await?,
+    )
+    .map(|_| ())
+}
+
+async fn rmdir(nfs: &NfsClient, dir: &NfsFh3, name: &str) -> Result<(), ClientError> {
+    check(
+        nfs.rmdir(&Rmdir3Args {
+            object: Diropargs3 {
+                dir: dir.clone(),
+                name: name.as_bytes().to_vec(),
+            },
+        })
+        .await?,
+    )
+    .map(|_| ())
+}
+
+/// What one parallel phase did.
+pub struct Phase {
+    pub done: u64,
+    pub errors: u64,
+    pub elapsed: Duration,
+    pub lat: Histogram<u64>,
+    pub truncated: bool,
+}
+
+fn histogram() -> Histogram<u64> {
+    // 1 us .. 10 min, 2 significant digits: bounds are constants.
+    Histogram::<u64>::new_with_bounds(1, 600_000_000, 2).expect("constant histogram bounds")
+}
+
+pub fn progress(len: u64, msg: &str) -> ProgressBar {
+    let pb = ProgressBar::new(len);
+    if let Ok(st) = ProgressStyle::with_template(
+        "{msg:>16} [{elapsed_precise}] {wide_bar} {pos}/{len} ({per_sec})",
+    ) {
+        pb.set_style(st);
+    }
+    pb.set_message(msg.to_string());
+    pb
+}
+
+/// Run `op(i)` for i in 0..n on `streams` concurrent tasks pulling from one
+/// counter, until all are done or `limit` has passed. `op` returns success.
+pub async fn parallel<F, Fut>(n: u64, streams: usize, limit: Duration, msg: &str, op: F) -> Phase
+where
+    F: Fn(u64) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = bool> + Send,
+{
+    let pb = progress(n, msg);
+    let op = Arc::new(op);
+    let next = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let deadline = start + limit;
+    let mut tasks = Vec::new();
+    for _ in 0..streams.max(1) {
+        let (op, next, errors, pb) = (op.clone(), next.clone(), errors.clone(), pb.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut h = histogram();
+            let mut done = 0u64;
+            let mut cut = false;
+            loop {
+                if Instant::now() >= deadline {
+                    cut = true;
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let t = Instant::now();
+                if op(i).await {
+                    done += 1;
+                } else {
+                    errors.fetch_add(1, Ordering::Relaxed);
+                }
+                let _ = h.record(t.elapsed().as_micros().max(1) as u64);
+                pb.inc(1);
+            }
+            (done, h, cut)
+        }));
+    }
+    let mut lat = histogram();
+    let mut done = 0;
+    let mut truncated = false;
+    for t in tasks {
+        if let Ok((d, h, cut)) = t.await {
+            done += d;
+            truncated |= cut;
+            let _ = lat.add(&h);
+        }
+    }
+    pb.finish_and_clear();
+    Phase {
+        done,
+        errors: errors.load(Ordering::Relaxed),
+        elapsed: start.elapsed(),
+        lat,
+        truncated,
+    }
+}
+
+fn row(t: &Target, workload: &str, streams: usize, p: &Phase, unit: &str) -> OpResult {
+    let secs = p.elapsed.as_secs_f64();
+    OpResult {
+        label: t.label.clone(),
+        workload: workload.into(),
+        kind: "summary".into(),
+        streams,
+        count: p.done,
+        errors: p.errors,
+        seconds: secs,
+        rate: stats::rate(p.done, secs),
+        unit: unit.into(),
+        p50_us: p.lat.value_at_quantile(0.5),
+        p99_us: p.lat.value_at_quantile(0.99),
+        iteration: None,
+        spread: None,
+        truncated: p.truncated,
+    }
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct CreateArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Files (or directories for `mkdir`) per run, all in one fresh directory.
+    #[arg(long, default_value_t = 150_000)]
+    pub files: u64,
+    /// Concurrent creators, comma separated: one run per value.
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16,64")]
+    pub streams: Vec<usize>,
+    /// CREATE GUARDED instead of UNCHECKED.
+    #[arg(long)]
+    pub guarded: bool,
+}
+
+/// `create` (CREATE then REMOVE) or `mkdir` (MKDIR then RMDIR) of N entries
+/// in one fresh directory per stream count.
+pub async fn create_cmd(a: CreateArgs, dirs: bool) -> Result<(), String> {
+    let c = connect(&a.target).await?;
+    let lim = a.target.deadline();
+    let json = a.target.json.clone();
+    print_header();
+    let (w1, w2, u1, u2) = if dirs {
+        ("mkdir", "rmdir", "mkdirs/s", "rmdirs/s")
+    } else {
+        ("create", "remove", "creates/s", "removes/s")
+    };
+    for &streams in &a.streams {
+        let streams = streams.max(1);
+        let top = fresh_name("bench");
+        let dir = mkdir(&c.nfs, &c.root, &top)
+            .await
+            .map_err(|e| format!("MKDIR {top}: {e}"))?;
+        let (nfs, d, g) = (c.nfs.clone(), dir.clone(), a.guarded);
+        let p = parallel(a.files, streams, lim, w1, move |i| {
+            let (nfs, d) = (nfs.clone(), d.clone());
+            async move {
+                let name = format!("f{i:07}");
+                if dirs {
+                    mkdir(&nfs, &d, &name).await.is_ok()
+                } else {
+                    create(&nfs, &d, &name, g).await.is_ok()
+                }
+            }
+        })
+        .await;
+        emit(&row(&a.target, w1, streams, &p, u1), json.as_deref());
+        // Remove every name tried (the counter may have passed `done`).
+        let tried = (p.done + p.errors).min(a.files);
+        let (nfs, d) = (c.nfs.clone(), dir.clone());
+        let p = parallel(tried, streams, lim, w2, move |i| {
+            let (nfs, d) = (nfs.clone(), d.clone());
+            async move {
+                let name = format!("f{i:07}");
+                if dirs {
+                    rmdir(&nfs, &d, &name).await.is_ok()
+                } else {
+                    remove(&nfs, &d, &name).await.is_ok()
+                }
+            }
+        })
+        .await;
+        emit(&row(&a.target, w2, streams, &p, u2), json.as_deref());
+        // The top directory is left if not empty (deadline): never reused.
+        let _ = rmdir(&c.nfs, &c.root, &top).await;
+    }
+    Ok(())
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct FsmarkArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[arg(long, default_value_t = 5)]
+    pub iterations: usize,
+    /// Files per iteration, shared among the streams.
+    #[arg(long, default_value_t = 5_000)]
+    pub files_per_iteration: u64,
+    /// Bytes written per file.
+    #[arg(long, default_value_t = 4096)]
+    pub file_size: usize,
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16")]
+    pub streams: Vec<usize>,
+    /// Keep the files (fs_mark keeps them); default removes them at the end.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+/// fs_mark-like: per file CREATE, WRITE UNSTABLE of `file_size` bytes, then
+/// COMMIT (the NFS counterpart of write + fsync), on all streams at once.
+pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
+    let c = connect(&a.target).await?;
+    let lim = a.target.deadline();
+    let json = a.target.json.clone();
+    let size = a.file_size.min(rnfsd_client::nfs3::MAX_DATA);
+    let data = Arc::new(vec![0xa5u8; size]);
+    print_header();
+    for &streams in &a.streams {
+        let streams = streams.max(1);
+        let top = fresh_name("fsmark");
+        let dir = mkdir(&c.nfs, &c.root, &top)
+            .await
+            .map_err(|e| format!("MKDIR {top}: {e}"))?;
+        let mut rates = Vec::new();
+        let mut total = Phase {
+            done: 0,
+            errors: 0,
+            elapsed: Duration::ZERO,
+            lat: histogram(),
+            truncated: false,
+        };
+        let mut made: Vec<String> = Vec::new();
+        for it in 0..a.iterations.max(1) {
+            let (nfs, d, data) = (c.nfs.clone(), dir.clone(), data.clone());
+            let p = parallel(a.files_per_iteration, streams, lim, "fsmark", move |i| {
+                let (nfs, d, data) = (nfs.clone(), d.clone(), data.clone());
+                async move {
+                    let name = format!("i{it:03}-f{i:07}");
+                    fsmark_file(&nfs, &d, &name, &data).await.is_ok()
+                }
+            })
+            .await;
+            let tried = (p.done + p.errors).min(a.files_per_iteration);
+            made.extend((0..tried).map(|i| format!("i{it:03}-f{i:07}")));
+            let mut r = row(&a.target, "fsmark", streams, &p, "files/s");
+            r.kind = "iteration".into();
+            r.iteration = Some(it);
+            emit(&r, json.as_deref());
+            rates.push(r.rate);
+            total.done += p.done;
+            total.errors += p.errors;
+            total.elapsed += p.elapsed;
+            total.truncated |= p.truncated;
+            let _ = total.lat.add(&p.lat);
+            if p.truncated {
+                break;
+            }
+        }
+        let mut r = row(&a.target, "fsmark", streams, &total, "files/s");
+        // The summary rate is the mean of the iterations' rates.
+        r.spread = stats::spread(&rates);
+        if let Some(s) = &r.spread {
+            r.rate = s.mean;
+        }
+        emit(&r, json.as_deref());
+        if !a.keep {
+            let names = Arc::new(made);
+            let (nfs, d, ns) = (c.nfs.clone(), dir.clone(), names.clone());
+            let _ = parallel(names.len() as u64, streams, lim, "cleanup", move |i| {
+                let (nfs, d, ns) = (nfs.clone(), d.clone(), ns.clone());
+                async move {
+                    match ns.get(i as usize) {
+                        Some(n) => remove(&nfs, &d, n).await.is_ok(),
+                        None => false,
+                    }
+                }
+            })
+            .await;
+            let _ = rmdir(&c.nfs, &c.root, &top).await;
+        }
+    }
+    Ok(())
+}
+
+async fn fsmark_file(
+    nfs: &NfsClient,
+    dir: &NfsFh3,
+    name: &str,
+    data: &[u8],
+) -> Result<(), ClientError> {
+    let fh = create(nfs, dir, name, false).await?;
+    check(
+        nfs.write(&Write3Args {
+            file: fh.clone(),
+            offset: 0,
+            count: data.len() as u32,
+            stable: StableHow::Unstable,
+            data: data.to_vec(),
+        })
+        .await?,
+    )?;
+    check(
+        nfs.commit(&Commit3Args {
+            file: fh,
+            offset: 0,
+            count: 0,
+        })
+        .await?,
+    )?;
+    Ok(())
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct MountArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// MNT + GETATTR repetitions per stream count.
+    #[arg(long, default_value_t = 1_000)]
+    pub reps: u64,
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub streams: Vec<usize>,
+    /// First walk up to this many objects of the export (READDIRPLUS), as a
+    /// preceding traverse would, to warm the server's caches.
+    #[arg(long)]
+    pub warm_tree: Option<usize>,
+}
+
+/// MNT then GETATTR of the returned root, K times: latency of each call.
+pub async fn mount_cmd(a: MountArgs) -> Result<(), String> {
+    let c = connect(&a.target).await?;
+    if let Some(limit) = a.warm_tree {
+        let items = crate::workload::walk(&c.nfs, &c.root, limit)
+            .await
+            .map_err(|e| format!("warming walk: {e}"))?;
+        eprintln!("warmed: {} objects walked", items.len());
+    }
+    let lim = a.target.deadline();
+    let json = a.target.json.clone();
+    print_header();
+    for &streams in &a.streams {
+        let streams = streams.max(1);
+        let mnt_lat = Arc::new(std::sync::Mutex::new(histogram()));
+        let ga_lat = Arc::new(std::sync::Mutex::new(histogram()));
+        let (cl, nfs, ex) = (c.client.clone(), c.nfs.clone(), a.target.export.clone());
+        let (ml, gl) = (mnt_lat.clone(), ga_lat.clone());
+        let p = parallel(a.reps, streams, lim, "mnt+getattr", move |_| {
+            let (m, nfs, ex) = (MountClient::new(cl.clone()), nfs.clone(), ex.clone());
+            let (ml, gl) = (ml.clone(), gl.clone());
+            async move {
+                let t = Instant::now();
+                let Ok(ok) = m.mnt(&ex).await else {
+                    return false;
+                };
+                let us = t.elapsed().as_micros().max(1) as u64;
+                if let Ok(mut h) = ml.lock() {
+                    let _ = h.record(us);
+                }
+                let t = Instant::now();
+                let r = nfs
+                    .getattr(&GetAttr3Args {
+                        object: NfsFh3::new(ok.fhandle),
+                    })
+                    .await
+                    .map(check);
+                let us = t.elapsed().as_micros().max(1) as u64;
+                if let Ok(mut h) = gl.lock() {
+                    let _ = h.record(us);
+                }
+                matches!(r, Ok(Ok(_)))
+            }
+        })
+        .await;
+        emit(
+            &row(&a.target, "mnt+getattr", streams, &p, "pairs/s"),
+            json.as_deref(),
+        );
+        for (name, h) in [("mnt", &mnt_lat), ("getattr", &ga_lat)] {
+            let Ok(h) = h.lock() else { continue };
+            let mut r = row(&a.target, name, streams, &p, "calls/s");
+            r.kind = "detail".into();
+            r.count = h.len();
+            r.rate = stats::rate(h.len(), p.elapsed.as_secs_f64());
+            r.p50_us = h.value_at_quantile(0.5);
+            r.p99_us = h.value_at_quantile(0.99);
+            emit(&r, json.as_deref());
+        }
+    }
+    Ok(())
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct IoArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// File size in MiB.
+    #[arg(long, default_value_t = 256)]
+    pub size: u64,
+    /// Streams, each reading/writing its own contiguous slice of the file.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub streams: Vec<usize>,
+    /// WRITE FILE_SYNC instead of UNSTABLE + one COMMIT at the end.
+    #[arg(long)]
+    pub file_sync: bool,
+    /// Keep the test file.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+const CHUNK: u64 = 1 << 20;
+
+/// The transfer sizes to use: 1 MiB, lowered to the server's FSINFO rtmax
+/// and wtmax (RFC 1813 §3.3.19) so a server with smaller limits is still
+/// measured with full-size calls rather than failing.
+async fn io_sizes(nfs: &NfsClient, root: &NfsFh3) -> (u64, u64) {
+    let lim = |v: u32| {
+        if v == 0 {
+            CHUNK
+        } else {
+            CHUNK.min(u64::from(v))
+        }
+    };
+    match nfs
+        .fsinfo(&FsInfo3Args {
+            fsroot: root.clone(),
+        })
+        .await
+        .map(check)
+    {
+        Ok(Ok(i)) => (lim(i.rtmax), lim(i.wtmax)),
+        _ => (CHUNK, CHUNK),
+    }
+}
+
+/// Sequential 1 MiB WRITEs (`write`) or READs (`read`, after writing the file
+/// UNSTABLE + COMMIT) of a fresh file; throughput in MB/s.
+pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
+    let c = connect(&a.target).await?;
+    let lim = a.target.deadline();
+    let json = a.target.json.clone();
+    let total = a.size.clamp(1, 1 << 20) * CHUNK;
+    let (rsize, wsize) = io_sizes(&c.nfs, &c.root).await;
+    let buf = Arc::new(vec![0x5au8; wsize as usize]);
+    print_header();
+    for &streams in &a.streams {
+        let streams = streams.max(1);
+        let name = fresh_name("bench-io");
+        let fh = create(&c.nfs, &c.root, &name, false)
+            .await
+            .map_err(|e| format!("CREATE {name}: {e}"))?;
+        let stable = if a.file_sync && !read {
+            StableHow::FileSync
+        } else {
+            StableHow::Unstable
+        };
+        let wbytes = Arc::new(AtomicU64::new(0));
+        let (nfs, f, b, wb) = (c.nfs.clone(), fh.clone(), buf.clone(), wbytes.clone());
+        // Chunks are handed out in offset order: with one stream strictly
+        // sequential, with several each stream advances in order.
+        let wp = parallel(total.div_ceil(wsize), streams, lim, "write", move |i| {
+            let (nfs, f, b, wb) = (nfs.clone(), f.clone(), b.clone(), wb.clone());
+            async move {
+                let off = i * wsize;
+                let n = wsize.min(total - off.min(total)) as usize;
+                let r = nfs
+                    .write(&Write3Args {
+                        file: f,
+                        offset: off,
+                        count: n as u32,
+                        stable,
+                        data: b.get(..n).unwrap_or(&b[..]).to_vec(),
+                    })
+                    .await;
+                match r.map(check) {
+                    Ok(Ok(w)) => {
+                        wb.fetch_add(u64::from(w.count), Ordering::Relaxed);
+                        w.count as usize == n
+                    }
+                    _ => false,
+                }
+            }
+        })
+        .await;
+        let t = Instant::now();
+        let committed = stable == StableHow::FileSync
+            || matches!(
+                c.nfs
+                    .commit(&Commit3Args {
+                        file: fh.clone(),
+                        offset: 0,
+                        count: 0,
+                    })
+                    .await
+                    .map(check),
+                Ok(Ok(_))
+            );
+        let commit_time = t.elapsed();
+        if !read {
+            let mut p = wp;
+            p.elapsed += commit_time;
+            if !committed {
+                p.errors += 1;
+            }
+            let mut r = row(&a.target, "write", streams, &p, "MB/s");
+            r.workload = if a.file_sync { "write-sync" } else { "write" }.into();
+            r.rate = stats::mb_per_s(wbytes.load(Ordering::Relaxed), p.elapsed.as_secs_f64());
+            emit(&r, json.as_deref());
+        } else {
+            let written = wbytes.load(Ordering::Relaxed);
+            let rbytes = Arc::new(AtomicU64::new(0));
+            let (nfs, f, rb) = (c.nfs.clone(), fh.clone(), rbytes.clone());
+            let p = parallel(written.div_ceil(rsize), streams, lim, "read", move |i| {
+                let (nfs, f, rb) = (nfs.clone(), f.clone(), rb.clone());
+                async move {
+                    let off = i * rsize;
+                    let n = rsize.min(written - off.min(written));
+                    let r = nfs
+                        .read(&Read3Args {
+                            file: f,
+                            offset: off,
+                            count: n as u32,
+                        })
+                        .await;
+                    match r.map(check) {
+                        Ok(Ok(d)) => {
+                            rb.fetch_add(d.data.len() as u64, Ordering::Relaxed);
+                            d.data.len() as u64 == n
+                        }
+                        _ => false,
+                    }
+                }
+            })
+            .await;
+            let mut r = row(&a.target, "read", streams, &p, "MB/s");
+            r.rate = stats::mb_per_s(rbytes.load(Ordering::Relaxed), p.elapsed.as_secs_f64());
+            emit(&r, json.as_deref());
+        }
+        if !a.keep {
+            let _ = remove(&c.nfs, &c.root, &name).await;
+        }
+    }
+    Ok(())
+}
