@@ -5,14 +5,16 @@
 #   tests/kernel-client/run.sh [--accel tcg|kvm] [--net passt|slirp]
 #                              [--timeout SECS] [WORKLOAD...]
 #
-# Workloads: smoke pjdfstest tar restart (the default set; guest/NAME.sh).
+# Workloads: smoke pjdfstest tar restart (the default set; guest/NAME.sh);
+# also fsx (crates.io fsx, plain and mmap) and load (fsmark, dbench,
+# postmark, bonnie++; Debian packages installed on demand).
 # Prints one PASS/FAIL line per check and, last, "N passed, M failed".
 # Exit status 0 only when every check passed.
 #
 # Environment: RNFSD_BIN (server binary; default target/release/rnfsd, built
 # if missing), KC_WORK (work and cache dir; default target/kernel-client),
 # KC_KEEP=1 (keep the run dir: export, logs), KC_PCAP=1 (tcpdump of the
-# server side into the run dir), PJD_PATTERNS, TAR_FILES.
+# server side into the run dir), PJD_PATTERNS, TAR_FILES, FSX_OPS.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -29,7 +31,7 @@ while [ $# -gt 0 ]; do
     --accel) ACCEL=$2; shift 2 ;;
     --net) NET=$2; shift 2 ;;
     --timeout) TOTAL_TIMEOUT=$2; shift 2 ;;
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) WORKLOADS+=("$1"); shift ;;
     esac
@@ -42,7 +44,7 @@ case $ACCEL in tcg | kvm) ;; *) echo "run.sh: --accel tcg|kvm" >&2; exit 2 ;; es
 case $NET in passt | slirp) ;; *) echo "run.sh: --net passt|slirp" >&2; exit 2 ;; esac
 
 # Per-workload time limits inside the guest (seconds, under TCG).
-declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=240)
+declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=240 [fsx]=900 [load]=900)
 budget=120 # boot and setup
 for w in "${WORKLOADS[@]}"; do budget=$((budget + ${LIMIT[$w]:-300})); done
 QEMU_TIMEOUT=$budget
@@ -72,6 +74,12 @@ command -v socat >/dev/null || need+=(socat)
 command -v modprobe >/dev/null || need+=(kmod)
 command -v ip >/dev/null || need+=(iproute2)
 [ "$NET" = passt ] && ! command -v passt >/dev/null && need+=(passt)
+if [[ " ${WORKLOADS[*]} " == *" load "* ]]; then # guest/load.sh's tools
+    command -v fs_mark >/dev/null || need+=(fsmark)
+    command -v dbench >/dev/null || need+=(dbench)
+    command -v postmark >/dev/null || need+=(postmark)
+    command -v bonnie++ >/dev/null || need+=(bonnie++)
+fi
 apt_updated=
 apt_update() { [ -n "$apt_updated" ] || { apt-get update -qq && apt_updated=1; }; }
 if [ ${#need[@]} -gt 0 ]; then
@@ -161,9 +169,10 @@ cargo_tool() { # cargo_tool NAME CRATE: a crates.io tool, into the guest's bin
 for w in "${WORKLOADS[@]}"; do
     case $w in
     pjdfstest) cargo_tool pjdfstest pjdfstest ;;
+    fsx) cargo_tool fsx fsx ;;
     esac
 done
-[ -f "$HERE/guest/pjdfstest.toml" ] && cp "$HERE/guest/pjdfstest.toml" "$RUN/share/"
+cp "$HERE"/guest/*.toml "$RUN/share/"
 
 # The export must be on a filesystem that holds a >4 GiB sparse file; the
 # run dir is under the work dir (target/, ext4 here).
@@ -176,6 +185,7 @@ NFS_PORT=2049
     echo "SERVER_KIND=$SERVER"
     echo "PJD_PATTERNS='${PJD_PATTERNS:-}'"
     echo "TAR_FILES=${TAR_FILES:-5000}"
+    echo "FSX_OPS=${FSX_OPS:-10000}"
     echo "WORKLOADS='${WORKLOADS[*]}'"
     for w in "${WORKLOADS[@]}"; do echo "LIMIT_$w=${LIMIT[$w]:-300}"; done
 } >"$RUN/share/params"
