@@ -81,9 +81,12 @@ enum Cmd {
 
 #[derive(clap::Args, Clone)]
 struct RunArgs {
-    /// Server address (NFS and MOUNT on one port).
+    /// Server address (NFS, and MOUNT unless --mount-addr).
     #[arg(long, default_value = "127.0.0.1:2049")]
     addr: SocketAddr,
+    /// MOUNT's address when it is not the NFS port (nfs-ganesha).
+    #[arg(long)]
+    mount_addr: Option<SocketAddr>,
     /// Absolute export path to MNT.
     #[arg(long)]
     export: String,
@@ -134,7 +137,28 @@ pub struct Session {
     pub root: NfsFh3,
 }
 
-pub async fn connect(addr: SocketAddr, export: &str, conns: usize) -> Result<Session, String> {
+pub async fn connect(
+    addr: SocketAddr,
+    mount_addr: Option<SocketAddr>,
+    export: &str,
+    conns: usize,
+) -> Result<Session, String> {
+    let (client, root) = mount(addr, mount_addr, export, conns).await?;
+    Ok(Session {
+        nfs: NfsClient::new(client),
+        root,
+    })
+}
+
+/// Connect `conns` connections to `addr` as root and MNT `export`, on
+/// `mount_addr` when MOUNT has a port of its own (nfs-ganesha), else on
+/// the NFS connections.
+pub async fn mount(
+    addr: SocketAddr,
+    mount_addr: Option<SocketAddr>,
+    export: &str,
+    conns: usize,
+) -> Result<(Client, NfsFh3), String> {
     let cfg = ClientConfig {
         auth: Auth::unix(0, 0),
         connections: conns.clamp(1, 64),
@@ -143,14 +167,23 @@ pub async fn connect(addr: SocketAddr, export: &str, conns: usize) -> Result<Ses
     let client = Client::connect(addr, &cfg)
         .await
         .map_err(|e| format!("connect {addr}: {e}"))?;
-    let root = MountClient::new(client.clone())
+    let mnt_client = match mount_addr {
+        None => client.clone(),
+        Some(m) => Client::connect(
+            m,
+            &ClientConfig {
+                connections: 1,
+                ..cfg.clone()
+            },
+        )
+        .await
+        .map_err(|e| format!("connect {m}: {e}"))?,
+    };
+    let root = MountClient::new(mnt_client)
         .mnt(export)
         .await
         .map_err(|e| format!("MNT {export}: {e}"))?;
-    Ok(Session {
-        nfs: NfsClient::new(client),
-        root: NfsFh3::new(root.fhandle),
-    })
+    Ok((client, NfsFh3::new(root.fhandle)))
 }
 
 /// Measure one mix at one stream count, with server cost if `pid` is given.
@@ -300,7 +333,7 @@ fn main() -> std::process::ExitCode {
 }
 
 async fn run_cmd(a: RunArgs) -> Result<(), String> {
-    let s = connect(a.addr, &a.export, a.conns).await?;
+    let s = connect(a.addr, a.mount_addr, &a.export, a.conns).await?;
     let items = Arc::new(prepare_items(&s, a.mix, a.tree_limit).await?);
     let dur = Duration::from_secs_f64(a.seconds.clamp(0.1, 600.0));
     print_header();

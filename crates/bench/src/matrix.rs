@@ -217,7 +217,7 @@ pub async fn run(a: MatrixArgs) -> Result<(), String> {
             for p in &policies {
                 let srv = start_server(&bin, &dir, w, p, &a.server_args)?;
                 let addr = std::net::SocketAddr::from(([127, 0, 0, 1], srv.port));
-                let s = connect(addr, &export, a.conns).await?;
+                let s = connect(addr, None, &export, a.conns).await?;
                 for &mix in &a.mixes {
                     let items = Arc::new(prepare_items(&s, mix, 50_000).await?);
                     for &n in &a.streams {

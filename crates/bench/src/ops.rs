@@ -16,16 +16,19 @@ use rnfsd_client::nfs3::{
     Commit3Args, Create3Args, CreateHow3, Diropargs3, FsInfo3Args, GetAttr3Args, Mkdir3Args,
     NfsFh3, Read3Args, Remove3Args, Rmdir3Args, Sattr3, StableHow, Write3Args,
 };
-use rnfsd_client::{check, Auth, Client, ClientConfig, ClientError, MountClient, NfsClient};
+use rnfsd_client::{check, Client, ClientError, MountClient, NfsClient};
 
 use crate::stats;
 
 /// Where and how to reach the server, and where results go.
 #[derive(clap::Args, Clone, Debug)]
 pub struct Target {
-    /// Server address (NFS and MOUNT on one port).
+    /// Server address (NFS, and MOUNT unless --mount-addr).
     #[arg(long, default_value = "127.0.0.1:2049")]
     pub addr: SocketAddr,
+    /// MOUNT's address when it is not the NFS port (nfs-ganesha).
+    #[arg(long)]
+    pub mount_addr: Option<SocketAddr>,
     /// Absolute export path to MNT.
     #[arg(long)]
     pub export: String,
@@ -143,22 +146,11 @@ pub struct Conn {
 }
 
 pub async fn connect(t: &Target) -> Result<Conn, String> {
-    let cfg = ClientConfig {
-        auth: Auth::unix(0, 0),
-        connections: t.conns.clamp(1, 64),
-        ..ClientConfig::default()
-    };
-    let client = Client::connect(t.addr, &cfg)
-        .await
-        .map_err(|e| format!("connect {}: {e}", t.addr))?;
-    let root = MountClient::new(client.clone())
-        .mnt(&t.export)
-        .await
-        .map_err(|e| format!("MNT {}: {e}", t.export))?;
+    let (client, root) = crate::mount(t.addr, t.mount_addr, &t.export, t.conns).await?;
     Ok(Conn {
         nfs: NfsClient::new(client.clone()),
         client,
-        root: NfsFh3::new(root.fhandle),
+        root,
     })
 }
 
