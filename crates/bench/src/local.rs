@@ -101,23 +101,7 @@ where
 }
 
 fn row(a: &LocalArgs, workload: &str, streams: usize, p: &Phase, unit: &str) -> OpResult {
-    let secs = p.elapsed.as_secs_f64();
-    OpResult {
-        label: a.label.clone(),
-        workload: workload.into(),
-        kind: "summary".into(),
-        streams,
-        count: p.done,
-        errors: p.errors,
-        seconds: secs,
-        rate: stats::rate(p.done, secs),
-        unit: unit.into(),
-        p50_us: p.lat.value_at_quantile(0.5),
-        p99_us: p.lat.value_at_quantile(0.99),
-        iteration: None,
-        spread: None,
-        truncated: p.truncated,
-    }
+    p.row(&a.label, workload, streams, unit)
 }
 
 fn limit(a: &LocalArgs) -> Duration {

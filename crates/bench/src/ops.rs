@@ -333,22 +333,30 @@ where
 }
 
 fn row(t: &Target, workload: &str, streams: usize, p: &Phase, unit: &str) -> OpResult {
-    let secs = p.elapsed.as_secs_f64();
-    OpResult {
-        label: t.label.clone(),
-        workload: workload.into(),
-        kind: "summary".into(),
-        streams,
-        count: p.done,
-        errors: p.errors,
-        seconds: secs,
-        rate: stats::rate(p.done, secs),
-        unit: unit.into(),
-        p50_us: p.lat.value_at_quantile(0.5),
-        p99_us: p.lat.value_at_quantile(0.99),
-        iteration: None,
-        spread: None,
-        truncated: p.truncated,
+    p.row(&t.label, workload, streams, unit)
+}
+
+impl Phase {
+    /// The summary row of one phase.
+    pub fn row(&self, label: &str, workload: &str, streams: usize, unit: &str) -> OpResult {
+        let p = self;
+        let secs = p.elapsed.as_secs_f64();
+        OpResult {
+            label: label.to_string(),
+            workload: workload.into(),
+            kind: "summary".into(),
+            streams,
+            count: p.done,
+            errors: p.errors,
+            seconds: secs,
+            rate: stats::rate(p.done, secs),
+            unit: unit.into(),
+            p50_us: p.lat.value_at_quantile(0.5),
+            p99_us: p.lat.value_at_quantile(0.99),
+            iteration: None,
+            spread: None,
+            truncated: p.truncated,
+        }
     }
 }
 
