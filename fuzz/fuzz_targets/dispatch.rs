@@ -2,138 +2,31 @@
 //! real `Server` with a `LocalFs` export in a temp directory, NFSv3 + MOUNT
 //! (and the port mapper table), so every decoder and every handler sees
 //! arbitrary bytes, with the duplicate reply cache in the path (the
-//! structured mode's fixed xid makes repeated calls replays).
-//!
-//! Input: byte 0 is a flags byte.
-//! - bit 0: policy allows AUTH_NONE.
-//! - bit 1: structured: bytes 1..5 are (program, version, procedure, uid)
-//!   selectors and the rest the arguments, behind a valid header with an
-//!   AUTH_SYS credential (AUTH_NONE if bit 4). Otherwise the rest is a raw
-//!   record.
-//! - bit 2 (structured): put the export's root handle before the arguments
-//!   (nearly every NFS procedure starts with a handle).
-//! - bit 3: dispatch to the port mapper table instead of NFS + MOUNT.
-//!
-//! Checked on every reply: the 4 record-mark bytes are reserved, the reply
-//! header decodes and carries the call's xid, a SUCCESS body stays within the
-//! procedure's declared `max_reply`, and (v3) decodes as the RFC result type.
+//! structured mode's fixed xid makes repeated calls replays). The input
+//! layout and the checks on every reply are in ../harness/dispatch.rs.
 #![no_main]
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use rnfsd::access::ExportAccess;
-use rnfsd::drc::{Drc, DrcConfig};
-use rnfsd::programs::mount::MOUNT;
-use rnfsd::programs::nfs3::NFS3;
-use rnfsd::programs::portmap::PORTMAP;
-use rnfsd::rpc::dispatch::{dispatch, Policy};
-use rnfsd::rpc::Program;
-use rnfsd::state::{Export, Server};
-use rnfsd_fs::local::{HandleMode, LocalFs, LocalOptions};
-use rnfsd_proto::rpc::{AcceptStat, AuthSys, ReplyHeader, AUTH_NONE, AUTH_SYS, MSG_CALL};
-use rnfsd_proto::{mount, nfs3};
-use rnfsd_xdr::{Dec, Enc, Xdr};
+
+#[path = "../harness/dispatch.rs"]
+mod harness;
 
 /// Wipe the export every this many calls so the disk use stays bounded.
 const WIPE_EVERY: u64 = 4096;
 
-struct Env {
-    server: Server,
-    drc: Drc,
-    dir: PathBuf,
-    root_fh: Vec<u8>,
-    peer: SocketAddr,
-    local: SocketAddr,
-}
-
-fn env() -> &'static Env {
-    static ENV: OnceLock<Env> = OnceLock::new();
+fn env() -> &'static (harness::Env, PathBuf) {
+    static ENV: OnceLock<(harness::Env, PathBuf)> = OnceLock::new();
     ENV.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("rnfsd-fuzz-export-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create export dir");
         let dir = dir.canonicalize().expect("canonical export dir");
-        let path = dir.to_str().expect("utf-8 temp dir").to_owned();
-        // A fixed key: handles in the corpus stay valid from run to run.
-        let opts = LocalOptions {
-            handle_mode: HandleMode::Auto,
-            handle_key: [7; 32],
-            ..LocalOptions::default()
-        };
-        let fs = LocalFs::open(&dir, 1, opts).expect("open export");
-        let server = Server {
-            exports: vec![Export::new(
-                1,
-                path.clone(),
-                Arc::new(fs),
-                ExportAccess::allow_all(false),
-            )],
-            write_verifier: [1; 8],
-            max_io: 1 << 20,
-        };
-        let mut env = Env {
-            server,
-            drc: Drc::new(DrcConfig::default()),
-            dir,
-            root_fh: Vec::new(),
-            peer: "127.0.0.1:700".parse().expect("addr"),
-            local: "127.0.0.1:2049".parse().expect("addr"),
-        };
-        // The root handle, the way a client gets it: MNT.
-        let rec = call(
-            mount::PROGRAM,
-            3,
-            mount::PROC_MNT,
-            true,
-            0,
-            &rnfsd_xdr::to_vec(&mount::DirPath(path.into_bytes())),
-        );
-        let r = dispatch(
-            &env.server,
-            &[&NFS3, &MOUNT],
-            &Policy::default(),
-            Some(&env.drc),
-            &rec,
-            env.peer,
-            env.local,
-        )
-        .expect("MNT reply");
-        let mut d = Dec::new(&r[4..]);
-        let _ = ReplyHeader::decode(&mut d).expect("MNT header");
-        match mount::MountRes3::decode(&mut d).expect("MNT result") {
-            mount::MountRes3::Ok { fhandle, .. } => env.root_fh = fhandle.0,
-            mount::MountRes3::Err(e) => panic!("MNT failed: {e:?}"),
-        }
-        env
+        (harness::Env::new(&dir), dir)
     })
-}
-
-fn call(prog: u32, vers: u32, proc_: u32, sys: bool, uid: u32, args: &[u8]) -> Vec<u8> {
-    let mut e = Enc::new();
-    for w in [0x0102_0304, MSG_CALL, 2, prog, vers, proc_] {
-        e.u32(w);
-    }
-    if sys {
-        e.u32(AUTH_SYS);
-        e.opaque(&rnfsd_xdr::to_vec(&AuthSys {
-            stamp: 1,
-            machine_name: b"fuzz".to_vec(),
-            uid,
-            gid: uid,
-            gids: vec![uid, 100],
-        }));
-    } else {
-        e.u32(AUTH_NONE);
-        e.u32(0);
-    }
-    e.u32(AUTH_NONE);
-    e.u32(0);
-    e.raw(args);
-    e.into_vec()
 }
 
 /// Remove everything below the export (best effort: chmod first so
@@ -156,140 +49,11 @@ fn wipe(dir: &Path) {
     }
 }
 
-/// Decode a v3 SUCCESS body as its RFC result type; it must use it all.
-fn check_result(prog: u32, vers: u32, proc_: u32, body: &[u8]) {
-    fn full<T: Xdr + std::fmt::Debug>(b: &[u8], what: &str) {
-        if let Err(e) = rnfsd_xdr::from_slice::<T>(b) {
-            panic!("{what} result does not decode ({e:?}): {b:02x?}");
-        }
-    }
-    use nfs3::*;
-    match (prog, vers) {
-        (NFS_PROGRAM, 3) => match proc_ {
-            0 => full::<()>(body, "NULL"),
-            1 => full::<GetAttr3Res>(body, "GETATTR"),
-            2 => full::<SetAttr3Res>(body, "SETATTR"),
-            3 => full::<Lookup3Res>(body, "LOOKUP"),
-            4 => full::<Access3Res>(body, "ACCESS"),
-            5 => full::<ReadLink3Res>(body, "READLINK"),
-            6 => full::<Read3Res>(body, "READ"),
-            7 => full::<Write3Res>(body, "WRITE"),
-            8 => full::<Create3Res>(body, "CREATE"),
-            9 => full::<Mkdir3Res>(body, "MKDIR"),
-            10 => full::<Symlink3Res>(body, "SYMLINK"),
-            11 => full::<Mknod3Res>(body, "MKNOD"),
-            12 => full::<Remove3Res>(body, "REMOVE"),
-            13 => full::<Rmdir3Res>(body, "RMDIR"),
-            14 => full::<Rename3Res>(body, "RENAME"),
-            15 => full::<Link3Res>(body, "LINK"),
-            16 => full::<ReadDir3Res>(body, "READDIR"),
-            17 => full::<ReadDirPlus3Res>(body, "READDIRPLUS"),
-            18 => full::<FsStat3Res>(body, "FSSTAT"),
-            19 => full::<FsInfo3Res>(body, "FSINFO"),
-            20 => full::<PathConf3Res>(body, "PATHCONF"),
-            21 => full::<Commit3Res>(body, "COMMIT"),
-            _ => {}
-        },
-        (mount::PROGRAM, 3) => match proc_ {
-            1 => full::<mount::MountRes3>(body, "MNT"),
-            2 => full::<mount::MountList>(body, "DUMP"),
-            0 | 3 | 4 => full::<()>(body, "MOUNT void"),
-            5 => full::<mount::Exports>(body, "EXPORT"),
-            _ => {}
-        },
-        _ => {}
-    }
-}
-
 fuzz_target!(|data: &[u8]| {
-    let env = env();
+    let (env, dir) = env();
     static CALLS: AtomicU64 = AtomicU64::new(0);
     if CALLS.fetch_add(1, Ordering::Relaxed) % WIPE_EVERY == WIPE_EVERY - 1 {
-        wipe(&env.dir);
+        wipe(dir);
     }
-    let Some((&flags, rest)) = data.split_first() else {
-        return;
-    };
-    let policy = Policy {
-        allow_auth_none: flags & 1 != 0,
-    };
-    let progs: &[&Program] = if flags & 8 != 0 {
-        &[&PORTMAP]
-    } else {
-        &[&NFS3, &MOUNT]
-    };
-    let owned;
-    let rec: &[u8] = if flags & 2 != 0 {
-        if rest.len() < 4 {
-            return;
-        }
-        let prog = [nfs3::NFS_PROGRAM, mount::PROGRAM, 100000][rest[0] as usize % 3];
-        let uid = if rest[3] == 0 {
-            0
-        } else {
-            1000 + rest[3] as u32
-        };
-        let mut args = Vec::new();
-        if flags & 4 != 0 {
-            args.extend_from_slice(&rnfsd_xdr::to_vec(&nfs3::NfsFh3 {
-                data: env.root_fh.clone(),
-            }));
-        }
-        args.extend_from_slice(&rest[4..]);
-        owned = call(
-            prog,
-            rest[1] as u32,
-            rest[2] as u32,
-            flags & 16 == 0,
-            uid,
-            &args,
-        );
-        &owned
-    } else {
-        rest
-    };
-
-    let Some(reply) = dispatch(
-        &env.server,
-        progs,
-        &policy,
-        Some(&env.drc),
-        rec,
-        env.peer,
-        env.local,
-    ) else {
-        return;
-    };
-    assert!(
-        reply.len() >= 4 && reply[..4] == [0; 4],
-        "record mark bytes not reserved"
-    );
-    let mut d = Dec::new(&reply[4..]);
-    let (xid, h) = ReplyHeader::decode(&mut d).expect("reply header decodes");
-    assert_eq!(Some(xid), rnfsd_proto::rpc::peek_xid(rec), "reply xid");
-    if h != ReplyHeader::Accepted(AcceptStat::Success) {
-        assert_eq!(d.remaining(), 0, "error reply with a body");
-        return;
-    }
-    // Which procedure ran: the header words after xid and msg type.
-    let mut hd = Dec::new(rec);
-    let words: Vec<u32> = (0..6).map_while(|_| hd.u32().ok()).collect();
-    let [_, _, _, prog, vers, proc_] = words[..] else {
-        panic!("SUCCESS for a call without a full header");
-    };
-    let p = progs
-        .iter()
-        .find(|p| p.prog == prog)
-        .and_then(|p| p.versions.iter().find(|v| v.vers == vers))
-        .and_then(|v| v.procs.get(proc_ as usize))
-        .expect("SUCCESS for an unknown procedure");
-    let body = d.rest();
-    assert!(
-        body.len() <= p.max_reply,
-        "{} reply body {} bytes > max_reply {}",
-        p.name,
-        body.len(),
-        p.max_reply
-    );
-    check_result(prog, vers, proc_, body);
+    let _ = harness::feed(env, data);
 });
