@@ -6,13 +6,11 @@
 
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Instant;
 
 use rnfsd_proto::rpc::{
     encode_accepted, encode_denied, AcceptStat, AuthStat, AuthSys, RejectStat, AUTH_NONE, AUTH_SYS,
     MAX_AUTH_BYTES, MSG_CALL, RPC_VERSION,
 };
-use rnfsd_stats::Registry;
 use rnfsd_xdr::{Dec, Enc};
 
 use super::{Auth, CacheClass, CallCtx, Proc, ProcError, Program};
@@ -264,31 +262,6 @@ fn execute(
     let mut e = Enc::from_vec(v);
     encode_accepted(&mut e, xid, stat);
     (Some(e.into_vec()), false)
-}
-
-/// [`dispatch`], with the call and its outcome counted in `stats`: one CPU
-/// lookup, two clock reads and a few per-core adds per call, nothing at all
-/// when counting is off. The outcome is read back from the reply, so the
-/// dispatch logic above stays as it is.
-#[allow(clippy::too_many_arguments)]
-pub fn dispatch_counted(
-    stats: Option<&Registry>,
-    server: &Server,
-    programs: &[&Program],
-    policy: &Policy,
-    drc: Option<&Drc>,
-    req: &[u8],
-    peer: SocketAddr,
-    local: SocketAddr,
-) -> Option<Vec<u8>> {
-    let Some((reg, shard)) = stats.and_then(|r| r.shard().map(|s| (r, s))) else {
-        return dispatch(server, programs, policy, drc, req, peer, local);
-    };
-    let t0 = Instant::now();
-    let reply = dispatch(server, programs, policy, drc, req, peer, local);
-    let us = u64::try_from(t0.elapsed().as_micros()).unwrap_or(u64::MAX);
-    reg.record(shard, req, reply.as_deref(), us);
-    reply
 }
 
 #[cfg(test)]
