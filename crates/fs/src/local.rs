@@ -119,6 +119,9 @@ impl Default for LocalOptions {
 
 /// Longest chain of directories followed when walking or verifying a path.
 const MAX_DEPTH: usize = 2048;
+/// Extra open_by_handle_at attempts after a transient ENOMEM.
+const ENOMEM_RETRIES: u32 = 3;
+
 /// Deepest directory a recovery scan descends into (one open fd per level).
 const MAX_SCAN_DEPTH: usize = 256;
 /// getdents buffer of each scan level.
@@ -433,11 +436,7 @@ impl LocalFs {
                 if self.mode != HandleMode::Kernel {
                     return Err(FsError::Stale);
                 }
-                let fd = sys::open_by_handle(self.root.as_raw_fd(), htype, &bytes, libc::O_PATH)
-                    .map_err(|e| match io_errno(&e) {
-                        libc::ESTALE | libc::ENOENT | libc::EINVAL => FsError::Stale,
-                        n => errno(n),
-                    })?;
+                let fd = self.open_kernel_handle(htype, &bytes)?;
                 let st = sys::fstat(fd.as_raw_fd())?;
                 if st.nlink == 0 || st.mnt_id != self.root_mnt || st.dev != self.root_key.dev {
                     return Err(FsError::Stale);
@@ -485,6 +484,31 @@ impl LocalFs {
         self.usr(cred)?;
         let f = self.open_data(cred, &o, flags)?;
         Ok((o, f))
+    }
+
+    /// open_by_handle_at on the export's mount. An object freed a moment ago
+    /// can make the kernel answer ENOMEM instead of ESTALE while its inode
+    /// is being evicted (seen in 1 of 10 parallel test runs); asking again
+    /// after a short wait gets the settled answer. A real shortage stays ENOMEM (JUKEBOX to the
+    /// client, which retries); a missing object is Stale.
+    fn open_kernel_handle(&self, htype: i32, bytes: &[u8]) -> FsResult<OwnedFd> {
+        let mut tries = 0;
+        loop {
+            match sys::open_by_handle(self.root.as_raw_fd(), htype, bytes, libc::O_PATH) {
+                Ok(fd) => return Ok(fd),
+                Err(e) => match io_errno(&e) {
+                    libc::ESTALE | libc::ENOENT | libc::EINVAL => return Err(FsError::Stale),
+                    libc::ENOMEM if tries < ENOMEM_RETRIES => {
+                        // 0.1 ms, 1 ms, 10 ms: only this rare path waits.
+                        std::thread::sleep(std::time::Duration::from_micros(
+                            100 * 10u64.pow(tries),
+                        ));
+                        tries += 1;
+                    }
+                    n => return Err(errno(n)),
+                },
+            }
+        }
     }
 
     /// Whether the kernel's own path for `fd` (its dentry, as /proc/self/fd
