@@ -1,166 +1,271 @@
 #!/usr/bin/env bash
-# Side-by-side rnfsd vs nfs-ganesha: the same `rnfsd-bench run` arguments
-# against each server, alternating rnfsd ganesha rnfsd ganesha ... for
-# --rounds rounds, each run on a fresh copy of one prepared tree. Prints the
-# medians per server and the ratio rnfsd/ganesha. See docs/ganesha.md.
+# rnfsd against nfs-ganesha (and the local filesystem), every workload of
+# rnfsd-bench, side by side: for each round and each workload, rnfsd then
+# ganesha (A B A B ...), each run on a fresh ext4 filesystem of its own; then
+# medians, run-to-run ranges and ratios (`rnfsd-bench report`) and charts.
+# See docs/benchmarks.md ("rnfsd against nfs-ganesha").
 #
-#   scripts/compare.sh [--mix getattr|traverse] [--streams 16,64] [--conns 4]
-#       [--seconds 3] [--rounds 3] [--files 20000] [--dirs 1000]
-#       [--bench PATH] [--rnfsd PATH] [--out FILE.jsonl] [--work DIR]
+#   scripts/compare.sh [--rounds 3] [--workloads getattr,traverse,...]
+#       [--servers rnfsd,ganesha] [--no-local] [--quick] [--fresh-fs yes|no]
+#       [--out DIR] [--work DIR] [--bench PATH] [--rnfsd PATH]
+#       [--variant NAME=ARGS]...
 #
-# rnfsd runs on host loopback (127.0.0.1, a free port); ganesha runs through
-# scripts/ganesha.sh exec (private netns + private rpcbind), with the bench
-# inside its namespace. ganesha 4.3 serves MOUNT on its own port, so the
-# bench must send MNT there: with `--mount-addr` if the bench has it, else
-# through RNFSD_BENCH_MOUNT_ADDR (the scratch build in docs/ganesha.md).
-# Time is bounded: every bench run is bounded by --seconds per stream count,
-# and each server start by a timeout.
+# Workloads (default all): getattr traverse create mkdir fsmark mount write
+# read. With create and fsmark the local-filesystem reference (local-create,
+# local-fsmark: the same work done with syscalls) runs in each round too,
+# unless --no-local. --quick: small counts, for checking the script.
+# --variant NAME=ARGS adds a server `rnfsd-NAME`: rnfsd with extra serve
+# arguments (e.g. --variant nopin=--no-pin-loops), alternated like the rest;
+# name it in --servers to choose its place in the order.
+#
+# Needs root (namespaces for ganesha, loop mounts). Installs what is missing:
+# nfs-ganesha, nfs-ganesha-vfs and rpcbind (scripts/ganesha.sh), e2fsprogs;
+# builds target/release/{rnfsd,rnfsd-bench} if absent. Every bench run is
+# bounded by its own counts, --max-seconds per phase, and timeout(1); all
+# traffic stays on 127.0.0.1 (ganesha's inside its private namespace).
+#
+# Output in --out (default /tmp/rnfsd-compare/out): results.jsonl (every
+# row), report.md (the tables), summary.json, getattr.svg, traverse.svg,
+# machine.txt, compare.log.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
 BENCH=$ROOT/target/release/rnfsd-bench
 RNFSD=$ROOT/target/release/rnfsd
-MIX=getattr STREAMS=16,64 CONNS=4 SECONDS_=3 ROUNDS=3 FILES=20000 DIRS=1000
+ROUNDS=3
+WORKLOADS=getattr,traverse,create,mkdir,fsmark,mount,write,read
+SERVERS=rnfsd,ganesha
+LOCAL=1
+QUICK=
+FRESH_FS=yes
 WORK=/tmp/rnfsd-compare
 OUT=
+declare -A VARIANT=()
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
+log() { echo "compare.sh $(date +%T): $*" >&2; }
 while [ $# -gt 0 ]; do
     case "$1" in
-    --mix) MIX=$2; shift 2 ;;
-    --streams) STREAMS=$2; shift 2 ;;
-    --conns) CONNS=$2; shift 2 ;;
-    --seconds) SECONDS_=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
-    --files) FILES=$2; shift 2 ;;
-    --dirs) DIRS=$2; shift 2 ;;
-    --bench) BENCH=$2; shift 2 ;;
-    --rnfsd) RNFSD=$2; shift 2 ;;
+    --workloads) WORKLOADS=$2; shift 2 ;;
+    --servers) SERVERS=$2; shift 2 ;;
+    --no-local) LOCAL=; shift ;;
+    --quick) QUICK=1; shift ;;
+    --fresh-fs) FRESH_FS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
+    --bench) BENCH=$2; shift 2 ;;
+    --rnfsd) RNFSD=$2; shift 2 ;;
+    --variant)
+        [[ $2 == [a-z0-9]*=* ]] || die "--variant NAME=ARGS"
+        VARIANT[${2%%=*}]=${2#*=}
+        [[ ,$SERVERS, == *,rnfsd-${2%%=*},* ]] || SERVERS+=",rnfsd-${2%%=*}"
+        shift 2 ;;
+    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1" ;;
     esac
 done
-[ -x "$BENCH" ] || die "no bench at $BENCH"
-[ -x "$RNFSD" ] || die "no rnfsd at $RNFSD"
 [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 10 ] || die "--rounds must be 1..10"
-BENCH=$(readlink -f "$BENCH") RNFSD=$(readlink -f "$RNFSD")
+case "$FRESH_FS" in yes | no) ;; *) die "--fresh-fs yes|no" ;; esac
 case "$WORK" in /tmp/?*) ;; *) die "--work must be under /tmp (it is deleted)" ;; esac
+IFS=, read -r -a WL <<<"$WORKLOADS"
+IFS=, read -r -a SV <<<"$SERVERS"
+for w in "${WL[@]}"; do
+    case $w in getattr | traverse | create | mkdir | fsmark | mount | write | read) ;;
+    *) die "unknown workload: $w" ;; esac
+done
+for s in "${SV[@]}"; do
+    case $s in
+    rnfsd | ganesha) ;;
+    rnfsd-*) [ -n "${VARIANT[${s#rnfsd-}]+x}" ] || die "server $s needs --variant ${s#rnfsd-}=ARGS" ;;
+    *) die "unknown server: $s" ;;
+    esac
+done
+[ "$(id -u)" = 0 ] || die "must run as root (ganesha's namespace, loop mounts)"
+
+# ---- sizes: the seeds' defaults, or small ones with --quick ---------------
+if [ -z "$QUICK" ]; then
+    TREE_FILES=20000 TREE_DIRS=1000   # traverse/mount tree (issue 4 default)
+    CALL_STREAMS=1,16,64 CALL_SECONDS=3
+    CREATE_FILES=150000 CREATE_STREAMS=16 # seed 001: 150k creates, one dir
+    MKDIR_FILES=20000 MKDIR_STREAMS=16
+    FSMARK_ITER=5 FSMARK_FILES=2000 FSMARK_STREAMS=16 # seed 002
+    MOUNT_REPS=1000
+    IO_MIB=256
+else
+    TREE_FILES=2000 TREE_DIRS=100
+    CALL_STREAMS=1,16 CALL_SECONDS=1
+    CREATE_FILES=3000 CREATE_STREAMS=16
+    MKDIR_FILES=1000 MKDIR_STREAMS=16
+    FSMARK_ITER=2 FSMARK_FILES=300 FSMARK_STREAMS=16
+    MOUNT_REPS=200
+    IO_MIB=32
+fi
+MAX_SECONDS=300 # per bench phase
+RUN_TIMEOUT=1800 # per bench command (several phases)
+
+# ---- tools -----------------------------------------------------------------
+command -v mkfs.ext4 >/dev/null || { log "installing e2fsprogs"; apt-get install -y e2fsprogs >&2; }
+if [ ! -x "$BENCH" ] || [ ! -x "$RNFSD" ]; then
+    log "building release binaries"
+    (cd "$ROOT" && cargo build --release -p rnfsd -p rnfsd-bench >&2)
+fi
+BENCH=$(readlink -f "$BENCH") RNFSD=$(readlink -f "$RNFSD")
+
 rm -rf "$WORK"
 mkdir -p "$WORK"
-[ -n "$OUT" ] || OUT=$WORK/results.jsonl
-: >"$OUT"
+[ -n "$OUT" ] || OUT=$WORK/out
+mkdir -p "$OUT"
+OUT=$(readlink -f "$OUT")
+RESULTS=$OUT/results.jsonl
+: >"$RESULTS"
+exec 2> >(tee -a "$OUT/compare.log" >&2)
 
-# Per-run budget: warm-up + --seconds per stream count, plus start-up.
-NSTREAMS=$(echo "$STREAMS" | tr ',' '\n' | grep -c .)
-BUDGET=$(awk -v s="$SECONDS_" -v n="$NSTREAMS" 'BEGIN { printf "%d", 60 + n * (s + 5) * 2 }')
+FS=$WORK/fs
+cleanup() {
+    mountpoint -q "$FS" 2>/dev/null && umount "$FS" 2>/dev/null
+    rm -f "$WORK/fs.img"
+}
+trap cleanup EXIT
 
-RUN_ARGS=(run --mix "$MIX" --streams "$STREAMS" --conns "$CONNS" --seconds "$SECONDS_")
-MOUNT_OPT=()
-if "$BENCH" run --help 2>/dev/null | grep -q -- '--mount-addr'; then
-    MOUNT_OPT=(--mount-addr 127.0.0.1:20048)
-fi
-RNFSD_OPTS=(--no-rpcbind)
-if "$RNFSD" serve --help 2>/dev/null | grep -q -- '--no-root-squash'; then
-    RNFSD_OPTS+=(--no-root-squash) # as ganesha's Squash = No_Root_Squash
-fi
-
-echo "compare.sh: preparing tree ($FILES files, $DIRS dirs)" >&2
-"$BENCH" prepare "$WORK/tree.src" --files "$FILES" --dirs "$DIRS" >&2
-
-label() { # FILE LABEL ROUND: relabel the bench's JSON lines into $OUT
-    python3 - "$1" "$2" "$3" "$OUT" <<'EOF'
-import json, sys
-src, label, rnd, out = sys.argv[1:5]
-with open(src) as f, open(out, "a") as o:
-    for line in f:
-        line = line.strip()
-        if not line:
-            continue
-        m = json.loads(line)
-        m["label"], m["round"] = label, int(rnd)
-        o.write(json.dumps(m) + "\n")
-EOF
+# A fresh ext4 filesystem for one run: ext4 reuses freed inodes slowly, so
+# creating after a previous run's removes would be slower for whoever runs
+# second. Inode tables are initialised now, not by a background thread
+# during the run. --fresh-fs no: a fresh directory instead.
+fresh_fs() {
+    cleanup
+    if [ "$FRESH_FS" = yes ]; then
+        truncate -s 8G "$WORK/fs.img"
+        mkfs.ext4 -q -F -N 400000 -E lazy_itable_init=0,lazy_journal_init=0 "$WORK/fs.img"
+        mkdir -p "$FS"
+        mount -o loop "$WORK/fs.img" "$FS"
+    else
+        rm -rf "$FS"
+        mkdir -p "$FS"
+    fi
+    mkdir -p "$FS/export"
 }
 
-fresh() { # a fresh copy of the prepared tree
-    rm -rf "$WORK/tree"
-    cp -a "$WORK/tree.src" "$WORK/tree"
+needs_tree() { case $1 in getattr | traverse | mount) return 0 ;; *) return 1 ;; esac; }
+
+# The bench arguments of one workload (after the common target options).
+bench_args() { # WORKLOAD LABEL -> BARGS
+    local w=$1 l=$2
+    case $w in
+    getattr | traverse)
+        BARGS=(run --mix "$w" --streams "$CALL_STREAMS" --seconds "$CALL_SECONDS" --label "$l") ;;
+    create) BARGS=(create --files "$CREATE_FILES" --streams "$CREATE_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS") ;;
+    mkdir) BARGS=(mkdir --files "$MKDIR_FILES" --streams "$MKDIR_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS") ;;
+    fsmark) BARGS=(fsmark --iterations "$FSMARK_ITER" --files-per-iteration "$FSMARK_FILES" \
+        --streams "$FSMARK_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS") ;;
+    mount) BARGS=(mount --reps "$MOUNT_REPS" --warm-tree $((TREE_FILES + TREE_DIRS + 1)) \
+        --label "$l" --max-seconds "$MAX_SECONDS") ;;
+    write | read) BARGS=("$w" --size "$IO_MIB" --label "$l" --max-seconds "$MAX_SECONDS") ;;
+    esac
 }
 
-run_rnfsd() { # ROUND
-    fresh
-    rm -f "$WORK/port" "$WORK/run.jsonl"
+run_rnfsd() { # WORKLOAD [LABEL [EXTRA SERVE ARGS]]
+    local w=$1 label=${2:-rnfsd} pid st=0 extra=()
+    [ -n "${3:-}" ] && read -r -a extra <<<"$3"
+    rm -f "$WORK/port"
+    rm -rf "$WORK/rnfsd-state"
     mkdir -p "$WORK/rnfsd-state"
-    "$RNFSD" serve "$WORK/tree" --listen 127.0.0.1:0 --port-file "$WORK/port" \
-        --state-dir "$WORK/rnfsd-state" "${RNFSD_OPTS[@]}" --log-level warn \
-        >"$WORK/rnfsd.log" 2>&1 &
-    local pid=$! st=0
+    # --no-root-squash: as ganesha's Squash = No_Root_Squash (the bench
+    # sends AUTH_SYS uid 0).
+    "$RNFSD" serve "$FS/export" --listen 127.0.0.1:0 --port-file "$WORK/port" \
+        --state-dir "$WORK/rnfsd-state" --no-rpcbind --no-root-squash --log-level warn \
+        "${extra[@]}" >>"$OUT/rnfsd.log" 2>&1 &
+    pid=$!
     for _ in $(seq 1 100); do
         [ -s "$WORK/port" ] && break
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done
     if [ -s "$WORK/port" ]; then
-        timeout "$BUDGET" "$BENCH" "${RUN_ARGS[@]}" --addr "127.0.0.1:$(cat "$WORK/port")" \
-            --export "$WORK/tree" --server-pid "$pid" --json "$WORK/run.jsonl" || st=$?
+        bench_args "$w" "$label"
+        timeout "$RUN_TIMEOUT" "$BENCH" "${BARGS[@]}" --addr "127.0.0.1:$(cat "$WORK/port")" \
+            --export "$FS/export" --server-pid "$pid" --json "$RESULTS" || st=$?
     else
-        echo "compare.sh: rnfsd did not start" >&2
+        log "rnfsd did not start"
         st=1
     fi
     kill -TERM "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
-    [ "$st" = 0 ] && label "$WORK/run.jsonl" rnfsd "$1"
     return "$st"
 }
 
-run_ganesha() { # ROUND
-    fresh
-    rm -f "$WORK/run.jsonl"
-    local st=0
-    # $GANESHA_RUN/ganesha.realpid is ganesha's PID (same PID namespace).
-    GANESHA_RUN=$WORK/ganesha RNFSD_BENCH_MOUNT_ADDR=127.0.0.1:20048 \
-        timeout "$BUDGET" "$HERE/ganesha.sh" exec --export "$WORK/tree" --port 2049 --mnt-port 20048 -- \
+run_ganesha() { # WORKLOAD
+    local w=$1 st=0
+    bench_args "$w" ganesha
+    # Inside ganesha's namespace; $GANESHA_RUN/ganesha.realpid is its PID
+    # (same PID namespace). MOUNT has a port of its own (ganesha 4.3).
+    GANESHA_RUN=$WORK/ganesha timeout "$RUN_TIMEOUT" "$HERE/ganesha.sh" exec \
+        --export "$FS/export" --port 2049 --mnt-port 20048 -- \
         sh -c 'exec "$@" --server-pid "$(cat "$GANESHA_RUN/ganesha.realpid")"' sh \
-        "$BENCH" "${RUN_ARGS[@]}" "${MOUNT_OPT[@]}" --addr 127.0.0.1:2049 --export "$WORK/tree" \
-        --json "$WORK/run.jsonl" 2> >(grep -v -E '^ +[0-9]+ +[0-9]+ +(tcp|udp)|program vers' >&2) || st=$?
-    [ "$st" = 0 ] && label "$WORK/run.jsonl" ganesha "$1"
+        "$BENCH" "${BARGS[@]}" --addr 127.0.0.1:2049 --mount-addr 127.0.0.1:20048 \
+        --export "$FS/export" --json "$RESULTS" \
+        2> >(grep -v -E '^ +[0-9]+ +[0-9]+ +(tcp|udp)|program vers' >&2) || st=$?
     return "$st"
 }
+
+run_local() { # WORKLOAD (create or fsmark)
+    local w=$1
+    case $w in
+    create) BARGS=(local-create --files "$CREATE_FILES" --streams "$CREATE_STREAMS") ;;
+    fsmark) BARGS=(local-fsmark --files "$FSMARK_FILES" --iterations "$FSMARK_ITER" --streams "$FSMARK_STREAMS") ;;
+    *) return 0 ;;
+    esac
+    timeout "$RUN_TIMEOUT" "$BENCH" "${BARGS[@]}" --dir "$FS/export" --label local \
+        --max-seconds "$MAX_SECONDS" --json "$RESULTS"
+}
+
+{
+    echo "date: $(date -Is)"
+    echo "host: $(uname -srm), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+    echo "rnfsd: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' (modified tree)')"
+    echo "ganesha: $(dpkg-query -W -f '${Version}' nfs-ganesha 2>/dev/null || echo 'not installed yet')"
+    echo "fresh filesystem per run: $FRESH_FS (ext4 on a loop device under $WORK)"
+    echo "rounds: $ROUNDS; workloads: $WORKLOADS; servers: $SERVERS; local: ${LOCAL:-no}; quick: ${QUICK:-no}"
+    for v in "${!VARIANT[@]}"; do echo "variant rnfsd-$v: rnfsd serve ... ${VARIANT[$v]}"; done
+    echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+} >"$OUT/machine.txt"
+cat "$OUT/machine.txt" >&2
 
 fail=0
+T0=$(date +%s)
 for r in $(seq 1 "$ROUNDS"); do
-    echo "compare.sh: round $r/$ROUNDS rnfsd (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-    run_rnfsd "$r" || { echo "compare.sh: rnfsd run failed" >&2; fail=1; }
-    echo "compare.sh: round $r/$ROUNDS ganesha (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-    run_ganesha "$r" || { echo "compare.sh: ganesha run failed" >&2; fail=1; }
+    for w in "${WL[@]}"; do
+        for s in "${SV[@]}"; do
+            log "round $r/$ROUNDS $w on $s (load $(cut -d' ' -f1-3 /proc/loadavg))"
+            fresh_fs
+            # getattr, traverse and mount: the export is the prepared tree.
+            if needs_tree "$w"; then
+                "$BENCH" prepare "$FS/export" --files "$TREE_FILES" --dirs "$TREE_DIRS" >&2
+            fi
+            case $s in
+            rnfsd-*) run_rnfsd "$w" "$s" "${VARIANT[${s#rnfsd-}]}" ;;
+            *) "run_$s" "$w" ;;
+            esac || { log "$w on $s failed"; fail=1; }
+        done
+        if [ -n "$LOCAL" ] && { [ "$w" = create ] || [ "$w" = fsmark ]; }; then
+            log "round $r/$ROUNDS $w on the local filesystem"
+            fresh_fs
+            run_local "$w" || { log "local $w failed"; fail=1; }
+        fi
+    done
 done
-rm -rf "$WORK/tree" "$WORK/tree.src"
+cleanup
+log "all runs done in $(( $(date +%s) - T0 )) s"
 
-python3 - "$OUT" <<'EOF'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-by = {}
-for m in rows:
-    by.setdefault((m["mix"], m["streams"], m["label"]), []).append(m)
-def med(ms, k):
-    v = [m[k] for m in ms if m.get(k) is not None]
-    return statistics.median(v) if v else None
-print(f"{'mix':<9} {'streams':>7} {'server':<8} {'n':>2} {'calls/s':>10} {'p50us':>7} {'p99us':>7} {'cpu_us/call':>11} {'errors':>6}")
-keys = sorted({(k[0], k[1]) for k in by})
-for mix, st in keys:
-    meds = {}
-    for lab in ("rnfsd", "ganesha"):
-        ms = by.get((mix, st, lab), [])
-        if not ms:
-            continue
-        c = med(ms, "calls_per_s"); meds[lab] = c
-        cpu = med(ms, "server_cpu_us_per_call")
-        print(f"{mix:<9} {st:>7} {lab:<8} {len(ms):>2} {c:>10.0f} {med(ms,'p50_us'):>7.0f} {med(ms,'p99_us'):>7.0f} "
-              f"{(f'{cpu:.1f}' if cpu is not None else '-'):>11} {sum(m['errors'] for m in ms):>6}")
-    if meds.get("rnfsd") and meds.get("ganesha"):
-        print(f"{mix:<9} {st:>7} ratio rnfsd/ganesha (median calls/s): {meds['rnfsd']/meds['ganesha']:.2f}")
-EOF
-echo "compare.sh: JSON lines in $OUT" >&2
-exit "$fail"
+"$BENCH" report --json "$RESULTS" --labels "$SERVERS${LOCAL:+,local}" \
+    --out "$OUT/summary.json" >"$OUT/report.md"
+for m in getattr traverse; do
+    grep -qi "\"mix\":\"$m\"" "$RESULTS" || continue
+    "$BENCH" chart --json "$RESULTS" --workload "$m" --title "$m: calls/s against client streams" \
+        --out "$OUT/$m.svg" || true
+done
+cat "$OUT/report.md"
+echo
+echo "results: $OUT (results.jsonl, report.md, summary.json, *.svg, machine.txt)"
+[ "$fail" = 0 ] || { echo "compare.sh: some runs failed (see $OUT/compare.log)"; exit 1; }

@@ -16,9 +16,9 @@ pub struct Series {
 /// Build series from JSON lines. A line contributes if it has `streams` and
 /// a rate (`rate`, else `calls_per_s`), and is not a per-iteration row
 /// (`kind` "iteration") or a detail row ("detail"); with `only`, just rows of
-/// that workload (or mix). Repeated (series, streams) points are averaged.
+/// that workload (or mix). Repeated (series, streams) points: their median.
 pub fn series_from_json_lines(text: &str, only: Option<&str>) -> (Vec<Series>, String) {
-    let mut acc: BTreeMap<String, BTreeMap<u64, (f64, u32)>> = BTreeMap::new();
+    let mut acc: BTreeMap<String, BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
     let mut units = BTreeMap::<String, ()>::new();
     let mut workloads = BTreeMap::<String, ()>::new();
     let rows: Vec<serde_json::Value> = text
@@ -59,13 +59,11 @@ pub fn series_from_json_lines(text: &str, only: Option<&str>) -> (Vec<Series>, S
             .unwrap_or("calls/s")
             .to_string();
         units.insert(unit, ());
-        let e = acc
-            .entry(name)
+        acc.entry(name)
             .or_default()
             .entry(streams)
-            .or_insert((0.0, 0));
-        e.0 += rate;
-        e.1 += 1;
+            .or_default()
+            .push(rate);
     }
     let series = acc
         .into_iter()
@@ -73,7 +71,7 @@ pub fn series_from_json_lines(text: &str, only: Option<&str>) -> (Vec<Series>, S
             name,
             points: pts
                 .into_iter()
-                .map(|(x, (sum, n))| (x as f64, sum / f64::from(n.max(1))))
+                .filter_map(|(x, rates)| Some((x as f64, crate::report::median(&rates)?)))
                 .collect(),
         })
         .collect();
@@ -282,12 +280,12 @@ not json
 "#;
 
     #[test]
-    fn series_grouped_and_averaged() {
+    fn series_grouped_and_median() {
         let (s, unit) = series_from_json_lines(LINES, None);
         assert_eq!(unit, "creates/s");
         assert_eq!(s.len(), 2);
         let r = s.iter().find(|x| x.name == "rnfsd").unwrap();
-        // (3000 + 5000) / 2; the iteration row is skipped.
+        // Median of 3000 and 5000; the iteration row is skipped.
         assert_eq!(r.points, vec![(1.0, 1000.0), (4.0, 4000.0)]);
     }
 

@@ -97,6 +97,7 @@ where
         elapsed: start.elapsed(),
         lat,
         truncated,
+        cost: None,
     }
 }
 
@@ -197,6 +198,8 @@ pub fn fsmark_cmd(a: LocalArgs) -> Result<(), String> {
                 p50_us: lat.value_at_quantile(0.5),
                 p99_us: lat.value_at_quantile(0.99),
                 iteration: None,
+                server_cpu_us_per_op: None,
+                server_csw_per_op: None,
                 spread: Some(s),
                 truncated,
             };

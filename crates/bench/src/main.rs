@@ -7,6 +7,7 @@ mod local;
 mod matrix;
 mod ops;
 mod proc_cost;
+mod report;
 mod stats;
 mod workload;
 
@@ -64,6 +65,19 @@ enum Cmd {
     LocalCreate(local::LocalArgs),
     /// Local-filesystem reference for `fsmark`: 4 KiB write + fsync per file.
     LocalFsmark(local::LocalArgs),
+    /// Medians over repeated runs per workload, stream count and label, with
+    /// the ratios of the first label to the others (Markdown tables).
+    Report {
+        /// JSON-lines result files.
+        #[arg(long, required = true, num_args = 1..)]
+        json: Vec<PathBuf>,
+        /// Column order, comma separated; ratios are of the first label.
+        #[arg(long, value_delimiter = ',')]
+        labels: Vec<String>,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// SVG chart of rate against client streams from JSON lines.
     Chart {
         /// JSON lines written by --json.
@@ -111,6 +125,9 @@ struct RunArgs {
     /// Append one JSON object per measurement to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Series name in the table, JSON and chart (e.g. rnfsd, ganesha).
+    #[arg(long, default_value = "server")]
+    label: String,
 }
 
 /// One measurement, as printed and written to JSON.
@@ -143,7 +160,7 @@ pub async fn connect(
     export: &str,
     conns: usize,
 ) -> Result<Session, String> {
-    let (client, root) = mount(addr, mount_addr, export, conns).await?;
+    let (client, _mnt, root) = mount(addr, mount_addr, export, conns).await?;
     Ok(Session {
         nfs: NfsClient::new(client),
         root,
@@ -152,13 +169,14 @@ pub async fn connect(
 
 /// Connect `conns` connections to `addr` as root and MNT `export`, on
 /// `mount_addr` when MOUNT has a port of its own (nfs-ganesha), else on
-/// the NFS connections.
+/// the NFS connections. Returns the NFS client, the MOUNT client and the
+/// export's root handle.
 pub async fn mount(
     addr: SocketAddr,
     mount_addr: Option<SocketAddr>,
     export: &str,
     conns: usize,
-) -> Result<(Client, NfsFh3), String> {
+) -> Result<(Client, Client, NfsFh3), String> {
     let cfg = ClientConfig {
         auth: Auth::unix(0, 0),
         connections: conns.clamp(1, 64),
@@ -179,11 +197,11 @@ pub async fn mount(
         .await
         .map_err(|e| format!("connect {m}: {e}"))?,
     };
-    let root = MountClient::new(mnt_client)
+    let root = MountClient::new(mnt_client.clone())
         .mnt(export)
         .await
         .map_err(|e| format!("MNT {export}: {e}"))?;
-    Ok((client, NfsFh3::new(root.fhandle)))
+    Ok((client, mnt_client, NfsFh3::new(root.fhandle)))
 }
 
 /// Measure one mix at one stream count, with server cost if `pid` is given.
@@ -316,6 +334,7 @@ fn main() -> std::process::ExitCode {
         Cmd::Write(a) => rt.block_on(ops::io_cmd(a, false)),
         Cmd::LocalCreate(a) => local::create_cmd(a),
         Cmd::LocalFsmark(a) => local::fsmark_cmd(a),
+        Cmd::Report { json, labels, out } => report::report_cmd(&json, &labels, out.as_deref()),
         Cmd::Chart {
             json,
             out,
@@ -340,7 +359,7 @@ async fn run_cmd(a: RunArgs) -> Result<(), String> {
     for &n in &a.streams {
         let m = measure(
             &s,
-            "server",
+            &a.label,
             a.mix,
             items.clone(),
             n.max(1),

@@ -18,6 +18,7 @@ use rnfsd_client::nfs3::{
 };
 use rnfsd_client::{check, Client, ClientError, MountClient, NfsClient};
 
+use crate::proc_cost::ProcSample;
 use crate::stats;
 
 /// Where and how to reach the server, and where results go.
@@ -44,11 +45,29 @@ pub struct Target {
     /// Upper bound on each phase's wall time, seconds (at most 3600).
     #[arg(long, default_value_t = 300.0)]
     pub max_seconds: f64,
+    /// PID of the server on this machine: adds its CPU time and context
+    /// switches per operation (from /proc) to each phase's row.
+    #[arg(long)]
+    pub server_pid: Option<u32>,
 }
 
 impl Target {
     fn deadline(&self) -> Duration {
         Duration::from_secs_f64(self.max_seconds.clamp(0.1, 3600.0))
+    }
+
+    /// `parallel` bounded by this target's deadline, with the server's cost
+    /// over the phase when `--server-pid` is given.
+    pub async fn phase<F, Fut>(&self, n: u64, streams: usize, msg: &str, op: F) -> Phase
+    where
+        F: Fn(u64) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + Send,
+    {
+        let sample = || self.server_pid.and_then(|p| ProcSample::read(p).ok());
+        let before = sample();
+        let mut p = parallel(n, streams, self.deadline(), msg, op).await;
+        p.cost = before.zip(sample()).map(|(b, a)| b.delta(&a));
+        p
     }
 }
 
@@ -73,6 +92,12 @@ pub struct OpResult {
     pub spread: Option<stats::Spread>,
     /// True when the deadline stopped the phase before its count.
     pub truncated: bool,
+    /// Server CPU microseconds (user + system) per operation counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_us_per_op: Option<f64>,
+    /// Server context switches (voluntary + involuntary) per operation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_csw_per_op: Option<f64>,
 }
 
 pub fn print_header() {
@@ -140,16 +165,17 @@ pub fn emit(r: &OpResult, json: Option<&std::path::Path>) {
 
 /// A mounted session with a client able to carry 1 MiB replies.
 pub struct Conn {
-    pub client: Client,
+    /// Where MOUNT calls go (the NFS connections unless --mount-addr).
+    pub mnt: Client,
     pub nfs: NfsClient,
     pub root: NfsFh3,
 }
 
 pub async fn connect(t: &Target) -> Result<Conn, String> {
-    let (client, root) = crate::mount(t.addr, t.mount_addr, &t.export, t.conns).await?;
+    let (client, mnt, root) = crate::mount(t.addr, t.mount_addr, &t.export, t.conns).await?;
     Ok(Conn {
-        nfs: NfsClient::new(client.clone()),
-        client,
+        mnt,
+        nfs: NfsClient::new(client),
         root,
     })
 }
@@ -253,6 +279,8 @@ pub struct Phase {
     pub elapsed: Duration,
     pub lat: Histogram<u64>,
     pub truncated: bool,
+    /// The server's cost over the phase, when its PID is known.
+    pub cost: Option<ProcSample>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -329,6 +357,7 @@ where
         elapsed: start.elapsed(),
         lat,
         truncated,
+        cost: None,
     }
 }
 
@@ -356,6 +385,10 @@ impl Phase {
             iteration: None,
             spread: None,
             truncated: p.truncated,
+            server_cpu_us_per_op: p.cost.map(|c| c.cpu_s * 1e6 / p.done.max(1) as f64),
+            server_csw_per_op: p
+                .cost
+                .map(|c| (c.voluntary + c.involuntary) as f64 / p.done.max(1) as f64),
         }
     }
 }
@@ -379,7 +412,6 @@ pub struct CreateArgs {
 /// in one fresh directory per stream count.
 pub async fn create_cmd(a: CreateArgs, dirs: bool) -> Result<(), String> {
     let c = connect(&a.target).await?;
-    let lim = a.target.deadline();
     let json = a.target.json.clone();
     print_header();
     let (w1, w2, u1, u2) = if dirs {
@@ -394,34 +426,38 @@ pub async fn create_cmd(a: CreateArgs, dirs: bool) -> Result<(), String> {
             .await
             .map_err(|e| format!("MKDIR {top}: {e}"))?;
         let (nfs, d, g) = (c.nfs.clone(), dir.clone(), a.guarded);
-        let p = parallel(a.files, streams, lim, w1, move |i| {
-            let (nfs, d) = (nfs.clone(), d.clone());
-            async move {
-                let name = format!("f{i:07}");
-                if dirs {
-                    mkdir(&nfs, &d, &name).await.is_ok()
-                } else {
-                    create(&nfs, &d, &name, g).await.is_ok()
+        let p = a
+            .target
+            .phase(a.files, streams, w1, move |i| {
+                let (nfs, d) = (nfs.clone(), d.clone());
+                async move {
+                    let name = format!("f{i:07}");
+                    if dirs {
+                        mkdir(&nfs, &d, &name).await.is_ok()
+                    } else {
+                        create(&nfs, &d, &name, g).await.is_ok()
+                    }
                 }
-            }
-        })
-        .await;
+            })
+            .await;
         emit(&row(&a.target, w1, streams, &p, u1), json.as_deref());
         // Remove every name tried (the counter may have passed `done`).
         let tried = (p.done + p.errors).min(a.files);
         let (nfs, d) = (c.nfs.clone(), dir.clone());
-        let p = parallel(tried, streams, lim, w2, move |i| {
-            let (nfs, d) = (nfs.clone(), d.clone());
-            async move {
-                let name = format!("f{i:07}");
-                if dirs {
-                    rmdir(&nfs, &d, &name).await.is_ok()
-                } else {
-                    remove(&nfs, &d, &name).await.is_ok()
+        let p = a
+            .target
+            .phase(tried, streams, w2, move |i| {
+                let (nfs, d) = (nfs.clone(), d.clone());
+                async move {
+                    let name = format!("f{i:07}");
+                    if dirs {
+                        rmdir(&nfs, &d, &name).await.is_ok()
+                    } else {
+                        remove(&nfs, &d, &name).await.is_ok()
+                    }
                 }
-            }
-        })
-        .await;
+            })
+            .await;
         emit(&row(&a.target, w2, streams, &p, u2), json.as_deref());
         // The top directory is left if not empty (deadline): never reused.
         let _ = rmdir(&c.nfs, &c.root, &top).await;
@@ -470,18 +506,21 @@ pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
             elapsed: Duration::ZERO,
             lat: histogram(),
             truncated: false,
+            cost: None,
         };
         let mut made: Vec<String> = Vec::new();
         for it in 0..a.iterations.max(1) {
             let (nfs, d, data) = (c.nfs.clone(), dir.clone(), data.clone());
-            let p = parallel(a.files_per_iteration, streams, lim, "fsmark", move |i| {
-                let (nfs, d, data) = (nfs.clone(), d.clone(), data.clone());
-                async move {
-                    let name = format!("i{it:03}-f{i:07}");
-                    fsmark_file(&nfs, &d, &name, &data).await.is_ok()
-                }
-            })
-            .await;
+            let p = a
+                .target
+                .phase(a.files_per_iteration, streams, "fsmark", move |i| {
+                    let (nfs, d, data) = (nfs.clone(), d.clone(), data.clone());
+                    async move {
+                        let name = format!("i{it:03}-f{i:07}");
+                        fsmark_file(&nfs, &d, &name, &data).await.is_ok()
+                    }
+                })
+                .await;
             let tried = (p.done + p.errors).min(a.files_per_iteration);
             made.extend((0..tried).map(|i| format!("i{it:03}-f{i:07}")));
             let mut r = row(&a.target, "fsmark", streams, &p, "files/s");
@@ -493,6 +532,10 @@ pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
             total.errors += p.errors;
             total.elapsed += p.elapsed;
             total.truncated |= p.truncated;
+            total.cost = match (total.cost, p.cost) {
+                (Some(t), Some(c)) => Some(t.plus(&c)),
+                (t, c) => t.or(c),
+            };
             let _ = total.lat.add(&p.lat);
             if p.truncated {
                 break;
@@ -576,50 +619,53 @@ pub async fn mount_cmd(a: MountArgs) -> Result<(), String> {
             .map_err(|e| format!("warming walk: {e}"))?;
         eprintln!("warmed: {} objects walked", items.len());
     }
-    let lim = a.target.deadline();
     let json = a.target.json.clone();
     print_header();
     for &streams in &a.streams {
         let streams = streams.max(1);
         let mnt_lat = Arc::new(std::sync::Mutex::new(histogram()));
         let ga_lat = Arc::new(std::sync::Mutex::new(histogram()));
-        let (cl, nfs, ex) = (c.client.clone(), c.nfs.clone(), a.target.export.clone());
+        let (cl, nfs, ex) = (c.mnt.clone(), c.nfs.clone(), a.target.export.clone());
         let (ml, gl) = (mnt_lat.clone(), ga_lat.clone());
-        let p = parallel(a.reps, streams, lim, "mnt+getattr", move |_| {
-            let (m, nfs, ex) = (MountClient::new(cl.clone()), nfs.clone(), ex.clone());
-            let (ml, gl) = (ml.clone(), gl.clone());
-            async move {
-                let t = Instant::now();
-                let Ok(ok) = m.mnt(&ex).await else {
-                    return false;
-                };
-                let us = t.elapsed().as_micros().max(1) as u64;
-                if let Ok(mut h) = ml.lock() {
-                    let _ = h.record(us);
+        let p = a
+            .target
+            .phase(a.reps, streams, "mnt+getattr", move |_| {
+                let (m, nfs, ex) = (MountClient::new(cl.clone()), nfs.clone(), ex.clone());
+                let (ml, gl) = (ml.clone(), gl.clone());
+                async move {
+                    let t = Instant::now();
+                    let Ok(ok) = m.mnt(&ex).await else {
+                        return false;
+                    };
+                    let us = t.elapsed().as_micros().max(1) as u64;
+                    if let Ok(mut h) = ml.lock() {
+                        let _ = h.record(us);
+                    }
+                    let t = Instant::now();
+                    let r = nfs
+                        .getattr(&GetAttr3Args {
+                            object: NfsFh3::new(ok.fhandle),
+                        })
+                        .await
+                        .map(check);
+                    let us = t.elapsed().as_micros().max(1) as u64;
+                    if let Ok(mut h) = gl.lock() {
+                        let _ = h.record(us);
+                    }
+                    matches!(r, Ok(Ok(_)))
                 }
-                let t = Instant::now();
-                let r = nfs
-                    .getattr(&GetAttr3Args {
-                        object: NfsFh3::new(ok.fhandle),
-                    })
-                    .await
-                    .map(check);
-                let us = t.elapsed().as_micros().max(1) as u64;
-                if let Ok(mut h) = gl.lock() {
-                    let _ = h.record(us);
-                }
-                matches!(r, Ok(Ok(_)))
-            }
-        })
-        .await;
+            })
+            .await;
         emit(
             &row(&a.target, "mnt+getattr", streams, &p, "pairs/s"),
             json.as_deref(),
         );
         for (name, h) in [("mnt", &mnt_lat), ("getattr", &ga_lat)] {
             let Ok(h) = h.lock() else { continue };
-            let mut r = row(&a.target, name, streams, &p, "calls/s");
+            let mut r = row(&a.target, &format!("mount-{name}"), streams, &p, "calls/s");
             r.kind = "detail".into();
+            // The phase's server cost is per MNT+GETATTR pair, on the summary row.
+            (r.server_cpu_us_per_op, r.server_csw_per_op) = (None, None);
             r.count = h.len();
             r.rate = stats::rate(h.len(), p.elapsed.as_secs_f64());
             r.p50_us = h.value_at_quantile(0.5);
@@ -677,7 +723,6 @@ async fn io_sizes(nfs: &NfsClient, root: &NfsFh3) -> (u64, u64) {
 /// UNSTABLE + COMMIT) of a fresh file; throughput in MB/s.
 pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
     let c = connect(&a.target).await?;
-    let lim = a.target.deadline();
     let json = a.target.json.clone();
     let total = a.size.clamp(1, 1 << 20) * CHUNK;
     let (rsize, wsize) = io_sizes(&c.nfs, &c.root).await;
@@ -698,30 +743,32 @@ pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
         let (nfs, f, b, wb) = (c.nfs.clone(), fh.clone(), buf.clone(), wbytes.clone());
         // Chunks are handed out in offset order: with one stream strictly
         // sequential, with several each stream advances in order.
-        let wp = parallel(total.div_ceil(wsize), streams, lim, "write", move |i| {
-            let (nfs, f, b, wb) = (nfs.clone(), f.clone(), b.clone(), wb.clone());
-            async move {
-                let off = i * wsize;
-                let n = wsize.min(total - off.min(total)) as usize;
-                let r = nfs
-                    .write(&Write3Args {
-                        file: f,
-                        offset: off,
-                        count: n as u32,
-                        stable,
-                        data: b.get(..n).unwrap_or(&b[..]).to_vec(),
-                    })
-                    .await;
-                match r.map(check) {
-                    Ok(Ok(w)) => {
-                        wb.fetch_add(u64::from(w.count), Ordering::Relaxed);
-                        w.count as usize == n
+        let wp = a
+            .target
+            .phase(total.div_ceil(wsize), streams, "write", move |i| {
+                let (nfs, f, b, wb) = (nfs.clone(), f.clone(), b.clone(), wb.clone());
+                async move {
+                    let off = i * wsize;
+                    let n = wsize.min(total - off.min(total)) as usize;
+                    let r = nfs
+                        .write(&Write3Args {
+                            file: f,
+                            offset: off,
+                            count: n as u32,
+                            stable,
+                            data: b.get(..n).unwrap_or(&b[..]).to_vec(),
+                        })
+                        .await;
+                    match r.map(check) {
+                        Ok(Ok(w)) => {
+                            wb.fetch_add(u64::from(w.count), Ordering::Relaxed);
+                            w.count as usize == n
+                        }
+                        _ => false,
                     }
-                    _ => false,
                 }
-            }
-        })
-        .await;
+            })
+            .await;
         let t = Instant::now();
         let committed = stable == StableHow::FileSync
             || matches!(
@@ -750,28 +797,30 @@ pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
             let written = wbytes.load(Ordering::Relaxed);
             let rbytes = Arc::new(AtomicU64::new(0));
             let (nfs, f, rb) = (c.nfs.clone(), fh.clone(), rbytes.clone());
-            let p = parallel(written.div_ceil(rsize), streams, lim, "read", move |i| {
-                let (nfs, f, rb) = (nfs.clone(), f.clone(), rb.clone());
-                async move {
-                    let off = i * rsize;
-                    let n = rsize.min(written - off.min(written));
-                    let r = nfs
-                        .read(&Read3Args {
-                            file: f,
-                            offset: off,
-                            count: n as u32,
-                        })
-                        .await;
-                    match r.map(check) {
-                        Ok(Ok(d)) => {
-                            rb.fetch_add(d.data.len() as u64, Ordering::Relaxed);
-                            d.data.len() as u64 == n
+            let p = a
+                .target
+                .phase(written.div_ceil(rsize), streams, "read", move |i| {
+                    let (nfs, f, rb) = (nfs.clone(), f.clone(), rb.clone());
+                    async move {
+                        let off = i * rsize;
+                        let n = rsize.min(written - off.min(written));
+                        let r = nfs
+                            .read(&Read3Args {
+                                file: f,
+                                offset: off,
+                                count: n as u32,
+                            })
+                            .await;
+                        match r.map(check) {
+                            Ok(Ok(d)) => {
+                                rb.fetch_add(d.data.len() as u64, Ordering::Relaxed);
+                                d.data.len() as u64 == n
+                            }
+                            _ => false,
                         }
-                        _ => false,
                     }
-                }
-            })
-            .await;
+                })
+                .await;
             let mut r = row(&a.target, "read", streams, &p, "MB/s");
             r.rate = stats::mb_per_s(rbytes.load(Ordering::Relaxed), p.elapsed.as_secs_f64());
             emit(&r, json.as_deref());

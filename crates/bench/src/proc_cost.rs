@@ -43,6 +43,16 @@ impl ProcSample {
         Ok(s)
     }
 
+    /// Two phases' costs together (threads: the later count).
+    pub fn plus(&self, other: &ProcSample) -> ProcSample {
+        ProcSample {
+            cpu_s: self.cpu_s + other.cpu_s,
+            voluntary: self.voluntary + other.voluntary,
+            involuntary: self.involuntary + other.involuntary,
+            threads: other.threads,
+        }
+    }
+
     /// The cost between two samples.
     pub fn delta(&self, later: &ProcSample) -> ProcSample {
         ProcSample {
