@@ -8,7 +8,7 @@
 #   scripts/compare.sh [--rounds 3] [--workloads getattr,traverse,...]
 #       [--servers rnfsd,ganesha] [--no-local] [--quick] [--fresh-fs yes|no]
 #       [--out DIR] [--work DIR] [--bench PATH] [--rnfsd PATH]
-#       [--variant NAME=ARGS]...
+#       [--variant NAME=ARGS]... [--mount-files N]
 #
 # Workloads (default all): getattr traverse create mkdir fsmark mount write
 # read. With create and fsmark the local-filesystem reference (local-create,
@@ -17,6 +17,9 @@
 # --variant NAME=ARGS adds a server `rnfsd-NAME`: rnfsd with extra serve
 # arguments (e.g. --variant nopin=--no-pin-loops), alternated like the rest;
 # name it in --servers to choose its place in the order.
+# --mount-files N: the mount workload's tree has N files (in N/20
+# directories) instead of the traverse tree, all walked before the MNTs so
+# the server's caches hold about 1.05 N entries (seed 004).
 #
 # Needs root (namespaces for ganesha, loop mounts). Installs what is missing:
 # nfs-ganesha, nfs-ganesha-vfs and rpcbind (scripts/ganesha.sh), e2fsprogs;
@@ -42,6 +45,7 @@ FRESH_FS=yes
 WORK=/tmp/rnfsd-compare
 OUT=
 declare -A VARIANT=()
+MOUNT_FILES=
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
 log() { echo "compare.sh $(date +%T): $*" >&2; }
@@ -57,6 +61,7 @@ while [ $# -gt 0 ]; do
     --work) WORK=$2; shift 2 ;;
     --bench) BENCH=$2; shift 2 ;;
     --rnfsd) RNFSD=$2; shift 2 ;;
+    --mount-files) MOUNT_FILES=$2; shift 2 ;;
     --variant)
         [[ $2 == [a-z0-9]*=* ]] || die "--variant NAME=ARGS"
         VARIANT[${2%%=*}]=${2#*=}
@@ -67,6 +72,9 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 10 ] || die "--rounds must be 1..10"
+if [ -n "$MOUNT_FILES" ]; then
+    [ "$MOUNT_FILES" -ge 1 ] && [ "$MOUNT_FILES" -le 2000000 ] || die "--mount-files must be 1..2000000"
+fi
 case "$FRESH_FS" in yes | no) ;; *) die "--fresh-fs yes|no" ;; esac
 case "$WORK" in /tmp/?*) ;; *) die "--work must be under /tmp (it is deleted)" ;; esac
 IFS=, read -r -a WL <<<"$WORKLOADS"
@@ -103,6 +111,8 @@ else
     IO_MIB=32
 fi
 MAX_SECONDS=300 # per bench phase
+# Inodes of each fresh filesystem: room for the largest workload.
+INODES=$(( (${MOUNT_FILES:-0} > CREATE_FILES ? ${MOUNT_FILES:-0} : CREATE_FILES) * 12 / 10 + 100000 ))
 RUN_TIMEOUT=1800 # per bench command (several phases)
 
 # ---- tools -----------------------------------------------------------------
@@ -136,8 +146,8 @@ trap cleanup EXIT
 fresh_fs() {
     cleanup
     if [ "$FRESH_FS" = yes ]; then
-        truncate -s 8G "$WORK/fs.img"
-        mkfs.ext4 -q -F -N 400000 -E lazy_itable_init=0,lazy_journal_init=0 "$WORK/fs.img"
+        truncate -s 16G "$WORK/fs.img"
+        mkfs.ext4 -q -F -N "$INODES" -E lazy_itable_init=0,lazy_journal_init=0 "$WORK/fs.img"
         mkdir -p "$FS"
         mount -o loop "$WORK/fs.img" "$FS"
     else
@@ -159,7 +169,7 @@ bench_args() { # WORKLOAD LABEL -> BARGS
     mkdir) BARGS=(mkdir --files "$MKDIR_FILES" --streams "$MKDIR_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS") ;;
     fsmark) BARGS=(fsmark --iterations "$FSMARK_ITER" --files-per-iteration "$FSMARK_FILES" \
         --streams "$FSMARK_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS") ;;
-    mount) BARGS=(mount --reps "$MOUNT_REPS" --warm-tree $((TREE_FILES + TREE_DIRS + 1)) \
+    mount) BARGS=(mount --reps "$MOUNT_REPS" --warm-tree $((${MOUNT_FILES:-$TREE_FILES} * 2 + 1)) \
         --label "$l" --max-seconds "$MAX_SECONDS") ;;
     write | read) BARGS=("$w" --size "$IO_MIB" --label "$l" --max-seconds "$MAX_SECONDS") ;;
     esac
@@ -240,7 +250,9 @@ for r in $(seq 1 "$ROUNDS"); do
             log "round $r/$ROUNDS $w on $s (load $(cut -d' ' -f1-3 /proc/loadavg))"
             fresh_fs
             # getattr, traverse and mount: the export is the prepared tree.
-            if needs_tree "$w"; then
+            if [ "$w" = mount ] && [ -n "$MOUNT_FILES" ]; then
+                "$BENCH" prepare "$FS/export" --files "$MOUNT_FILES" --dirs $((MOUNT_FILES / 20 + 1)) >&2
+            elif needs_tree "$w"; then
                 "$BENCH" prepare "$FS/export" --files "$TREE_FILES" --dirs "$TREE_DIRS" >&2
             fi
             case $s in
