@@ -8,7 +8,7 @@
 #   scripts/compare.sh [--rounds 3] [--workloads getattr,traverse,...]
 #       [--servers rnfsd,ganesha] [--no-local] [--quick] [--fresh-fs yes|no]
 #       [--out DIR] [--work DIR] [--bench PATH] [--rnfsd PATH]
-#       [--variant NAME=ARGS]... [--mount-files N]
+#       [--variant NAME=ARGS]... [--mount-files N] [--seed-size]
 #
 # Workloads (default all): getattr traverse create mkdir fsmark mount write
 # read. With create and fsmark the local-filesystem reference (local-create,
@@ -20,6 +20,8 @@
 # --mount-files N: the mount workload's tree has N files (in N/20
 # directories) instead of the traverse tree, all walked before the MNTs so
 # the server's caches hold about 1.05 N entries (seed 004).
+# --seed-size: getattr/traverse/mount on seed 000's tree (161,480 files in
+# 10,841 directories) instead of 20,000 files in 1,000.
 #
 # Needs root (namespaces for ganesha, loop mounts). Installs what is missing:
 # nfs-ganesha, nfs-ganesha-vfs and rpcbind (scripts/ganesha.sh), e2fsprogs;
@@ -46,6 +48,7 @@ WORK=/tmp/rnfsd-compare
 OUT=
 declare -A VARIANT=()
 MOUNT_FILES=
+SEED_SIZE=
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
 log() { echo "compare.sh $(date +%T): $*" >&2; }
@@ -62,6 +65,7 @@ while [ $# -gt 0 ]; do
     --bench) BENCH=$2; shift 2 ;;
     --rnfsd) RNFSD=$2; shift 2 ;;
     --mount-files) MOUNT_FILES=$2; shift 2 ;;
+    --seed-size) SEED_SIZE=1; shift ;;
     --variant)
         [[ $2 == [a-z0-9]*=* ]] || die "--variant NAME=ARGS"
         VARIANT[${2%%=*}]=${2#*=}
@@ -110,6 +114,7 @@ else
     MOUNT_REPS=200
     IO_MIB=32
 fi
+[ -z "$SEED_SIZE" ] || { TREE_FILES=161480 TREE_DIRS=10841; }
 MAX_SECONDS=300 # per bench phase
 # Inodes of each fresh filesystem: room for the largest workload.
 INODES=$(( (${MOUNT_FILES:-0} > CREATE_FILES ? ${MOUNT_FILES:-0} : CREATE_FILES) * 12 / 10 + 100000 ))
@@ -164,7 +169,8 @@ bench_args() { # WORKLOAD LABEL -> BARGS
     local w=$1 l=$2
     case $w in
     getattr | traverse)
-        BARGS=(run --mix "$w" --streams "$CALL_STREAMS" --seconds "$CALL_SECONDS" --label "$l") ;;
+        BARGS=(run --mix "$w" --streams "$CALL_STREAMS" --seconds "$CALL_SECONDS" --label "$l"
+            --tree-limit $((TREE_FILES + TREE_DIRS + 1))) ;;
     create) BARGS=(create --files "$CREATE_FILES" --streams "$CREATE_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS") ;;
     mkdir) BARGS=(mkdir --files "$MKDIR_FILES" --streams "$MKDIR_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS") ;;
     fsmark) BARGS=(fsmark --iterations "$FSMARK_ITER" --files-per-iteration "$FSMARK_FILES" \

@@ -98,6 +98,7 @@ where
         lat,
         truncated,
         cost: None,
+        error_kinds: Default::default(),
     }
 }
 
@@ -200,6 +201,7 @@ pub fn fsmark_cmd(a: LocalArgs) -> Result<(), String> {
                 iteration: None,
                 server_cpu_us_per_op: None,
                 server_csw_per_op: None,
+                error_kinds: Default::default(),
                 spread: Some(s),
                 truncated,
             };

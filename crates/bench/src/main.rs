@@ -42,6 +42,10 @@ enum Cmd {
         files: usize,
         #[arg(long, default_value_t = 1_000)]
         dirs: usize,
+        /// The seed-000 tree instead: 161,480 files in 10,841 directories
+        /// (overrides --files and --dirs).
+        #[arg(long)]
+        seed_size: bool,
     },
     /// The service-core matrix: start rnfsd with each worker count and pool
     /// policy, run each mix at each stream count, alternating configurations
@@ -277,6 +281,10 @@ pub fn append_json(path: &Path, m: &Measurement) {
     }
 }
 
+/// Seed 000's rsync-like tree: 161,480 files in 10,841 directories.
+const SEED_FILES: usize = 161_480;
+const SEED_DIRS: usize = 10_841;
+
 fn prepare(dir: &Path, files: usize, dirs: usize) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let dirs = dirs.max(1);
@@ -323,7 +331,19 @@ fn main() -> std::process::ExitCode {
         }
     };
     let r = match cli.cmd {
-        Cmd::Prepare { dir, files, dirs } => prepare(&dir, files, dirs).map_err(|e| e.to_string()),
+        Cmd::Prepare {
+            dir,
+            files,
+            dirs,
+            seed_size,
+        } => {
+            let (files, dirs) = if seed_size {
+                (SEED_FILES, SEED_DIRS)
+            } else {
+                (files, dirs)
+            };
+            prepare(&dir, files, dirs).map_err(|e| e.to_string())
+        }
         Cmd::Run(a) => rt.block_on(run_cmd(a)),
         Cmd::PoolMatrix(a) => rt.block_on(matrix::run(a)),
         Cmd::Create(a) => rt.block_on(ops::create_cmd(a, false)),

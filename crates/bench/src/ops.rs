@@ -3,6 +3,7 @@
 //! nothing rnfsd-specific, so any NFSv3 server can be measured. Every phase
 //! is bounded by a count and by a deadline.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -61,7 +62,7 @@ impl Target {
     pub async fn phase<F, Fut>(&self, n: u64, streams: usize, msg: &str, op: F) -> Phase
     where
         F: Fn(u64) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = bool> + Send,
+        Fut: Future<Output = Result<(), String>> + Send,
     {
         let sample = || self.server_pid.and_then(|p| ProcSample::read(p).ok());
         let before = sample();
@@ -98,6 +99,9 @@ pub struct OpResult {
     /// Server context switches (voluntary + involuntary) per operation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_csw_per_op: Option<f64>,
+    /// Failed operations by reason.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_kinds: BTreeMap<String, u64>,
 }
 
 pub fn print_header() {
@@ -132,6 +136,9 @@ pub fn emit(r: &OpResult, json: Option<&std::path::Path>) {
         r.seconds,
         if r.truncated { " (deadline)" } else { "" }
     );
+    for (k, n) in &r.error_kinds {
+        println!("{:<16} {:<14} {:>7}   {n} failed: {k}", "", "  errors", "");
+    }
     if let Some(s) = &r.spread {
         println!(
             "{:<16} {:<14} {:>7}   min {:.1}  max {:.1}  mean {:.1}  stddev {:.1} ({:.1}%)",
@@ -281,6 +288,8 @@ pub struct Phase {
     pub truncated: bool,
     /// The server's cost over the phase, when its PID is known.
     pub cost: Option<ProcSample>,
+    /// Failed operations by reason (at most MAX_ERROR_KINDS + "other").
+    pub error_kinds: BTreeMap<String, u64>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -299,22 +308,33 @@ pub fn progress(len: u64, msg: &str) -> ProgressBar {
     pb
 }
 
+/// Why an operation failed, as counted in a row's `error_kinds`.
+fn why(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Distinct error kinds kept per phase; the rest are counted as "other".
+const MAX_ERROR_KINDS: usize = 8;
+
 /// Run `op(i)` for i in 0..n on `streams` concurrent tasks pulling from one
-/// counter, until all are done or `limit` has passed. `op` returns success.
+/// counter, until all are done or `limit` has passed. `op` returns why it
+/// failed, if it did.
 pub async fn parallel<F, Fut>(n: u64, streams: usize, limit: Duration, msg: &str, op: F) -> Phase
 where
     F: Fn(u64) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = bool> + Send,
+    Fut: Future<Output = Result<(), String>> + Send,
 {
     let pb = progress(n, msg);
     let op = Arc::new(op);
     let next = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
+    let kinds = Arc::new(std::sync::Mutex::new(BTreeMap::<String, u64>::new()));
     let start = Instant::now();
     let deadline = start + limit;
     let mut tasks = Vec::new();
     for _ in 0..streams.max(1) {
         let (op, next, errors, pb) = (op.clone(), next.clone(), errors.clone(), pb.clone());
+        let kinds = kinds.clone();
         tasks.push(tokio::spawn(async move {
             let mut h = histogram();
             let mut done = 0u64;
@@ -329,10 +349,19 @@ where
                     break;
                 }
                 let t = Instant::now();
-                if op(i).await {
-                    done += 1;
-                } else {
-                    errors.fetch_add(1, Ordering::Relaxed);
+                match op(i).await {
+                    Ok(()) => done += 1,
+                    Err(e) => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                        if let Ok(mut k) = kinds.lock() {
+                            let key = if k.len() < MAX_ERROR_KINDS || k.contains_key(&e) {
+                                e
+                            } else {
+                                "other".to_string()
+                            };
+                            *k.entry(key).or_insert(0) += 1;
+                        }
+                    }
                 }
                 let _ = h.record(t.elapsed().as_micros().max(1) as u64);
                 pb.inc(1);
@@ -358,6 +387,7 @@ where
         lat,
         truncated,
         cost: None,
+        error_kinds: kinds.lock().map(|k| k.clone()).unwrap_or_default(),
     }
 }
 
@@ -389,6 +419,7 @@ impl Phase {
             server_csw_per_op: p
                 .cost
                 .map(|c| (c.voluntary + c.involuntary) as f64 / p.done.max(1) as f64),
+            error_kinds: p.error_kinds.clone(),
         }
     }
 }
@@ -433,9 +464,9 @@ pub async fn create_cmd(a: CreateArgs, dirs: bool) -> Result<(), String> {
                 async move {
                     let name = format!("f{i:07}");
                     if dirs {
-                        mkdir(&nfs, &d, &name).await.is_ok()
+                        mkdir(&nfs, &d, &name).await.map(drop).map_err(why)
                     } else {
-                        create(&nfs, &d, &name, g).await.is_ok()
+                        create(&nfs, &d, &name, g).await.map(drop).map_err(why)
                     }
                 }
             })
@@ -451,9 +482,9 @@ pub async fn create_cmd(a: CreateArgs, dirs: bool) -> Result<(), String> {
                 async move {
                     let name = format!("f{i:07}");
                     if dirs {
-                        rmdir(&nfs, &d, &name).await.is_ok()
+                        rmdir(&nfs, &d, &name).await.map_err(why)
                     } else {
-                        remove(&nfs, &d, &name).await.is_ok()
+                        remove(&nfs, &d, &name).await.map_err(why)
                     }
                 }
             })
@@ -507,6 +538,7 @@ pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
             lat: histogram(),
             truncated: false,
             cost: None,
+            error_kinds: BTreeMap::new(),
         };
         let mut made: Vec<String> = Vec::new();
         for it in 0..a.iterations.max(1) {
@@ -517,7 +549,7 @@ pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
                     let (nfs, d, data) = (nfs.clone(), d.clone(), data.clone());
                     async move {
                         let name = format!("i{it:03}-f{i:07}");
-                        fsmark_file(&nfs, &d, &name, &data).await.is_ok()
+                        fsmark_file(&nfs, &d, &name, &data).await.map_err(why)
                     }
                 })
                 .await;
@@ -532,6 +564,9 @@ pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
             total.errors += p.errors;
             total.elapsed += p.elapsed;
             total.truncated |= p.truncated;
+            for (k, n) in &p.error_kinds {
+                *total.error_kinds.entry(k.clone()).or_insert(0) += n;
+            }
             total.cost = match (total.cost, p.cost) {
                 (Some(t), Some(c)) => Some(t.plus(&c)),
                 (t, c) => t.or(c),
@@ -555,8 +590,8 @@ pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
                 let (nfs, d, ns) = (nfs.clone(), d.clone(), ns.clone());
                 async move {
                     match ns.get(i as usize) {
-                        Some(n) => remove(&nfs, &d, n).await.is_ok(),
-                        None => false,
+                        Some(n) => remove(&nfs, &d, n).await.map_err(why),
+                        None => Err("no such name".into()),
                     }
                 }
             })
@@ -634,9 +669,7 @@ pub async fn mount_cmd(a: MountArgs) -> Result<(), String> {
                 let (ml, gl) = (ml.clone(), gl.clone());
                 async move {
                     let t = Instant::now();
-                    let Ok(ok) = m.mnt(&ex).await else {
-                        return false;
-                    };
+                    let ok = m.mnt(&ex).await.map_err(|e| format!("MNT: {e}"))?;
                     let us = t.elapsed().as_micros().max(1) as u64;
                     if let Ok(mut h) = ml.lock() {
                         let _ = h.record(us);
@@ -652,7 +685,7 @@ pub async fn mount_cmd(a: MountArgs) -> Result<(), String> {
                     if let Ok(mut h) = gl.lock() {
                         let _ = h.record(us);
                     }
-                    matches!(r, Ok(Ok(_)))
+                    r.map_err(why)?.map(drop).map_err(why)
                 }
             })
             .await;
@@ -762,9 +795,13 @@ pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
                     match r.map(check) {
                         Ok(Ok(w)) => {
                             wb.fetch_add(u64::from(w.count), Ordering::Relaxed);
-                            w.count as usize == n
+                            if w.count as usize == n {
+                                Ok(())
+                            } else {
+                                Err("short write".into())
+                            }
                         }
-                        _ => false,
+                        Ok(Err(e)) | Err(e) => Err(why(e)),
                     }
                 }
             })
@@ -814,9 +851,13 @@ pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
                         match r.map(check) {
                             Ok(Ok(d)) => {
                                 rb.fetch_add(d.data.len() as u64, Ordering::Relaxed);
-                                d.data.len() as u64 == n
+                                if d.data.len() as u64 == n {
+                                    Ok(())
+                                } else {
+                                    Err("short read".into())
+                                }
                             }
-                            _ => false,
+                            Ok(Err(e)) | Err(e) => Err(why(e)),
                         }
                     }
                 })

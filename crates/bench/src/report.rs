@@ -25,6 +25,7 @@ struct Row {
     truncated: bool,
     /// fsmark: stddev of the iterations' rates as a percentage of their mean.
     iter_cv_pct: Option<f64>,
+    error_kinds: BTreeMap<String, u64>,
 }
 
 fn num(v: &serde_json::Value, k: &str) -> Option<f64> {
@@ -65,6 +66,15 @@ fn parse(v: &serde_json::Value) -> Option<Row> {
         errors: v.get("errors").and_then(|e| e.as_u64()).unwrap_or(0),
         truncated: v.get("truncated").and_then(|t| t.as_bool()) == Some(true),
         iter_cv_pct,
+        error_kinds: v
+            .get("error_kinds")
+            .and_then(|k| k.as_object())
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, n)| Some((k.clone(), n.as_u64()?)))
+                    .collect()
+            })
+            .unwrap_or_default(),
     })
 }
 
@@ -99,6 +109,8 @@ pub struct Cell {
     pub errors: u64,
     /// Runs the deadline cut short.
     pub truncated: usize,
+    /// Failed operations by reason, summed over the runs.
+    pub error_kinds: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -135,6 +147,12 @@ fn cell(rows: &[&Row]) -> Option<Cell> {
         iteration_cv_pct: col(&|r| r.iter_cv_pct),
         errors: rows.iter().map(|r| r.errors).sum(),
         truncated: rows.iter().filter(|r| r.truncated).count(),
+        error_kinds: rows.iter().fold(BTreeMap::new(), |mut m, r| {
+            for (k, n) in &r.error_kinds {
+                *m.entry(k.clone()).or_insert(0) += n;
+            }
+            m
+        }),
     })
 }
 
@@ -238,9 +256,23 @@ pub fn markdown(r: &Report) -> String {
             match ln.by_label.get(l) {
                 Some(c) => {
                     let mark = if c.errors > 0 || c.truncated > 0 {
+                        let kinds: Vec<String> = c
+                            .error_kinds
+                            .iter()
+                            .map(|(k, n)| format!("{n} × {k}"))
+                            .collect();
                         notes.push(format!(
-                            "{} {} streams, {l}: {} errors, {} of {} runs cut by the deadline",
-                            ln.workload, ln.streams, c.errors, c.truncated, c.runs
+                            "{} {} streams, {l}: {} errors{}, {} of {} runs cut by the deadline",
+                            ln.workload,
+                            ln.streams,
+                            c.errors,
+                            if kinds.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" ({})", kinds.join("; "))
+                            },
+                            c.truncated,
+                            c.runs
                         ));
                         " (!)"
                     } else {
@@ -345,7 +377,7 @@ mod tests {
 {"label":"rnfsd","mix":"getattr","streams":16,"calls_per_s":900.0,"p50_us":14,"p99_us":40,"errors":0}
 {"label":"ganesha","mix":"getattr","streams":16,"calls_per_s":500.0,"p50_us":25,"p99_us":80,"errors":0}
 {"label":"rnfsd","workload":"fsmark","kind":"iteration","iteration":0,"streams":4,"rate":1.0,"unit":"files/s","p50_us":1,"p99_us":1,"errors":0,"truncated":false}
-{"label":"rnfsd","workload":"fsmark","kind":"summary","streams":4,"rate":300.0,"unit":"files/s","p50_us":1,"p99_us":2,"errors":2,"truncated":true,"spread":{"min":1,"max":2,"mean":300.0,"stddev":30.0}}
+{"label":"rnfsd","workload":"fsmark","kind":"summary","streams":4,"rate":300.0,"unit":"files/s","p50_us":1,"p99_us":2,"errors":2,"error_kinds":{"NFS3ERR_IO":2},"truncated":true,"spread":{"min":1,"max":2,"mean":300.0,"stddev":30.0}}
 {"label":"local","workload":"fsmark","kind":"summary","streams":4,"rate":600.0,"unit":"files/s","p50_us":1,"p99_us":2,"errors":0,"truncated":false}
 not json
 "#;
@@ -377,7 +409,7 @@ not json
         let md = markdown(&r);
         assert!(md.contains("| getattr | 16 | calls/s | 1000 (900–1200, 3) |"));
         assert!(md.contains("2.00x"));
-        assert!(md.contains("(!) fsmark 4 streams, rnfsd: 2 errors"));
+        assert!(md.contains("(!) fsmark 4 streams, rnfsd: 2 errors (2 × NFS3ERR_IO), 1 of 1 runs"));
     }
 
     #[test]
