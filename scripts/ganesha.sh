@@ -19,6 +19,10 @@
 #       the same in the background, until `stop`; run clients with
 #       `scripts/ganesha.sh enter -- CMD ARGS...` (nsenter into it).
 #   scripts/ganesha.sh stop | status
+#   scripts/ganesha.sh config --export DIR [--port N] [--mnt-port M]
+#       only write $GANESHA_RUN/ganesha.conf (installing ganesha if needed)
+#       and print its path; for harnesses that run ganesha themselves
+#       (tests/kernel-client/ns.sh).
 #
 # Environment: GANESHA_RUN (run dir, default /tmp/rnfsd-ganesha),
 # GANESHA_WAIT (seconds to wait for ganesha to answer, default 30).
@@ -34,7 +38,7 @@ die() { echo "ganesha.sh: $*" >&2; exit 2; }
 log() { echo "ganesha.sh: $*" >&2; }
 
 usage() {
-    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -278,6 +282,12 @@ stop)
     fi
     rm -f "$RUN/ns.pid" "$RUN/ready"
     echo "stopped"
+    ;;
+config)
+    parse_opts "$@"
+    [ -z "$(ns_pid || true)" ] || die "an instance runs with this GANESHA_RUN ($RUN); stop it first"
+    prepare
+    echo "$RUN/ganesha.conf"
     ;;
 status)
     if p=$(ns_pid); then

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs inside run.sh's private network/mount/pid namespace (only `lo`):
-# starts the server on 127.0.0.1:$NFS_PORT, boots the guest with qemu user
-# networking forwarding 10.0.2.100:$NFS_PORT to it (one socat per guest
-# connection), and serves the guest's requests (server restarts) until qemu
-# exits. Environment from run.sh: RUN EXPORT NFS_PORT SERVER ACCEL
-# QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN.
+# starts the server on 127.0.0.1:$NFS_PORT (MOUNT on $MNT_PORT), boots the
+# guest (passt, or qemu user networking forwarding 10.0.2.100:$NFS_PORT and
+# :$MNT_PORT, one socat per guest connection), and serves the guest's
+# requests (server restarts) until qemu exits. SERVER=rnfsd runs
+# $RNFSD_BIN; SERVER=ganesha runs a private rpcbind and ganesha.nfsd with
+# $GANESHA_CONF. Environment from run.sh: RUN EXPORT NFS_PORT MNT_PORT
+# SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF.
 set -uo pipefail
 
 say() { echo "[ns $(date +%T)] $*"; }
@@ -16,12 +18,14 @@ SRV_PID=
 QEMU_PID=
 PASST_PID=
 TCPDUMP_PID=
+RPCB_PID=
 cleanup() {
     [ -n "$QEMU_PID" ] && kill -TERM "$QEMU_PID" 2>/dev/null
     stop_server TERM
     [ -n "$QEMU_PID" ] && wait "$QEMU_PID" 2>/dev/null
     [ -n "$PASST_PID" ] && kill -TERM "$PASST_PID" 2>/dev/null
     [ -n "$TCPDUMP_PID" ] && kill -TERM "$TCPDUMP_PID" 2>/dev/null
+    [ -n "$RPCB_PID" ] && kill -TERM "$RPCB_PID" 2>/dev/null
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT
@@ -36,7 +40,28 @@ wait_port() { # the server answers TCP on the port
     return 1
 }
 
+# ganesha: NFS and MOUNT both answer a NULL call on their own ports (asked
+# directly, not through rpcbind, which keeps a killed instance's entries).
+ganesha_up() {
+    local i
+    for ((i = 0; i < 600; i++)); do
+        rpcinfo -n "$NFS_PORT" -t 127.0.0.1 100003 3 >/dev/null 2>&1 &&
+            rpcinfo -n "$MNT_PORT" -t 127.0.0.1 100005 3 >/dev/null 2>&1 && return 0
+        kill -0 "$SRV_PID" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}
+
 start_server() {
+    if [ "$SERVER" = ganesha ]; then
+        # Same config, log and recovery dir on every (re)start.
+        ganesha.nfsd -F -f "$GANESHA_CONF" -L "$RUN/server.log" -p "$RUN/ganesha.pid" \
+            >>"$RUN/server.log" 2>&1 &
+        SRV_PID=$!
+        ganesha_up
+        return
+    fi
     rm -f "$RUN/port"
     "$RNFSD_BIN" serve "$EXPORT" --listen "127.0.0.1:$NFS_PORT" \
         --state-dir "$RUN/state" --no-rpcbind --no-root-squash --port-file "$RUN/port" \
@@ -58,14 +83,29 @@ stop_server() { # stop_server TERM|KILL
     SRV_PID=
 }
 
+# ganesha 4.3 does not start without rpcbind: a private one, in this
+# namespace only (-f foreground, -w no warm-start files), kept across
+# server restarts. /var/lib/nfs/ganesha is made private too (ganesha may
+# write recovery data there despite RecoveryRoot).
+if [ "$SERVER" = ganesha ]; then
+    mkdir -p /run/rpcbind /run/ganesha
+    mkdir -p /var/lib/nfs/ganesha 2>/dev/null && mount -t tmpfs -o size=16m tmpfs /var/lib/nfs/ganesha
+    rpcbind -f -w >"$RUN/rpcbind.log" 2>&1 &
+    RPCB_PID=$!
+    for ((i = 0; i < 50; i++)); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
+    rpcinfo -p 127.0.0.1 >/dev/null 2>&1 || { say "private rpcbind did not start"; cat "$RUN/rpcbind.log"; exit 1; }
+fi
+
 # KC_PCAP=1: capture the server side (loopback) for diagnosis.
 if [ -n "${KC_PCAP:-}" ]; then
-    tcpdump -i lo -s 512 -U -w "$RUN/nfs.pcap" tcp port "$NFS_PORT" >"$RUN/tcpdump.log" 2>&1 &
+    pcap_filter=(tcp port "$NFS_PORT")
+    [ "$MNT_PORT" = "$NFS_PORT" ] || pcap_filter+=(or tcp port "$MNT_PORT")
+    tcpdump -i lo -s 512 -U -w "$RUN/nfs.pcap" "${pcap_filter[@]}" >"$RUN/tcpdump.log" 2>&1 &
     TCPDUMP_PID=$!
     sleep 1
 fi
 start_server || { say "server did not start"; tail -n 20 "$RUN/server.log"; exit 1; }
-say "server $SERVER up on 127.0.0.1:$NFS_PORT (pid $SRV_PID)"
+say "server $SERVER up on 127.0.0.1:$NFS_PORT, MOUNT on $MNT_PORT (pid $SRV_PID)"
 
 accel=tcg,thread=multi
 [ "$ACCEL" = kvm ] && accel=kvm
@@ -87,7 +127,9 @@ passt)
 *)
     # qemu user networking; one socat per guest connection (cmd:), so
     # nconnect and reconnects get connections of their own.
-    netdev=(-netdev "user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:$NFS_PORT-cmd:socat - TCP:127.0.0.1:$NFS_PORT")
+    fwd="guestfwd=tcp:10.0.2.100:$NFS_PORT-cmd:socat - TCP:127.0.0.1:$NFS_PORT"
+    [ "$MNT_PORT" = "$NFS_PORT" ] || fwd+=",guestfwd=tcp:10.0.2.100:$MNT_PORT-cmd:socat - TCP:127.0.0.1:$MNT_PORT"
+    netdev=(-netdev "user,id=n0,restrict=on,$fwd")
     ;;
 esac
 timeout -k 10 "$QEMU_TIMEOUT" qemu-system-x86_64 \

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Real-client conformance harness: the Linux kernel NFSv3 client in a qemu
-# guest mounts rnfsd and runs workloads. See docs/kernel-client.md.
+# guest mounts rnfsd (or, for comparison, nfs-ganesha) and runs workloads.
+# See docs/kernel-client.md.
 #
-#   tests/kernel-client/run.sh [--accel tcg|kvm] [--net passt|slirp]
-#                              [--timeout SECS] [WORKLOAD...]
+#   tests/kernel-client/run.sh [--server rnfsd|ganesha] [--accel tcg|kvm]
+#                              [--net passt|slirp] [--timeout SECS] [WORKLOAD...]
 #
 # Workloads: smoke pjdfstest tar restart (the default set; guest/NAME.sh);
 # also fsx (crates.io fsx, plain and mmap) and load (fsmark, dbench,
@@ -15,6 +16,8 @@
 # if missing), KC_WORK (work and cache dir; default target/kernel-client),
 # KC_KEEP=1 (keep the run dir: export, logs), KC_PCAP=1 (tcpdump of the
 # server side into the run dir), PJD_PATTERNS, TAR_FILES, FSX_OPS.
+# --server ganesha: Debian's nfs-ganesha + nfs-ganesha-vfs (installed when
+# missing), config from scripts/ganesha.sh, MOUNT on port 20048.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -28,10 +31,11 @@ TOTAL_TIMEOUT=
 WORKLOADS=()
 while [ $# -gt 0 ]; do
     case $1 in
+    --server) SERVER=$2; shift 2 ;;
     --accel) ACCEL=$2; shift 2 ;;
     --net) NET=$2; shift 2 ;;
     --timeout) TOTAL_TIMEOUT=$2; shift 2 ;;
-    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) WORKLOADS+=("$1"); shift ;;
     esac
@@ -40,6 +44,7 @@ done
 for w in "${WORKLOADS[@]}"; do
     [ -f "$HERE/guest/$w.sh" ] || { echo "run.sh: no workload '$w'" >&2; exit 2; }
 done
+case $SERVER in rnfsd | ganesha) ;; *) echo "run.sh: --server rnfsd|ganesha" >&2; exit 2 ;; esac
 case $ACCEL in tcg | kvm) ;; *) echo "run.sh: --accel tcg|kvm" >&2; exit 2 ;; esac
 case $NET in passt | slirp) ;; *) echo "run.sh: --net passt|slirp" >&2; exit 2 ;; esac
 
@@ -53,7 +58,7 @@ TOTAL_TIMEOUT=${TOTAL_TIMEOUT:-$((budget + 600))} # + first-time installs
 # The whole script runs under timeout(1); cleanup runs on its SIGTERM.
 if [ -z "${KC_UNDER_TIMEOUT:-}" ]; then
     export KC_UNDER_TIMEOUT=1
-    exec timeout -k 20 "$TOTAL_TIMEOUT" "$0" --accel "$ACCEL" --net "$NET" \
+    exec timeout -k 20 "$TOTAL_TIMEOUT" "$0" --server "$SERVER" --accel "$ACCEL" --net "$NET" \
         --timeout "$TOTAL_TIMEOUT" "${WORKLOADS[@]}"
 fi
 
@@ -69,11 +74,18 @@ T0=$(date +%s)
 # ---- host packages -------------------------------------------------------
 need=()
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
-[ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx cpio || need+=(busybox-static)
+# grep without -q: it must read all of the list, or busybox may die of
+# SIGPIPE and pipefail turns that into "missing" (a needless apt-get).
+[ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -x cpio >/dev/null || need+=(busybox-static)
 command -v socat >/dev/null || need+=(socat)
 command -v modprobe >/dev/null || need+=(kmod)
 command -v ip >/dev/null || need+=(iproute2)
 [ "$NET" = passt ] && ! command -v passt >/dev/null && need+=(passt)
+if [ "$SERVER" = ganesha ]; then
+    command -v ganesha.nfsd >/dev/null || need+=(nfs-ganesha)
+    dpkg-query -W -f='${Status}' nfs-ganesha-vfs 2>/dev/null | grep 'install ok installed' >/dev/null || need+=(nfs-ganesha-vfs)
+    command -v rpcbind >/dev/null && command -v rpcinfo >/dev/null || need+=(rpcbind)
+fi
 if [[ " ${WORKLOADS[*]} " == *" load "* ]]; then # guest/load.sh's tools
     command -v fs_mark >/dev/null || need+=(fsmark)
     command -v dbench >/dev/null || need+=(dbench)
@@ -150,7 +162,7 @@ fi
 
 # ---- server and third-party tools ----------------------------------------
 RNFSD_BIN=${RNFSD_BIN:-$REPO/target/release/rnfsd}
-if [ ! -x "$RNFSD_BIN" ]; then
+if [ "$SERVER" = rnfsd ] && [ ! -x "$RNFSD_BIN" ]; then
     say "building rnfsd (release)"
     (cd "$REPO" && cargo build --release -q -p rnfsd) || die "cargo build failed"
 fi
@@ -178,9 +190,20 @@ cp "$HERE"/guest/*.toml "$RUN/share/"
 # run dir is under the work dir (target/, ext4 here).
 EXPORT=$(cd "$RUN/export" && pwd -P)
 NFS_PORT=2049
+MNT_PORT=$NFS_PORT # rnfsd serves MOUNT on the NFS port
+GANESHA_CONF=
+if [ "$SERVER" = ganesha ]; then
+    # ganesha 4.3 answers MOUNT on the NFS port with PROG_UNAVAIL
+    # (docs/ganesha.md): MOUNT on a port of its own.
+    MNT_PORT=20048
+    GANESHA_CONF=$(GANESHA_RUN=$RUN/ganesha "$REPO/scripts/ganesha.sh" config \
+        --export "$EXPORT" --port "$NFS_PORT" --mnt-port "$MNT_PORT" 2>"$RUN/ganesha-config.log") ||
+        die "scripts/ganesha.sh config failed: $(tail -n 3 "$RUN/ganesha-config.log")"
+fi
 {
     if [ "$NET" = passt ]; then echo "SERVER_IP=10.0.2.2"; else echo "SERVER_IP=10.0.2.100"; fi
     echo "NFS_PORT=$NFS_PORT"
+    echo "MNT_PORT=$MNT_PORT"
     echo "EXPORT=$EXPORT"
     echo "SERVER_KIND=$SERVER"
     echo "PJD_PATTERNS='${PJD_PATTERNS:-}'"
@@ -205,7 +228,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT
-export KC_PCAP RUN EXPORT NFS_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN
+export KC_PCAP RUN EXPORT NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF
 unshare --net --mount --pid --fork --mount-proc --kill-child \
     bash "$HERE/ns.sh" >"$RUN/ns.log" 2>&1 &
 NS_PID=$!

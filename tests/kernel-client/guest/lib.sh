@@ -5,7 +5,8 @@
 
 RESULTS=/share/results.txt
 CTL=/share/ctl
-# Written by the host: SERVER_IP, NFS_PORT, EXPORT, WORKLOADS, MNT_OPTS.
+# Written by the host: SERVER_IP, NFS_PORT, MNT_PORT, EXPORT, WORKLOADS,
+# MNT_OPTS.
 # shellcheck source=/dev/null
 . /share/params
 
@@ -32,10 +33,11 @@ check() {
     return 0
 }
 
-# Base mount options: NFSv3 over TCP straight to the forwarded port; no
-# rpcbind (port/mountport given), no NLM (nolock).
+# Base mount options: NFSv3 over TCP straight to the forwarded ports
+# (MOUNT on the NFS port for rnfsd, on its own for ganesha); no rpcbind
+# (port/mountport given), no NLM (nolock).
 base_opts() {
-    echo "vers=3,proto=tcp,port=$NFS_PORT,mountport=$NFS_PORT,mountproto=tcp,nolock,addr=$SERVER_IP,mountaddr=$SERVER_IP${MNT_OPTS:+,$MNT_OPTS}"
+    echo "vers=3,proto=tcp,port=$NFS_PORT,mountport=${MNT_PORT:-$NFS_PORT},mountproto=tcp,nolock,addr=$SERVER_IP,mountaddr=$SERVER_IP${MNT_OPTS:+,$MNT_OPTS}"
 }
 
 # nfs_mount DIR [EXTRA_OPTS]: mount(2) with the kernel's text options
