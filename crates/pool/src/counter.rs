@@ -8,6 +8,26 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Upper bound on cells per counter (memory: 128 B each).
 const MAX_CELLS: usize = 64;
 
+/// CPUs configured (not just online or in our affinity mask or cgroup
+/// quota): `sched_getcpu` may name any of them, so per-CPU cells are sized
+/// by this, not by `available_parallelism`.
+pub fn configured_cpus() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions; -1 is handled.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+    if n > 0 {
+        n as usize
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+}
+
+/// Single-writer increment: a load and a store, no locked instruction.
+/// Only for a counter that one thread writes (others may read it).
+#[inline]
+pub fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
 /// A `u64` event counter striped over per-CPU cells.
 ///
 /// `add` picks the cell of the CPU the caller runs on (`sched_getcpu`, a vDSO
@@ -26,11 +46,7 @@ impl Default for StripedCounter {
 
 impl StripedCounter {
     pub fn new() -> Self {
-        let n = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .clamp(1, MAX_CELLS)
-            .next_power_of_two();
+        let n = configured_cpus().clamp(1, MAX_CELLS).next_power_of_two();
         let cells = (0..n)
             .map(|_| CachePadded::new(AtomicU64::new(0)))
             .collect();

@@ -252,11 +252,7 @@ struct Counters {
     queue_time_ns: AtomicU64,
 }
 
-#[inline]
-fn bump(c: &AtomicU64, n: u64) {
-    // Single writer: load+store is enough and avoids a locked RMW.
-    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
-}
+use counter::bump;
 
 #[derive(Default, Clone, Copy)]
 struct Totals {

@@ -152,18 +152,6 @@ pub struct Registry {
     sources: Mutex<Vec<Source>>,
 }
 
-/// CPUs configured (not just online or in our mask): sched_getcpu may name
-/// any of them.
-fn cpus() -> usize {
-    // SAFETY: sysconf has no memory-safety preconditions; -1 is handled.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
-    if n > 0 {
-        n as usize
-    } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    }
-}
-
 impl Registry {
     /// A registry for these procedures. Rows of one program version must be
     /// contiguous and in procedure order starting at 0 (as program tables
@@ -188,7 +176,9 @@ impl Registry {
         }
         let shards = match mode {
             Mode::Off | Mode::Shared => 1,
-            Mode::Percore => cpus().clamp(1, MAX_SHARDS).next_power_of_two(),
+            Mode::Percore => rnfsd_pool::counter::configured_cpus()
+                .clamp(1, MAX_SHARDS)
+                .next_power_of_two(),
         };
         let (shards, slots) = match mode {
             // Nothing is recorded: keep a single empty-ish shard.

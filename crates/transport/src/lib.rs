@@ -237,10 +237,7 @@ pub(crate) struct LoopStats {
     pub bytes_in: AtomicU64,
 }
 
-/// Single-writer increment: no locked instruction.
-pub(crate) fn bump(c: &AtomicU64, n: u64) {
-    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
-}
+pub(crate) use rnfsd_pool::counter::bump;
 
 /// Messages to an event loop from other threads.
 pub(crate) enum Msg {

@@ -58,8 +58,14 @@ impl RecordReader {
                 self.frag_left = len;
                 self.in_frag = true;
                 // Bounded by max_record just above; pages are only touched
-                // as data arrives.
-                self.rec.reserve_exact(len);
+                // as data arrives. Exact for the first fragment (the usual
+                // one-fragment record); amortised after, so a record sent as
+                // many tiny fragments costs no reallocation per fragment.
+                if self.rec.is_empty() {
+                    self.rec.reserve_exact(len);
+                } else {
+                    self.rec.reserve(len);
+                }
             }
             let n = self.frag_left.min(input.len());
             let (body, rest) = input.split_at(n);
