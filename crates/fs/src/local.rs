@@ -951,12 +951,13 @@ impl Backend for LocalFs {
         buf: &mut Vec<u8>,
     ) -> FsResult<(bool, Attr)> {
         buf.clear();
-        let (_, f) = self.open_regular(cred, fh, libc::O_RDONLY)?;
+        // `resolve` (in open_regular) has just stat'ed the object: no second
+        // statx before the pread.
+        let (o, f) = self.open_regular(cred, fh, libc::O_RDONLY)?;
         // RFC 1813 §3.3.6: a READ at or past end of file is no data and eof,
         // whatever the offset (pread would say EINVAL above i64::MAX).
-        let st0 = sys::fstat(f.as_raw_fd())?;
-        if offset >= st0.size {
-            return Ok((true, self.attr(&st0)));
+        if offset >= o.st.size {
+            return Ok((true, self.attr(&o.st)));
         }
         // The kernel refuses offset + count beyond i64::MAX (EINVAL).
         let room = (i64::MAX as u64).saturating_sub(offset);

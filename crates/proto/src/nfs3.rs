@@ -815,23 +815,6 @@ pub const fn entry3_len(name_len: usize) -> usize {
     4 + 8 + 4 + pad4(name_len) + 8
 }
 
-/// Read one list link (RFC 4506 §4.19 optional-data list) and decode the
-/// entry behind it; bounded by the bytes present since every entry consumes
-/// at least 24 bytes, and by `MAX_DIR_ENTRIES`.
-fn decode_list<T>(
-    d: &mut Dec<'_>,
-    mut item: impl FnMut(&mut Dec<'_>) -> Result<T>,
-) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    while d.bool()? {
-        if v.len() >= MAX_DIR_ENTRIES {
-            return Err(XdrError::TooLong);
-        }
-        v.push(item(d)?);
-    }
-    Ok(v)
-}
-
 fn decode_entry_head(d: &mut Dec<'_>) -> Result<(u64, Vec<u8>, u64)> {
     let fileid = d.u64()?;
     let name = d.opaque(MAX_NAME)?.to_vec();
@@ -864,7 +847,7 @@ impl Xdr for ReadDir3ResOk {
     fn decode(d: &mut Dec<'_>) -> Result<Self> {
         let dir_attributes = PostOpAttr::decode(d)?;
         let cookieverf = Verf3::decode(d)?;
-        let entries = decode_list(d, |d| {
+        let entries = crate::mount::decode_list(d, MAX_DIR_ENTRIES, |d| {
             let (fileid, name, cookie) = decode_entry_head(d)?;
             Ok(Entry3 {
                 fileid,
@@ -953,7 +936,7 @@ impl Xdr for ReadDirPlus3ResOk {
     fn decode(d: &mut Dec<'_>) -> Result<Self> {
         let dir_attributes = PostOpAttr::decode(d)?;
         let cookieverf = Verf3::decode(d)?;
-        let entries = decode_list(d, |d| {
+        let entries = crate::mount::decode_list(d, MAX_DIR_ENTRIES, |d| {
             let (fileid, name, cookie) = decode_entry_head(d)?;
             let name_attributes = PostOpAttr::decode(d)?;
             let name_handle = PostOpFh3::decode(d)?;

@@ -33,7 +33,7 @@ pub const IPPROTO_UDP: u32 = 17;
 /// Bound on the unbounded strings of `rpcb` (netid, uaddr, owner).
 pub const MAX_RPCB_STRING: usize = 1024;
 /// Bound on entries of a DUMP list we decode.
-pub const MAX_LIST: usize = 65536;
+pub use crate::mount::MAX_LIST;
 
 rnfsd_xdr::xdr_struct! {
     /// struct mapping (RFC 1833 §3.1).

@@ -63,7 +63,10 @@ impl<K: Hash + Eq + Clone, V: Clone> GenMap<K, V> {
 
     fn put(g: &mut Gens<K, V>, half: usize, k: K, v: V) {
         if g.cur.len() >= half && !g.cur.contains_key(&k) {
-            g.old = std::mem::take(&mut g.cur);
+            // Rotate keeping `cur`'s capacity: the same bound, no regrowth
+            // under the shard lock.
+            std::mem::swap(&mut g.cur, &mut g.old);
+            g.cur.clear();
         }
         g.old.remove(&k);
         g.cur.insert(k, v);
