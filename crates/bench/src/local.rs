@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 
 use crate::ops::{emit, fresh_name, print_header, progress, OpResult, Phase};
 use crate::stats;
@@ -49,16 +48,14 @@ where
     let errors = AtomicU64::new(0);
     let start = Instant::now();
     let deadline = start + limit;
-    let mut lat =
-        Histogram::<u64>::new_with_bounds(1, 600_000_000, 2).expect("constant histogram bounds");
+    let mut lat = crate::ops::histogram();
     let mut done = 0;
     let mut truncated = false;
     std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads.max(1))
             .map(|_| {
                 s.spawn(|| {
-                    let mut h = Histogram::<u64>::new_with_bounds(1, 600_000_000, 2)
-                        .expect("constant histogram bounds");
+                    let mut h = crate::ops::histogram();
                     let (mut d, mut cut) = (0u64, false);
                     loop {
                         if Instant::now() >= deadline {
@@ -159,8 +156,7 @@ pub fn fsmark_cmd(a: LocalArgs) -> Result<(), String> {
         let mut total = 0u64;
         let mut errors = 0u64;
         let mut secs = 0.0;
-        let mut lat = Histogram::<u64>::new_with_bounds(1, 600_000_000, 2)
-            .expect("constant histogram bounds");
+        let mut lat = crate::ops::histogram();
         let mut truncated = false;
         for it in 0..a.iterations.max(1) {
             let p = parallel(a.files, streams, limit(&a), "fsmark", |i| {

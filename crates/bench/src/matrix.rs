@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::report::median;
 use crate::workload::Mix;
 use crate::{append_json, connect, measure, prepare_items, print_header, print_row, Measurement};
 
@@ -177,19 +178,6 @@ fn start_server(
     }
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 pub async fn run(a: MatrixArgs) -> Result<(), String> {
     let bin = match a.rnfsd.clone() {
         Some(b) => b,
@@ -254,8 +242,8 @@ fn summarize(a: &MatrixArgs, policies: &[String], rates: &mut Table, csw: &mut T
     );
     let mut med: BTreeMap<(usize, String, String, usize), (f64, f64)> = BTreeMap::new();
     for (k, v) in rates.iter_mut() {
-        let c = csw.get_mut(k).map(|c| median(c)).unwrap_or(f64::NAN);
-        med.insert(k.clone(), (median(v), c));
+        let c = csw.get(k).and_then(|c| median(c)).unwrap_or(f64::NAN);
+        med.insert(k.clone(), (median(v).unwrap_or(f64::NAN), c));
     }
     for mix in &a.mixes {
         let mix = format!("{mix:?}").to_lowercase();

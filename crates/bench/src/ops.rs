@@ -15,7 +15,7 @@ use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use rnfsd_client::nfs3::{
     Commit3Args, Create3Args, CreateHow3, Diropargs3, FsInfo3Args, GetAttr3Args, Mkdir3Args,
-    NfsFh3, Read3Args, Remove3Args, Rmdir3Args, Sattr3, StableHow, Write3Args,
+    NfsFh3, Read3Args, Remove3Args, Rmdir3Args, Sattr3, StableHow, Write3ArgsRef,
 };
 use rnfsd_client::{check, Client, ClientError, MountClient, NfsClient};
 
@@ -292,7 +292,7 @@ pub struct Phase {
     pub error_kinds: BTreeMap<String, u64>,
 }
 
-fn histogram() -> Histogram<u64> {
+pub(crate) fn histogram() -> Histogram<u64> {
     // 1 us .. 10 min, 2 significant digits: bounds are constants.
     Histogram::<u64>::new_with_bounds(1, 600_000_000, 2).expect("constant histogram bounds")
 }
@@ -610,12 +610,12 @@ async fn fsmark_file(
 ) -> Result<(), ClientError> {
     let fh = create(nfs, dir, name, false).await?;
     check(
-        nfs.write(&Write3Args {
+        nfs.write_ref(&Write3ArgsRef {
             file: fh.clone(),
             offset: 0,
             count: data.len() as u32,
             stable: StableHow::Unstable,
-            data: data.to_vec(),
+            data,
         })
         .await?,
     )?;
@@ -784,12 +784,12 @@ pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
                     let off = i * wsize;
                     let n = wsize.min(total - off.min(total)) as usize;
                     let r = nfs
-                        .write(&Write3Args {
+                        .write_ref(&Write3ArgsRef {
                             file: f,
                             offset: off,
                             count: n as u32,
                             stable,
-                            data: b.get(..n).unwrap_or(&b[..]).to_vec(),
+                            data: b.get(..n).unwrap_or(&b[..]),
                         })
                         .await;
                     match r.map(check) {

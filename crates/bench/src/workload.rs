@@ -10,7 +10,7 @@ use rnfsd_client::nfs3::{
     Access3Args, Diropargs3, GetAttr3Args, Lookup3Args, NfsFh3, ReadDirPlus3Args, Verf3,
     ACCESS3_LOOKUP, ACCESS3_READ,
 };
-use rnfsd_client::{ClientError, NfsClient};
+use rnfsd_client::{check, ClientError, NfsClient};
 
 /// What one run measured on the client side.
 #[derive(Debug, Clone)]
@@ -99,8 +99,7 @@ pub async fn run(
         let root = root.clone();
         let items = items.clone();
         tasks.push(tokio::spawn(async move {
-            let mut h =
-                Histogram::<u64>::new_with_bounds(1, 60_000_000, 2).expect("histogram bounds");
+            let mut h = crate::ops::histogram();
             let mut calls = 0u64;
             let mut i = s.wrapping_mul(7919);
             while !stop.load(Ordering::Relaxed) {
@@ -111,7 +110,8 @@ pub async fn run(
                             object: root.clone(),
                         })
                         .await
-                        .is_ok(),
+                        .map(check)
+                        .is_ok_and(|r| r.is_ok()),
                     Mix::Traverse => {
                         let it = &items[i % items.len()];
                         i += 1;
@@ -132,7 +132,7 @@ pub async fn run(
     tokio::time::sleep(dur).await;
     stop.store(true, Ordering::Relaxed);
     let mut total = 0;
-    let mut lat = Histogram::<u64>::new_with_bounds(1, 60_000_000, 2).expect("histogram bounds");
+    let mut lat = crate::ops::histogram();
     for t in tasks {
         if let Ok((c, h)) = t.await {
             total += c;
@@ -147,6 +147,8 @@ pub async fn run(
     }
 }
 
+/// A call counts as failed on an RPC error and on an NFS error status alike
+/// (`check`): a reply of NFS3ERR_* is not a success.
 async fn timed<F: std::future::Future<Output = bool>>(
     f: F,
     h: &mut Histogram<u64>,
@@ -171,15 +173,36 @@ async fn traverse_step(
         object: fh.clone(),
         access: ACCESS3_READ | ACCESS3_LOOKUP,
     };
-    ok &= timed(async { nfs.access(&acc(&it.dir)).await.is_ok() }, h, calls).await;
-    ok &= timed(async { nfs.access(&acc(&it.fh)).await.is_ok() }, h, calls).await;
+    ok &= timed(
+        async {
+            nfs.access(&acc(&it.dir))
+                .await
+                .map(check)
+                .is_ok_and(|r| r.is_ok())
+        },
+        h,
+        calls,
+    )
+    .await;
+    ok &= timed(
+        async {
+            nfs.access(&acc(&it.fh))
+                .await
+                .map(check)
+                .is_ok_and(|r| r.is_ok())
+        },
+        h,
+        calls,
+    )
+    .await;
     ok &= timed(
         async {
             nfs.getattr(&GetAttr3Args {
                 object: it.fh.clone(),
             })
             .await
-            .is_ok()
+            .map(check)
+            .is_ok_and(|r| r.is_ok())
         },
         h,
         calls,
@@ -194,7 +217,8 @@ async fn traverse_step(
                 },
             })
             .await
-            .is_ok()
+            .map(check)
+            .is_ok_and(|r| r.is_ok())
         },
         h,
         calls,
@@ -211,7 +235,8 @@ async fn traverse_step(
                     maxcount: 32768,
                 })
                 .await
-                .is_ok()
+                .map(check)
+                .is_ok_and(|r| r.is_ok())
             },
             h,
             calls,
