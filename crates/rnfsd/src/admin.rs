@@ -23,6 +23,8 @@ use std::time::Duration;
 
 use rnfsd_stats::{format, Registry};
 
+use crate::endpoint::{linger_close, spawn_accept_loop};
+
 /// The socket's name in the state directory when not configured.
 pub const DEFAULT_NAME: &str = "admin.sock";
 const MAX_LINE: u64 = 256;
@@ -92,44 +94,33 @@ impl AdminSocket {
         }
         let l = bind_private(path)?;
         let stop = Arc::new(AtomicBool::new(false));
-        let s2 = stop.clone();
         let clients = Arc::new(AtomicUsize::new(0));
-        let thread = std::thread::Builder::new()
-            .name("rnfsd-admin".into())
-            .spawn(move || {
-                for c in l.incoming() {
-                    if s2.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let mut c = match c {
-                        Ok(c) => c,
-                        Err(e) => {
-                            tracing::warn!("admin socket accept: {e}");
-                            std::thread::sleep(Duration::from_millis(100));
-                            continue;
-                        }
-                    };
-                    if clients.fetch_add(1, Ordering::AcqRel) >= MAX_CLIENTS {
-                        clients.fetch_sub(1, Ordering::AcqRel);
-                        let _ = c.set_write_timeout(Some(IO_TIMEOUT));
-                        let _ = c.write_all(b"error: busy\n");
-                        continue;
-                    }
-                    let (st, cl) = (stats.clone(), clients.clone());
-                    let spawned = std::thread::Builder::new()
-                        .name("rnfsd-admin-client".into())
-                        .spawn(move || {
-                            if let Err(e) = serve_one(c, &st) {
-                                tracing::debug!("admin client: {e}");
-                            }
-                            cl.fetch_sub(1, Ordering::AcqRel);
-                        });
-                    if let Err(e) = spawned {
-                        clients.fetch_sub(1, Ordering::AcqRel);
-                        tracing::warn!("admin socket: cannot start a client thread: {e}");
-                    }
+        let thread = spawn_accept_loop(
+            "rnfsd-admin",
+            move || l.accept().map(|(c, _)| c),
+            stop.clone(),
+            move |mut c: UnixStream| {
+                if clients.fetch_add(1, Ordering::AcqRel) >= MAX_CLIENTS {
+                    clients.fetch_sub(1, Ordering::AcqRel);
+                    let _ = c.set_write_timeout(Some(IO_TIMEOUT));
+                    let _ = c.write_all(b"error: busy\n");
+                    return;
                 }
-            })?;
+                let (st, cl) = (stats.clone(), clients.clone());
+                let spawned = std::thread::Builder::new()
+                    .name("rnfsd-admin-client".into())
+                    .spawn(move || {
+                        if let Err(e) = serve_one(c, &st) {
+                            tracing::debug!("admin client: {e}");
+                        }
+                        cl.fetch_sub(1, Ordering::AcqRel);
+                    });
+                if let Err(e) = spawned {
+                    clients.fetch_sub(1, Ordering::AcqRel);
+                    tracing::warn!("admin socket: cannot start a client thread: {e}");
+                }
+            },
+        )?;
         Ok(AdminSocket {
             path: path.to_owned(),
             stop,
@@ -165,12 +156,7 @@ fn serve_one(c: UnixStream, stats: &Registry) -> io::Result<()> {
     let mut w = &c;
     w.write_all(answer(&line, stats).as_bytes())?;
     w.flush()?;
-    // Lingering close: closing with unread bytes would reset the answer
-    // away, so take what the client still sends (bounded in size and time).
-    c.shutdown(std::net::Shutdown::Write)?;
-    c.set_read_timeout(Some(Duration::from_millis(200)))?;
-    let _ = io::copy(&mut (&c).take(64 * 1024), &mut io::sink());
-    Ok(())
+    linger_close(&c)
 }
 
 /// Send one command to the admin socket at `path` and return the answer.

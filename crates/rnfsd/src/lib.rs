@@ -9,6 +9,7 @@ pub mod admin;
 pub mod cli;
 pub mod config;
 pub mod drc;
+mod endpoint;
 pub mod keys;
 pub mod metrics;
 pub mod programs;

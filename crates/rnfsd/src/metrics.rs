@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use rnfsd_stats::{format, ProcDesc, Registry};
 
+use crate::endpoint::{linger_close, spawn_accept_loop};
 use crate::rpc::Program;
 
 /// One row per procedure of every version of `programs`, in table order.
@@ -50,27 +51,16 @@ impl MetricsServer {
         let l = TcpListener::bind(addr)?;
         let addr = l.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
-        let s2 = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("rnfsd-metrics".into())
-            .spawn(move || {
-                for c in l.incoming() {
-                    if s2.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    match c {
-                        Ok(c) => {
-                            if let Err(e) = serve_one(c, &stats) {
-                                tracing::debug!("metrics request: {e}");
-                            }
-                        }
-                        Err(e) => {
-                            tracing::warn!("metrics accept: {e}");
-                            std::thread::sleep(Duration::from_millis(100));
-                        }
-                    }
+        let thread = spawn_accept_loop(
+            "rnfsd-metrics",
+            move || l.accept().map(|(c, _)| c),
+            stop.clone(),
+            move |c| {
+                if let Err(e) = serve_one(c, &stats) {
+                    tracing::debug!("metrics request: {e}");
                 }
-            })?;
+            },
+        )?;
         Ok(MetricsServer {
             addr,
             stop,
@@ -117,12 +107,7 @@ fn serve_one(mut c: TcpStream, stats: &Registry) -> io::Result<()> {
                 "text/plain",
                 "",
             )?;
-            // Lingering close: take what the client still sends (bounded),
-            // so closing with unread bytes does not reset the answer away.
-            c.shutdown(std::net::Shutdown::Write)?;
-            c.set_read_timeout(Some(Duration::from_millis(200)))?;
-            let _ = io::copy(&mut (&mut c).take(64 * 1024), &mut io::sink());
-            return Ok(());
+            return linger_close(&c);
         }
     }
     let line = head

@@ -5,7 +5,6 @@ pub mod dispatch;
 
 use std::net::SocketAddr;
 
-use rnfsd_fs::Cred;
 use rnfsd_xdr::{Dec, Enc};
 
 use crate::state::Server;
@@ -15,32 +14,6 @@ use crate::state::Server;
 pub enum Auth {
     None,
     Sys(rnfsd_proto::rpc::AuthSys),
-}
-
-impl Auth {
-    /// The identity the filesystem work runs as. AUTH_NONE is the anonymous
-    /// user (nobody, 65534), as knfsd treats it.
-    pub fn cred(&self) -> Cred {
-        match self {
-            Auth::None => Cred {
-                uid: 65534,
-                gid: 65534,
-                gids: Vec::new(),
-            },
-            Auth::Sys(s) => Cred {
-                uid: s.uid,
-                gid: s.gid,
-                gids: s.gids.clone(),
-            },
-        }
-    }
-
-    pub fn flavor(&self) -> u32 {
-        match self {
-            Auth::None => rnfsd_proto::rpc::AUTH_NONE,
-            Auth::Sys(_) => rnfsd_proto::rpc::AUTH_SYS,
-        }
-    }
 }
 
 /// Everything a procedure handler may look at besides its arguments.
