@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-
 use crate::ops::{emit, fresh_name, print_header, progress, OpResult, Phase};
 use crate::stats;
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use rnfsd_client::nfs3::NfsRes;
 use rnfsd_client::nfs3::{
     Access3Args, Diropargs3, GetAttr3Args, Lookup3Args, NfsFh3, ReadDirPlus3Args, Verf3,
     ACCESS3_LOOKUP, ACCESS3_READ,
@@ -105,13 +106,12 @@ pub async fn run(
             while !stop.load(Ordering::Relaxed) {
                 let t = Instant::now();
                 let ok = match mix {
-                    Mix::Getattr => nfs
-                        .getattr(&GetAttr3Args {
+                    Mix::Getattr => succeeded(
+                        nfs.getattr(&GetAttr3Args {
                             object: root.clone(),
                         })
-                        .await
-                        .map(check)
-                        .is_ok_and(|r| r.is_ok()),
+                        .await,
+                    ),
                     Mix::Traverse => {
                         let it = &items[i % items.len()];
                         i += 1;
@@ -149,6 +149,10 @@ pub async fn run(
 
 /// A call counts as failed on an RPC error and on an NFS error status alike
 /// (`check`): a reply of NFS3ERR_* is not a success.
+fn succeeded<T, F>(r: Result<NfsRes<T, F>, ClientError>) -> bool {
+    matches!(r.map(check), Ok(Ok(_)))
+}
+
 async fn timed<F: std::future::Future<Output = bool>>(
     f: F,
     h: &mut Histogram<u64>,
@@ -174,11 +178,25 @@ async fn traverse_step(
         access: ACCESS3_READ | ACCESS3_LOOKUP,
     };
     ok &= timed(
+        async { succeeded(nfs.access(&acc(&it.dir)).await) },
+        h,
+        calls,
+    )
+    .await;
+    ok &= timed(
+        async { succeeded(nfs.access(&acc(&it.fh)).await) },
+        h,
+        calls,
+    )
+    .await;
+    ok &= timed(
         async {
-            nfs.access(&acc(&it.dir))
-                .await
-                .map(check)
-                .is_ok_and(|r| r.is_ok())
+            succeeded(
+                nfs.getattr(&GetAttr3Args {
+                    object: it.fh.clone(),
+                })
+                .await,
+            )
         },
         h,
         calls,
@@ -186,39 +204,15 @@ async fn traverse_step(
     .await;
     ok &= timed(
         async {
-            nfs.access(&acc(&it.fh))
-                .await
-                .map(check)
-                .is_ok_and(|r| r.is_ok())
-        },
-        h,
-        calls,
-    )
-    .await;
-    ok &= timed(
-        async {
-            nfs.getattr(&GetAttr3Args {
-                object: it.fh.clone(),
-            })
-            .await
-            .map(check)
-            .is_ok_and(|r| r.is_ok())
-        },
-        h,
-        calls,
-    )
-    .await;
-    ok &= timed(
-        async {
-            nfs.lookup(&Lookup3Args {
-                what: Diropargs3 {
-                    dir: it.dir.clone(),
-                    name: it.name.clone(),
-                },
-            })
-            .await
-            .map(check)
-            .is_ok_and(|r| r.is_ok())
+            succeeded(
+                nfs.lookup(&Lookup3Args {
+                    what: Diropargs3 {
+                        dir: it.dir.clone(),
+                        name: it.name.clone(),
+                    },
+                })
+                .await,
+            )
         },
         h,
         calls,
@@ -227,16 +221,16 @@ async fn traverse_step(
     if i.is_multiple_of(16) {
         ok &= timed(
             async {
-                nfs.readdirplus(&ReadDirPlus3Args {
-                    dir: it.dir.clone(),
-                    cookie: 0,
-                    cookieverf: Verf3([0; 8]),
-                    dircount: 4096,
-                    maxcount: 32768,
-                })
-                .await
-                .map(check)
-                .is_ok_and(|r| r.is_ok())
+                succeeded(
+                    nfs.readdirplus(&ReadDirPlus3Args {
+                        dir: it.dir.clone(),
+                        cookie: 0,
+                        cookieverf: Verf3([0; 8]),
+                        dircount: 4096,
+                        maxcount: 32768,
+                    })
+                    .await,
+                )
             },
             h,
             calls,
