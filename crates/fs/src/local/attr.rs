@@ -1,0 +1,142 @@
+//! Attributes: GETATTR, SETATTR, ACCESS, READLINK, FSSTAT, FSINFO, PATHCONF.
+
+use std::os::fd::AsRawFd;
+
+use super::perm::access_bits;
+use super::{errno, sys, LocalFs, Obj, NAME_MAX};
+use crate::{
+    Attr, Cred, Fh, FsError, FsInfo, FsResult, FsStat, PathConf, SetAttr, SetTime, Time, Wcc,
+};
+
+impl LocalFs {
+    /// Applies a sattr3 to an object (caller credentials).
+    pub(super) fn apply_set(&self, cred: &Cred, o: &Obj<'_>, set: &SetAttr) -> FsResult<()> {
+        let fd = o.raw();
+        if set.uid.is_some() || set.gid.is_some() {
+            sys::fchownat_empty(fd, set.uid, set.gid)?;
+        }
+        // knfsd ignores mode changes on symlinks (Linux has no lchmod).
+        if let Some(m) = set.mode {
+            if !o.st.is_lnk() {
+                sys::fchmod_path(fd, m & 0o7777)?;
+            }
+        }
+        if let Some(size) = set.size {
+            if o.st.is_dir() {
+                return Err(errno(libc::EISDIR));
+            }
+            if !o.st.is_reg() {
+                return Err(errno(libc::EINVAL));
+            }
+            let len = i64::try_from(size).map_err(|_| errno(libc::EFBIG))?;
+            let f = self.open_data(cred, o, libc::O_WRONLY)?;
+            // SAFETY: plain ftruncate on an owned fd.
+            sys::cvt(unsafe { libc::ftruncate(f.as_raw_fd(), len) })?;
+        }
+        if set.atime != SetTime::DontChange || set.mtime != SetTime::DontChange {
+            sys::set_times(fd, &set.atime, &set.mtime)?;
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn getattr(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<Attr> {
+    fs.srv()?;
+    let o = fs.resolve(fh)?;
+    Ok(fs.attr(&o.st))
+}
+
+pub(super) fn setattr(
+    fs: &LocalFs,
+    cred: &Cred,
+    fh: &Fh,
+    set: &SetAttr,
+    guard: Option<Time>,
+) -> FsResult<Wcc> {
+    fs.srv()?;
+    let o = fs.resolve(fh)?;
+    // RFC 1813 §3.3.2: the guard is checked against the current ctime.
+    if guard.is_some_and(|g| g != o.st.ctime) {
+        return Err(FsError::NotSync);
+    }
+    fs.usr(cred)?;
+    fs.apply_set(cred, &o, set)?;
+    Ok(fs.wcc(&o.st, o.raw()))
+}
+
+pub(super) fn access(fs: &LocalFs, cred: &Cred, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
+    fs.srv()?;
+    let o = fs.resolve(fh)?;
+    Ok((access_bits(&o.st, cred, want), fs.attr(&o.st)))
+}
+
+pub(super) fn readlink(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
+    fs.srv()?;
+    let o = fs.resolve(fh)?;
+    if !o.st.is_lnk() {
+        return Err(errno(libc::EINVAL));
+    }
+    let target = sys::readlink_fd(o.raw())?;
+    Ok((target, fs.attr(&o.st)))
+}
+
+pub(super) fn fsstat(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(FsStat, Attr)> {
+    fs.srv()?;
+    let o = fs.resolve(fh)?;
+    // SAFETY: zeroed statvfs is valid; fstatvfs fills it.
+    let mut v: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: v is a valid out-pointer.
+    sys::cvt(unsafe { libc::fstatvfs(o.raw(), &mut v) })?;
+    let fr = v.f_frsize;
+    Ok((
+        FsStat {
+            tbytes: v.f_blocks.saturating_mul(fr),
+            fbytes: v.f_bfree.saturating_mul(fr),
+            abytes: v.f_bavail.saturating_mul(fr),
+            tfiles: v.f_files,
+            ffiles: v.f_ffree,
+            afiles: v.f_favail,
+            invarsec: 0,
+        },
+        fs.attr(&o.st),
+    ))
+}
+
+pub(super) fn fsinfo(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
+    fs.srv()?;
+    let o = fs.resolve(fh)?;
+    Ok((
+        FsInfo {
+            // The VFS limit; a filesystem's smaller one shows as EFBIG.
+            maxfilesize: i64::MAX as u64,
+            time_delta: Time { sec: 0, nsec: 1 },
+            link: true,
+            symlink: true,
+            homogeneous: true,
+            cansettime: true,
+        },
+        fs.attr(&o.st),
+    ))
+}
+
+pub(super) fn pathconf(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(PathConf, Attr)> {
+    fs.srv()?;
+    let o = fs.resolve(fh)?;
+    // SAFETY: zeroed statvfs is valid; fstatvfs fills it.
+    let mut v: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: v is a valid out-pointer.
+    sys::cvt(unsafe { libc::fstatvfs(o.raw(), &mut v) })?;
+    // SAFETY: fpathconf only reads the fd (works on O_PATH via fstatfs).
+    let linkmax = unsafe { libc::fpathconf(o.raw(), libc::_PC_LINK_MAX) };
+    Ok((
+        PathConf {
+            linkmax: u32::try_from(linkmax).unwrap_or(u32::MAX),
+            name_max: u32::try_from(v.f_namemax).unwrap_or(NAME_MAX as u32),
+            no_trunc: true,
+            chown_restricted: true,
+            case_insensitive: false,
+            case_preserving: true,
+        },
+        fs.attr(&o.st),
+    ))
+}

@@ -1,0 +1,129 @@
+//! Directories: LOOKUP, READDIR, READDIRPLUS.
+
+use std::os::fd::AsRawFd;
+
+use super::{check_name, errno, sys, LocalFs, Obj, MAX_DIR_ENTRIES};
+use crate::{Attr, Cred, DirEntry, DirPage, Fh, FsError, FsResult};
+
+impl LocalFs {
+    /// Entry handle and attributes for READDIRPLUS (server credentials).
+    pub(super) fn plus_entry(&self, dir: &Obj<'_>, name: &[u8]) -> Option<(Fh, Attr)> {
+        if name == b"." || (name == b".." && dir.st.key() == self.root_key) {
+            let st = sys::fstat(dir.raw()).ok()?;
+            let fh = self.make_fh(dir.raw(), &st).ok()?;
+            return Some((fh, self.attr(&st)));
+        }
+        let c = sys::cstr(name).ok()?;
+        let st = sys::statx_at(dir.raw(), &c, 0).ok()?;
+        if !self.on_export_fs(&st) {
+            return None;
+        }
+        let fh = self.make_fh_at(dir.raw(), &c, &st)?;
+        if name != b".." {
+            self.locs.insert(st.key(), dir.st.key(), name);
+        }
+        Some((fh, self.attr(&st)))
+    }
+}
+
+pub(super) fn lookup(
+    fs: &LocalFs,
+    cred: &Cred,
+    dir: &Fh,
+    name: &[u8],
+) -> FsResult<(Fh, Attr, Option<Attr>)> {
+    let c = check_name(name, true)?;
+    fs.srv()?;
+    let d = fs.dir(dir)?;
+    fs.usr(cred)?;
+    // Every lookup needs search permission on the directory; opening
+    // "." through it checks that for "." and ".." too.
+    let fd = if name == b".." && d.st.key() == fs.root_key {
+        sys::open_path(d.raw(), sys::DOT)?
+    } else if name == b".." {
+        sys::openat(d.raw(), sys::DOTDOT, libc::O_PATH | libc::O_DIRECTORY, 0)?
+    } else {
+        sys::open_path(d.raw(), &c)?
+    };
+    let st = sys::fstat(fd.as_raw_fd())?;
+    if !fs.on_export_fs(&st) {
+        return Err(errno(libc::EACCES));
+    }
+    fs.srv()?;
+    let fh = fs.make_fh(fd.as_raw_fd(), &st)?;
+    if name != b"." && name != b".." {
+        fs.locs.insert(st.key(), d.st.key(), name);
+    }
+    Ok((fh, fs.attr(&st), fs.post(d.raw())))
+}
+
+pub(super) fn readdir(
+    fs: &LocalFs,
+    cred: &Cred,
+    dir: &Fh,
+    cookie: u64,
+    verifier: [u8; 8],
+    max_entries: usize,
+    plus: bool,
+) -> FsResult<DirPage> {
+    fs.srv()?;
+    let d = fs.dir(dir)?;
+    // Cookies are getdents offsets; on ext4 (hash offsets) they stay
+    // valid across changes to the directory, so the verifier only names
+    // the directory (a keyed hash of its handle) and never changes. An
+    // all-zero verifier is accepted with any cookie (a client that kept
+    // none, e.g. after its own restart).
+    let verf = fs.sealer.cookie_verifier(&dir.0);
+    if cookie != 0 && verifier != verf && verifier != [0; 8] {
+        return Err(FsError::BadCookie);
+    }
+    fs.usr(cred)?;
+    let rfd = sys::openat(d.raw(), sys::DOT, libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+    let mut rd = sys::DirReader::new(rfd, sys::DIR_BUF);
+    if cookie != 0 {
+        rd.seek(cookie).map_err(|_| FsError::BadCookie)?;
+    }
+    let max = max_entries.min(MAX_DIR_ENTRIES);
+    let mut raw = Vec::with_capacity(max.min(1024));
+    let eof = loop {
+        if raw.len() >= max {
+            break rd.next_entry()?.is_none();
+        }
+        match rd.next_entry()? {
+            Some(e) => raw.push(e),
+            None => break true,
+        }
+    };
+    drop(rd);
+    if plus {
+        fs.srv()?;
+    }
+    let at_root = d.st.key() == fs.root_key;
+    let entries = raw
+        .into_iter()
+        .map(|e| {
+            let fileid = if e.name == b".." && at_root {
+                fs.root_key.ino
+            } else {
+                e.ino
+            };
+            let plus = if plus {
+                fs.plus_entry(&d, &e.name)
+            } else {
+                None
+            };
+            DirEntry {
+                fileid,
+                name: e.name,
+                cookie: e.off as u64,
+                plus,
+            }
+        })
+        .collect();
+    Ok(DirPage {
+        verifier: verf,
+        entries,
+        eof,
+        dir_attr: fs.post(d.raw()),
+    })
+}

@@ -1,0 +1,521 @@
+//! The local-directory backend.
+//!
+//! # Confinement
+//! All work is done relative to directory fds with the `*at` syscalls and
+//! O_PATH|O_NOFOLLOW opens; symlinks are never followed on the server side.
+//! Names are single components ('/' and NUL give EINVAL, > 255 bytes
+//! ENAMETOOLONG, "." and ".." are only meaningful to LOOKUP and READDIR, where
+//! ".." of the export root is the root itself; other operations refuse them
+//! with EACCES as knfsd does). Objects on another mount than the export root
+//! (compared by statx mount id, so bind mounts of the same filesystem count)
+//! are never entered unless `cross_mounts`: LOOKUP of such a mountpoint gives
+//! EACCES and READDIRPLUS lists it without handle or attributes.
+//!
+//! # File handles
+//! See `handle.rs` for the byte layout; every handle carries a keyed MAC, so
+//! only handles this server issued (with the same persisted key) decode.
+//!
+//! * Kernel mode (needs CAP_DAC_READ_SEARCH): the body is the kernel's own
+//!   name_to_handle_at handle and resolution is open_by_handle_at on the
+//!   export root's mount. It survives a server restart and any rename, done
+//!   through the server or anywhere else, and goes stale exactly when the
+//!   inode is freed (the filesystem's generation number protects against
+//!   inode reuse). The kernel accepts any object of the filesystem, so the
+//!   result is checked to be inside the export: directories by walking ".."
+//!   up to the export root; other objects by re-walking their remembered
+//!   location (see Path mode) or, failing that, a bounded scan of the export.
+//!   Positive checks are cached for a few seconds (`VERIFY_TTL`).
+//! * Path mode (no privilege needed): the body is (filesystem, inode,
+//!   generation from FS_IOC_GETVERSION or 0 where it cannot be read).
+//!   Resolution re-walks the object's location component by component from
+//!   the export root (O_NOFOLLOW, each step checked by dev and inode) using a
+//!   bounded map inode -> (parent inode, name) learned from LOOKUP, READDIRPLUS,
+//!   CREATE, RENAME and the like. On a miss (after a restart, or a rename done
+//!   outside the server) a bounded depth-first scan of the export
+//!   (`handle_scan_limit` entries) refinds the object and refills the map; an
+//!   object not found is Stale, and that answer is cached briefly
+//!   (`NEGATIVE_TTL`) so stale handles cannot make the server rescan
+//!   continuously. It survives restarts and renames anywhere inside the export;
+//!   it fails (Stale) for objects deeper than the scan limit reaches, and with
+//!   generation 0 (unreadable files) an inode number reused for another object
+//!   at a scanned location would be taken for the old one.
+//! * The export root's handle is always a Path-kind handle, so it stays valid
+//!   across a change of mode.
+//!
+//! # Layout
+//! `resolve.rs` turns handles into objects and is the one place confinement
+//! is decided; `attr.rs`, `dir.rs`, `data.rs` and `namespace.rs` hold the
+//! procedures by area (the `Backend` impl below names the file of each);
+//! `perm.rs` decides what a caller may do; `creds.rs` switches identities;
+//! `sys.rs` is the thin syscall layer; `handle.rs` the handle bytes and MAC.
+
+mod attr;
+mod cache;
+mod creds;
+mod data;
+mod dir;
+mod handle;
+mod namespace;
+mod perm;
+mod resolve;
+mod sys;
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+pub use creds::reset_thread_creds;
+
+use crate::{
+    Attr, Backend, CreateHow, Created, Cred, DirPage, Fh, FsError, FsInfo, FsResult, FsStat,
+    NodeKind, PathConf, PreAttr, SetAttr, Stable, Time, Wcc,
+};
+use cache::{LocMap, TtlSet};
+use handle::Sealer;
+use sys::{Key, Stat};
+
+/// How file handles are made and resolved (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandleMode {
+    /// Kernel if open_by_handle_at works on the export root, else Path.
+    Auto,
+    Kernel,
+    Path,
+}
+
+#[derive(Clone)]
+pub struct LocalOptions {
+    pub handle_mode: HandleMode,
+    /// Secret for handle MACs; persist it so handles survive restarts.
+    pub handle_key: [u8; 32],
+    /// Enter other filesystems mounted inside the export (default false).
+    pub cross_mounts: bool,
+    /// Run each operation with the caller's fsuid/fsgid/groups (needs root).
+    pub act_as_caller: bool,
+    /// Bound of the inode -> location map.
+    pub path_cache_entries: usize,
+    /// Bound on directory entries one handle-recovery scan visits.
+    pub handle_scan_limit: usize,
+}
+
+/// Debug output leaves the secret key out (it ends up in logs).
+impl std::fmt::Debug for LocalOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalOptions")
+            .field("handle_mode", &self.handle_mode)
+            .field("handle_key", &"<redacted>")
+            .field("cross_mounts", &self.cross_mounts)
+            .field("act_as_caller", &self.act_as_caller)
+            .field("path_cache_entries", &self.path_cache_entries)
+            .field("handle_scan_limit", &self.handle_scan_limit)
+            .finish()
+    }
+}
+
+impl Default for LocalOptions {
+    fn default() -> Self {
+        LocalOptions {
+            handle_mode: HandleMode::Auto,
+            handle_key: [0; 32],
+            cross_mounts: false,
+            // SAFETY: geteuid cannot fail.
+            act_as_caller: unsafe { libc::geteuid() } == 0,
+            path_cache_entries: 65536,
+            handle_scan_limit: 1_000_000,
+        }
+    }
+}
+
+/// Longest chain of directories followed when walking or verifying a path.
+const MAX_DEPTH: usize = 2048;
+/// Extra open_by_handle_at attempts after a transient ENOMEM.
+const ENOMEM_RETRIES: u32 = 3;
+
+/// Deepest directory a recovery scan descends into (one open fd per level).
+const MAX_SCAN_DEPTH: usize = 256;
+/// getdents buffer of each scan level.
+const SCAN_BUF: usize = 8 * 1024;
+/// How long a kernel-mode "inside the export" check is trusted.
+const VERIFY_TTL: Duration = Duration::from_secs(5);
+const VERIFY_CAP: usize = 16 * 1024;
+/// How long "not found by a scan" is trusted.
+const NEGATIVE_TTL: Duration = Duration::from_secs(10);
+const NEGATIVE_CAP: usize = 4096;
+/// Largest READ served in one call (the server's max_io is smaller).
+const MAX_READ: u32 = 4 << 20;
+/// Largest entry count one READDIR returns (bounds the page's memory).
+const MAX_DIR_ENTRIES: usize = 64 * 1024;
+const NAME_MAX: usize = 255;
+const SYMLINK_MAX: usize = 4095;
+
+fn errno(e: i32) -> FsError {
+    FsError::Errno(e)
+}
+
+fn io_errno(e: &io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// An fd that is either the export root (borrowed) or owned by the call.
+enum FdRef<'a> {
+    Borrowed(BorrowedFd<'a>),
+    Owned(OwnedFd),
+}
+
+/// A resolved object: an O_PATH fd and its attributes at resolution time.
+struct Obj<'a> {
+    fd: FdRef<'a>,
+    st: Stat,
+}
+
+impl Obj<'_> {
+    fn raw(&self) -> RawFd {
+        match &self.fd {
+            FdRef::Borrowed(b) => b.as_raw_fd(),
+            FdRef::Owned(o) => o.as_raw_fd(),
+        }
+    }
+}
+
+/// A directory exported from the local filesystem.
+pub struct LocalFs {
+    root: OwnedFd,
+    /// The export root's path as the kernel reports it for `root`, with a
+    /// trailing '/': the prefix of every object inside the export.
+    root_prefix: Vec<u8>,
+    root_key: Key,
+    root_mnt: u64,
+    root_fh: Fh,
+    export_id: u32,
+    sealer: Sealer,
+    mode: HandleMode,
+    opts: LocalOptions,
+    server_uid: u32,
+    server_gid: u32,
+    locs: LocMap,
+    verified: TtlSet<Key>,
+    negative: TtlSet<(Key, u32)>,
+    /// One recovery scan at a time; others wait and then find its results.
+    scan_lock: Mutex<()>,
+}
+
+/// Checks a name from the client. `dots` = whether "." and ".." are allowed.
+fn check_name(name: &[u8], dots: bool) -> FsResult<CString> {
+    if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
+        return Err(errno(libc::EINVAL));
+    }
+    if name.len() > NAME_MAX {
+        return Err(errno(libc::ENAMETOOLONG));
+    }
+    if !dots && (name == b"." || name == b"..") {
+        return Err(errno(libc::EACCES));
+    }
+    sys::cstr(name).map_err(FsError::from)
+}
+
+impl LocalFs {
+    /// Opens `root` for export under `export_id`.
+    pub fn open(root: &Path, export_id: u32, opts: LocalOptions) -> io::Result<LocalFs> {
+        let c = sys::cstr(root.as_os_str().as_bytes())?;
+        // Not O_PATH: open_by_handle_at refuses an O_PATH mount fd.
+        let rootfd = sys::openat(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+        let st = sys::fstat(rootfd.as_raw_fd())?;
+        // SAFETY: geteuid/getegid cannot fail.
+        let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        if opts.act_as_caller && euid != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "act_as_caller needs the server to run as root",
+            ));
+        }
+        creds::capture_process_groups();
+        // Data access reopens O_PATH fds through /proc/self/fd.
+        let probe = sys::reopen(rootfd.as_raw_fd(), libc::O_RDONLY | libc::O_DIRECTORY)
+            .map_err(|e| io::Error::new(e.kind(), format!("/proc/self/fd unusable: {e}")))?;
+        let root_gen = sys::generation(probe.as_raw_fd()).unwrap_or(0);
+        drop(probe);
+        let kernel_ok = probe_kernel(rootfd.as_raw_fd(), &st);
+        let mode = match opts.handle_mode {
+            HandleMode::Auto if kernel_ok => HandleMode::Kernel,
+            HandleMode::Auto => HandleMode::Path,
+            HandleMode::Kernel if !kernel_ok => {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "kernel file handles unavailable (needs CAP_DAC_READ_SEARCH)",
+                ))
+            }
+            m => m,
+        };
+        let sealer = Sealer::new(&opts.handle_key, export_id);
+        let root_fh = sealer.seal_path(0, st.ino, root_gen);
+        let mut root_prefix = sys::fd_path(rootfd.as_raw_fd())?;
+        if !root_prefix.ends_with(b"/") {
+            root_prefix.push(b'/');
+        }
+        Ok(LocalFs {
+            root: rootfd,
+            root_prefix,
+            root_key: st.key(),
+            root_mnt: st.mnt_id,
+            root_fh,
+            export_id,
+            sealer,
+            mode,
+            server_uid: euid,
+            server_gid: egid,
+            locs: LocMap::new(opts.path_cache_entries),
+            verified: TtlSet::new(VERIFY_CAP, VERIFY_TTL),
+            negative: TtlSet::new(NEGATIVE_CAP, NEGATIVE_TTL),
+            scan_lock: Mutex::new(()),
+            opts,
+        })
+    }
+
+    /// The handle mode in use (never Auto).
+    pub fn handle_mode(&self) -> HandleMode {
+        self.mode
+    }
+
+    /// A handle for any path, inside the export or not, made with this
+    /// export's key. For tests of confinement only: the server never calls it.
+    #[doc(hidden)]
+    pub fn handle_for_path_unchecked(&self, path: &Path) -> io::Result<Fh> {
+        let c = sys::cstr(path.as_os_str().as_bytes())?;
+        let fd = sys::open_path(libc::AT_FDCWD, &c)?;
+        let st = sys::fstat(fd.as_raw_fd())?;
+        self.make_fh(fd.as_raw_fd(), &st).map_err(|e| match e {
+            FsError::Errno(n) => io::Error::from_raw_os_error(n),
+            _ => io::Error::other("handle"),
+        })
+    }
+
+    fn root_obj(&self) -> FsResult<Obj<'_>> {
+        let st = sys::fstat(self.root.as_raw_fd())?;
+        Ok(Obj {
+            fd: FdRef::Borrowed(std::os::fd::AsFd::as_fd(&self.root)),
+            st,
+        })
+    }
+
+    fn srv(&self) -> FsResult<()> {
+        creds::become_server(self.server_uid, self.server_gid)
+    }
+
+    fn usr(&self, cred: &Cred) -> FsResult<()> {
+        if self.opts.act_as_caller {
+            creds::become_caller(cred)
+        } else {
+            self.srv()
+        }
+    }
+
+    fn on_export_fs(&self, st: &Stat) -> bool {
+        self.opts.cross_mounts || st.mnt_id == self.root_mnt
+    }
+
+    fn attr(&self, st: &Stat) -> Attr {
+        let fsid = if st.dev == self.root_key.dev {
+            u64::from(self.export_id)
+        } else {
+            (u64::from(self.export_id) << 32) ^ st.dev ^ (1 << 63)
+        };
+        let fileid = st.ino;
+        Attr {
+            ftype: st.ftype(),
+            mode: st.mode & 0o7777,
+            nlink: st.nlink,
+            uid: st.uid,
+            gid: st.gid,
+            size: st.size,
+            used: st.blocks.saturating_mul(512),
+            rdev: st.rdev,
+            fsid,
+            fileid,
+            atime: st.atime,
+            mtime: st.mtime,
+            ctime: st.ctime,
+        }
+    }
+
+    fn post(&self, fd: RawFd) -> Option<Attr> {
+        sys::fstat(fd).ok().map(|s| self.attr(&s))
+    }
+
+    fn wcc(&self, before: &Stat, fd: RawFd) -> Wcc {
+        Wcc {
+            before: Some(PreAttr {
+                size: before.size,
+                mtime: before.mtime,
+                ctime: before.ctime,
+            }),
+            after: self.post(fd),
+        }
+    }
+}
+
+/// Whether kernel handles work on this export root.
+fn probe_kernel(root: RawFd, st: &Stat) -> bool {
+    let Ok((h, _)) = sys::name_to_handle(root, sys::EMPTY, libc::AT_EMPTY_PATH) else {
+        return false;
+    };
+    if h.bytes().len() > handle::MAX_KERNEL_BYTES || u8::try_from(h.handle_type).is_err() {
+        return false;
+    }
+    let Ok(fd) = sys::open_by_handle(root, h.handle_type, h.bytes(), libc::O_PATH) else {
+        return false;
+    };
+    sys::fstat(fd.as_raw_fd()).is_ok_and(|s| s.key() == st.key())
+}
+
+impl Backend for LocalFs {
+    fn root(&self) -> Fh {
+        self.root_fh.clone()
+    }
+
+    fn getattr(&self, _cred: &Cred, fh: &Fh) -> FsResult<Attr> {
+        attr::getattr(self, _cred, fh)
+    }
+
+    fn setattr(&self, cred: &Cred, fh: &Fh, set: &SetAttr, guard: Option<Time>) -> FsResult<Wcc> {
+        attr::setattr(self, cred, fh, set, guard)
+    }
+
+    fn lookup(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)> {
+        dir::lookup(self, cred, dir, name)
+    }
+
+    fn access(&self, cred: &Cred, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
+        attr::access(self, cred, fh, want)
+    }
+
+    fn readlink(&self, _cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
+        attr::readlink(self, _cred, fh)
+    }
+
+    fn read(
+        &self,
+        cred: &Cred,
+        fh: &Fh,
+        offset: u64,
+        count: u32,
+        buf: &mut Vec<u8>,
+    ) -> FsResult<(bool, Attr)> {
+        data::read(self, cred, fh, offset, count, buf)
+    }
+
+    fn write(
+        &self,
+        cred: &Cred,
+        fh: &Fh,
+        offset: u64,
+        data: &[u8],
+        stable: Stable,
+    ) -> FsResult<(u32, Stable, Wcc)> {
+        data::write(self, cred, fh, offset, data, stable)
+    }
+
+    fn create(&self, cred: &Cred, dir: &Fh, name: &[u8], how: &CreateHow) -> FsResult<Created> {
+        namespace::create(self, cred, dir, name, how)
+    }
+
+    fn mkdir(&self, cred: &Cred, dir: &Fh, name: &[u8], set: &SetAttr) -> FsResult<Created> {
+        namespace::mkdir(self, cred, dir, name, set)
+    }
+
+    fn symlink(
+        &self,
+        cred: &Cred,
+        dir: &Fh,
+        name: &[u8],
+        target: &[u8],
+        set: &SetAttr,
+    ) -> FsResult<Created> {
+        namespace::symlink(self, cred, dir, name, target, set)
+    }
+
+    fn mknod(
+        &self,
+        cred: &Cred,
+        dir: &Fh,
+        name: &[u8],
+        kind: NodeKind,
+        set: &SetAttr,
+    ) -> FsResult<Created> {
+        namespace::mknod(self, cred, dir, name, kind, set)
+    }
+
+    fn remove(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
+        namespace::remove(self, cred, dir, name)
+    }
+
+    fn rmdir(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
+        namespace::rmdir(self, cred, dir, name)
+    }
+
+    fn rename(
+        &self,
+        cred: &Cred,
+        from_dir: &Fh,
+        from: &[u8],
+        to_dir: &Fh,
+        to: &[u8],
+    ) -> FsResult<(Wcc, Wcc)> {
+        namespace::rename(self, cred, from_dir, from, to_dir, to)
+    }
+
+    fn link(&self, cred: &Cred, file: &Fh, dir: &Fh, name: &[u8]) -> FsResult<(Attr, Wcc)> {
+        namespace::link(self, cred, file, dir, name)
+    }
+
+    fn readdir(
+        &self,
+        cred: &Cred,
+        dir: &Fh,
+        cookie: u64,
+        verifier: [u8; 8],
+        max_entries: usize,
+        plus: bool,
+    ) -> FsResult<DirPage> {
+        dir::readdir(self, cred, dir, cookie, verifier, max_entries, plus)
+    }
+
+    fn fsstat(&self, _cred: &Cred, fh: &Fh) -> FsResult<(FsStat, Attr)> {
+        attr::fsstat(self, _cred, fh)
+    }
+
+    fn fsinfo(&self, _cred: &Cred, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
+        attr::fsinfo(self, _cred, fh)
+    }
+
+    fn pathconf(&self, _cred: &Cred, fh: &Fh) -> FsResult<(PathConf, Attr)> {
+        attr::pathconf(self, _cred, fh)
+    }
+
+    fn commit(&self, _cred: &Cred, fh: &Fh, _offset: u64, _count: u32) -> FsResult<Wcc> {
+        data::commit(self, _cred, fh, _offset, _count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(check_name(b"", true).err(), Some(errno(libc::EINVAL)));
+        assert_eq!(check_name(b"a/b", true).err(), Some(errno(libc::EINVAL)));
+        assert_eq!(check_name(b"a\0b", true).err(), Some(errno(libc::EINVAL)));
+        assert_eq!(
+            check_name(&[b'a'; 256], true).err(),
+            Some(errno(libc::ENAMETOOLONG))
+        );
+        assert!(check_name(&[b'a'; 255], true).is_ok());
+        assert!(check_name(b"..", true).is_ok());
+        assert_eq!(check_name(b"..", false).err(), Some(errno(libc::EACCES)));
+        assert_eq!(check_name(b".", false).err(), Some(errno(libc::EACCES)));
+    }
+}

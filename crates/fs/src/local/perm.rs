@@ -1,0 +1,113 @@
+//! Permission: the ACCESS3 bits a caller holds.
+
+use super::sys::Stat;
+use crate::Cred;
+
+pub(super) const ACCESS3_READ: u32 = 0x1;
+pub(super) const ACCESS3_LOOKUP: u32 = 0x2;
+pub(super) const ACCESS3_MODIFY: u32 = 0x4;
+pub(super) const ACCESS3_EXTEND: u32 = 0x8;
+pub(super) const ACCESS3_DELETE: u32 = 0x10;
+pub(super) const ACCESS3_EXECUTE: u32 = 0x20;
+
+/// RFC 1813 ACCESS3 bits `cred` holds on an object with `st`, from the mode
+/// bits as knfsd maps them (directories: READ=r, LOOKUP=x, MODIFY/EXTEND/
+/// DELETE=w+x; others: READ=r, MODIFY/EXTEND=w, EXECUTE=x). Root gets all
+/// but EXECUTE on a non-directory with no x bit at all.
+pub(super) fn access_bits(st: &Stat, cred: &Cred, want: u32) -> u32 {
+    let dir = st.is_dir();
+    let all = if dir {
+        ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE
+    } else {
+        ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_EXECUTE
+    };
+    if cred.uid == 0 {
+        let mut g = all;
+        if !dir && st.mode & 0o111 == 0 {
+            g &= !ACCESS3_EXECUTE;
+        }
+        return g & want;
+    }
+    let perm = if st.uid == cred.uid {
+        (st.mode >> 6) & 7
+    } else if st.gid == cred.gid || cred.gids.contains(&st.gid) {
+        (st.mode >> 3) & 7
+    } else {
+        st.mode & 7
+    };
+    let (r, w, x) = (perm & 4 != 0, perm & 2 != 0, perm & 1 != 0);
+    let mut g = 0;
+    if r {
+        g |= ACCESS3_READ;
+    }
+    if dir {
+        if x {
+            g |= ACCESS3_LOOKUP;
+        }
+        if w && x {
+            g |= ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE;
+        }
+    } else {
+        if w {
+            g |= ACCESS3_MODIFY | ACCESS3_EXTEND;
+        }
+        if x {
+            g |= ACCESS3_EXECUTE;
+        }
+    }
+    g & want
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Time;
+
+    fn st(mode: u32, uid: u32, gid: u32) -> Stat {
+        Stat {
+            mode,
+            nlink: 1,
+            uid,
+            gid,
+            size: 0,
+            blocks: 0,
+            rdev: (0, 0),
+            dev: 1,
+            ino: 2,
+            mnt_id: 3,
+            atime: Time::default(),
+            mtime: Time::default(),
+            ctime: Time::default(),
+        }
+    }
+
+    fn cred(uid: u32, gid: u32, gids: &[u32]) -> Cred {
+        Cred {
+            uid,
+            gid,
+            gids: gids.to_vec(),
+        }
+    }
+
+    #[test]
+    fn access_mapping() {
+        let all = 0x3f;
+        let f = st(libc::S_IFREG | 0o640, 10, 20);
+        assert_eq!(access_bits(&f, &cred(10, 1, &[]), all), 0x1 | 0x4 | 0x8);
+        assert_eq!(access_bits(&f, &cred(11, 20, &[]), all), 0x1);
+        assert_eq!(access_bits(&f, &cred(11, 1, &[20]), all), 0x1);
+        assert_eq!(access_bits(&f, &cred(11, 1, &[]), all), 0);
+        assert_eq!(access_bits(&f, &cred(0, 0, &[]), all), 0x1 | 0x4 | 0x8);
+        let x = st(libc::S_IFREG | 0o701, 10, 20);
+        assert_eq!(
+            access_bits(&x, &cred(0, 0, &[]), all),
+            0x1 | 0x4 | 0x8 | 0x20
+        );
+        assert_eq!(access_bits(&x, &cred(12, 1, &[]), all), 0x20);
+        let d = st(libc::S_IFDIR | 0o750, 10, 20);
+        assert_eq!(access_bits(&d, &cred(10, 1, &[]), all), 0x1f);
+        assert_eq!(access_bits(&d, &cred(11, 20, &[]), all), 0x3);
+        assert_eq!(access_bits(&d, &cred(0, 0, &[]), all), 0x1f);
+        assert_eq!(access_bits(&d, &cred(10, 1, &[]), 0x2), 0x2);
+    }
+}
