@@ -186,6 +186,7 @@ pub fn fsmark_cmd(a: LocalArgs) -> Result<(), String> {
                 workload: "fsmark".into(),
                 kind: "summary".into(),
                 streams,
+                conns: None,
                 count: total,
                 errors,
                 seconds: secs,

@@ -18,10 +18,10 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use rnfsd_client::nfs3::NfsFh3;
-use rnfsd_client::{Auth, Client, ClientConfig, MountClient, NfsClient};
+use rnfsd_client::{Auth, Client, ClientConfig, MountClient, NfsClient, MAX_CONNECTIONS};
 
 use proc_cost::ProcSample;
-use workload::Mix;
+use workload::{Load, Mix};
 
 #[derive(Parser)]
 #[command(name = "rnfsd-bench", about = "Benchmarks for rnfsd", version)]
@@ -34,7 +34,8 @@ struct Cli {
 enum Cmd {
     /// Drive a running server: calls/s and latency for each stream count.
     Run(RunArgs),
-    /// Make a tree of files for the traverse workload (local syscalls).
+    /// Make a tree of files for the traverse and --handles mixes (local
+    /// syscalls).
     Prepare {
         /// Directory to fill (created; must not exist or be empty).
         dir: PathBuf,
@@ -46,6 +47,10 @@ enum Cmd {
         /// (overrides --files and --dirs).
         #[arg(long)]
         seed_size: bool,
+        /// Bytes per file (at most 16 MiB): the file's number as 8 bytes,
+        /// repeated; 4096 or more gives the read mix full READs.
+        #[arg(long, default_value_t = 8)]
+        file_size: usize,
     },
     /// The service-core matrix: start rnfsd with each worker count and pool
     /// policy, run each mix at each stream count, alternating configurations
@@ -110,12 +115,22 @@ struct RunArgs {
     export: String,
     #[arg(long, value_enum, default_value = "getattr")]
     mix: Mix,
-    /// Concurrent client streams, comma separated.
+    /// Concurrent client streams, comma separated; each has one call in
+    /// flight.
     #[arg(long, value_delimiter = ',', default_value = "1,16,64,256")]
     streams: Vec<usize>,
-    /// TCP connections the streams share.
+    /// TCP connections the streams share, calls spread over them round-robin
+    /// (at most 64); 0: one connection per stream (at most 512 streams), as
+    /// many hosts each with one call in flight.
     #[arg(long, default_value_t = 4)]
     conns: usize,
+    /// 0: getattr and access go to the export root's handle (which servers
+    /// resolve without a handle lookup). N > 0: every call goes to one of N
+    /// distinct objects sampled across the walked tree (regular files for
+    /// read and write), picked at random per call; lookup, read and write
+    /// need N > 0.
+    #[arg(long, default_value_t = 0)]
+    handles: usize,
     /// Seconds per measurement (bounded: at most 600).
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
@@ -123,7 +138,8 @@ struct RunArgs {
     /// 1,000 calls from /proc.
     #[arg(long)]
     server_pid: Option<u32>,
-    /// Objects of the tree the traverse mix visits at most.
+    /// Objects of the tree walked at most (traverse visits them; --handles
+    /// samples from them).
     #[arg(long, default_value_t = 50_000)]
     tree_limit: usize,
     /// Append one JSON object per measurement to this file.
@@ -140,6 +156,14 @@ pub struct Measurement {
     pub label: String,
     pub mix: Mix,
     pub streams: usize,
+    /// Distinct objects the calls went to (--handles; 0: see root_handle).
+    pub handles: usize,
+    /// True when every call went to the export root's handle.
+    pub root_handle: bool,
+    /// TCP connections the streams used.
+    pub conns: usize,
+    /// True when each stream had a connection of its own (--conns 0).
+    pub conn_per_stream: bool,
     pub calls: u64,
     pub errors: u64,
     pub seconds: f64,
@@ -152,10 +176,14 @@ pub struct Measurement {
     pub server_threads: Option<u64>,
 }
 
-/// A mounted session: a client with `conns` connections and the export root.
+/// A mounted session: a client with `conns` connections (one for the MNT and
+/// the walk when `conns` is 0) and the export root.
 pub struct Session {
     pub nfs: NfsClient,
     pub root: NfsFh3,
+    pub addr: SocketAddr,
+    /// As asked: 0 means a connection per stream, opened per measurement.
+    pub conns: usize,
 }
 
 pub async fn connect(
@@ -168,7 +196,61 @@ pub async fn connect(
     Ok(Session {
         nfs: NfsClient::new(client),
         root,
+        addr,
+        conns,
     })
+}
+
+/// Most streams `--conns 0` opens a connection for: a bound on the bench's
+/// sockets, well under the servers' connection limits (rnfsd: 1,024).
+pub const MAX_PER_STREAM_CONNS: usize = 512;
+
+/// The root credential every bench connection calls with.
+fn bench_config(conns: usize) -> ClientConfig {
+    ClientConfig {
+        auth: Auth::unix(0, 0),
+        connections: conns.clamp(1, MAX_CONNECTIONS),
+        ..ClientConfig::default()
+    }
+}
+
+/// One client of one connection per stream (`--conns 0`). The library's
+/// `Client` spreads calls round-robin over its connections, so a stream
+/// keeps to its own connection only through a client of its own.
+async fn per_stream_clients(addr: SocketAddr, streams: usize) -> Result<Vec<NfsClient>, String> {
+    check_streams(0, streams)?;
+    let cfg = bench_config(1);
+    let mut v = Vec::with_capacity(streams);
+    for _ in 0..streams {
+        let c = Client::connect(addr, &cfg).await.map_err(|e| {
+            format!(
+                "connect {addr} (connection {} of {streams}): {e}",
+                v.len() + 1
+            )
+        })?;
+        v.push(NfsClient::new(c));
+    }
+    Ok(v)
+}
+
+/// `--conns 0` opens one connection per stream, up to a bound.
+pub fn check_streams(conns: usize, streams: usize) -> Result<(), String> {
+    if conns == 0 && streams > MAX_PER_STREAM_CONNS {
+        return Err(format!(
+            "--conns 0 opens a connection per stream: at most {MAX_PER_STREAM_CONNS} streams"
+        ));
+    }
+    Ok(())
+}
+
+/// Connections a measurement uses: `streams` with `--conns 0`, else the
+/// shared client's (clamped to the library's bound).
+pub fn actual_conns(conns: usize, streams: usize) -> usize {
+    if conns == 0 {
+        streams
+    } else {
+        conns.min(MAX_CONNECTIONS)
+    }
 }
 
 /// Connect `conns` connections to `addr` as root and MNT `export`, on
@@ -181,11 +263,7 @@ pub async fn mount(
     export: &str,
     conns: usize,
 ) -> Result<(Client, Client, NfsFh3), String> {
-    let cfg = ClientConfig {
-        auth: Auth::unix(0, 0),
-        connections: conns.clamp(1, 64),
-        ..ClientConfig::default()
-    };
+    let cfg = bench_config(conns);
     let client = Client::connect(addr, &cfg)
         .await
         .map_err(|e| format!("connect {addr}: {e}"))?;
@@ -208,30 +286,47 @@ pub async fn mount(
     Ok((client, mnt_client, NfsFh3::new(root.fhandle)))
 }
 
+/// A mix ready to run: its calls' arguments and how they were chosen.
+pub struct Prepared {
+    pub mix: Mix,
+    pub handles: usize,
+    pub load: Arc<Load>,
+}
+
 /// Measure one mix at one stream count, with server cost if `pid` is given.
+/// With `--conns 0` the stream's connections are opened first (not timed)
+/// and closed after.
 pub async fn measure(
     s: &Session,
     label: &str,
-    mix: Mix,
-    items: Arc<Vec<workload::TreeItem>>,
+    p: &Prepared,
     streams: usize,
     dur: Duration,
     pid: Option<u32>,
-) -> Measurement {
+) -> Result<Measurement, String> {
+    let clients = if s.conns == 0 {
+        per_stream_clients(s.addr, streams).await?
+    } else {
+        vec![s.nfs.clone()]
+    };
     // A short warm-up so thread start-up and first-touch costs stay out.
-    let _ = workload::run(&s.nfs, mix, &s.root, items.clone(), streams, dur / 10).await;
+    let _ = workload::run(&clients, p.load.clone(), streams, dur / 10).await;
     let before = pid.and_then(|p| ProcSample::read(p).ok());
-    let r = workload::run(&s.nfs, mix, &s.root, items, streams, dur).await;
+    let r = workload::run(&clients, p.load.clone(), streams, dur).await;
     let after = pid.and_then(|p| ProcSample::read(p).ok());
     let cost = match (before, after) {
         (Some(b), Some(a)) => Some(b.delta(&a)),
         _ => None,
     };
     let per = |x: f64| x / (r.calls.max(1) as f64);
-    Measurement {
+    Ok(Measurement {
         label: label.to_string(),
-        mix,
+        mix: p.mix,
         streams,
+        handles: p.handles,
+        root_handle: p.mix.uses_root(p.handles),
+        conns: actual_conns(s.conns, streams),
+        conn_per_stream: s.conns == 0,
         calls: r.calls,
         errors: r.errors,
         seconds: r.elapsed.as_secs_f64(),
@@ -242,23 +337,51 @@ pub async fn measure(
         server_csw_per_call: cost.map(|c| per((c.voluntary + c.involuntary) as f64)),
         server_vol_csw_per_call: cost.map(|c| per(c.voluntary as f64)),
         server_threads: cost.map(|c| c.threads),
-    }
+    })
 }
 
 pub fn print_header() {
     println!(
-        "{:<28} {:>8} {:>7} {:>11} {:>8} {:>8} {:>10} {:>9} {:>7}",
-        "config", "mix", "streams", "calls/s", "p50 us", "p99 us", "cpu us/c", "csw/call", "errors"
+        "{:<28} {:>8} {:>7} {:>7} {:>6} {:>11} {:>8} {:>8} {:>10} {:>9} {:>7}",
+        "config",
+        "mix",
+        "handles",
+        "streams",
+        "conns",
+        "calls/s",
+        "p50 us",
+        "p99 us",
+        "cpu us/c",
+        "csw/call",
+        "errors"
     );
+}
+
+/// The handles column: "root" for the export root's handle, "-" for none.
+fn handles_cell(m: &Measurement) -> String {
+    if m.root_handle {
+        "root".into()
+    } else if m.handles == 0 {
+        "-".into()
+    } else {
+        m.handles.to_string()
+    }
+}
+
+/// The conns column; "*" marks one connection per stream.
+fn conns_cell(m: &Measurement) -> String {
+    format!("{}{}", m.conns, if m.conn_per_stream { "*" } else { "" })
 }
 
 pub fn print_row(m: &Measurement) {
     let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
     println!(
-        "{:<28} {:>8} {:>7} {:>11.0} {:>8} {:>8} {:>10} {:>9} {:>7}",
+        "{:<28} {:>8} {:>7} {:>7} {:>6} {:>11.0} {:>8} {:>8} {:>10} {:>9} {:>7}",
         m.label,
-        format!("{:?}", m.mix).to_lowercase(),
+        m.mix.name(),
+        handles_cell(m),
         m.streams,
+        conns_cell(m),
         m.calls_per_s,
         m.p50_us,
         m.p99_us,
@@ -285,19 +408,36 @@ pub fn append_json(path: &Path, m: &Measurement) {
 const SEED_FILES: usize = 161_480;
 const SEED_DIRS: usize = 10_841;
 
-fn prepare(dir: &Path, files: usize, dirs: usize) -> std::io::Result<()> {
+/// Largest `prepare --file-size`.
+const MAX_FILE_SIZE: usize = 16 << 20;
+
+fn prepare(dir: &Path, files: usize, dirs: usize, file_size: usize) -> std::io::Result<()> {
+    if file_size > MAX_FILE_SIZE {
+        return Err(std::io::Error::other(format!(
+            "--file-size is at most {MAX_FILE_SIZE}"
+        )));
+    }
     std::fs::create_dir_all(dir)?;
     let dirs = dirs.max(1);
     for d in 0..dirs {
         std::fs::create_dir_all(dir.join(format!("d{d:05}")))?;
     }
+    let mut buf = Vec::with_capacity(file_size);
     for f in 0..files {
         let p = dir
             .join(format!("d{:05}", f % dirs))
             .join(format!("f{f:07}"));
-        std::fs::write(p, (f as u64).to_le_bytes())?;
+        file_content(f as u64, file_size, &mut buf);
+        std::fs::write(p, &buf)?;
     }
     Ok(())
+}
+
+/// File `f`'s content: its number as 8 little-endian bytes, repeated to
+/// `size` (size 8: exactly what earlier trees held).
+fn file_content(f: u64, size: usize, buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.extend(f.to_le_bytes().iter().copied().cycle().take(size));
 }
 
 fn chart_cmd(json: &Path, out: &Path, title: &str, only: Option<&str>) -> Result<(), String> {
@@ -336,13 +476,14 @@ fn main() -> std::process::ExitCode {
             files,
             dirs,
             seed_size,
+            file_size,
         } => {
             let (files, dirs) = if seed_size {
                 (SEED_FILES, SEED_DIRS)
             } else {
                 (files, dirs)
             };
-            prepare(&dir, files, dirs).map_err(|e| e.to_string())
+            prepare(&dir, files, dirs, file_size).map_err(|e| e.to_string())
         }
         Cmd::Run(a) => rt.block_on(run_cmd(a)),
         Cmd::PoolMatrix(a) => rt.block_on(matrix::run(a)),
@@ -372,21 +513,19 @@ fn main() -> std::process::ExitCode {
 }
 
 async fn run_cmd(a: RunArgs) -> Result<(), String> {
+    workload::validate(a.mix, a.handles, a.tree_limit)?;
+    for &n in &a.streams {
+        check_streams(a.conns, n)?;
+    }
     let s = connect(a.addr, a.mount_addr, &a.export, a.conns).await?;
-    let items = Arc::new(prepare_items(&s, a.mix, a.tree_limit).await?);
+    let p = prepare_load(&s, a.mix, a.handles, a.tree_limit).await?;
     let dur = Duration::from_secs_f64(a.seconds.clamp(0.1, 600.0));
+    if a.conns == 0 {
+        println!("conns marked *: one connection per stream");
+    }
     print_header();
     for &n in &a.streams {
-        let m = measure(
-            &s,
-            &a.label,
-            a.mix,
-            items.clone(),
-            n.max(1),
-            dur,
-            a.server_pid,
-        )
-        .await;
+        let m = measure(&s, &a.label, &p, n.max(1), dur, a.server_pid).await?;
         print_row(&m);
         if let Some(j) = &a.json {
             append_json(j, &m);
@@ -395,20 +534,93 @@ async fn run_cmd(a: RunArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The objects a traverse visits (empty for getattr).
-pub async fn prepare_items(
+/// Walk the tree when the mix needs it (traverse, or --handles N) and build
+/// the calls' arguments.
+pub async fn prepare_load(
     s: &Session,
     mix: Mix,
+    handles: usize,
     limit: usize,
-) -> Result<Vec<workload::TreeItem>, String> {
-    if mix != Mix::Traverse {
-        return Ok(Vec::new());
+) -> Result<Prepared, String> {
+    workload::validate(mix, handles, limit)?;
+    let items = if mix.walks(handles) {
+        workload::walk(&s.nfs, &s.root, limit, workload::WALK_MAX_TIME)
+            .await
+            .map_err(|e| format!("walking the tree: {e}"))?
+    } else {
+        Vec::new()
+    };
+    let load = Load::build(mix, &s.root, items, handles)?;
+    Ok(Prepared {
+        mix,
+        handles,
+        load: Arc::new(load),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_content_keeps_the_old_eight_bytes() {
+        let mut b = Vec::new();
+        file_content(0x0102, 8, &mut b);
+        assert_eq!(b, 0x0102u64.to_le_bytes());
+        file_content(7, 20, &mut b);
+        assert_eq!(b.len(), 20);
+        assert_eq!(&b[8..16], &7u64.to_le_bytes());
+        assert_eq!(&b[16..], &7u64.to_le_bytes()[..4]);
+        file_content(7, 0, &mut b);
+        assert!(b.is_empty());
     }
-    let items = workload::walk(&s.nfs, &s.root, limit)
-        .await
-        .map_err(|e| format!("walking the tree: {e}"))?;
-    if items.is_empty() {
-        return Err("the export is empty: `rnfsd-bench prepare DIR` first".into());
+
+    #[test]
+    fn conns_zero_is_one_per_stream_and_bounded() {
+        assert_eq!(actual_conns(0, 16), 16);
+        assert_eq!(actual_conns(1, 64), 1);
+        assert_eq!(actual_conns(4, 1), 4);
+        assert_eq!(actual_conns(1000, 1), MAX_CONNECTIONS);
+        assert!(check_streams(0, 256).is_ok());
+        assert!(check_streams(0, MAX_PER_STREAM_CONNS + 1).is_err());
+        assert!(check_streams(1, 100_000).is_ok());
     }
-    Ok(items)
+
+    #[test]
+    fn run_arguments_parse() {
+        let cli = Cli::try_parse_from([
+            "rnfsd-bench",
+            "run",
+            "--export",
+            "/x",
+            "--mix",
+            "lookup",
+            "--handles",
+            "1000",
+            "--conns",
+            "0",
+            "--streams",
+            "16,64",
+        ])
+        .unwrap();
+        let Cmd::Run(a) = cli.cmd else {
+            panic!("not run")
+        };
+        assert_eq!((a.mix, a.handles, a.conns), (Mix::Lookup, 1000, 0));
+        assert_eq!(a.streams, vec![16, 64]);
+        for m in ["null", "getattr", "access", "read", "write", "traverse"] {
+            assert!(
+                Cli::try_parse_from(["rnfsd-bench", "run", "--export", "/x", "--mix", m]).is_ok()
+            );
+        }
+        let cli = Cli::try_parse_from(["rnfsd-bench", "prepare", "/tmp/t", "--file-size", "4096"])
+            .unwrap();
+        assert!(matches!(
+            cli.cmd,
+            Cmd::Prepare {
+                file_size: 4096,
+                ..
+            }
+        ));
+    }
 }

@@ -6,12 +6,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::report::median;
 use crate::workload::Mix;
-use crate::{append_json, connect, measure, prepare_items, print_header, print_row, Measurement};
+use crate::{append_json, connect, measure, prepare_load, print_header, print_row, Measurement};
 
 #[derive(clap::Args)]
 pub struct MatrixArgs {
@@ -186,7 +185,7 @@ pub async fn run(a: MatrixArgs) -> Result<(), String> {
             .with_file_name("rnfsd"),
     };
     if !a.dir.exists() {
-        crate::prepare(&a.dir, 2_000, 100).map_err(|e| e.to_string())?;
+        crate::prepare(&a.dir, 2_000, 100, 8).map_err(|e| e.to_string())?;
     }
     let dir = a.dir.canonicalize().map_err(|e| e.to_string())?;
     let export = dir.to_string_lossy().to_string();
@@ -207,12 +206,11 @@ pub async fn run(a: MatrixArgs) -> Result<(), String> {
                 let addr = std::net::SocketAddr::from(([127, 0, 0, 1], srv.port));
                 let s = connect(addr, None, &export, a.conns).await?;
                 for &mix in &a.mixes {
-                    let items = Arc::new(prepare_items(&s, mix, 50_000).await?);
+                    let prep = prepare_load(&s, mix, 0, 50_000).await?;
                     for &n in &a.streams {
                         let label = format!("w{w} {p} r{rep}");
                         let m: Measurement =
-                            measure(&s, &label, mix, items.clone(), n, dur, Some(srv.child.id()))
-                                .await;
+                            measure(&s, &label, &prep, n, dur, Some(srv.child.id())).await?;
                         print_row(&m);
                         if let Some(j) = &a.json {
                             append_json(j, &m);

@@ -80,6 +80,9 @@ pub struct OpResult {
     /// "summary", or "iteration" for fsmark's per-iteration rows.
     pub kind: String,
     pub streams: usize,
+    /// TCP connections the streams shared (none for local rows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conns: Option<usize>,
     pub count: u64,
     pub errors: u64,
     pub seconds: f64,
@@ -106,10 +109,11 @@ pub struct OpResult {
 
 pub fn print_header() {
     println!(
-        "{:<16} {:<14} {:>7} {:>9} {:>12} {:<10} {:>8} {:>8} {:>6} {:>8}",
+        "{:<16} {:<14} {:>7} {:>5} {:>9} {:>12} {:<10} {:>8} {:>8} {:>6} {:>8}",
         "label",
         "workload",
         "streams",
+        "conns",
         "count",
         "rate",
         "unit",
@@ -123,10 +127,11 @@ pub fn print_header() {
 pub fn emit(r: &OpResult, json: Option<&std::path::Path>) {
     let it = r.iteration.map(|i| format!("#{i}")).unwrap_or_default();
     println!(
-        "{:<16} {:<14} {:>7} {:>9} {:>12.1} {:<10} {:>8} {:>8} {:>6} {:>8.2}{}",
+        "{:<16} {:<14} {:>7} {:>5} {:>9} {:>12.1} {:<10} {:>8} {:>8} {:>6} {:>8.2}{}",
         r.label,
         format!("{}{it}", r.workload),
         r.streams,
+        r.conns.map_or("-".to_string(), |c| c.to_string()),
         r.count,
         r.rate,
         r.unit,
@@ -392,7 +397,9 @@ where
 }
 
 fn row(t: &Target, workload: &str, streams: usize, p: &Phase, unit: &str) -> OpResult {
-    p.row(&t.label, workload, streams, unit)
+    let mut r = p.row(&t.label, workload, streams, unit);
+    r.conns = Some(t.conns.clamp(1, rnfsd_client::MAX_CONNECTIONS));
+    r
 }
 
 impl Phase {
@@ -405,6 +412,7 @@ impl Phase {
             workload: workload.into(),
             kind: "summary".into(),
             streams,
+            conns: None,
             count: p.done,
             errors: p.errors,
             seconds: secs,
@@ -649,7 +657,7 @@ pub struct MountArgs {
 pub async fn mount_cmd(a: MountArgs) -> Result<(), String> {
     let c = connect(&a.target).await?;
     if let Some(limit) = a.warm_tree {
-        let items = crate::workload::walk(&c.nfs, &c.root, limit)
+        let items = crate::workload::walk(&c.nfs, &c.root, limit, crate::workload::WALK_MAX_TIME)
             .await
             .map_err(|e| format!("warming walk: {e}"))?;
         eprintln!("warmed: {} objects walked", items.len());
