@@ -17,6 +17,8 @@ pub struct Series {
 /// a rate (`rate`, else `calls_per_s`), and is not a per-iteration row
 /// (`kind` "iteration") or a detail row ("detail"); with `only`, just rows of
 /// that workload (or mix). Repeated (series, streams) points: their median.
+/// Rows of different load shapes (handles, connections) are separate series
+/// when the file mixes them.
 pub fn series_from_json_lines(text: &str, only: Option<&str>) -> (Vec<Series>, String) {
     let mut acc: BTreeMap<String, BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
     let mut units = BTreeMap::<String, ()>::new();
@@ -26,10 +28,12 @@ pub fn series_from_json_lines(text: &str, only: Option<&str>) -> (Vec<Series>, S
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|v| only.is_none_or(|w| workload_of(v).as_deref() == Some(&w.to_lowercase())))
         .collect();
+    let mut shapes = BTreeMap::<String, ()>::new();
     for v in &rows {
         if let Some(w) = workload_of(v) {
             workloads.insert(w, ());
         }
+        shapes.insert(series_shape(v), ());
     }
     for v in &rows {
         if matches!(
@@ -49,10 +53,13 @@ pub fn series_from_json_lines(text: &str, only: Option<&str>) -> (Vec<Series>, S
             continue;
         };
         let label = v.get("label").and_then(|l| l.as_str()).unwrap_or("?");
-        let name = match workload_of(v) {
+        let mut name = match workload_of(v) {
             Some(w) if workloads.len() > 1 => format!("{label} {w}"),
             _ => label.to_string(),
         };
+        if shapes.len() > 1 {
+            let _ = write!(name, " [{}]", series_shape(v));
+        }
         let unit = v
             .get("unit")
             .and_then(|u| u.as_str())
@@ -77,6 +84,23 @@ pub fn series_from_json_lines(text: &str, only: Option<&str>) -> (Vec<Series>, S
         .collect();
     let unit = units.into_keys().collect::<Vec<_>>().join(", ");
     (series, if unit.is_empty() { "rate".into() } else { unit })
+}
+
+/// A row's shape as one series sees it: handles and connections, with a
+/// connection per stream named as such (its count grows along the x axis).
+fn series_shape(v: &serde_json::Value) -> String {
+    let sh = crate::report::Shape::of(v);
+    let mut parts = Vec::new();
+    if sh.handles.is_some() {
+        parts.push(format!("{} handles", sh.handles_cell()));
+    }
+    match sh.conns {
+        Some(_) if sh.conn_per_stream => parts.push("1 conn/stream".into()),
+        Some(1) => parts.push("1 conn".into()),
+        Some(c) => parts.push(format!("{c} conns")),
+        None => {}
+    }
+    parts.join(", ")
 }
 
 fn workload_of(v: &serde_json::Value) -> Option<String> {
@@ -311,6 +335,23 @@ not json
         assert_eq!(unit, "calls/s");
         let names: Vec<_> = s.iter().map(|x| x.name.as_str()).collect();
         assert_eq!(names, vec!["a getattr", "a traverse"]);
+    }
+
+    #[test]
+    fn shapes_are_separate_series() {
+        let t = "{\"label\":\"a\",\"mix\":\"Getattr\",\"streams\":16,\"handles\":1000,\"conns\":1,\"calls_per_s\":10.0}\n\
+                 {\"label\":\"a\",\"mix\":\"Getattr\",\"streams\":16,\"handles\":1000,\"conns\":16,\"conn_per_stream\":true,\"calls_per_s\":30.0}\n\
+                 {\"label\":\"a\",\"mix\":\"Getattr\",\"streams\":64,\"handles\":1000,\"conns\":64,\"conn_per_stream\":true,\"calls_per_s\":40.0}\n";
+        let (s, _) = series_from_json_lines(t, Some("getattr"));
+        let names: Vec<_> = s.iter().map(|x| x.name.as_str()).collect();
+        assert_eq!(
+            names,
+            vec![
+                "a [1000 handles, 1 conn/stream]",
+                "a [1000 handles, 1 conn]"
+            ]
+        );
+        assert_eq!(s[0].points, vec![(16.0, 30.0), (64.0, 40.0)]);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `report`: medians across repeated runs of every workload, one column per
 //! label (server or policy), and the ratios of the first label to each other
 //! label. Reads the JSON lines `run`, `pool-matrix` and the workload commands
-//! write, so one file can hold a whole comparison.
+//! write, so one file can hold a whole comparison. Rows are grouped by
+//! workload (or mix), handles, connections and streams: runs of different
+//! load shapes never share a median.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -13,6 +15,7 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq)]
 struct Row {
     workload: String,
+    shape: Shape,
     streams: u64,
     label: String,
     unit: String,
@@ -26,6 +29,66 @@ struct Row {
     /// fsmark: stddev of the iterations' rates as a percentage of their mean.
     iter_cv_pct: Option<f64>,
     error_kinds: BTreeMap<String, u64>,
+}
+
+/// How a row's load was shaped beyond its stream count: which handles and
+/// how many connections. `None` where older rows did not record it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
+pub struct Shape {
+    /// Distinct objects the calls went to (`--handles`).
+    pub handles: Option<u64>,
+    /// Every call to the export root's handle.
+    pub root_handle: bool,
+    /// One connection per stream (`--conns 0`); sorts the shared ones first.
+    pub conn_per_stream: bool,
+    /// TCP connections used.
+    pub conns: Option<u64>,
+}
+
+impl Shape {
+    pub fn of(v: &serde_json::Value) -> Shape {
+        Shape {
+            handles: v.get("handles").and_then(|x| x.as_u64()),
+            root_handle: v.get("root_handle").and_then(|x| x.as_bool()) == Some(true),
+            conn_per_stream: v.get("conn_per_stream").and_then(|x| x.as_bool()) == Some(true),
+            conns: v.get("conns").and_then(|x| x.as_u64()),
+        }
+    }
+
+    /// The handles cell: "root", a count, or "–" (none recorded or none
+    /// used, as by null and traverse).
+    pub fn handles_cell(&self) -> String {
+        match self.handles {
+            _ if self.root_handle => "root".into(),
+            Some(n) if n > 0 => n.to_string(),
+            _ => "–".into(),
+        }
+    }
+
+    /// The conns cell: a count, "(1/stream)" when each stream had its own.
+    pub fn conns_cell(&self) -> String {
+        match self.conns {
+            Some(c) if self.conn_per_stream => format!("{c} (1/stream)"),
+            Some(c) => c.to_string(),
+            None => "–".into(),
+        }
+    }
+
+    fn recorded(&self) -> bool {
+        self.handles.is_some() || self.conns.is_some()
+    }
+
+    /// "1000 handles, 16 conns (1/stream)"; empty when nothing recorded.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.handles.is_some() {
+            parts.push(format!("{} handles", self.handles_cell()));
+        }
+        if self.conns.is_some() {
+            parts.push(format!("{} conns", self.conns_cell()));
+        }
+        parts.join(", ")
+    }
 }
 
 fn num(v: &serde_json::Value, k: &str) -> Option<f64> {
@@ -51,6 +114,7 @@ fn parse(v: &serde_json::Value) -> Option<Row> {
     });
     Some(Row {
         workload,
+        shape: Shape::of(v),
         streams: v.get("streams").and_then(|s| s.as_u64())?,
         label: v.get("label").and_then(|l| l.as_str())?.to_string(),
         unit: v
@@ -116,6 +180,8 @@ pub struct Cell {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Line {
     pub workload: String,
+    #[serde(flatten)]
+    pub shape: Shape,
     pub streams: u64,
     pub unit: String,
     pub by_label: BTreeMap<String, Cell>,
@@ -176,17 +242,21 @@ pub fn build(text: &str, labels: &[String]) -> Report {
     }
     let mut lines = Vec::new();
     for w in &workloads {
-        let mut streams: Vec<u64> = rows
+        // One line per (handles, conns, streams) of this workload: shapes
+        // grouped, streams ascending inside each.
+        let mut keys: Vec<(Shape, u64)> = rows
             .iter()
             .filter(|r| &r.workload == w)
-            .map(|r| r.streams)
+            .map(|r| (r.shape, r.streams))
             .collect();
-        streams.sort_unstable();
-        streams.dedup();
-        for s in streams {
+        keys.sort_unstable_by_key(|&(sh, s)| {
+            (sh.handles, sh.root_handle, sh.conn_per_stream, s, sh.conns)
+        });
+        keys.dedup();
+        for (shape, s) in keys {
             let here: Vec<&Row> = rows
                 .iter()
-                .filter(|r| &r.workload == w && r.streams == s)
+                .filter(|r| &r.workload == w && r.shape == shape && r.streams == s)
                 .collect();
             let mut by_label = BTreeMap::new();
             for l in &order {
@@ -208,6 +278,7 @@ pub fn build(text: &str, labels: &[String]) -> Report {
             }
             lines.push(Line {
                 workload: w.clone(),
+                shape,
                 streams: s,
                 unit: here.first().map(|r| r.unit.clone()).unwrap_or_default(),
                 by_label,
@@ -235,7 +306,19 @@ pub fn markdown(r: &Report) -> String {
     let mut out = String::new();
     let first = r.labels.first().cloned().unwrap_or_default();
     let others: Vec<&String> = r.labels.iter().skip(1).collect();
-    let _ = write!(out, "| workload | streams | unit |");
+    // Handles and conns columns only when some row recorded them, so
+    // reports of older files read as before.
+    let shaped = r.lines.iter().any(|l| l.shape.recorded());
+    let shape_head = if shaped { " handles | conns |" } else { "" };
+    let shape_rule = if shaped { "---:|---:|" } else { "" };
+    let shape_cells = |ln: &Line| {
+        if shaped {
+            format!(" {} | {} |", ln.shape.handles_cell(), ln.shape.conns_cell())
+        } else {
+            String::new()
+        }
+    };
+    let _ = write!(out, "| workload |{shape_head} streams | unit |");
     for l in &r.labels {
         let _ = write!(out, " {l} median (min–max, n) |");
     }
@@ -245,13 +328,20 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "|---|---:|---|{}{}",
+        "|---|{shape_rule}---:|---|{}{}",
         "---:|".repeat(r.labels.len()),
         "---:|".repeat(others.len())
     );
     let mut notes = Vec::new();
     for ln in &r.lines {
-        let _ = write!(out, "| {} | {} | {} |", ln.workload, ln.streams, ln.unit);
+        let _ = write!(
+            out,
+            "| {} |{} {} | {} |",
+            ln.workload,
+            shape_cells(ln),
+            ln.streams,
+            ln.unit
+        );
         for l in &r.labels {
             match ln.by_label.get(l) {
                 Some(c) => {
@@ -261,10 +351,16 @@ pub fn markdown(r: &Report) -> String {
                             .iter()
                             .map(|(k, n)| format!("{n} × {k}"))
                             .collect();
+                        let shape = ln.shape.describe();
                         notes.push(format!(
-                            "{} {} streams, {l}: {} errors{}, {} of {} runs cut by the deadline",
+                            "{} {} streams{}, {l}: {} errors{}, {} of {} runs cut by the deadline",
                             ln.workload,
                             ln.streams,
+                            if shape.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" ({shape})")
+                            },
                             c.errors,
                             if kinds.is_empty() {
                                 String::new()
@@ -304,14 +400,24 @@ pub fn markdown(r: &Report) -> String {
         let _ = writeln!(out, "\n(!) {n}");
     }
     let _ = writeln!(out);
-    let _ = write!(out, "| workload | streams |");
+    let _ = write!(out, "| workload |{shape_head} streams |");
     for l in &r.labels {
         let _ = write!(out, " {l} p50 / p99 µs | {l} server µs/op, csw/op |");
     }
     let _ = writeln!(out);
-    let _ = writeln!(out, "|---|---:|{}", "---:|---:|".repeat(r.labels.len()));
+    let _ = writeln!(
+        out,
+        "|---|{shape_rule}---:|{}",
+        "---:|---:|".repeat(r.labels.len())
+    );
     for ln in &r.lines {
-        let _ = write!(out, "| {} | {} |", ln.workload, ln.streams);
+        let _ = write!(
+            out,
+            "| {} |{} {} |",
+            ln.workload,
+            shape_cells(ln),
+            ln.streams
+        );
         for l in &r.labels {
             let c = ln.by_label.get(l);
             let lat = c
@@ -417,6 +523,66 @@ not json
         assert_eq!(median(&[]), None);
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
         assert_eq!(median(&[f64::NAN, 7.0]), Some(7.0));
+    }
+
+    const SHAPED: &str = r#"
+{"label":"rnfsd","mix":"Getattr","streams":16,"handles":0,"root_handle":true,"conns":1,"conn_per_stream":false,"calls_per_s":100.0}
+{"label":"rnfsd","mix":"Getattr","streams":16,"handles":1000,"root_handle":false,"conns":1,"conn_per_stream":false,"calls_per_s":200.0}
+{"label":"rnfsd","mix":"Getattr","streams":16,"handles":1000,"root_handle":false,"conns":16,"conn_per_stream":true,"calls_per_s":300.0}
+{"label":"rnfsd","mix":"Getattr","streams":16,"handles":1000,"root_handle":false,"conns":16,"conn_per_stream":true,"calls_per_s":500.0}
+{"label":"rnfsd","mix":"Getattr","streams":1,"handles":1000,"root_handle":false,"conns":1,"conn_per_stream":false,"calls_per_s":50.0}
+{"label":"rnfsd","mix":"Getattr","streams":16,"handles":100000,"root_handle":false,"conns":1,"conn_per_stream":false,"calls_per_s":150.0}
+{"label":"ganesha","mix":"Getattr","streams":16,"handles":1000,"root_handle":false,"conns":16,"conn_per_stream":true,"calls_per_s":200.0}
+{"label":"rnfsd","mix":"Null","streams":16,"handles":0,"root_handle":false,"conns":16,"conn_per_stream":true,"calls_per_s":900.0}
+{"label":"rnfsd","workload":"create","streams":16,"conns":4,"rate":10.0,"unit":"creates/s"}
+"#;
+
+    #[test]
+    fn shapes_never_share_a_median() {
+        let r = build(SHAPED, &["rnfsd".into(), "ganesha".into()]);
+        let keys: Vec<(String, String, String, u64)> = r
+            .lines
+            .iter()
+            .map(|l| {
+                (
+                    l.workload.clone(),
+                    l.shape.handles_cell(),
+                    l.shape.conns_cell(),
+                    l.streams,
+                )
+            })
+            .collect();
+        let k =
+            |w: &str, h: &str, c: &str, s: u64| (w.to_string(), h.to_string(), c.to_string(), s);
+        assert_eq!(
+            keys,
+            vec![
+                k("getattr", "root", "1", 16),
+                k("getattr", "1000", "1", 1),
+                k("getattr", "1000", "1", 16),
+                k("getattr", "1000", "16 (1/stream)", 16),
+                k("getattr", "100000", "1", 16),
+                k("null", "–", "16 (1/stream)", 16),
+                k("create", "–", "4", 16),
+            ]
+        );
+        // The two per-stream runs are one cell; ganesha's is beside them.
+        let per = &r.lines[3];
+        assert_eq!(per.by_label["rnfsd"].runs, 2);
+        assert_eq!(per.by_label["rnfsd"].median, 400.0);
+        assert_eq!(per.ratios["rnfsd/ganesha"], 2.0);
+        assert_eq!(r.lines[2].by_label["rnfsd"].median, 200.0);
+        let md = markdown(&r);
+        assert!(md.contains("| workload | handles | conns | streams | unit |"));
+        assert!(md.contains("| getattr | 1000 | 16 (1/stream) | 16 | calls/s | 400 (300–500, 2) | 200 (200–200, 1) | 2.00x |"), "{md}");
+        assert!(md.contains("| getattr | root | 1 | 16 |"));
+    }
+
+    #[test]
+    fn unshaped_rows_keep_the_old_columns() {
+        let md = markdown(&build(LINES, &[]));
+        assert!(md.starts_with("| workload | streams | unit |"));
+        assert!(!md.contains("handles"));
     }
 
     #[test]
