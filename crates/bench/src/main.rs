@@ -148,6 +148,11 @@ struct RunArgs {
     /// Series name in the table, JSON and chart (e.g. rnfsd, ganesha).
     #[arg(long, default_value = "server")]
     label: String,
+    /// After the walk, wait (at most 60 s) until this file exists before the
+    /// first connection and warm-up: lets a tool attach to the server first
+    /// (scripts/syscalls.sh).
+    #[arg(long)]
+    start_file: Option<PathBuf>,
 }
 
 /// One measurement, as printed and written to JSON.
@@ -165,6 +170,10 @@ pub struct Measurement {
     /// True when each stream had a connection of its own (--conns 0).
     pub conn_per_stream: bool,
     pub calls: u64,
+    /// Calls of the warm-up before the measurement (not in `calls`): the
+    /// server did them too, so per-call counts taken over the whole run
+    /// (scripts/syscalls.sh) divide by calls + warmup_calls.
+    pub warmup_calls: u64,
     pub errors: u64,
     pub seconds: f64,
     pub calls_per_s: f64,
@@ -310,7 +319,7 @@ pub async fn measure(
         vec![s.nfs.clone()]
     };
     // A short warm-up so thread start-up and first-touch costs stay out.
-    let _ = workload::run(&clients, p.load.clone(), streams, dur / 10).await;
+    let warm = workload::run(&clients, p.load.clone(), streams, dur / 10).await;
     let before = pid.and_then(|p| ProcSample::read(p).ok());
     let r = workload::run(&clients, p.load.clone(), streams, dur).await;
     let after = pid.and_then(|p| ProcSample::read(p).ok());
@@ -328,6 +337,7 @@ pub async fn measure(
         conns: actual_conns(s.conns, streams),
         conn_per_stream: s.conns == 0,
         calls: r.calls,
+        warmup_calls: warm.calls,
         errors: r.errors,
         seconds: r.elapsed.as_secs_f64(),
         calls_per_s: r.calls_per_s(),
@@ -520,6 +530,11 @@ async fn run_cmd(a: RunArgs) -> Result<(), String> {
     let s = connect(a.addr, a.mount_addr, &a.export, a.conns).await?;
     let p = prepare_load(&s, a.mix, a.handles, a.tree_limit).await?;
     let dur = Duration::from_secs_f64(a.seconds.clamp(0.1, 600.0));
+    if let Some(f) = &a.start_file {
+        // The line scripts/syscalls.sh waits for: the walk is done.
+        eprintln!("rnfsd-bench: ready, waiting for {}", f.display());
+        wait_for_file(f, Duration::from_secs(60)).await?;
+    }
     if a.conns == 0 {
         println!("conns marked *: one connection per stream");
     }
@@ -530,6 +545,22 @@ async fn run_cmd(a: RunArgs) -> Result<(), String> {
         if let Some(j) = &a.json {
             append_json(j, &m);
         }
+    }
+    Ok(())
+}
+
+/// Poll for `path` every 10 ms, up to `limit`.
+async fn wait_for_file(path: &Path, limit: Duration) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + limit;
+    while !path.exists() {
+        if std::time::Instant::now() >= deadline {
+            return Err(format!(
+                "{} did not appear within {} s",
+                path.display(),
+                limit.as_secs()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     Ok(())
 }
