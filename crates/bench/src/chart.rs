@@ -57,8 +57,9 @@ pub fn series_from_json_lines(text: &str, only: Option<&str>) -> (Vec<Series>, S
             Some(w) if workloads.len() > 1 => format!("{label} {w}"),
             _ => label.to_string(),
         };
-        if shapes.len() > 1 {
-            let _ = write!(name, " [{}]", series_shape(v));
+        let shape = series_shape(v);
+        if shapes.len() > 1 && !shape.is_empty() {
+            let _ = write!(name, " [{shape}]");
         }
         let unit = v
             .get("unit")
@@ -88,8 +89,13 @@ pub fn series_from_json_lines(text: &str, only: Option<&str>) -> (Vec<Series>, S
 
 /// A row's shape as one series sees it: handles and connections, with a
 /// connection per stream named as such (its count grows along the x axis).
+/// Connections only for call mixes, as in the report: a workload command
+/// and its local reference stay comparable.
 fn series_shape(v: &serde_json::Value) -> String {
-    let sh = crate::report::Shape::of(v);
+    let mut sh = crate::report::Shape::of(v);
+    if v.get("mix").is_none() {
+        sh.conns = None;
+    }
     let mut parts = Vec::new();
     if sh.handles.is_some() {
         parts.push(format!("{} handles", sh.handles_cell()));
@@ -352,6 +358,12 @@ not json
             ]
         );
         assert_eq!(s[0].points, vec![(16.0, 30.0), (64.0, 40.0)]);
+        // Workload commands' connections do not split them from local rows.
+        let t = "{\"label\":\"rnfsd\",\"workload\":\"create\",\"streams\":16,\"conns\":4,\"rate\":10.0}\n\
+                 {\"label\":\"local\",\"workload\":\"create\",\"streams\":16,\"rate\":20.0}\n";
+        let (s, _) = series_from_json_lines(t, None);
+        let names: Vec<_> = s.iter().map(|x| x.name.as_str()).collect();
+        assert_eq!(names, vec!["local", "rnfsd"]);
     }
 
     #[test]

@@ -15,7 +15,10 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq)]
 struct Row {
     workload: String,
+    /// The grouping key beside workload and streams.
     shape: Shape,
+    /// Connections as recorded, also where they are not part of `shape`.
+    conns_seen: Option<u64>,
     streams: u64,
     label: String,
     unit: String,
@@ -91,6 +94,18 @@ impl Shape {
     }
 }
 
+/// The shape rows are grouped by. Only call mixes (`run`, `pool-matrix`:
+/// rows with `mix`) are keyed by connections: the workload commands'
+/// rows stay beside their local reference, which has none.
+fn key_shape(v: &serde_json::Value) -> Shape {
+    let mut sh = Shape::of(v);
+    if v.get("mix").is_none() {
+        sh.conns = None;
+        sh.conn_per_stream = false;
+    }
+    sh
+}
+
 fn num(v: &serde_json::Value, k: &str) -> Option<f64> {
     v.get(k).and_then(|x| x.as_f64())
 }
@@ -114,7 +129,8 @@ fn parse(v: &serde_json::Value) -> Option<Row> {
     });
     Some(Row {
         workload,
-        shape: Shape::of(v),
+        shape: key_shape(v),
+        conns_seen: Shape::of(v).conns,
         streams: v.get("streams").and_then(|s| s.as_u64())?,
         label: v.get("label").and_then(|l| l.as_str())?.to_string(),
         unit: v
@@ -267,6 +283,15 @@ pub fn build(text: &str, labels: &[String]) -> Report {
             }
             if by_label.is_empty() {
                 continue;
+            }
+            // Show the connections of unkeyed rows when they all agree.
+            let mut shape = shape;
+            if shape.conns.is_none() {
+                let seen: std::collections::BTreeSet<u64> =
+                    here.iter().filter_map(|r| r.conns_seen).collect();
+                if seen.len() == 1 {
+                    shape.conns = seen.first().copied();
+                }
             }
             let mut ratios = BTreeMap::new();
             if let Some(first) = order.first().and_then(|l| by_label.get(l)) {
@@ -535,11 +560,12 @@ not json
 {"label":"ganesha","mix":"Getattr","streams":16,"handles":1000,"root_handle":false,"conns":16,"conn_per_stream":true,"calls_per_s":200.0}
 {"label":"rnfsd","mix":"Null","streams":16,"handles":0,"root_handle":false,"conns":16,"conn_per_stream":true,"calls_per_s":900.0}
 {"label":"rnfsd","workload":"create","streams":16,"conns":4,"rate":10.0,"unit":"creates/s"}
+{"label":"local","workload":"create","streams":16,"rate":20.0,"unit":"creates/s"}
 "#;
 
     #[test]
     fn shapes_never_share_a_median() {
-        let r = build(SHAPED, &["rnfsd".into(), "ganesha".into()]);
+        let r = build(SHAPED, &["rnfsd".into(), "ganesha".into(), "local".into()]);
         let keys: Vec<(String, String, String, u64)> = r
             .lines
             .iter()
@@ -574,8 +600,13 @@ not json
         assert_eq!(r.lines[2].by_label["rnfsd"].median, 200.0);
         let md = markdown(&r);
         assert!(md.contains("| workload | handles | conns | streams | unit |"));
-        assert!(md.contains("| getattr | 1000 | 16 (1/stream) | 16 | calls/s | 400 (300–500, 2) | 200 (200–200, 1) | 2.00x |"), "{md}");
+        assert!(md.contains("| getattr | 1000 | 16 (1/stream) | 16 | calls/s | 400 (300–500, 2) | 200 (200–200, 1) | – | 2.00x | – |"), "{md}");
+        assert!(md.contains("| create | – | 4 | 16 | creates/s | 10.0 (10.0–10.0, 1) | – | 20.0 (20.0–20.0, 1) | – | 0.50x |"), "{md}");
         assert!(md.contains("| getattr | root | 1 | 16 |"));
+        // A workload command's row and its local reference share a line.
+        let c = r.lines.last().unwrap();
+        assert_eq!(c.by_label.len(), 2);
+        assert_eq!(c.ratios["rnfsd/local"], 0.5);
     }
 
     #[test]
