@@ -9,9 +9,20 @@
 #       [--servers rnfsd,ganesha] [--no-local] [--quick] [--fresh-fs yes|no]
 #       [--out DIR] [--work DIR] [--bench PATH] [--rnfsd PATH]
 #       [--variant NAME=ARGS]... [--mount-files N] [--seed-size]
+#       [--handles N[,M]]
 #
 # Workloads (default all): getattr traverse create mkdir fsmark mount write
-# read. With create and fsmark the local-filesystem reference (local-create,
+# read null getattr-h access-h lookup-h read-h write-h. The last six are
+# `rnfsd-bench run` mixes at three load shapes each: 1 stream on 1
+# connection (one call in flight), 16 and 64 streams on 1 connection (one
+# host, many calls in flight), 16 and 64 streams with a connection each
+# (--conns 0: many hosts, one call each). The -h ones send every call to
+# one of --handles N objects (default 1000, a working set smaller than any
+# server cache) sampled across the tree; "--handles 1000,100000" runs each
+# count, on a tree big enough for the largest (seed 000's when it fits:
+# 161,480 files in 10,841 directories; files of 4 KiB for read-h and
+# write-h). getattr keeps the export root's handle, as before.
+# With create and fsmark the local-filesystem reference (local-create,
 # local-fsmark: the same work done with syscalls) runs in each round too,
 # unless --no-local. --quick: small counts, for checking the script.
 # --variant NAME=ARGS adds a server `rnfsd-NAME`: rnfsd with extra serve
@@ -30,8 +41,9 @@
 # traffic stays on 127.0.0.1 (ganesha's inside its private namespace).
 #
 # Output in --out (default /tmp/rnfsd-compare/out): results.jsonl (every
-# row), report.md (the tables), summary.json, getattr.svg, traverse.svg,
-# machine.txt, compare.log.
+# row), report.md (the tables), summary.json, getattr.svg, traverse.svg
+# (and null.svg, access.svg, lookup.svg with those workloads), machine.txt,
+# compare.log.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -49,6 +61,7 @@ OUT=
 declare -A VARIANT=()
 MOUNT_FILES=
 SEED_SIZE=
+HANDLES=1000
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
 log() { echo "compare.sh $(date +%T): $*" >&2; }
@@ -71,7 +84,8 @@ while [ $# -gt 0 ]; do
         VARIANT[${2%%=*}]=${2#*=}
         [[ ,$SERVERS, == *,rnfsd-${2%%=*},* ]] || SERVERS+=",rnfsd-${2%%=*}"
         shift 2 ;;
-    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --handles) HANDLES=$2; shift 2 ;;
+    -h | --help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1" ;;
     esac
 done
@@ -83,9 +97,19 @@ case "$FRESH_FS" in yes | no) ;; *) die "--fresh-fs yes|no" ;; esac
 case "$WORK" in /tmp/?*) ;; *) die "--work must be under /tmp (it is deleted)" ;; esac
 IFS=, read -r -a WL <<<"$WORKLOADS"
 IFS=, read -r -a SV <<<"$SERVERS"
+IFS=, read -r -a HL <<<"$HANDLES"
 for w in "${WL[@]}"; do
-    case $w in getattr | traverse | create | mkdir | fsmark | mount | write | read) ;;
-    *) die "unknown workload: $w" ;; esac
+    case $w in
+    getattr | traverse | create | mkdir | fsmark | mount | write | read) ;;
+    null | getattr-h | access-h | lookup-h | read-h | write-h) ;;
+    *) die "unknown workload: $w" ;;
+    esac
+done
+MAX_HANDLES=0
+[ "${#HL[@]}" -ge 1 ] && [ "${#HL[@]}" -le 4 ] || die "--handles takes 1 to 4 counts"
+for n in "${HL[@]}"; do
+    [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 2000000 ] || die "--handles counts must be 1..2000000"
+    [ "$n" -le "$MAX_HANDLES" ] || MAX_HANDLES=$n
 done
 for s in "${SV[@]}"; do
     case $s in
@@ -115,9 +139,23 @@ else
     IO_MIB=32
 fi
 [ -z "$SEED_SIZE" ] || { TREE_FILES=161480 TREE_DIRS=10841; }
+# The --handles workloads' tree: the traverse tree, or one with at least
+# as many files as the largest count (seed 000's if that is enough).
+HTREE_FILES=$TREE_FILES HTREE_DIRS=$TREE_DIRS
+if [ "$MAX_HANDLES" -gt "$HTREE_FILES" ]; then
+    if [ "$MAX_HANDLES" -le 161480 ]; then
+        HTREE_FILES=161480 HTREE_DIRS=10841
+    else
+        HTREE_FILES=$MAX_HANDLES HTREE_DIRS=$((MAX_HANDLES / 15 + 1))
+    fi
+fi
+SHAPE_STREAMS=16,64 # --conns 1 and --conns 0; plus 1 stream on 1 connection
+[ -z "$QUICK" ] || SHAPE_STREAMS=16
 MAX_SECONDS=300 # per bench phase
 # Inodes of each fresh filesystem: room for the largest workload.
-INODES=$(( (${MOUNT_FILES:-0} > CREATE_FILES ? ${MOUNT_FILES:-0} : CREATE_FILES) * 12 / 10 + 100000 ))
+max() { local m=$1; shift; for x in "$@"; do [ "$x" -le "$m" ] || m=$x; done; echo "$m"; }
+INODES=$(( $(max "${MOUNT_FILES:-0}" "$CREATE_FILES" $((TREE_FILES + TREE_DIRS)) \
+    $((HTREE_FILES + HTREE_DIRS))) * 12 / 10 + 100000 ))
 RUN_TIMEOUT=1800 # per bench command (several phases)
 
 # ---- tools -----------------------------------------------------------------
@@ -164,21 +202,51 @@ fresh_fs() {
 
 needs_tree() { case $1 in getattr | traverse | mount) return 0 ;; *) return 1 ;; esac; }
 
-# The bench arguments of one workload (after the common target options).
-bench_args() { # WORKLOAD LABEL -> BARGS
-    local w=$1 l=$2
+# One bench command of a workload, quoted, added to STEPS.
+step() { STEPS+=("$(printf '%q ' "$@")"); }
+
+# The bench commands of one workload (each completed with the common target
+# options by run_steps), in STEPS.
+bench_args() { # WORKLOAD LABEL -> STEPS
+    local w=$1 l=$2 n
+    STEPS=()
     case $w in
     getattr | traverse)
-        BARGS=(run --mix "$w" --streams "$CALL_STREAMS" --seconds "$CALL_SECONDS" --label "$l"
-            --tree-limit $((TREE_FILES + TREE_DIRS + 1))) ;;
-    create) BARGS=(create --files "$CREATE_FILES" --streams "$CREATE_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS") ;;
-    mkdir) BARGS=(mkdir --files "$MKDIR_FILES" --streams "$MKDIR_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS") ;;
-    fsmark) BARGS=(fsmark --iterations "$FSMARK_ITER" --files-per-iteration "$FSMARK_FILES" \
-        --streams "$FSMARK_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS") ;;
-    mount) BARGS=(mount --reps "$MOUNT_REPS" --warm-tree $((${MOUNT_FILES:-$TREE_FILES} * 2 + 1)) \
-        --label "$l" --max-seconds "$MAX_SECONDS") ;;
-    write | read) BARGS=("$w" --size "$IO_MIB" --label "$l" --max-seconds "$MAX_SECONDS") ;;
+        step run --mix "$w" --streams "$CALL_STREAMS" --seconds "$CALL_SECONDS" --label "$l" \
+            --tree-limit $((TREE_FILES + TREE_DIRS + 1)) ;;
+    create) step create --files "$CREATE_FILES" --streams "$CREATE_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
+    mkdir) step mkdir --files "$MKDIR_FILES" --streams "$MKDIR_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
+    fsmark) step fsmark --iterations "$FSMARK_ITER" --files-per-iteration "$FSMARK_FILES" \
+        --streams "$FSMARK_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
+    mount) step mount --reps "$MOUNT_REPS" --warm-tree $((${MOUNT_FILES:-$TREE_FILES} * 2 + 1)) \
+        --label "$l" --max-seconds "$MAX_SECONDS" ;;
+    write | read) step "$w" --size "$IO_MIB" --label "$l" --max-seconds "$MAX_SECONDS" ;;
+    null)
+        # The three shapes: 1 and SHAPE_STREAMS streams on one connection,
+        # SHAPE_STREAMS streams with a connection each.
+        step run --mix null --streams "1,$SHAPE_STREAMS" --conns 1 --seconds "$CALL_SECONDS" --label "$l"
+        step run --mix null --streams "$SHAPE_STREAMS" --conns 0 --seconds "$CALL_SECONDS" --label "$l" ;;
+    *-h)
+        for n in "${HL[@]}"; do
+            local common=(--mix "${w%-h}" --handles "$n" --seconds "$CALL_SECONDS" --label "$l"
+                --tree-limit $((HTREE_FILES + HTREE_DIRS + 1)))
+            step run "${common[@]}" --streams "1,$SHAPE_STREAMS" --conns 1
+            step run "${common[@]}" --streams "$SHAPE_STREAMS" --conns 0
+        done ;;
     esac
+}
+
+# Run every command of STEPS with the common options appended ("$@"), each
+# under timeout(1); all are tried, the status says whether any failed.
+# Written as a script so ganesha's namespace can run it as one command.
+write_steps() { # -> $WORK/steps.sh
+    {
+        echo 'st=0'
+        for s in "${STEPS[@]}"; do
+            echo "timeout $RUN_TIMEOUT \"\$BENCH\" $s \"\$@\" || st=1"
+        done
+        echo 'exit $st'
+    } >"$WORK/steps.sh"
 }
 
 run_rnfsd() { # WORKLOAD [LABEL [EXTRA SERVE ARGS]]
@@ -200,7 +268,8 @@ run_rnfsd() { # WORKLOAD [LABEL [EXTRA SERVE ARGS]]
     done
     if [ -s "$WORK/port" ]; then
         bench_args "$w" "$label"
-        timeout "$RUN_TIMEOUT" "$BENCH" "${BARGS[@]}" --addr "127.0.0.1:$(cat "$WORK/port")" \
+        write_steps
+        BENCH=$BENCH bash "$WORK/steps.sh" --addr "127.0.0.1:$(cat "$WORK/port")" \
             --export "$FS/export" --server-pid "$pid" --json "$RESULTS" || st=$?
     else
         log "rnfsd did not start"
@@ -214,12 +283,14 @@ run_rnfsd() { # WORKLOAD [LABEL [EXTRA SERVE ARGS]]
 run_ganesha() { # WORKLOAD
     local w=$1 st=0
     bench_args "$w" ganesha
+    write_steps
     # Inside ganesha's namespace; $GANESHA_RUN/ganesha.realpid is its PID
-    # (same PID namespace). MOUNT has a port of its own (ganesha 4.3).
-    GANESHA_RUN=$WORK/ganesha timeout "$RUN_TIMEOUT" "$HERE/ganesha.sh" exec \
+    # (same PID namespace). MOUNT has a port of its own (ganesha 4.3). One
+    # ganesha for all of the workload's steps, each bounded inside.
+    GANESHA_RUN=$WORK/ganesha BENCH=$BENCH timeout $((RUN_TIMEOUT * ${#STEPS[@]})) "$HERE/ganesha.sh" exec \
         --export "$FS/export" --port 2049 --mnt-port 20048 -- \
         sh -c 'exec "$@" --server-pid "$(cat "$GANESHA_RUN/ganesha.realpid")"' sh \
-        "$BENCH" "${BARGS[@]}" --addr 127.0.0.1:2049 --mount-addr 127.0.0.1:20048 \
+        bash "$WORK/steps.sh" --addr 127.0.0.1:2049 --mount-addr 127.0.0.1:20048 \
         --export "$FS/export" --json "$RESULTS" \
         2> >(grep -v -E '^ +[0-9]+ +[0-9]+ +(tcp|udp)|program vers' >&2) || st=$?
     return "$st"
@@ -243,6 +314,7 @@ run_local() { # WORKLOAD (create or fsmark)
     echo "ganesha: $(dpkg-query -W -f '${Version}' nfs-ganesha 2>/dev/null || echo 'not installed yet')"
     echo "fresh filesystem per run: $FRESH_FS (ext4 on a loop device under $WORK)"
     echo "rounds: $ROUNDS; workloads: $WORKLOADS; servers: $SERVERS; local: ${LOCAL:-no}; quick: ${QUICK:-no}"
+    echo "handles: $HANDLES (tree of $HTREE_FILES files in $HTREE_DIRS dirs for the -h workloads)"
     for v in "${!VARIANT[@]}"; do echo "variant rnfsd-$v: rnfsd serve ... ${VARIANT[$v]}"; done
     echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$OUT/machine.txt"
@@ -260,6 +332,10 @@ for r in $(seq 1 "$ROUNDS"); do
                 "$BENCH" prepare "$FS/export" --files "$MOUNT_FILES" --dirs $((MOUNT_FILES / 20 + 1)) >&2
             elif needs_tree "$w"; then
                 "$BENCH" prepare "$FS/export" --files "$TREE_FILES" --dirs "$TREE_DIRS" >&2
+            elif [[ $w == *-h ]]; then
+                # READ and WRITE of 4 KiB: files that size; 8 bytes otherwise.
+                "$BENCH" prepare "$FS/export" --files "$HTREE_FILES" --dirs "$HTREE_DIRS" \
+                    --file-size "$(case $w in read-h | write-h) echo 4096 ;; *) echo 8 ;; esac)" >&2
             fi
             case $s in
             rnfsd-*) run_rnfsd "$w" "$s" "${VARIANT[${s#rnfsd-}]}" ;;
@@ -276,9 +352,11 @@ done
 cleanup
 log "all runs done in $(( $(date +%s) - T0 )) s"
 
+# The local column only when a local reference ran (create, fsmark).
+grep -q '"label":"local"' "$RESULTS" || LOCAL=
 "$BENCH" report --json "$RESULTS" --labels "$SERVERS${LOCAL:+,local}" \
     --out "$OUT/summary.json" >"$OUT/report.md"
-for m in getattr traverse; do
+for m in getattr traverse null access lookup; do
     grep -qi "\"mix\":\"$m\"" "$RESULTS" || continue
     "$BENCH" chart --json "$RESULTS" --workload "$m" --title "$m: calls/s against client streams" \
         --out "$OUT/$m.svg" || true
