@@ -61,7 +61,7 @@ impl Env {
                 Arc::new(fs),
                 ExportAccess::allow_all(false),
             )],
-            write_verifier: [1; 8],
+            write_verifier: Arc::new(rnfsd_fs::WriteVerifier::new([1; 8])),
             max_io: 1 << 20,
         };
         let mut env = Env {

@@ -4,9 +4,11 @@
 //! Types here are protocol-neutral (no NFS wire types): the nfs3 program maps
 //! them to RFC 1813 structures, and maps `FsError` to nfsstat3 in one place.
 
+pub mod cache;
 pub mod local;
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// NFSv3 handles are at most 64 bytes (RFC 1813 §2.5 NFS3_FHSIZE).
 pub const MAX_HANDLE: usize = 64;
@@ -257,6 +259,69 @@ impl std::error::Error for FsError {}
 
 pub type FsResult<T> = Result<T, FsError>;
 
+/// RFC 1813 writeverf3 (§3.3.7, §3.3.21), shared by the server and every
+/// backend: each WRITE and COMMIT reply carries it. It is new at every
+/// start and changes whenever stable storage reported an error (knfsd's
+/// `nfsd_reset_write_verifier`), so a client whose UNSTABLE writes may have
+/// been lost sees a different verifier at COMMIT and sends them again.
+/// WRITE replies must read it before writing, COMMIT replies after syncing.
+pub struct WriteVerifier {
+    v: AtomicU64,
+    resets: AtomicU64,
+}
+
+/// Added at each reset: odd, so 2^64 resets pass before a value repeats.
+const VERIFIER_STEP: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl WriteVerifier {
+    pub fn new(initial: [u8; 8]) -> WriteVerifier {
+        WriteVerifier {
+            v: AtomicU64::new(u64::from_be_bytes(initial)),
+            resets: AtomicU64::new(0),
+        }
+    }
+
+    pub fn get(&self) -> [u8; 8] {
+        self.v.load(Ordering::Acquire).to_be_bytes()
+    }
+
+    /// Stable storage failed (`why`): every later reply carries a new value.
+    pub fn reset(&self, why: &dyn fmt::Display) {
+        self.v.fetch_add(VERIFIER_STEP, Ordering::AcqRel);
+        let n = self.resets.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::warn!(error = %why, resets = n, "stable storage error: write verifier reset, clients resend uncommitted data");
+    }
+
+    /// Resets so far.
+    pub fn resets(&self) -> u64 {
+        self.resets.load(Ordering::Relaxed)
+    }
+}
+
+/// One of a backend's caches, for statistics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CacheStat {
+    /// "objects" (handle to object), "files" (open files), ...
+    pub name: &'static str,
+    pub capacity: u64,
+    pub counts: cache::Counts,
+}
+
+/// What a backend reports about its caches and background work.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BackendStats {
+    pub caches: Vec<CacheStat>,
+    /// Descriptors held by caches, and their bound (shared by exports).
+    pub fds_cached: u64,
+    pub fd_limit: u64,
+    /// Handles whose location was searched for by a walk of the export;
+    /// of them, answered JUKEBOX because the walk was still running.
+    pub scans_waited: u64,
+    pub scans_busy: u64,
+    /// Walks of the export run (passes).
+    pub scan_passes: u64,
+}
+
 /// One exported tree. Every method takes the caller's credentials so a
 /// backend that can act as the caller (a root run) does; names are single
 /// path components as bytes (the backend rejects '/', NUL, and confines '..').
@@ -339,4 +404,8 @@ pub trait Backend: Send + Sync {
     fn pathconf(&self, cred: &Cred, fh: &Fh) -> FsResult<(PathConf, Attr)>;
     /// Flush `count` bytes at `offset` (0 = to the end) to stable storage.
     fn commit(&self, cred: &Cred, fh: &Fh, offset: u64, count: u32) -> FsResult<Wcc>;
+    /// Cache and background-work counters (none by default).
+    fn stats(&self) -> BackendStats {
+        BackendStats::default()
+    }
 }

@@ -61,7 +61,17 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   pin_loops = (auto)             pin each loop and its pool to a CPU; auto =
                                  when there is a loop for every CPU
   shutdown_timeout_secs = 10     reply flushing at shutdown
-  path_cache_entries, handle_scan_limit, act_as_caller = (backend defaults)
+  cache_fds = (from RLIMIT_NOFILE) descriptors held by all caches of all
+                                 exports; RLIMIT_NOFILE is raised to its hard
+                                 limit at start and must leave room for
+                                 connections and per-call descriptors
+  object_cache_entries = 8192    per export: handle -> object (1 fd each)
+  open_file_cache_entries = 4096 per export: open files (1 fd each)
+  path_cache_entries = 65536     per export: inode -> location (no fds)
+  handle_scan_limit = 1000000    entries one walk for lost handles visits
+  handle_scan_waiters = 8        calls waiting for that walk at once
+  handle_scan_wait_ms = 1000     then JUKEBOX (the client retries)
+  act_as_caller = (root: true)   run calls as the caller's uid/gids
   state_dir = (see --state-dir)  log_level = \"info\"
   allow_auth_none = false
   stats = \"percore\"              RPC counters: percore | shared | off
@@ -188,6 +198,26 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub max_inflight_per_conn: Option<usize>,
 
+    /// Descriptors all caches of all exports may hold. [default: half of
+    /// what RLIMIT_NOFILE leaves after connections and per-call use]
+    #[arg(long, value_name = "N")]
+    pub cache_fds: Option<usize>,
+
+    /// Per export: handle -> object cache entries (one descriptor each).
+    /// [default: 8192]
+    #[arg(long, value_name = "N")]
+    pub object_cache_entries: Option<usize>,
+
+    /// Per export: open-file cache entries (one descriptor each).
+    /// [default: 4096]
+    #[arg(long, value_name = "N")]
+    pub open_file_cache_entries: Option<usize>,
+
+    /// Per export: inode -> location map entries (no descriptors).
+    /// [default: 65536]
+    #[arg(long, value_name = "N")]
+    pub path_cache_entries: Option<usize>,
+
     /// Directory for the persistent handle key. [default: /var/lib/rnfsd as
     /// root, else $XDG_STATE_HOME/rnfsd or ~/.local/state/rnfsd]
     #[arg(long, value_name = "DIR")]
@@ -309,6 +339,16 @@ impl ServeArgs {
         }
         if self.max_record.is_some() {
             s.max_record = self.max_record;
+        }
+        for (dst, src) in [
+            (&mut s.cache_fds, self.cache_fds),
+            (&mut s.object_cache_entries, self.object_cache_entries),
+            (&mut s.open_file_cache_entries, self.open_file_cache_entries),
+            (&mut s.path_cache_entries, self.path_cache_entries),
+        ] {
+            if src.is_some() {
+                *dst = src;
+            }
         }
         if self.state_dir.is_some() {
             s.state_dir = self.state_dir.clone();

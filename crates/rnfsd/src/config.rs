@@ -240,12 +240,27 @@ pub struct ServerConfig {
     pub pin_loops: Option<bool>,
     /// On shutdown, how long to keep flushing queued replies.
     pub shutdown_timeout_secs: u64,
-    /// Local backend: bound on the handle-to-path cache (None = backend
-    /// default).
+    /// Local backend, per export: bound on the inode -> location map (no
+    /// descriptors; None = backend default).
     pub path_cache_entries: Option<usize>,
-    /// Local backend: bound on directory entries scanned to resolve a
-    /// path-mode handle whose path went stale (None = backend default).
+    /// Local backend: bound on directory entries one walk of the export
+    /// visits when looking for handles whose location is unknown (None =
+    /// backend default).
     pub handle_scan_limit: Option<usize>,
+    /// Local backend: calls waiting for that walk at once; more answer
+    /// JUKEBOX at once (None = backend default).
+    pub handle_scan_waiters: Option<usize>,
+    /// Local backend: how long a call waits for the walk before JUKEBOX.
+    pub handle_scan_wait_ms: Option<u64>,
+    /// Local backend, per export: handle -> object cache entries (one
+    /// descriptor each; None = backend default).
+    pub object_cache_entries: Option<usize>,
+    /// Local backend, per export: open-file cache entries (one descriptor
+    /// each; None = backend default).
+    pub open_file_cache_entries: Option<usize>,
+    /// Descriptors all caches of all exports may hold together (None: from
+    /// RLIMIT_NOFILE, see `cache_fd_budget`).
+    pub cache_fds: Option<usize>,
     /// Local backend: run filesystem calls with the caller's uid/gid (needs
     /// root; None = the backend decides from our privileges).
     pub act_as_caller: Option<bool>,
@@ -292,6 +307,31 @@ impl ServerConfig {
         })
     }
 
+    /// Descriptors the caches may hold, given the open-files limit
+    /// `nofile`: `cache_fds` if set (an error if it leaves too little room),
+    /// else half of what connections and per-call use leave. Per-call use:
+    /// a few descriptors per worker, and one per level of a handle walk.
+    pub fn cache_fd_budget(&self, nofile: u64) -> Result<usize, ConfigError> {
+        let reserve = self.max_connections as u64
+            + 4 * self.max_threads.max(self.threads.unwrap_or(0)) as u64
+            + 1024;
+        let room = nofile.saturating_sub(reserve);
+        match self.cache_fds {
+            Some(n) if n as u64 > room => Err(ConfigError(format!(
+                "server.cache_fds = {n} leaves too few descriptors: the open-files limit is \
+                 {nofile} and connections and calls need {reserve}; lower cache_fds or \
+                 max_connections, or raise the hard RLIMIT_NOFILE"
+            ))),
+            Some(n) => Ok(n),
+            None if room < 128 => Err(ConfigError(format!(
+                "the open-files limit ({nofile}) leaves no room for caches after \
+                 {reserve} for connections and calls: lower max_connections or raise the \
+                 hard RLIMIT_NOFILE"
+            ))),
+            None => Ok(((room / 2) as usize).min(1 << 20)),
+        }
+    }
+
     /// `max_record`, or its default from `max_io`.
     pub fn max_record(&self) -> u32 {
         self.max_record
@@ -329,6 +369,11 @@ impl Default for ServerConfig {
             shutdown_timeout_secs: 10,
             path_cache_entries: None,
             handle_scan_limit: None,
+            handle_scan_waiters: None,
+            handle_scan_wait_ms: None,
+            object_cache_entries: None,
+            open_file_cache_entries: None,
+            cache_fds: None,
             act_as_caller: None,
             state_dir: None,
             log_level: None,
@@ -567,8 +612,19 @@ impl Config {
                 return err(format!("server.{k} must be at most {YEAR} (a year)"));
             }
         }
-        if s.path_cache_entries == Some(0) {
-            return err("server.path_cache_entries must be at least 1");
+        for (k, v) in [
+            ("path_cache_entries", s.path_cache_entries),
+            ("handle_scan_waiters", s.handle_scan_waiters),
+            ("object_cache_entries", s.object_cache_entries),
+            ("open_file_cache_entries", s.open_file_cache_entries),
+            ("cache_fds", s.cache_fds),
+        ] {
+            if v == Some(0) {
+                return err(format!("server.{k} must be at least 1"));
+            }
+        }
+        if s.handle_scan_wait_ms.is_some_and(|v| v > 60_000) {
+            return err("server.handle_scan_wait_ms must be at most 60000");
         }
         if self.exports.is_empty() {
             return err("nothing to export: give a directory or an [[export]] table");

@@ -20,7 +20,9 @@ use rnfsd::rpc::dispatch::Policy;
 use rnfsd::service::RpcService;
 use rnfsd::state::{Export, Server};
 use rnfsd::{admin, keys, metrics, rpcbind};
+use rnfsd_fs::cache::Caches;
 use rnfsd_fs::local::{self, LocalFs, LocalOptions};
+use rnfsd_fs::WriteVerifier;
 
 /// Exit status for a configuration or usage problem (as clap uses).
 const EXIT_CONFIG: u8 = 2;
@@ -123,10 +125,36 @@ fn local_mode(m: HandleMode) -> local::HandleMode {
     }
 }
 
+/// Raises the open-files soft limit to the hard limit (caches and
+/// connections are sized from it) and returns it.
+fn raise_nofile() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: r is a valid out-pointer.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return 1024;
+    }
+    if r.rlim_cur < r.rlim_max {
+        let want = libc::rlimit {
+            rlim_cur: r.rlim_max,
+            rlim_max: r.rlim_max,
+        };
+        // SAFETY: want is a valid rlimit.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
+            r.rlim_cur = r.rlim_max;
+        }
+    }
+    r.rlim_cur
+}
+
 fn open_exports(
     cfg: &Config,
     exports: &[ResolvedExport],
     key: [u8; 32],
+    caches: &Arc<Caches>,
+    verifier: &Arc<WriteVerifier>,
 ) -> Result<Vec<Export>, Failure> {
     let s = &cfg.server;
     let mut out = Vec::with_capacity(exports.len());
@@ -135,16 +163,26 @@ fn open_exports(
             handle_mode: local_mode(e.handle_mode),
             handle_key: key,
             cross_mounts: e.cross_mounts,
+            caches: Some(caches.clone()),
+            write_verifier: Some(verifier.clone()),
             ..LocalOptions::default()
         };
         if let Some(v) = s.act_as_caller {
             o.act_as_caller = v;
         }
-        if let Some(v) = s.path_cache_entries {
-            o.path_cache_entries = v;
+        for (dst, src) in [
+            (&mut o.path_cache_entries, s.path_cache_entries),
+            (&mut o.handle_scan_limit, s.handle_scan_limit),
+            (&mut o.handle_scan_waiters, s.handle_scan_waiters),
+            (&mut o.object_cache_entries, s.object_cache_entries),
+            (&mut o.open_file_cache_entries, s.open_file_cache_entries),
+        ] {
+            if let Some(v) = src {
+                *dst = v;
+            }
         }
-        if let Some(v) = s.handle_scan_limit {
-            o.handle_scan_limit = v;
+        if let Some(ms) = s.handle_scan_wait_ms {
+            o.handle_scan_wait = std::time::Duration::from_millis(ms);
         }
         let fs = LocalFs::open(&e.path, e.id, o)
             .map_err(|x| runtime_err(format!("export {}: {x}", e.path.display())))?;
@@ -280,9 +318,14 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let key = keys::load_or_create_handle_key(&state_dir)
         .map_err(|e| runtime_err(format!("handle key in {}: {e}", state_dir.display())))?;
 
+    let nofile = raise_nofile();
+    let cache_fds = s.cache_fd_budget(nofile).map_err(config_err)?;
+    tracing::info!(nofile, cache_fds, "descriptor budget of the caches");
+    let caches = Caches::new(cache_fds);
+    let write_verifier = Arc::new(WriteVerifier::new(keys::new_write_verifier()));
     let server = Arc::new(Server {
-        exports: open_exports(&cfg, &exports, key)?,
-        write_verifier: keys::new_write_verifier(),
+        exports: open_exports(&cfg, &exports, key, &caches, &write_verifier)?,
+        write_verifier,
         max_io: s.max_io,
     });
     let policy = Policy {
@@ -294,6 +337,14 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         s.stats,
         metrics::proc_descs(&[&NFS3, &MOUNT, &PORTMAP]),
     ));
+    for e in &server.exports {
+        let (b, path, v) = (
+            e.backend.clone(),
+            e.path.clone(),
+            server.write_verifier.clone(),
+        );
+        stats.add_export(move || metrics::export_counts(&path, &b.stats(), v.resets()));
+    }
     // Before any thread that creates files exists (it narrows the umask).
     let admin_path = s
         .admin_socket

@@ -139,6 +139,40 @@ fn respond(c: &mut TcpStream, status: &str, ctype: &str, body: &str) -> io::Resu
     c.flush()
 }
 
+/// A backend's counters as the statistics snapshot carries them.
+/// `verifier_resets` is the server's (one verifier for every export).
+pub fn export_counts(
+    path: &str,
+    b: &rnfsd_fs::BackendStats,
+    verifier_resets: u64,
+) -> rnfsd_stats::ExportCounts {
+    rnfsd_stats::ExportCounts {
+        path: path.to_owned(),
+        caches: b
+            .caches
+            .iter()
+            .map(|c| rnfsd_stats::CacheCounts {
+                name: c.name.to_owned(),
+                capacity: c.capacity,
+                entries: c.counts.entries,
+                hits: c.counts.hits,
+                misses: c.counts.misses,
+                inserts: c.counts.inserts,
+                refused: c.counts.refused,
+                evicted_inline: c.counts.evicted_inline,
+                evicted_reclaim: c.counts.evicted_reclaim,
+                removed: c.counts.removed,
+            })
+            .collect(),
+        fds_cached: b.fds_cached,
+        fd_limit: b.fd_limit,
+        scans_waited: b.scans_waited,
+        scans_busy: b.scans_busy,
+        scan_passes: b.scan_passes,
+        verifier_resets,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

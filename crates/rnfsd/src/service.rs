@@ -90,7 +90,7 @@ mod tests {
     fn calls_reach_dispatch() {
         let s = Arc::new(Server {
             exports: vec![],
-            write_verifier: [0; 8],
+            write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
             max_io: 4096,
         });
         let svc = RpcService::new(s, vec![&MOUNT], Policy::default());
@@ -126,7 +126,7 @@ mod tests {
     fn with_stats_counts_calls() {
         let s = Arc::new(Server {
             exports: vec![],
-            write_verifier: [0; 8],
+            write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
             max_io: 4096,
         });
         let reg = Arc::new(rnfsd_stats::Registry::new(

@@ -49,9 +49,10 @@ impl Export {
 /// What every handler can reach.
 pub struct Server {
     pub exports: Vec<Export>,
-    /// RFC 1813 writeverf3: constant for this server instance, changes on
-    /// restart so clients resend uncommitted writes.
-    pub write_verifier: [u8; 8],
+    /// RFC 1813 writeverf3: new at each start and reset by the backends on
+    /// stable-storage errors, so clients resend uncommitted writes. Shared
+    /// with every export's backend.
+    pub write_verifier: Arc<rnfsd_fs::WriteVerifier>,
     /// Largest READ/WRITE/READDIR transfer advertised in FSINFO.
     pub max_io: u32,
 }

@@ -340,6 +340,7 @@ pub fn prometheus(s: &Snapshot) -> String {
             let _ = writeln!(o, "{name}{{pool=\"{}\"}} {}", esc(&t.name), get(&t.pool));
         }
     }
+    cache_families(&mut o, s);
     family(
         &mut o,
         "rnfsd_pool_queue_time_seconds_total",
@@ -355,6 +356,109 @@ pub fn prometheus(s: &Snapshot) -> String {
         );
     }
     o
+}
+
+/// Per export and cache: rnfsd_cache_* families, plus the descriptor
+/// budget, handle walks and write verifier resets.
+fn cache_families(o: &mut String, s: &Snapshot) {
+    type CGet = fn(&crate::snapshot::CacheCounts) -> u64;
+    let cache: [(&str, &str, &str, CGet); 8] = [
+        ("rnfsd_cache_entries", "gauge", "Entries held.", |c| {
+            c.entries
+        }),
+        ("rnfsd_cache_capacity", "gauge", "Most entries held.", |c| {
+            c.capacity
+        }),
+        (
+            "rnfsd_cache_hits_total",
+            "counter",
+            "Lookups that hit.",
+            |c| c.hits,
+        ),
+        (
+            "rnfsd_cache_misses_total",
+            "counter",
+            "Lookups that missed.",
+            |c| c.misses,
+        ),
+        (
+            "rnfsd_cache_refused_total",
+            "counter",
+            "Inserts refused (no room).",
+            |c| c.refused,
+        ),
+        (
+            "rnfsd_cache_evicted_inline_total",
+            "counter",
+            "Entries evicted by a call at the bound.",
+            |c| c.evicted_inline,
+        ),
+        (
+            "rnfsd_cache_evicted_reclaim_total",
+            "counter",
+            "Entries evicted by background reclaim.",
+            |c| c.evicted_reclaim,
+        ),
+        (
+            "rnfsd_cache_removed_total",
+            "counter",
+            "Entries dropped: object deleted, or idle writer closed.",
+            |c| c.removed,
+        ),
+    ];
+    for (name, kind, help, get) in cache {
+        family(o, name, kind, help);
+        for e in &s.exports {
+            for c in &e.caches {
+                let _ = writeln!(
+                    o,
+                    "{name}{{export=\"{}\",cache=\"{}\"}} {}",
+                    esc(&e.path),
+                    esc(&c.name),
+                    get(c)
+                );
+            }
+        }
+    }
+    type EGet = fn(&crate::snapshot::ExportCounts) -> u64;
+    let ex: [(&str, &str, &str, EGet); 5] = [
+        (
+            "rnfsd_cache_fds",
+            "gauge",
+            "Descriptors held by caches (budget shared by exports).",
+            |e| e.fds_cached,
+        ),
+        (
+            "rnfsd_cache_fd_limit",
+            "gauge",
+            "Bound on descriptors held by caches.",
+            |e| e.fd_limit,
+        ),
+        (
+            "rnfsd_handle_scan_waits_total",
+            "counter",
+            "Calls that waited for a walk of the export to find their object.",
+            |e| e.scans_waited,
+        ),
+        (
+            "rnfsd_handle_scan_busy_total",
+            "counter",
+            "Calls answered JUKEBOX while a walk had not found their object.",
+            |e| e.scans_busy,
+        ),
+        (
+            "rnfsd_write_verifier_resets_total",
+            "counter",
+            "Write verifier resets after stable-storage errors.",
+            |e| e.verifier_resets,
+        ),
+    ];
+    for (name, kind, help, get) in ex {
+        family(o, name, kind, help);
+        for e in &s.exports {
+            let _ = writeln!(o, "{name}{{export=\"{}\"}} {}", esc(&e.path), get(e));
+        }
+    }
 }
 
 /// /proc/net/rpc/nfsd-style lines (`io`, `th`, `net`, `rpc`, `proc3`) for
@@ -550,6 +654,36 @@ pub fn report(s: &Snapshot) -> String {
             p.wakeups,
             p.wakeups_no_work,
             p.rejected_full
+        );
+    }
+    for e in &s.exports {
+        let _ = write!(o, "export {}:", e.path);
+        for c in &e.caches {
+            let _ = write!(
+                o,
+                " {} {}/{} hit {:.1}% ({} hits, {} misses), evicted {} inline {} reclaim, \
+                 removed {}, refused {};",
+                c.name,
+                c.entries,
+                c.capacity,
+                100.0 * c.hit_rate(),
+                c.hits,
+                c.misses,
+                c.evicted_inline,
+                c.evicted_reclaim,
+                c.removed,
+                c.refused
+            );
+        }
+        let _ = writeln!(
+            o,
+            " descriptors {}/{}; handle walks {} ({} waits, {} jukebox); verifier resets {}",
+            e.fds_cached,
+            e.fd_limit,
+            e.scan_passes,
+            e.scans_waited,
+            e.scans_busy,
+            e.verifier_resets
         );
     }
     if !s.nfs_replies.is_empty() {

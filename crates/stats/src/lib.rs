@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
 pub use rpc::{auth_stat_name, nfsstat3_name, AUTH_STATS, NFS_STATUSES};
-pub use snapshot::Snapshot;
+pub use snapshot::{CacheCounts, ExportCounts, Snapshot};
 
 use rnfsd_transport::{PoolStats, TransportStats};
 
@@ -134,6 +134,13 @@ struct Source {
     base: (TransportStats, PoolStats),
 }
 
+/// Counters read from an export's backend, with the values at the last
+/// reset (counters are reported since then; gauges as they are).
+struct ExportSource {
+    read: Box<dyn Fn() -> ExportCounts + Send + Sync>,
+    base: ExportCounts,
+}
+
 /// The shard a call records into. Copy it once per call.
 #[derive(Debug, Clone, Copy)]
 pub struct Shard(usize);
@@ -150,6 +157,7 @@ pub struct Registry {
     started_wall: SystemTime,
     reset_at: Mutex<Instant>,
     sources: Mutex<Vec<Source>>,
+    exports: Mutex<Vec<ExportSource>>,
 }
 
 impl Registry {
@@ -199,6 +207,7 @@ impl Registry {
             started_wall: SystemTime::now(),
             reset_at: Mutex::new(now),
             sources: Mutex::new(Vec::new()),
+            exports: Mutex::new(Vec::new()),
         }
     }
 
@@ -330,6 +339,16 @@ impl Registry {
         });
     }
 
+    /// An export whose backend counters (caches, handle walks) snapshots
+    /// include; `read` is called on every snapshot, off the request path.
+    pub fn add_export(&self, read: impl Fn() -> ExportCounts + Send + Sync + 'static) {
+        let mut v = self.exports.lock().unwrap_or_else(|e| e.into_inner());
+        v.push(ExportSource {
+            read: Box::new(read),
+            base: ExportCounts::default(),
+        });
+    }
+
     /// Zero every counter. Concurrent adds may land on either side of it.
     /// Transport and pool counters are not ours to zero: their values now
     /// become the baseline that later snapshots subtract.
@@ -342,6 +361,11 @@ impl Registry {
         let mut src = self.sources.lock().unwrap_or_else(|e| e.into_inner());
         for s in src.iter_mut() {
             s.base = (s.read)();
+        }
+        drop(src);
+        let mut ex = self.exports.lock().unwrap_or_else(|e| e.into_inner());
+        for e in ex.iter_mut() {
+            e.base = (e.read)();
         }
         *self.reset_at.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
     }

@@ -28,6 +28,95 @@ pub struct Snapshot {
     /// Every procedure served, in table order.
     pub procs: Vec<ProcCounts>,
     pub transports: Vec<TransportCounts>,
+    /// Each export's backend caches and handle walks.
+    #[serde(default)]
+    pub exports: Vec<ExportCounts>,
+}
+
+/// One export's backend: its caches, the descriptor budget (shared by all
+/// exports), the walks that look for handles' objects, write verifier
+/// resets. Counters since the last reset; entries, capacities and
+/// descriptors are gauges.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExportCounts {
+    pub path: String,
+    pub caches: Vec<CacheCounts>,
+    pub fds_cached: u64,
+    pub fd_limit: u64,
+    /// Calls that waited for a walk of the export; of them, answered
+    /// JUKEBOX because it had not found the object yet (or too many waited).
+    pub scans_waited: u64,
+    pub scans_busy: u64,
+    pub scan_passes: u64,
+    pub verifier_resets: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheCounts {
+    /// "objects" (handle to object) or "files" (open files).
+    pub name: String,
+    pub capacity: u64,
+    pub entries: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub inserts: u64,
+    /// Inserts refused: the shard was full of entries in use, or the
+    /// descriptor budget was spent.
+    pub refused: u64,
+    pub evicted_inline: u64,
+    pub evicted_reclaim: u64,
+    /// Entries dropped because their object was deleted, or idle writers.
+    pub removed: u64,
+}
+
+impl CacheCounts {
+    /// Hits per lookup, 0 when there were none.
+    pub fn hit_rate(&self) -> f64 {
+        let n = self.hits + self.misses;
+        if n == 0 {
+            0.0
+        } else {
+            self.hits as f64 / n as f64
+        }
+    }
+
+    fn since(&self, b: &CacheCounts) -> CacheCounts {
+        CacheCounts {
+            name: self.name.clone(),
+            capacity: self.capacity,
+            entries: self.entries,
+            hits: self.hits.saturating_sub(b.hits),
+            misses: self.misses.saturating_sub(b.misses),
+            inserts: self.inserts.saturating_sub(b.inserts),
+            refused: self.refused.saturating_sub(b.refused),
+            evicted_inline: self.evicted_inline.saturating_sub(b.evicted_inline),
+            evicted_reclaim: self.evicted_reclaim.saturating_sub(b.evicted_reclaim),
+            removed: self.removed.saturating_sub(b.removed),
+        }
+    }
+}
+
+impl ExportCounts {
+    /// Counters since `base` (gauges kept as they are now).
+    pub fn since(&self, base: &ExportCounts) -> ExportCounts {
+        ExportCounts {
+            path: self.path.clone(),
+            caches: self
+                .caches
+                .iter()
+                .map(|c| match base.caches.iter().find(|b| b.name == c.name) {
+                    Some(b) => c.since(b),
+                    None => c.clone(),
+                })
+                .collect(),
+            fds_cached: self.fds_cached,
+            fd_limit: self.fd_limit,
+            scans_waited: self.scans_waited.saturating_sub(base.scans_waited),
+            scans_busy: self.scans_busy.saturating_sub(base.scans_busy),
+            scan_passes: self.scan_passes.saturating_sub(base.scan_passes),
+            verifier_resets: self.verifier_resets.saturating_sub(base.verifier_resets),
+        }
+    }
 }
 
 /// RPC-level outcomes of every record handed to dispatch.
@@ -271,7 +360,12 @@ pub(crate) fn take(r: &Registry) -> Snapshot {
             })
             .collect()
     };
+    let exports = {
+        let ex = r.exports.lock().unwrap_or_else(|e| e.into_inner());
+        ex.iter().map(|e| (e.read)().since(&e.base)).collect()
+    };
     Snapshot {
+        exports,
         mode: r.mode,
         shards: r.shards,
         started_unix: r

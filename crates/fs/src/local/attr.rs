@@ -2,6 +2,7 @@
 
 use std::os::fd::AsRawFd;
 
+use super::files::Access;
 use super::perm::access_bits;
 use super::{errno, sys, LocalFs, Obj, NAME_MAX};
 use crate::{
@@ -29,9 +30,11 @@ impl LocalFs {
                 return Err(errno(libc::EINVAL));
             }
             let len = i64::try_from(size).map_err(|_| errno(libc::EFBIG))?;
-            let f = self.open_data(cred, o, libc::O_WRONLY)?;
-            // SAFETY: plain ftruncate on an owned fd.
-            sys::cvt(unsafe { libc::ftruncate(f.as_raw_fd(), len) })?;
+            // As a WRITE would: the cached writer, the caller's permission
+            // (owner override included); leaves the thread as the caller.
+            let f = self.open_file(o, Access::Write)?;
+            self.may_use_data(cred, o, Access::Write)?;
+            sys::ftruncate(f.fd.as_raw_fd(), len)?;
         }
         if set.atime != SetTime::DontChange || set.mtime != SetTime::DontChange {
             sys::set_times(fd, &set.atime, &set.mtime)?;
@@ -41,7 +44,6 @@ impl LocalFs {
 }
 
 pub(super) fn getattr(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<Attr> {
-    fs.srv()?;
     let o = fs.resolve(fh)?;
     Ok(fs.attr(&o.st))
 }
@@ -53,7 +55,6 @@ pub(super) fn setattr(
     set: &SetAttr,
     guard: Option<Time>,
 ) -> FsResult<Wcc> {
-    fs.srv()?;
     let o = fs.resolve(fh)?;
     // RFC 1813 §3.3.2: the guard is checked against the current ctime.
     if guard.is_some_and(|g| g != o.st.ctime) {
@@ -65,13 +66,11 @@ pub(super) fn setattr(
 }
 
 pub(super) fn access(fs: &LocalFs, cred: &Cred, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
-    fs.srv()?;
     let o = fs.resolve(fh)?;
     Ok((access_bits(&o.st, cred, want), fs.attr(&o.st)))
 }
 
 pub(super) fn readlink(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
-    fs.srv()?;
     let o = fs.resolve(fh)?;
     if !o.st.is_lnk() {
         return Err(errno(libc::EINVAL));
@@ -81,12 +80,8 @@ pub(super) fn readlink(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>
 }
 
 pub(super) fn fsstat(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(FsStat, Attr)> {
-    fs.srv()?;
     let o = fs.resolve(fh)?;
-    // SAFETY: zeroed statvfs is valid; fstatvfs fills it.
-    let mut v: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: v is a valid out-pointer.
-    sys::cvt(unsafe { libc::fstatvfs(o.raw(), &mut v) })?;
+    let v = sys::fstatvfs(o.raw())?;
     let fr = v.f_frsize;
     Ok((
         FsStat {
@@ -103,7 +98,6 @@ pub(super) fn fsstat(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(FsStat, A
 }
 
 pub(super) fn fsinfo(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
-    fs.srv()?;
     let o = fs.resolve(fh)?;
     Ok((
         FsInfo {
@@ -120,17 +114,11 @@ pub(super) fn fsinfo(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(FsInfo, A
 }
 
 pub(super) fn pathconf(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(PathConf, Attr)> {
-    fs.srv()?;
     let o = fs.resolve(fh)?;
-    // SAFETY: zeroed statvfs is valid; fstatvfs fills it.
-    let mut v: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: v is a valid out-pointer.
-    sys::cvt(unsafe { libc::fstatvfs(o.raw(), &mut v) })?;
-    // SAFETY: fpathconf only reads the fd (works on O_PATH via fstatfs).
-    let linkmax = unsafe { libc::fpathconf(o.raw(), libc::_PC_LINK_MAX) };
+    let v = sys::fstatvfs(o.raw())?;
     Ok((
         PathConf {
-            linkmax: u32::try_from(linkmax).unwrap_or(u32::MAX),
+            linkmax: sys::link_max(o.raw()).unwrap_or(u32::MAX),
             name_max: u32::try_from(v.f_namemax).unwrap_or(NAME_MAX as u32),
             no_trunc: true,
             chown_restricted: true,

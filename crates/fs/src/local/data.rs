@@ -1,23 +1,37 @@
-//! File data: READ, WRITE, COMMIT.
+//! File data: READ, WRITE, COMMIT, through the open-file cache
+//! (`files.rs`): a cached call costs a statx, a permission check for the
+//! caller and the read or write itself; no open, no close.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
 
-use super::perm::{access_bits, ACCESS3_EXECUTE};
-use super::{errno, io_errno, sys, LocalFs, Obj, MAX_READ};
+use super::files::{Access, OpenFile};
+use super::{errno, sys, LocalFs, Obj, MAX_READ};
 use crate::{Attr, Cred, Fh, FsResult, Stable, Wcc};
 
 impl LocalFs {
-    /// Opens a regular file's data as the caller (READ, WRITE): EISDIR for a
-    /// directory, EINVAL for anything else that is not a regular file.
-    /// Returns the resolved object (its attributes before the call, for
-    /// wcc) and the open file.
-    pub(super) fn open_regular(
+    /// The cached descriptor of a regular file for `access`, opened (as the
+    /// server) on a miss. Permission is the caller's business: see
+    /// `may_use_data`.
+    pub(super) fn open_file(&self, o: &Obj<'_>, access: Access) -> FsResult<Arc<OpenFile>> {
+        let key = o.st.key();
+        if let Some(f) = self.files.get(key, access) {
+            return Ok(f);
+        }
+        self.srv()?;
+        let fd = sys::reopen(o.raw(), access.flags())?;
+        Ok(self.files.insert(key, access, fd, self.verifier.clone()))
+    }
+
+    /// A regular file's object (attributes before the call, for wcc) and its
+    /// descriptor for `access`, the caller's permission checked: EISDIR for
+    /// a directory, EINVAL for anything else that is not a regular file.
+    fn open_regular(
         &self,
         cred: &Cred,
         fh: &Fh,
-        flags: libc::c_int,
-    ) -> FsResult<(Obj<'_>, OwnedFd)> {
-        self.srv()?;
+        access: Access,
+    ) -> FsResult<(Obj<'_>, Arc<OpenFile>)> {
         let o = self.resolve(fh)?;
         if o.st.is_dir() {
             return Err(errno(libc::EISDIR));
@@ -25,37 +39,9 @@ impl LocalFs {
         if !o.st.is_reg() {
             return Err(errno(libc::EINVAL));
         }
-        self.usr(cred)?;
-        let f = self.open_data(cred, &o, flags)?;
+        let f = self.open_file(&o, access)?;
+        self.may_use_data(cred, &o, access)?;
         Ok((o, f))
-    }
-
-    /// Opens a regular file's data as the caller; if that is refused and the
-    /// caller owns the file (or, for reading, may execute it), opens it with
-    /// the server's credentials, as knfsd's owner override does (a client
-    /// may write a file it created read-only: permissions are checked at
-    /// open time on the client).
-    pub(super) fn open_data(
-        &self,
-        cred: &Cred,
-        o: &Obj<'_>,
-        flags: libc::c_int,
-    ) -> FsResult<OwnedFd> {
-        match sys::reopen(o.raw(), flags) {
-            Ok(f) => Ok(f),
-            Err(e) if io_errno(&e) == libc::EACCES && self.opts.act_as_caller => {
-                let reading = flags & libc::O_ACCMODE == libc::O_RDONLY;
-                let may_exec = access_bits(&o.st, cred, ACCESS3_EXECUTE) != 0;
-                if o.st.uid != cred.uid && !(reading && may_exec) {
-                    return Err(e.into());
-                }
-                self.srv()?;
-                let r = sys::reopen(o.raw(), flags);
-                self.usr(cred)?;
-                Ok(r?)
-            }
-            Err(e) => Err(e.into()),
-        }
     }
 }
 
@@ -68,9 +54,7 @@ pub(super) fn read(
     buf: &mut Vec<u8>,
 ) -> FsResult<(bool, Attr)> {
     buf.clear();
-    // `resolve` (in open_regular) has just stat'ed the object: no second
-    // statx before the pread.
-    let (o, f) = fs.open_regular(cred, fh, libc::O_RDONLY)?;
+    let (o, f) = fs.open_regular(cred, fh, Access::Read)?;
     // RFC 1813 §3.3.6: a READ at or past end of file is no data and eof,
     // whatever the offset (pread would say EINVAL above i64::MAX).
     if offset >= o.st.size {
@@ -79,10 +63,16 @@ pub(super) fn read(
     // The kernel refuses offset + count beyond i64::MAX (EINVAL).
     let room = (i64::MAX as u64).saturating_sub(offset);
     let want = u64::from(count.min(MAX_READ)).min(room) as usize;
-    let n = sys::pread_full(f.as_raw_fd(), offset, want, buf)?;
-    let st = sys::fstat(f.as_raw_fd())?;
-    let eof = offset.saturating_add(n as u64) >= st.size;
-    Ok((eof, fs.attr(&st)))
+    let n = sys::pread_full(f.fd.as_raw_fd(), offset, want, buf)?;
+    let end = offset.saturating_add(n as u64);
+    // The size seen before reading decides eof; a file that grew meanwhile
+    // is stat'ed again so the attributes cover the data sent.
+    let st = if end > o.st.size {
+        sys::fstat(f.fd.as_raw_fd())?
+    } else {
+        o.st
+    };
+    Ok((end >= st.size, fs.attr(&st)))
 }
 
 pub(super) fn write(
@@ -96,18 +86,22 @@ pub(super) fn write(
     if u32::try_from(data.len()).is_err() {
         return Err(errno(libc::EINVAL));
     }
-    let (o, f) = fs.open_regular(cred, fh, libc::O_WRONLY)?;
-    let n = sys::pwrite_full(f.as_raw_fd(), offset, data)?;
-    let fd = f.as_raw_fd();
-    // SAFETY: plain fdatasync/fsync on an owned fd.
+    let (o, f) = fs.open_regular(cred, fh, Access::Write)?;
+    let fd = f.fd.as_raw_fd();
+    let n = match sys::pwrite_full(fd, offset, data) {
+        Ok(n) => n,
+        Err(e) => {
+            f.write_failed(&e);
+            return Err(e.into());
+        }
+    };
+    f.wrote();
+    // A stable write syncs everything written through this descriptor so
+    // far, so earlier UNSTABLE writes count as committed too.
     match stable {
         Stable::Unstable => {}
-        Stable::DataSync => {
-            sys::cvt(unsafe { libc::fdatasync(fd) })?;
-        }
-        Stable::FileSync => {
-            sys::cvt(unsafe { libc::fsync(fd) })?;
-        }
+        Stable::DataSync => f.sync(true)?,
+        Stable::FileSync => f.sync(false)?,
     }
     Ok((n as u32, stable, fs.wcc(&o.st, fd)))
 }
@@ -119,15 +113,24 @@ pub(super) fn commit(
     _offset: u64,
     _count: u32,
 ) -> FsResult<Wcc> {
-    fs.srv()?;
     let o = fs.resolve(fh)?;
-    if !(o.st.is_reg() || o.st.is_dir()) {
+    if o.st.is_dir() {
+        // A directory has no cached descriptor; flushing it exposes nothing.
+        fs.srv()?;
+        let d = sys::reopen(o.raw(), libc::O_RDONLY | libc::O_DIRECTORY)?;
+        sys::fsync(d.as_raw_fd())?;
+        return Ok(fs.wcc(&o.st, d.as_raw_fd()));
+    }
+    if !o.st.is_reg() {
         return Err(errno(libc::EINVAL));
     }
-    // The whole file is flushed (allowed by RFC 1813 §3.3.21); as the
-    // server, since flushing exposes nothing.
-    let f = sys::reopen(o.raw(), libc::O_RDONLY | libc::O_NONBLOCK)?;
-    // SAFETY: plain fsync on an owned fd.
-    sys::cvt(unsafe { libc::fsync(f.as_raw_fd()) })?;
-    Ok(fs.wcc(&o.st, f.as_raw_fd()))
+    // The whole file is flushed (allowed by RFC 1813 §3.3.21), through the
+    // descriptor that wrote it when it is still open (a sync error it saw
+    // resets the verifier), else any descriptor of the file.
+    let f = match fs.files.get(o.st.key(), Access::Write) {
+        Some(f) => f,
+        None => fs.open_file(&o, Access::Read)?,
+    };
+    f.sync(false)?;
+    Ok(fs.wcc(&o.st, f.fd.as_raw_fd()))
 }

@@ -33,7 +33,6 @@ pub(super) fn lookup(
     name: &[u8],
 ) -> FsResult<(Fh, Attr, Option<Attr>)> {
     let c = check_name(name, true)?;
-    fs.srv()?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
     // Every lookup needs search permission on the directory; opening
@@ -49,12 +48,17 @@ pub(super) fn lookup(
     if !fs.on_export_fs(&st) {
         return Err(errno(libc::EACCES));
     }
-    fs.srv()?;
     let fh = fs.make_fh(fd.as_raw_fd(), &st)?;
     if name != b"." && name != b".." {
         fs.locs.insert(st.key(), d.st.key(), name);
     }
-    Ok((fh, fs.attr(&st), fs.post(d.raw())))
+    let attr = fs.attr(&st);
+    // Found in (or above, for "..") a directory inside the export: inside
+    // as long as the directory is. The client's next call uses it.
+    fs.remember(&fh, fd, &st, &d);
+    // The directory's attributes from the stat taken moments ago: a lookup
+    // changes nothing in it.
+    Ok((fh, attr, Some(fs.attr(&d.st))))
 }
 
 pub(super) fn readdir(
@@ -66,7 +70,6 @@ pub(super) fn readdir(
     max_entries: usize,
     plus: bool,
 ) -> FsResult<DirPage> {
-    fs.srv()?;
     let d = fs.dir(dir)?;
     // Cookies are getdents offsets; on ext4 (hash offsets) they stay
     // valid across changes to the directory, so the verifier only names

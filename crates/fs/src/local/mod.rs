@@ -50,14 +50,17 @@
 //! `sys.rs` is the thin syscall layer; `handle.rs` the handle bytes and MAC.
 
 mod attr;
-mod cache;
 mod creds;
 mod data;
 mod dir;
+mod files;
 mod handle;
+mod locmap;
 mod namespace;
+mod objects;
 mod perm;
 mod resolve;
+mod scan;
 mod sys;
 
 use std::ffi::CString;
@@ -65,17 +68,21 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 pub use creds::reset_thread_creds;
 
+use crate::cache::{Caches, TtlSet};
 use crate::{
-    Attr, Backend, CreateHow, Created, Cred, DirPage, Fh, FsError, FsInfo, FsResult, FsStat,
-    NodeKind, PathConf, PreAttr, SetAttr, Stable, Time, Wcc,
+    Attr, Backend, BackendStats, CacheStat, CreateHow, Created, Cred, DirPage, Fh, FsError, FsInfo,
+    FsResult, FsStat, NodeKind, PathConf, PreAttr, SetAttr, Stable, Time, Wcc, WriteVerifier,
 };
-use cache::{LocMap, TtlSet};
+use files::FileCache;
 use handle::Sealer;
+use locmap::LocMap;
+use objects::{ObjCache, Object};
+use scan::{ScanLimits, Scanner};
 use sys::{Key, Stat};
 
 /// How file handles are made and resolved (see the module docs).
@@ -96,11 +103,33 @@ pub struct LocalOptions {
     pub cross_mounts: bool,
     /// Run each operation with the caller's fsuid/fsgid/groups (needs root).
     pub act_as_caller: bool,
-    /// Bound of the inode -> location map.
+    /// Bound of the inode -> location map (entries hold no descriptors).
     pub path_cache_entries: usize,
-    /// Bound on directory entries one handle-recovery scan visits.
+    /// Bound on directory entries one walk for lost handles visits.
     pub handle_scan_limit: usize,
+    /// Workers waiting at once for a walk to find a handle's object; more
+    /// answer JUKEBOX at once.
+    pub handle_scan_waiters: usize,
+    /// How long a worker waits for the walk before answering JUKEBOX.
+    pub handle_scan_wait: Duration,
+    /// How long a proof that a cached object lies inside the export is
+    /// trusted before it is made again (a local user who moves an object out
+    /// of the export keeps access through the server no longer than this).
+    pub verify_ttl: Duration,
+    /// Bound of the handle -> object cache (one O_PATH descriptor each).
+    pub object_cache_entries: usize,
+    /// Bound of the open-file cache (one descriptor each).
+    pub open_file_cache_entries: usize,
+    /// The descriptor budget and reclaimer shared with other exports; None:
+    /// a private one of `DEFAULT_CACHE_FDS`.
+    pub caches: Option<Arc<Caches>>,
+    /// The server's write verifier, reset on stable-storage errors; None: a
+    /// private one.
+    pub write_verifier: Option<Arc<WriteVerifier>>,
 }
+
+/// The descriptor budget of a backend opened without a shared one.
+pub const DEFAULT_CACHE_FDS: usize = 4096;
 
 /// Debug output leaves the secret key out (it ends up in logs).
 impl std::fmt::Debug for LocalOptions {
@@ -112,6 +141,11 @@ impl std::fmt::Debug for LocalOptions {
             .field("act_as_caller", &self.act_as_caller)
             .field("path_cache_entries", &self.path_cache_entries)
             .field("handle_scan_limit", &self.handle_scan_limit)
+            .field("handle_scan_waiters", &self.handle_scan_waiters)
+            .field("handle_scan_wait", &self.handle_scan_wait)
+            .field("verify_ttl", &self.verify_ttl)
+            .field("object_cache_entries", &self.object_cache_entries)
+            .field("open_file_cache_entries", &self.open_file_cache_entries)
             .finish()
     }
 }
@@ -126,6 +160,13 @@ impl Default for LocalOptions {
             act_as_caller: unsafe { libc::geteuid() } == 0,
             path_cache_entries: 65536,
             handle_scan_limit: 1_000_000,
+            handle_scan_waiters: 8,
+            handle_scan_wait: Duration::from_secs(1),
+            verify_ttl: Duration::from_secs(5),
+            object_cache_entries: 8192,
+            open_file_cache_entries: 4096,
+            caches: None,
+            write_verifier: None,
         }
     }
 }
@@ -134,15 +175,7 @@ impl Default for LocalOptions {
 const MAX_DEPTH: usize = 2048;
 /// Extra open_by_handle_at attempts after a transient ENOMEM.
 const ENOMEM_RETRIES: u32 = 3;
-
-/// Deepest directory a recovery scan descends into (one open fd per level).
-const MAX_SCAN_DEPTH: usize = 256;
-/// getdents buffer of each scan level.
-const SCAN_BUF: usize = 8 * 1024;
-/// How long a kernel-mode "inside the export" check is trusted.
-const VERIFY_TTL: Duration = Duration::from_secs(5);
-const VERIFY_CAP: usize = 16 * 1024;
-/// How long "not found by a scan" is trusted.
+/// How long "not this object" (a handle whose object is gone) is trusted.
 const NEGATIVE_TTL: Duration = Duration::from_secs(10);
 const NEGATIVE_CAP: usize = 4096;
 /// Largest READ served in one call (the server's max_io is smaller).
@@ -160,22 +193,28 @@ fn io_errno(e: &io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)
 }
 
-/// An fd that is either the export root (borrowed) or owned by the call.
+/// A resolved object's descriptor: the export root's (borrowed), one the
+/// handle cache holds, or one this call owns.
 enum FdRef<'a> {
     Borrowed(BorrowedFd<'a>),
+    Cached(Arc<Object>),
     Owned(OwnedFd),
 }
 
-/// A resolved object: an O_PATH fd and its attributes at resolution time.
+/// A resolved object: an O_PATH fd, its attributes at resolution time, and
+/// when it was last proven inside the export (objects::FOREVER for the root
+/// and whole-filesystem exports).
 struct Obj<'a> {
     fd: FdRef<'a>,
     st: Stat,
+    verified: u64,
 }
 
 impl Obj<'_> {
     fn raw(&self) -> RawFd {
         match &self.fd {
             FdRef::Borrowed(b) => b.as_raw_fd(),
+            FdRef::Cached(o) => o.fd.as_raw_fd(),
             FdRef::Owned(o) => o.as_raw_fd(),
         }
     }
@@ -190,17 +229,23 @@ pub struct LocalFs {
     root_key: Key,
     root_mnt: u64,
     root_fh: Fh,
+    /// The export root is the root of its filesystem and of its mount, so
+    /// every object of that mount is inside the export.
+    whole_fs: bool,
     export_id: u32,
     sealer: Sealer,
     mode: HandleMode,
     opts: LocalOptions,
     server_uid: u32,
     server_gid: u32,
-    locs: LocMap,
-    verified: TtlSet<Key>,
+    epoch: Instant,
+    locs: Arc<LocMap>,
     negative: TtlSet<(Key, u32)>,
-    /// One recovery scan at a time; others wait and then find its results.
-    scan_lock: Mutex<()>,
+    objects: Arc<ObjCache>,
+    files: Arc<FileCache>,
+    scanner: Scanner,
+    caches: Arc<Caches>,
+    verifier: Arc<WriteVerifier>,
 }
 
 /// Checks a name from the client. `dots` = whether "." and ".." are allowed.
@@ -256,23 +301,63 @@ impl LocalFs {
         if !root_prefix.ends_with(b"/") {
             root_prefix.push(b'/');
         }
+        let whole_fs =
+            is_mount_root(rootfd.as_raw_fd(), &st) && sys::mount_shows_fs_root(st.mnt_id);
+        let epoch = Instant::now();
+        let caches = opts
+            .caches
+            .clone()
+            .unwrap_or_else(|| Caches::new(DEFAULT_CACHE_FDS));
+        let verifier = opts
+            .write_verifier
+            .clone()
+            .unwrap_or_else(|| Arc::new(WriteVerifier::new(private_verifier())));
+        let locs = Arc::new(LocMap::new(opts.path_cache_entries));
+        let scanner = Scanner::new(
+            sys::reopen(rootfd.as_raw_fd(), libc::O_RDONLY | libc::O_DIRECTORY)?,
+            st.key(),
+            st.mnt_id,
+            locs.clone(),
+            ScanLimits {
+                entries: opts.handle_scan_limit,
+                max_waiters: opts.handle_scan_waiters.max(1),
+                wait: opts.handle_scan_wait,
+                cross_mounts: opts.cross_mounts,
+            },
+        );
         Ok(LocalFs {
             root: rootfd,
             root_prefix,
             root_key: st.key(),
             root_mnt: st.mnt_id,
             root_fh,
+            whole_fs,
             export_id,
             sealer,
             mode,
             server_uid: euid,
             server_gid: egid,
-            locs: LocMap::new(opts.path_cache_entries),
-            verified: TtlSet::new(VERIFY_CAP, VERIFY_TTL),
+            epoch,
+            locs,
             negative: TtlSet::new(NEGATIVE_CAP, NEGATIVE_TTL),
-            scan_lock: Mutex::new(()),
+            objects: ObjCache::new(opts.object_cache_entries, caches.clone()),
+            files: FileCache::new(opts.open_file_cache_entries, caches.clone(), epoch),
+            scanner,
+            caches,
+            verifier,
             opts,
         })
+    }
+
+    /// Whether every object of the export root's mount is inside the
+    /// export (then no handle needs a confinement proof).
+    pub fn exports_whole_fs(&self) -> bool {
+        self.whole_fs
+    }
+
+    /// The write verifier this backend resets on stable-storage errors.
+    pub fn write_verifier(&self) -> &Arc<WriteVerifier> {
+        &self.verifier
     }
 
     /// The handle mode in use (never Auto).
@@ -298,6 +383,7 @@ impl LocalFs {
         Ok(Obj {
             fd: FdRef::Borrowed(std::os::fd::AsFd::as_fd(&self.root)),
             st,
+            verified: objects::FOREVER,
         })
     }
 
@@ -357,6 +443,24 @@ impl LocalFs {
     }
 }
 
+/// Whether `fd` (with stat `st`) is the root of its mount: its ".." is on
+/// another mount, or is itself (the process's root).
+fn is_mount_root(fd: RawFd, st: &Stat) -> bool {
+    let Ok(up) = sys::openat(fd, sys::DOTDOT, libc::O_PATH | libc::O_DIRECTORY, 0) else {
+        return false;
+    };
+    sys::fstat(up.as_raw_fd()).is_ok_and(|u| u.mnt_id != st.mnt_id || u.key() == st.key())
+}
+
+/// A verifier for a backend the server did not give one: the clock's
+/// nanoseconds, so it differs from the previous run's.
+fn private_verifier() -> [u8; 8] {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    t.to_be_bytes()
+}
+
 /// Whether kernel handles work on this export root.
 fn probe_kernel(root: RawFd, st: &Stat) -> bool {
     let Ok((h, _)) = sys::name_to_handle(root, sys::EMPTY, libc::AT_EMPTY_PATH) else {
@@ -376,8 +480,8 @@ impl Backend for LocalFs {
         self.root_fh.clone()
     }
 
-    fn getattr(&self, _cred: &Cred, fh: &Fh) -> FsResult<Attr> {
-        attr::getattr(self, _cred, fh)
+    fn getattr(&self, cred: &Cred, fh: &Fh) -> FsResult<Attr> {
+        attr::getattr(self, cred, fh)
     }
 
     fn setattr(&self, cred: &Cred, fh: &Fh, set: &SetAttr, guard: Option<Time>) -> FsResult<Wcc> {
@@ -392,8 +496,8 @@ impl Backend for LocalFs {
         attr::access(self, cred, fh, want)
     }
 
-    fn readlink(&self, _cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
-        attr::readlink(self, _cred, fh)
+    fn readlink(&self, cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
+        attr::readlink(self, cred, fh)
     }
 
     fn read(
@@ -483,20 +587,44 @@ impl Backend for LocalFs {
         dir::readdir(self, cred, dir, cookie, verifier, max_entries, plus)
     }
 
-    fn fsstat(&self, _cred: &Cred, fh: &Fh) -> FsResult<(FsStat, Attr)> {
-        attr::fsstat(self, _cred, fh)
+    fn fsstat(&self, cred: &Cred, fh: &Fh) -> FsResult<(FsStat, Attr)> {
+        attr::fsstat(self, cred, fh)
     }
 
-    fn fsinfo(&self, _cred: &Cred, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
-        attr::fsinfo(self, _cred, fh)
+    fn fsinfo(&self, cred: &Cred, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
+        attr::fsinfo(self, cred, fh)
     }
 
-    fn pathconf(&self, _cred: &Cred, fh: &Fh) -> FsResult<(PathConf, Attr)> {
-        attr::pathconf(self, _cred, fh)
+    fn pathconf(&self, cred: &Cred, fh: &Fh) -> FsResult<(PathConf, Attr)> {
+        attr::pathconf(self, cred, fh)
     }
 
-    fn commit(&self, _cred: &Cred, fh: &Fh, _offset: u64, _count: u32) -> FsResult<Wcc> {
-        data::commit(self, _cred, fh, _offset, _count)
+    fn commit(&self, cred: &Cred, fh: &Fh, offset: u64, count: u32) -> FsResult<Wcc> {
+        data::commit(self, cred, fh, offset, count)
+    }
+
+    fn stats(&self) -> BackendStats {
+        let (scans_waited, scans_busy, scan_passes) = self.scanner.counts();
+        let budget = self.caches.budget();
+        BackendStats {
+            caches: vec![
+                CacheStat {
+                    name: "objects",
+                    capacity: self.objects.capacity() as u64,
+                    counts: self.objects.counts(),
+                },
+                CacheStat {
+                    name: "files",
+                    capacity: self.files.capacity() as u64,
+                    counts: self.files.counts(),
+                },
+            ],
+            fds_cached: budget.used() as u64,
+            fd_limit: budget.limit() as u64,
+            scans_waited,
+            scans_busy,
+            scan_passes,
+        }
     }
 }
 

@@ -1,9 +1,9 @@
 //! Namespace changes: CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK.
 
 use std::ffi::CString;
-use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 
+use super::sys::Stat;
 use super::{check_name, errno, io_errno, sys, FdRef, LocalFs, Obj, SYMLINK_MAX};
 use crate::{Attr, CreateHow, Created, Cred, Fh, FsResult, NodeKind, SetAttr, SetTime, Time, Wcc};
 
@@ -20,10 +20,7 @@ impl LocalFs {
     ) -> FsResult<Created> {
         let fd = sys::open_path(dir.raw(), c)?;
         let st = sys::fstat(fd.as_raw_fd())?;
-        let o = Obj {
-            fd: FdRef::Owned(fd),
-            st,
-        };
+        let o = Obj::owned(fd, st, dir.verified);
         let mut set = set.clone();
         // The process umask only clears permission bits; keep a setgid bit a
         // new directory inherited (as knfsd, which creates without umask).
@@ -41,19 +38,46 @@ impl LocalFs {
         if set != SetAttr::default() {
             self.apply_set(cred, &o, &set)?;
         }
-        self.created(dir, name, &o)
+        self.created(dir, name, o)
     }
 
-    pub(super) fn created(&self, dir: &Obj<'_>, name: &[u8], o: &Obj<'_>) -> FsResult<Created> {
-        self.srv()?;
+    /// The reply of a create-type call: the new object's handle and
+    /// attributes (it enters the handle cache: the client uses it next) and
+    /// the directory's wcc.
+    pub(super) fn created(&self, dir: &Obj<'_>, name: &[u8], o: Obj<'_>) -> FsResult<Created> {
         let st = sys::fstat(o.raw())?;
         let fh = self.make_fh(o.raw(), &st)?;
         self.locs.insert(st.key(), dir.st.key(), name);
+        if let FdRef::Owned(fd) = o.fd {
+            self.remember(&fh, fd, &st, dir);
+        }
         Ok(Created {
             fh,
             attr: self.attr(&st),
             dir: self.wcc(&dir.st, dir.raw()),
         })
+    }
+
+    /// After `name` (whose stat before the change was `st`) left `dir`:
+    /// forget its location, and when that was its last link, close the
+    /// descriptors the open-file cache holds for it (its space is freed
+    /// once nothing holds it; no flush, its data is gone).
+    fn unlinked(&self, dir: &Obj<'_>, name: &[u8], st: &Stat) {
+        self.locs.remove_at(&st.key(), &dir.st.key(), name);
+        if st.nlink <= 1 {
+            self.files.forget(st.key());
+        }
+    }
+}
+
+impl<'a> Obj<'a> {
+    /// An object this call opened itself.
+    fn owned(fd: OwnedFd, st: Stat, verified: u64) -> Obj<'a> {
+        Obj {
+            fd: FdRef::Owned(fd),
+            st,
+            verified,
+        }
     }
 }
 
@@ -65,14 +89,9 @@ pub(super) fn create(
     how: &CreateHow,
 ) -> FsResult<Created> {
     let c = check_name(name, false)?;
-    fs.srv()?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
-    let mknod = |mode: u32| -> io::Result<()> {
-        // SAFETY: valid C string; S_IFREG creates a regular file.
-        sys::cvt(unsafe { libc::mknodat(d.raw(), c.as_ptr(), libc::S_IFREG | mode, 0) })?;
-        Ok(())
-    };
+    let mknod = |mode: u32| sys::mknodat(d.raw(), &c, libc::S_IFREG | mode, 0);
     match how {
         CreateHow::Unchecked(set) | CreateHow::Guarded(set) => {
             let guarded = matches!(how, CreateHow::Guarded(_));
@@ -86,10 +105,7 @@ pub(super) fn create(
                     if !st.is_reg() {
                         return Err(errno(libc::EEXIST));
                     }
-                    let o = Obj {
-                        fd: FdRef::Owned(fd),
-                        st,
-                    };
+                    let o = Obj::owned(fd, st, d.verified);
                     if set.size.is_some() {
                         let s = SetAttr {
                             size: set.size,
@@ -97,7 +113,7 @@ pub(super) fn create(
                         };
                         fs.apply_set(cred, &o, &s)?;
                     }
-                    fs.created(&d, name, &o)
+                    fs.created(&d, name, o)
                 }
                 Err(e) => Err(e.into()),
             }
@@ -117,16 +133,11 @@ pub(super) fn create(
                         })
                     };
                     if let Err(e) = sys::set_times(fd.as_raw_fd(), &t(va), &t(vm)) {
-                        // SAFETY: valid C string.
-                        unsafe { libc::unlinkat(d.raw(), c.as_ptr(), 0) };
+                        let _ = sys::unlinkat(d.raw(), &c, 0);
                         return Err(e.into());
                     }
                     let st = sys::fstat(fd.as_raw_fd())?;
-                    let o = Obj {
-                        fd: FdRef::Owned(fd),
-                        st,
-                    };
-                    fs.created(&d, name, &o)
+                    fs.created(&d, name, Obj::owned(fd, st, d.verified))
                 }
                 Err(e) if io_errno(&e) == libc::EEXIST => {
                     let fd = sys::open_path(d.raw(), &c)?;
@@ -138,11 +149,7 @@ pub(super) fn create(
                     if !same {
                         return Err(errno(libc::EEXIST));
                     }
-                    let o = Obj {
-                        fd: FdRef::Owned(fd),
-                        st,
-                    };
-                    fs.created(&d, name, &o)
+                    fs.created(&d, name, Obj::owned(fd, st, d.verified))
                 }
                 Err(e) => Err(e.into()),
             }
@@ -158,12 +165,9 @@ pub(super) fn mkdir(
     set: &SetAttr,
 ) -> FsResult<Created> {
     let c = check_name(name, false)?;
-    fs.srv()?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
-    let mode = set.mode.unwrap_or(0o777) & 0o7777;
-    // SAFETY: valid C string.
-    sys::cvt(unsafe { libc::mkdirat(d.raw(), c.as_ptr(), mode) })?;
+    sys::mkdirat(d.raw(), &c, set.mode.unwrap_or(0o777) & 0o7777)?;
     fs.finish_create(cred, &d, name, &c, set)
 }
 
@@ -180,11 +184,9 @@ pub(super) fn symlink(
         return Err(errno(libc::ENAMETOOLONG));
     }
     let t = sys::cstr(target)?;
-    fs.srv()?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
-    // SAFETY: valid C strings.
-    sys::cvt(unsafe { libc::symlinkat(t.as_ptr(), d.raw(), c.as_ptr()) })?;
+    sys::symlinkat(&t, d.raw(), &c)?;
     let set = SetAttr {
         mode: None,
         ..set.clone()
@@ -207,43 +209,35 @@ pub(super) fn mknod(
         NodeKind::Block { major, minor } => (libc::S_IFBLK, sys::makedev(major, minor)),
         NodeKind::Char { major, minor } => (libc::S_IFCHR, sys::makedev(major, minor)),
     };
-    fs.srv()?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
-    let mode = set.mode.unwrap_or(0o666) & 0o7777;
-    // SAFETY: valid C string.
-    sys::cvt(unsafe { libc::mknodat(d.raw(), c.as_ptr(), fmt | mode, dev) })?;
+    sys::mknodat(d.raw(), &c, fmt | (set.mode.unwrap_or(0o666) & 0o7777), dev)?;
     fs.finish_create(cred, &d, name, &c, set)
 }
 
 pub(super) fn remove(fs: &LocalFs, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
     let c = check_name(name, false)?;
-    fs.srv()?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
     let st = sys::statx_at(d.raw(), &c, 0)?;
     if st.is_dir() {
         return Err(errno(libc::EISDIR));
     }
-    // SAFETY: valid C string.
-    sys::cvt(unsafe { libc::unlinkat(d.raw(), c.as_ptr(), 0) })?;
-    fs.locs.remove_at(&st.key(), &d.st.key(), name);
+    sys::unlinkat(d.raw(), &c, 0)?;
+    fs.unlinked(&d, name, &st);
     Ok(fs.wcc(&d.st, d.raw()))
 }
 
 pub(super) fn rmdir(fs: &LocalFs, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
     let c = check_name(name, false)?;
-    fs.srv()?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
     let st = sys::statx_at(d.raw(), &c, 0)?;
     if !st.is_dir() {
         return Err(errno(libc::ENOTDIR));
     }
-    // SAFETY: valid C string.
-    sys::cvt(unsafe { libc::unlinkat(d.raw(), c.as_ptr(), libc::AT_REMOVEDIR) })?;
-    fs.locs.remove_at(&st.key(), &d.st.key(), name);
-    fs.verified.remove(&st.key());
+    sys::unlinkat(d.raw(), &c, libc::AT_REMOVEDIR)?;
+    fs.unlinked(&d, name, &st);
     Ok(fs.wcc(&d.st, d.raw()))
 }
 
@@ -257,19 +251,17 @@ pub(super) fn rename(
 ) -> FsResult<(Wcc, Wcc)> {
     let cf = check_name(from, false)?;
     let ct = check_name(to, false)?;
-    fs.srv()?;
     let d1 = fs.dir(from_dir)?;
     let d2 = fs.dir(to_dir)?;
     fs.usr(cred)?;
     let moved = sys::statx_at(d1.raw(), &cf, 0)?;
     let replaced = sys::statx_at(d2.raw(), &ct, 0).ok();
-    // SAFETY: valid C strings. Renaming a name onto a link of the same
-    // inode is a successful no-op in the kernel, as POSIX asks.
-    sys::cvt(unsafe { libc::renameat(d1.raw(), cf.as_ptr(), d2.raw(), ct.as_ptr()) })?;
+    // Renaming a name onto a link of the same inode is a successful no-op
+    // in the kernel, as POSIX asks.
+    sys::renameat(d1.raw(), &cf, d2.raw(), &ct)?;
     if let Some(r) = replaced {
         if r.key() != moved.key() {
-            fs.locs.remove_at(&r.key(), &d2.st.key(), to);
-            fs.verified.remove(&r.key());
+            fs.unlinked(&d2, to, &r);
         }
     }
     fs.locs.insert(moved.key(), d2.st.key(), to);
@@ -284,26 +276,13 @@ pub(super) fn link(
     name: &[u8],
 ) -> FsResult<(Attr, Wcc)> {
     let c = check_name(name, false)?;
-    fs.srv()?;
     let f = fs.resolve(file)?;
     if f.st.is_dir() {
         return Err(errno(libc::EISDIR));
     }
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
-    // linkat(fd, "", AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the /proc
-    // magic link does the same for any caller.
-    let src = sys::cstr(format!("/proc/self/fd/{}", f.raw()).as_bytes())?;
-    // SAFETY: valid C strings.
-    sys::cvt(unsafe {
-        libc::linkat(
-            libc::AT_FDCWD,
-            src.as_ptr(),
-            d.raw(),
-            c.as_ptr(),
-            libc::AT_SYMLINK_FOLLOW,
-        )
-    })?;
+    sys::link_fd(f.raw(), d.raw(), &c)?;
     let st = sys::fstat(f.raw())?;
     Ok((fs.attr(&st), fs.wcc(&d.st, d.raw())))
 }

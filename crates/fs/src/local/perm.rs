@@ -1,7 +1,44 @@
-//! Permission: the ACCESS3 bits a caller holds.
+//! Permission: the ACCESS3 bits a caller holds, and whether a caller may
+//! use a file's data through a descriptor the server opened.
 
-use super::sys::Stat;
-use crate::Cred;
+use super::files::Access;
+use super::sys::{self, Stat};
+use super::{io_errno, LocalFs, Obj};
+use crate::{Cred, FsResult};
+
+impl LocalFs {
+    /// Whether the caller may read (or write) a regular file's data, as
+    /// knfsd's nfsd_permission decides for READ and WRITE: the kernel's own
+    /// answer for the caller's credentials (POSIX ACLs, read-only mounts and
+    /// immutable files included), then, where that is EACCES, the owner
+    /// override (a client may write a file it created read-only: permission
+    /// was checked at open time on the client) and, for reading, execute
+    /// permission in place of read. Leaves the thread as the caller.
+    pub(super) fn may_use_data(&self, cred: &Cred, o: &Obj<'_>, access: Access) -> FsResult<()> {
+        if !self.opts.act_as_caller {
+            // Every call is the server user's, who opened the descriptor.
+            return Ok(());
+        }
+        self.usr(cred)?;
+        let mode = match access {
+            Access::Read => libc::R_OK,
+            Access::Write => libc::W_OK,
+        };
+        match sys::may_access(o.raw(), mode) {
+            Ok(()) => Ok(()),
+            Err(e) if io_errno(&e) == libc::EACCES => {
+                if o.st.uid == cred.uid
+                    || (access == Access::Read && sys::may_access(o.raw(), libc::X_OK).is_ok())
+                {
+                    Ok(())
+                } else {
+                    Err(e.into())
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
 
 pub(super) const ACCESS3_READ: u32 = 0x1;
 pub(super) const ACCESS3_LOOKUP: u32 = 0x2;

@@ -1,24 +1,43 @@
-//! Handle resolution and confinement.
+//! Handle resolution and confinement: the one place a client's handle
+//! becomes an object, and the one place it is decided that the object lies
+//! inside the export.
+//!
+//! Order of resolution:
+//! 1. the export root's handle: the held root descriptor;
+//! 2. the handle cache (`objects.rs`): the object's descriptor, kept from an
+//!    earlier resolution; one statx, no credential switch. Its confinement
+//!    verdict is trusted for `verify_ttl` (forever when the export is a
+//!    whole filesystem), then proven again (knfsd with no_subtree_check
+//!    never checks again);
+//! 3. otherwise the MAC is checked and the handle decoded (`handle.rs`):
+//!    kernel handles are opened with open_by_handle_at and proven inside
+//!    the export; path handles are found by re-walking their remembered
+//!    location from the root, every step checked by identity; locations not
+//!    known are looked for by the background walk (`scan.rs`). The result
+//!    is cached.
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+use std::time::Duration;
 
 use super::handle::Decoded;
+use super::objects::{Object, FOREVER};
+use super::scan::Located;
 use super::sys::{Key, Stat};
-use super::{
-    errno, io_errno, sys, FdRef, HandleMode, LocalFs, Obj, ENOMEM_RETRIES, MAX_DEPTH,
-    MAX_SCAN_DEPTH, SCAN_BUF,
-};
+use super::{errno, io_errno, sys, FdRef, HandleMode, LocalFs, Obj, ENOMEM_RETRIES, MAX_DEPTH};
 use crate::{Fh, FsError, FsResult};
 
 impl LocalFs {
     // ---- handles ----
 
-    /// Generation of a regular file or directory (server credentials).
+    /// Generation of a regular file or directory (switches to the server's
+    /// credentials: the caller may not be able to open it).
     pub(super) fn gen_of(&self, fd: RawFd, st: &Stat) -> Option<u32> {
         if !(st.is_reg() || st.is_dir()) {
             return None;
         }
+        self.srv().ok()?;
         let f = sys::reopen(fd, libc::O_RDONLY | libc::O_NONBLOCK).ok()?;
         sys::generation(f.as_raw_fd())
     }
@@ -32,7 +51,7 @@ impl LocalFs {
         self.sealer.seal_path(fs, st.ino, gen)
     }
 
-    /// The handle of an object held by an fd (server credentials).
+    /// The handle of an object held by an fd.
     pub(super) fn make_fh(&self, fd: RawFd, st: &Stat) -> FsResult<Fh> {
         if st.key() == self.root_key {
             return Ok(self.root_fh.clone());
@@ -77,11 +96,96 @@ impl LocalFs {
         Some(self.path_fh(st, gen))
     }
 
-    /// Resolves a handle to an object inside the export (server credentials).
+    /// Milliseconds on the backend's clock.
+    pub(super) fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// The confinement verdict to give an object just proven inside:
+    /// permanent on the export's own mount when it exports a whole
+    /// filesystem (nothing can be moved out of it).
+    pub(super) fn verdict_now(&self, st: &Stat) -> u64 {
+        if self.whole_fs && st.mnt_id == self.root_mnt {
+            FOREVER
+        } else {
+            self.now_ms()
+        }
+    }
+
+    /// Resolves a handle to an object inside the export. Switches to the
+    /// server's credentials only when the handle is not cached.
     pub(super) fn resolve(&self, fh: &Fh) -> FsResult<Obj<'_>> {
         if fh.0 == self.root_fh.0 {
             return self.root_obj();
         }
+        if let Some(o) = self.objects.get(&fh.0) {
+            return self.cached(fh, o);
+        }
+        self.srv()?;
+        match self.resolve_uncached(fh)? {
+            None => self.root_obj(),
+            Some((fd, st)) => {
+                let verified = self.verdict_now(&st);
+                let o = self.objects.insert(&fh.0, fd, verified);
+                Ok(Obj {
+                    fd: FdRef::Cached(o),
+                    st,
+                    verified,
+                })
+            }
+        }
+    }
+
+    /// Caches an object a call found in directory `dir` (LOOKUP, CREATE,
+    /// ...) under its handle. An entry of a directory inside the export is
+    /// inside as long as the directory is: it gets the directory's verdict
+    /// (the root's is permanent only for the root itself).
+    pub(super) fn remember(&self, fh: &Fh, fd: OwnedFd, st: &Stat, dir: &Obj<'_>) {
+        if fh.0 == self.root_fh.0 {
+            return;
+        }
+        let verified = if dir.verified == FOREVER {
+            self.verdict_now(st)
+        } else {
+            dir.verified
+        };
+        let o = self.objects.insert(&fh.0, fd, verified);
+        drop(o);
+    }
+
+    /// A cache hit: one statx; the object is released if it was deleted,
+    /// and proven inside the export again once its verdict is old.
+    fn cached(&self, fh: &Fh, o: Arc<Object>) -> FsResult<Obj<'_>> {
+        let st = sys::fstat(o.fd.as_raw_fd())?;
+        if st.nlink == 0 {
+            self.objects.forget(&fh.0, &o);
+            return Err(FsError::Stale);
+        }
+        let at = o.verified_at();
+        if at != FOREVER
+            && self.now_ms().saturating_sub(at) > self.opts.verify_ttl.as_millis() as u64
+        {
+            self.srv()?;
+            match self.prove_inside(o.fd.as_raw_fd(), &st) {
+                Ok(()) => o.set_verified(self.now_ms()),
+                Err(e) => {
+                    if e == FsError::Stale {
+                        self.objects.forget(&fh.0, &o);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let verified = o.verified_at();
+        Ok(Obj {
+            fd: FdRef::Cached(o),
+            st,
+            verified,
+        })
+    }
+
+    /// Decodes and finds a handle's object: None for the export root.
+    fn resolve_uncached(&self, fh: &Fh) -> FsResult<Option<(OwnedFd, Stat)>> {
         match self.sealer.open(&fh.0)? {
             Decoded::Path { fs, ino, gen } => {
                 if fs != 0 && !self.opts.cross_mounts {
@@ -90,9 +194,9 @@ impl LocalFs {
                 let dev = if fs == 0 { self.root_key.dev } else { fs };
                 let key = Key { dev, ino };
                 if key == self.root_key {
-                    return self.root_obj();
+                    return Ok(None);
                 }
-                self.find(key, gen)
+                self.find(key, gen).map(Some)
             }
             Decoded::Kernel { htype, bytes } => {
                 if self.mode != HandleMode::Kernel {
@@ -104,33 +208,38 @@ impl LocalFs {
                     return Err(FsError::Stale);
                 }
                 if st.key() == self.root_key {
-                    return self.root_obj();
+                    return Ok(None);
                 }
-                if !self.verified.contains(&st.key()) && !self.kernel_path_inside(fd.as_raw_fd()) {
-                    if st.is_dir() {
-                        self.walk_up(fd.as_raw_fd(), &st)?;
-                    } else {
-                        let o = self.find(st.key(), 0)?;
-                        if o.st.key() != st.key() {
-                            return Err(FsError::Stale);
-                        }
-                    }
-                    self.verified.insert(st.key());
+                if !self.whole_fs {
+                    self.prove_inside(fd.as_raw_fd(), &st)?;
                 }
-                Ok(Obj {
-                    fd: FdRef::Owned(fd),
-                    st,
-                })
+                Ok(Some((fd, st)))
             }
         }
+    }
+
+    /// Proves that the object `fd` refers to lies below the export root
+    /// (server credentials): the kernel's path for it, else for a directory
+    /// a walk up "..", else its remembered or searched-for location.
+    fn prove_inside(&self, fd: RawFd, st: &Stat) -> FsResult<()> {
+        if self.kernel_path_inside(fd) {
+            return Ok(());
+        }
+        if st.is_dir() {
+            return self.walk_up(fd, st);
+        }
+        let (found, _) = self.find(st.key(), 0)?;
+        drop(found);
+        Ok(())
     }
 
     /// open_by_handle_at on the export's mount. An object freed a moment ago
     /// can make the kernel answer ENOMEM instead of ESTALE while its inode
     /// is being evicted (seen in 1 of 10 parallel test runs); asking again
-    /// after a short wait gets the settled answer. A real shortage stays ENOMEM (JUKEBOX to the
-    /// client, which retries); a missing object is Stale.
-    pub(super) fn open_kernel_handle(&self, htype: i32, bytes: &[u8]) -> FsResult<OwnedFd> {
+    /// after a short wait gets the settled answer. A real shortage stays
+    /// ENOMEM (JUKEBOX to the client, which retries); a missing object is
+    /// Stale.
+    fn open_kernel_handle(&self, htype: i32, bytes: &[u8]) -> FsResult<OwnedFd> {
         let mut tries = 0;
         loop {
             match sys::open_by_handle(self.root.as_raw_fd(), htype, bytes, libc::O_PATH) {
@@ -139,9 +248,7 @@ impl LocalFs {
                     libc::ESTALE | libc::ENOENT | libc::EINVAL => return Err(FsError::Stale),
                     libc::ENOMEM if tries < ENOMEM_RETRIES => {
                         // 0.1 ms, 1 ms, 10 ms: only this rare path waits.
-                        std::thread::sleep(std::time::Duration::from_micros(
-                            100 * 10u64.pow(tries),
-                        ));
+                        std::thread::sleep(Duration::from_micros(100 * 10u64.pow(tries)));
                         tries += 1;
                     }
                     n => return Err(errno(n)),
@@ -156,7 +263,7 @@ impl LocalFs {
     /// file whose dentry is cached, which after a server restart (not a host
     /// reboot) is the common case. A disconnected dentry shows as a single
     /// "/name" component and fails the test, falling back to the slow check.
-    pub(super) fn kernel_path_inside(&self, fd: RawFd) -> bool {
+    fn kernel_path_inside(&self, fd: RawFd) -> bool {
         match sys::fd_path(fd) {
             Ok(p) => {
                 p.len() > self.root_prefix.len()
@@ -168,7 +275,7 @@ impl LocalFs {
     }
 
     /// Confirms a directory is the export root or below it by walking "..".
-    pub(super) fn walk_up(&self, fd: RawFd, st: &Stat) -> FsResult<()> {
+    fn walk_up(&self, fd: RawFd, st: &Stat) -> FsResult<()> {
         // A directory removed meanwhile has no ".." any more: Stale.
         let up = |fd: RawFd| {
             sys::openat(fd, sys::DOTDOT, libc::O_PATH | libc::O_DIRECTORY, 0)
@@ -191,43 +298,44 @@ impl LocalFs {
         Err(FsError::Stale)
     }
 
-    /// Whether `o` has generation `want` (0 = not known when issued).
-    pub(super) fn gen_ok(&self, o: &Obj<'_>, want: u32) -> bool {
-        want == 0 || self.gen_of(o.raw(), &o.st).is_none_or(|g| g == want)
+    /// Whether the object has generation `want` (0 = not known when issued).
+    fn gen_ok(&self, fd: RawFd, st: &Stat, want: u32) -> bool {
+        want == 0 || self.gen_of(fd, st).is_none_or(|g| g == want)
     }
 
-    /// Finds an object by identity: remembered location, else a scan.
-    pub(super) fn find(&self, key: Key, gen: u32) -> FsResult<Obj<'_>> {
-        if let Some(o) = self.walk_chain(key)? {
-            return if self.gen_ok(&o, gen) {
-                Ok(o)
-            } else {
-                Err(FsError::Stale)
-            };
+    /// Finds an object by identity: its remembered location, else where the
+    /// background walk sees it. Stale when it is not in the export; EAGAIN
+    /// (JUKEBOX) while the walk has not answered yet.
+    fn find(&self, key: Key, gen: u32) -> FsResult<(OwnedFd, Stat)> {
+        if let Some(found) = self.walk_chain(key)? {
+            return self.check_gen(found, gen);
         }
         if self.negative.contains(&(key, gen)) {
             return Err(FsError::Stale);
         }
-        let _g = self.scan_lock.lock().unwrap_or_else(|e| e.into_inner());
-        // Another caller's scan may have found it meanwhile.
-        if let Some(o) = self.walk_chain(key)? {
-            return if self.gen_ok(&o, gen) {
-                Ok(o)
-            } else {
-                Err(FsError::Stale)
-            };
-        }
-        match self.scan(key, gen)? {
-            Some(o) => Ok(o),
-            None => {
+        match self.scanner.locate(key) {
+            Located::Found => match self.walk_chain(key)? {
+                Some(found) => self.check_gen(found, gen),
+                None => Err(FsError::Stale),
+            },
+            Located::Missing => {
                 self.negative.insert((key, gen));
                 Err(FsError::Stale)
             }
+            Located::Busy => Err(errno(libc::EAGAIN)),
+        }
+    }
+
+    fn check_gen(&self, (fd, st): (OwnedFd, Stat), gen: u32) -> FsResult<(OwnedFd, Stat)> {
+        if self.gen_ok(fd.as_raw_fd(), &st, gen) {
+            Ok((fd, st))
+        } else {
+            Err(FsError::Stale)
         }
     }
 
     /// Re-walks a remembered location from the root, checking each step.
-    pub(super) fn walk_chain(&self, key: Key) -> FsResult<Option<Obj<'_>>> {
+    fn walk_chain(&self, key: Key) -> FsResult<Option<(OwnedFd, Stat)>> {
         let Some(chain) = self.locs.chain(key, self.root_key, MAX_DEPTH) else {
             return Ok(None);
         };
@@ -247,71 +355,7 @@ impl LocalFs {
                 }
             }
         }
-        Ok(cur.map(|(fd, st)| Obj {
-            fd: FdRef::Owned(fd),
-            st,
-        }))
-    }
-
-    /// Bounded depth-first search of the export for `target`. Depth-first so
-    /// the open fds are bounded by the depth (MAX_SCAN_DEPTH), not the width.
-    /// Directories seen are remembered in the location map.
-    pub(super) fn scan(&self, target: Key, gen: u32) -> FsResult<Option<Obj<'_>>> {
-        let top = sys::openat(
-            self.root.as_raw_fd(),
-            sys::DOT,
-            libc::O_RDONLY | libc::O_DIRECTORY,
-            0,
-        )?;
-        let mut stack = vec![(sys::DirReader::new(top, SCAN_BUF), self.root_key)];
-        let mut visited = 0usize;
-        while let Some((rd, dkey)) = stack.last_mut() {
-            let dkey = *dkey;
-            let e = match rd.next_entry() {
-                Ok(Some(e)) => e,
-                Ok(None) | Err(_) => {
-                    stack.pop();
-                    continue;
-                }
-            };
-            if e.name == b"." || e.name == b".." {
-                continue;
-            }
-            visited += 1;
-            if visited > self.opts.handle_scan_limit {
-                return Ok(None);
-            }
-            let dfd = rd.fd();
-            let Ok(c) = sys::cstr(&e.name) else { continue };
-            if e.ino == target.ino {
-                if let Ok(fd) = sys::open_path(dfd, &c) {
-                    if let Ok(st) = sys::fstat(fd.as_raw_fd()) {
-                        let o = Obj {
-                            fd: FdRef::Owned(fd),
-                            st,
-                        };
-                        if st.key() == target && self.on_export_fs(&st) && self.gen_ok(&o, gen) {
-                            self.locs.insert(target, dkey, &e.name);
-                            return Ok(Some(o));
-                        }
-                    }
-                }
-            }
-            let maybe_dir = e.dtype == libc::DT_DIR || e.dtype == libc::DT_UNKNOWN;
-            if maybe_dir && stack.len() < MAX_SCAN_DEPTH {
-                let flags =
-                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
-                if let Ok(sub) = sys::openat(dfd, &c, flags, 0) {
-                    if let Ok(st) = sys::fstat(sub.as_raw_fd()) {
-                        if self.on_export_fs(&st) {
-                            self.locs.insert(st.key(), dkey, &e.name);
-                            stack.push((sys::DirReader::new(sub, SCAN_BUF), st.key()));
-                        }
-                    }
-                }
-            }
-        }
-        Ok(None)
+        Ok(cur)
     }
 
     /// Resolves a handle that must name a directory.

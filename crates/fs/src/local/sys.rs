@@ -483,3 +483,126 @@ impl DirReader {
 pub fn makedev(major: u32, minor: u32) -> libc::dev_t {
     libc::makedev(major, minor)
 }
+
+pub fn fsync(fd: RawFd) -> io::Result<()> {
+    // SAFETY: plain fsync on a descriptor the caller owns.
+    cvt(unsafe { libc::fsync(fd) })?;
+    Ok(())
+}
+
+pub fn fdatasync(fd: RawFd) -> io::Result<()> {
+    // SAFETY: plain fdatasync on a descriptor the caller owns.
+    cvt(unsafe { libc::fdatasync(fd) })?;
+    Ok(())
+}
+
+pub fn ftruncate(fd: RawFd, len: i64) -> io::Result<()> {
+    // SAFETY: plain ftruncate on a descriptor the caller owns.
+    cvt(unsafe { libc::ftruncate(fd, len) })?;
+    Ok(())
+}
+
+pub fn fstatvfs(fd: RawFd) -> io::Result<libc::statvfs> {
+    // SAFETY: an all-zero statvfs is valid; fstatvfs fills it.
+    let mut v: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: v is a valid out-pointer (works on O_PATH fds via fstatfs).
+    cvt(unsafe { libc::fstatvfs(fd, &mut v) })?;
+    Ok(v)
+}
+
+/// fpathconf(_PC_LINK_MAX); None where the filesystem has no limit.
+pub fn link_max(fd: RawFd) -> Option<u32> {
+    // SAFETY: fpathconf only reads the fd (works on O_PATH via fstatfs).
+    let n = unsafe { libc::fpathconf(fd, libc::_PC_LINK_MAX) };
+    u32::try_from(n).ok()
+}
+
+pub fn mknodat(dir: RawFd, name: &CStr, mode: u32, dev: libc::dev_t) -> io::Result<()> {
+    // SAFETY: name is a valid C string.
+    cvt(unsafe { libc::mknodat(dir, name.as_ptr(), mode, dev) })?;
+    Ok(())
+}
+
+pub fn mkdirat(dir: RawFd, name: &CStr, mode: u32) -> io::Result<()> {
+    // SAFETY: name is a valid C string.
+    cvt(unsafe { libc::mkdirat(dir, name.as_ptr(), mode) })?;
+    Ok(())
+}
+
+pub fn symlinkat(target: &CStr, dir: RawFd, name: &CStr) -> io::Result<()> {
+    // SAFETY: both are valid C strings.
+    cvt(unsafe { libc::symlinkat(target.as_ptr(), dir, name.as_ptr()) })?;
+    Ok(())
+}
+
+pub fn unlinkat(dir: RawFd, name: &CStr, flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: name is a valid C string.
+    cvt(unsafe { libc::unlinkat(dir, name.as_ptr(), flags) })?;
+    Ok(())
+}
+
+pub fn renameat(from_dir: RawFd, from: &CStr, to_dir: RawFd, to: &CStr) -> io::Result<()> {
+    // SAFETY: both names are valid C strings.
+    cvt(unsafe { libc::renameat(from_dir, from.as_ptr(), to_dir, to.as_ptr()) })?;
+    Ok(())
+}
+
+/// A new name `name` in `dir` for the object `fd` refers to. linkat(fd, "",
+/// AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the /proc magic link does the
+/// same for any caller.
+pub fn link_fd(fd: RawFd, dir: RawFd, name: &CStr) -> io::Result<()> {
+    let src = cstr(format!("/proc/self/fd/{fd}").as_bytes())?;
+    // SAFETY: both are valid C strings.
+    cvt(unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            src.as_ptr(),
+            dir,
+            name.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    })?;
+    Ok(())
+}
+
+/// Whether this thread's filesystem identity may access the object `fd`
+/// refers to with `mode` (R_OK, W_OK, X_OK): the kernel's own answer, POSIX
+/// ACLs, read-only mounts and immutable files included (faccessat2 with
+/// AT_EACCESS judges with the fsuid/fsgid/groups, as an open would).
+pub fn may_access(fd: RawFd, mode: libc::c_int) -> io::Result<()> {
+    // SAFETY: raw faccessat2(fd, "", mode, AT_EMPTY_PATH|AT_EACCESS) with a
+    // valid empty C string.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_faccessat2,
+            fd,
+            EMPTY.as_ptr(),
+            mode,
+            libc::AT_EMPTY_PATH | libc::AT_EACCESS,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::ENOSYS) {
+        return Err(e);
+    }
+    // Before Linux 5.8: the same question through the /proc magic link.
+    let path = cstr(format!("/proc/self/fd/{fd}").as_bytes())?;
+    // SAFETY: valid C string.
+    cvt(unsafe { libc::faccessat(libc::AT_FDCWD, path.as_ptr(), mode, libc::AT_EACCESS) })?;
+    Ok(())
+}
+
+/// Whether mount `mnt_id` shows its filesystem's own root (the fourth field
+/// of /proc/self/mountinfo is "/"), rather than a bind-mounted subtree.
+pub fn mount_shows_fs_root(mnt_id: u64) -> bool {
+    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    text.lines().any(|l| {
+        let mut f = l.split(' ');
+        f.next().and_then(|id| id.parse::<u64>().ok()) == Some(mnt_id) && f.nth(2) == Some("/")
+    })
+}

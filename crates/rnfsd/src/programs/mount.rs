@@ -427,7 +427,7 @@ mod tests {
                     ]),
                 ),
             ],
-            write_verifier: [0; 8],
+            write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
             max_io: 1 << 20,
         }
     }

@@ -601,6 +601,9 @@ fn write(ctx: &CallCtx<'_>, a: Write3ArgsRef<'_>) -> Write3Res {
     // the client to send the rest (knfsd truncates the same way).
     let n = a.data.len().min(max_io(ctx) as usize);
     let data = &a.data[..n];
+    // Read before writing: a verifier reset while this write is under way
+    // (a storage error that may have lost it) then shows at COMMIT.
+    let verf = Verf3(ctx.server.write_verifier.get());
     match exp
         .backend
         .write(&cred, &fh, a.offset, data, stable_of(a.stable))
@@ -610,7 +613,7 @@ fn write(ctx: &CallCtx<'_>, a: Write3ArgsRef<'_>) -> Write3Res {
             count: written.min(n as u32),
             // RFC 1813 §3.3.7: committed must be at least what was asked.
             committed: stable_how_of(committed).max(a.stable),
-            verf: Verf3(ctx.server.write_verifier),
+            verf,
         }),
         Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(exp, &cred, &fh)),
     }
@@ -1033,9 +1036,11 @@ fn commit(ctx: &CallCtx<'_>, a: Commit3Args) -> Result<Commit3Res, ProcError> {
         return Ok(NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(exp, &cred, &fh)));
     }
     Ok(match exp.backend.commit(&cred, &fh, a.offset, a.count) {
+        // Read after the sync: a reset it caused (or that happened while
+        // it ran) is in this reply.
         Ok(w) => NfsRes::Ok(Commit3ResOk {
             file_wcc: wcc_data_of(&w),
-            verf: Verf3(ctx.server.write_verifier),
+            verf: Verf3(ctx.server.write_verifier.get()),
         }),
         Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(exp, &cred, &fh)),
     })

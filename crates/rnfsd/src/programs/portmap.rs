@@ -227,7 +227,7 @@ mod tests {
         set_registrations(regs());
         let s = Server {
             exports: vec![],
-            write_verifier: [0; 8],
+            write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
             max_io: 4096,
         };
         let c = CallCtx {

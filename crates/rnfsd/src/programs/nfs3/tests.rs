@@ -330,7 +330,7 @@ fn server_with(exports: Vec<(Arc<FakeFs>, bool)>, max_io: u32) -> Server {
                 )
             })
             .collect(),
-        write_verifier: WVERF,
+        write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new(WVERF)),
         max_io,
     }
 }
@@ -1513,7 +1513,7 @@ mod local {
                 Arc::new(fs),
                 ExportAccess::allow_all(read_only),
             )],
-            write_verifier: WVERF,
+            write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new(WVERF)),
             max_io,
         }
     }

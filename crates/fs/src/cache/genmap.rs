@@ -1,19 +1,11 @@
-//! Bounded in-memory caches of the local backend.
+//! Bounded maps without descriptors: a two-generation approximate LRU, and
+//! a set of keys that expire.
 
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-use super::sys::Key;
-
-/// Where an object was last seen: its parent directory and name there.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Loc {
-    pub parent: Key,
-    pub name: Box<[u8]>,
-}
 
 /// A bounded map in independently locked shards, each kept as two
 /// generations: when a shard's current generation is half its share full it
@@ -33,8 +25,10 @@ struct Gens<K, V> {
     old: HashMap<K, V>,
 }
 
-/// Shards at most; a map this small or smaller stays one shard.
-const MAX_SHARDS: usize = 64;
+/// Shards at most, and the fewest entries per shard: a rotation clears one
+/// shard's old generation, so shards stay small (about 10,000 entries at
+/// 10 million) to bound that work.
+const MAX_SHARDS: usize = 1024;
 const MIN_PER_SHARD: usize = 1024;
 
 impl<K: Hash + Eq + Clone, V: Clone> GenMap<K, V> {
@@ -61,20 +55,25 @@ impl<K: Hash + Eq + Clone, V: Clone> GenMap<K, V> {
         self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn put(g: &mut Gens<K, V>, half: usize, k: K, v: V) {
+    /// Inserts; on a rotation returns the dropped generation, for the
+    /// caller to free after the lock is released.
+    #[must_use]
+    fn put(g: &mut Gens<K, V>, half: usize, k: K, v: V) -> Option<HashMap<K, V>> {
+        let mut dead = None;
         if g.cur.len() >= half && !g.cur.contains_key(&k) {
-            // Rotate keeping `cur`'s capacity: the same bound, no regrowth
-            // under the shard lock.
             std::mem::swap(&mut g.cur, &mut g.old);
-            g.cur.clear();
+            dead = Some(std::mem::take(&mut g.cur));
         }
         g.old.remove(&k);
         g.cur.insert(k, v);
+        dead
     }
 
     pub fn insert(&self, k: K, v: V) {
         let mut g = self.shard(&k);
-        Self::put(&mut g, self.half, k, v);
+        let dead = Self::put(&mut g, self.half, k, v);
+        drop(g);
+        drop(dead);
     }
 
     pub fn get(&self, k: &K) -> Option<V> {
@@ -83,7 +82,9 @@ impl<K: Hash + Eq + Clone, V: Clone> GenMap<K, V> {
             return Some(v.clone());
         }
         let v = g.old.remove(k)?;
-        Self::put(&mut g, self.half, k.clone(), v.clone());
+        let dead = Self::put(&mut g, self.half, k.clone(), v.clone());
+        drop(g);
+        drop(dead);
         Some(v)
     }
 
@@ -105,6 +106,11 @@ impl<K: Hash + Eq + Clone, V: Clone> GenMap<K, V> {
     }
 
     #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.shards
             .iter()
@@ -113,59 +119,6 @@ impl<K: Hash + Eq + Clone, V: Clone> GenMap<K, V> {
                 g.cur.len() + g.old.len()
             })
             .sum()
-    }
-}
-
-/// ino -> (parent ino, name), bounded to `cap` entries.
-pub struct LocMap(GenMap<Key, Loc>);
-
-impl LocMap {
-    pub fn new(cap: usize) -> Self {
-        LocMap(GenMap::new(cap))
-    }
-
-    pub fn insert(&self, k: Key, parent: Key, name: &[u8]) {
-        self.0.insert(
-            k,
-            Loc {
-                parent,
-                name: name.into(),
-            },
-        );
-    }
-
-    pub fn remove(&self, k: &Key) {
-        self.0.remove(k)
-    }
-
-    /// Forgets `k` only if it is recorded at (parent, name).
-    pub fn remove_at(&self, k: &Key, parent: &Key, name: &[u8]) {
-        self.0
-            .remove_if(k, |l| l.parent == *parent && &*l.name == name);
-    }
-
-    /// The names from `root` down to `k` (root first), or None if a link of
-    /// the chain is unknown or it is longer than `max_depth`. Each returned
-    /// element is (key of the object named, name). Links are read one at a
-    /// time; the caller re-walks and checks every step on the filesystem.
-    pub fn chain(&self, k: Key, root: Key, max_depth: usize) -> Option<Vec<(Key, Box<[u8]>)>> {
-        let mut out = Vec::new();
-        let mut cur = k;
-        while cur != root {
-            if out.len() >= max_depth {
-                return None;
-            }
-            let l = self.0.get(&cur)?;
-            out.push((cur, l.name));
-            cur = l.parent;
-        }
-        out.reverse();
-        Some(out)
-    }
-
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.0.len()
     }
 }
 
@@ -199,33 +152,6 @@ impl<K: Hash + Eq + Clone> TtlSet<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn k(i: u64) -> Key {
-        Key { dev: 1, ino: i }
-    }
-
-    #[test]
-    fn locmap_is_bounded_and_chains() {
-        let m = LocMap::new(8);
-        for i in 2..100 {
-            m.insert(k(i), k(i - 1), format!("n{i}").as_bytes());
-            assert!(m.len() <= 8);
-        }
-        // Recent entries chain back only as far as they are known.
-        assert!(m.chain(k(99), k(1), 100).is_none());
-        let m = LocMap::new(100);
-        m.insert(k(3), k(2), b"b");
-        m.insert(k(2), k(1), b"a");
-        let c = m.chain(k(3), k(1), 10).unwrap();
-        assert_eq!(c.len(), 2);
-        assert_eq!(&*c[0].1, b"a");
-        assert_eq!(c[1].0, k(3));
-        assert!(m.chain(k(3), k(1), 1).is_none());
-        m.remove_at(&k(3), &k(2), b"x");
-        assert!(m.chain(k(3), k(1), 10).is_some());
-        m.remove_at(&k(3), &k(2), b"b");
-        assert!(m.chain(k(3), k(1), 10).is_none());
-    }
 
     #[test]
     fn sharded_map_stays_within_its_cap() {

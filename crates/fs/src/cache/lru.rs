@@ -1,0 +1,535 @@
+//! A bounded cache in independently locked shards with CLOCK (second
+//! chance) replacement, as seed 004 teaches (the dcache's list_lru):
+//!
+//! * every operation under a shard lock is O(1) or bounded by a fixed scan
+//!   budget: nothing ever walks a whole shard, let alone the whole cache;
+//! * an entry some call still holds (its `Arc` is shared) is never evicted;
+//! * evicted values are handed back to the caller, so their descriptors are
+//!   closed after the lock is released, never under it;
+//! * a hit sets a referenced bit; eviction clears it once before taking the
+//!   entry (second chance), so a hot entry survives a reclaim pass.
+//!
+//! Hand-written rather than a crate: no cache crate offers in-use skipping,
+//! values dropped outside the lock and a hard bound together.
+
+use std::borrow::Borrow;
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Fewest entries a shard is sized for; small caches use fewer shards.
+const MIN_PER_SHARD: usize = 64;
+const MAX_SHARDS: usize = 64;
+
+/// Slots a bounded eviction looks at per entry it wants to free.
+pub const SCAN_PER_EVICT: usize = 8;
+
+pub struct Lru<K, V> {
+    shards: Box<[Shard<K, V>]>,
+    /// The hard bound on entries, counted in `len` (a slot is reserved
+    /// before an insert, so the count never passes it). Written on inserts
+    /// and evictions only, never by a hit.
+    cap: usize,
+    len: CachePadded,
+    /// A shard holds at most twice its fair share: hashing is uneven, and a
+    /// shard bound of exactly cap/n would evict while the cache has room.
+    shard_max: usize,
+    /// Inserts so far, and their number when `trim` last looked: a cache
+    /// nobody inserts into is not trimmed (that would only cause misses).
+    inserts: AtomicU64,
+    trimmed_at: AtomicU64,
+    hasher: RandomState,
+    /// Where background reclaim and the sweep resume.
+    reclaim_at: AtomicUsize,
+    sweep_at: Mutex<(usize, usize)>,
+}
+
+#[repr(align(128))]
+struct CachePadded(AtomicUsize);
+
+/// One lock and what it guards, on a line of its own.
+#[repr(align(128))]
+struct Shard<K, V>(Mutex<Inner<K, V>>);
+
+struct Inner<K, V> {
+    map: HashMap<K, u32>,
+    slots: Vec<Slot<K, V>>,
+    free: Vec<u32>,
+    hand: usize,
+    counts: Counts,
+}
+
+struct Slot<K, V> {
+    entry: Option<(K, Arc<V>)>,
+    referenced: bool,
+}
+
+/// Counters of one shard, kept under its lock (so counting costs no shared
+/// write beyond the lock itself).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub hits: u64,
+    pub misses: u64,
+    pub inserts: u64,
+    /// Inserts refused because the shard was full of entries in use.
+    pub refused: u64,
+    /// Entries evicted to make room for an insert (inline, on a call).
+    pub evicted_inline: u64,
+    /// Entries evicted by background reclaim.
+    pub evicted_reclaim: u64,
+    /// Entries removed because they went stale (deleted objects, idle files).
+    pub removed: u64,
+    pub entries: u64,
+}
+
+impl Counts {
+    fn add(&mut self, o: &Counts) {
+        self.hits += o.hits;
+        self.misses += o.misses;
+        self.inserts += o.inserts;
+        self.refused += o.refused;
+        self.evicted_inline += o.evicted_inline;
+        self.evicted_reclaim += o.evicted_reclaim;
+        self.removed += o.removed;
+        self.entries += o.entries;
+    }
+}
+
+/// What `insert` did with the value.
+pub enum Inserted<V> {
+    /// Cached; here is the cache's handle on it.
+    Cached(Arc<V>),
+    /// Another caller cached the same key first: use theirs.
+    Existing(Arc<V>),
+    /// No room (every entry of the shard in use): the value is handed back
+    /// to be used once and dropped.
+    Refused(Arc<V>),
+}
+
+impl<V> Inserted<V> {
+    pub fn into_arc(self) -> Arc<V> {
+        match self {
+            Inserted::Cached(v) | Inserted::Existing(v) | Inserted::Refused(v) => v,
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone, V> Lru<K, V> {
+    /// A cache of at most `cap` entries (at least 1).
+    pub fn new(cap: usize) -> Self {
+        let cap = cap.max(1);
+        let n = (cap / MIN_PER_SHARD).clamp(1, MAX_SHARDS);
+        Lru {
+            shards: (0..n)
+                .map(|_| {
+                    Shard(Mutex::new(Inner {
+                        map: HashMap::new(),
+                        slots: Vec::new(),
+                        free: Vec::new(),
+                        hand: 0,
+                        counts: Counts::default(),
+                    }))
+                })
+                .collect(),
+            cap,
+            len: CachePadded(AtomicUsize::new(0)),
+            shard_max: (2 * cap.div_ceil(n)).max(4),
+            inserts: AtomicU64::new(0),
+            trimmed_at: AtomicU64::new(0),
+            hasher: RandomState::new(),
+            reclaim_at: AtomicUsize::new(0),
+            sweep_at: Mutex::new((0, 0)),
+        }
+    }
+
+    /// Most entries the cache holds.
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    /// Entries held now (one atomic load).
+    pub fn len(&self) -> usize {
+        self.len.0.load(Ordering::Relaxed)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Reserves room for one entry under the hard bound.
+    fn try_reserve(&self) -> bool {
+        self.len
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < self.cap).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    fn released(&self, n: usize) {
+        if n > 0 {
+            self.len.0.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    fn index<Q: Hash + ?Sized>(&self, k: &Q) -> usize {
+        (self.hasher.hash_one(k) as usize) % self.shards.len()
+    }
+
+    fn lock(&self, i: usize) -> MutexGuard<'_, Inner<K, V>> {
+        // Nothing under the lock can leave the maps inconsistent: recover.
+        self.shards[i].0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The cached value for `k`, marked recently used.
+    pub fn get<Q>(&self, k: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let mut g = self.lock(self.index(k));
+        let Some(&i) = g.map.get(k) else {
+            g.counts.misses += 1;
+            return None;
+        };
+        g.counts.hits += 1;
+        let slot = &mut g.slots[i as usize];
+        slot.referenced = true;
+        slot.entry.as_ref().map(|(_, v)| v.clone())
+    }
+
+    /// Caches `v` under `k`. When the shard is full, frees room first by a
+    /// bounded eviction; the evicted values are pushed to `dropped`, for the
+    /// caller to drop once no lock is held.
+    pub fn insert(&self, k: K, v: Arc<V>, dropped: &mut Vec<Arc<V>>) -> Inserted<V> {
+        let mut g = self.lock(self.index(&k));
+        if let Some(&i) = g.map.get(&k) {
+            if let Some((_, old)) = &g.slots[i as usize].entry {
+                return Inserted::Existing(old.clone());
+            }
+        }
+        let reserved = g.map.len() < self.shard_max && self.try_reserve();
+        if !reserved {
+            // At a bound: evict here, and the evicted entry's place in the
+            // count passes to the new one.
+            let n = dropped.len();
+            Self::evict(&mut g, 1, SCAN_PER_EVICT * 4, dropped);
+            let freed = (dropped.len() - n) as u64;
+            g.counts.evicted_inline += freed;
+            if freed == 0 {
+                g.counts.refused += 1;
+                return Inserted::Refused(v);
+            }
+        }
+        let slot = Slot {
+            entry: Some((k.clone(), v.clone())),
+            // A new entry starts unreferenced: one use does not make it hot.
+            referenced: false,
+        };
+        let i = match g.free.pop() {
+            Some(i) => {
+                g.slots[i as usize] = slot;
+                i
+            }
+            None => {
+                g.slots.push(slot);
+                (g.slots.len() - 1) as u32
+            }
+        };
+        g.map.insert(k, i);
+        g.counts.inserts += 1;
+        self.inserts.fetch_add(1, Ordering::Relaxed);
+        g.counts.entries = g.map.len() as u64;
+        Inserted::Cached(v)
+    }
+
+    /// Removes `k` if its value is `v` (the same allocation): a caller that
+    /// found its entry stale removes that entry, never a newer one.
+    pub fn remove_if_same<Q>(&self, k: &Q, v: &Arc<V>) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let mut g = self.lock(self.index(k));
+        let &i = g.map.get(k)?;
+        let same = matches!(&g.slots[i as usize].entry, Some((_, cur)) if Arc::ptr_eq(cur, v));
+        if !same {
+            return None;
+        }
+        self.take_slot(&mut g, i)
+    }
+
+    /// Removes `k` whatever its value.
+    pub fn remove<Q>(&self, k: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let mut g = self.lock(self.index(k));
+        let &i = g.map.get(k)?;
+        self.take_slot(&mut g, i)
+    }
+
+    fn take_slot(&self, g: &mut Inner<K, V>, i: u32) -> Option<Arc<V>> {
+        let (k, v) = g.slots[i as usize].entry.take()?;
+        self.released(1);
+        g.slots[i as usize].referenced = false;
+        g.map.remove(&k);
+        g.free.push(i);
+        g.counts.removed += 1;
+        g.counts.entries = g.map.len() as u64;
+        Some(v)
+    }
+
+    /// Second-chance eviction from one shard: at most `max` entries freed
+    /// and at most `scan` slots looked at, entries in use skipped.
+    fn evict(g: &mut Inner<K, V>, max: usize, scan: usize, out: &mut Vec<Arc<V>>) {
+        let n = g.slots.len();
+        if n == 0 {
+            return;
+        }
+        let mut freed = 0;
+        for _ in 0..scan.min(2 * n) {
+            let i = g.hand % n;
+            g.hand = (i + 1) % n;
+            let slot = &mut g.slots[i];
+            let Some((_, v)) = &slot.entry else { continue };
+            if Arc::strong_count(v) > 1 {
+                continue;
+            }
+            if slot.referenced {
+                slot.referenced = false;
+                continue;
+            }
+            if let Some((k, v)) = slot.entry.take() {
+                g.map.remove(&k);
+                g.free.push(i as u32);
+                out.push(v);
+                freed += 1;
+                if freed >= max {
+                    break;
+                }
+            }
+        }
+        g.counts.entries = g.map.len() as u64;
+    }
+
+    /// Background reclaim: frees up to `max` unused entries from shard `i`
+    /// (bounded scan), pushing them to `out` for dropping outside the lock.
+    pub fn reclaim_shard(&self, i: usize, max: usize, out: &mut Vec<Arc<V>>) -> usize {
+        let mut g = self.lock(i % self.shards.len());
+        let n = out.len();
+        Self::evict(&mut g, max, max * SCAN_PER_EVICT, out);
+        let freed = out.len() - n;
+        g.counts.evicted_reclaim += freed as u64;
+        self.released(freed);
+        freed
+    }
+
+    /// Background reclaim across shards, resuming where the last call
+    /// stopped: frees up to `max` unused entries into `out`, one bounded
+    /// scan per shard lock.
+    pub fn reclaim(&self, max: usize, out: &mut Vec<Arc<V>>) -> usize {
+        let n = self.shards.len();
+        let mut freed = 0;
+        for _ in 0..n {
+            if freed >= max {
+                break;
+            }
+            let i = self.reclaim_at.fetch_add(1, Ordering::Relaxed) % n;
+            freed += self.reclaim_shard(i, max - freed, out);
+        }
+        freed
+    }
+
+    /// Keeps a margin under the bound (background): when entries are being
+    /// inserted and the cache is above 1/64 from its bound, frees unused
+    /// entries down to 1/32 below it, so calls rarely evict inline. A cache
+    /// no one inserts into keeps its entries (trimming would only cause
+    /// misses).
+    pub fn trim(&self, out: &mut Vec<Arc<V>>) -> usize {
+        let (len, cap) = (self.len(), self.cap);
+        let inserts = self.inserts.load(Ordering::Relaxed);
+        if self.trimmed_at.swap(inserts, Ordering::Relaxed) == inserts {
+            return 0;
+        }
+        if len <= cap - cap / 64 {
+            return 0;
+        }
+        self.reclaim(len - (cap - cap / 32), out)
+    }
+
+    /// The next `n` slots of the sweep (entries cloned, for checks made
+    /// outside the lock), taken from as many shards in turn as it needs,
+    /// each locked on its own; one call visits every shard at most once.
+    pub fn sample_next(&self, n: usize, out: &mut Vec<(K, Arc<V>)>) {
+        let mut at = self.sweep_at.lock().unwrap_or_else(|e| e.into_inner());
+        let mut left = n;
+        for _ in 0..self.shards.len() {
+            let (shard, from) = *at;
+            let g = self.lock(shard % self.shards.len());
+            let end = from.saturating_add(left).min(g.slots.len());
+            for s in g.slots.get(from..end).unwrap_or(&[]) {
+                if let Some((k, v)) = &s.entry {
+                    out.push((k.clone(), v.clone()));
+                }
+            }
+            left -= end.saturating_sub(from).min(left);
+            let done = end >= g.slots.len();
+            drop(g);
+            *at = if done {
+                ((shard + 1) % self.shards.len(), 0)
+            } else {
+                (shard, end)
+            };
+            if left == 0 {
+                break;
+            }
+        }
+    }
+
+    /// The sum of every shard's counters.
+    pub fn counts(&self) -> Counts {
+        let mut c = Counts::default();
+        for i in 0..self.shards.len() {
+            c.add(&self.lock(i).counts);
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ins(c: &Lru<u32, u32>, k: u32) -> Vec<Arc<u32>> {
+        let mut d = Vec::new();
+        c.insert(k, Arc::new(k), &mut d);
+        d
+    }
+
+    #[test]
+    fn bounded_and_second_chance() {
+        let c: Lru<u32, u32> = Lru::new(8);
+        assert_eq!(c.shard_count(), 1);
+        for k in 0..8 {
+            assert!(ins(&c, k).is_empty());
+        }
+        // Touch 0..4 so they survive the next evictions.
+        for k in 0..4 {
+            assert!(c.get(&k).is_some());
+        }
+        for k in 8..12 {
+            let d = ins(&c, k);
+            assert_eq!(d.len(), 1, "one evicted per insert at the bound");
+            assert!(*d[0] >= 4, "a referenced entry was evicted: {}", d[0]);
+        }
+        assert_eq!(c.len(), 8);
+        for k in 0..4 {
+            assert!(c.get(&k).is_some(), "hot entry {k} kept");
+        }
+    }
+
+    #[test]
+    fn entries_in_use_are_never_evicted() {
+        let c: Lru<u32, u32> = Lru::new(4);
+        let held: Vec<_> = (0..4)
+            .map(|k| {
+                ins(&c, k);
+                c.get(&k).unwrap()
+            })
+            .collect();
+        let mut d = Vec::new();
+        match c.insert(99, Arc::new(99), &mut d) {
+            Inserted::Refused(v) => assert_eq!(*v, 99),
+            _ => panic!("an insert into a shard full of held entries must be refused"),
+        }
+        assert!(d.is_empty());
+        assert_eq!(c.counts().refused, 1);
+        drop(held);
+        // Referenced bits are cleared on the first pass, then entries go.
+        let mut d = Vec::new();
+        assert!(matches!(
+            c.insert(99, Arc::new(99), &mut d),
+            Inserted::Cached(_)
+        ));
+        assert_eq!(d.len(), 1);
+        assert_eq!(c.len(), 4);
+    }
+
+    #[test]
+    fn existing_wins_and_remove_if_same() {
+        let c: Lru<u32, u32> = Lru::new(4);
+        ins(&c, 1);
+        let mut d = Vec::new();
+        let first = c.get(&1).unwrap();
+        match c.insert(1, Arc::new(100), &mut d) {
+            Inserted::Existing(v) => assert!(Arc::ptr_eq(&v, &first)),
+            _ => panic!("expected the existing entry"),
+        }
+        assert!(c.remove_if_same(&1, &Arc::new(1)).is_none());
+        assert!(c.remove_if_same(&1, &first).is_some());
+        assert!(c.get(&1).is_none());
+    }
+
+    #[test]
+    fn reclaim_is_bounded_per_call() {
+        // Room to spare in every shard, so no insert evicts.
+        let c: Lru<u32, u32> = Lru::new(16384);
+        for k in 0..4096 {
+            ins(&c, k);
+        }
+        assert_eq!(c.len(), 4096);
+        let mut out = Vec::new();
+        let freed = c.reclaim(100, &mut out);
+        assert_eq!(freed, out.len());
+        assert!(freed <= 100);
+        assert!(freed > 0);
+        assert_eq!(c.len(), 4096 - freed);
+        // The sweep visits every entry over enough calls.
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..1000 {
+            let mut b = Vec::new();
+            c.sample_next(64, &mut b);
+            seen.extend(b.into_iter().map(|(k, _)| k));
+        }
+        assert_eq!(seen.len(), c.len());
+    }
+
+    #[test]
+    fn a_cache_below_its_bound_evicts_nothing() {
+        // Hashing spreads keys unevenly over shards: no shard may evict
+        // while the cache as a whole has room.
+        let c: Lru<u32, u32> = Lru::new(1000);
+        assert!(c.shard_count() > 1);
+        for k in 0..1000 {
+            assert!(ins(&c, k).is_empty(), "evicted at {k}");
+        }
+        assert_eq!(c.len(), 1000);
+        let mut out = Vec::new();
+        assert!(c.trim(&mut out) > 0, "full and inserted into: trimmed");
+        assert_eq!(c.len(), 1000 - 1000 / 32);
+        assert_eq!(c.trim(&mut out), 0, "no inserts since: left alone");
+    }
+
+    #[test]
+    fn sharded_cache_never_exceeds_capacity() {
+        let c: Lru<u32, u32> = Lru::new(1000);
+        for k in 0..100_000 {
+            ins(&c, k);
+            if k % 997 == 0 {
+                assert!(c.len() <= c.capacity());
+            }
+        }
+        assert!(c.len() <= c.capacity());
+        assert_eq!(c.capacity(), 1000);
+        let exact: usize = (0..c.shard_count()).map(|i| c.lock(i).map.len()).sum();
+        assert_eq!(exact, c.len(), "the count matches the maps");
+    }
+}

@@ -1,0 +1,258 @@
+//! The open-file cache (knfsd's `nfsd_file`): (object, access) -> one
+//! descriptor opened once, as the server. Permission is still decided on
+//! every call, for the caller (`perm.rs`).
+//!
+//! Durability: a descriptor written UNSTABLE stays open until its data is
+//! committed or flushed. Closing a written descriptor (eviction, idle
+//! close, removal) first runs fdatasync, and any error from a flush, a
+//! COMMIT or a stable WRITE resets the write verifier, so every client
+//! resends what it has not seen committed (knfsd's
+//! `nfsd_reset_write_verifier`): a writeback error seen first by another
+//! caller, or lost with an evicted inode, can never let a COMMIT succeed
+//! with the verifier of the lost WRITE.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::cache::reclaim::BATCH;
+use crate::cache::{Caches, Counts, Lru, Permit, Reclaim};
+use crate::WriteVerifier;
+
+use super::objects::sweep_batch;
+use super::sys::{self, Key};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Access {
+    Read,
+    Write,
+}
+
+impl Access {
+    pub fn flags(self) -> libc::c_int {
+        match self {
+            Access::Read => libc::O_RDONLY,
+            Access::Write => libc::O_WRONLY,
+        }
+    }
+}
+
+pub(super) struct OpenFile {
+    pub fd: OwnedFd,
+    access: Access,
+    /// UNSTABLE writes done through this descriptor, and how many of them
+    /// the last successful sync covered: dirty while they differ.
+    written: AtomicU64,
+    synced: AtomicU64,
+    /// Backend clock (ms) of the last use, for closing idle writers.
+    last_used: AtomicU64,
+    verifier: Arc<WriteVerifier>,
+    _permit: Option<Permit>,
+}
+
+/// Whether an error from writing or syncing says stable storage may have
+/// lost data (knfsd resets the verifier on all but these).
+fn storage_error(e: &io::Error) -> bool {
+    !matches!(
+        e.raw_os_error(),
+        Some(libc::EAGAIN | libc::ESTALE | libc::EINTR | libc::EBADF)
+    )
+}
+
+impl OpenFile {
+    pub fn touch(&self, now: u64) {
+        // Only written when it changes by a tick, so a hot file's line is
+        // not rewritten by every call.
+        if now.saturating_sub(self.last_used.load(Ordering::Relaxed)) >= 100 {
+            self.last_used.store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// Records an UNSTABLE write that completed.
+    pub fn wrote(&self) {
+        self.written.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn is_dirty(&self) -> bool {
+        self.written.load(Ordering::Acquire) != self.synced.load(Ordering::Acquire)
+    }
+
+    /// fsync (or fdatasync) through this descriptor. Success marks the
+    /// writes done before it started as clean; a storage error resets the
+    /// write verifier before it is returned.
+    pub fn sync(&self, data_only: bool) -> io::Result<()> {
+        let w = self.written.load(Ordering::Acquire);
+        let r = if data_only {
+            sys::fdatasync(self.fd.as_raw_fd())
+        } else {
+            sys::fsync(self.fd.as_raw_fd())
+        };
+        match r {
+            Ok(()) => {
+                self.synced.fetch_max(w, Ordering::AcqRel);
+                Ok(())
+            }
+            Err(e) => {
+                if storage_error(&e) {
+                    self.verifier.reset(&e);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// A write through this descriptor failed: a storage error resets the
+    /// verifier (data written earlier may be what was lost).
+    pub fn write_failed(&self, e: &io::Error) {
+        if matches!(
+            e.raw_os_error(),
+            Some(libc::EIO | libc::ENOSPC | libc::EDQUOT)
+        ) {
+            self.verifier.reset(e);
+        }
+    }
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        if self.access != Access::Write || !self.is_dirty() {
+            return;
+        }
+        // A deleted file's data matters to nobody: no flush for it.
+        let linked = sys::fstat(self.fd.as_raw_fd()).is_ok_and(|s| s.nlink > 0);
+        if linked {
+            // sync() resets the verifier on an error; nobody else is left to
+            // tell, so say it here.
+            if let Err(e) = self.sync(true) {
+                tracing::warn!(error = %e, "flush of a written file before close failed");
+            }
+        }
+    }
+}
+
+/// Written descriptors idle this long are flushed and closed (knfsd's
+/// laundrette closes unused v3 files within about two seconds): a held
+/// writer blocks exec (ETXTBSY) and lease holders.
+const WRITE_IDLE_MS: u64 = 2000;
+/// Idle writers one tick closes at most (each may cost a flush).
+const MAX_IDLE_CLOSES: usize = 64;
+
+pub(super) struct FileCache {
+    lru: Lru<(Key, Access), OpenFile>,
+    caches: Arc<Caches>,
+    epoch: std::time::Instant,
+}
+
+impl FileCache {
+    pub fn new(cap: usize, caches: Arc<Caches>, epoch: std::time::Instant) -> Arc<FileCache> {
+        let c = Arc::new(FileCache {
+            lru: Lru::new(cap),
+            caches,
+            epoch,
+        });
+        let w: std::sync::Weak<dyn Reclaim> = Arc::downgrade(&(c.clone() as Arc<dyn Reclaim>));
+        c.caches.register(w);
+        c
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    pub fn get(&self, key: Key, access: Access) -> Option<Arc<OpenFile>> {
+        let f = self.lru.get(&(key, access))?;
+        f.touch(self.now());
+        Some(f)
+    }
+
+    /// Caches a descriptor just opened and returns it (used once and closed
+    /// when the cache cannot take it).
+    pub fn insert(
+        &self,
+        key: Key,
+        access: Access,
+        fd: OwnedFd,
+        verifier: Arc<WriteVerifier>,
+    ) -> Arc<OpenFile> {
+        let permit = match self.caches.acquire() {
+            Some(p) => Some(p),
+            None => {
+                self.reclaim(BATCH);
+                self.caches.acquire()
+            }
+        };
+        let cache = permit.is_some();
+        let f = Arc::new(OpenFile {
+            fd,
+            access,
+            written: AtomicU64::new(0),
+            synced: AtomicU64::new(0),
+            last_used: AtomicU64::new(self.now()),
+            verifier,
+            _permit: permit,
+        });
+        if !cache {
+            return f;
+        }
+        let mut dropped = Vec::new();
+        let r = self.lru.insert((key, access), f, &mut dropped);
+        drop(dropped);
+        r.into_arc()
+    }
+
+    /// Forgets every descriptor of `key` (its last name was removed): each
+    /// is closed once its current users are done.
+    pub fn forget(&self, key: Key) {
+        let gone = [
+            self.lru.remove(&(key, Access::Read)),
+            self.lru.remove(&(key, Access::Write)),
+        ];
+        drop(gone);
+    }
+
+    pub fn counts(&self) -> Counts {
+        self.lru.counts()
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.lru.capacity()
+    }
+
+    /// Closes descriptors of deleted files and idle writers, a bounded
+    /// batch per tick; statx, flushes and closes happen outside the lock.
+    fn sweep(&self) {
+        let mut batch = Vec::new();
+        self.lru
+            .sample_next(sweep_batch(self.lru.len()), &mut batch);
+        let now = self.now();
+        let mut closes = 0;
+        for (k, f) in batch {
+            let idle = f.access == Access::Write
+                && now.saturating_sub(f.last_used.load(Ordering::Relaxed)) >= WRITE_IDLE_MS;
+            let dead = sys::fstat(f.fd.as_raw_fd()).map_or(true, |s| s.nlink == 0);
+            if (idle && closes < MAX_IDLE_CLOSES) || dead {
+                closes += usize::from(idle);
+                let gone = self.lru.remove_if_same(&k, &f);
+                drop(gone);
+            }
+        }
+    }
+}
+
+impl Reclaim for FileCache {
+    fn reclaim(&self, max: usize) -> usize {
+        let mut out = Vec::new();
+        let freed = self.lru.reclaim(max, &mut out);
+        // Descriptors close here, after every lock is released.
+        drop(out);
+        freed
+    }
+
+    fn tick(&self) {
+        let mut out = Vec::new();
+        self.lru.trim(&mut out);
+        drop(out);
+        self.sweep();
+    }
+}

@@ -1,0 +1,368 @@
+//! The object layer's caches: hits, staleness, confinement over time,
+//! bounds under concurrent load, lost handles found by one walk, and
+//! credential switches only where the kernel must judge.
+
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rnfsd_fs::cache::Caches;
+use rnfsd_fs::local::{HandleMode, LocalFs, LocalOptions};
+use rnfsd_fs::{Backend, CreateHow, Cred, Fh, FsError, SetAttr, Stable};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn modes() -> Vec<HandleMode> {
+    if is_root() {
+        vec![HandleMode::Kernel, HandleMode::Path]
+    } else {
+        vec![HandleMode::Path]
+    }
+}
+
+fn root() -> Cred {
+    Cred::default()
+}
+
+fn opts(mode: HandleMode) -> LocalOptions {
+    LocalOptions {
+        handle_mode: mode,
+        handle_key: [9; 32],
+        ..LocalOptions::default()
+    }
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("rnfsd-caches-")
+        .tempdir()
+        .unwrap()
+}
+
+fn create(fs: &LocalFs, dir: &Fh, name: &str) -> Fh {
+    fs.create(
+        &root(),
+        dir,
+        name.as_bytes(),
+        &CreateHow::Unchecked(SetAttr {
+            mode: Some(0o644),
+            ..SetAttr::default()
+        }),
+    )
+    .unwrap()
+    .fh
+}
+
+fn mkdir(fs: &LocalFs, dir: &Fh, name: &str) -> Fh {
+    fs.mkdir(&root(), dir, name.as_bytes(), &SetAttr::default())
+        .unwrap()
+        .fh
+}
+
+fn cache(fs: &LocalFs, name: &str) -> rnfsd_fs::cache::Counts {
+    fs.stats()
+        .caches
+        .iter()
+        .find(|c| c.name == name)
+        .map(|c| c.counts)
+        .expect("cache reported")
+}
+
+/// Descriptors of this process that name `path` (deleted or not).
+fn fds_naming(path: &Path) -> usize {
+    let want = path.to_string_lossy().into_owned();
+    fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| fs::read_link(e.ok()?.path()).ok())
+        .filter(|t| t.to_string_lossy().starts_with(&want))
+        .count()
+}
+
+#[test]
+fn repeated_calls_hit_the_caches() {
+    for m in modes() {
+        let d = tmp();
+        let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
+        let f = create(&fs, &fs.root(), "f");
+        fs.write(&root(), &f, 0, b"hello", Stable::Unstable)
+            .unwrap();
+        let before = cache(&fs, "objects");
+        for _ in 0..10 {
+            fs.getattr(&root(), &f).unwrap();
+        }
+        let after = cache(&fs, "objects");
+        // CREATE put the new object in the cache: every GETATTR hits.
+        assert_eq!(after.hits - before.hits, 10, "{m:?}");
+        assert_eq!(after.misses, before.misses, "{m:?}");
+        let files = cache(&fs, "files");
+        let mut buf = Vec::new();
+        for _ in 0..5 {
+            fs.read(&root(), &f, 0, 5, &mut buf).unwrap();
+            assert_eq!(buf, b"hello");
+        }
+        let files2 = cache(&fs, "files");
+        assert_eq!(files2.inserts - files.inserts, 1, "one read descriptor");
+        assert_eq!(files2.hits - files.hits, 4, "{m:?}");
+    }
+}
+
+#[test]
+fn objects_deleted_behind_our_back_are_stale_and_released() {
+    for m in modes() {
+        let d = tmp();
+        let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
+        let f = create(&fs, &fs.root(), "victim");
+        fs.write(&root(), &f, 0, b"data", Stable::Unstable).unwrap();
+        let mut buf = Vec::new();
+        fs.read(&root(), &f, 0, 4, &mut buf).unwrap();
+        let path = d.path().join("victim");
+        assert!(fds_naming(&path) >= 1, "{m:?}: the caches hold it");
+        fs::remove_file(&path).unwrap();
+        // Identity is re-checked on use: nlink 0 is stale, at once.
+        assert_eq!(fs.getattr(&root(), &f).err(), Some(FsError::Stale), "{m:?}");
+        assert_eq!(
+            fs.read(&root(), &f, 0, 4, &mut buf).err(),
+            Some(FsError::Stale)
+        );
+        // The open files go with the periodic sweep (a tick is 100 ms).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while fds_naming(&path) > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "{m:?}: descriptors of a deleted file kept"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // A new file that may reuse the inode number is not reached.
+        let n = create(&fs, &fs.root(), "victim");
+        assert_eq!(fs.getattr(&root(), &f).err(), Some(FsError::Stale));
+        assert!(fs.getattr(&root(), &n).is_ok());
+    }
+}
+
+#[test]
+fn a_cached_object_moved_out_of_the_export_goes_stale() {
+    for m in modes() {
+        let top = tmp();
+        let exp = top.path().join("export");
+        fs::create_dir(&exp).unwrap();
+        let fs = LocalFs::open(
+            &exp,
+            7,
+            LocalOptions {
+                verify_ttl: Duration::from_millis(50),
+                ..opts(m)
+            },
+        )
+        .unwrap();
+        assert!(!fs.exports_whole_fs());
+        let inside = mkdir(&fs, &fs.root(), "in");
+        let g = create(&fs, &inside, "g");
+        assert!(fs.getattr(&root(), &g).is_ok());
+        fs::rename(exp.join("in"), top.path().join("moved_out")).unwrap();
+        std::thread::sleep(Duration::from_millis(120));
+        assert!(fs.getattr(&root(), &inside).is_err(), "{m:?}: dir");
+        assert!(fs.getattr(&root(), &g).is_err(), "{m:?}: file");
+        assert!(fs.lookup(&root(), &inside, b"g").is_err(), "{m:?}");
+    }
+}
+
+/// Many threads over many objects with tiny bounds: the descriptor budget
+/// and every cache's entry bound hold at every moment we look.
+#[test]
+fn bounds_hold_under_concurrent_stress() {
+    for m in modes() {
+        let d = tmp();
+        let caches = Caches::new(40);
+        let fs = Arc::new(
+            LocalFs::open(
+                d.path(),
+                7,
+                LocalOptions {
+                    object_cache_entries: 24,
+                    open_file_cache_entries: 12,
+                    caches: Some(caches.clone()),
+                    ..opts(m)
+                },
+            )
+            .unwrap(),
+        );
+        let r = fs.root();
+        let files: Vec<Fh> = (0..200)
+            .map(|i| create(&fs, &r, &format!("f{i}")))
+            .collect();
+        let files = Arc::new(files);
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let workers: Vec<_> = (0..8)
+            .map(|t| {
+                let (fs, files, stop) = (fs.clone(), files.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    let mut i = t * 37;
+                    let end = Instant::now() + Duration::from_secs(2);
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < end {
+                        let f = &files[i % files.len()];
+                        match i % 4 {
+                            0 => drop(fs.getattr(&root(), f)),
+                            1 => drop(fs.read(&root(), f, 0, 8, &mut buf)),
+                            2 => drop(fs.write(&root(), f, 0, b"x", Stable::Unstable)),
+                            _ => drop(fs.lookup(
+                                &root(),
+                                &fs.root(),
+                                format!("f{}", i % 200).as_bytes(),
+                            )),
+                        }
+                        i = i.wrapping_mul(31).wrapping_add(7);
+                    }
+                })
+            })
+            .collect();
+        let mut looks = 0;
+        let end = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < end {
+            let s = fs.stats();
+            assert!(
+                s.fds_cached <= 40,
+                "{m:?}: {} descriptors cached",
+                s.fds_cached
+            );
+            assert_eq!(s.fd_limit, 40);
+            for c in &s.caches {
+                assert!(
+                    c.counts.entries <= c.capacity,
+                    "{m:?}: {} holds {} of {}",
+                    c.name,
+                    c.counts.entries,
+                    c.capacity
+                );
+            }
+            looks += 1;
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for w in workers {
+            w.join().unwrap();
+        }
+        assert!(looks > 10);
+        let o = cache(&fs, "objects");
+        assert!(
+            o.evicted_inline + o.evicted_reclaim > 0,
+            "{m:?}: bounds were reached"
+        );
+    }
+}
+
+/// A cache hit changes no credentials: a worker that last acted as a
+/// caller stays that caller (the kernel judges nothing on a statx of a
+/// held descriptor).
+#[test]
+fn a_cache_hit_switches_no_credentials() {
+    if !is_root() {
+        eprintln!("SKIP: acting as a caller needs root");
+        return;
+    }
+    let d = tmp();
+    let fs = LocalFs::open(d.path(), 7, opts(HandleMode::Kernel)).unwrap();
+    let f = create(&fs, &fs.root(), "f");
+    let user = Cred {
+        uid: 4242,
+        gid: 4242,
+        gids: vec![],
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // LOOKUP judges as the caller: the thread becomes 4242.
+            fs.lookup(&user, &fs.root(), b"f").unwrap();
+            let fsuid = || {
+                // SAFETY: setfsuid(-1) changes nothing and returns the current
+                // filesystem uid.
+                unsafe { libc::syscall(libc::SYS_setfsuid, u32::MAX) as u32 }
+            };
+            assert_eq!(fsuid(), 4242);
+            for _ in 0..3 {
+                fs.getattr(&user, &f).unwrap();
+                fs.access(&user, &f, 0x3f).unwrap();
+                assert_eq!(fsuid(), 4242, "a hit switched credentials");
+            }
+        });
+    });
+}
+
+/// After a restart no location is known in path mode: many distinct
+/// handles missed at once are found by one shared walk, not one scan each,
+/// callers never wait past their bound, and warm calls go on meanwhile.
+#[test]
+fn lost_handles_are_found_by_one_shared_walk() {
+    let d = tmp();
+    let o = LocalOptions {
+        handle_scan_waiters: 4,
+        handle_scan_wait: Duration::from_millis(500),
+        ..opts(HandleMode::Path)
+    };
+    let fs = LocalFs::open(d.path(), 7, o.clone()).unwrap();
+    let r = fs.root();
+    let mut handles = Vec::new();
+    for i in 0..40 {
+        let dir = mkdir(&fs, &r, &format!("d{i}"));
+        for j in 0..10 {
+            handles.push(create(&fs, &dir, &format!("f{j}")));
+        }
+    }
+    drop(fs);
+    let fs = Arc::new(LocalFs::open(d.path(), 7, o).unwrap());
+    let handles = Arc::new(handles);
+    let threads: Vec<_> = (0..16)
+        .map(|t| {
+            let (fs, handles) = (fs.clone(), handles.clone());
+            std::thread::spawn(move || {
+                let (mut ok, mut busy) = (0, 0);
+                for (i, h) in handles.iter().enumerate().filter(|(i, _)| i % 16 == t) {
+                    let deadline = Instant::now() + Duration::from_secs(20);
+                    loop {
+                        let t0 = Instant::now();
+                        let r = fs.getattr(&root(), h);
+                        assert!(
+                            t0.elapsed() < Duration::from_secs(5),
+                            "a miss held a worker for {:?}",
+                            t0.elapsed()
+                        );
+                        match r {
+                            Ok(_) => {
+                                ok += 1;
+                                break;
+                            }
+                            Err(FsError::Errno(libc::EAGAIN)) => {
+                                busy += 1;
+                                assert!(Instant::now() < deadline, "handle {i} never found");
+                                std::thread::sleep(Duration::from_millis(20));
+                            }
+                            Err(e) => panic!("handle {i}: {e:?}"),
+                        }
+                    }
+                }
+                (ok, busy)
+            })
+        })
+        .collect();
+    // Warm calls meanwhile: the root never waits for the walk.
+    for _ in 0..50 {
+        let t0 = Instant::now();
+        fs.getattr(&root(), &fs.root()).unwrap();
+        assert!(t0.elapsed() < Duration::from_millis(400));
+    }
+    let mut ok = 0;
+    for t in threads {
+        ok += t.join().unwrap().0;
+    }
+    assert_eq!(ok, 400);
+    let s = fs.stats();
+    assert!(
+        s.scan_passes < 40,
+        "{} walks for 400 lost handles: misses must share walks",
+        s.scan_passes
+    );
+}
