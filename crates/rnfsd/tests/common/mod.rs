@@ -82,6 +82,11 @@ impl TestServer {
         self.addr.port()
     }
 
+    /// The server's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
     /// Stop with SIGTERM and wait; returns the exit status code.
     pub fn stop(&mut self) -> Option<i32> {
         let mut child = self.child.take()?;

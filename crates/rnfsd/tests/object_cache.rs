@@ -1,0 +1,251 @@
+//! End to end: the object layer's bounds hold in the real server under a
+//! concurrent load of many connections over many more objects than the
+//! caches may hold. Checked from inside (the caches' own counters, through
+//! the admin socket) and from outside (the process's descriptors in
+//! /proc/PID/fd and its resident memory), sampled while the load runs.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::nfs::*;
+use common::{TempDir, TestServer};
+use rnfsd_client::nfs3::*;
+use rnfsd_client::NfsClient;
+use rnfsd_stats::Snapshot;
+
+const CACHE_FDS: u64 = 48;
+const THREADS: u64 = 8;
+const CONNS: usize = 24;
+const DIRS: usize = 10;
+const FILES: usize = 30;
+
+fn snapshot(srv: &TestServer) -> Snapshot {
+    let a = rnfsd::admin::query(&srv.state.path().join("admin.sock"), "snapshot")
+        .expect("admin socket");
+    Snapshot::from_json(&a).expect("snapshot JSON")
+}
+
+/// The call succeeded at the RPC level and answered NFS3_OK.
+fn good<T, F>(r: Result<NfsRes<T, F>, rnfsd_client::ClientError>) -> bool {
+    matches!(r.map(rnfsd_client::check), Ok(Ok(_)))
+}
+
+fn fd_count(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count() as u64)
+        .unwrap_or(0)
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// What one sample saw: descriptors, RSS, and the caches' own view.
+#[derive(Debug, Default, Clone, Copy)]
+struct Peak {
+    fds: u64,
+    rss_kib: u64,
+    cached_fds: u64,
+    over_capacity: u64,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bounds_hold_under_load_from_inside_and_outside() {
+    bounded(async {
+        let dir = TempDir::new("objcache");
+        for d in 0..DIRS {
+            let p = dir.path().join(format!("d{d}"));
+            std::fs::create_dir(&p).unwrap();
+            for f in 0..FILES {
+                std::fs::write(p.join(format!("f{f}")), vec![b'x'; 4096]).unwrap();
+            }
+        }
+        let fds = CACHE_FDS.to_string();
+        let threads = THREADS.to_string();
+        let srv = TestServer::start_with(
+            dir.path(),
+            &[
+                "--no-rpcbind",
+                "--threads",
+                &threads,
+                "--cache-fds",
+                &fds,
+                "--object-cache-entries",
+                "32",
+                "--open-file-cache-entries",
+                "16",
+                "--path-cache-entries",
+                "64",
+            ],
+        );
+        let pid = srv.pid().expect("running");
+        let s = mount(&srv).await;
+        // Every object's handle, through the server (READDIRPLUS).
+        let mut items: Vec<(NfsFh3, NfsFh3, Vec<u8>)> = Vec::new();
+        for e in s.nfs.readdirplus_all(&s.root).await.unwrap() {
+            if e.name.starts_with(b"d") {
+                let dfh = e.name_handle.clone().unwrap();
+                for f in s.nfs.readdirplus_all(&dfh).await.unwrap() {
+                    if f.name.starts_with(b"f") {
+                        items.push((dfh.clone(), f.name_handle.unwrap(), f.name));
+                    }
+                }
+            }
+        }
+        assert_eq!(items.len(), DIRS * FILES);
+        let items = Arc::new(items);
+        let base_fds = fd_count(pid);
+        let base_rss = rss_kib(pid);
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let sampler = {
+            let stop = stop.clone();
+            let srv_state = srv.state.path().to_path_buf();
+            std::thread::spawn(move || {
+                let mut peak = Peak::default();
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    peak.fds = peak.fds.max(fd_count(pid));
+                    peak.rss_kib = peak.rss_kib.max(rss_kib(pid));
+                    if let Ok(a) = rnfsd::admin::query(&srv_state.join("admin.sock"), "snapshot") {
+                        let snap = Snapshot::from_json(&a).expect("snapshot JSON");
+                        for e in &snap.exports {
+                            peak.cached_fds = peak.cached_fds.max(e.fds_cached);
+                            for c in &e.caches {
+                                peak.over_capacity += u64::from(c.entries > c.capacity);
+                            }
+                        }
+                    }
+                    n += 1;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                (peak, n)
+            })
+        };
+
+        let mut tasks = Vec::new();
+        for c in 0..CONNS {
+            let client = connect(&srv).await;
+            let nfs = NfsClient::new(client);
+            let items = items.clone();
+            tasks.push(tokio::spawn(async move {
+                let end = Instant::now() + Duration::from_secs(3);
+                let mut i = c * 7919;
+                let mut calls = 0u64;
+                while Instant::now() < end {
+                    let (d, f, name) = &items[i % items.len()];
+                    let (file, offset) = (f.clone(), 0);
+                    let ok = match i % 6 {
+                        0 => nfs.getattr_ok(f).await.is_ok(),
+                        1 => good(
+                            nfs.access(&Access3Args {
+                                object: file,
+                                access: 0x3f,
+                            })
+                            .await,
+                        ),
+                        2 => good(
+                            nfs.lookup(&Lookup3Args {
+                                what: Diropargs3 {
+                                    dir: d.clone(),
+                                    name: name.clone(),
+                                },
+                            })
+                            .await,
+                        ),
+                        3 => good(
+                            nfs.read(&Read3Args {
+                                file,
+                                offset,
+                                count: 4096,
+                            })
+                            .await,
+                        ),
+                        4 => good(
+                            nfs.write(&Write3Args {
+                                file,
+                                offset,
+                                count: 512,
+                                stable: StableHow::Unstable,
+                                data: vec![b'y'; 512],
+                            })
+                            .await,
+                        ),
+                        _ => good(
+                            nfs.commit(&Commit3Args {
+                                file,
+                                offset,
+                                count: 0,
+                            })
+                            .await,
+                        ),
+                    };
+                    assert!(ok, "call {} failed", i % 6);
+                    calls += 1;
+                    i = i.wrapping_mul(31).wrapping_add(17);
+                }
+                calls
+            }));
+        }
+        let mut calls = 0;
+        for t in tasks {
+            calls += t.await.unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        let (peak, samples) = sampler.join().unwrap();
+        assert!(samples > 20, "sampled only {samples} times");
+        assert!(calls > 1000, "only {calls} calls");
+
+        // Inside: the budget and every cache's bound.
+        assert!(
+            peak.cached_fds <= CACHE_FDS,
+            "{} descriptors cached, bound {CACHE_FDS}",
+            peak.cached_fds
+        );
+        assert_eq!(peak.over_capacity, 0, "a cache held more than its capacity");
+        // Outside: whatever the process holds beyond its idle set is the
+        // caches, the connections and a few per call.
+        let allowed = base_fds + CACHE_FDS + CONNS as u64 + 4 * THREADS + 16;
+        assert!(
+            peak.fds <= allowed,
+            "the server held {} descriptors (idle {base_fds}, allowed {allowed})",
+            peak.fds
+        );
+        assert!(
+            peak.rss_kib <= base_rss + 64 * 1024,
+            "RSS grew from {base_rss} KiB to {} KiB",
+            peak.rss_kib
+        );
+        // The bounds were reached, and the caches worked.
+        let snap = snapshot(&srv);
+        let e = &snap.exports[0];
+        let objects = e.caches.iter().find(|c| c.name == "objects").unwrap();
+        let files = e.caches.iter().find(|c| c.name == "files").unwrap();
+        assert!(objects.hits > 0 && files.hits > 0, "{e:?}");
+        assert!(
+            objects.evicted_inline
+                + objects.evicted_reclaim
+                + files.evicted_inline
+                + files.evicted_reclaim
+                > 0,
+            "300 objects over 32+16 entries must evict: {e:?}"
+        );
+        eprintln!(
+            "{calls} calls; peak: {} fds (idle {base_fds}), RSS {} KiB (idle {base_rss}), \
+             {} cached fds; objects hit {:.0}%, files hit {:.0}%",
+            peak.fds,
+            peak.rss_kib,
+            peak.cached_fds,
+            100.0 * objects.hit_rate(),
+            100.0 * files.hit_rate()
+        );
+    })
+    .await;
+}
