@@ -9,7 +9,37 @@ use super::sys::Key;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Loc {
     pub parent: Key,
-    pub name: Box<[u8]>,
+    pub name: Name,
+}
+
+/// Longest name kept inside the entry (most are shorter), saving a heap
+/// allocation and its overhead per entry.
+const INLINE: usize = 22;
+
+/// A name, inline when short.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Name {
+    Inline(u8, [u8; INLINE]),
+    Heap(Box<[u8]>),
+}
+
+impl Name {
+    fn new(b: &[u8]) -> Name {
+        if b.len() <= INLINE {
+            let mut a = [0u8; INLINE];
+            a[..b.len()].copy_from_slice(b);
+            Name::Inline(b.len() as u8, a)
+        } else {
+            Name::Heap(b.into())
+        }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Name::Inline(n, a) => &a[..usize::from(*n)],
+            Name::Heap(b) => b,
+        }
+    }
 }
 
 /// ino -> (parent ino, name), bounded to `cap` entries.
@@ -25,7 +55,7 @@ impl LocMap {
             k,
             Loc {
                 parent,
-                name: name.into(),
+                name: Name::new(name),
             },
         );
     }
@@ -37,7 +67,7 @@ impl LocMap {
     /// Forgets `k` only if it is recorded at (parent, name).
     pub fn remove_at(&self, k: &Key, parent: &Key, name: &[u8]) {
         self.0
-            .remove_if(k, |l| l.parent == *parent && &*l.name == name);
+            .remove_if(k, |l| l.parent == *parent && l.name.as_bytes() == name);
     }
 
     /// The names from `root` down to `k` (root first), or None if a link of
@@ -52,7 +82,7 @@ impl LocMap {
                 return None;
             }
             let l = self.0.get(&cur)?;
-            out.push((cur, l.name));
+            out.push((cur, l.name.as_bytes().into()));
             cur = l.parent;
         }
         out.reverse();
