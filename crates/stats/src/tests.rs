@@ -217,6 +217,21 @@ fn sample() -> Snapshot {
     r.record(s, &call(100_003, 3, 3), Some(&accepted(0, &[2])), 12);
     r.record(s, &call(100_003, 3, 1), Some(&denied(&[1, 5])), 1);
     r.add_source("nfs", Default::default);
+    r.add_export(|| ExportCounts {
+        path: "/srv/a".into(),
+        caches: vec![CacheCounts {
+            name: "objects".into(),
+            capacity: 100,
+            entries: 40,
+            hits: 30,
+            misses: 10,
+            ..CacheCounts::default()
+        }],
+        fds_cached: 40,
+        fd_limit: 64,
+        scans_busy: 2,
+        ..ExportCounts::default()
+    });
     r.snapshot()
 }
 
@@ -272,6 +287,14 @@ fn prometheus_text_parses() {
         Some(0.0)
     );
     assert_eq!(find("rnfsd_pool_threads", &[("pool", "nfs")]), Some(0.0));
+    let oc = [("export", "/srv/a"), ("cache", "objects")];
+    assert_eq!(find("rnfsd_cache_hits_total", &oc), Some(30.0));
+    assert_eq!(find("rnfsd_cache_capacity", &oc), Some(100.0));
+    assert_eq!(find("rnfsd_cache_fds", &[("export", "/srv/a")]), Some(40.0));
+    assert_eq!(
+        find("rnfsd_handle_scan_busy_total", &[("export", "/srv/a")]),
+        Some(2.0)
+    );
     // The histogram: 1001 samples (0..1000 µs and 1 µs), +Inf holds all.
     let h = scrape
         .samples
@@ -336,6 +359,13 @@ fn raw_and_report_lines() {
     assert_eq!(cols[3], "499");
     assert_eq!(cols[6], "999", "max");
     assert!(!rep.contains("Server mount"), "mount had no calls");
+    let ex = rep
+        .lines()
+        .find(|l| l.starts_with("export /srv/a:"))
+        .unwrap();
+    assert!(ex.contains("objects 40/100 hit 75.0%"), "{ex}");
+    assert!(ex.contains("descriptors 40/64"), "{ex}");
+    assert!(ex.contains("(0 waits, 2 jukebox)"), "{ex}");
 
     let mut later = n.clone();
     later.since_reset_secs += 2.0;
