@@ -366,3 +366,65 @@ fn lost_handles_are_found_by_one_shared_walk() {
         s.scan_passes
     );
 }
+
+/// A descriptor one caller's call opened grants nothing to the next caller:
+/// the kernel judges every call for its caller (mode bits, and immutable
+/// files even through a writer opened before the flag was set).
+#[test]
+fn cached_descriptors_are_judged_per_caller() {
+    if !is_root() {
+        eprintln!("SKIP: acting as a caller needs root");
+        return;
+    }
+    let d = tmp();
+    let fs = LocalFs::open(d.path(), 7, opts(HandleMode::Kernel)).unwrap();
+    let user = |uid: u32| Cred {
+        uid,
+        gid: uid,
+        gids: vec![],
+    };
+    let f = create(&fs, &fs.root(), "private");
+    fs.setattr(
+        &root(),
+        &f,
+        &SetAttr {
+            uid: Some(1000),
+            mode: Some(0o600),
+            ..SetAttr::default()
+        },
+        None,
+    )
+    .unwrap();
+    let mut buf = Vec::new();
+    // Root fills both descriptors.
+    fs.write(&root(), &f, 0, b"secret", Stable::Unstable)
+        .unwrap();
+    fs.read(&root(), &f, 0, 6, &mut buf).unwrap();
+    assert_eq!(
+        fs.read(&user(1001), &f, 0, 6, &mut buf).err(),
+        Some(FsError::Errno(libc::EACCES))
+    );
+    assert_eq!(
+        fs.write(&user(1001), &f, 0, b"x", Stable::Unstable).err(),
+        Some(FsError::Errno(libc::EACCES))
+    );
+    fs.read(&user(1000), &f, 0, 6, &mut buf).unwrap();
+    assert_eq!(buf, b"secret");
+    // Immutable after the writer was cached: refused all the same.
+    let path = d.path().join("private");
+    let immutable = std::process::Command::new("chattr")
+        .arg("+i")
+        .arg(&path)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !immutable {
+        eprintln!("SKIP (immutable part): chattr +i failed on this filesystem");
+        return;
+    }
+    let r = fs.write(&root(), &f, 0, b"y", Stable::Unstable);
+    let _ = std::process::Command::new("chattr")
+        .arg("-i")
+        .arg(&path)
+        .status();
+    assert_eq!(r.err(), Some(FsError::Errno(libc::EPERM)));
+}
