@@ -8,7 +8,8 @@
 #   scripts/compare.sh [--rounds 3] [--workloads getattr,traverse,...]
 #       [--servers rnfsd,ganesha] [--no-local] [--quick] [--fresh-fs yes|no]
 #       [--out DIR] [--work DIR] [--bench PATH] [--rnfsd PATH]
-#       [--variant NAME=ARGS]... [--mount-files N] [--seed-size]
+#       [--variant NAME=ARGS]... [--variant-bin NAME=PATH]... [--mount-files N]
+#       [--seed-size]
 #       [--handles N[,M]]
 #
 # Workloads (default all): getattr traverse create mkdir fsmark mount write
@@ -28,6 +29,9 @@
 # --variant NAME=ARGS adds a server `rnfsd-NAME`: rnfsd with extra serve
 # arguments (e.g. --variant nopin=--no-pin-loops), alternated like the rest;
 # name it in --servers to choose its place in the order.
+# --variant-bin NAME=PATH: the server `rnfsd-NAME` runs the binary PATH (an
+# older build, for before/after figures in one alternated run); combine
+# with --variant NAME=ARGS for extra arguments.
 # --mount-files N: the mount workload's tree has N files (in N/20
 # directories) instead of the traverse tree, all walked before the MNTs so
 # the server's caches hold about 1.05 N entries (seed 004).
@@ -59,6 +63,7 @@ FRESH_FS=yes
 WORK=/tmp/rnfsd-compare
 OUT=
 declare -A VARIANT=()
+declare -A VARIANT_BIN=()
 MOUNT_FILES=
 SEED_SIZE=
 HANDLES=1000
@@ -84,8 +89,15 @@ while [ $# -gt 0 ]; do
         VARIANT[${2%%=*}]=${2#*=}
         [[ ,$SERVERS, == *,rnfsd-${2%%=*},* ]] || SERVERS+=",rnfsd-${2%%=*}"
         shift 2 ;;
+    --variant-bin)
+        [[ $2 == [a-z0-9]*=?* ]] || die "--variant-bin NAME=PATH"
+        VARIANT_BIN[${2%%=*}]=$(readlink -f "${2#*=}")
+        [ -x "${VARIANT_BIN[${2%%=*}]}" ] || die "--variant-bin: ${2#*=} is not executable"
+        [ -n "${VARIANT[${2%%=*}]+x}" ] || VARIANT[${2%%=*}]=""
+        [[ ,$SERVERS, == *,rnfsd-${2%%=*},* ]] || SERVERS+=",rnfsd-${2%%=*}"
+        shift 2 ;;
     --handles) HANDLES=$2; shift 2 ;;
-    -h | --help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1" ;;
     esac
 done
@@ -249,15 +261,15 @@ write_steps() { # -> $WORK/steps.sh
     } >"$WORK/steps.sh"
 }
 
-run_rnfsd() { # WORKLOAD [LABEL [EXTRA SERVE ARGS]]
-    local w=$1 label=${2:-rnfsd} pid st=0 extra=()
+run_rnfsd() { # WORKLOAD [LABEL [EXTRA SERVE ARGS [BINARY]]]
+    local w=$1 label=${2:-rnfsd} pid st=0 extra=() bin=${4:-$RNFSD}
     [ -n "${3:-}" ] && read -r -a extra <<<"$3"
     rm -f "$WORK/port"
     rm -rf "$WORK/rnfsd-state"
     mkdir -p "$WORK/rnfsd-state"
     # --no-root-squash: as ganesha's Squash = No_Root_Squash (the bench
     # sends AUTH_SYS uid 0).
-    "$RNFSD" serve "$FS/export" --listen 127.0.0.1:0 --port-file "$WORK/port" \
+    "$bin" serve "$FS/export" --listen 127.0.0.1:0 --port-file "$WORK/port" \
         --state-dir "$WORK/rnfsd-state" --no-rpcbind --no-root-squash --log-level warn \
         "${extra[@]}" >>"$OUT/rnfsd.log" 2>&1 &
     pid=$!
@@ -315,7 +327,7 @@ run_local() { # WORKLOAD (create or fsmark)
     echo "fresh filesystem per run: $FRESH_FS (ext4 on a loop device under $WORK)"
     echo "rounds: $ROUNDS; workloads: $WORKLOADS; servers: $SERVERS; local: ${LOCAL:-no}; quick: ${QUICK:-no}"
     echo "handles: $HANDLES (tree of $HTREE_FILES files in $HTREE_DIRS dirs for the -h workloads)"
-    for v in "${!VARIANT[@]}"; do echo "variant rnfsd-$v: rnfsd serve ... ${VARIANT[$v]}"; done
+    for v in "${!VARIANT[@]}"; do echo "variant rnfsd-$v: ${VARIANT_BIN[$v]:-rnfsd} serve ... ${VARIANT[$v]}"; done
     echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
@@ -338,7 +350,7 @@ for r in $(seq 1 "$ROUNDS"); do
                     --file-size "$(case $w in read-h | write-h) echo 4096 ;; *) echo 8 ;; esac)" >&2
             fi
             case $s in
-            rnfsd-*) run_rnfsd "$w" "$s" "${VARIANT[${s#rnfsd-}]}" ;;
+            rnfsd-*) run_rnfsd "$w" "$s" "${VARIANT[${s#rnfsd-}]}" "${VARIANT_BIN[${s#rnfsd-}]:-$RNFSD}" ;;
             *) "run_$s" "$w" ;;
             esac || { log "$w on $s failed"; fail=1; }
         done
