@@ -3,6 +3,7 @@
 //! unless told otherwise.
 
 mod chart;
+mod handles;
 mod local;
 mod matrix;
 mod ops;
@@ -57,6 +58,9 @@ enum Cmd {
         #[arg(long)]
         threads: Option<usize>,
     },
+    /// Walk the export (READDIRPLUS, several directories at once) and save
+    /// disjoint samples of its non-root handles, hex, one per line.
+    Handles(handles::HandlesArgs),
     /// The service-core matrix: start rnfsd with each worker count and pool
     /// policy, run each mix at each stream count, alternating configurations
     /// run by run, and report medians and ratios.
@@ -136,6 +140,11 @@ struct RunArgs {
     /// need N > 0.
     #[arg(long, default_value_t = 0)]
     handles: usize,
+    /// Instead of a walk and --handles: every call goes to one of the
+    /// handles in this file (hex, one per line, as `handles` writes);
+    /// getattr, access, read and write.
+    #[arg(long, conflicts_with = "handles")]
+    handles_file: Option<PathBuf>,
     /// Seconds per measurement (bounded: at most 600).
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
@@ -572,6 +581,7 @@ fn main() -> std::process::ExitCode {
             }
             .map_err(|e| e.to_string())
         }
+        Cmd::Handles(a) => rt.block_on(handles::handles_cmd(a)),
         Cmd::Run(a) => rt.block_on(run_cmd(a)),
         Cmd::PoolMatrix(a) => rt.block_on(matrix::run(a)),
         Cmd::Create(a) => rt.block_on(ops::create_cmd(a, false)),
@@ -600,12 +610,26 @@ fn main() -> std::process::ExitCode {
 }
 
 async fn run_cmd(a: RunArgs) -> Result<(), String> {
-    workload::validate(a.mix, a.handles, a.tree_limit)?;
+    // A handle file replaces the walk (and the --handles sample).
+    let from_file = match &a.handles_file {
+        Some(f) => Some(Load::from_handles(a.mix, handles::read_handles(f)?)?),
+        None => {
+            workload::validate(a.mix, a.handles, a.tree_limit)?;
+            None
+        }
+    };
     for &n in &a.streams {
         check_streams(a.conns, n)?;
     }
     let s = connect(a.addr, a.mount_addr, &a.export, a.conns).await?;
-    let p = prepare_load(&s, a.mix, a.handles, a.tree_limit).await?;
+    let p = match from_file {
+        Some(load) => Prepared {
+            mix: a.mix,
+            handles: load.targets(),
+            load: Arc::new(load),
+        },
+        None => prepare_load(&s, a.mix, a.handles, a.tree_limit).await?,
+    };
     let dur = Duration::from_secs_f64(a.seconds.clamp(0.1, 600.0));
     if let Some(f) = &a.start_file {
         // The line scripts/syscalls.sh waits for: the walk is done.

@@ -107,6 +107,41 @@ pub struct OpResult {
     pub error_kinds: BTreeMap<String, u64>,
 }
 
+impl OpResult {
+    /// A summary row of `count` operations in `elapsed`, no latency.
+    pub fn from_counts(
+        label: &str,
+        workload: &str,
+        streams: usize,
+        count: u64,
+        errors: u64,
+        elapsed: Duration,
+        unit: &str,
+    ) -> OpResult {
+        let secs = elapsed.as_secs_f64();
+        OpResult {
+            label: label.to_string(),
+            workload: workload.into(),
+            kind: "summary".into(),
+            streams,
+            conns: None,
+            count,
+            errors,
+            seconds: secs,
+            rate: stats::rate(count, secs),
+            unit: unit.into(),
+            p50_us: 0,
+            p99_us: 0,
+            iteration: None,
+            spread: None,
+            truncated: false,
+            server_cpu_us_per_op: None,
+            server_csw_per_op: None,
+            error_kinds: BTreeMap::new(),
+        }
+    }
+}
+
 pub fn print_header() {
     println!(
         "{:<16} {:<14} {:>7} {:>5} {:>9} {:>12} {:<10} {:>8} {:>8} {:>6} {:>8}",

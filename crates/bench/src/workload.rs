@@ -322,6 +322,45 @@ impl Load {
         })
     }
 
+    /// The arguments of `mix` to the given handles (`run --handles-file`):
+    /// getattr, access, read and write only (lookup needs names).
+    pub fn from_handles(mix: Mix, fhs: Vec<NfsFh3>) -> Result<Load, String> {
+        if fhs.is_empty() {
+            return Err("no handles".into());
+        }
+        Ok(match mix {
+            Mix::Getattr => Load::Getattr(
+                fhs.into_iter()
+                    .map(|object| GetAttr3Args { object })
+                    .collect(),
+            ),
+            Mix::Access => Load::Access(
+                fhs.into_iter()
+                    .map(|object| Access3Args {
+                        object,
+                        access: ACCESS_ALL,
+                    })
+                    .collect(),
+            ),
+            Mix::Read => Load::Read(
+                fhs.into_iter()
+                    .map(|file| Read3Args {
+                        file,
+                        offset: 0,
+                        count: IO_BYTES as u32,
+                    })
+                    .collect(),
+            ),
+            Mix::Write => Load::Write(fhs, vec![0x5a; IO_BYTES]),
+            m => {
+                return Err(format!(
+                    "--handles-file applies to getattr, access, read and write, not --mix {}",
+                    m.name()
+                ))
+            }
+        })
+    }
+
     /// How many distinct targets the calls pick from (0 for null).
     pub fn targets(&self) -> usize {
         match self {
