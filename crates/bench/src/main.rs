@@ -10,6 +10,7 @@ mod ops;
 mod proc_cost;
 mod report;
 mod stats;
+mod storm;
 mod workload;
 
 use std::net::SocketAddr;
@@ -61,6 +62,10 @@ enum Cmd {
     /// Walk the export (READDIRPLUS, several directories at once) and save
     /// disjoint samples of its non-root handles, hex, one per line.
     Handles(handles::HandlesArgs),
+    /// Warm GETATTR p50/p99/max alone, then while cold streams GETATTR
+    /// handles the server must look for (retrying JUKEBOX): the cold-handle
+    /// storm after a host reboot or a server restart.
+    Storm(storm::StormArgs),
     /// The service-core matrix: start rnfsd with each worker count and pool
     /// policy, run each mix at each stream count, alternating configurations
     /// run by run, and report medians and ratios.
@@ -582,6 +587,7 @@ fn main() -> std::process::ExitCode {
             .map_err(|e| e.to_string())
         }
         Cmd::Handles(a) => rt.block_on(handles::handles_cmd(a)),
+        Cmd::Storm(a) => rt.block_on(storm::storm_cmd(a)),
         Cmd::Run(a) => rt.block_on(run_cmd(a)),
         Cmd::PoolMatrix(a) => rt.block_on(matrix::run(a)),
         Cmd::Create(a) => rt.block_on(ops::create_cmd(a, false)),

@@ -64,6 +64,17 @@ impl ProcSample {
     }
 }
 
+/// The process's resident set size (VmRSS of /proc/PID/status), KiB.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let s = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// USER_HZ; 100 on every Linux architecture we run on (proc(5)).
 fn clock_ticks() -> u64 {
     100
