@@ -101,6 +101,9 @@ pub struct ColdStats {
     pub timed_out: u64,
     /// Still retrying when the storm phase ended.
     pub abandoned: u64,
+    /// How long the longest-waiting of those had been retried, ms: the
+    /// resolve times cover resolved handles only.
+    pub abandoned_max_wait_ms: u64,
     /// Any other failure (not retried).
     pub errors: u64,
     pub error_kinds: BTreeMap<String, u64>,
@@ -473,7 +476,7 @@ fn print_summary(s: &StormSummary) {
     );
     let c = &s.cold;
     println!(
-        "cold: {} handles tried in {:.2} s ({}): {} ok, {} stale, {} timed out, {} abandoned at the end, {} errors, {} unused; {} JUKEBOX replies",
+        "cold: {} handles tried in {:.2} s ({}): {} ok, {} stale, {} timed out, {} abandoned at the end (retried for up to {:.1} s), {} errors, {} unused; {} JUKEBOX replies",
         c.tried,
         s.storm_seconds,
         if s.cold_all_done { "all done" } else { "stopped at --seconds" },
@@ -481,6 +484,7 @@ fn print_summary(s: &StormSummary) {
         c.stale,
         c.timed_out,
         c.abandoned,
+        c.abandoned_max_wait_ms as f64 / 1e3,
         c.errors,
         c.unused,
         c.jukebox_replies
@@ -545,6 +549,7 @@ impl ColdStats {
         self.jukebox_replies += o.jukebox_replies;
         self.timed_out += o.timed_out;
         self.abandoned += o.abandoned;
+        self.abandoned_max_wait_ms = self.abandoned_max_wait_ms.max(o.abandoned_max_wait_ms);
         self.errors += o.errors;
         for (k, n) in &o.error_kinds {
             *self.error_kinds.entry(k.clone()).or_insert(0) += n;
@@ -609,6 +614,8 @@ async fn cold_stream(
                     tokio::time::sleep(retry).await;
                     if stop.load(Ordering::Relaxed) {
                         s.abandoned += 1;
+                        let waited = first.elapsed().as_millis() as u64;
+                        s.abandoned_max_wait_ms = s.abandoned_max_wait_ms.max(waited);
                         break;
                     }
                 }
