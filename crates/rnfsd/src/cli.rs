@@ -67,7 +67,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
                                  connections and per-call descriptors
   object_cache_entries = 8192    per export: handle -> object (1 fd each)
   open_file_cache_entries = 4096 per export: open files (1 fd each)
-  path_cache_entries = 65536     per export: inode -> location (no fds)
+  path_cache_entries = 1000000   per export: inode -> location (no fds,
+                                 about 150 bytes each)
   handle_scan_limit = 1000000    entries one walk for lost handles visits
   handle_scan_waiters = 8        calls waiting for that walk at once
   handle_scan_wait_ms = 1000     then JUKEBOX (the client retries)
@@ -213,8 +214,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub open_file_cache_entries: Option<usize>,
 
-    /// Per export: inode -> location map entries (no descriptors).
-    /// [default: 65536]
+    /// Per export: inode -> location map entries (no descriptors; about
+    /// 150 bytes each). [default: 1000000]
     #[arg(long, value_name = "N")]
     pub path_cache_entries: Option<usize>,
 

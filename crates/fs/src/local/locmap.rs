@@ -43,11 +43,16 @@ impl Name {
 }
 
 /// ino -> (parent ino, name), bounded to `cap` entries.
-pub struct LocMap(GenMap<Key, Loc>);
+pub struct LocMap(GenMap<Key, Loc>, usize);
 
 impl LocMap {
     pub fn new(cap: usize) -> Self {
-        LocMap(GenMap::new(cap))
+        LocMap(GenMap::new(cap), cap)
+    }
+
+    /// The bound on entries.
+    pub fn capacity(&self) -> usize {
+        self.1
     }
 
     pub fn insert(&self, k: Key, parent: Key, name: &[u8]) {
@@ -89,7 +94,6 @@ impl LocMap {
         Some(out)
     }
 
-    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.0.len()
     }

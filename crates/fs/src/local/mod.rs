@@ -158,7 +158,7 @@ impl Default for LocalOptions {
             cross_mounts: false,
             // SAFETY: geteuid cannot fail.
             act_as_caller: unsafe { libc::geteuid() } == 0,
-            path_cache_entries: 65536,
+            path_cache_entries: 1_000_000,
             handle_scan_limit: 1_000_000,
             handle_scan_waiters: 8,
             handle_scan_wait: Duration::from_secs(1),
@@ -617,6 +617,16 @@ impl Backend for LocalFs {
                     name: "files",
                     capacity: self.files.capacity() as u64,
                     counts: self.files.counts(),
+                },
+                // Entries only: the location map counts nothing on its
+                // (miss-path) lookups.
+                CacheStat {
+                    name: "locations",
+                    capacity: self.locs.capacity() as u64,
+                    counts: crate::cache::Counts {
+                        entries: self.locs.len() as u64,
+                        ..Default::default()
+                    },
                 },
             ],
             fds_cached: budget.used() as u64,

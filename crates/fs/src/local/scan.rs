@@ -3,9 +3,9 @@
 //! the server).
 //!
 //! One background walk of the export per pass looks for every wanted inode
-//! at once and records where it saw every object in the location map (so
-//! the misses that follow need no walk while the map can hold the tree);
-//! callers
+//! at once and records where it saw them in the location map, with every
+//! directory and, up to a quarter of the map, the other objects it passed
+//! (so the misses that follow need no walk of their own); callers
 //! register what they want and wait a bounded time, then answer JUKEBOX so
 //! the client retries and finds the location recorded. No lock is held
 //! across the walk, concurrent misses share one walk instead of each
@@ -153,9 +153,8 @@ impl Scanner {
     fn wait_for(&self, key: Key) -> Located {
         let s = &self.s;
         let mut g = lock(&s.state);
-        if g.waiters >= s.limits.max_waiters {
-            return Located::Busy;
-        }
+        // Wanted first, waiting second: a call that cannot wait still gets
+        // its inode looked for, so its retry finds the location recorded.
         let next = g.pass + 1;
         if !g.wanted.contains_key(&key) {
             if g.wanted.len() >= MAX_WANTED {
@@ -183,6 +182,14 @@ impl Scanner {
                 g.wanted.remove(&key);
                 return Located::Busy;
             }
+        }
+        match g.wanted.get(&key).map(|w| w.found) {
+            Some(Some(true)) => return Located::Found,
+            Some(Some(false)) => return Located::Missing,
+            _ => {}
+        }
+        if g.waiters >= s.limits.max_waiters {
+            return Located::Busy;
         }
         g.waiters += 1;
         if let Some(w) = g.wanted.get_mut(&key) {
@@ -263,8 +270,9 @@ fn wanted_inos(s: &Shared) -> HashSet<u64> {
 }
 
 /// One bounded depth-first walk (open fds bounded by the depth, not the
-/// width). Everything seen is recorded in the location map: chains to what
-/// is found can be re-walked, and later misses need no walk.
+/// width). Directories and what is wanted are recorded in the location map
+/// (chains to what is found can be re-walked), and other objects up to a
+/// budget (later misses need no walk).
 fn walk(s: &Shared) {
     let Ok(top) = sys::openat(
         s.root.as_raw_fd(),
@@ -278,6 +286,10 @@ fn walk(s: &Shared) {
     let mut want = wanted_inos(s);
     let mut stack = vec![(sys::DirReader::new(top, SCAN_BUF), s.root_key)];
     let mut visited = 0usize;
+    // Objects recorded in passing, at most a quarter of the location map
+    // per walk: on a tree larger than the map, recording everything would
+    // push out the locations of what was wanted before their callers retry.
+    let mut bulk = s.locs.capacity() / 4;
     while let Some((rd, dkey)) = stack.last_mut() {
         let dkey = *dkey;
         let e = match rd.next_entry() {
@@ -330,11 +342,11 @@ fn walk(s: &Shared) {
                 }
             }
         }
-        if !is_dir && e.dtype != libc::DT_DIR {
-            // Every object passed is recorded (a non-directory is on its
+        if !is_dir && e.dtype != libc::DT_DIR && bulk > 0 {
+            // Objects passed are recorded too (a non-directory is on its
             // directory's filesystem), so the misses that follow a restart
-            // find their location without a walk of their own, as long as
-            // the location map can hold the tree.
+            // find their location without a walk of their own.
+            bulk -= 1;
             let k = Key {
                 dev: dkey.dev,
                 ino: e.ino,
