@@ -177,8 +177,8 @@ jq -c --arg mode "$MODE" --argjson files "$FILES" --argjson dirs "$DIRS" \
 echo
 echo "== cold-handle storm: $FILES files, $HANDLES cold handles, handle mode $MODE =="
 jq -r '
-  "warm GETATTR p50/p99/max, µs: alone \(.baseline.p50_us)/\(.baseline.p99_us)/\(.baseline.max_us), during the storm \(.storm.p50_us)/\(.storm.p99_us)/\(.storm.max_us)",
-  "p99 during/alone: \(.p99_ratio * 100 | round / 100)x (p50 \(.p50_ratio * 100 | round / 100)x); warm errors \(.storm.errors), of them JUKEBOX \(.storm.jukebox)",
+  "warm GETATTR p50/p99/max, µs: alone \(.baseline.p50_us)/\(.baseline.p99_us)/\(.baseline.max_us), beside as many hit-only streams \(.control.p50_us)/\(.control.p99_us)/\(.control.max_us), during the storm \(.storm.p50_us)/\(.storm.p99_us)/\(.storm.max_us)",
+  "p99 during/alone: \(.p99_ratio * 100 | round / 100)x (p50 \(.p50_ratio * 100 | round / 100)x); p99 during/beside hits: \(.p99_ratio_control * 100 | round / 100)x; warm errors \(.storm.errors), of them JUKEBOX \(.storm.jukebox)",
   "storm: \(.storm_seconds * 100 | round / 100) s, \(if .cold_all_done then "every cold handle done" else "stopped at --seconds" end); cold handles \(.cold_handles): ok \(.cold.ok), stale \(.cold.stale), timed out \(.cold.timed_out), abandoned \(.cold.abandoned) (retried up to \(.cold.abandoned_max_wait_ms // 0) ms), errors \(.cold.errors), unused \(.cold.unused)",
   "JUKEBOX replies \(.cold.jukebox_replies); time to resolve p50 \(.cold.resolve_p50_us / 1000) ms, p99 \(.cold.resolve_p99_us / 1000) ms",
   (if .server then "server: walks \(.server.after.scan_passes - .server.before.scan_passes), calls waited \(.server.after.scans_waited - .server.before.scans_waited), JUKEBOX at once (too many waiting) \(.server.after.scans_busy - .server.before.scans_busy)" else (.server_note // "") end)
