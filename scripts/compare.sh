@@ -22,7 +22,8 @@
 # server cache) sampled across the tree; "--handles 1000,100000" runs each
 # count, on a tree big enough for the largest (seed 000's when it fits:
 # 161,480 files in 10,841 directories; files of 4 KiB for read-h and
-# write-h). getattr keeps the export root's handle, as before.
+# write-h). traverse runs at the same three shapes; getattr keeps the
+# export root's handle and its old stream counts, as before.
 # With create and fsmark the local-filesystem reference (local-create,
 # local-fsmark: the same work done with syscalls) runs in each round too,
 # unless --no-local. --quick: small counts, for checking the script.
@@ -223,9 +224,15 @@ bench_args() { # WORKLOAD LABEL -> STEPS
     local w=$1 l=$2 n
     STEPS=()
     case $w in
-    getattr | traverse)
+    getattr)
         step run --mix "$w" --streams "$CALL_STREAMS" --seconds "$CALL_SECONDS" --label "$l" \
             --tree-limit $((TREE_FILES + TREE_DIRS + 1)) ;;
+    traverse)
+        # The three shapes, as the -h workloads.
+        step run --mix traverse --streams "1,$SHAPE_STREAMS" --conns 1 --seconds "$CALL_SECONDS" \
+            --label "$l" --tree-limit $((TREE_FILES + TREE_DIRS + 1))
+        step run --mix traverse --streams "$SHAPE_STREAMS" --conns 0 --seconds "$CALL_SECONDS" \
+            --label "$l" --tree-limit $((TREE_FILES + TREE_DIRS + 1)) ;;
     create) step create --files "$CREATE_FILES" --streams "$CREATE_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
     mkdir) step mkdir --files "$MKDIR_FILES" --streams "$MKDIR_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
     fsmark) step fsmark --iterations "$FSMARK_ITER" --files-per-iteration "$FSMARK_FILES" \
