@@ -5,6 +5,7 @@
 //! them to RFC 1813 structures, and maps `FsError` to nfsstat3 in one place.
 
 pub mod cache;
+pub mod durable;
 pub mod local;
 
 use std::fmt;
@@ -314,6 +315,9 @@ pub struct BackendStats {
     /// Descriptors held by caches, and their bound (shared by exports).
     pub fds_cached: u64,
     pub fd_limit: u64,
+    /// Group commit: sync requests, syncs run, requests that shared another
+    /// request's sync, sync errors, most syncs at once.
+    pub commits: durable::CommitCounts,
     /// Handles whose location was searched for by a walk of the export;
     /// of them, answered JUKEBOX because the walk was still running.
     pub scans_waited: u64,

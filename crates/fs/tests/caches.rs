@@ -105,8 +105,11 @@ fn repeated_calls_hit_the_caches() {
             assert_eq!(buf, b"hello");
         }
         let files2 = cache(&fs, "files");
-        assert_eq!(files2.inserts - files.inserts, 1, "one read descriptor");
-        assert_eq!(files2.hits - files.hits, 4, "{m:?}");
+        // One read descriptor at most: on a sync export CREATE opened it
+        // already, to sync the new file.
+        let opened = files2.inserts - files.inserts;
+        assert!(opened <= 1, "{opened} read descriptors opened");
+        assert_eq!(files2.hits - files.hits, 5 - opened, "{m:?}");
     }
 }
 

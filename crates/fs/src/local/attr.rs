@@ -62,6 +62,7 @@ pub(super) fn setattr(
     }
     fs.usr(cred)?;
     fs.apply_set(cred, &o, set)?;
+    fs.sync_attrs(&o)?;
     Ok(fs.wcc(&o.st, o.raw()))
 }
 

@@ -97,11 +97,13 @@ pub(super) fn write(
     };
     f.wrote();
     // A stable write syncs everything written through this descriptor so
-    // far, so earlier UNSTABLE writes count as committed too.
+    // far (earlier UNSTABLE writes count as committed too), sharing the
+    // sync with concurrent stable writes and COMMITs of the file.
+    let key = o.st.key();
     match stable {
         Stable::Unstable => {}
-        Stable::DataSync => f.sync(true)?,
-        Stable::FileSync => f.sync(false)?,
+        Stable::DataSync => fs.commit_with(key, false, || f.sync(true))?,
+        Stable::FileSync => fs.commit_with(key, true, || f.sync(false))?,
     }
     Ok((n as u32, stable, fs.wcc(&o.st, fd)))
 }
@@ -115,11 +117,8 @@ pub(super) fn commit(
 ) -> FsResult<Wcc> {
     let o = fs.resolve(fh)?;
     if o.st.is_dir() {
-        // A directory has no cached descriptor; flushing it exposes nothing.
-        fs.srv()?;
-        let d = sys::reopen(o.raw(), libc::O_RDONLY | libc::O_DIRECTORY)?;
-        sys::fsync(d.as_raw_fd())?;
-        return Ok(fs.wcc(&o.st, d.as_raw_fd()));
+        fs.sync_object(&o)?;
+        return Ok(fs.wcc(&o.st, o.raw()));
     }
     if !o.st.is_reg() {
         return Err(errno(libc::EINVAL));
@@ -131,6 +130,6 @@ pub(super) fn commit(
         Some(f) => f,
         None => fs.open_file(&o, Access::Read)?,
     };
-    f.sync(false)?;
+    fs.commit_with(o.st.key(), true, || f.sync(false))?;
     Ok(fs.wcc(&o.st, f.fd.as_raw_fd()))
 }

@@ -50,6 +50,7 @@
 //! `sys.rs` is the thin syscall layer; `handle.rs` the handle bytes and MAC.
 
 mod attr;
+mod commit;
 mod creds;
 mod data;
 mod dir;
@@ -74,6 +75,7 @@ use std::time::{Duration, Instant};
 pub use creds::reset_thread_creds;
 
 use crate::cache::{Caches, TtlSet};
+use crate::durable::Committer;
 use crate::{
     Attr, Backend, BackendStats, CacheStat, CreateHow, Created, Cred, DirPage, Fh, FsError, FsInfo,
     FsResult, FsStat, NodeKind, PathConf, PreAttr, SetAttr, Stable, Time, Wcc, WriteVerifier,
@@ -126,6 +128,13 @@ pub struct LocalOptions {
     /// The server's write verifier, reset on stable-storage errors; None: a
     /// private one.
     pub write_verifier: Option<Arc<WriteVerifier>>,
+    /// exports(5) `sync` (the default): namespace changes and SETATTR are on
+    /// stable storage before the reply (RFC 1813 §4.8); false is `async`.
+    /// COMMIT and stable WRITEs sync either way.
+    pub sync: bool,
+    /// Syncs (fsync) running at once for this export; more requests queue
+    /// or share a running one's successor (group commit).
+    pub max_syncs_in_flight: usize,
 }
 
 /// The descriptor budget of a backend opened without a shared one.
@@ -146,6 +155,8 @@ impl std::fmt::Debug for LocalOptions {
             .field("verify_ttl", &self.verify_ttl)
             .field("object_cache_entries", &self.object_cache_entries)
             .field("open_file_cache_entries", &self.open_file_cache_entries)
+            .field("sync", &self.sync)
+            .field("max_syncs_in_flight", &self.max_syncs_in_flight)
             .finish()
     }
 }
@@ -167,6 +178,8 @@ impl Default for LocalOptions {
             open_file_cache_entries: 4096,
             caches: None,
             write_verifier: None,
+            sync: true,
+            max_syncs_in_flight: 16,
         }
     }
 }
@@ -246,6 +259,8 @@ pub struct LocalFs {
     scanner: Scanner,
     caches: Arc<Caches>,
     verifier: Arc<WriteVerifier>,
+    /// Group commit of this export's syncs, keyed by (object, full sync).
+    committer: Committer<(Key, bool)>,
 }
 
 /// Checks a name from the client. `dots` = whether "." and ".." are allowed.
@@ -345,6 +360,7 @@ impl LocalFs {
             scanner,
             caches,
             verifier,
+            committer: Committer::new(opts.max_syncs_in_flight),
             opts,
         })
     }
@@ -631,6 +647,7 @@ impl Backend for LocalFs {
             ],
             fds_cached: budget.used() as u64,
             fd_limit: budget.limit() as u64,
+            commits: self.committer.counts(),
             scans_waited,
             scans_busy,
             scan_passes,

@@ -44,7 +44,9 @@ impl LocalFs {
     /// The reply of a create-type call: the new object's handle and
     /// attributes (it enters the handle cache: the client uses it next) and
     /// the directory's wcc.
+    /// On a `sync` export the object and its directory are durable first.
     pub(super) fn created(&self, dir: &Obj<'_>, name: &[u8], o: Obj<'_>) -> FsResult<Created> {
+        self.sync_change(dir, Some(&o))?;
         let st = sys::fstat(o.raw())?;
         let fh = self.make_fh(o.raw(), &st)?;
         self.locs.insert(st.key(), dir.st.key(), name);
@@ -67,6 +69,40 @@ impl LocalFs {
         if st.nlink <= 1 {
             self.files.forget(st.key());
         }
+    }
+}
+
+/// An EXCLUSIVE create whose file appears with its verifier already in its
+/// times: made unnamed (O_TMPFILE), stamped, then linked in, so no crash or
+/// failure can leave the name without the verifier (a retry would then get
+/// EEXIST for its own create). Where the filesystem has no O_TMPFILE, a
+/// mknod then the times (a failure in between removes the file).
+fn exclusive_create(
+    d: &Obj<'_>,
+    c: &CString,
+    atime: &SetTime,
+    mtime: &SetTime,
+) -> std::io::Result<()> {
+    match sys::openat(d.raw(), sys::DOT, libc::O_TMPFILE | libc::O_WRONLY, 0) {
+        Ok(tmp) => {
+            sys::set_times(tmp.as_raw_fd(), atime, mtime)?;
+            sys::link_fd(tmp.as_raw_fd(), d.raw(), c)
+        }
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
+            ) =>
+        {
+            sys::mknodat(d.raw(), c, libc::S_IFREG, 0)?;
+            let fd = sys::open_path(d.raw(), c)?;
+            if let Err(e) = sys::set_times(fd.as_raw_fd(), atime, mtime) {
+                let _ = sys::unlinkat(d.raw(), c, 0);
+                return Err(e);
+            }
+            Ok(())
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -123,19 +159,15 @@ pub(super) fn create(
             // bit cleared so any filesystem can store the times).
             let vm = u32::from_be_bytes([verf[0], verf[1], verf[2], verf[3]]) & 0x7fff_ffff;
             let va = u32::from_be_bytes([verf[4], verf[5], verf[6], verf[7]]) & 0x7fff_ffff;
-            match mknod(0) {
+            let t = |s: u32| {
+                SetTime::ClientTime(Time {
+                    sec: i64::from(s),
+                    nsec: 0,
+                })
+            };
+            match exclusive_create(&d, &c, &t(va), &t(vm)) {
                 Ok(()) => {
                     let fd = sys::open_path(d.raw(), &c)?;
-                    let t = |s: u32| {
-                        SetTime::ClientTime(Time {
-                            sec: i64::from(s),
-                            nsec: 0,
-                        })
-                    };
-                    if let Err(e) = sys::set_times(fd.as_raw_fd(), &t(va), &t(vm)) {
-                        let _ = sys::unlinkat(d.raw(), &c, 0);
-                        return Err(e.into());
-                    }
                     let st = sys::fstat(fd.as_raw_fd())?;
                     fs.created(&d, name, Obj::owned(fd, st, d.verified))
                 }
@@ -225,6 +257,7 @@ pub(super) fn remove(fs: &LocalFs, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResu
     }
     sys::unlinkat(d.raw(), &c, 0)?;
     fs.unlinked(&d, name, &st);
+    fs.sync_change(&d, None)?;
     Ok(fs.wcc(&d.st, d.raw()))
 }
 
@@ -238,6 +271,7 @@ pub(super) fn rmdir(fs: &LocalFs, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResul
     }
     sys::unlinkat(d.raw(), &c, libc::AT_REMOVEDIR)?;
     fs.unlinked(&d, name, &st);
+    fs.sync_change(&d, None)?;
     Ok(fs.wcc(&d.st, d.raw()))
 }
 
@@ -265,6 +299,11 @@ pub(super) fn rename(
         }
     }
     fs.locs.insert(moved.key(), d2.st.key(), to);
+    // The new name first: once it is durable the object cannot be lost.
+    fs.sync_change(&d2, None)?;
+    if d1.st.key() != d2.st.key() {
+        fs.sync_change(&d1, None)?;
+    }
     Ok((fs.wcc(&d1.st, d1.raw()), fs.wcc(&d2.st, d2.raw())))
 }
 
@@ -283,6 +322,7 @@ pub(super) fn link(
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
     sys::link_fd(f.raw(), d.raw(), &c)?;
+    fs.sync_change(&d, Some(&f))?;
     let st = sys::fstat(f.raw())?;
     Ok((fs.attr(&st), fs.wcc(&d.st, d.raw())))
 }

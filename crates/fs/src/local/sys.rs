@@ -496,6 +496,13 @@ pub fn fdatasync(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Flushes the whole filesystem `fd` is on.
+pub fn syncfs(fd: RawFd) -> io::Result<()> {
+    // SAFETY: plain syncfs on a descriptor the caller owns.
+    cvt(unsafe { libc::syncfs(fd) })?;
+    Ok(())
+}
+
 pub fn ftruncate(fd: RawFd, len: i64) -> io::Result<()> {
     // SAFETY: plain ftruncate on a descriptor the caller owns.
     cvt(unsafe { libc::ftruncate(fd, len) })?;

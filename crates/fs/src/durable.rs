@@ -1,0 +1,361 @@
+//! Group commit (seed 002): durability requests that arrive together share
+//! one sync, a bounded number of syncs run at once, and waiters are woken
+//! in batches.
+//!
+//! A request names an object (its identity) and a descriptor to sync it
+//! through, after its change is made. It needs a sync that *starts* after
+//! it arrived:
+//! * a sync of the object already queued (not started) is joined;
+//! * a sync of the object running (started before) is not enough: the
+//!   request queues the object's next sync, which later requests join;
+//! * otherwise the request's thread leads a new sync.
+//!
+//! At most `max_in_flight` syncs run at once. A leader waits for a slot in
+//! FIFO order; a finishing sync hands its slot directly to the next queued
+//! leader (and the object's queued sync, if any, goes first in line), so a
+//! completion wakes exactly the threads it concerns: the one leader it
+//! hands off to, and the batch's own waiters, with one broadcast, only when
+//! there are any. Nobody polls, nobody is woken for nothing.
+//!
+//! Hand-written: the coalescing rule (join a queued sync, never a running
+//! one) and the direct slot handoff are the point; no crate offers them.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+use std::io;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// One sync of one object and the requests it answers.
+struct Batch {
+    state: Mutex<Phase>,
+    cv: Condvar,
+}
+
+#[derive(Clone)]
+enum Phase {
+    /// Waiting for the object's running sync to end and for a slot.
+    Queued {
+        waiters: usize,
+    },
+    /// Its leader holds a slot and syncs.
+    Granted {
+        waiters: usize,
+    },
+    Done(Result<(), i32>),
+}
+
+impl Batch {
+    fn new() -> Arc<Batch> {
+        Arc::new(Batch {
+            state: Mutex::new(Phase::Queued { waiters: 1 }),
+            cv: Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Phase> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+struct PerObject {
+    running: Option<Arc<Batch>>,
+    queued: Option<Arc<Batch>>,
+}
+
+struct State<K> {
+    objects: HashMap<K, PerObject>,
+    in_flight: usize,
+    /// Batches whose object is free, waiting for a slot, oldest first.
+    ready: VecDeque<(K, Arc<Batch>)>,
+}
+
+/// Counters: requests, syncs run, requests that joined another's sync.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CommitCounts {
+    pub requests: u64,
+    pub syncs: u64,
+    pub joined: u64,
+    pub errors: u64,
+    /// Most syncs running at once.
+    pub peak_in_flight: u64,
+}
+
+pub struct Committer<K> {
+    state: Mutex<State<K>>,
+    counts: Mutex<CommitCounts>,
+    max_in_flight: usize,
+}
+
+impl<K: Hash + Eq + Clone> Committer<K> {
+    pub fn new(max_in_flight: usize) -> Committer<K> {
+        Committer {
+            state: Mutex::new(State {
+                objects: HashMap::new(),
+                in_flight: 0,
+                ready: VecDeque::new(),
+            }),
+            counts: Mutex::new(CommitCounts::default()),
+            max_in_flight: max_in_flight.max(1),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State<K>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn count(&self, f: impl FnOnce(&mut CommitCounts)) {
+        f(&mut self.counts.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    pub fn counts(&self) -> CommitCounts {
+        *self.counts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes `key`'s changes so far durable, sharing a sync with concurrent
+    /// requests for the same object. `sync` runs (on this thread) only if
+    /// this request leads the batch; every request of the batch gets its
+    /// result (an errno on failure).
+    pub fn sync(&self, key: &K, sync: impl FnOnce() -> io::Result<()>) -> Result<(), i32> {
+        self.count(|c| c.requests += 1);
+        let mut g = self.lock();
+        let obj = g.objects.entry(key.clone()).or_insert(PerObject {
+            running: None,
+            queued: None,
+        });
+        if let Some(q) = &obj.queued {
+            // A sync that has not started yet covers this change: join it.
+            let b = q.clone();
+            drop(g);
+            let joined = {
+                let mut p = b.lock();
+                match &mut *p {
+                    Phase::Queued { waiters } | Phase::Granted { waiters } => {
+                        *waiters += 1;
+                        true
+                    }
+                    Phase::Done(_) => false,
+                }
+            };
+            if joined {
+                self.count(|c| c.joined += 1);
+                return wait_done(&b);
+            }
+            // It finished between the two locks (it had started after this
+            // request arrived, so its result answers it).
+            return match &*b.lock() {
+                Phase::Done(r) => *r,
+                _ => Err(libc::EIO),
+            };
+        }
+        let b = Batch::new();
+        let obj_free = obj.running.is_none();
+        obj.queued = Some(b.clone());
+        if obj_free {
+            if g.in_flight < self.max_in_flight && g.ready.is_empty() {
+                g.in_flight += 1;
+                self.grant(&mut g, key, &b);
+            } else {
+                g.ready.push_back((key.clone(), b.clone()));
+            }
+        }
+        // Otherwise the object's running sync queues this batch when it ends.
+        drop(g);
+        // Lead: wait for the slot, then sync.
+        {
+            let mut p = b.lock();
+            while matches!(*p, Phase::Queued { .. }) {
+                p = b.cv.wait(p).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+        let r = sync().map_err(|e| e.raw_os_error().unwrap_or(libc::EIO));
+        self.count(|c| {
+            c.syncs += 1;
+            c.errors += u64::from(r.is_err());
+        });
+        let waiters = {
+            let mut p = b.lock();
+            let w = match &*p {
+                Phase::Granted { waiters } => *waiters,
+                _ => 1,
+            };
+            *p = Phase::Done(r);
+            w
+        };
+        if waiters > 1 {
+            b.cv.notify_all();
+        }
+        self.finish(key, &b);
+        r
+    }
+
+    /// Marks `b` (queued for `key`) as running with a slot already taken,
+    /// and wakes its leader.
+    fn grant(&self, g: &mut State<K>, key: &K, b: &Arc<Batch>) {
+        if let Some(o) = g.objects.get_mut(key) {
+            o.running = Some(b.clone());
+            if o.queued.as_ref().is_some_and(|q| Arc::ptr_eq(q, b)) {
+                o.queued = None;
+            }
+        }
+        let peak = g.in_flight as u64;
+        {
+            let mut p = b.lock();
+            if let Phase::Queued { waiters } = *p {
+                *p = Phase::Granted { waiters };
+            }
+        }
+        b.cv.notify_all();
+        self.count(|c| c.peak_in_flight = c.peak_in_flight.max(peak));
+    }
+
+    /// A sync of `key` ended: its object's queued sync becomes ready, and
+    /// the slot goes straight to the oldest ready batch.
+    fn finish(&self, key: &K, b: &Arc<Batch>) {
+        let mut g = self.lock();
+        let mut drop_key = false;
+        if let Some(o) = g.objects.get_mut(key) {
+            if o.running.as_ref().is_some_and(|r| Arc::ptr_eq(r, b)) {
+                o.running = None;
+            }
+            match o.queued.clone() {
+                Some(q) => g.ready.push_back((key.clone(), q)),
+                None => drop_key = true,
+            }
+        }
+        if drop_key {
+            g.objects.remove(key);
+        }
+        match g.ready.pop_front() {
+            // The slot passes on: in_flight unchanged.
+            Some((k, next)) => self.grant(&mut g, &k, &next),
+            None => g.in_flight -= 1,
+        }
+    }
+}
+
+fn wait_done(b: &Batch) -> Result<(), i32> {
+    let mut p = b.lock();
+    loop {
+        if let Phase::Done(r) = &*p {
+            return *r;
+        }
+        p = b.cv.wait(p).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    #[test]
+    fn concurrent_requests_share_syncs_and_the_bound_holds() {
+        let c = Arc::new(Committer::<u32>::new(2));
+        let running = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let syncs = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..32)
+            .map(|t| {
+                let (c, running, peak, syncs) =
+                    (c.clone(), running.clone(), peak.clone(), syncs.clone());
+                std::thread::spawn(move || {
+                    for i in 0..20 {
+                        // 4 objects, so requests pile up on each.
+                        let key = (t + i) % 4;
+                        let r = c.sync(&key, || {
+                            let n = running.fetch_add(1, Ordering::SeqCst) + 1;
+                            peak.fetch_max(n, Ordering::SeqCst);
+                            syncs.fetch_add(1, Ordering::SeqCst);
+                            std::thread::sleep(Duration::from_millis(2));
+                            running.fetch_sub(1, Ordering::SeqCst);
+                            Ok(())
+                        });
+                        assert_eq!(r, Ok(()));
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let k = c.counts();
+        assert_eq!(k.requests, 640);
+        assert!(
+            peak.load(Ordering::SeqCst) <= 2,
+            "bound of 2 syncs in flight"
+        );
+        assert_eq!(k.syncs as usize, syncs.load(Ordering::SeqCst));
+        assert_eq!(k.syncs + k.joined, 640, "every request synced or joined");
+        assert!(
+            k.syncs < 320,
+            "{} syncs for 640 requests: too little sharing",
+            k.syncs
+        );
+        assert!(c.lock().objects.is_empty() && c.lock().in_flight == 0);
+    }
+
+    #[test]
+    fn a_running_sync_is_not_joined() {
+        // A request that arrives while its object's sync runs must get a
+        // sync that starts after it.
+        let c = Arc::new(Committer::<u32>::new(4));
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+        let c1 = c.clone();
+        let first = std::thread::spawn(move || {
+            c1.sync(&7, || {
+                started_tx.send(()).unwrap();
+                rx.recv().unwrap();
+                Ok(())
+            })
+        });
+        started_rx.recv().unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (c2, ran2) = (c.clone(), ran.clone());
+        let second = std::thread::spawn(move || {
+            c2.sync(&7, || {
+                ran2.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            })
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "waits for the running sync");
+        tx.send(()).unwrap();
+        assert_eq!(first.join().unwrap(), Ok(()));
+        assert_eq!(second.join().unwrap(), Ok(()));
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "a sync of its own ran after");
+    }
+
+    #[test]
+    fn an_error_reaches_every_waiter_of_the_batch() {
+        let c = Arc::new(Committer::<u32>::new(1));
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let c0 = c.clone();
+        // Occupy the only slot so the next requests queue and batch.
+        let blocker = std::thread::spawn(move || {
+            c0.sync(&1, || {
+                rx.recv().unwrap();
+                Ok(())
+            })
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        let waiters: Vec<_> = (0..5)
+            .map(|_| {
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    c.sync(&2, || Err(io::Error::from_raw_os_error(libc::EIO)))
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(50));
+        tx.send(()).unwrap();
+        blocker.join().unwrap().unwrap();
+        for w in waiters {
+            assert_eq!(w.join().unwrap(), Err(libc::EIO));
+        }
+        let k = c.counts();
+        assert_eq!(k.syncs, 2, "one sync for the five queued requests");
+        assert_eq!(k.errors, 1);
+    }
+}

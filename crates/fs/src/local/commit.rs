@@ -1,0 +1,69 @@
+//! Durability before the reply (RFC 1813 §4.8): a COMMIT, a stable WRITE,
+//! and on a `sync` export every namespace change and SETATTR, are on
+//! stable storage before the reply says so, as knfsd's `commit_metadata`
+//! does for its default `sync` exports.
+//!
+//! Every sync goes through the export's group committer
+//! (`crate::durable`): requests for the same object that arrive together
+//! share one sync, and the syncs in flight are bounded.
+
+use std::os::fd::AsRawFd;
+
+use super::files::Access;
+use super::sys::{self, Key};
+use super::{errno, LocalFs, Obj};
+use crate::FsResult;
+
+impl LocalFs {
+    /// Runs `sync` for object `key` through the committer, sharing it with
+    /// concurrent requests for the same object. `full`: fsync (data and
+    /// metadata) rather than fdatasync; a full sync answers data requests
+    /// too, never the other way round.
+    pub(super) fn commit_with(
+        &self,
+        key: Key,
+        full: bool,
+        sync: impl FnOnce() -> std::io::Result<()>,
+    ) -> FsResult<()> {
+        self.committer.sync(&(key, full), sync).map_err(errno)
+    }
+
+    /// Makes an object's metadata (and data) durable: through its cached
+    /// writer if it has one (so an error that descriptor saw is reported),
+    /// else a cached read descriptor. A symlink or device node cannot be
+    /// opened to be synced; for those the whole filesystem is (rare: a
+    /// SETATTR of one).
+    pub(super) fn sync_object(&self, o: &Obj<'_>) -> FsResult<()> {
+        let key = o.st.key();
+        if o.st.is_reg() || o.st.is_dir() {
+            let f = match self.files.get(key, Access::Write) {
+                Some(f) => f,
+                None => self.open_file(o, Access::Read)?,
+            };
+            return self.commit_with(key, true, || f.sync(false));
+        }
+        self.commit_with(key, true, || sys::syncfs(self.root.as_raw_fd()))
+    }
+
+    /// On a `sync` export, makes a namespace change durable before the
+    /// reply: the new or changed object (regular files and directories; a
+    /// new symlink or node is made durable with its directory entry, which
+    /// journaling filesystems commit together) and the directory.
+    pub(super) fn sync_change(&self, dir: &Obj<'_>, child: Option<&Obj<'_>>) -> FsResult<()> {
+        if !self.opts.sync {
+            return Ok(());
+        }
+        if let Some(c) = child.filter(|c| c.st.is_reg() || c.st.is_dir()) {
+            self.sync_object(c)?;
+        }
+        self.sync_object(dir)
+    }
+
+    /// On a `sync` export, makes a SETATTR durable before the reply.
+    pub(super) fn sync_attrs(&self, o: &Obj<'_>) -> FsResult<()> {
+        if !self.opts.sync {
+            return Ok(());
+        }
+        self.sync_object(o)
+    }
+}
