@@ -73,6 +73,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   handle_scan_waiters = 8        calls waiting for that walk at once
   handle_scan_wait_ms = 1000     then JUKEBOX (the client retries)
   act_as_caller = (root: true)   run calls as the caller's uid/gids
+  max_syncs_in_flight = 16       per export: fsyncs at once (group commit)
+  blocking_threads = 64          pool for calls that wait for stable storage
   state_dir = (see --state-dir)  log_level = \"info\"
   allow_auth_none = false
   stats = \"percore\"              RPC counters: percore | shared | off
@@ -87,6 +89,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   id = (hash of the path)        fixed export id (it is in every handle)
   handle_mode = \"auto\"           auto | kernel | path
   cross_mounts = false
+  sync = true                    exports(5) sync; false = async (namespace
+                                 changes and SETATTR answered before synced)
   clients = [\"127.0.0.0/8\", \"::1\"]  addresses, networks (ADDR/LEN) or \"*\"
   root_squash = true, all_squash = false, anonuid = 65534, anongid = 65534
   secure = false                 true: clients must use a port < 1024
@@ -219,6 +223,17 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub path_cache_entries: Option<usize>,
 
+    /// Per export: syncs (fsync) running at once; more requests queue or
+    /// share one (group commit). [default: 16]
+    #[arg(long, value_name = "N")]
+    pub max_syncs_in_flight: Option<usize>,
+
+    /// Threads of the pool for calls that wait for stable storage (COMMIT,
+    /// stable WRITE, namespace changes on sync exports); 0 = the ordinary
+    /// pools. [default: 64]
+    #[arg(long, value_name = "N")]
+    pub blocking_threads: Option<usize>,
+
     /// Directory for the persistent handle key. [default: /var/lib/rnfsd as
     /// root, else $XDG_STATE_HOME/rnfsd or ~/.local/state/rnfsd]
     #[arg(long, value_name = "DIR")]
@@ -258,6 +273,12 @@ pub struct ServeArgs {
     /// DIR only: let clients cross into filesystems mounted below DIR.
     #[arg(long, requires = "dir")]
     pub cross_mounts: bool,
+
+    /// DIR only: exports(5) `async`: reply to namespace changes and SETATTR
+    /// before they reach stable storage (faster; a crash of this host can
+    /// undo changes clients were told were done). Default: `sync`.
+    #[arg(long = "async", requires = "dir")]
+    pub async_: bool,
 
     /// DIR only: a client allowed to use it: an address, a network
     /// (ADDR/LEN) or "*"; repeat for several. [default: 127.0.0.0/8 and ::1]
@@ -341,11 +362,15 @@ impl ServeArgs {
         if self.max_record.is_some() {
             s.max_record = self.max_record;
         }
+        if let Some(n) = self.blocking_threads {
+            s.blocking_threads = n;
+        }
         for (dst, src) in [
             (&mut s.cache_fds, self.cache_fds),
             (&mut s.object_cache_entries, self.object_cache_entries),
             (&mut s.open_file_cache_entries, self.open_file_cache_entries),
             (&mut s.path_cache_entries, self.path_cache_entries),
+            (&mut s.max_syncs_in_flight, self.max_syncs_in_flight),
         ] {
             if src.is_some() {
                 *dst = src;
@@ -369,6 +394,7 @@ impl ServeArgs {
                 id: self.export_id,
                 handle_mode: self.handle_mode.unwrap_or_default(),
                 cross_mounts: self.cross_mounts,
+                sync: !self.async_,
                 ..ExportConfig::new(d.clone())
             });
         }

@@ -261,6 +261,14 @@ pub struct ServerConfig {
     /// Descriptors all caches of all exports may hold together (None: from
     /// RLIMIT_NOFILE, see `cache_fd_budget`).
     pub cache_fds: Option<usize>,
+    /// Local backend, per export: syncs (fsync) running at once; more
+    /// requests queue or share a sync (group commit). None: backend default.
+    pub max_syncs_in_flight: Option<usize>,
+    /// Threads of the pool that runs calls which wait for stable storage
+    /// (COMMIT, stable WRITE, and namespace changes on `sync` exports), so
+    /// they never make GETATTR, LOOKUP or READ queue behind them. 0: they
+    /// run in the ordinary pools.
+    pub blocking_threads: usize,
     /// Local backend: run filesystem calls with the caller's uid/gid (needs
     /// root; None = the backend decides from our privileges).
     pub act_as_caller: Option<bool>,
@@ -374,6 +382,8 @@ impl Default for ServerConfig {
             object_cache_entries: None,
             open_file_cache_entries: None,
             cache_fds: None,
+            max_syncs_in_flight: None,
+            blocking_threads: 64,
             act_as_caller: None,
             state_dir: None,
             log_level: None,
@@ -454,6 +464,12 @@ pub struct ExportConfig {
     /// Let clients cross into filesystems mounted below the export.
     #[serde(default)]
     pub cross_mounts: bool,
+    /// exports(5) `sync` (default): namespace changes and SETATTR are on
+    /// stable storage before the reply (RFC 1813 §4.8). `false` is
+    /// exports(5) `async`: faster, and a crash of the server's host can
+    /// undo changes clients were told were done.
+    #[serde(default = "yes")]
+    pub sync: bool,
 }
 
 impl ExportConfig {
@@ -468,6 +484,7 @@ impl ExportConfig {
             anongid: crate::access::NOBODY,
             secure: false,
             client_rules: Vec::new(),
+            sync: true,
             id: None,
             handle_mode: HandleMode::Auto,
             cross_mounts: false,
@@ -618,6 +635,7 @@ impl Config {
             ("object_cache_entries", s.object_cache_entries),
             ("open_file_cache_entries", s.open_file_cache_entries),
             ("cache_fds", s.cache_fds),
+            ("max_syncs_in_flight", s.max_syncs_in_flight),
         ] {
             if v == Some(0) {
                 return err(format!("server.{k} must be at least 1"));
@@ -648,6 +666,7 @@ pub struct ResolvedExport {
     pub read_only: bool,
     pub handle_mode: HandleMode,
     pub cross_mounts: bool,
+    pub sync: bool,
     /// Client list and options.
     pub access: crate::access::ExportAccess,
 }
@@ -709,6 +728,7 @@ pub fn resolve_exports(exports: &[ExportConfig]) -> Result<Vec<ResolvedExport>, 
             read_only: e.read_only,
             handle_mode: e.handle_mode,
             cross_mounts: e.cross_mounts,
+            sync: e.sync,
             access: e.access()?,
         });
     }

@@ -165,6 +165,7 @@ fn open_exports(
             cross_mounts: e.cross_mounts,
             caches: Some(caches.clone()),
             write_verifier: Some(verifier.clone()),
+            sync: e.sync,
             ..LocalOptions::default()
         };
         if let Some(v) = s.act_as_caller {
@@ -176,6 +177,7 @@ fn open_exports(
             (&mut o.handle_scan_waiters, s.handle_scan_waiters),
             (&mut o.object_cache_entries, s.object_cache_entries),
             (&mut o.open_file_cache_entries, s.open_file_cache_entries),
+            (&mut o.max_syncs_in_flight, s.max_syncs_in_flight),
         ] {
             if let Some(v) = src {
                 *dst = v;
@@ -191,8 +193,11 @@ fn open_exports(
             .to_str()
             .ok_or_else(|| config_err(format!("export {}: not UTF-8", e.path.display())))?
             .to_owned();
-        tracing::info!(path, id = e.id, clients = %describe_access(&e.access), "export");
-        out.push(Export::new(e.id, path, Arc::new(fs), e.access.clone()));
+        tracing::info!(path, id = e.id, sync = e.sync, clients = %describe_access(&e.access), "export");
+        if !e.sync {
+            tracing::warn!(path, "export is async: namespace changes and SETATTR are answered before they reach stable storage; a crash of this host can undo them");
+        }
+        out.push(Export::new(e.id, path, Arc::new(fs), e.access.clone()).with_sync(e.sync));
     }
     Ok(out)
 }
@@ -266,8 +271,8 @@ fn reload(args: &ServeArgs, running: &Config, server: &Server) {
     let old = config::resolve_exports(&running.exports).unwrap_or_default();
     for r in &exports {
         if let Some(o) = old.iter().find(|o| o.id == r.id) {
-            if (o.handle_mode, o.cross_mounts) != (r.handle_mode, r.cross_mounts) {
-                tracing::warn!(path = %r.path.display(), "SIGHUP: handle_mode and cross_mounts changes need a restart");
+            if (o.handle_mode, o.cross_mounts, o.sync) != (r.handle_mode, r.cross_mounts, r.sync) {
+                tracing::warn!(path = %r.path.display(), "SIGHUP: handle_mode, cross_mounts and sync changes need a restart");
             }
         }
         if let Some(e) = server.exports.iter().find(|e| e.id == r.id) {
@@ -504,6 +509,7 @@ mod transport {
                 config::PoolLayout::PerLoop => PoolLayout::PerLoop,
             },
             pin_loops: s.pin(),
+            blocking_threads: s.blocking_threads,
             ..TransportConfig::default()
         }
     }
@@ -555,6 +561,7 @@ mod transport {
             // Its one thread is not worth dividing or pinning.
             tc.pools = PoolLayout::Shared;
             tc.pin_loops = false;
+            tc.blocking_threads = 0;
             let pool = PoolConfig {
                 threads: Threads::Fixed(1),
                 queue_limit: 64,

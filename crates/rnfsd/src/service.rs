@@ -77,6 +77,10 @@ impl Service for RpcService {
         reg.record(shard, &req.data, reply.as_deref(), us);
         reply
     }
+
+    fn blocking(&self, record: &[u8]) -> bool {
+        crate::rpc::may_wait(&self.server, &self.programs, record)
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,9 @@ pub struct Export {
     /// The absolute path clients mount (MNT argument), like knfsd.
     pub path: String,
     pub backend: Arc<dyn Backend>,
+    /// exports(5) `sync`: its namespace changes wait for stable storage (so
+    /// they run in the blocking pool).
+    pub sync: bool,
     /// Who may use the export and how. Swapped whole on a configuration
     /// reload (SIGHUP); a call reads it without a lock or a shared write.
     access: ArcSwap<ExportAccess>,
@@ -30,8 +33,15 @@ impl Export {
             id,
             path: path.into(),
             backend,
+            sync: true,
             access: ArcSwap::from_pointee(access),
         }
+    }
+
+    /// As `new`, for an `async` export (`sync = false`).
+    pub fn with_sync(mut self, sync: bool) -> Export {
+        self.sync = sync;
+        self
     }
 
     /// The current access rules.

@@ -421,7 +421,25 @@ fn cache_families(o: &mut String, s: &Snapshot) {
         }
     }
     type EGet = fn(&crate::snapshot::ExportCounts) -> u64;
-    let ex: [(&str, &str, &str, EGet); 5] = [
+    let ex: [(&str, &str, &str, EGet); 8] = [
+        (
+            "rnfsd_sync_requests_total",
+            "counter",
+            "Requests for durability (COMMIT, stable WRITE, synced namespace changes).",
+            |e| e.sync_requests,
+        ),
+        (
+            "rnfsd_syncs_total",
+            "counter",
+            "Syncs run (group commit shares them).",
+            |e| e.syncs,
+        ),
+        (
+            "rnfsd_sync_errors_total",
+            "counter",
+            "Syncs that failed.",
+            |e| e.sync_errors,
+        ),
         (
             "rnfsd_cache_fds",
             "gauge",

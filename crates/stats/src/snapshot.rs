@@ -43,6 +43,18 @@ pub struct ExportCounts {
     pub caches: Vec<CacheCounts>,
     pub fds_cached: u64,
     pub fd_limit: u64,
+    /// Group commit: requests for durability (COMMIT, stable WRITE, synced
+    /// namespace changes: one or two each), syncs run for them (fewer when
+    /// requests shared one), sync errors, and the most syncs run at once
+    /// (a gauge).
+    #[serde(default)]
+    pub sync_requests: u64,
+    #[serde(default)]
+    pub syncs: u64,
+    #[serde(default)]
+    pub sync_errors: u64,
+    #[serde(default)]
+    pub syncs_peak_in_flight: u64,
     /// Calls that waited for a walk of the export; of them, answered
     /// JUKEBOX because it had not found the object yet (or too many waited).
     pub scans_waited: u64,
@@ -111,6 +123,10 @@ impl ExportCounts {
                 .collect(),
             fds_cached: self.fds_cached,
             fd_limit: self.fd_limit,
+            sync_requests: self.sync_requests.saturating_sub(base.sync_requests),
+            syncs: self.syncs.saturating_sub(base.syncs),
+            sync_errors: self.sync_errors.saturating_sub(base.sync_errors),
+            syncs_peak_in_flight: self.syncs_peak_in_flight,
             scans_waited: self.scans_waited.saturating_sub(base.scans_waited),
             scans_busy: self.scans_busy.saturating_sub(base.scans_busy),
             scan_passes: self.scan_passes.saturating_sub(base.scan_passes),

@@ -86,7 +86,7 @@ pub(crate) fn start(
         vec![None; n]
     };
     let pools: Vec<Arc<Pool<Work>>> = match cfg.pools {
-        PoolLayout::Shared => vec![Arc::new(Pool::new(pool_cfg)?)],
+        PoolLayout::Shared => vec![Arc::new(Pool::new(pool_cfg.clone())?)],
         PoolLayout::PerLoop => {
             let mut v = Vec::with_capacity(n);
             for (i, cpu) in cpus.iter().enumerate() {
@@ -96,6 +96,21 @@ pub(crate) fn start(
             }
             v
         }
+    };
+    // The blocking pool: shared by the loops, not pinned (its threads
+    // mostly sleep in fsync).
+    let blocking = if cfg.blocking_threads > 0 {
+        Some(Arc::new(Pool::new(PoolConfig {
+            threads: Threads::Adaptive {
+                min: 1,
+                max: cfg.blocking_threads,
+            },
+            name: "rnfsd-sync".into(),
+            cpu: None,
+            ..pool_cfg.clone()
+        })?))
+    } else {
+        None
     };
     let shared = Arc::new(Shared {
         service,
@@ -133,7 +148,7 @@ pub(crate) fn start(
         let Some(pool) = pool else {
             return Err(io::Error::other("rnfsd-transport: no pool"));
         };
-        let el = EventLoop::new(idx, poll, shared.clone(), pool, ls);
+        let el = EventLoop::new(idx, poll, shared.clone(), pool, blocking.clone(), ls);
         let t = std::thread::Builder::new()
             .name(format!("rnfsd-evloop-{idx}"))
             .spawn(move || {
@@ -163,6 +178,9 @@ pub(crate) fn start(
             }
         }
     }
+    // Shut down and counted with the others.
+    let mut pools = pools;
+    pools.extend(blocking);
     Ok(Handle {
         inner: Arc::new(HandleInner {
             shared,
@@ -236,6 +254,8 @@ struct EventLoop {
     poll: Poll,
     shared: Arc<Shared>,
     pool: Arc<Pool<Work>>,
+    /// Calls that may wait for stable storage go here, when there is one.
+    blocking: Option<Arc<Pool<Work>>>,
     listeners: Vec<TcpListener>,
     conns: Vec<Option<Entry>>,
     free: Vec<usize>,
@@ -261,6 +281,7 @@ impl EventLoop {
         poll: Poll,
         shared: Arc<Shared>,
         pool: Arc<Pool<Work>>,
+        blocking: Option<Arc<Pool<Work>>>,
         listeners: Vec<TcpListener>,
     ) -> EventLoop {
         let sweep_every = (shared.limits.idle_timeout / 4)
@@ -270,6 +291,7 @@ impl EventLoop {
             poll,
             shared,
             pool,
+            blocking,
             listeners,
             conns: Vec::new(),
             free: Vec::new(),
@@ -650,11 +672,15 @@ impl EventLoop {
                 return Submitted::Blocked;
             }
             c.inflight.fetch_add(1, SeqCst);
+            let pool = match &self.blocking {
+                Some(b) if self.shared.service.blocking(&data) => b,
+                _ => &self.pool,
+            };
             let w = Work {
                 conn: c.clone(),
                 data,
             };
-            match self.pool.submit(w) {
+            match pool.submit(w) {
                 Ok(()) => {}
                 Err(SubmitError::Full(mut w)) => {
                     let d = std::mem::take(&mut w.data);

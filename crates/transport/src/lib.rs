@@ -84,6 +84,14 @@ pub trait Service: Send + Sync + 'static {
     /// the transport overwrites them (saves a copy on the hot path), so the
     /// reply body starts at byte 4. Use `reply_buffer()` to start one.
     fn call(&self, req: Request) -> Option<Vec<u8>>;
+
+    /// Whether this record's call may wait for stable storage; with a
+    /// blocking pool (`TransportConfig::blocking_threads`) such calls run
+    /// there, so they never hold the workers quick calls need. Called on
+    /// the event loop for every record: must be cheap and must not block.
+    fn blocking(&self, _record: &[u8]) -> bool {
+        false
+    }
 }
 
 /// A buffer with the 4 record-mark bytes reserved at its front.
@@ -150,6 +158,10 @@ pub struct TransportConfig {
     /// their number) and, with `PerLoop`, its pool's workers to the same
     /// CPU. A pin that fails is logged and ignored. Default false.
     pub pin_loops: bool,
+    /// Most threads of one pool shared by every loop for calls the service
+    /// says may block on stable storage (`Service::blocking`); 0: none,
+    /// such calls run in the loops' pools. Not pinned. Default 0.
+    pub blocking_threads: usize,
 }
 
 impl Default for TransportConfig {
@@ -167,6 +179,7 @@ impl Default for TransportConfig {
             shutdown_timeout: Duration::from_secs(10),
             pools: PoolLayout::PerLoop,
             pin_loops: false,
+            blocking_threads: 0,
         }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Request payload: id (u32 BE), op (u8), arg (u32 BE), padding.
 //! ops: 0 echo; 1 sleep `arg` ms then echo; 2 reply `arg` zero bytes after
-//! the id; 3 no reply.
+//! the id; 3 no reply; 4 "may block": waits until the test opens the gate,
+//! then replies with the id and the name of the thread that ran it.
 
 use rnfsd_pool::Threads;
 use rnfsd_transport::{
@@ -20,6 +21,8 @@ struct Toy {
     calls: AtomicUsize,
     /// Calls per connection id for conn ids < 64.
     per_conn: [AtomicUsize; 64],
+    /// Op 4 waits for this (bounded).
+    gate: (std::sync::Mutex<bool>, std::sync::Condvar),
 }
 
 impl Default for Toy {
@@ -27,11 +30,23 @@ impl Default for Toy {
         Toy {
             calls: AtomicUsize::new(0),
             per_conn: std::array::from_fn(|_| AtomicUsize::new(0)),
+            gate: Default::default(),
         }
     }
 }
 
+impl Toy {
+    fn open_gate(&self) {
+        *self.gate.0.lock().unwrap() = true;
+        self.gate.1.notify_all();
+    }
+}
+
 impl Service for Toy {
+    fn blocking(&self, record: &[u8]) -> bool {
+        record.get(4) == Some(&4)
+    }
+
     fn call(&self, req: Request) -> Option<Vec<u8>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if let Some(c) = self.per_conn.get(req.conn_id as usize) {
@@ -57,6 +72,18 @@ impl Service for Toy {
                 Some(r)
             }
             3 => None,
+            4 => {
+                let g = self.gate.0.lock().unwrap();
+                let _g = self
+                    .gate
+                    .1
+                    .wait_timeout_while(g, Duration::from_secs(10), |open| !*open)
+                    .unwrap();
+                let mut r = reply_buffer(64);
+                r.extend_from_slice(d.get(..4).unwrap_or(&[0; 4]));
+                r.extend_from_slice(thread::current().name().unwrap_or("").as_bytes());
+                Some(r)
+            }
             _ => {
                 let mut r = reply_buffer(d.len());
                 r.extend_from_slice(d);
@@ -765,4 +792,39 @@ fn connections_over_the_per_client_limit_are_refused() {
     echo(&mut d, 4);
     assert_eq!(sv.h.stats().connections_refused, 1);
     sv.h.shutdown();
+}
+
+/// Calls the service says may block run in the blocking pool: with every
+/// one of them held, quick calls are still answered by the loop's pool.
+#[test]
+fn blocking_calls_run_in_their_own_pool() {
+    let sv = server_with(
+        TransportConfig {
+            blocking_threads: 8,
+            ..TransportConfig::default()
+        },
+        pool(2),
+    );
+    let mut slow = connect(sv.addr);
+    for id in 0..6 {
+        slow.write_all(&record(&payload(id, 4, 0, 0))).unwrap();
+    }
+    // Six held calls: more than the loop's pool has threads.
+    wait_until("blocking calls started", Duration::from_secs(10), || {
+        sv.svc.calls.load(Ordering::SeqCst) >= 6
+    });
+    let mut quick = connect(sv.addr);
+    for id in 100..120 {
+        quick.write_all(&record(&payload(id, 0, 0, 0))).unwrap();
+        let r = read_record(&mut quick).expect("quick call answered while others block");
+        assert_eq!(id_of(&r), id);
+    }
+    sv.svc.open_gate();
+    for _ in 0..6 {
+        let r = read_record(&mut slow).unwrap();
+        let name = String::from_utf8_lossy(&r[4..]);
+        assert!(name.starts_with("rnfsd-sync"), "ran on {name:?}");
+    }
+    sv.h.shutdown();
+    sv.h.wait();
 }

@@ -16,8 +16,9 @@ use rnfsd_xdr::{pad4, Dec, Enc, Xdr};
 
 use crate::access::{Denied, Grant};
 use crate::proc_entry;
-use crate::rpc::{CacheClass, CallCtx, Proc, ProcError, Program, Version};
+use crate::rpc::{CacheClass, CallCtx, Proc, ProcError, Program, Version, Wait};
 use crate::state::Export;
+use crate::state::Server;
 
 #[cfg(test)]
 mod tests;
@@ -65,7 +66,8 @@ static PROCS: [Proc; 22] = [
         SetAttr3Args,
         setattr,
         CacheClass::Reply,
-        ST + WCC
+        ST + WCC,
+        Wait::Check(on_sync_export)
     ),
     proc_entry!(
         "LOOKUP",
@@ -93,33 +95,79 @@ static PROCS: [Proc; 22] = [
         run: read_run,
         cache: CacheClass::None,
         max_reply: READ_MAX,
+        wait: Wait::Never,
     },
     Proc {
         name: "WRITE",
         run: write_run,
         cache: CacheClass::Reply,
         max_reply: ST + WCC + 4 + 4 + 8,
+        wait: Wait::Check(write_is_stable),
     },
-    proc_entry!("CREATE", Create3Args, create, CacheClass::Reply, CREATE_MAX),
-    proc_entry!("MKDIR", Mkdir3Args, mkdir, CacheClass::Reply, CREATE_MAX),
+    proc_entry!(
+        "CREATE",
+        Create3Args,
+        create,
+        CacheClass::Reply,
+        CREATE_MAX,
+        Wait::Check(on_sync_export)
+    ),
+    proc_entry!(
+        "MKDIR",
+        Mkdir3Args,
+        mkdir,
+        CacheClass::Reply,
+        CREATE_MAX,
+        Wait::Check(on_sync_export)
+    ),
     proc_entry!(
         "SYMLINK",
         Symlink3Args,
         symlink,
         CacheClass::Reply,
-        CREATE_MAX
+        CREATE_MAX,
+        Wait::Check(on_sync_export)
     ),
-    proc_entry!("MKNOD", Mknod3Args, mknod, CacheClass::Reply, CREATE_MAX),
-    proc_entry!("REMOVE", Remove3Args, remove, CacheClass::Reply, ST + WCC),
-    proc_entry!("RMDIR", Rmdir3Args, rmdir, CacheClass::Reply, ST + WCC),
+    proc_entry!(
+        "MKNOD",
+        Mknod3Args,
+        mknod,
+        CacheClass::Reply,
+        CREATE_MAX,
+        Wait::Check(on_sync_export)
+    ),
+    proc_entry!(
+        "REMOVE",
+        Remove3Args,
+        remove,
+        CacheClass::Reply,
+        ST + WCC,
+        Wait::Check(on_sync_export)
+    ),
+    proc_entry!(
+        "RMDIR",
+        Rmdir3Args,
+        rmdir,
+        CacheClass::Reply,
+        ST + WCC,
+        Wait::Check(on_sync_export)
+    ),
     proc_entry!(
         "RENAME",
         Rename3Args,
         rename,
         CacheClass::Reply,
-        ST + 2 * WCC
+        ST + 2 * WCC,
+        Wait::Check(on_sync_export)
     ),
-    proc_entry!("LINK", Link3Args, link, CacheClass::Reply, ST + PATTR + WCC),
+    proc_entry!(
+        "LINK",
+        Link3Args,
+        link,
+        CacheClass::Reply,
+        ST + PATTR + WCC,
+        Wait::Check(on_sync_export)
+    ),
     proc_entry!(
         "READDIR",
         ReadDir3Args,
@@ -160,9 +208,29 @@ static PROCS: [Proc; 22] = [
         Commit3Args,
         commit,
         CacheClass::None,
-        ST + WCC + 8
+        ST + WCC + 8,
+        Wait::Always
     ),
 ];
+
+/// WRITE args: a handle, offset, count, then stable_how (RFC 1813 §3.3.7).
+fn write_is_stable(_: &Server, d: &mut Dec<'_>) -> bool {
+    let stable = d
+        .opaque(NFS3_FHSIZE)
+        .and_then(|_| d.u64())
+        .and_then(|_| d.u32())
+        .and_then(|_| d.u32());
+    matches!(stable, Ok(s) if s != StableHow::Unstable as u32)
+}
+
+/// The first argument of a namespace change or SETATTR is a handle (of the
+/// directory, or of the object); its export says whether it syncs.
+fn on_sync_export(server: &Server, d: &mut Dec<'_>) -> bool {
+    d.opaque(NFS3_FHSIZE)
+        .ok()
+        .and_then(|fh| server.export_of(fh))
+        .is_some_and(|e| e.sync)
+}
 
 // ---------------------------------------------------------------------------
 // Error mapping

@@ -52,6 +52,19 @@ pub enum CacheClass {
     Reply,
 }
 
+/// Whether a call may wait for stable storage: such calls run in the
+/// blocking pool (when there is one), so they never hold the workers that
+/// quick calls need (seed 002).
+#[derive(Clone, Copy)]
+pub enum Wait {
+    Never,
+    /// Always syncs (COMMIT).
+    Always,
+    /// Decided from the arguments (a stable WRITE; a change on a `sync`
+    /// export). Must be cheap: it runs on the event loop for every record.
+    Check(fn(&Server, &mut Dec<'_>) -> bool),
+}
+
 /// One procedure of one program version: the row of a declarative table,
 /// like knfsd's `nfsd_procedures3[]`.
 pub struct Proc {
@@ -60,6 +73,27 @@ pub struct Proc {
     pub cache: CacheClass,
     /// Upper bound on the encoded result body in bytes.
     pub max_reply: usize,
+    pub wait: Wait,
+}
+
+/// Whether the call in `record` may wait for stable storage (see [`Wait`]).
+/// Anything that does not decode is quick: dispatch will refuse it.
+pub fn may_wait(server: &Server, programs: &[&Program], record: &[u8]) -> bool {
+    let mut d = Dec::new(record);
+    let Ok(rnfsd_proto::rpc::Incoming::Call(h)) = rnfsd_proto::rpc::CallHeader::decode(&mut d)
+    else {
+        return false;
+    };
+    let proc = programs
+        .iter()
+        .find(|p| p.prog == h.prog)
+        .and_then(|p| p.versions.iter().find(|v| v.vers == h.vers))
+        .and_then(|v| v.procs.get(h.proc_ as usize));
+    match proc.map(|p| p.wait) {
+        None | Some(Wait::Never) => false,
+        Some(Wait::Always) => true,
+        Some(Wait::Check(f)) => f(server, &mut d),
+    }
 }
 
 pub struct Version {
@@ -79,10 +113,20 @@ pub struct Program {
 ///
 /// `proc_entry!("GETATTR", GetAttrArgs, getattr, CacheClass::None, 200)`
 /// where `fn getattr(ctx: &CallCtx, args: GetAttrArgs) -> Result<R, ProcError>`
-/// and `R: Xdr`.
+/// and `R: Xdr`; a sixth argument gives its [`Wait`] (default `Never`).
 #[macro_export]
 macro_rules! proc_entry {
     ($name:expr, $args:ty, $handler:path, $cache:expr, $max:expr) => {
+        $crate::proc_entry!(
+            $name,
+            $args,
+            $handler,
+            $cache,
+            $max,
+            $crate::rpc::Wait::Never
+        )
+    };
+    ($name:expr, $args:ty, $handler:path, $cache:expr, $max:expr, $wait:expr) => {
         $crate::rpc::Proc {
             name: $name,
             run: |ctx, dec, enc| {
@@ -94,6 +138,7 @@ macro_rules! proc_entry {
             },
             cache: $cache,
             max_reply: $max,
+            wait: $wait,
         }
     };
 }
