@@ -12,6 +12,8 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v nfs-ls >/dev/null 2>&1 || need_apt+=(libnfs-utils)
+# xfs_io: the power-cut test shuts the export's filesystem down with it.
+command -v xfs_io >/dev/null 2>&1 || need_apt+=(xfsprogs)
 if [ ${#need_apt[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"

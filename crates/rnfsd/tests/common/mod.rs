@@ -1,6 +1,7 @@
 //! Test support: start the real rnfsd binary on an ephemeral loopback port.
 #![allow(dead_code)]
 
+pub mod blockdev;
 pub mod nfs;
 
 use std::net::SocketAddr;
@@ -111,6 +112,20 @@ impl TestServer {
     /// handle key), as an operator restart would. The port may change.
     pub fn restart(&mut self) {
         self.stop();
+        self.respawn();
+    }
+
+    /// SIGKILL and wait: nothing of the server's runs after this.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Start again (after `stop` or `kill`) with the same export, state
+    /// directory and arguments.
+    pub fn respawn(&mut self) {
         let (child, addr) = spawn(&self.export, self.state.path(), &self.extra);
         self.child = Some(child);
         self.addr = addr;
@@ -130,7 +145,11 @@ fn spawn(export: &Path, state: &Path, extra: &[String]) -> (Child, SocketAddr) {
     let port_file = state.join("port");
     let _ = std::fs::remove_file(&port_file);
     let log = std::fs::File::create(state.join("server.log")).expect("log file");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rnfsd"))
+    // RNFSD_TEST_BIN runs the tests against another build (an older one,
+    // to show a test fails there).
+    let bin = std::env::var_os("RNFSD_TEST_BIN")
+        .map_or_else(|| env!("CARGO_BIN_EXE_rnfsd").into(), PathBuf::from);
+    let mut child = Command::new(bin)
         .arg("serve")
         .arg(export)
         .args(["--listen", "127.0.0.1:0", "--port-file"])

@@ -1,0 +1,198 @@
+//! Test support: an ext4 filesystem on a loop device, for tests that need a
+//! real block device (writeback errors, power cuts). Needs root; every step
+//! is a command with its status checked; everything is undone on drop.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::TempDir;
+
+/// Why a block-device test cannot run here, or None.
+pub fn unavailable(tools: &[&str]) -> Option<String> {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("needs root (loop devices, mounts)".into());
+    }
+    for t in tools
+        .iter()
+        .chain(&["losetup", "mkfs.ext4", "mount", "umount"])
+    {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            return Some(format!("{t} is not installed"));
+        }
+    }
+    if !Path::new("/dev/loop-control").exists() {
+        return Some("no loop device support (/dev/loop-control)".into());
+    }
+    None
+}
+
+pub fn run(cmd: &str, args: &[&str]) -> String {
+    let o = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    assert!(
+        o.status.success(),
+        "{cmd} {args:?}: {}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_owned()
+}
+
+/// An ext4 filesystem on a loop device over a sparse image file.
+pub struct LoopFs {
+    pub dir: TempDir,
+    pub image: PathBuf,
+    pub dev: String,
+    pub mnt: PathBuf,
+    /// A tmpfs holding the image, when the image's space is limited.
+    pub tmpfs: Option<PathBuf>,
+    mounted: bool,
+}
+
+impl LoopFs {
+    /// An image of `size_mib` on the ordinary temp filesystem.
+    pub fn new(tag: &str, size_mib: u64) -> LoopFs {
+        let dir = TempDir::new(tag);
+        let image = dir.path().join("fs.img");
+        Self::make(dir, image, size_mib, None)
+    }
+
+    /// An image of `size_mib` (sparse) on a tmpfs of `room_mib`: once the
+    /// tmpfs is full, writes to not yet allocated blocks of the device fail
+    /// (EIO to the filesystem above), as a thin-provisioned volume that ran
+    /// out of space does. mkfs writes every metadata block up front, so
+    /// only data writes can fail.
+    pub fn thin(tag: &str, size_mib: u64, room_mib: u64) -> LoopFs {
+        let dir = TempDir::new(tag);
+        let t = dir.path().join("tmpfs");
+        std::fs::create_dir(&t).expect("tmpfs dir");
+        run(
+            "mount",
+            &[
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={room_mib}m"),
+                "tmpfs",
+                t.to_str().unwrap(),
+            ],
+        );
+        let image = t.join("fs.img");
+        Self::make(dir, image, size_mib, Some(t))
+    }
+
+    fn make(dir: TempDir, image: PathBuf, size_mib: u64, tmpfs: Option<PathBuf>) -> LoopFs {
+        let f = std::fs::File::create(&image).expect("image");
+        f.set_len(size_mib << 20).expect("sparse image");
+        drop(f);
+        let dev = run("losetup", &["-f", "--show", image.to_str().unwrap()]);
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).expect("mountpoint");
+        let mut fs = LoopFs {
+            dir,
+            image,
+            dev,
+            mnt,
+            tmpfs,
+            mounted: false,
+        };
+        run(
+            "mkfs.ext4",
+            &[
+                "-q",
+                "-F",
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0",
+                &fs.dev,
+            ],
+        );
+        fs.mount();
+        fs
+    }
+
+    pub fn mount(&mut self) {
+        run(
+            "mount",
+            &[
+                "-t",
+                "ext4",
+                "-o",
+                "errors=continue",
+                &self.dev,
+                self.mnt.to_str().unwrap(),
+            ],
+        );
+        self.mounted = true;
+    }
+
+    pub fn umount(&mut self) {
+        if self.mounted {
+            run("umount", &[self.mnt.to_str().unwrap()]);
+            self.mounted = false;
+        }
+    }
+
+    /// `mnt/name`, created as a directory.
+    pub fn subdir(&self, name: &str) -> PathBuf {
+        let p = self.mnt.join(name);
+        std::fs::create_dir_all(&p).expect("subdir");
+        p
+    }
+
+    /// Fills the tmpfs under a thin image until it has no room left, to the
+    /// last page.
+    pub fn exhaust(&self) {
+        let Some(t) = &self.tmpfs else {
+            panic!("not a thin image")
+        };
+        let mut f = std::fs::File::create(t.join("filler")).expect("filler");
+        use std::io::Write;
+        for size in [1 << 20, 4096] {
+            let chunk = vec![0xa5u8; size];
+            while f.write_all(&chunk).is_ok() {}
+        }
+    }
+
+    /// A file of `len` bytes whose blocks are allocated (unwritten extents)
+    /// and whose metadata is on the device: writing its data later changes
+    /// no metadata block the image does not hold already, so on a thin
+    /// image only the data writes can fail.
+    pub fn preallocated(&self, rel: &str, len: u64) -> PathBuf {
+        let p = self.mnt.join(rel);
+        let f = std::fs::File::create(&p).expect("file");
+        use std::os::fd::AsRawFd;
+        // SAFETY: plain fallocate on a file we own.
+        let r = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, len as libc::off_t) };
+        assert_eq!(r, 0, "fallocate: {}", std::io::Error::last_os_error());
+        f.sync_all().expect("fsync");
+        drop(f);
+        run("sync", &[]);
+        p
+    }
+}
+
+impl Drop for LoopFs {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
+        }
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+        if let Some(t) = &self.tmpfs {
+            let _ = Command::new("umount").arg("-l").arg(t).status();
+        }
+    }
+}
+
+/// `echo 3 > /proc/sys/vm/drop_caches` after a sync of nothing in
+/// particular: clean pages and unused inodes of every filesystem go.
+pub fn drop_caches() {
+    let _ = std::fs::write("/proc/sys/vm/drop_caches", "3");
+}

@@ -1,0 +1,150 @@
+//! Write errors reach the client (the durability issue, item 1): a
+//! writeback error injected under the export never lets a COMMIT succeed
+//! with the verifier of the WRITEs whose data was lost.
+//!
+//! Injection: the export is ext4 on a loop device whose image is a sparse
+//! file on a small tmpfs (a thin-provisioned volume). The file written is
+//! preallocated (its metadata on the device) before the tmpfs is filled,
+//! so afterwards only its data writes fail (ENOSPC from the loop device);
+//! the filesystem itself stays healthy and later syncs succeed: exactly the
+//! case where an error seen once is easy to lose.
+
+mod common;
+
+use common::blockdev::{drop_caches, unavailable, LoopFs};
+use common::nfs::*;
+use common::TestServer;
+use rnfsd_client::nfs3::*;
+use rnfsd_client::NfsClient;
+
+const CHUNK: usize = 1 << 20;
+const MIB: usize = 8;
+
+/// UNSTABLE writes of `mib` MiB; returns the verifier they all carried.
+async fn write_unstable(nfs: &NfsClient, fh: &NfsFh3, mib: usize) -> Verf3 {
+    let mut verf = None;
+    for i in 0..mib {
+        let r = ok(
+            "WRITE UNSTABLE",
+            nfs.write(&Write3Args {
+                file: fh.clone(),
+                offset: (i * CHUNK) as u64,
+                count: CHUNK as u32,
+                stable: StableHow::Unstable,
+                data: vec![(i % 251) as u8; CHUNK],
+            })
+            .await,
+        );
+        assert_eq!(r.count as usize, CHUNK);
+        if let Some(v) = verf {
+            assert_eq!(r.verf, v, "the verifier changed between writes");
+        }
+        verf = Some(r.verf);
+    }
+    verf.expect("wrote something")
+}
+
+/// Whether the file under `fs` holds exactly what `write_unstable` wrote,
+/// read back from the device (the page cache dropped first): what a COMMIT
+/// that answered OK with the writes' verifier promised.
+fn data_on_disk(path: &std::path::Path, mib: usize) -> bool {
+    drop_caches();
+    let Ok(d) = std::fs::read(path) else {
+        return false;
+    };
+    d.len() == mib * CHUNK
+        && (0..mib).all(|i| {
+            d[i * CHUNK..(i + 1) * CHUNK]
+                .iter()
+                .all(|&b| b == (i % 251) as u8)
+        })
+}
+
+async fn commit(nfs: &NfsClient, fh: &NfsFh3) -> Result<Verf3, Nfsstat3> {
+    match nfs
+        .commit(&Commit3Args {
+            file: fh.clone(),
+            offset: 0,
+            count: 0,
+        })
+        .await
+        .expect("COMMIT RPC")
+    {
+        NfsRes::Ok(ok) => Ok(ok.verf),
+        NfsRes::Fail(s, _) => Err(s),
+    }
+}
+
+fn start(tag: &str) -> Option<(LoopFs, TestServer)> {
+    if let Some(why) = unavailable(&[]) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{tag} cannot run under CI: {why}"
+        );
+        eprintln!("SKIP {tag}: {why}");
+        return None;
+    }
+    let fs = LoopFs::thin(tag, 512, 64);
+    let export = fs.subdir("export");
+    fs.preallocated("export/data", (MIB * CHUNK) as u64);
+    let srv = TestServer::start_with(&export, &["--no-rpcbind"]);
+    Some((fs, srv))
+}
+
+/// Client B's COMMIT sees the writeback error first; client A's COMMIT of
+/// the same file must then fail or carry a new verifier, so A resends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_seen_by_another_commit_still_reaches_the_writer() {
+    let Some((fs, srv)) = start("wberr-other") else {
+        return;
+    };
+    bounded(async {
+        let a = mount(&srv).await;
+        let fh = lookup(&a.nfs, &a.root, "data").await;
+        let v1 = write_unstable(&a.nfs, &fh, MIB).await;
+        fs.exhaust();
+        let b = mount(&srv).await;
+        let rb = commit(&b.nfs, &fh).await;
+        // The loop device passes its backing file's ENOSPC up: IO or NOSPC.
+        assert!(
+            matches!(rb, Err(Nfsstat3::Io | Nfsstat3::NoSpc)),
+            "the injected error must fail the first COMMIT (else nothing was injected): {rb:?}"
+        );
+        let ra = commit(&a.nfs, &fh).await;
+        assert!(
+            !matches!(ra, Ok(v) if v == v1) || data_on_disk(&fs.mnt.join("export/data"), MIB),
+            "COMMIT answered OK with the verifier of writes whose data was lost"
+        );
+        eprintln!("B's COMMIT: {rb:?}; A's COMMIT: {ra:?} (A's writes carried {v1:?})");
+    })
+    .await;
+}
+
+/// The writeback error happens while no COMMIT runs, and memory pressure
+/// evicts what it can: the written file's descriptor is held until its data
+/// is committed, so the error cannot go with an evicted inode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_is_not_lost_with_an_evicted_inode() {
+    let Some((fs, srv)) = start("wberr-evict") else {
+        return;
+    };
+    bounded(async {
+        let a = mount(&srv).await;
+        let fh = lookup(&a.nfs, &a.root, "data").await;
+        let v1 = write_unstable(&a.nfs, &fh, MIB).await;
+        fs.exhaust();
+        // Writeback now, outside any fsync: the error is recorded on the
+        // file's mapping and seen by nobody yet. Then evict what can go.
+        common::blockdev::run("sync", &[]);
+        drop_caches();
+        let r = commit(&a.nfs, &fh).await;
+        // OK with the writes' verifier is right only if the data made it
+        // (writeback may have finished before the volume filled up).
+        assert!(
+            !matches!(r, Ok(v) if v == v1) || data_on_disk(&fs.mnt.join("export/data"), MIB),
+            "COMMIT answered OK with the verifier of writes whose data was lost"
+        );
+        eprintln!("COMMIT after writeback failed and caches dropped: {r:?}");
+    })
+    .await;
+}
