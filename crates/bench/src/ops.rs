@@ -556,10 +556,15 @@ pub struct FsmarkArgs {
     /// Keep the files (fs_mark keeps them); default removes them at the end.
     #[arg(long)]
     pub keep: bool,
+    /// One WRITE FILE_SYNC per file instead of WRITE UNSTABLE + COMMIT (what
+    /// the Linux client sends when an application fsyncs a small file).
+    #[arg(long)]
+    pub file_sync: bool,
 }
 
 /// fs_mark-like: per file CREATE, WRITE UNSTABLE of `file_size` bytes, then
-/// COMMIT (the NFS counterpart of write + fsync), on all streams at once.
+/// COMMIT (the NFS counterpart of write + fsync), on all streams at once;
+/// with `--file-sync`, CREATE and one WRITE FILE_SYNC.
 pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
     let c = connect(&a.target).await?;
     let lim = a.target.deadline();
@@ -584,21 +589,24 @@ pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
             error_kinds: BTreeMap::new(),
         };
         let mut made: Vec<String> = Vec::new();
+        let workload = if a.file_sync { "fsmark-sync" } else { "fsmark" };
         for it in 0..a.iterations.max(1) {
-            let (nfs, d, data) = (c.nfs.clone(), dir.clone(), data.clone());
+            let (nfs, d, data, fsync) = (c.nfs.clone(), dir.clone(), data.clone(), a.file_sync);
             let p = a
                 .target
-                .phase(a.files_per_iteration, streams, "fsmark", move |i| {
+                .phase(a.files_per_iteration, streams, workload, move |i| {
                     let (nfs, d, data) = (nfs.clone(), d.clone(), data.clone());
                     async move {
                         let name = format!("i{it:03}-f{i:07}");
-                        fsmark_file(&nfs, &d, &name, &data).await.map_err(why)
+                        fsmark_file(&nfs, &d, &name, &data, fsync)
+                            .await
+                            .map_err(why)
                     }
                 })
                 .await;
             let tried = (p.done + p.errors).min(a.files_per_iteration);
             made.extend((0..tried).map(|i| format!("i{it:03}-f{i:07}")));
-            let mut r = row(&a.target, "fsmark", streams, &p, "files/s");
+            let mut r = row(&a.target, workload, streams, &p, "files/s");
             r.kind = "iteration".into();
             r.iteration = Some(it);
             emit(&r, json.as_deref());
@@ -619,7 +627,7 @@ pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
                 break;
             }
         }
-        let mut r = row(&a.target, "fsmark", streams, &total, "files/s");
+        let mut r = row(&a.target, workload, streams, &total, "files/s");
         // The summary rate is the mean of the iterations' rates.
         r.spread = stats::spread(&rates);
         if let Some(s) = &r.spread {
@@ -650,18 +658,32 @@ async fn fsmark_file(
     dir: &NfsFh3,
     name: &str,
     data: &[u8],
+    file_sync: bool,
 ) -> Result<(), ClientError> {
     let fh = create(nfs, dir, name, false).await?;
-    check(
+    let w = check(
         nfs.write_ref(&Write3ArgsRef {
             file: fh.clone(),
             offset: 0,
             count: data.len() as u32,
-            stable: StableHow::Unstable,
+            stable: if file_sync {
+                StableHow::FileSync
+            } else {
+                StableHow::Unstable
+            },
             data,
         })
         .await?,
     )?;
+    if file_sync {
+        if w.committed != StableHow::FileSync {
+            return Err(ClientError::Protocol(format!(
+                "FILE_SYNC WRITE answered {:?}",
+                w.committed
+            )));
+        }
+        return Ok(());
+    }
     check(
         nfs.commit(&Commit3Args {
             file: fh,
