@@ -40,6 +40,7 @@ pub struct Lru<K, V> {
     /// nobody inserts into is not trimmed (that would only cause misses).
     inserts: AtomicU64,
     trimmed_at: AtomicU64,
+    door: Doorkeeper,
     hasher: RandomState,
     /// Where background reclaim and the sweep resume.
     reclaim_at: AtomicUsize,
@@ -138,6 +139,7 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
             shard_max: (2 * cap.div_ceil(n)).max(4),
             inserts: AtomicU64::new(0),
             trimmed_at: AtomicU64::new(0),
+            door: Doorkeeper::new(cap),
             hasher: RandomState::new(),
             reclaim_at: AtomicUsize::new(0),
             sweep_at: Mutex::new((0, 0)),
@@ -156,6 +158,24 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Whether a key that missed should be cached (TinyLFU's doorkeeper):
+    /// always while the cache has room; once full, only a key that missed
+    /// before, recently. A working set larger than the cache then does not
+    /// churn it (every insert evicting another entry, every miss paying an
+    /// insert and a close) for no more hits: under uniform access any
+    /// content hits as often, and a key used repeatedly gets in on its
+    /// second miss.
+    pub fn admit<Q>(&self, k: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        if self.len() + self.cap / 64 < self.cap {
+            return true;
+        }
+        self.door.seen_before(self.hasher.hash_one(k))
     }
 
     /// Reserves room for one entry under the hard bound.
@@ -404,6 +424,43 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
     }
 }
 
+/// A bitset of keys that missed recently, cleared after about as many
+/// misses as the cache holds entries: "recently" is one cache's worth.
+struct Doorkeeper {
+    bits: Box<[AtomicU64]>,
+    seen: AtomicUsize,
+    window: usize,
+}
+
+impl Doorkeeper {
+    fn new(cap: usize) -> Doorkeeper {
+        // 8 bits per entry: few false "seen" answers.
+        let words = (cap * 8).div_ceil(64).max(64);
+        Doorkeeper {
+            bits: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            seen: AtomicUsize::new(0),
+            window: cap.max(64),
+        }
+    }
+
+    /// Records a miss of the key hashing to `h`; true if it missed before
+    /// in this window. Clearing is a pass over a few thousand words once
+    /// per window of misses; a set racing with it is lost, harmlessly.
+    fn seen_before(&self, h: u64) -> bool {
+        let n = self.bits.len() * 64;
+        let i = (h % n as u64) as usize;
+        let m = 1u64 << (i % 64);
+        let prev = self.bits[i / 64].fetch_or(m, Ordering::Relaxed);
+        if self.seen.fetch_add(1, Ordering::Relaxed) + 1 >= self.window {
+            self.seen.store(0, Ordering::Relaxed);
+            for w in self.bits.iter() {
+                w.store(0, Ordering::Relaxed);
+            }
+        }
+        prev & m != 0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -500,6 +557,22 @@ mod tests {
             seen.extend(b.into_iter().map(|(k, _)| k));
         }
         assert_eq!(seen.len(), c.len());
+    }
+
+    #[test]
+    fn a_full_cache_admits_keys_on_their_second_miss() {
+        let c: Lru<u32, u32> = Lru::new(64);
+        assert!(c.admit(&0), "room: admitted");
+        for k in 0..64 {
+            ins(&c, k);
+        }
+        assert!(!c.admit(&1000), "full: a first miss is not admitted");
+        assert!(c.admit(&1000), "its second miss is");
+        // One cache's worth of other misses later, it is forgotten.
+        for k in 2000..2200 {
+            c.admit(&k);
+        }
+        assert!(!c.admit(&1000));
     }
 
     #[test]

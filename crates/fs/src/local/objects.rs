@@ -67,9 +67,14 @@ impl ObjCache {
     }
 
     /// Caches a freshly resolved object and returns it (uncached when the
-    /// descriptor budget or the cache bound cannot make room).
+    /// cache is full and the handle missed for the first time lately, or
+    /// when the descriptor budget or the cache bound cannot make room).
     pub fn insert(&self, fh: &[u8], fd: OwnedFd, verified: u64) -> Arc<Object> {
-        let permit = self.permit();
+        let permit = if self.lru.admit(fh) {
+            self.permit()
+        } else {
+            None
+        };
         let cache = permit.is_some();
         let o = Arc::new(Object {
             fd,
