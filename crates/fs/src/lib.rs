@@ -318,6 +318,9 @@ pub struct BackendStats {
     /// Group commit: sync requests, syncs run, requests that shared another
     /// request's sync, sync errors, most syncs at once.
     pub commits: durable::CommitCounts,
+    /// Flushes (one `syncfs` each) run for written descriptors closed
+    /// before their data was committed.
+    pub flushes: u64,
     /// Handles whose location was searched for by a walk of the export;
     /// of them, answered JUKEBOX because the walk was still running.
     pub scans_waited: u64,

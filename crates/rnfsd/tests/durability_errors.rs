@@ -148,3 +148,54 @@ async fn an_error_is_not_lost_with_an_evicted_inode() {
     })
     .await;
 }
+
+/// A written file's descriptor is evicted from a one-entry open-file cache
+/// by a write to another file before its data was committed; its
+/// writeback then fails: the COMMIT still must not answer OK with the
+/// verifier of the lost writes (the flush owed by the closed writer is
+/// settled first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_of_an_evicted_writer_still_reaches_the_client() {
+    if let Some(why) = unavailable(&[]) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "cannot run under CI: {why}"
+        );
+        eprintln!("SKIP evicted writer: {why}");
+        return;
+    }
+    let fs = LoopFs::thin("wberr-evicted", 512, 64);
+    let export = fs.subdir("export");
+    fs.preallocated("export/data", (MIB * CHUNK) as u64);
+    let srv = TestServer::start_with(&export, &["--no-rpcbind", "--open-file-cache-entries", "1"]);
+    bounded(async {
+        let a = mount(&srv).await;
+        let fh = lookup(&a.nfs, &a.root, "data").await;
+        let v1 = write_unstable(&a.nfs, &fh, MIB).await;
+        let (other, _) = create_file(&a.nfs, &a.root, "other").await;
+        fs.exhaust();
+        // Another file's writer takes the only slot: data's writer closes
+        // with its data still in memory, and its flush fails.
+        ok(
+            "WRITE other",
+            a.nfs
+                .write(&Write3Args {
+                    file: other,
+                    offset: 0,
+                    count: 1,
+                    stable: StableHow::Unstable,
+                    data: vec![1],
+                })
+                .await,
+        );
+        let r = commit(&a.nfs, &fh).await;
+        assert!(
+            !matches!(r, Ok(v) if v == v1) || data_on_disk(&fs.mnt.join("export/data"), MIB),
+            "COMMIT answered OK with the verifier of writes whose data was lost"
+        );
+        eprintln!(
+            "COMMIT after the writer was evicted and writeback failed: {r:?} (writes: {v1:?})"
+        );
+    })
+    .await;
+}

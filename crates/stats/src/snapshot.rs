@@ -55,6 +55,10 @@ pub struct ExportCounts {
     pub sync_errors: u64,
     #[serde(default)]
     pub syncs_peak_in_flight: u64,
+    /// Flushes (one syncfs each) run for written files closed before their
+    /// data was committed (evicted, idle).
+    #[serde(default)]
+    pub flushes: u64,
     /// Calls that waited for a walk of the export; of them, answered
     /// JUKEBOX because it had not found the object yet (or too many waited).
     pub scans_waited: u64,
@@ -127,6 +131,7 @@ impl ExportCounts {
             syncs: self.syncs.saturating_sub(base.syncs),
             sync_errors: self.sync_errors.saturating_sub(base.sync_errors),
             syncs_peak_in_flight: self.syncs_peak_in_flight,
+            flushes: self.flushes.saturating_sub(base.flushes),
             scans_waited: self.scans_waited.saturating_sub(base.scans_waited),
             scans_busy: self.scans_busy.saturating_sub(base.scans_busy),
             scan_passes: self.scan_passes.saturating_sub(base.scan_passes),

@@ -25,7 +25,13 @@ impl LocalFs {
         full: bool,
         sync: impl FnOnce() -> std::io::Result<()>,
     ) -> FsResult<()> {
-        self.committer.sync(&(key, full), sync).map_err(errno)
+        self.committer.sync(&(key, full), sync).map_err(|e| {
+            // Whatever failed to reach stable storage, clients resend.
+            if !matches!(e, libc::EAGAIN | libc::EINTR) {
+                self.verifier.reset(&std::io::Error::from_raw_os_error(e));
+            }
+            errno(e)
+        })
     }
 
     /// Makes an object's metadata (and data) durable: through its cached

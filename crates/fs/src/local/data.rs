@@ -131,5 +131,8 @@ pub(super) fn commit(
         None => fs.open_file(&o, Access::Read)?,
     };
     fs.commit_with(o.st.key(), true, || f.sync(false))?;
+    // Writers closed before their data was committed (this file's among
+    // them, perhaps) owe a flush whose error must show in this reply.
+    fs.files.flusher().settle().map_err(errno)?;
     Ok(fs.wcc(&o.st, f.fd.as_raw_fd()))
 }

@@ -3,8 +3,10 @@
 //! every call, for the caller (`perm.rs`).
 //!
 //! Durability: a descriptor written UNSTABLE stays open until its data is
-//! committed or flushed. Closing a written descriptor (eviction, idle
-//! close, removal) first runs fdatasync, and any error from a flush, a
+//! committed or flushed. A written descriptor that leaves the cache dirty
+//! (eviction, idle close) leaves a flush owed, run in the background and
+//! settled before any COMMIT answers (`flusher.rs`), and any error from a
+//! flush, a
 //! COMMIT or a stable WRITE resets the write verifier, so every client
 //! resends what it has not seen committed (knfsd's
 //! `nfsd_reset_write_verifier`): a writeback error seen first by another
@@ -20,6 +22,7 @@ use crate::cache::reclaim::BATCH;
 use crate::cache::{Caches, Counts, Lru, Permit, Reclaim};
 use crate::WriteVerifier;
 
+use super::flusher::Flusher;
 use super::objects::sweep_batch;
 use super::sys::{self, Key};
 
@@ -48,6 +51,7 @@ pub(super) struct OpenFile {
     /// Backend clock (ms) of the last use, for closing idle writers.
     last_used: AtomicU64,
     verifier: Arc<WriteVerifier>,
+    flusher: Arc<Flusher>,
     _permit: Option<Permit>,
 }
 
@@ -119,14 +123,12 @@ impl Drop for OpenFile {
         if self.access != Access::Write || !self.is_dirty() {
             return;
         }
-        // A deleted file's data matters to nobody: no flush for it.
+        // A deleted file's data matters to nobody: nothing is owed for it.
         let linked = sys::fstat(self.fd.as_raw_fd()).is_ok_and(|s| s.nlink > 0);
         if linked {
-            // sync() resets the verifier on an error; nobody else is left to
-            // tell, so say it here.
-            if let Err(e) = self.sync(true) {
-                tracing::warn!(error = %e, "flush of a written file before close failed");
-            }
+            // Counted before the descriptor closes: a COMMIT that starts
+            // after this close settles the flush it owes (flusher.rs).
+            self.flusher.closed_dirty();
         }
     }
 }
@@ -141,14 +143,21 @@ const MAX_IDLE_CLOSES: usize = 64;
 pub(super) struct FileCache {
     lru: Lru<(Key, Access), OpenFile>,
     caches: Arc<Caches>,
+    flusher: Arc<Flusher>,
     epoch: std::time::Instant,
 }
 
 impl FileCache {
-    pub fn new(cap: usize, caches: Arc<Caches>, epoch: std::time::Instant) -> Arc<FileCache> {
+    pub fn new(
+        cap: usize,
+        caches: Arc<Caches>,
+        flusher: Arc<Flusher>,
+        epoch: std::time::Instant,
+    ) -> Arc<FileCache> {
         let c = Arc::new(FileCache {
             lru: Lru::new(cap),
             caches,
+            flusher,
             epoch,
         });
         let w: std::sync::Weak<dyn Reclaim> = Arc::downgrade(&(c.clone() as Arc<dyn Reclaim>));
@@ -175,12 +184,16 @@ impl FileCache {
         fd: OwnedFd,
         verifier: Arc<WriteVerifier>,
     ) -> Arc<OpenFile> {
-        let permit = match self.caches.acquire() {
+        // A reader is cached on its second miss once the cache is full; a
+        // writer always (a writer used once would be flushed at its close).
+        let admit = access == Access::Write || self.lru.admit(&(key, access));
+        let permit = match admit.then(|| self.caches.acquire()).flatten() {
             Some(p) => Some(p),
-            None => {
+            None if admit => {
                 self.reclaim(BATCH);
                 self.caches.acquire()
             }
+            None => None,
         };
         let cache = permit.is_some();
         let f = Arc::new(OpenFile {
@@ -190,6 +203,7 @@ impl FileCache {
             synced: AtomicU64::new(0),
             last_used: AtomicU64::new(self.now()),
             verifier,
+            flusher: self.flusher.clone(),
             _permit: permit,
         });
         if !cache {
@@ -217,6 +231,10 @@ impl FileCache {
 
     pub fn capacity(&self) -> usize {
         self.lru.capacity()
+    }
+
+    pub fn flusher(&self) -> &Flusher {
+        &self.flusher
     }
 
     /// Closes descriptors of deleted files and idle writers, a bounded

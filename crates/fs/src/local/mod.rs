@@ -55,6 +55,7 @@ mod creds;
 mod data;
 mod dir;
 mod files;
+mod flusher;
 mod handle;
 mod locmap;
 mod namespace;
@@ -328,6 +329,7 @@ impl LocalFs {
             .clone()
             .unwrap_or_else(|| Arc::new(WriteVerifier::new(private_verifier())));
         let locs = Arc::new(LocMap::new(opts.path_cache_entries));
+        let rootfd_raw = rootfd.as_raw_fd();
         let scanner = Scanner::new(
             sys::reopen(rootfd.as_raw_fd(), libc::O_RDONLY | libc::O_DIRECTORY)?,
             st.key(),
@@ -356,7 +358,15 @@ impl LocalFs {
             locs,
             negative: TtlSet::new(NEGATIVE_CAP, NEGATIVE_TTL),
             objects: ObjCache::new(opts.object_cache_entries, caches.clone()),
-            files: FileCache::new(opts.open_file_cache_entries, caches.clone(), epoch),
+            files: FileCache::new(
+                opts.open_file_cache_entries,
+                caches.clone(),
+                flusher::Flusher::new(
+                    sys::reopen(rootfd_raw, libc::O_RDONLY | libc::O_DIRECTORY)?,
+                    verifier.clone(),
+                ),
+                epoch,
+            ),
             scanner,
             caches,
             verifier,
@@ -648,6 +658,7 @@ impl Backend for LocalFs {
             fds_cached: budget.used() as u64,
             fd_limit: budget.limit() as u64,
             commits: self.committer.counts(),
+            flushes: self.files.flusher().flushes(),
             scans_waited,
             scans_busy,
             scan_passes,

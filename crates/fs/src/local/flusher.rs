@@ -1,0 +1,140 @@
+//! Written descriptors that leave the open-file cache before their data was
+//! committed (evicted at a bound, closed idle, the server stopping) are
+//! closed at once, and the export's filesystem owes a flush: a background
+//! thread runs one `syncfs` for everything closed since the last one, and
+//! every COMMIT settles what is owed before it answers.
+//!
+//! Why this keeps every writeback error visible: since Linux 5.8 every
+//! writeback error of any file is also recorded in its superblock's error
+//! sequence, and `syncfs` reports what was recorded since the last call
+//! through the same open file. The flusher syncs through a directory it
+//! opened for itself, so its cursor is its own: an error that hit data of
+//! a closed writer (whether it happened before, during or after the close)
+//! is reported by the next `syncfs`, which resets the write verifier, and
+//! no COMMIT answers before that `syncfs` ran. A closed writer's inode may
+//! then be evicted freely: the error no longer lives only in it.
+//!
+//! One `syncfs` (one journal commit) per batch of closes, instead of one
+//! `fdatasync` per closed file, and no descriptor kept open for it.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use crate::durable::Committer;
+use crate::WriteVerifier;
+
+use super::sys;
+
+/// How long closed writers wait for their flush when no COMMIT asks.
+const TICK: Duration = Duration::from_millis(100);
+
+struct Shared {
+    /// Written descriptors closed dirty since the last flush started.
+    owed: AtomicU64,
+    /// The export's root, opened for this flusher alone (its own error
+    /// cursor for `syncfs`).
+    root: OwnedFd,
+    verifier: Arc<WriteVerifier>,
+    /// Flushes share like any sync: a request joins one that has not
+    /// started, never one already running.
+    committer: Committer<()>,
+    stop: Mutex<bool>,
+    cv: Condvar,
+    flushes: AtomicU64,
+}
+
+pub(super) struct Flusher {
+    s: Arc<Shared>,
+}
+
+impl Shared {
+    /// Flushes what is owed (if anything), sharing with concurrent callers.
+    fn settle(&self) -> Result<(), i32> {
+        if self.owed.load(Ordering::Acquire) == 0 {
+            return Ok(());
+        }
+        self.committer.sync(&(), || {
+            if self.owed.swap(0, Ordering::AcqRel) == 0 {
+                return Ok(());
+            }
+            self.flushes.fetch_add(1, Ordering::Relaxed);
+            sys::syncfs(self.root.as_raw_fd()).inspect_err(|e| {
+                self.verifier.reset(e);
+                tracing::warn!(error = %e, "flush of closed written files failed");
+            })
+        })
+    }
+}
+
+impl Flusher {
+    /// `root`: a fresh open of the export root (not a duplicate of another
+    /// descriptor, so no one else advances its error cursor).
+    pub fn new(root: OwnedFd, verifier: Arc<WriteVerifier>) -> Arc<Flusher> {
+        let s = Arc::new(Shared {
+            owed: AtomicU64::new(0),
+            root,
+            verifier,
+            committer: Committer::new(1),
+            stop: Mutex::new(false),
+            cv: Condvar::new(),
+            flushes: AtomicU64::new(0),
+        });
+        let t = s.clone();
+        // Without the thread only COMMITs flush what is owed: still never
+        // an error lost, just later.
+        let _ = std::thread::Builder::new()
+            .name("rnfsd-flush".into())
+            .spawn(move || run(&t));
+        Arc::new(Flusher { s })
+    }
+
+    /// A written descriptor is being closed with data not yet committed.
+    pub fn closed_dirty(&self) {
+        if self.s.owed.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.s.cv.notify_one();
+        }
+    }
+
+    /// Before a COMMIT answers: what closed writers owe is flushed, and a
+    /// failure has reset the verifier. Nothing to do, one atomic load, when
+    /// nothing was closed dirty.
+    pub fn settle(&self) -> Result<(), i32> {
+        self.s.settle()
+    }
+
+    /// Flushes run so far.
+    pub fn flushes(&self) -> u64 {
+        self.s.flushes.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Flusher {
+    fn drop(&mut self) {
+        *self.s.stop.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.s.cv.notify_one();
+    }
+}
+
+fn run(s: &Shared) {
+    loop {
+        let stop = {
+            let g = s.stop.lock().unwrap_or_else(|e| e.into_inner());
+            let (g, _) =
+                s.cv.wait_timeout_while(g, TICK, |stop| {
+                    !*stop && s.owed.load(Ordering::Acquire) == 0
+                })
+                .unwrap_or_else(|e| e.into_inner());
+            *g
+        };
+        // A short pause lets closes that come together share one flush.
+        if !stop {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = s.settle();
+        if stop {
+            return;
+        }
+    }
+}
