@@ -6,6 +6,7 @@
 
 pub mod cache;
 pub mod durable;
+pub mod inline;
 pub mod local;
 
 use std::fmt;

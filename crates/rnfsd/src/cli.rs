@@ -75,6 +75,7 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   act_as_caller = (root: true)   run calls as the caller's uid/gids
   max_syncs_in_flight = 16       per export: fsyncs at once (group commit)
   blocking_threads = 64          pool for calls that wait for stable storage
+  run_inline = true              answer from-memory calls on the loop thread
   state_dir = (see --state-dir)  log_level = \"info\"
   allow_auth_none = false
   stats = \"percore\"              RPC counters: percore | shared | off
@@ -228,6 +229,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub max_syncs_in_flight: Option<usize>,
 
+    /// Do not answer calls on the event loop thread (run to completion);
+    /// every call goes to a worker. For comparison.
+    #[arg(long)]
+    pub no_run_inline: bool,
+
     /// Threads of the pool for calls that wait for stable storage (COMMIT,
     /// stable WRITE, namespace changes on sync exports); 0 = the ordinary
     /// pools. [default: 64]
@@ -364,6 +370,9 @@ impl ServeArgs {
         }
         if let Some(n) = self.blocking_threads {
             s.blocking_threads = n;
+        }
+        if self.no_run_inline {
+            s.run_inline = false;
         }
         for (dst, src) in [
             (&mut s.cache_fds, self.cache_fds),

@@ -269,6 +269,11 @@ pub struct ServerConfig {
     /// they never make GETATTR, LOOKUP or READ queue behind them. 0: they
     /// run in the ordinary pools.
     pub blocking_threads: usize,
+    /// Run to completion: answer calls that need nothing but memory (cached
+    /// GETATTR, ACCESS, LOOKUP, READ of cached pages, ...) on the event loop
+    /// thread that read them, with no handoff, while its pool has nothing
+    /// queued; replies of one connection leave together.
+    pub run_inline: bool,
     /// Local backend: run filesystem calls with the caller's uid/gid (needs
     /// root; None = the backend decides from our privileges).
     pub act_as_caller: Option<bool>,
@@ -384,6 +389,7 @@ impl Default for ServerConfig {
             cache_fds: None,
             max_syncs_in_flight: None,
             blocking_threads: 64,
+            run_inline: true,
             act_as_caller: None,
             state_dir: None,
             log_level: None,

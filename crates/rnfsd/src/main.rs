@@ -510,6 +510,7 @@ mod transport {
             },
             pin_loops: s.pin(),
             blocking_threads: s.blocking_threads,
+            run_inline: s.run_inline,
             ..TransportConfig::default()
         }
     }

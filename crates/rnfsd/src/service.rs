@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rnfsd_stats::Registry;
-use rnfsd_transport::{Request, Service};
+use rnfsd_transport::{Inline, Request, Route, Service};
 
 use crate::drc::Drc;
 use crate::rpc::dispatch::{dispatch, Policy};
@@ -47,12 +47,13 @@ impl RpcService {
     }
 }
 
-impl Service for RpcService {
+impl RpcService {
     /// Dispatch, with the call and its outcome counted when statistics are
     /// on: one CPU lookup, two clock reads and a few per-core adds, nothing
     /// at all when counting is off. The outcome is read back from the reply,
-    /// so dispatch itself knows nothing of statistics.
-    fn call(&self, req: Request) -> Option<Vec<u8>> {
+    /// so dispatch itself knows nothing of statistics. `keep` decides, after
+    /// the call, whether it counts (an inline attempt given up does not).
+    fn run(&self, req: &Request, keep: impl FnOnce() -> bool) -> Option<Option<Vec<u8>>> {
         let run = || {
             dispatch(
                 &self.server,
@@ -69,17 +70,42 @@ impl Service for RpcService {
             .as_deref()
             .and_then(|r| r.shard().map(|s| (r, s)))
         else {
-            return run();
+            let reply = run();
+            return keep().then_some(reply);
         };
         let t0 = Instant::now();
         let reply = run();
+        if !keep() {
+            return None;
+        }
         let us = u64::try_from(t0.elapsed().as_micros()).unwrap_or(u64::MAX);
         reg.record(shard, &req.data, reply.as_deref(), us);
-        reply
+        Some(reply)
+    }
+}
+
+impl Service for RpcService {
+    fn call(&self, req: Request) -> Option<Vec<u8>> {
+        self.run(&req, || true).flatten()
     }
 
-    fn blocking(&self, record: &[u8]) -> bool {
-        crate::rpc::may_wait(&self.server, &self.programs, record)
+    fn route(&self, record: &[u8]) -> Route {
+        match crate::rpc::route(&self.server, &self.programs, record) {
+            crate::rpc::Route::Quick => Route::Quick,
+            crate::rpc::Route::Pool => Route::Pool,
+            crate::rpc::Route::Blocking => Route::Blocking,
+        }
+    }
+
+    /// A quick call on the event loop thread: the backend answers from
+    /// memory or gives up (`rnfsd_fs::inline`), and a call given up runs
+    /// again in the pool, uncounted here.
+    fn call_inline(&self, req: Request) -> Inline {
+        let guard = rnfsd_fs::inline::enter();
+        match self.run(&req, || !guard.gave_up()) {
+            Some(reply) => Inline::Done(reply),
+            None => Inline::Defer(req),
+        }
     }
 }
 

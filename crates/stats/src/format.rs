@@ -178,7 +178,7 @@ pub fn prometheus(s: &Snapshot) -> String {
     }
 
     type Get<T> = fn(&T) -> u64;
-    let conn: [(&str, &str, &str, Get<crate::snapshot::ConnCounts>); 9] = [
+    let conn: [(&str, &str, &str, Get<crate::snapshot::ConnCounts>); 11] = [
         (
             "rnfsd_connections_open",
             "gauge",
@@ -232,6 +232,18 @@ pub fn prometheus(s: &Snapshot) -> String {
             "gauge",
             "Reply bytes waiting for a socket.",
             |c| c.reply_bytes_queued,
+        ),
+        (
+            "rnfsd_transport_records_inline_total",
+            "counter",
+            "Records answered on the event loop thread.",
+            |c| c.records_inline,
+        ),
+        (
+            "rnfsd_transport_records_deferred_total",
+            "counter",
+            "Records offered to the event loop thread, run by a worker.",
+            |c| c.records_deferred,
         ),
     ];
     for (name, kind, help, get) in conn {
@@ -654,14 +666,16 @@ pub fn report(s: &Snapshot) -> String {
         let p = &t.pool;
         let _ = writeln!(
             o,
-            "{}: connections open {} opened {} closed {} refused {}; threads {} (idle {}, \
-             running {}, waking {}), queued {}, jobs {} ({} inline), wakeups {} ({} idle), \
-             rejected {}",
+            "{}: connections open {} opened {} closed {} refused {}; calls on the loop thread {} \
+             ({} sent on to a worker); threads {} (idle {}, running {}, waking {}), queued {}, \
+             jobs {} ({} inline), wakeups {} ({} idle), rejected {}",
             t.name,
             c.open,
             c.opened,
             c.closed,
             c.refused,
+            c.records_inline,
+            c.records_deferred,
             p.threads,
             p.idle,
             p.running,

@@ -223,6 +223,12 @@ pub struct ConnCounts {
     pub replies_out: u64,
     pub bytes_out: u64,
     pub reply_bytes_queued: u64,
+    /// Records answered on the event loop thread (run to completion), and
+    /// offered there but sent to a worker after all.
+    #[serde(default)]
+    pub records_inline: u64,
+    #[serde(default)]
+    pub records_deferred: u64,
 }
 
 /// `rnfsd_pool::PoolStats`: gauges now, counters since the last reset.
@@ -358,6 +364,8 @@ pub(crate) fn take(r: &Registry) -> Snapshot {
                         replies_out: t.replies_out.saturating_sub(bt.replies_out),
                         bytes_out: t.bytes_out.saturating_sub(bt.bytes_out),
                         reply_bytes_queued: t.reply_bytes_queued,
+                        records_inline: t.records_inline.saturating_sub(bt.records_inline),
+                        records_deferred: t.records_deferred.saturating_sub(bt.records_deferred),
                     },
                     pool: PoolCounts {
                         threads: p.threads as u64,

@@ -204,6 +204,46 @@ impl Conn {
         }
     }
 
+    /// Send the replies the loop produced for this connection in one turn:
+    /// queued together and written with as few `writev`s as the socket
+    /// takes (replies coalesced); what it does not take waits for
+    /// writability, as in `send`.
+    pub fn send_batch(&self, bufs: &mut Vec<Vec<u8>>) {
+        let mut q = self.lock_out();
+        if q.closed {
+            bufs.clear();
+            return;
+        }
+        let st = &self.shared.stats;
+        for mut buf in bufs.drain(..) {
+            let body = buf.len().wrapping_sub(4);
+            if buf.len() < 4 || body > MAX_FRAGMENT {
+                tracing::error!(
+                    conn = self.id,
+                    len = buf.len(),
+                    "reply without record-mark room or over 2^31-1 bytes; dropped"
+                );
+                continue;
+            }
+            buf[..4].copy_from_slice(&(LAST_FRAGMENT | body as u32).to_be_bytes());
+            q.bytes += buf.len();
+            st.queued_in.add(buf.len() as u64);
+            q.bufs.push_back((buf, 0));
+        }
+        self.queued.store(q.bytes, SeqCst);
+        if let Err(e) = self.flush_locked(&mut q) {
+            self.fail_locked(&mut q, e);
+            return;
+        }
+        if !q.bufs.is_empty() && !self.want_write.swap(true, SeqCst) {
+            // As in `send`: the socket may have drained just before the flag
+            // was set; try once more.
+            if let Err(e) = self.flush_locked(&mut q) {
+                self.fail_locked(&mut q, e);
+            }
+        }
+    }
+
     /// Flush queued output (from the loop on writability). Returns false
     /// if the connection is closed or its write side just failed.
     pub fn flush(&self) -> bool {

@@ -4,8 +4,8 @@
 use crate::conn::{Conn, Work};
 use crate::record::RecordReader;
 use crate::{
-    bump, Handle, HandleInner, Limits, LoopNotify, LoopStats, Msg, PoolLayout, Service, Shared,
-    State, TransportConfig, WorkerStats, DRAINING, FINAL, RUNNING,
+    bump, Handle, HandleInner, Inline, Limits, LoopNotify, LoopStats, Msg, PoolLayout, Request,
+    Route, Service, Shared, State, TransportConfig, WorkerStats, DRAINING, FINAL, RUNNING,
 };
 use crossbeam_utils::CachePadded;
 use mio::unix::SourceFd;
@@ -26,6 +26,8 @@ const READ_CHUNK: usize = 64 << 10;
 /// Reads per connection per turn, so one flooding client cannot starve the
 /// others of its loop (16 × 64 KiB = 1 MiB).
 const READ_BUDGET: usize = 16;
+/// Reply bytes a loop gathers for one connection before sending them.
+const BATCH_BYTES: usize = 256 << 10;
 /// Retry interval while the pool queue is full.
 const STALL_RETRY: Duration = Duration::from_millis(1);
 /// Pause after an accept error such as EMFILE (the listener stays readable
@@ -122,6 +124,7 @@ pub(crate) fn start(
             max_conn_output: cfg.max_conn_output,
             idle_timeout: cfg.idle_timeout,
             shutdown_timeout: cfg.shutdown_timeout,
+            run_inline: cfg.run_inline,
         },
         loops,
         stats: WorkerStats::default(),
@@ -256,6 +259,12 @@ struct EventLoop {
     pool: Arc<Pool<Work>>,
     /// Calls that may wait for stable storage go here, when there is one.
     blocking: Option<Arc<Pool<Work>>>,
+    /// Offer records to `Service::call_inline` (run to completion).
+    run_inline: bool,
+    /// Replies produced on this thread for the connection being read,
+    /// sent together (reused buffer).
+    batch: Vec<Vec<u8>>,
+    batch_bytes: usize,
     listeners: Vec<TcpListener>,
     conns: Vec<Option<Entry>>,
     free: Vec<usize>,
@@ -289,6 +298,9 @@ impl EventLoop {
         EventLoop {
             idx,
             poll,
+            run_inline: shared.limits.run_inline,
+            batch: Vec::new(),
+            batch_bytes: 0,
             shared,
             pool,
             blocking,
@@ -654,12 +666,25 @@ impl EventLoop {
         }
     }
 
-    /// Hand ready records to the pool while the bounds allow.
+    /// Answer or hand ready records to the pool while the bounds allow;
+    /// the replies answered here leave together at the end.
     fn submit_ready(&mut self, i: usize) -> Submitted {
+        let r = self.submit_records(i);
+        if !self.batch.is_empty() {
+            match self.conns.get(i) {
+                Some(Some(e)) => e.conn.send_batch(&mut self.batch),
+                _ => self.batch.clear(),
+            }
+        }
+        self.batch_bytes = 0;
+        r
+    }
+
+    fn submit_records(&mut self, i: usize) -> Submitted {
         let Some(Some(e)) = self.conns.get_mut(i) else {
             return Submitted::Blocked;
         };
-        while let Some(data) = e.rd.ready.pop_front() {
+        while let Some(mut data) = e.rd.ready.pop_front() {
             let c = &e.conn;
             if !c.can_read() {
                 e.rd.ready.push_front(data);
@@ -671,9 +696,48 @@ impl EventLoop {
                 }
                 return Submitted::Blocked;
             }
+            let route = self.shared.service.route(&data);
+            let blocking = route == Route::Blocking && self.blocking.is_some();
+            // Run to completion: what the service can answer from memory is
+            // answered here, with no handoff and no wakeup, while the pool
+            // has nothing waiting (else the call takes its turn there).
+            if self.run_inline && route == Route::Quick && !self.pool.has_queued() {
+                let req = Request {
+                    data,
+                    peer: c.peer,
+                    local: c.local,
+                    conn_id: c.id,
+                };
+                let st = &self.shared.loop_stats[self.idx];
+                match self.shared.service.call_inline(req) {
+                    Inline::Done(reply) => {
+                        bump(&st.inline, 1);
+                        if let Some(r) = reply {
+                            self.batch_bytes += r.len();
+                            self.batch.push(r);
+                        }
+                        // Bounded: past BATCH_BYTES the replies go now and
+                        // count against the connection's output bound.
+                        if self.batch_bytes >= BATCH_BYTES {
+                            c.send_batch(&mut self.batch);
+                            self.batch_bytes = 0;
+                        }
+                        continue;
+                    }
+                    Inline::Defer(req) => {
+                        bump(&st.deferred, 1);
+                        data = req.data;
+                    }
+                }
+            }
+            if !self.batch.is_empty() {
+                // Replies before the handoff: keep the pipe moving.
+                c.send_batch(&mut self.batch);
+                self.batch_bytes = 0;
+            }
             c.inflight.fetch_add(1, SeqCst);
             let pool = match &self.blocking {
-                Some(b) if self.shared.service.blocking(&data) => b,
+                Some(b) if blocking => b,
                 _ => &self.pool,
             };
             let w = Work {

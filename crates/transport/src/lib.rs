@@ -85,13 +85,44 @@ pub trait Service: Send + Sync + 'static {
     /// reply body starts at byte 4. Use `reply_buffer()` to start one.
     fn call(&self, req: Request) -> Option<Vec<u8>>;
 
-    /// Whether this record's call may wait for stable storage; with a
-    /// blocking pool (`TransportConfig::blocking_threads`) such calls run
-    /// there, so they never hold the workers quick calls need. Called on
-    /// the event loop for every record: must be cheap and must not block.
-    fn blocking(&self, _record: &[u8]) -> bool {
-        false
+    /// Where this record's call runs: `Blocking` (may wait for stable
+    /// storage) goes to the blocking pool when there is one
+    /// (`TransportConfig::blocking_threads`), so such calls never hold the
+    /// workers quick calls need; `Quick` is first offered to `call_inline`.
+    /// Called on the event loop for every record: must be cheap and must
+    /// not block.
+    fn route(&self, _record: &[u8]) -> Route {
+        Route::Pool
     }
+
+    /// Run to completion: try to answer a `Quick` call on the event loop
+    /// thread that read it (no handoff, no wakeup). Called only when the
+    /// loop's pool has nothing queued and `TransportConfig::run_inline` is
+    /// on. A
+    /// service answers here only what it can finish without sleeping (from
+    /// memory) and hands everything else back untouched for the pool.
+    fn call_inline(&self, req: Request) -> Inline {
+        Inline::Defer(req)
+    }
+}
+
+/// Where a record's call runs (`Service::route`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// Usually answered from memory: offered to `Service::call_inline`.
+    Quick,
+    /// The loop's pool.
+    Pool,
+    /// May wait for stable storage: the blocking pool, if there is one.
+    Blocking,
+}
+
+/// What `Service::call_inline` did.
+pub enum Inline {
+    /// Answered (or, None, nothing to send).
+    Done(Option<Vec<u8>>),
+    /// Not here: run it in the pool.
+    Defer(Request),
 }
 
 /// A buffer with the 4 record-mark bytes reserved at its front.
@@ -162,6 +193,10 @@ pub struct TransportConfig {
     /// says may block on stable storage (`Service::blocking`); 0: none,
     /// such calls run in the loops' pools. Not pinned. Default 0.
     pub blocking_threads: usize,
+    /// Offer each record to `Service::call_inline` on the loop thread when
+    /// the loop's pool has nothing queued; the replies a loop produces for
+    /// one connection in one turn leave in one write. Default true.
+    pub run_inline: bool,
 }
 
 impl Default for TransportConfig {
@@ -180,6 +215,7 @@ impl Default for TransportConfig {
             pools: PoolLayout::PerLoop,
             pin_loops: false,
             blocking_threads: 0,
+            run_inline: true,
         }
     }
 }
@@ -202,6 +238,10 @@ pub struct TransportStats {
     pub bytes_out: u64,
     /// Reply bytes queued on connections, not yet taken by the socket.
     pub reply_bytes_queued: u64,
+    /// Records answered on the loop thread (run to completion), and records
+    /// offered there that went to the pool after all.
+    pub records_inline: u64,
+    pub records_deferred: u64,
 }
 
 /// Entry point: `Transport::start(...)`.
@@ -220,6 +260,7 @@ impl Transport {
 }
 
 pub(crate) struct Limits {
+    pub run_inline: bool,
     pub max_connections: usize,
     pub max_connections_per_client: usize,
     pub max_record: usize,
@@ -248,6 +289,8 @@ pub(crate) struct LoopStats {
     pub records_in: AtomicU64,
     pub too_big: AtomicU64,
     pub bytes_in: AtomicU64,
+    pub inline: AtomicU64,
+    pub deferred: AtomicU64,
 }
 
 pub(crate) use rnfsd_pool::counter::bump;
@@ -409,6 +452,8 @@ impl Handle {
             t.records_in += r(&l.records_in);
             t.records_too_big += r(&l.too_big);
             t.bytes_in += r(&l.bytes_in);
+            t.records_inline += r(&l.inline);
+            t.records_deferred += r(&l.deferred);
         }
         t
     }

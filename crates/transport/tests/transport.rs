@@ -7,7 +7,8 @@
 
 use rnfsd_pool::Threads;
 use rnfsd_transport::{
-    reply_buffer, Handle, PoolConfig, PoolLayout, Request, Service, Transport, TransportConfig,
+    reply_buffer, Handle, PoolConfig, PoolLayout, Request, Route, Service, Transport,
+    TransportConfig,
 };
 use std::collections::HashSet;
 use std::io::{self, Read, Write};
@@ -43,8 +44,11 @@ impl Toy {
 }
 
 impl Service for Toy {
-    fn blocking(&self, record: &[u8]) -> bool {
-        record.get(4) == Some(&4)
+    fn route(&self, record: &[u8]) -> Route {
+        match record.get(4) {
+            Some(4) => Route::Blocking,
+            _ => Route::Pool,
+        }
     }
 
     fn call(&self, req: Request) -> Option<Vec<u8>> {

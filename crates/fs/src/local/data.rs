@@ -18,6 +18,9 @@ impl LocalFs {
         if let Some(f) = self.files.get(key, access) {
             return Ok(f);
         }
+        if crate::inline::active() {
+            return Err(crate::inline::give_up());
+        }
         self.srv()?;
         let fd = sys::reopen(o.raw(), access.flags())?;
         Ok(self.files.insert(key, access, fd, self.verifier.clone()))
@@ -63,7 +66,15 @@ pub(super) fn read(
     // The kernel refuses offset + count beyond i64::MAX (EINVAL).
     let room = (i64::MAX as u64).saturating_sub(offset);
     let want = u64::from(count.min(MAX_READ)).min(room) as usize;
-    let n = sys::pread_full(f.fd.as_raw_fd(), offset, want, buf)?;
+    let n = if crate::inline::active() {
+        // From the page cache only: anything else waits for the disk.
+        match sys::pread_nowait(f.fd.as_raw_fd(), offset, want, buf) {
+            Ok(n) if n == want || offset.saturating_add(n as u64) >= o.st.size => n,
+            _ => return Err(crate::inline::give_up()),
+        }
+    } else {
+        sys::pread_full(f.fd.as_raw_fd(), offset, want, buf)?
+    };
     let end = offset.saturating_add(n as u64);
     // The size seen before reading decides eof; a file that grew meanwhile
     // is stat'ed again so the attributes cover the data sent.

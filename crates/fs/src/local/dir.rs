@@ -37,12 +37,24 @@ pub(super) fn lookup(
     fs.usr(cred)?;
     // Every lookup needs search permission on the directory; opening
     // "." through it checks that for "." and ".." too.
-    let fd = if name == b".." && d.st.key() == fs.root_key {
-        sys::open_path(d.raw(), sys::DOT)?
+    let (what, flags) = if name == b".." && d.st.key() == fs.root_key {
+        (sys::DOT, libc::O_PATH | libc::O_NOFOLLOW)
     } else if name == b".." {
-        sys::openat(d.raw(), sys::DOTDOT, libc::O_PATH | libc::O_DIRECTORY, 0)?
+        (sys::DOTDOT, libc::O_PATH | libc::O_DIRECTORY)
     } else {
-        sys::open_path(d.raw(), &c)?
+        (c.as_c_str(), libc::O_PATH | libc::O_NOFOLLOW)
+    };
+    let fd = if crate::inline::active() {
+        // From the dentry cache only (RESOLVE_CACHED), else give up.
+        match sys::openat_cached(d.raw(), what, flags) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                return Err(crate::inline::give_up())
+            }
+            Err(e) => return Err(e.into()),
+        }
+    } else {
+        sys::openat(d.raw(), what, flags, 0)?
     };
     let st = sys::fstat(fd.as_raw_fd())?;
     if !fs.on_export_fs(&st) {

@@ -63,6 +63,10 @@ impl LocalFs {
                 }
             }
         }
+        if crate::inline::active() && (st.is_reg() || st.is_dir()) {
+            // Its generation takes an open and an ioctl: not on the loop.
+            return Err(crate::inline::give_up());
+        }
         let gen = self.gen_of(fd, st).unwrap_or(0);
         Ok(self.path_fh(st, gen))
     }
@@ -120,6 +124,10 @@ impl LocalFs {
         }
         if let Some(o) = self.objects.get(&fh.0) {
             return self.cached(fh, o);
+        }
+        if crate::inline::active() {
+            // Opening by handle may read the inode from disk.
+            return Err(crate::inline::give_up());
         }
         self.srv()?;
         match self.resolve_uncached(fh)? {

@@ -284,6 +284,65 @@ pub fn pread_full(fd: RawFd, offset: u64, count: usize, buf: &mut Vec<u8>) -> io
     Ok(done)
 }
 
+/// One `preadv2(RWF_NOWAIT)` of up to `count` bytes at `offset`, appended
+/// to `buf`: only what the page cache holds (EAGAIN when the first page is
+/// not there). Short reads are the caller's to judge.
+pub fn pread_nowait(fd: RawFd, offset: u64, count: usize, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let off = i64::try_from(offset).map_err(|_| err(libc::EINVAL))?;
+    buf.reserve(count);
+    let spare = buf.spare_capacity_mut();
+    let want = count.min(spare.len());
+    let iov = libc::iovec {
+        iov_base: spare.as_mut_ptr().cast(),
+        iov_len: want,
+    };
+    // SAFETY: iov points at `want` writable (uninitialised) bytes of buf.
+    let n = unsafe { libc::preadv2(fd, &iov, 1, off, libc::RWF_NOWAIT) };
+    let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
+    // SAFETY: the kernel initialised n <= want bytes of spare capacity.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
+}
+
+/// openat2 with RESOLVE_CACHED (Linux 5.12): the open is done from the
+/// dentry cache or not at all (EAGAIN), so it never waits for a disk.
+/// Kernels without it answer EAGAIN too (the caller then takes its slow
+/// path).
+pub fn openat_cached(dir: RawFd, name: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    const RESOLVE_CACHED: u64 = 0x20;
+    let how = OpenHow {
+        flags: (flags | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: RESOLVE_CACHED,
+    };
+    // SAFETY: raw openat2 with a valid C string and a valid open_how of the
+    // size passed; the returned fd is ours.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir,
+            name.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::ENOSYS | libc::E2BIG | libc::EINVAL) => err(libc::EAGAIN),
+            _ => e,
+        });
+    }
+    // SAFETY: fd was just returned and is not owned elsewhere.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
 pub fn pwrite_full(fd: RawFd, offset: u64, data: &[u8]) -> io::Result<usize> {
     let mut done = 0usize;
     while done < data.len() {

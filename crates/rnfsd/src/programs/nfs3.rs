@@ -16,7 +16,7 @@ use rnfsd_xdr::{pad4, Dec, Enc, Xdr};
 
 use crate::access::{Denied, Grant};
 use crate::proc_entry;
-use crate::rpc::{CacheClass, CallCtx, Proc, ProcError, Program, Version, Wait};
+use crate::rpc::{CacheClass, CallCtx, Class, Proc, ProcError, Program, Version};
 use crate::state::Export;
 use crate::state::Server;
 
@@ -53,13 +53,14 @@ pub static NFS3: Program = Program {
 };
 
 static PROCS: [Proc; 22] = [
-    proc_entry!("NULL", (), null, CacheClass::None, 0),
+    proc_entry!("NULL", (), null, CacheClass::None, 0, Class::Quick),
     proc_entry!(
         "GETATTR",
         GetAttr3Args,
         getattr,
         CacheClass::None,
-        ST + FATTR3_LEN
+        ST + FATTR3_LEN,
+        Class::Quick
     ),
     proc_entry!(
         "SETATTR",
@@ -67,21 +68,23 @@ static PROCS: [Proc; 22] = [
         setattr,
         CacheClass::Reply,
         ST + WCC,
-        Wait::Check(on_sync_export)
+        Class::SyncIf(on_sync_export)
     ),
     proc_entry!(
         "LOOKUP",
         Lookup3Args,
         lookup,
         CacheClass::None,
-        ST + NFS_FH3_MAX_LEN + 2 * PATTR
+        ST + NFS_FH3_MAX_LEN + 2 * PATTR,
+        Class::Quick
     ),
     proc_entry!(
         "ACCESS",
         Access3Args,
         access,
         CacheClass::None,
-        ST + PATTR + 4
+        ST + PATTR + 4,
+        Class::Quick
     ),
     proc_entry!(
         "READLINK",
@@ -95,14 +98,14 @@ static PROCS: [Proc; 22] = [
         run: read_run,
         cache: CacheClass::None,
         max_reply: READ_MAX,
-        wait: Wait::Never,
+        class: Class::Quick,
     },
     Proc {
         name: "WRITE",
         run: write_run,
         cache: CacheClass::Reply,
         max_reply: ST + WCC + 4 + 4 + 8,
-        wait: Wait::Check(write_is_stable),
+        class: Class::SyncIf(write_is_stable),
     },
     proc_entry!(
         "CREATE",
@@ -110,7 +113,7 @@ static PROCS: [Proc; 22] = [
         create,
         CacheClass::Reply,
         CREATE_MAX,
-        Wait::Check(on_sync_export)
+        Class::SyncIf(on_sync_export)
     ),
     proc_entry!(
         "MKDIR",
@@ -118,7 +121,7 @@ static PROCS: [Proc; 22] = [
         mkdir,
         CacheClass::Reply,
         CREATE_MAX,
-        Wait::Check(on_sync_export)
+        Class::SyncIf(on_sync_export)
     ),
     proc_entry!(
         "SYMLINK",
@@ -126,7 +129,7 @@ static PROCS: [Proc; 22] = [
         symlink,
         CacheClass::Reply,
         CREATE_MAX,
-        Wait::Check(on_sync_export)
+        Class::SyncIf(on_sync_export)
     ),
     proc_entry!(
         "MKNOD",
@@ -134,7 +137,7 @@ static PROCS: [Proc; 22] = [
         mknod,
         CacheClass::Reply,
         CREATE_MAX,
-        Wait::Check(on_sync_export)
+        Class::SyncIf(on_sync_export)
     ),
     proc_entry!(
         "REMOVE",
@@ -142,7 +145,7 @@ static PROCS: [Proc; 22] = [
         remove,
         CacheClass::Reply,
         ST + WCC,
-        Wait::Check(on_sync_export)
+        Class::SyncIf(on_sync_export)
     ),
     proc_entry!(
         "RMDIR",
@@ -150,7 +153,7 @@ static PROCS: [Proc; 22] = [
         rmdir,
         CacheClass::Reply,
         ST + WCC,
-        Wait::Check(on_sync_export)
+        Class::SyncIf(on_sync_export)
     ),
     proc_entry!(
         "RENAME",
@@ -158,7 +161,7 @@ static PROCS: [Proc; 22] = [
         rename,
         CacheClass::Reply,
         ST + 2 * WCC,
-        Wait::Check(on_sync_export)
+        Class::SyncIf(on_sync_export)
     ),
     proc_entry!(
         "LINK",
@@ -166,7 +169,7 @@ static PROCS: [Proc; 22] = [
         link,
         CacheClass::Reply,
         ST + PATTR + WCC,
-        Wait::Check(on_sync_export)
+        Class::SyncIf(on_sync_export)
     ),
     proc_entry!(
         "READDIR",
@@ -187,21 +190,24 @@ static PROCS: [Proc; 22] = [
         FsStat3Args,
         fsstat,
         CacheClass::None,
-        ST + PATTR + 6 * 8 + 4
+        ST + PATTR + 6 * 8 + 4,
+        Class::Quick
     ),
     proc_entry!(
         "FSINFO",
         FsInfo3Args,
         fsinfo,
         CacheClass::None,
-        ST + PATTR + 7 * 4 + 8 + 8 + 4
+        ST + PATTR + 7 * 4 + 8 + 8 + 4,
+        Class::Quick
     ),
     proc_entry!(
         "PATHCONF",
         PathConf3Args,
         pathconf,
         CacheClass::None,
-        ST + PATTR + 2 * 4 + 4 * 4
+        ST + PATTR + 2 * 4 + 4 * 4,
+        Class::Quick
     ),
     proc_entry!(
         "COMMIT",
@@ -209,7 +215,7 @@ static PROCS: [Proc; 22] = [
         commit,
         CacheClass::None,
         ST + WCC + 8,
-        Wait::Always
+        Class::Sync
     ),
 ];
 

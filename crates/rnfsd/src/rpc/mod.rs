@@ -52,17 +52,31 @@ pub enum CacheClass {
     Reply,
 }
 
-/// Whether a call may wait for stable storage: such calls run in the
+/// Where a call runs. Calls that may wait for stable storage run in the
 /// blocking pool (when there is one), so they never hold the workers that
-/// quick calls need (seed 002).
+/// quick calls need (seed 002); calls that usually answer from memory are
+/// first tried on the event loop thread that read them (run to
+/// completion), and go to the pool only if they would have to wait.
 #[derive(Clone, Copy)]
-pub enum Wait {
-    Never,
-    /// Always syncs (COMMIT).
-    Always,
-    /// Decided from the arguments (a stable WRITE; a change on a `sync`
-    /// export). Must be cheap: it runs on the event loop for every record.
-    Check(fn(&Server, &mut Dec<'_>) -> bool),
+pub enum Class {
+    /// Read-only and usually answered from memory: tried on the loop thread.
+    Quick,
+    /// The loop's pool.
+    Pool,
+    /// Always syncs (COMMIT): the blocking pool.
+    Sync,
+    /// The blocking pool when the arguments say so (a stable WRITE; a
+    /// change on a `sync` export), else the loop's pool. Must be cheap: it
+    /// runs on the event loop for every such record.
+    SyncIf(fn(&Server, &mut Dec<'_>) -> bool),
+}
+
+/// Where the call in a record goes (see [`Class`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Quick,
+    Pool,
+    Blocking,
 }
 
 /// One procedure of one program version: the row of a declarative table,
@@ -73,26 +87,28 @@ pub struct Proc {
     pub cache: CacheClass,
     /// Upper bound on the encoded result body in bytes.
     pub max_reply: usize,
-    pub wait: Wait,
+    pub class: Class,
 }
 
-/// Whether the call in `record` may wait for stable storage (see [`Wait`]).
-/// Anything that does not decode is quick: dispatch will refuse it.
-pub fn may_wait(server: &Server, programs: &[&Program], record: &[u8]) -> bool {
+/// Where the call in `record` runs (see [`Class`]). Anything that does not
+/// decode goes to the pool: dispatch will refuse it there.
+pub fn route(server: &Server, programs: &[&Program], record: &[u8]) -> Route {
     let mut d = Dec::new(record);
     let Ok(rnfsd_proto::rpc::Incoming::Call(h)) = rnfsd_proto::rpc::CallHeader::decode(&mut d)
     else {
-        return false;
+        return Route::Pool;
     };
     let proc = programs
         .iter()
         .find(|p| p.prog == h.prog)
         .and_then(|p| p.versions.iter().find(|v| v.vers == h.vers))
         .and_then(|v| v.procs.get(h.proc_ as usize));
-    match proc.map(|p| p.wait) {
-        None | Some(Wait::Never) => false,
-        Some(Wait::Always) => true,
-        Some(Wait::Check(f)) => f(server, &mut d),
+    match proc.map(|p| p.class) {
+        None | Some(Class::Pool) => Route::Pool,
+        Some(Class::Quick) => Route::Quick,
+        Some(Class::Sync) => Route::Blocking,
+        Some(Class::SyncIf(f)) if f(server, &mut d) => Route::Blocking,
+        Some(Class::SyncIf(_)) => Route::Pool,
     }
 }
 
@@ -113,7 +129,7 @@ pub struct Program {
 ///
 /// `proc_entry!("GETATTR", GetAttrArgs, getattr, CacheClass::None, 200)`
 /// where `fn getattr(ctx: &CallCtx, args: GetAttrArgs) -> Result<R, ProcError>`
-/// and `R: Xdr`; a sixth argument gives its [`Wait`] (default `Never`).
+/// and `R: Xdr`; a sixth argument gives its [`Class`] (default `Pool`).
 #[macro_export]
 macro_rules! proc_entry {
     ($name:expr, $args:ty, $handler:path, $cache:expr, $max:expr) => {
@@ -123,10 +139,10 @@ macro_rules! proc_entry {
             $handler,
             $cache,
             $max,
-            $crate::rpc::Wait::Never
+            $crate::rpc::Class::Pool
         )
     };
-    ($name:expr, $args:ty, $handler:path, $cache:expr, $max:expr, $wait:expr) => {
+    ($name:expr, $args:ty, $handler:path, $cache:expr, $max:expr, $class:expr) => {
         $crate::rpc::Proc {
             name: $name,
             run: |ctx, dec, enc| {
@@ -138,7 +154,7 @@ macro_rules! proc_entry {
             },
             cache: $cache,
             max_reply: $max,
-            wait: $wait,
+            class: $class,
         }
     };
 }
