@@ -431,3 +431,47 @@ fn cached_descriptors_are_judged_per_caller() {
         .status();
     assert_eq!(r.err(), Some(FsError::Errno(libc::EPERM)));
 }
+
+/// Run to completion: in inline mode a cached object is answered from
+/// memory; a miss gives up (EAGAIN, marked) instead of waiting, and the same
+/// call then succeeds in the ordinary mode.
+#[test]
+fn inline_mode_answers_hits_and_gives_up_on_misses() {
+    for m in modes() {
+        let d = tmp();
+        let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
+        let f = create(&fs, &fs.root(), "f");
+        fs.write(&root(), &f, 0, b"inline", Stable::Unstable)
+            .unwrap();
+        {
+            let g = rnfsd_fs::inline::enter();
+            assert!(fs.getattr(&root(), &f).is_ok(), "{m:?}: a hit");
+            assert!(!g.gave_up());
+        }
+        let mut buf = Vec::new();
+        // The read descriptor is not cached yet: give up, then it is.
+        {
+            let g = rnfsd_fs::inline::enter();
+            let r = fs.read(&root(), &f, 0, 6, &mut buf);
+            assert!(g.gave_up() || r.is_ok(), "{m:?}: {r:?}");
+        }
+        fs.read(&root(), &f, 0, 6, &mut buf).unwrap();
+        {
+            let g = rnfsd_fs::inline::enter();
+            fs.read(&root(), &f, 0, 6, &mut buf).unwrap();
+            assert_eq!(buf, b"inline");
+            assert!(!g.gave_up(), "{m:?}: cached pages, cached descriptor");
+        }
+        // A fresh backend knows no handle: a miss gives up.
+        let cold = LocalFs::open(d.path(), 7, opts(m)).unwrap();
+        {
+            let g = rnfsd_fs::inline::enter();
+            assert_eq!(
+                cold.getattr(&root(), &f).err(),
+                Some(FsError::Errno(libc::EAGAIN))
+            );
+            assert!(g.gave_up());
+        }
+        assert!(cold.getattr(&root(), &f).is_ok(), "{m:?}: the pool's retry");
+    }
+}

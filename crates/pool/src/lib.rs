@@ -59,7 +59,7 @@ pub use counter::StripedCounter;
 use crossbeam_utils::CachePadded;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
@@ -318,9 +318,6 @@ struct Inner<J> {
 
 struct Shared<J> {
     inner: Mutex<Inner<J>>,
-    /// Jobs queued and not yet taken, mirrored outside the lock for
-    /// `has_queued` (written only under it).
-    queued_hint: CachePadded<AtomicUsize>,
     /// Signalled when a worker exits or a spawn completes during shutdown.
     exit_cv: Condvar,
     cfg: PoolConfig,
@@ -496,9 +493,6 @@ fn worker_main<J: Job>(shared: Arc<Shared<J>>, mut just_woken: bool) {
         } else {
             g.queue.pop_front()
         };
-        shared
-            .queued_hint
-            .store(Shared::queued(&g), Ordering::Relaxed);
         if let Some(q) = next {
             let k = if g.queue.is_empty() {
                 Kick::None
@@ -598,7 +592,6 @@ impl<J: Job> Pool<J> {
             Threads::Adaptive { min, max } => (min, max.max(min).max(1), true),
         };
         let shared = Arc::new(Shared {
-            queued_hint: CachePadded::new(AtomicUsize::new(0)),
             inner: Mutex::new(Inner {
                 queue: VecDeque::with_capacity(cfg.queue_limit.min(4096)),
                 proc_queue: VecDeque::new(),
@@ -658,17 +651,10 @@ impl<J: Job> Pool<J> {
             return Err(SubmitError::Full(job));
         }
         g.queue.push_back(Queued { job, at });
-        sh.queued_hint.store(Shared::queued(&g), Ordering::Relaxed);
         let k = sh.kick(&mut g);
         drop(g);
         do_kick(sh, k);
         Ok(())
-    }
-
-    /// Whether jobs wait for a worker now (one relaxed load: a hint for a
-    /// submitter deciding to run a call itself instead).
-    pub fn has_queued(&self) -> bool {
-        self.shared.queued_hint.load(Ordering::Relaxed) > 0
     }
 
     /// Counters and gauges, summed on read.
@@ -735,7 +721,6 @@ impl<J: Job> Pool<J> {
         // than drop work that was accepted.
         let mut left: Vec<Queued<J>> = g.proc_queue.drain(..).collect();
         left.extend(g.queue.drain(..));
-        sh.queued_hint.store(0, Ordering::Relaxed);
         drop(g);
         for h in handles {
             if h.join().is_err() {

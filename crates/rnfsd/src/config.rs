@@ -271,8 +271,8 @@ pub struct ServerConfig {
     pub blocking_threads: usize,
     /// Run to completion: answer calls that need nothing but memory (cached
     /// GETATTR, ACCESS, LOOKUP, READ of cached pages, ...) on the event loop
-    /// thread that read them, with no handoff, while its pool has nothing
-    /// queued; replies of one connection leave together.
+    /// thread that read them, with no handoff; replies of one connection
+    /// leave together.
     pub run_inline: bool,
     /// Local backend: run filesystem calls with the caller's uid/gid (needs
     /// root; None = the backend decides from our privileges).

@@ -96,9 +96,8 @@ pub trait Service: Send + Sync + 'static {
     }
 
     /// Run to completion: try to answer a `Quick` call on the event loop
-    /// thread that read it (no handoff, no wakeup). Called only when the
-    /// loop's pool has nothing queued and `TransportConfig::run_inline` is
-    /// on. A
+    /// thread that read it (no handoff, no wakeup), when
+    /// `TransportConfig::run_inline` is on. A
     /// service answers here only what it can finish without sleeping (from
     /// memory) and hands everything else back untouched for the pool.
     fn call_inline(&self, req: Request) -> Inline {
@@ -193,9 +192,9 @@ pub struct TransportConfig {
     /// says may block on stable storage (`Service::blocking`); 0: none,
     /// such calls run in the loops' pools. Not pinned. Default 0.
     pub blocking_threads: usize,
-    /// Offer each record to `Service::call_inline` on the loop thread when
-    /// the loop's pool has nothing queued; the replies a loop produces for
-    /// one connection in one turn leave in one write. Default true.
+    /// Offer `Quick` records to `Service::call_inline` on the loop thread;
+    /// the replies a loop produces for one connection in one turn leave in
+    /// one write. Default true.
     pub run_inline: bool,
 }
 

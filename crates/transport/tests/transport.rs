@@ -3,11 +3,14 @@
 //! Request payload: id (u32 BE), op (u8), arg (u32 BE), padding.
 //! ops: 0 echo; 1 sleep `arg` ms then echo; 2 reply `arg` zero bytes after
 //! the id; 3 no reply; 4 "may block": waits until the test opens the gate,
-//! then replies with the id and the name of the thread that ran it.
+//! then replies with the id and the name of the thread that ran it; 5
+//! "quick": replies with the id and the running thread's name, answered on
+//! the loop thread (`call_inline`) unless `arg` is 1 (given back: a worker
+//! runs it).
 
 use rnfsd_pool::Threads;
 use rnfsd_transport::{
-    reply_buffer, Handle, PoolConfig, PoolLayout, Request, Route, Service, Transport,
+    reply_buffer, Handle, Inline, PoolConfig, PoolLayout, Request, Route, Service, Transport,
     TransportConfig,
 };
 use std::collections::HashSet;
@@ -47,8 +50,16 @@ impl Service for Toy {
     fn route(&self, record: &[u8]) -> Route {
         match record.get(4) {
             Some(4) => Route::Blocking,
+            Some(5) => Route::Quick,
             _ => Route::Pool,
         }
+    }
+
+    fn call_inline(&self, req: Request) -> Inline {
+        if req.data.get(8) == Some(&1) {
+            return Inline::Defer(req);
+        }
+        Inline::Done(self.call(req))
     }
 
     fn call(&self, req: Request) -> Option<Vec<u8>> {
@@ -76,6 +87,12 @@ impl Service for Toy {
                 Some(r)
             }
             3 => None,
+            5 => {
+                let mut r = reply_buffer(64);
+                r.extend_from_slice(d.get(..4).unwrap_or(&[0; 4]));
+                r.extend_from_slice(thread::current().name().unwrap_or("").as_bytes());
+                Some(r)
+            }
             4 => {
                 let g = self.gate.0.lock().unwrap();
                 let _g = self
@@ -831,4 +848,47 @@ fn blocking_calls_run_in_their_own_pool() {
     }
     sv.h.shutdown();
     sv.h.wait();
+}
+
+/// Run to completion: quick calls are answered on the loop thread that read
+/// them (a pipelined burst leaves with few writes); a quick call the
+/// service gives back runs on a worker; with `run_inline` off all do.
+#[test]
+fn quick_calls_run_on_the_loop_thread() {
+    for inline in [true, false] {
+        let sv = server_with(
+            TransportConfig {
+                run_inline: inline,
+                ..TransportConfig::default()
+            },
+            pool(2),
+        );
+        let mut s = connect(sv.addr);
+        let mut burst = Vec::new();
+        for id in 0..50u32 {
+            let give_back = u32::from(id.is_multiple_of(10));
+            burst.extend(record(&payload(id, 5, give_back, 0)));
+        }
+        s.write_all(&burst).unwrap();
+        let mut on_loop = 0;
+        for _ in 0..50 {
+            let r = read_record(&mut s).unwrap();
+            let name = String::from_utf8_lossy(&r[4..]).into_owned();
+            let id = id_of(&r);
+            if name.starts_with("rnfsd-evloop") {
+                assert!(inline && !id.is_multiple_of(10), "call {id} ran on {name}");
+                on_loop += 1;
+            }
+        }
+        let t = sv.h.stats();
+        if inline {
+            assert_eq!(on_loop, 45);
+            assert_eq!(t.records_inline, 45);
+            assert_eq!(t.records_deferred, 5);
+        } else {
+            assert_eq!((on_loop, t.records_inline), (0, 0));
+        }
+        sv.h.shutdown();
+        sv.h.wait();
+    }
 }
