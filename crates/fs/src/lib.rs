@@ -347,7 +347,8 @@ pub trait Backend: Send + Sync {
     /// `want` is an RFC 1813 ACCESS3 bit mask; returns the granted subset.
     fn access(&self, cred: &Cred, fh: &Fh, want: u32) -> FsResult<(u32, Attr)>;
     fn readlink(&self, cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>, Attr)>;
-    /// Reads up to `count` bytes into `buf` (cleared first); returns eof.
+    /// Reads up to `count` bytes appended to `buf` (what it holds already is
+    /// kept: the caller may read straight into a reply); returns eof.
     fn read(
         &self,
         cred: &Cred,

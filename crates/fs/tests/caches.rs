@@ -101,6 +101,7 @@ fn repeated_calls_hit_the_caches() {
         let files = cache(&fs, "files");
         let mut buf = Vec::new();
         for _ in 0..5 {
+            buf.clear();
             fs.read(&root(), &f, 0, 5, &mut buf).unwrap();
             assert_eq!(buf, b"hello");
         }
@@ -121,6 +122,7 @@ fn objects_deleted_behind_our_back_are_stale_and_released() {
         let f = create(&fs, &fs.root(), "victim");
         fs.write(&root(), &f, 0, b"data", Stable::Unstable).unwrap();
         let mut buf = Vec::new();
+        buf.clear();
         fs.read(&root(), &f, 0, 4, &mut buf).unwrap();
         let path = d.path().join("victim");
         assert!(fds_naming(&path) >= 1, "{m:?}: the caches hold it");
@@ -211,7 +213,10 @@ fn bounds_hold_under_concurrent_stress() {
                         let f = &files[i % files.len()];
                         match i % 4 {
                             0 => drop(fs.getattr(&root(), f)),
-                            1 => drop(fs.read(&root(), f, 0, 8, &mut buf)),
+                            1 => {
+                                buf.clear();
+                                drop(fs.read(&root(), f, 0, 8, &mut buf))
+                            }
                             2 => drop(fs.write(&root(), f, 0, b"x", Stable::Unstable)),
                             _ => drop(fs.lookup(
                                 &root(),
@@ -402,6 +407,7 @@ fn cached_descriptors_are_judged_per_caller() {
     // Root fills both descriptors.
     fs.write(&root(), &f, 0, b"secret", Stable::Unstable)
         .unwrap();
+    buf.clear();
     fs.read(&root(), &f, 0, 6, &mut buf).unwrap();
     assert_eq!(
         fs.read(&user(1001), &f, 0, 6, &mut buf).err(),
@@ -411,6 +417,7 @@ fn cached_descriptors_are_judged_per_caller() {
         fs.write(&user(1001), &f, 0, b"x", Stable::Unstable).err(),
         Some(FsError::Errno(libc::EACCES))
     );
+    buf.clear();
     fs.read(&user(1000), &f, 0, 6, &mut buf).unwrap();
     assert_eq!(buf, b"secret");
     // Immutable after the writer was cached: refused all the same.
@@ -452,12 +459,15 @@ fn inline_mode_answers_hits_and_gives_up_on_misses() {
         // The read descriptor is not cached yet: give up, then it is.
         {
             let g = rnfsd_fs::inline::enter();
+            buf.clear();
             let r = fs.read(&root(), &f, 0, 6, &mut buf);
             assert!(g.gave_up() || r.is_ok(), "{m:?}: {r:?}");
         }
+        buf.clear();
         fs.read(&root(), &f, 0, 6, &mut buf).unwrap();
         {
             let g = rnfsd_fs::inline::enter();
+            buf.clear();
             fs.read(&root(), &f, 0, 6, &mut buf).unwrap();
             assert_eq!(buf, b"inline");
             assert!(!g.gave_up(), "{m:?}: cached pages, cached descriptor");

@@ -145,8 +145,10 @@ fn basic_file_io_and_attrs() {
         let mut buf = Vec::new();
         let (eof, a) = fs.read(&root(), &c.fh, 6, 100, &mut buf).unwrap();
         assert_eq!((&buf[..], eof, a.size), (&b"world"[..], true, 11));
+        buf.clear();
         let (eof, _) = fs.read(&root(), &c.fh, 0, 5, &mut buf).unwrap();
         assert_eq!((&buf[..], eof), (&b"hello"[..], false));
+        buf.clear();
         let (eof, _) = fs.read(&root(), &c.fh, 100, 5, &mut buf).unwrap();
         assert!(eof && buf.is_empty());
         assert_eq!(
@@ -710,6 +712,7 @@ fn sparse_file_beyond_4gib() {
         let mut buf = Vec::new();
         let (eof, _) = fs.read(&root(), &f, off, 100, &mut buf).unwrap();
         assert_eq!((&buf[..], eof), (&b"far away"[..], true));
+        buf.clear();
         let (eof, _) = fs.read(&root(), &f, 1 << 32, 4, &mut buf).unwrap();
         assert_eq!((&buf[..], eof), (&[0u8; 4][..], false));
         assert!(fs

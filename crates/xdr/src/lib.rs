@@ -200,6 +200,13 @@ impl Enc {
         self.buf
     }
 
+    /// The buffer itself, for a writer that fills a reserved region in
+    /// place (READ data read straight into the reply); it must leave valid
+    /// XDR behind.
+    pub fn buf_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
     /// Drop everything after `len` (to rewind a partly encoded item).
     pub fn truncate(&mut self, len: usize) {
         self.buf.truncate(len);

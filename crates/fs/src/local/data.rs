@@ -56,7 +56,6 @@ pub(super) fn read(
     count: u32,
     buf: &mut Vec<u8>,
 ) -> FsResult<(bool, Attr)> {
-    buf.clear();
     let (o, f) = fs.open_regular(cred, fh, Access::Read)?;
     // RFC 1813 §3.3.6: a READ at or past end of file is no data and eof,
     // whatever the offset (pread would say EINVAL above i64::MAX).

@@ -587,66 +587,50 @@ fn readlink(ctx: &CallCtx<'_>, a: ReadLink3Args) -> Result<ReadLink3Res, ProcErr
     })
 }
 
-/// READ3resok borrowing its data, so the bytes are copied once, from the
-/// scratch buffer into the reply.
-struct Read3ResOkRef<'b> {
-    file_attributes: PostOpAttr,
-    eof: bool,
-    data: &'b [u8],
-}
-
-impl Read3ResOkRef<'_> {
-    fn encode(&self, e: &mut Enc) {
-        e.u32(Nfsstat3::Ok as u32);
-        self.file_attributes.encode(e);
-        e.u32(self.data.len() as u32);
-        e.bool(self.eof);
-        e.opaque(self.data);
-    }
-}
-
-std::thread_local! {
-    /// Per-worker READ buffer, reused so a 1 MiB read does not allocate.
-    /// Bounded: never grown past `MAX_DATA` (the read count is capped).
-    static READ_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
+/// READ3resok up to its data: status, post_op_attr (present), count, eof
+/// and the opaque's length. Reserved before the read and filled after it.
+const READ_HEAD: usize = ST + PATTR + 4 + 4 + 4;
 
 fn read_run(ctx: &CallCtx<'_>, dec: &mut Dec<'_>, enc: &mut Enc) -> Result<(), ProcError> {
     let a = Read3Args::decode(dec).map_err(|_| ProcError::GarbageArgs)?;
-    READ_BUF.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut buf) => read_into(ctx, a, &mut buf, enc),
-        // Only reachable if a backend re-entered READ on this thread.
-        Err(_) => read_into(ctx, a, &mut Vec::new(), enc),
-    });
+    read_into(ctx, a, enc);
     Ok(())
 }
 
-fn read_into(ctx: &CallCtx<'_>, a: Read3Args, buf: &mut Vec<u8>, enc: &mut Enc) {
-    let fail = |s: Nfsstat3, attr: PostOpAttr, enc: &mut Enc| {
-        Read3Res::Fail(s, attr).encode(enc);
-    };
+/// The data is read straight into the reply, behind a reserved header (no
+/// user-space copy of READ data); the reply grows to exactly what the
+/// request's count needs.
+fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
     let (exp, fh, g) = match resolve(ctx, a.file) {
         Ok(v) => v,
-        Err(s) => return fail(s, None, enc),
+        Err(s) => return Read3Res::Fail(s, None).encode(enc),
     };
     let cred = g.cred;
-    let count = a.count.min(max_io(ctx));
-    buf.clear();
-    match exp.backend.read(&cred, &fh, a.offset, count, buf) {
+    let count = a.count.min(max_io(ctx)) as usize;
+    let start = enc.len();
+    let buf = enc.buf_mut();
+    buf.resize(start + READ_HEAD, 0);
+    buf.reserve(count + 3);
+    let r = exp.backend.read(&cred, &fh, a.offset, count as u32, buf);
+    match r {
         Ok((eof, attr)) => {
+            let got = buf.len() - start - READ_HEAD;
             // Never send more than asked, whatever the backend did.
-            let n = buf.len().min(count as usize);
-            Read3ResOkRef {
-                file_attributes: Some(fattr3_of(&attr)),
-                eof: eof && n == buf.len(),
-                data: &buf[..n],
-            }
-            .encode(enc);
+            let n = got.min(count);
+            buf.truncate(start + READ_HEAD + n);
+            buf.resize(start + READ_HEAD + pad4(n), 0);
+            let mut h = Enc::with_capacity(READ_HEAD);
+            h.u32(Nfsstat3::Ok as u32);
+            Some(fattr3_of(&attr)).encode(&mut h);
+            h.u32(n as u32);
+            h.bool(eof && n == got);
+            h.u32(n as u32);
+            buf[start..start + READ_HEAD].copy_from_slice(h.as_slice());
         }
-        Err(e) => fail(nfsstat3_of(e), post_attr(exp, &cred, &fh), enc),
-    }
-    if buf.capacity() > MAX_DATA {
-        *buf = Vec::new();
+        Err(e) => {
+            buf.truncate(start);
+            Read3Res::Fail(nfsstat3_of(e), post_attr(exp, &cred, &fh)).encode(enc);
+        }
     }
 }
 

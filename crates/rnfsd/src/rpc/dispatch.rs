@@ -204,6 +204,9 @@ pub fn dispatch(
     reply
 }
 
+/// Bytes first reserved for a reply body.
+const INITIAL_REPLY: usize = 1024;
+
 /// Run the handler and frame its reply. The flag says whether the handler
 /// completed (its reply is cacheable).
 fn execute(
@@ -214,8 +217,10 @@ fn execute(
     d: &mut Dec<'_>,
 ) -> (Option<Vec<u8>>, bool) {
     let xid = ctx.xid;
+    // Sized for most replies; a large one (READ, READDIR) grows to what its
+    // request asks for, never to the procedure's bound.
     let mut e = Enc::from_vec(rnfsd_transport::reply_buffer(
-        MAX_REPLY_HEADER.saturating_add(proc.max_reply),
+        MAX_REPLY_HEADER.saturating_add(proc.max_reply.min(INITIAL_REPLY)),
     ));
     encode_accepted(&mut e, xid, AcceptStat::Success);
     // A panicking handler must not take the worker thread (or the server)
