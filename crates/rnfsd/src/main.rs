@@ -12,7 +12,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use rnfsd::cli::{Cli, Command, ServeArgs};
-use rnfsd::config::{self, Config, HandleMode, MaxWaking, ResolvedExport};
+use rnfsd::config::{self, Config, HandleMode, ResolvedExport};
 use rnfsd::programs::mount::MOUNT;
 use rnfsd::programs::nfs3::NFS3;
 use rnfsd::programs::portmap::{self, Registration, PORTMAP};
@@ -521,30 +521,7 @@ mod transport {
         portmap: Arc<RpcService>,
     ) -> Result<Running, Failure> {
         let s = &cfg.server;
-        let pool = PoolConfig {
-            threads: match s.threads {
-                Some(n) => Threads::Fixed(n),
-                None => Threads::Adaptive {
-                    min: s.min_threads,
-                    max: s.max_threads,
-                },
-            },
-            idle_timeout: Duration::from_secs(s.thread_idle_secs),
-            queue_limit: s.queue_limit,
-            max_waking: match s.max_waking {
-                MaxWaking::N(n) => n,
-                MaxWaking::Unlimited => rnfsd_pool::UNLIMITED,
-            },
-            wake_order: match s.wake_order {
-                config::WakeOrder::Lifo => rnfsd_pool::WakeOrder::Lifo,
-                config::WakeOrder::Fifo => rnfsd_pool::WakeOrder::Fifo,
-            },
-            handoff: match s.handoff {
-                config::Handoff::Direct => rnfsd_pool::Handoff::Direct,
-                config::Handoff::Double => rnfsd_pool::Handoff::Double,
-            },
-            ..PoolConfig::default()
-        };
+        let pool = s.pool_config();
         let nfs = Transport::start(transport_config(s, s.listen.clone()), pool, nfs)
             .map_err(|e| runtime_err(format!("listening on {}: {e}", list(&s.listen))))?;
         let portmap = if s.portmap {

@@ -198,7 +198,7 @@ pub(crate) fn start(
 
 /// Loop `idx`'s share of `cfg` under `PoolLayout::PerLoop` (see there):
 /// counts divided by `loops`, rounded up.
-fn split_pool(cfg: &PoolConfig, loops: usize, idx: usize, cpu: Option<usize>) -> PoolConfig {
+pub fn split_pool(cfg: &PoolConfig, loops: usize, idx: usize, cpu: Option<usize>) -> PoolConfig {
     let loops = loops.max(1);
     let part = |x: usize| x.div_ceil(loops);
     PoolConfig {
@@ -697,7 +697,7 @@ impl EventLoop {
                 return Submitted::Blocked;
             }
             let route = self.shared.service.route(&data);
-            let blocking = route == Route::Blocking && self.blocking.is_some();
+            let mut deferred = false;
             // Run to completion: what the service can answer from memory is
             // answered here, with no handoff and no wakeup (knfsd's thread
             // that dequeues a request runs it); it takes microseconds, so
@@ -726,8 +726,11 @@ impl EventLoop {
                         continue;
                     }
                     Inline::Defer(req) => {
+                        // It would have waited (a miss, data on disk): such
+                        // calls go where waiting is expected.
                         bump(&st.deferred, 1);
                         data = req.data;
+                        deferred = true;
                     }
                 }
             }
@@ -738,7 +741,7 @@ impl EventLoop {
             }
             c.inflight.fetch_add(1, SeqCst);
             let pool = match &self.blocking {
-                Some(b) if blocking => b,
+                Some(b) if route == Route::Blocking || deferred => b,
                 _ => &self.pool,
             };
             let w = Work {

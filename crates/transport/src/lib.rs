@@ -59,6 +59,8 @@ mod conn;
 mod event_loop;
 mod record;
 
+pub use event_loop::split_pool;
+
 use crossbeam_utils::CachePadded;
 pub use rnfsd_pool::{PoolConfig, PoolStats, StripedCounter};
 use std::io;
@@ -85,10 +87,11 @@ pub trait Service: Send + Sync + 'static {
     /// reply body starts at byte 4. Use `reply_buffer()` to start one.
     fn call(&self, req: Request) -> Option<Vec<u8>>;
 
-    /// Where this record's call runs: `Blocking` (may wait for stable
-    /// storage) goes to the blocking pool when there is one
+    /// Where this record's call runs: `Blocking` (may wait for the disk or
+    /// stable storage) goes to the blocking pool when there is one
     /// (`TransportConfig::blocking_threads`), so such calls never hold the
-    /// workers quick calls need; `Quick` is first offered to `call_inline`.
+    /// workers quick calls need; `Quick` is first offered to `call_inline`,
+    /// and goes to the blocking pool if it gave up (it would have waited).
     /// Called on the event loop for every record: must be cheap and must
     /// not block.
     fn route(&self, _record: &[u8]) -> Route {
@@ -112,7 +115,8 @@ pub enum Route {
     Quick,
     /// The loop's pool.
     Pool,
-    /// May wait for stable storage: the blocking pool, if there is one.
+    /// May wait for the disk or stable storage: the blocking pool, if
+    /// there is one.
     Blocking,
 }
 
@@ -188,9 +192,11 @@ pub struct TransportConfig {
     /// their number) and, with `PerLoop`, its pool's workers to the same
     /// CPU. A pin that fails is logged and ignored. Default false.
     pub pin_loops: bool,
-    /// Most threads of one pool shared by every loop for calls the service
-    /// says may block on stable storage (`Service::blocking`); 0: none,
-    /// such calls run in the loops' pools. Not pinned. Default 0.
+    /// Most threads of one pool shared by every loop for calls that may
+    /// wait for the disk or stable storage (`Route::Blocking`, and quick
+    /// calls that gave up); 0: none, such calls run in the loops' pools.
+    /// Shared, so no loop's share of threads limits how many slow calls one
+    /// connection has running. Not pinned. Default 0.
     pub blocking_threads: usize,
     /// Offer `Quick` records to `Service::call_inline` on the loop thread;
     /// the replies a loop produces for one connection in one turn leave in

@@ -68,7 +68,7 @@ static PROCS: [Proc; 22] = [
         setattr,
         CacheClass::Reply,
         ST + WCC,
-        Class::SyncIf(on_sync_export)
+        Class::SlowIf(on_sync_export)
     ),
     proc_entry!(
         "LOOKUP",
@@ -105,7 +105,7 @@ static PROCS: [Proc; 22] = [
         run: write_run,
         cache: CacheClass::Reply,
         max_reply: ST + WCC + 4 + 4 + 8,
-        class: Class::SyncIf(write_is_stable),
+        class: Class::SlowIf(write_is_stable),
     },
     proc_entry!(
         "CREATE",
@@ -113,7 +113,7 @@ static PROCS: [Proc; 22] = [
         create,
         CacheClass::Reply,
         CREATE_MAX,
-        Class::SyncIf(on_sync_export)
+        Class::SlowIf(on_sync_export)
     ),
     proc_entry!(
         "MKDIR",
@@ -121,7 +121,7 @@ static PROCS: [Proc; 22] = [
         mkdir,
         CacheClass::Reply,
         CREATE_MAX,
-        Class::SyncIf(on_sync_export)
+        Class::SlowIf(on_sync_export)
     ),
     proc_entry!(
         "SYMLINK",
@@ -129,7 +129,7 @@ static PROCS: [Proc; 22] = [
         symlink,
         CacheClass::Reply,
         CREATE_MAX,
-        Class::SyncIf(on_sync_export)
+        Class::SlowIf(on_sync_export)
     ),
     proc_entry!(
         "MKNOD",
@@ -137,7 +137,7 @@ static PROCS: [Proc; 22] = [
         mknod,
         CacheClass::Reply,
         CREATE_MAX,
-        Class::SyncIf(on_sync_export)
+        Class::SlowIf(on_sync_export)
     ),
     proc_entry!(
         "REMOVE",
@@ -145,7 +145,7 @@ static PROCS: [Proc; 22] = [
         remove,
         CacheClass::Reply,
         ST + WCC,
-        Class::SyncIf(on_sync_export)
+        Class::SlowIf(on_sync_export)
     ),
     proc_entry!(
         "RMDIR",
@@ -153,7 +153,7 @@ static PROCS: [Proc; 22] = [
         rmdir,
         CacheClass::Reply,
         ST + WCC,
-        Class::SyncIf(on_sync_export)
+        Class::SlowIf(on_sync_export)
     ),
     proc_entry!(
         "RENAME",
@@ -161,7 +161,7 @@ static PROCS: [Proc; 22] = [
         rename,
         CacheClass::Reply,
         ST + 2 * WCC,
-        Class::SyncIf(on_sync_export)
+        Class::SlowIf(on_sync_export)
     ),
     proc_entry!(
         "LINK",
@@ -169,21 +169,23 @@ static PROCS: [Proc; 22] = [
         link,
         CacheClass::Reply,
         ST + PATTR + WCC,
-        Class::SyncIf(on_sync_export)
+        Class::SlowIf(on_sync_export)
     ),
     proc_entry!(
         "READDIR",
         ReadDir3Args,
         readdir,
         CacheClass::None,
-        READDIR_MAX
+        READDIR_MAX,
+        Class::Slow
     ),
     proc_entry!(
         "READDIRPLUS",
         ReadDirPlus3Args,
         readdirplus,
         CacheClass::None,
-        READDIR_MAX
+        READDIR_MAX,
+        Class::Slow
     ),
     proc_entry!(
         "FSSTAT",
@@ -215,7 +217,7 @@ static PROCS: [Proc; 22] = [
         commit,
         CacheClass::None,
         ST + WCC + 8,
-        Class::Sync
+        Class::Slow
     ),
 ];
 

@@ -52,23 +52,25 @@ pub enum CacheClass {
     Reply,
 }
 
-/// Where a call runs. Calls that may wait for stable storage run in the
-/// blocking pool (when there is one), so they never hold the workers that
-/// quick calls need (seed 002); calls that usually answer from memory are
-/// first tried on the event loop thread that read them (run to
-/// completion), and go to the pool only if they would have to wait.
+/// Where a call runs. Calls that may wait for the disk or stable storage run
+/// in the blocking pool (when there is one, shared by every event loop), so
+/// they never hold the workers that quick calls need (seed 002); calls that
+/// usually answer from memory are first tried on the event loop thread
+/// that read them (run to completion), and go to the blocking pool only if
+/// they would have to wait.
 #[derive(Clone, Copy)]
 pub enum Class {
     /// Read-only and usually answered from memory: tried on the loop thread.
     Quick,
     /// The loop's pool.
     Pool,
-    /// Always syncs (COMMIT): the blocking pool.
-    Sync,
+    /// May wait for the disk or stable storage (COMMIT, READDIR): the
+    /// blocking pool.
+    Slow,
     /// The blocking pool when the arguments say so (a stable WRITE; a
     /// change on a `sync` export), else the loop's pool. Must be cheap: it
     /// runs on the event loop for every such record.
-    SyncIf(fn(&Server, &mut Dec<'_>) -> bool),
+    SlowIf(fn(&Server, &mut Dec<'_>) -> bool),
 }
 
 /// Where the call in a record goes (see [`Class`]).
@@ -106,9 +108,9 @@ pub fn route(server: &Server, programs: &[&Program], record: &[u8]) -> Route {
     match proc.map(|p| p.class) {
         None | Some(Class::Pool) => Route::Pool,
         Some(Class::Quick) => Route::Quick,
-        Some(Class::Sync) => Route::Blocking,
-        Some(Class::SyncIf(f)) if f(server, &mut d) => Route::Blocking,
-        Some(Class::SyncIf(_)) => Route::Pool,
+        Some(Class::Slow) => Route::Blocking,
+        Some(Class::SlowIf(f)) if f(server, &mut d) => Route::Blocking,
+        Some(Class::SlowIf(_)) => Route::Pool,
     }
 }
 
