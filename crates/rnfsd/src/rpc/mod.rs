@@ -134,6 +134,17 @@ pub struct Program {
 /// and `R: Xdr`; a sixth argument gives its [`Class`] (default `Pool`).
 #[macro_export]
 macro_rules! proc_entry {
+    // A handler that decodes its own arguments and encodes its own reply
+    // (READ and WRITE: their data is never copied).
+    (raw $name:expr, $run:path, $cache:expr, $max:expr, $class:expr) => {
+        $crate::rpc::Proc {
+            name: $name,
+            run: $run,
+            cache: $cache,
+            max_reply: $max,
+            class: $class,
+        }
+    };
     ($name:expr, $args:ty, $handler:path, $cache:expr, $max:expr) => {
         $crate::proc_entry!(
             $name,

@@ -12,9 +12,10 @@ use rnfsd_proto::nfs3::*;
 use rnfsd_proto::rpc::AuthSys;
 use rnfsd_xdr::{from_slice, to_vec, Dec, Enc, Xdr};
 
+use super::convert::*;
 use super::*;
 use crate::access::ExportAccess;
-use crate::rpc::Auth;
+use crate::rpc::{Auth, ProcError};
 use crate::state::{Export, Server};
 
 const ROOT: u64 = 1;

@@ -1,0 +1,79 @@
+//! Steps every NFSv3 handler shares: route a handle to its export and
+//! check the caller may use it, best-effort attributes for failure replies,
+//! and the name check.
+
+use rnfsd_fs::{Cred, Fh};
+use rnfsd_proto::nfs3::*;
+
+use super::convert::fattr3_of;
+use crate::access::{Denied, Grant};
+use crate::rpc::CallCtx;
+use crate::state::Export;
+
+/// Route a handle to its export and check the caller may use it; returns
+/// the export, the handle and what the caller runs as. Handles longer than
+/// NFS3_FHSIZE never get here (they fail to decode: GARBAGE_ARGS, as in
+/// knfsd).
+///
+/// As knfsd: a client the export does not list gets NFS3ERR_STALE (its
+/// export lookup fails with ENOENT in `nfsd_set_fh_dentry`), and one calling
+/// from an unprivileged port on a `secure` export gets NFS3ERR_PERM
+/// (`nfsd_setuser_and_check_port`).
+pub(super) fn resolve<'s>(
+    ctx: &CallCtx<'s>,
+    fh: NfsFh3,
+) -> Result<(&'s Export, Fh, Grant), Nfsstat3> {
+    if fh.data.len() < 5 {
+        return Err(Nfsstat3::BadHandle);
+    }
+    let server = ctx.server;
+    let Some(e) = server.export_of(&fh.data) else {
+        return Err(Nfsstat3::Stale);
+    };
+    match e.access().check(ctx.peer, &ctx.auth) {
+        Ok(g) => Ok((e, Fh(fh.data), g)),
+        Err(Denied::NotListed) => {
+            tracing::debug!(peer = %ctx.peer, export = e.path, "client not listed: STALE");
+            Err(Nfsstat3::Stale)
+        }
+        Err(Denied::InsecurePort) => {
+            tracing::debug!(peer = %ctx.peer, export = e.path, "request from insecure port: PERM");
+            Err(Nfsstat3::Perm)
+        }
+    }
+}
+
+/// On a routing failure there is no object to report attributes of.
+macro_rules! resolve_or_fail {
+    ($ctx:expr, $fh:expr) => {
+        match $crate::programs::nfs3::common::resolve($ctx, $fh) {
+            Ok(v) => v,
+            Err(s) => return Ok(NfsRes::Fail(s, Default::default())),
+        }
+    };
+}
+
+pub(super) use resolve_or_fail;
+
+/// Best-effort post-op attributes for failure replies.
+pub(super) fn post_attr(exp: &Export, cred: &Cred, fh: &Fh) -> PostOpAttr {
+    exp.backend.getattr(cred, fh).ok().map(|a| fattr3_of(&a))
+}
+
+/// wcc_data for a failure: no pre-op attributes, post-op best-effort.
+pub(super) fn fail_wcc(exp: &Export, cred: &Cred, fh: &Fh) -> WccData {
+    WccData {
+        before: None,
+        after: post_attr(exp, cred, fh),
+    }
+}
+
+/// The backend contract rejects these too; checking here keeps a path
+/// separator or NUL from ever reaching a backend (knfsd rejects them while
+/// decoding filename3).
+pub(super) fn check_name(name: &[u8]) -> Result<(), Nfsstat3> {
+    if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
+        return Err(Nfsstat3::Inval);
+    }
+    Ok(())
+}

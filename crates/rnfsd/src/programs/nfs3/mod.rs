@@ -1,0 +1,242 @@
+//! NFS version 3 program (RFC 1813), program 100003, as one declarative
+//! table (`NFS3`), like knfsd's `nfsd_procedures3[]`: each row names the
+//! handler, in the file of its kind (`attr`, `dir`, `data`, `namespace`).
+//!
+//! Every handler: route the handle to its export (short handle ->
+//! NFS3ERR_BADHANDLE, unknown export -> NFS3ERR_STALE, as knfsd), refuse
+//! changes on a read-only export with NFS3ERR_ROFS, call the export's
+//! backend, and answer with post-op attributes and wcc_data in every reply
+//! that carries them, failures included (fetched best-effort).
+
+use rnfsd_proto::nfs3::*;
+use rnfsd_xdr::Dec;
+
+use crate::proc_entry;
+use crate::rpc::{CacheClass, CallCtx, Class, Proc, Program, Version};
+use crate::state::Server;
+
+mod attr;
+mod common;
+mod convert;
+mod data;
+mod dir;
+mod namespace;
+#[cfg(test)]
+mod tests;
+
+/// Largest transfer we ever do, whatever the configuration says: the wire
+/// types bound READ/WRITE data by `MAX_DATA`.
+pub(super) fn max_io(ctx: &CallCtx<'_>) -> u32 {
+    ctx.server.max_io.clamp(4096, MAX_DATA as u32)
+}
+
+/// FSINFO dtpref: what we like READDIR counts to be (knfsd uses a page;
+/// larger means fewer round trips on big directories).
+pub(super) const DTPREF: u32 = 64 * 1024;
+/// Most entries asked of a backend for one READDIR/READDIRPLUS reply.
+pub(super) const MAX_DIR_BATCH: usize = 4096;
+
+// Upper bounds on each result body, for the table (see `Proc::max_reply`).
+pub(super) const ST: usize = 4;
+pub(super) const PATTR: usize = POST_OP_ATTR_MAX_LEN;
+const WCC: usize = WCC_DATA_MAX_LEN;
+const CREATE_MAX: usize = ST + POST_OP_FH3_MAX_LEN + PATTR + WCC;
+const READ_MAX: usize = ST + PATTR + 4 + 4 + 4 + MAX_DATA;
+const READDIR_MAX: usize = MAX_DATA;
+
+pub static NFS3: Program = Program {
+    name: "nfs",
+    prog: NFS_PROGRAM,
+    versions: &[Version {
+        vers: NFS_V3,
+        procs: &PROCS,
+    }],
+};
+
+static PROCS: [Proc; 22] = [
+    proc_entry!("NULL", (), attr::null, CacheClass::None, 0, Class::Quick),
+    proc_entry!(
+        "GETATTR",
+        GetAttr3Args,
+        attr::getattr,
+        CacheClass::None,
+        ST + FATTR3_LEN,
+        Class::Quick
+    ),
+    proc_entry!(
+        "SETATTR",
+        SetAttr3Args,
+        attr::setattr,
+        CacheClass::Reply,
+        ST + WCC,
+        Class::SlowIf(on_sync_export)
+    ),
+    proc_entry!(
+        "LOOKUP",
+        Lookup3Args,
+        dir::lookup,
+        CacheClass::None,
+        ST + NFS_FH3_MAX_LEN + 2 * PATTR,
+        Class::Quick
+    ),
+    proc_entry!(
+        "ACCESS",
+        Access3Args,
+        attr::access,
+        CacheClass::None,
+        ST + PATTR + 4,
+        Class::Quick
+    ),
+    proc_entry!(
+        "READLINK",
+        ReadLink3Args,
+        dir::readlink,
+        CacheClass::None,
+        ST + PATTR + 4 + MAX_PATH
+    ),
+    proc_entry!(
+        raw "READ",
+        data::read_run,
+        CacheClass::None,
+        READ_MAX,
+        Class::Quick
+    ),
+    proc_entry!(
+        raw "WRITE",
+        data::write_run,
+        CacheClass::Reply,
+        ST + WCC + 4 + 4 + 8,
+        Class::SlowIf(write_is_stable)
+    ),
+    proc_entry!(
+        "CREATE",
+        Create3Args,
+        namespace::create,
+        CacheClass::Reply,
+        CREATE_MAX,
+        Class::SlowIf(on_sync_export)
+    ),
+    proc_entry!(
+        "MKDIR",
+        Mkdir3Args,
+        namespace::mkdir,
+        CacheClass::Reply,
+        CREATE_MAX,
+        Class::SlowIf(on_sync_export)
+    ),
+    proc_entry!(
+        "SYMLINK",
+        Symlink3Args,
+        namespace::symlink,
+        CacheClass::Reply,
+        CREATE_MAX,
+        Class::SlowIf(on_sync_export)
+    ),
+    proc_entry!(
+        "MKNOD",
+        Mknod3Args,
+        namespace::mknod,
+        CacheClass::Reply,
+        CREATE_MAX,
+        Class::SlowIf(on_sync_export)
+    ),
+    proc_entry!(
+        "REMOVE",
+        Remove3Args,
+        namespace::remove,
+        CacheClass::Reply,
+        ST + WCC,
+        Class::SlowIf(on_sync_export)
+    ),
+    proc_entry!(
+        "RMDIR",
+        Rmdir3Args,
+        namespace::rmdir,
+        CacheClass::Reply,
+        ST + WCC,
+        Class::SlowIf(on_sync_export)
+    ),
+    proc_entry!(
+        "RENAME",
+        Rename3Args,
+        namespace::rename,
+        CacheClass::Reply,
+        ST + 2 * WCC,
+        Class::SlowIf(on_sync_export)
+    ),
+    proc_entry!(
+        "LINK",
+        Link3Args,
+        namespace::link,
+        CacheClass::Reply,
+        ST + PATTR + WCC,
+        Class::SlowIf(on_sync_export)
+    ),
+    proc_entry!(
+        "READDIR",
+        ReadDir3Args,
+        dir::readdir,
+        CacheClass::None,
+        READDIR_MAX,
+        Class::Slow
+    ),
+    proc_entry!(
+        "READDIRPLUS",
+        ReadDirPlus3Args,
+        dir::readdirplus,
+        CacheClass::None,
+        READDIR_MAX,
+        Class::Slow
+    ),
+    proc_entry!(
+        "FSSTAT",
+        FsStat3Args,
+        attr::fsstat,
+        CacheClass::None,
+        ST + PATTR + 6 * 8 + 4,
+        Class::Quick
+    ),
+    proc_entry!(
+        "FSINFO",
+        FsInfo3Args,
+        attr::fsinfo,
+        CacheClass::None,
+        ST + PATTR + 7 * 4 + 8 + 8 + 4,
+        Class::Quick
+    ),
+    proc_entry!(
+        "PATHCONF",
+        PathConf3Args,
+        attr::pathconf,
+        CacheClass::None,
+        ST + PATTR + 2 * 4 + 4 * 4,
+        Class::Quick
+    ),
+    proc_entry!(
+        "COMMIT",
+        Commit3Args,
+        data::commit,
+        CacheClass::None,
+        ST + WCC + 8,
+        Class::Slow
+    ),
+];
+
+/// WRITE args: a handle, offset, count, then stable_how (RFC 1813 §3.3.7).
+fn write_is_stable(_: &Server, d: &mut Dec<'_>) -> bool {
+    let stable = d
+        .opaque(NFS3_FHSIZE)
+        .and_then(|_| d.u64())
+        .and_then(|_| d.u32())
+        .and_then(|_| d.u32());
+    matches!(stable, Ok(s) if s != StableHow::Unstable as u32)
+}
+
+/// The first argument of a namespace change or SETATTR is a handle (of the
+/// directory, or of the object); its export says whether it syncs.
+fn on_sync_export(server: &Server, d: &mut Dec<'_>) -> bool {
+    d.opaque(NFS3_FHSIZE)
+        .ok()
+        .and_then(|fh| server.export_of(fh))
+        .is_some_and(|e| e.sync)
+}
