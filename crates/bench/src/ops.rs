@@ -790,6 +790,10 @@ pub struct IoArgs {
     /// Keep the test file.
     #[arg(long)]
     pub keep: bool,
+    /// `read`: read the file this many times over (a longer phase from the
+    /// page cache, e.g. for profiling the server).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub passes: u64,
 }
 
 const CHUNK: u64 = 1 << 20;
@@ -899,12 +903,13 @@ pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
             let written = wbytes.load(Ordering::Relaxed);
             let rbytes = Arc::new(AtomicU64::new(0));
             let (nfs, f, rb) = (c.nfs.clone(), fh.clone(), rbytes.clone());
+            let chunks = written.div_ceil(rsize);
             let p = a
                 .target
-                .phase(written.div_ceil(rsize), streams, "read", move |i| {
+                .phase(chunks * a.passes, streams, "read", move |i| {
                     let (nfs, f, rb) = (nfs.clone(), f.clone(), rb.clone());
                     async move {
-                        let off = i * rsize;
+                        let off = (i % chunks.max(1)) * rsize;
                         let n = rsize.min(written - off.min(written));
                         let r = nfs
                             .read(&Read3Args {

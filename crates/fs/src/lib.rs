@@ -10,6 +10,7 @@ pub mod inline;
 pub mod local;
 
 use std::fmt;
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// NFSv3 handles are at most 64 bytes (RFC 1813 §2.5 NFS3_FHSIZE).
@@ -357,6 +358,22 @@ pub trait Backend: Send + Sync {
         count: u32,
         buf: &mut Vec<u8>,
     ) -> FsResult<(bool, Attr)>;
+    /// READ by reference (splice(2)): up to `count` bytes at `offset` go
+    /// from the page cache into the pipe whose write end is `pipe`, with no
+    /// copy; returns the bytes moved, eof and attributes, as `read` (fewer
+    /// bytes than asked only at end of file, or when the pipe is full). A
+    /// backend that cannot answers `NotSupported` and the caller uses
+    /// `read`.
+    fn read_to_pipe(
+        &self,
+        _cred: &Cred,
+        _fh: &Fh,
+        _offset: u64,
+        _count: u32,
+        _pipe: BorrowedFd<'_>,
+    ) -> FsResult<(u32, bool, Attr)> {
+        Err(FsError::NotSupported)
+    }
     /// Returns bytes written, the stability actually achieved (>= asked), wcc.
     fn write(
         &self,

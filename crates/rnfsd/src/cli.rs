@@ -76,6 +76,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   max_syncs_in_flight = 16       per export: fsyncs at once (group commit)
   blocking_threads = 64          pool for calls that wait for stable storage
   run_inline = true              answer from-memory calls on the loop thread
+  splice_pipes = 32              pipes for READ by splice (2 fds each; 0:
+                                 READ data is copied)
   state_dir = (see --state-dir)  log_level = \"info\"
   allow_auth_none = false
   stats = \"percore\"              RPC counters: percore | shared | off
@@ -234,6 +236,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_run_inline: bool,
 
+    /// Pipes for READ replies sent by splice (no copy of the data); 0 =
+    /// copy. [default: 32]
+    #[arg(long, value_name = "N")]
+    pub splice_pipes: Option<usize>,
+
     /// Threads of the pool for calls that wait for stable storage (COMMIT,
     /// stable WRITE, namespace changes on sync exports); 0 = the ordinary
     /// pools. [default: 64]
@@ -370,6 +377,9 @@ impl ServeArgs {
         }
         if let Some(n) = self.blocking_threads {
             s.blocking_threads = n;
+        }
+        if let Some(n) = self.splice_pipes {
+            s.splice_pipes = n;
         }
         if self.no_run_inline {
             s.run_inline = false;

@@ -274,6 +274,10 @@ pub struct ServerConfig {
     /// thread that read them, with no handoff; replies of one connection
     /// leave together.
     pub run_inline: bool,
+    /// Pipes for READ replies sent by splice(2) (file pages to the socket
+    /// with no copy), two descriptors each; one is held per large READ
+    /// until the socket has taken its data. 0: READ data is copied.
+    pub splice_pipes: usize,
     /// Local backend: run filesystem calls with the caller's uid/gid (needs
     /// root; None = the backend decides from our privileges).
     pub act_as_caller: Option<bool>,
@@ -392,6 +396,7 @@ impl ServerConfig {
     pub fn cache_fd_budget(&self, nofile: u64) -> Result<usize, ConfigError> {
         let reserve = self.max_connections as u64
             + 4 * self.max_threads.max(self.threads.unwrap_or(0)) as u64
+            + 2 * self.splice_pipes as u64
             + 1024;
         let room = nofile.saturating_sub(reserve);
         match self.cache_fds {
@@ -455,6 +460,7 @@ impl Default for ServerConfig {
             max_syncs_in_flight: None,
             blocking_threads: 64,
             run_inline: true,
+            splice_pipes: 32,
             act_as_caller: None,
             state_dir: None,
             log_level: None,

@@ -332,6 +332,9 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         exports: open_exports(&cfg, &exports, key, &caches, &write_verifier)?,
         write_verifier,
         max_io: s.max_io,
+        // A pipe holds the largest READ's data.
+        pipes: (s.splice_pipes > 0)
+            .then(|| rnfsd_transport::PipePool::new(s.splice_pipes, s.max_io as usize)),
     });
     let policy = Policy {
         allow_auth_none: s.allow_auth_none,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rnfsd_stats::Registry;
-use rnfsd_transport::{Inline, Request, Route, Service};
+use rnfsd_transport::{Inline, Reply, Request, Route, Service};
 
 use crate::drc::Drc;
 use crate::rpc::dispatch::{dispatch, Policy};
@@ -53,7 +53,7 @@ impl RpcService {
     /// at all when counting is off. The outcome is read back from the reply,
     /// so dispatch itself knows nothing of statistics. `keep` decides, after
     /// the call, whether it counts (an inline attempt given up does not).
-    fn run(&self, req: &Request, keep: impl FnOnce() -> bool) -> Option<Option<Vec<u8>>> {
+    fn run(&self, req: &Request, keep: impl FnOnce() -> bool) -> Option<Option<Reply>> {
         let run = || {
             dispatch(
                 &self.server,
@@ -79,13 +79,13 @@ impl RpcService {
             return None;
         }
         let us = u64::try_from(t0.elapsed().as_micros()).unwrap_or(u64::MAX);
-        reg.record(shard, &req.data, reply.as_deref(), us);
+        reg.record(shard, &req.data, reply.as_ref().map(|r| &r.buf[..]), us);
         Some(reply)
     }
 }
 
 impl Service for RpcService {
-    fn call(&self, req: Request) -> Option<Vec<u8>> {
+    fn call(&self, req: Request) -> Option<Reply> {
         self.run(&req, || true).flatten()
     }
 
@@ -122,6 +122,7 @@ mod tests {
             exports: vec![],
             write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
             max_io: 4096,
+            pipes: None,
         });
         let svc = RpcService::new(s, vec![&MOUNT], Policy::default());
         let mut e = Enc::new();
@@ -142,13 +143,13 @@ mod tests {
             conn_id: 1,
         };
         let r = svc.call(req(e.as_slice().to_vec())).unwrap();
-        let (xid, h) = ReplyHeader::decode(&mut Dec::new(&r[4..])).unwrap();
+        let (xid, h) = ReplyHeader::decode(&mut Dec::new(&r.buf[4..])).unwrap();
         assert_eq!((xid, h), (77, ReplyHeader::Accepted(AcceptStat::Success)));
         // NFS is not in this service's list.
         let mut b = e.into_vec();
         b[12..16].copy_from_slice(&100003u32.to_be_bytes());
         let r = svc.call(req(b)).unwrap();
-        let (_, h) = ReplyHeader::decode(&mut Dec::new(&r[4..])).unwrap();
+        let (_, h) = ReplyHeader::decode(&mut Dec::new(&r.buf[4..])).unwrap();
         assert_eq!(h, ReplyHeader::Accepted(AcceptStat::ProgUnavail));
     }
 
@@ -158,6 +159,7 @@ mod tests {
             exports: vec![],
             write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
             max_io: 4096,
+            pipes: None,
         });
         let reg = Arc::new(rnfsd_stats::Registry::new(
             rnfsd_stats::Mode::Percore,

@@ -65,6 +65,8 @@ pub struct Server {
     pub write_verifier: Arc<rnfsd_fs::WriteVerifier>,
     /// Largest READ/WRITE/READDIR transfer advertised in FSINFO.
     pub max_io: u32,
+    /// Pipes for READs answered by splice (None: READ data is copied).
+    pub pipes: Option<Arc<rnfsd_transport::PipePool>>,
 }
 
 impl Server {

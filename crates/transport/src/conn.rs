@@ -1,21 +1,35 @@
 //! A connection as shared between its event loop (reads, flushes, closes)
 //! and the workers running its requests (write replies directly).
 
+use crate::pipe::PipeLease;
 use crate::record::{LAST_FRAGMENT, MAX_FRAGMENT};
-use crate::{Msg, Request, Shared};
+use crate::{Msg, Reply, Request, Shared, Spliced};
 use rnfsd_pool::Job;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice, Write};
+use std::os::fd::AsFd;
+
+use rustix::io::Errno;
+use rustix::net::{sendmsg, SendAncillaryBuffer, SendFlags};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+/// One piece of queued output.
+pub(crate) enum Out {
+    /// Bytes from `.1` on; `.2`: the last piece of its reply.
+    Bytes(Vec<u8>, usize, bool),
+    /// What a reply's pipe still holds (always followed by its pad, if
+    /// any, as `Bytes`).
+    Pipe(PipeLease, bool),
+}
 
 /// Reply bytes not yet accepted by the socket. Bounded indirectly: the loop
 /// stops reading requests once `bytes` passes `max_conn_output`, so at most
 /// `max_conn_output` + the replies of `max_inflight_per_conn` requests.
 #[derive(Default)]
 pub(crate) struct OutQ {
-    bufs: VecDeque<(Vec<u8>, usize)>,
+    bufs: VecDeque<Out>,
     bytes: usize,
     /// The connection is closed (or its write side failed): drop replies.
     pub closed: bool,
@@ -142,64 +156,105 @@ impl Conn {
         }
     }
 
+    /// Write the record mark into a reply's 4 reserved bytes; false (and
+    /// logged) if it has no room for one or is over one fragment's size.
+    fn mark(&self, r: &mut Reply) -> bool {
+        let body = r.body_len();
+        if r.buf.len() < 4 || body > MAX_FRAGMENT {
+            tracing::error!(
+                conn = self.id,
+                len = body,
+                "reply without record-mark room or over 2^31-1 bytes; dropped"
+            );
+            return false;
+        }
+        // RFC 5531 §11: one fragment, marked last. `body` ≤ 2^31-1 (above).
+        r.buf[..4].copy_from_slice(&(LAST_FRAGMENT | body as u32).to_be_bytes());
+        true
+    }
+
+    /// Queue a marked reply's pieces.
+    fn enqueue_locked(&self, q: &mut OutQ, r: Reply) {
+        let n = r.body_len() + 4;
+        q.bytes += n;
+        self.queued.store(q.bytes, SeqCst);
+        self.shared.stats.queued_in.add(n as u64);
+        match r.spliced {
+            None => q.bufs.push_back(Out::Bytes(r.buf, 0, true)),
+            Some(Spliced { pipe, pad }) => {
+                q.bufs.push_back(Out::Bytes(r.buf, 0, false));
+                q.bufs.push_back(Out::Pipe(pipe, pad == 0));
+                if pad > 0 {
+                    q.bufs.push_back(Out::Bytes(vec![0; pad], 0, true));
+                }
+            }
+        }
+    }
+
     /// Send one reply from a worker: write it now without blocking; queue
     /// what the socket does not take, for the loop to finish on
     /// writability. The first 4 bytes are overwritten by the record mark.
-    pub fn send(&self, mut buf: Vec<u8>) {
-        let body = buf.len().wrapping_sub(4);
-        if buf.len() < 4 || body > MAX_FRAGMENT {
-            tracing::error!(
-                conn = self.id,
-                len = buf.len(),
-                "reply without record-mark room or over 2^31-1 bytes; dropped"
-            );
+    pub fn send(&self, mut reply: Reply) {
+        if !self.mark(&mut reply) {
             return;
         }
-        // RFC 5531 §11: one fragment, marked last. `body` ≤ 2^31-1 (above).
-        let mark = LAST_FRAGMENT | body as u32;
-        buf[..4].copy_from_slice(&mark.to_be_bytes());
         let st = &self.shared.stats;
         let mut q = self.lock_out();
         if q.closed {
             return;
         }
+        if !q.bufs.is_empty() || reply.spliced.is_some() {
+            self.enqueue_locked(&mut q, reply);
+            if let Err(e) = self.flush_locked(&mut q) {
+                self.fail_locked(&mut q, e);
+                return;
+            }
+            self.arm_locked(&mut q);
+            return;
+        }
+        // The common case: nothing queued, all bytes; no queue entry at all
+        // if the socket takes them.
+        let buf = reply.buf;
         let mut off = 0;
-        if q.bufs.is_empty() {
-            loop {
-                match (&self.sock).write(&buf[off..]) {
-                    Ok(0) => {
-                        self.fail_locked(&mut q, io::ErrorKind::WriteZero.into());
+        loop {
+            match (&self.sock).write(&buf[off..]) {
+                Ok(0) => {
+                    self.fail_locked(&mut q, io::ErrorKind::WriteZero.into());
+                    return;
+                }
+                Ok(n) => {
+                    off += n;
+                    st.bytes_out.add(n as u64);
+                    if off == buf.len() {
+                        st.replies_out.add(1);
                         return;
                     }
-                    Ok(n) => {
-                        off += n;
-                        st.bytes_out.add(n as u64);
-                        if off == buf.len() {
-                            st.replies_out.add(1);
-                            return;
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        self.fail_locked(&mut q, e);
-                        return;
-                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.fail_locked(&mut q, e);
+                    return;
                 }
             }
         }
         let rest = buf.len() - off;
-        q.bufs.push_back((buf, off));
+        q.bufs.push_back(Out::Bytes(buf, off, true));
         q.bytes += rest;
         self.queued.store(q.bytes, SeqCst);
         st.queued_in.add(rest as u64);
-        if !self.want_write.swap(true, SeqCst) {
+        self.arm_locked(&mut q);
+    }
+
+    /// Output is queued: make sure the loop flushes it on writability.
+    fn arm_locked(&self, q: &mut OutQ) {
+        if !q.bufs.is_empty() && !self.want_write.swap(true, SeqCst) {
             // Just armed. The socket may have drained (its edge already
             // consumed by the loop, which saw the flag clear) between our
             // WouldBlock and the flag: retry once. If that blocks too, the
             // next writable edge comes after the flag was set.
-            if let Err(e) = self.flush_locked(&mut q) {
-                self.fail_locked(&mut q, e);
+            if let Err(e) = self.flush_locked(q) {
+                self.fail_locked(q, e);
             }
         }
     }
@@ -208,40 +263,22 @@ impl Conn {
     /// queued together and written with as few `writev`s as the socket
     /// takes (replies coalesced); what it does not take waits for
     /// writability, as in `send`.
-    pub fn send_batch(&self, bufs: &mut Vec<Vec<u8>>) {
+    pub fn send_batch(&self, replies: &mut Vec<Reply>) {
         let mut q = self.lock_out();
         if q.closed {
-            bufs.clear();
+            replies.clear();
             return;
         }
-        let st = &self.shared.stats;
-        for mut buf in bufs.drain(..) {
-            let body = buf.len().wrapping_sub(4);
-            if buf.len() < 4 || body > MAX_FRAGMENT {
-                tracing::error!(
-                    conn = self.id,
-                    len = buf.len(),
-                    "reply without record-mark room or over 2^31-1 bytes; dropped"
-                );
-                continue;
+        for mut r in replies.drain(..) {
+            if self.mark(&mut r) {
+                self.enqueue_locked(&mut q, r);
             }
-            buf[..4].copy_from_slice(&(LAST_FRAGMENT | body as u32).to_be_bytes());
-            q.bytes += buf.len();
-            st.queued_in.add(buf.len() as u64);
-            q.bufs.push_back((buf, 0));
         }
-        self.queued.store(q.bytes, SeqCst);
         if let Err(e) = self.flush_locked(&mut q) {
             self.fail_locked(&mut q, e);
             return;
         }
-        if !q.bufs.is_empty() && !self.want_write.swap(true, SeqCst) {
-            // As in `send`: the socket may have drained just before the flag
-            // was set; try once more.
-            if let Err(e) = self.flush_locked(&mut q) {
-                self.fail_locked(&mut q, e);
-            }
-        }
+        self.arm_locked(&mut q);
     }
 
     /// Flush queued output (from the loop on writability). Returns false
@@ -260,42 +297,92 @@ impl Conn {
 
     fn flush_locked(&self, q: &mut OutQ) -> io::Result<()> {
         let st = &self.shared.stats;
-        while !q.bufs.is_empty() {
+        loop {
+            let more = q.bufs.len() > 1;
+            let Some(front) = q.bufs.front_mut() else {
+                break;
+            };
+            if let Out::Pipe(p, last) = front {
+                let n = match p.splice_to(self.sock.as_fd(), more) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                };
+                let (done, last) = (p.held() == 0, *last);
+                self.account(q, n);
+                if done {
+                    q.bufs.pop_front();
+                    if last {
+                        st.replies_out.add(1);
+                    }
+                }
+                continue;
+            }
+            // Consecutive byte pieces in one writev; MSG_MORE when a pipe's
+            // bytes follow them (one segment with the data, not two).
             let mut iov = [IoSlice::new(&[]); 16];
             let mut k = 0;
-            for ((b, off), slot) in q.bufs.iter().zip(iov.iter_mut()) {
-                *slot = IoSlice::new(b.get(*off..).unwrap_or_default());
-                k += 1;
-            }
-            let n = match (&self.sock).write_vectored(&iov[..k]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            st.bytes_out.add(n as u64);
-            st.queued_out.add(n as u64);
-            q.bytes -= n;
-            let mut left = n;
-            while left > 0 {
-                let Some((b, off)) = q.bufs.front_mut() else {
-                    break;
-                };
-                let avail = b.len() - *off;
-                if left >= avail {
-                    left -= avail;
-                    q.bufs.pop_front();
-                    st.replies_out.add(1);
-                } else {
-                    *off += left;
-                    left = 0;
+            let mut then_pipe = false;
+            for o in q.bufs.iter() {
+                match o {
+                    Out::Bytes(b, off, _) if k < iov.len() => {
+                        iov[k] = IoSlice::new(b.get(*off..).unwrap_or_default());
+                        k += 1;
+                    }
+                    Out::Bytes(..) => break,
+                    Out::Pipe(..) => {
+                        then_pipe = true;
+                        break;
+                    }
                 }
             }
-            self.queued.store(q.bytes, SeqCst);
+            let flags = if then_pipe {
+                SendFlags::MORE | SendFlags::NOSIGNAL
+            } else {
+                SendFlags::NOSIGNAL
+            };
+            let n = match sendmsg(
+                &self.sock,
+                &iov[..k],
+                &mut SendAncillaryBuffer::default(),
+                flags,
+            ) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => n,
+                Err(e) if e == Errno::AGAIN => return Ok(()),
+                Err(e) if e == Errno::INTR => continue,
+                Err(e) => return Err(e.into()),
+            };
+            self.account(q, n);
+            let mut left = n;
+            while left > 0 {
+                let Some(Out::Bytes(b, off, last)) = q.bufs.front_mut() else {
+                    break;
+                };
+                let take = left.min(b.len() - *off);
+                *off += take;
+                left -= take;
+                if *off == b.len() {
+                    let last = *last;
+                    q.bufs.pop_front();
+                    if last {
+                        st.replies_out.add(1);
+                    }
+                }
+            }
         }
         self.want_write.store(false, SeqCst);
         Ok(())
+    }
+
+    /// `n` queued bytes reached the socket.
+    fn account(&self, q: &mut OutQ, n: usize) {
+        let st = &self.shared.stats;
+        st.bytes_out.add(n as u64);
+        st.queued_out.add(n as u64);
+        q.bytes -= n.min(q.bytes);
+        self.queued.store(q.bytes, SeqCst);
     }
 
     /// The write side failed: drop queued replies, make the loop close us.

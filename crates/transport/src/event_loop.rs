@@ -263,7 +263,7 @@ struct EventLoop {
     run_inline: bool,
     /// Replies produced on this thread for the connection being read,
     /// sent together (reused buffer).
-    batch: Vec<Vec<u8>>,
+    batch: Vec<crate::Reply>,
     batch_bytes: usize,
     listeners: Vec<TcpListener>,
     conns: Vec<Option<Entry>>,
@@ -714,7 +714,7 @@ impl EventLoop {
                     Inline::Done(reply) => {
                         bump(&st.inline, 1);
                         if let Some(r) = reply {
-                            self.batch_bytes += r.len();
+                            self.batch_bytes += r.body_len();
                             self.batch.push(r);
                         }
                         // Bounded: past BATCH_BYTES the replies go now and

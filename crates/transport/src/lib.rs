@@ -6,13 +6,13 @@
 //! # Use
 //! ```no_run
 //! use std::sync::Arc;
-//! use rnfsd_transport::{Request, Service, Transport, TransportConfig, reply_buffer};
+//! use rnfsd_transport::{Reply, Request, Service, Transport, TransportConfig, reply_buffer};
 //! struct Echo;
 //! impl Service for Echo {
-//!     fn call(&self, req: Request) -> Option<Vec<u8>> {
+//!     fn call(&self, req: Request) -> Option<Reply> {
 //!         let mut r = reply_buffer(req.data.len());
 //!         r.extend_from_slice(&req.data);
-//!         Some(r)
+//!         Some(r.into())
 //!     }
 //! }
 //! let cfg = TransportConfig { listen: vec!["0.0.0.0:2049".parse().unwrap()], ..Default::default() };
@@ -43,7 +43,9 @@
 //!   record into an exactly-sized `Vec` (capacity reserved from the
 //!   fragment header, after the `max_record` check) that becomes
 //!   `Request::data`; the reply `Vec` from the service is written as is, its
-//!   4 reserved bytes holding the record mark.
+//!   4 reserved bytes holding the record mark. A reply may end in a pipe
+//!   ([`Spliced`]): its bytes go from the pipe to the socket by splice(2),
+//!   so file data reaches the socket with no user-space copy.
 //! - Pools ([`PoolLayout`]): by default (`PerLoop`) each loop has its own
 //!   pool, with the configured thread counts divided among the loops, and
 //!   a connection's requests run on its loop's pool; `Shared` is one pool
@@ -57,9 +59,11 @@
 
 mod conn;
 mod event_loop;
+mod pipe;
 mod record;
 
 pub use event_loop::split_pool;
+pub use pipe::{PipeLease, PipePool};
 
 use crossbeam_utils::CachePadded;
 pub use rnfsd_pool::{PoolConfig, PoolStats, StripedCounter};
@@ -85,7 +89,7 @@ pub trait Service: Send + Sync + 'static {
     /// The returned buffer's first 4 bytes are reserved for the record mark:
     /// the transport overwrites them (saves a copy on the hot path), so the
     /// reply body starts at byte 4. Use `reply_buffer()` to start one.
-    fn call(&self, req: Request) -> Option<Vec<u8>>;
+    fn call(&self, req: Request) -> Option<Reply>;
 
     /// Where this record's call runs: `Blocking` (may wait for the disk or
     /// stable storage) goes to the blocking pool when there is one
@@ -120,10 +124,43 @@ pub enum Route {
     Blocking,
 }
 
+/// A reply: bytes, optionally followed by bytes waiting in a pipe.
+#[derive(Debug)]
+pub struct Reply {
+    /// The first 4 bytes are reserved for the record mark.
+    pub buf: Vec<u8>,
+    pub spliced: Option<Spliced>,
+}
+
+/// The tail of a reply that is in a pipe (file data spliced into it), then
+/// `pad` zero bytes (XDR's 4-byte alignment, RFC 4506 §4.10).
+#[derive(Debug)]
+pub struct Spliced {
+    pub pipe: PipeLease,
+    pub pad: usize,
+}
+
+impl Reply {
+    /// Bytes of the record after its mark.
+    pub fn body_len(&self) -> usize {
+        self.buf.len().saturating_sub(4)
+            + self
+                .spliced
+                .as_ref()
+                .map_or(0, |s| s.pipe.held().saturating_add(s.pad))
+    }
+}
+
+impl From<Vec<u8>> for Reply {
+    fn from(buf: Vec<u8>) -> Reply {
+        Reply { buf, spliced: None }
+    }
+}
+
 /// What `Service::call_inline` did.
 pub enum Inline {
     /// Answered (or, None, nothing to send).
-    Done(Option<Vec<u8>>),
+    Done(Option<Reply>),
     /// Not here: run it in the pool.
     Defer(Request),
 }

@@ -6,12 +6,13 @@
 //! then replies with the id and the name of the thread that ran it; 5
 //! "quick": replies with the id and the running thread's name, answered on
 //! the loop thread (`call_inline`) unless `arg` is 1 (given back: a worker
-//! runs it).
+//! runs it); 6 "spliced": replies with the id, then `arg` pattern bytes
+//! sent from a pipe (splice), then pad to 4 bytes.
 
 use rnfsd_pool::Threads;
 use rnfsd_transport::{
-    reply_buffer, Handle, Inline, PoolConfig, PoolLayout, Request, Route, Service, Transport,
-    TransportConfig,
+    reply_buffer, Handle, Inline, PipePool, PoolConfig, PoolLayout, Reply, Request, Route, Service,
+    Spliced, Transport, TransportConfig,
 };
 use std::collections::HashSet;
 use std::io::{self, Read, Write};
@@ -27,6 +28,8 @@ struct Toy {
     per_conn: [AtomicUsize; 64],
     /// Op 4 waits for this (bounded).
     gate: (std::sync::Mutex<bool>, std::sync::Condvar),
+    /// Op 6's pipes.
+    pipes: Arc<PipePool>,
 }
 
 impl Default for Toy {
@@ -35,8 +38,14 @@ impl Default for Toy {
             calls: AtomicUsize::new(0),
             per_conn: std::array::from_fn(|_| AtomicUsize::new(0)),
             gate: Default::default(),
+            pipes: PipePool::new(4, 256 << 10),
         }
     }
+}
+
+/// Op 6's data: byte `i` of a reply with id `id`.
+fn pattern(id: u32, i: usize) -> u8 {
+    (id as usize).wrapping_mul(31).wrapping_add(i % 253) as u8
 }
 
 impl Toy {
@@ -62,7 +71,46 @@ impl Service for Toy {
         Inline::Done(self.call(req))
     }
 
-    fn call(&self, req: Request) -> Option<Vec<u8>> {
+    fn call(&self, req: Request) -> Option<Reply> {
+        if req.data.get(4) == Some(&6) {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            return Some(self.spliced(&req.data));
+        }
+        self.call_bytes(req).map(Reply::from)
+    }
+}
+
+impl Toy {
+    /// Op 6: the data goes through a pipe when one is free, else in the
+    /// buffer (the same bytes on the wire either way).
+    fn spliced(&self, d: &[u8]) -> Reply {
+        let id = u32::from_be_bytes(d[..4].try_into().unwrap());
+        let n = u32::from_be_bytes(d[5..9].try_into().unwrap()) as usize;
+        let data: Vec<u8> = (0..n).map(|i| pattern(id, i)).collect();
+        let pad = (4 - n % 4) % 4;
+        let mut r = reply_buffer(4);
+        r.extend_from_slice(&d[..4]);
+        match self.pipes.lease() {
+            Some(mut pipe) if pipe.capacity() >= n => {
+                let mut off = 0;
+                while off < n {
+                    off += rustix::io::write(pipe.write_end().unwrap(), &data[off..]).unwrap();
+                }
+                pipe.filled(n);
+                Reply {
+                    buf: r,
+                    spliced: Some(Spliced { pipe, pad }),
+                }
+            }
+            _ => {
+                r.extend_from_slice(&data);
+                r.resize(r.len() + pad, 0);
+                r.into()
+            }
+        }
+    }
+
+    fn call_bytes(&self, req: Request) -> Option<Vec<u8>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if let Some(c) = self.per_conn.get(req.conn_id as usize) {
             c.fetch_add(1, Ordering::SeqCst);
@@ -726,13 +774,13 @@ fn per_loop_shutdown_completes_requests_in_flight_on_every_pool() {
 struct WhereAmI;
 
 impl Service for WhereAmI {
-    fn call(&self, _req: Request) -> Option<Vec<u8>> {
+    fn call(&self, _req: Request) -> Option<Reply> {
         let cpus = rnfsd_pool::affinity::allowed_cpus().unwrap_or_default();
         let mut r = reply_buffer(4 * cpus.len());
         for c in cpus {
             r.extend_from_slice(&(c as u32).to_be_bytes());
         }
-        Some(r)
+        Some(r.into())
     }
 }
 
@@ -891,4 +939,86 @@ fn quick_calls_run_on_the_loop_thread() {
         sv.h.shutdown();
         sv.h.wait();
     }
+}
+
+/// What op 6 answers for `id` with `n` data bytes (pad included).
+fn spliced_reply(id: u32, n: usize) -> Vec<u8> {
+    let mut v = id.to_be_bytes().to_vec();
+    v.extend((0..n).map(|i| pattern(id, i)));
+    v.resize(4 + n + (4 - n % 4) % 4, 0);
+    v
+}
+
+#[test]
+fn spliced_replies_and_plain_ones_arrive_whole_and_pipes_are_bounded() {
+    let sv = server();
+    let sizes = [0usize, 1, 3, 4095, 100_000, 200_001, 7];
+    let n = 300u32;
+    let mut s = connect(sv.addr);
+    let mut w = s.try_clone().unwrap();
+    let writer = thread::spawn(move || {
+        let mut wire = Vec::new();
+        for id in 0..n {
+            let p = if id % 3 == 2 {
+                payload(id, 0, 0, (id % 40) as usize)
+            } else {
+                payload(id, 6, sizes[id as usize % sizes.len()] as u32, 0)
+            };
+            wire.extend(record(&p));
+        }
+        w.write_all(&wire).unwrap();
+    });
+    // Read late: replies pile up in the socket and the output queue, pipes
+    // with them; the pool's bound makes the rest go as copies.
+    thread::sleep(Duration::from_millis(200));
+    let mut seen = HashSet::new();
+    for _ in 0..n {
+        let r = read_record(&mut s).unwrap();
+        let id = id_of(&r);
+        let want = if id % 3 == 2 {
+            payload(id, 0, 0, (id % 40) as usize)
+        } else {
+            spliced_reply(id, sizes[id as usize % sizes.len()])
+        };
+        assert!(
+            r == want,
+            "reply {id} differs ({} vs {} bytes)",
+            r.len(),
+            want.len()
+        );
+        assert!(seen.insert(id));
+    }
+    writer.join().unwrap();
+    let made = sv.svc.pipes.pipes();
+    assert!((1..=4).contains(&made), "{made} pipes");
+    sv.h.shutdown();
+}
+
+#[test]
+fn a_connection_closed_with_spliced_output_queued_frees_its_pipes() {
+    let sv = server();
+    {
+        let mut s = connect(sv.addr);
+        let mut wire = Vec::new();
+        for id in 0..40 {
+            wire.extend(record(&payload(id, 6, 200_000, 0)));
+        }
+        s.write_all(&wire).unwrap();
+        // Never read: the output queue holds pipes until the close.
+        wait_until("replies queued", Duration::from_secs(10), || {
+            sv.h.stats().reply_bytes_queued > 0
+        });
+    }
+    wait_until("connection closed", Duration::from_secs(10), || {
+        sv.h.stats().connections_open == 0
+    });
+    // Every pipe is either pooled empty or gone: a new client gets its
+    // data through them intact.
+    let mut s = connect(sv.addr);
+    for id in 0..8 {
+        s.write_all(&record(&payload(id, 6, 100_000, 0))).unwrap();
+        assert_eq!(read_record(&mut s).unwrap(), spliced_reply(id, 100_000));
+    }
+    assert!(sv.svc.pipes.pipes() <= 4);
+    sv.h.shutdown();
 }

@@ -2,7 +2,7 @@
 //! (`files.rs`): a cached call costs a statx, a permission check for the
 //! caller and the read or write itself; no open, no close.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::Arc;
 
 use super::files::{Access, OpenFile};
@@ -83,6 +83,40 @@ pub(super) fn read(
         o.st
     };
     Ok((end >= st.size, fs.attr(&st)))
+}
+
+/// READ by reference: as `read`, but the data goes from the page cache
+/// into a pipe (splice), not into our memory.
+pub(super) fn read_to_pipe(
+    fs: &LocalFs,
+    cred: &Cred,
+    fh: &Fh,
+    offset: u64,
+    count: u32,
+    pipe: BorrowedFd<'_>,
+) -> FsResult<(u32, bool, Attr)> {
+    let (o, f) = fs.open_regular(cred, fh, Access::Read)?;
+    if offset >= o.st.size {
+        return Ok((0, true, fs.attr(&o.st)));
+    }
+    let room = (i64::MAX as u64).saturating_sub(offset);
+    let want = u64::from(count.min(MAX_READ)).min(room) as usize;
+    let fd = f.fd.as_raw_fd();
+    // On the event loop only pages already cached: splice itself would
+    // wait for the disk (SPLICE_F_NONBLOCK is about the pipe).
+    if crate::inline::active()
+        && !sys::all_cached(fd, offset, (want as u64).min(o.st.size - offset))
+    {
+        return Err(crate::inline::give_up());
+    }
+    let n = sys::splice_to_pipe(fd, offset, pipe.as_raw_fd(), want)?;
+    let end = offset.saturating_add(n as u64);
+    let st = if end > o.st.size {
+        sys::fstat(fd)?
+    } else {
+        o.st
+    };
+    Ok((n as u32, end >= st.size, fs.attr(&st)))
 }
 
 pub(super) fn write(

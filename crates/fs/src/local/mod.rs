@@ -537,6 +537,17 @@ impl Backend for LocalFs {
         data::read(self, cred, fh, offset, count, buf)
     }
 
+    fn read_to_pipe(
+        &self,
+        cred: &Cred,
+        fh: &Fh,
+        offset: u64,
+        count: u32,
+        pipe: BorrowedFd<'_>,
+    ) -> FsResult<(u32, bool, Attr)> {
+        data::read_to_pipe(self, cred, fh, offset, count, pipe)
+    }
+
     fn write(
         &self,
         cred: &Cred,

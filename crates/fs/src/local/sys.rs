@@ -304,6 +304,92 @@ pub fn pread_nowait(fd: RawFd, offset: u64, count: usize, buf: &mut Vec<u8>) -> 
     Ok(n)
 }
 
+/// splice(2) from the file `fd` at `offset` into the pipe `pipe` until
+/// `count` bytes, end of file, or a full pipe: the page cache's pages go
+/// into the pipe by reference, not copied. Returns the bytes moved.
+pub fn splice_to_pipe(fd: RawFd, offset: u64, pipe: RawFd, count: usize) -> io::Result<usize> {
+    let mut done = 0usize;
+    while done < count {
+        let mut off = offset
+            .checked_add(done as u64)
+            .and_then(|o| i64::try_from(o).ok())
+            .ok_or_else(|| err(libc::EINVAL))?;
+        // SAFETY: plain descriptors and a valid offset pointer; the pipe is
+        // non-blocking, so a full pipe answers EAGAIN.
+        let n = unsafe {
+            libc::splice(
+                fd,
+                &mut off,
+                pipe,
+                std::ptr::null_mut(),
+                count - done,
+                libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock if done > 0 => break,
+                _ => return Err(e),
+            }
+        }
+        if n == 0 {
+            break;
+        }
+        done += n as usize;
+    }
+    Ok(done)
+}
+
+/// Does the page cache hold every page of `len` bytes at `offset`?
+/// cachestat(2) (Linux 6.5); false where it is missing, so the caller
+/// takes the path that may wait.
+pub fn all_cached(fd: RawFd, offset: u64, len: u64) -> bool {
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct CacheStat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    // Syscalls added since Linux 5.1 share one number on every
+    // architecture; libc lacks this one for x86_64.
+    const SYS_CACHESTAT: libc::c_long = 451;
+    if len == 0 {
+        return true;
+    }
+    const PAGE: u64 = 4096;
+    let first = offset / PAGE;
+    let last = offset.saturating_add(len - 1) / PAGE;
+    let range = Range {
+        off: first * PAGE,
+        len: (last - first + 1) * PAGE,
+    };
+    let mut st = CacheStat::default();
+    // SAFETY: valid pointers to a range and a result struct of the layout
+    // the kernel expects; flags must be 0.
+    let r = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd,
+            &range as *const Range,
+            &mut st as *mut CacheStat,
+            0u32,
+        )
+    };
+    // The page size is 4 KiB on the hosts we run on; a larger one only
+    // makes us count fewer pages than asked, so the answer is "no".
+    r == 0 && st.nr_cache > last - first
+}
+
 /// openat2 with RESOLVE_CACHED (Linux 5.12): the open is done from the
 /// dentry cache or not at all (EAGAIN), so it never waits for a disk.
 /// Kernels without it answer EAGAIN too (the caller then takes its slow

@@ -429,6 +429,7 @@ mod tests {
             ],
             write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
             max_io: 1 << 20,
+            pipes: None,
         }
     }
 
@@ -442,6 +443,7 @@ mod tests {
                 ..Default::default()
             }),
             server: s,
+            spliced: Default::default(),
         }
     }
 

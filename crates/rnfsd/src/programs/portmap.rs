@@ -229,6 +229,7 @@ mod tests {
             exports: vec![],
             write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
             max_io: 4096,
+            pipes: None,
         };
         let c = CallCtx {
             xid: 1,
@@ -236,6 +237,7 @@ mod tests {
             local: "127.0.0.1:111".parse().unwrap(),
             auth: Auth::None,
             server: &s,
+            spliced: Default::default(),
         };
         let q = |prog, vers, prot| Mapping {
             prog,

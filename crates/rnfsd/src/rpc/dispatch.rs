@@ -13,6 +13,8 @@ use rnfsd_proto::rpc::{
 };
 use rnfsd_xdr::{Dec, Enc};
 
+use rnfsd_transport::Reply;
+
 use super::{Auth, CacheClass, CallCtx, Proc, ProcError, Program};
 use crate::drc::{Drc, Key, Lookup};
 use crate::state::Server;
@@ -118,7 +120,7 @@ pub fn dispatch(
     req: &[u8],
     peer: SocketAddr,
     local: SocketAddr,
-) -> Option<Vec<u8>> {
+) -> Option<Reply> {
     let mut d = Dec::new(req);
     // Without an xid there is nothing to answer to.
     let xid = d.u32().ok()?;
@@ -136,35 +138,38 @@ pub fn dispatch(
         }
     };
     if rpcvers != RPC_VERSION {
-        return Some(denied(
-            xid,
-            RejectStat::RpcMismatch {
-                low: RPC_VERSION,
-                high: RPC_VERSION,
-            },
-        ));
+        return Some(
+            denied(
+                xid,
+                RejectStat::RpcMismatch {
+                    low: RPC_VERSION,
+                    high: RPC_VERSION,
+                },
+            )
+            .into(),
+        );
     }
     let auth = match decode_auth(&mut d) {
         Ok(a) => a,
-        Err(AuthFail::Garbage) => return Some(accepted(xid, AcceptStat::GarbageArgs)),
+        Err(AuthFail::Garbage) => return Some(accepted(xid, AcceptStat::GarbageArgs).into()),
         Err(AuthFail::Denied(s)) => {
             tracing::debug!(xid, %peer, ?s, "credential rejected");
-            return Some(denied(xid, RejectStat::AuthError(s)));
+            return Some(denied(xid, RejectStat::AuthError(s)).into());
         }
     };
     let Some(program) = programs.iter().find(|p| p.prog == prog) else {
-        return Some(accepted(xid, AcceptStat::ProgUnavail));
+        return Some(accepted(xid, AcceptStat::ProgUnavail).into());
     };
     let Some(version) = program.versions.iter().find(|v| v.vers == vers) else {
         let low = program.versions.iter().map(|v| v.vers).min().unwrap_or(0);
         let high = program.versions.iter().map(|v| v.vers).max().unwrap_or(0);
-        return Some(accepted(xid, AcceptStat::ProgMismatch { low, high }));
+        return Some(accepted(xid, AcceptStat::ProgMismatch { low, high }).into());
     };
     let Some(proc) = version.procs.get(proc_ as usize) else {
-        return Some(accepted(xid, AcceptStat::ProcUnavail));
+        return Some(accepted(xid, AcceptStat::ProcUnavail).into());
     };
     if auth == Auth::None && !policy.allow_auth_none && !auth_none_always_ok(prog, proc_) {
-        return Some(denied(xid, RejectStat::AuthError(AuthStat::TooWeak)));
+        return Some(denied(xid, RejectStat::AuthError(AuthStat::TooWeak)).into());
     }
 
     // As knfsd's nfsd_cache_lookup: after auth, before the handler.
@@ -175,7 +180,7 @@ pub fn dispatch(
                 Lookup::New => Some((c, key)),
                 Lookup::Replay(r) => {
                     tracing::debug!(xid, %peer, proc = proc.name, "duplicate: replaying reply");
-                    return Some(r);
+                    return Some(r.into());
                 }
                 Lookup::InProgress => {
                     tracing::debug!(xid, %peer, proc = proc.name, "duplicate in progress: dropped");
@@ -191,13 +196,15 @@ pub fn dispatch(
         local,
         auth,
         server,
+        spliced: Default::default(),
     };
     let (reply, ran) = execute(&ctx, program, vers, proc, &mut d);
     if let Some((c, key)) = cached {
         match &reply {
             // Only a handler's own reply is kept; RPC-level failures run
             // again if retransmitted (knfsd: RC_NOCACHE on those paths).
-            Some(r) if ran => c.finish(&key, r),
+            // Replies of cached procedures are all bytes (nothing spliced).
+            Some(r) if ran && r.spliced.is_none() => c.finish(&key, &r.buf),
             _ => c.abandon(&key),
         }
     }
@@ -215,7 +222,7 @@ fn execute(
     vers: u32,
     proc: &Proc,
     d: &mut Dec<'_>,
-) -> (Option<Vec<u8>>, bool) {
+) -> (Option<Reply>, bool) {
     let xid = ctx.xid;
     // Sized for most replies; a large one (READ, READDIR) grows to what its
     // request asks for, never to the procedure's bound.
@@ -229,7 +236,13 @@ fn execute(
     // except what sits behind a Mutex, which poisoning reports.
     let res = catch_unwind(AssertUnwindSafe(|| (proc.run)(ctx, d, &mut e)));
     let err = match res {
-        Ok(Ok(())) => return (Some(e.into_vec()), true),
+        Ok(Ok(())) => {
+            let reply = Reply {
+                buf: e.into_vec(),
+                spliced: ctx.spliced.take(),
+            };
+            return (Some(reply), true);
+        }
         Ok(Err(err)) => err,
         Err(p) => {
             tracing::error!(
@@ -250,7 +263,7 @@ fn execute(
         ProcError::SystemErr => AcceptStat::SystemErr,
         ProcError::TooWeak => {
             return (
-                Some(denied(xid, RejectStat::AuthError(AuthStat::TooWeak))),
+                Some(denied(xid, RejectStat::AuthError(AuthStat::TooWeak)).into()),
                 false,
             );
         }
@@ -266,7 +279,7 @@ fn execute(
     v.truncate(4);
     let mut e = Enc::from_vec(v);
     encode_accepted(&mut e, xid, stat);
-    (Some(e.into_vec()), false)
+    (Some(e.into_vec().into()), false)
 }
 
 #[cfg(test)]
@@ -281,6 +294,7 @@ mod tests {
             exports: Vec::new(),
             write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
             max_io: 1 << 20,
+            pipes: None,
         }
     }
 
@@ -406,7 +420,7 @@ mod tests {
         let s = server();
         let a: SocketAddr = "127.0.0.1:700".parse().unwrap();
         let b: SocketAddr = "127.0.0.1:2049".parse().unwrap();
-        dispatch(&s, &[&TEST_PROG, &FAIL_PROG], &policy, None, req, a, b)
+        dispatch(&s, &[&TEST_PROG, &FAIL_PROG], &policy, None, req, a, b).map(|r| r.buf)
     }
 
     fn run(req: &[u8]) -> Option<Vec<u8>> {
@@ -706,7 +720,7 @@ mod tests {
                 peer,
                 local,
             );
-            reply(&r.unwrap()).2
+            reply(&r.unwrap().buf).2
         };
         let c = sys(1);
         let non = call(20, 2, 400_002, 1, 2, (AUTH_SYS, &c), &[0, 0, 0, 100]);

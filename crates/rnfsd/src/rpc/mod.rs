@@ -3,7 +3,10 @@
 
 pub mod dispatch;
 
+use std::cell::Cell;
 use std::net::SocketAddr;
+
+use rnfsd_transport::Spliced;
 
 use rnfsd_xdr::{Dec, Enc};
 
@@ -23,6 +26,9 @@ pub struct CallCtx<'a> {
     pub local: SocketAddr,
     pub auth: Auth,
     pub server: &'a Server,
+    /// Set by a handler whose result ends in data waiting in a pipe (READ
+    /// by splice): it follows the encoded result on the wire.
+    pub spliced: Cell<Option<Spliced>>,
 }
 
 /// An RPC-level failure a handler reports instead of a result.

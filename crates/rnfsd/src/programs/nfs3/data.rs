@@ -1,7 +1,9 @@
 //! READ, WRITE and COMMIT (RFC 1813 §3.3.6, §3.3.7, §3.3.21): the data
 //! path, with READ and WRITE hand-decoded so their data is never copied.
 
+use rnfsd_fs::FsError;
 use rnfsd_proto::nfs3::*;
+use rnfsd_transport::Spliced;
 use rnfsd_xdr::{pad4, Dec, Enc, Xdr};
 
 use super::common::{fail_wcc, post_attr, resolve, resolve_or_fail};
@@ -23,16 +25,50 @@ pub(super) fn read_run(
     Ok(())
 }
 
+/// READs this large or larger go by splice when a pipe is free: below it,
+/// two more syscalls cost more than the copy they save.
+const SPLICE_MIN: usize = 32 * 1024;
+
 /// The data is read straight into the reply, behind a reserved header (no
-/// user-space copy of READ data); the reply grows to exactly what the
-/// request's count needs.
-pub(super) fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
+/// user-space copy of READ data), or, for a large READ, spliced from the
+/// page cache into a pipe that follows the reply to the socket (no copy at
+/// all); the reply grows to exactly what the request's count needs.
+fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
     let (exp, fh, g) = match resolve(ctx, a.file) {
         Ok(v) => v,
         Err(s) => return Read3Res::Fail(s, None).encode(enc),
     };
     let cred = g.cred;
     let count = a.count.min(max_io(ctx)) as usize;
+    if count >= SPLICE_MIN {
+        let pipe = ctx.server.pipes.as_ref().and_then(|p| p.lease());
+        // A pipe slot holds at most one page: an unaligned READ spans one
+        // page more than its count, and must fit whole or it would be short.
+        let span = (a.offset % 4096) as usize + count;
+        if let Some(mut pipe) = pipe.filter(|p| p.capacity() >= span) {
+            let r = match pipe.write_end() {
+                Some(w) => exp
+                    .backend
+                    .read_to_pipe(&cred, &fh, a.offset, count as u32, w),
+                None => Err(FsError::NotSupported),
+            };
+            match r {
+                Ok((n, eof, attr)) => {
+                    let n = n.min(count as u32);
+                    pipe.filled(n as usize);
+                    read_head(enc, n, eof, &attr);
+                    let pad = pad4(n as usize) - n as usize;
+                    ctx.spliced.set(Some(Spliced { pipe, pad }));
+                    return;
+                }
+                // The backend copies instead; an unused pipe goes back.
+                Err(FsError::NotSupported) => {}
+                Err(e) => {
+                    return Read3Res::Fail(nfsstat3_of(e), post_attr(exp, &cred, &fh)).encode(enc)
+                }
+            }
+        }
+    }
     let start = enc.len();
     let buf = enc.buf_mut();
     buf.resize(start + READ_HEAD, 0);
@@ -46,11 +82,7 @@ pub(super) fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
             buf.truncate(start + READ_HEAD + n);
             buf.resize(start + READ_HEAD + pad4(n), 0);
             let mut h = Enc::with_capacity(READ_HEAD);
-            h.u32(Nfsstat3::Ok as u32);
-            Some(fattr3_of(&attr)).encode(&mut h);
-            h.u32(n as u32);
-            h.bool(eof && n == got);
-            h.u32(n as u32);
+            read_head(&mut h, n as u32, eof && n == got, &attr);
             buf[start..start + READ_HEAD].copy_from_slice(h.as_slice());
         }
         Err(e) => {
@@ -58,6 +90,16 @@ pub(super) fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
             Read3Res::Fail(nfsstat3_of(e), post_attr(exp, &cred, &fh)).encode(enc);
         }
     }
+}
+
+/// READ3resok up to its data (RFC 1813 §3.3.6): status, attributes, count,
+/// eof, and the data's opaque length.
+fn read_head(enc: &mut Enc, n: u32, eof: bool, attr: &rnfsd_fs::Attr) {
+    enc.u32(Nfsstat3::Ok as u32);
+    Some(fattr3_of(attr)).encode(enc);
+    enc.u32(n);
+    enc.bool(eof);
+    enc.u32(n);
 }
 
 /// WRITE decodes its data borrowed from the request (no copy of up to

@@ -332,6 +332,7 @@ fn server_with(exports: Vec<(Arc<FakeFs>, bool)>, max_io: u32) -> Server {
             .collect(),
         write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new(WVERF)),
         max_io,
+        pipes: None,
     }
 }
 
@@ -350,6 +351,7 @@ fn ctx(server: &Server) -> CallCtx<'_> {
             ..AuthSys::default()
         }),
         server,
+        spliced: Default::default(),
     }
 }
 
@@ -1515,6 +1517,7 @@ mod local {
             )],
             write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new(WVERF)),
             max_io,
+            pipes: None,
         }
     }
 
