@@ -10,7 +10,7 @@
 #       [--out DIR] [--work DIR] [--bench PATH] [--rnfsd PATH]
 #       [--variant NAME=ARGS]... [--variant-bin NAME=PATH]... [--mount-files N]
 #       [--seed-size]
-#       [--handles N[,M]]
+#       [--handles N[,M]] [--io-streams 1,4,16] [--fsmark-streams 16]
 #
 # Workloads (default all): getattr traverse create mkdir fsmark mount write
 # read null getattr-h access-h lookup-h read-h write-h. The last six are
@@ -36,6 +36,9 @@
 # --mount-files N: the mount workload's tree has N files (in N/20
 # directories) instead of the traverse tree, all walked before the MNTs so
 # the server's caches hold about 1.05 N entries (seed 004).
+# --io-streams LIST: streams of the read and write workloads (default
+# 1,4,16; each its own fresh file; read reads it 4 times over, from the
+# page cache). --fsmark-streams LIST: fsmark's streams (default 16).
 # --seed-size: getattr/traverse/mount on seed 000's tree (161,480 files in
 # 10,841 directories) instead of 20,000 files in 1,000.
 #
@@ -68,6 +71,8 @@ declare -A VARIANT_BIN=()
 MOUNT_FILES=
 SEED_SIZE=
 HANDLES=1000
+IO_STREAMS_ARG=
+FSMARK_STREAMS_ARG=
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
 log() { echo "compare.sh $(date +%T): $*" >&2; }
@@ -98,6 +103,8 @@ while [ $# -gt 0 ]; do
         [[ ,$SERVERS, == *,rnfsd-${2%%=*},* ]] || SERVERS+=",rnfsd-${2%%=*}"
         shift 2 ;;
     --handles) HANDLES=$2; shift 2 ;;
+    --io-streams) IO_STREAMS_ARG=$2; shift 2 ;;
+    --fsmark-streams) FSMARK_STREAMS_ARG=$2; shift 2 ;;
     -h | --help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1" ;;
     esac
@@ -141,7 +148,7 @@ if [ -z "$QUICK" ]; then
     MKDIR_FILES=20000 MKDIR_STREAMS=16
     FSMARK_ITER=5 FSMARK_FILES=2000 FSMARK_STREAMS=16 # seed 002
     MOUNT_REPS=1000
-    IO_MIB=256
+    IO_MIB=256 IO_STREAMS=1,4,16 IO_PASSES=4
 else
     TREE_FILES=2000 TREE_DIRS=100
     CALL_STREAMS=1,16 CALL_SECONDS=1
@@ -149,8 +156,10 @@ else
     MKDIR_FILES=1000 MKDIR_STREAMS=16
     FSMARK_ITER=2 FSMARK_FILES=300 FSMARK_STREAMS=16
     MOUNT_REPS=200
-    IO_MIB=32
+    IO_MIB=32 IO_STREAMS=1,4 IO_PASSES=1
 fi
+[ -z "$IO_STREAMS_ARG" ] || IO_STREAMS=$IO_STREAMS_ARG
+[ -z "$FSMARK_STREAMS_ARG" ] || FSMARK_STREAMS=$FSMARK_STREAMS_ARG
 [ -z "$SEED_SIZE" ] || { TREE_FILES=161480 TREE_DIRS=10841; }
 # The --handles workloads' tree: the traverse tree, or one with at least
 # as many files as the largest count (seed 000's if that is enough).
@@ -239,7 +248,9 @@ bench_args() { # WORKLOAD LABEL -> STEPS
         --streams "$FSMARK_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
     mount) step mount --reps "$MOUNT_REPS" --warm-tree $((${MOUNT_FILES:-$TREE_FILES} * 2 + 1)) \
         --label "$l" --max-seconds "$MAX_SECONDS" ;;
-    write | read) step "$w" --size "$IO_MIB" --label "$l" --max-seconds "$MAX_SECONDS" ;;
+    write) step write --size "$IO_MIB" --streams "$IO_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
+    read) step read --size "$IO_MIB" --streams "$IO_STREAMS" --passes "$IO_PASSES" --label "$l" \
+        --max-seconds "$MAX_SECONDS" ;;
     null)
         # The three shapes: 1 and SHAPE_STREAMS streams on one connection,
         # SHAPE_STREAMS streams with a connection each.
