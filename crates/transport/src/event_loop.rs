@@ -23,6 +23,8 @@ const WAKER: Token = Token(usize::MAX);
 const LISTENER_BASE: usize = usize::MAX / 2;
 /// Bytes per read syscall (one per-loop buffer, reused).
 const READ_CHUNK: usize = 64 << 10;
+/// Fragment bodies still owing this much are read straight into the record.
+const DIRECT_MIN: usize = 16 << 10;
 /// Reads per connection per turn, so one flooding client cannot starve the
 /// others of its loop (16 × 64 KiB = 1 MiB).
 const READ_BUDGET: usize = 16;
@@ -809,6 +811,32 @@ impl EventLoop {
             if !(c.can_read() && c.paused.swap(false, SeqCst)) {
                 return ReadOutcome::Stop; // a worker or our own flush resumes us
             }
+        }
+        // A large fragment body goes straight into its record (one copy
+        // from the socket, not two); headers and small calls use scratch.
+        if e.rd.direct_wanted(DIRECT_MIN) {
+            let (d, r) = e.rd.read_direct(&mut &c.sock);
+            let st = &self.shared.loop_stats[self.idx];
+            bump(&st.bytes_in, d.bytes as u64);
+            bump(&st.records_in, d.records as u64);
+            if d.bytes > 0 {
+                e.last_active = Instant::now();
+            }
+            return match r {
+                Ok(()) if d.eof => {
+                    e.eof = true;
+                    e.rd = RecordReader::default(); // a partial record is lost
+                    c.eof.store(true, SeqCst);
+                    ReadOutcome::Eof
+                }
+                Ok(()) => ReadOutcome::More,
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => ReadOutcome::Stop,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => ReadOutcome::More,
+                Err(err) => {
+                    tracing::debug!(conn = c.id, peer = %c.peer, "read: {err}");
+                    ReadOutcome::Close
+                }
+            };
         }
         match (&c.sock).read(&mut self.scratch) {
             Ok(0) => {

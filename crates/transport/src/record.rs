@@ -3,6 +3,7 @@
 //! marks the last fragment and whose low 31 bits give the fragment length.
 
 use std::collections::VecDeque;
+use std::io::{self, Read};
 
 /// High bit of a fragment header: this is the record's last fragment.
 pub(crate) const LAST_FRAGMENT: u32 = 0x8000_0000;
@@ -87,6 +88,55 @@ impl RecordReader {
     }
 }
 
+/// What one direct read did.
+pub(crate) struct Direct {
+    /// Bytes read into the record.
+    pub bytes: usize,
+    /// Records completed (0 or 1).
+    pub records: usize,
+    /// The source said end of stream before the fragment was whole.
+    pub eof: bool,
+}
+
+impl RecordReader {
+    /// Bytes still owed by the fragment being received, if it has this
+    /// many or more: the body can then go straight into the record.
+    pub fn direct_wanted(&self, min: usize) -> bool {
+        self.in_frag && self.frag_left >= min
+    }
+
+    /// Read the rest of the current fragment from `src` straight into the
+    /// record's reserved capacity (reserved when its header arrived), so a
+    /// large WRITE's payload is copied once, socket to record, not through
+    /// a scratch buffer too. Never reads past the fragment: the next
+    /// header stays in the socket. Bytes read before an error are kept.
+    pub fn read_direct(&mut self, src: &mut impl Read) -> (Direct, io::Result<()>) {
+        let before = self.rec.len();
+        let want = self.frag_left as u64;
+        // Take stops at the fragment's end without a syscall; read_to_end
+        // fills spare capacity without zeroing it first.
+        let r = src.take(want).read_to_end(&mut self.rec).map(|_| ());
+        let bytes = self.rec.len() - before;
+        self.frag_left -= bytes;
+        let mut d = Direct {
+            bytes,
+            records: 0,
+            eof: r.is_ok() && self.frag_left > 0,
+        };
+        if self.frag_left == 0 {
+            self.in_frag = false;
+            if self.last {
+                let rec = std::mem::take(&mut self.rec);
+                if !rec.is_empty() {
+                    self.ready.push_back(rec);
+                    d.records = 1;
+                }
+            }
+        }
+        (d, r)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +170,86 @@ mod tests {
                 vec![b"hello".to_vec(), b"abcde".to_vec(), b"z".to_vec()]
             );
         }
+    }
+
+    /// A reader that hands out at most `step` bytes a call, then WouldBlock
+    /// every other call, like a nonblocking socket.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+        block: bool,
+    }
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.block = !self.block;
+            if self.block && !self.data.is_empty() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let n = self.step.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn direct_reads_stop_at_the_fragment_end_and_mix_with_feeds() {
+        let a: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        let b: Vec<u8> = (0..3000u32).map(|i| (i % 241) as u8).collect();
+        let mut wire = frag(false, &a[..1000]);
+        wire.extend(frag(false, &a[1000..]));
+        wire.extend(frag(true, &b));
+        for step in [1, 7, 100, 4096, 10_000] {
+            for head in [1, 4, 5, 50] {
+                let mut r = RecordReader::default();
+                let mut src = Trickle {
+                    data: &wire,
+                    step,
+                    block: false,
+                };
+                let mut got = 0;
+                let mut rounds = 0;
+                while got < 1 {
+                    rounds += 1;
+                    assert!(rounds < 100_000, "no progress");
+                    if r.direct_wanted(64) {
+                        let (d, res) = r.read_direct(&mut src);
+                        assert!(!d.eof);
+                        got += d.records;
+                        match res {
+                            Ok(()) => {}
+                            Err(e) => assert_eq!(e.kind(), io::ErrorKind::WouldBlock),
+                        }
+                    } else {
+                        let mut buf = vec![0; head];
+                        match src.read(&mut buf) {
+                            Ok(n) => got += r.feed(&buf[..n], 1 << 20).unwrap(),
+                            Err(e) => assert_eq!(e.kind(), io::ErrorKind::WouldBlock),
+                        }
+                    }
+                }
+                let mut whole = a.clone();
+                whole.extend(&b);
+                assert_eq!(
+                    r.ready.pop_front().unwrap(),
+                    whole,
+                    "step {step} head {head}"
+                );
+                assert!(src.data.is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn direct_read_reports_end_of_stream_inside_a_fragment() {
+        let mut r = RecordReader::default();
+        let body = [9u8; 300];
+        let w = frag(true, &body);
+        assert_eq!(r.feed(&w[..10], 1000), Ok(0));
+        let mut rest: &[u8] = &w[10..200];
+        let (d, res) = r.read_direct(&mut rest);
+        assert!(res.is_ok());
+        assert_eq!((d.bytes, d.records, d.eof), (190, 0, true));
     }
 
     #[test]
