@@ -10,7 +10,8 @@
 #       [--out DIR] [--work DIR] [--bench PATH] [--rnfsd PATH]
 #       [--variant NAME=ARGS]... [--variant-bin NAME=PATH]... [--mount-files N]
 #       [--seed-size]
-#       [--handles N[,M]] [--io-streams 1,4,16] [--fsmark-streams 16]
+#       [--handles N[,M]] [--io-streams 1,4,16] [--io-mib 256] [--io-passes 4]
+#       [--fsmark-streams 16]
 #
 # Workloads (default all): getattr traverse create mkdir fsmark mount write
 # read null getattr-h access-h lookup-h read-h write-h. The last six are
@@ -38,7 +39,8 @@
 # the server's caches hold about 1.05 N entries (seed 004).
 # --io-streams LIST: streams of the read and write workloads (default
 # 1,4,16; each its own fresh file; read reads it 4 times over, from the
-# page cache). --fsmark-streams LIST: fsmark's streams (default 16).
+# page cache). --io-mib N: size of each stream's file (default 256);
+# --io-passes N: times read reads it (default 4). --fsmark-streams LIST: fsmark's streams (default 16).
 # --seed-size: getattr/traverse/mount on seed 000's tree (161,480 files in
 # 10,841 directories) instead of 20,000 files in 1,000.
 #
@@ -70,6 +72,7 @@ declare -A VARIANT=()
 declare -A VARIANT_BIN=()
 MOUNT_FILES=
 SEED_SIZE=
+IO_MIB_ARG= IO_PASSES_ARG=
 HANDLES=1000
 IO_STREAMS_ARG=
 FSMARK_STREAMS_ARG=
@@ -104,6 +107,8 @@ while [ $# -gt 0 ]; do
         shift 2 ;;
     --handles) HANDLES=$2; shift 2 ;;
     --io-streams) IO_STREAMS_ARG=$2; shift 2 ;;
+    --io-mib) IO_MIB_ARG=$2; shift 2 ;;
+    --io-passes) IO_PASSES_ARG=$2; shift 2 ;;
     --fsmark-streams) FSMARK_STREAMS_ARG=$2; shift 2 ;;
     -h | --help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1" ;;
@@ -159,6 +164,8 @@ else
     IO_MIB=32 IO_STREAMS=1,4 IO_PASSES=1
 fi
 [ -z "$IO_STREAMS_ARG" ] || IO_STREAMS=$IO_STREAMS_ARG
+[ -z "$IO_MIB_ARG" ] || IO_MIB=$IO_MIB_ARG
+[ -z "$IO_PASSES_ARG" ] || IO_PASSES=$IO_PASSES_ARG
 [ -z "$FSMARK_STREAMS_ARG" ] || FSMARK_STREAMS=$FSMARK_STREAMS_ARG
 [ -z "$SEED_SIZE" ] || { TREE_FILES=161480 TREE_DIRS=10841; }
 # The --handles workloads' tree: the traverse tree, or one with at least
