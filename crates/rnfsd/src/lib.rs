@@ -12,6 +12,7 @@ pub mod drc;
 mod endpoint;
 pub mod keys;
 pub mod metrics;
+pub mod privileges;
 pub mod programs;
 pub mod rpc;
 pub mod rpcbind;

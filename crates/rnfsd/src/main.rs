@@ -194,6 +194,9 @@ fn open_exports(
             .ok_or_else(|| config_err(format!("export {}: not UTF-8", e.path.display())))?
             .to_owned();
         tracing::info!(path, id = e.id, sync = e.sync, clients = %describe_access(&e.access), "export");
+        if e.access.rules().iter().any(|r| !r.opts.secure) {
+            tracing::warn!(path, "export is insecure for some clients: their calls may come from any source port, so any local user on such a client can claim any uid");
+        }
         if !e.sync {
             tracing::warn!(path, "export is async: namespace changes and SETATTR are answered before they reach stable storage; a crash of this host can undo them");
         }
@@ -324,6 +327,19 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         .map_err(|e| runtime_err(format!("handle key in {}: {e}", state_dir.display())))?;
 
     let nofile = raise_nofile();
+    // Before the first thread is started: they inherit what is left.
+    let kept = rnfsd::privileges::drop_unneeded().map_err(runtime_err)?;
+    let kept: Vec<String> = kept.iter().map(|c| c.to_string()).collect();
+    tracing::info!(kept = %kept.join(","), "capabilities: all others dropped from every set; no_new_privs");
+    // SAFETY: geteuid cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if euid != 0 {
+        tracing::warn!(
+            uid = euid,
+            "running unprivileged: every call is done as this user whatever uid the client \
+             claims, so anyone who can reach the port gets this user's access to the exports"
+        );
+    }
     let cache_fds = s.cache_fd_budget(nofile).map_err(config_err)?;
     tracing::info!(nofile, cache_fds, "descriptor budget of the caches");
     let caches = Caches::new(cache_fds);

@@ -72,10 +72,42 @@ thread_local! {
 /// Largest supplementary group list accepted (AUTH_SYS carries at most 16).
 const MAX_GROUPS: usize = 1024;
 
-// One syscall per change, no read-back: callers are either root (act as
-// caller is refused at open otherwise, and CAP_SETUID makes setfsuid and
-// setfsgid infallible) or switch back to their own euid/egid, which always
-// succeeds.
+// One syscall per change, no read-back: callers are either root whose
+// switches were proved to work at open (`verify_switching`; root without
+// CAP_SETUID/CAP_SETGID cannot switch and the kernel says so only by
+// leaving the id unchanged) or switch back to their own euid/egid, which
+// always succeeds.
+
+/// Proves, once at start-up, that this process can act as a caller: a
+/// changed fsuid and fsgid read back as changed, and the supplementary
+/// groups can be set. Root without CAP_SETUID/CAP_SETGID (a container with
+/// `drop: [ALL]`, a systemd unit with a narrow CapabilityBoundingSet)
+/// fails here instead of silently serving every request as root.
+pub fn verify_switching() -> std::io::Result<()> {
+    const PROBE: u32 = 65534;
+    // SAFETY: raw setfsuid/setfsgid change only this thread's filesystem
+    // ids; each returns the previous value, so the second call both
+    // restores the original and reports whether the first took.
+    let (uid_took, gid_took) = unsafe {
+        let u = libc::syscall(libc::SYS_setfsuid, PROBE) as u32;
+        let u_now = libc::syscall(libc::SYS_setfsuid, u) as u32;
+        let g = libc::syscall(libc::SYS_setfsgid, PROBE) as u32;
+        let g_now = libc::syscall(libc::SYS_setfsgid, g) as u32;
+        (u_now == PROBE || u == PROBE, g_now == PROBE || g == PROBE)
+    };
+    // Setting the groups we already have changes nothing but still needs
+    // CAP_SETGID.
+    let groups_ok = get_groups().is_some_and(|g| set_groups(&g).is_ok());
+    if uid_took && gid_took && groups_ok {
+        return Ok(());
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        "running as root but cannot switch to a caller's identity (CAP_SETUID and \
+         CAP_SETGID are needed): refusing to serve every request as root; grant them, \
+         or run unprivileged (act_as_caller = false, as a non-root user)",
+    ))
+}
 
 fn set_fsuid(uid: u32) -> FsResult<()> {
     // SAFETY: raw setfsuid changes only this thread's filesystem uid.

@@ -294,6 +294,9 @@ impl LocalFs {
             ));
         }
         creds::capture_process_groups();
+        if opts.act_as_caller {
+            creds::verify_switching()?;
+        }
         // Data access reopens O_PATH fds through /proc/self/fd.
         let probe = sys::reopen(rootfd.as_raw_fd(), libc::O_RDONLY | libc::O_DIRECTORY)
             .map_err(|e| io::Error::new(e.kind(), format!("/proc/self/fd unusable: {e}")))?;
