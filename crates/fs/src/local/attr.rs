@@ -68,7 +68,14 @@ pub(super) fn setattr(
 
 pub(super) fn access(fs: &LocalFs, cred: &Cred, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
     let o = fs.resolve(fh)?;
-    Ok((access_bits(&o.st, cred, want), fs.attr(&o.st)))
+    let bits = if fs.opts.act_as_caller {
+        fs.kernel_access(cred, &o, want)?
+    } else {
+        // Every call is the server user's: the bits say what the caller
+        // would have, as the client's own cache expects.
+        access_bits(&o.st, cred, want)
+    };
+    Ok((bits, fs.attr(&o.st)))
 }
 
 pub(super) fn readlink(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {

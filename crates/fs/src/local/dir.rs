@@ -6,7 +6,8 @@ use super::{check_name, errno, sys, LocalFs, Obj, MAX_DIR_ENTRIES};
 use crate::{Attr, Cred, DirEntry, DirPage, Fh, FsError, FsResult};
 
 impl LocalFs {
-    /// Entry handle and attributes for READDIRPLUS (server credentials).
+    /// Entry handle and attributes for READDIRPLUS (server credentials;
+    /// `readdir` asks only where the caller may search the directory).
     pub(super) fn plus_entry(&self, dir: &Obj<'_>, name: &[u8]) -> Option<(Fh, Attr)> {
         if name == b"." || (name == b".." && dir.st.key() == self.root_key) {
             let st = sys::fstat(dir.raw()).ok()?;
@@ -93,7 +94,10 @@ pub(super) fn readdir(
         return Err(FsError::BadCookie);
     }
     fs.usr(cred)?;
-    let rfd = sys::openat(d.raw(), sys::DOT, libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+    // Reopened through its descriptor, not as "." under it: listing needs
+    // read permission on the directory only, as locally (`ls` of a
+    // directory with r but not x works).
+    let rfd = sys::reopen(d.raw(), libc::O_RDONLY | libc::O_DIRECTORY)?;
     let mut rd = sys::DirReader::new(rfd, sys::DIR_BUF);
     if cookie != 0 {
         rd.seek(cookie).map_err(|_| FsError::BadCookie)?;
@@ -110,6 +114,10 @@ pub(super) fn readdir(
         }
     };
     drop(rd);
+    // Handles and attributes only where the caller could LOOKUP the names:
+    // none in a directory it may read but not search (knfsd's
+    // encode_entryplus). Asked while the thread is still the caller.
+    let plus = plus && (!fs.opts.act_as_caller || sys::may_access(d.raw(), libc::X_OK).is_ok());
     if plus {
         fs.srv()?;
     }

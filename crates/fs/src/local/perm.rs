@@ -40,6 +40,45 @@ impl LocalFs {
     }
 }
 
+impl LocalFs {
+    /// The ACCESS3 bits the caller holds, asked of the kernel as the caller
+    /// (faccessat2 with AT_EACCESS under its fsuid, fsgid and groups), as
+    /// knfsd's nfsd_access asks inode_permission: POSIX ACLs, read-only
+    /// mounts and immutable files answer as they will at open, so clients
+    /// never cache a grant the server then refuses. One question per
+    /// permission asked for (r, w, x: at most three). Leaves the thread as
+    /// the caller.
+    pub(super) fn kernel_access(&self, cred: &Cred, o: &Obj<'_>, want: u32) -> FsResult<u32> {
+        self.usr(cred)?;
+        let ask = |mode| sys::may_access(o.raw(), mode).is_ok();
+        let dir = o.st.is_dir();
+        // Directories: LOOKUP is x; MODIFY, EXTEND and DELETE need w and x
+        // (a name is changed in it). Others: EXECUTE is x, MODIFY and
+        // EXTEND are w.
+        let (xbit, wbits) = if dir {
+            (
+                ACCESS3_LOOKUP,
+                ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE,
+            )
+        } else {
+            (ACCESS3_EXECUTE, ACCESS3_MODIFY | ACCESS3_EXTEND)
+        };
+        let mut g = 0;
+        if want & ACCESS3_READ != 0 && ask(libc::R_OK) {
+            g |= ACCESS3_READ;
+        }
+        let need_x = want & xbit != 0 || (dir && want & wbits != 0);
+        let x = need_x && ask(libc::X_OK);
+        if x {
+            g |= xbit;
+        }
+        if want & wbits != 0 && (!dir || x) && ask(libc::W_OK) {
+            g |= wbits;
+        }
+        Ok(g & want)
+    }
+}
+
 pub(super) const ACCESS3_READ: u32 = 0x1;
 pub(super) const ACCESS3_LOOKUP: u32 = 0x2;
 pub(super) const ACCESS3_MODIFY: u32 = 0x4;
@@ -115,6 +154,7 @@ mod tests {
             atime: Time::default(),
             mtime: Time::default(),
             ctime: Time::default(),
+            btime: None,
         }
     }
 
