@@ -89,6 +89,23 @@ impl Service for RpcService {
         self.run(&req, || true).flatten()
     }
 
+    /// The NFS listener takes connections only from hosts some export
+    /// lists (under the rules in force now: a SIGHUP applies to the next
+    /// accept), so strangers cannot hold connection slots. The port
+    /// mapper answers anyone, as rpcbind does.
+    fn admit(&self, peer: &std::net::SocketAddr) -> bool {
+        let serves_exports = self
+            .programs
+            .iter()
+            .any(|p| p.prog == crate::programs::nfs3::NFS3.prog);
+        !serves_exports
+            || self
+                .server
+                .exports
+                .iter()
+                .any(|e| e.access().lookup(peer.ip()).is_some())
+    }
+
     fn route(&self, record: &[u8]) -> Route {
         match crate::rpc::route(&self.server, &self.programs, record) {
             crate::rpc::Route::Quick => Route::Quick,

@@ -632,39 +632,47 @@ fn huge_xdr_counts() {
     assert_alive(pid);
 }
 
-/// 1,200 idle connections against --max-connections 1000: the extra 200
-/// are closed at once, the server holds at most ~1000 sockets, and a
-/// client connected beforehand is still served.
+/// 1,200 idle connections against --max-connections 1000: for each one
+/// over the limit the oldest idle connection is closed (knfsd's
+/// svc_check_conn_limits), so the server holds at most ~1000 sockets, the
+/// newest connections are the ones kept, and new clients get in.
 #[test]
 fn idle_connections_over_the_limit() {
     let (_d, srv, pid) = start("hostile-idle1k", &["--max-connections", "1000"]);
-    let mut good = connect(srv.addr);
-    well_behaved_on(&mut good, 1);
+    let mut first = connect(srv.addr);
+    well_behaved_on(&mut first, 1);
     let fds0 = fd_count(pid);
     let t = Instant::now();
     let mut idle = Vec::with_capacity(1200);
     for _ in 0..1200 {
         idle.push(connect(srv.addr));
     }
-    // Refused connections are closed by the server: count EOFs.
+    // Evicted connections are closed by the server: count EOFs.
     std::thread::sleep(Duration::from_millis(500));
-    let mut closed = 0;
-    for s in &idle {
+    let is_closed = |s: &std::net::TcpStream| {
         s.set_nonblocking(true).expect("nonblocking");
         let mut b = [0u8; 1];
         match (&*s).read(&mut b) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Ok(0) | Err(_) => closed += 1,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+            Ok(0) | Err(_) => true,
             Ok(_) => panic!("unexpected data on an idle connection"),
         }
-    }
+    };
+    let closed: Vec<bool> = idle.iter().map(is_closed).collect();
+    let n = closed.iter().filter(|c| **c).count() + usize::from(is_closed(&first));
     let fds = fd_count(pid);
-    well_behaved_on(&mut good, 2);
     assert!(
-        (199..=202).contains(&closed),
-        "{closed} of 1200 connections closed, want the 200 (+1) over the limit"
+        (200..=202).contains(&n),
+        "{n} of 1201 connections closed, want the 201 over the limit"
+    );
+    assert!(is_closed(&first), "the oldest idle connection was kept");
+    assert!(
+        closed[closed.len() - 100..].iter().all(|c| !c),
+        "a recent connection was closed before older idle ones"
     );
     assert!(fds <= fds0 + 1000, "server holds {fds} fds (was {fds0})");
+    // A new client gets in at the limit.
+    well_behaved(srv.addr, 2);
     assert!(
         t.elapsed() < Duration::from_secs(45),
         "took {:?}",

@@ -579,7 +579,7 @@ fn start_two(tag: &str) -> (Setup, TempDir, TempDir) {
     std::fs::write(
         &cfg,
         format!(
-            "[[export]]\npath = \"{}\"\nroot_squash = false\n",
+            "[[export]]\npath = \"{}\"\nsecure = false\nroot_squash = false\n",
             second.path().display()
         ),
     )
@@ -957,6 +957,9 @@ async fn write_from_unlisted_client_is_refused() {
     bounded(async {
         let m = mount(&s.srv).await;
         let fh = lookup(&m.nfs, &m.root, "f").await;
+        // Its connection is closed at accept (it may not hold a slot), so
+        // no call of it is even read. (A client unlisted by a SIGHUP while
+        // connected gets STALE: the sighup test in security_access.rs.)
         let other = client_from(&s.srv, "127.0.0.2").await;
         let nfs = rnfsd_client::NfsClient::new(other.clone());
         let r = nfs
@@ -968,20 +971,11 @@ async fn write_from_unlisted_client_is_refused() {
                 data: b"new".to_vec(),
             })
             .await;
-        fail("WRITE from unlisted client", r, Nfsstat3::Stale);
-        fail(
-            "GETATTR from unlisted client",
-            nfs.getattr(&GetAttr3Args { object: fh }).await,
-            Nfsstat3::Stale,
-        );
+        assert!(r.is_err(), "WRITE from unlisted client answered: {r:?}");
+        let r = nfs.getattr(&GetAttr3Args { object: fh }).await;
+        assert!(r.is_err(), "GETATTR from unlisted client answered: {r:?}");
         let r = MountClient::new(other).mnt(export_path(&s.srv)).await;
-        assert!(
-            matches!(
-                r,
-                Err(ClientError::Mount(rnfsd_proto::mount::MountStat3::Acces))
-            ),
-            "{r:?}"
-        );
+        assert!(r.is_err(), "MNT from unlisted client answered: {r:?}");
     })
     .await;
     assert_eq!(std::fs::read(s.dir.path().join("f")).unwrap(), b"orig");

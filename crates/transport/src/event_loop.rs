@@ -498,7 +498,19 @@ impl EventLoop {
     }
 
     fn on_accept(&mut self, s: TcpStream, peer: SocketAddr) {
+        // Strangers never hold a slot: a peer no export lists is closed at
+        // once, before it is counted.
+        if !self.shared.service.admit(&peer) {
+            bump(&self.stats().refused, 1);
+            tracing::debug!("{peer} is not a listed client; closing");
+            return; // dropping `s` closes it
+        }
         let max = self.shared.limits.max_connections;
+        // At the limit, the oldest idle connection makes room (knfsd's
+        // svc_check_conn_limits): idle clients cannot lock out new ones.
+        if self.shared.open.load(SeqCst) >= max && self.close_oldest_idle() {
+            bump(&self.stats().evicted, 1);
+        }
         if self.shared.open.load(SeqCst) >= max {
             bump(&self.stats().refused, 1);
             if !self.warned_limit {
@@ -587,6 +599,28 @@ impl EventLoop {
             });
         }
         self.schedule(i);
+    }
+
+    /// Close this loop's connection idle the longest (nothing in flight,
+    /// nothing queued). Only at the connection limit: a pass over this
+    /// loop's connections, bounded by `max_connections`, no lock held.
+    fn close_oldest_idle(&mut self) -> bool {
+        let oldest = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.as_ref().map(|e| (i, e)))
+            .filter(|(_, e)| e.conn.inflight.load(SeqCst) == 0 && e.conn.queued_bytes() == 0)
+            .min_by_key(|(_, e)| e.last_active)
+            .map(|(i, _)| i);
+        match oldest {
+            Some(i) => {
+                tracing::debug!("max_connections reached: closing the oldest idle connection");
+                self.close(i);
+                true
+            }
+            None => false,
+        }
     }
 
     fn close(&mut self, i: usize) {

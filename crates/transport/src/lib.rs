@@ -110,6 +110,12 @@ pub trait Service: Send + Sync + 'static {
     fn call_inline(&self, req: Request) -> Inline {
         Inline::Defer(req)
     }
+
+    /// Whether a connection from `peer` may take a slot at all, asked once
+    /// at accept (for NFS: some export lists it). Must be cheap.
+    fn admit(&self, _peer: &SocketAddr) -> bool {
+        true
+    }
 }
 
 /// Where a record's call runs (`Service::route`).
@@ -268,8 +274,11 @@ pub struct TransportStats {
     pub connections_open: u64,
     pub connections_accepted: u64,
     pub connections_closed: u64,
-    /// Accepted and closed at once: over `max_connections`.
+    /// Accepted and closed at once: over `max_connections` (no idle one to
+    /// close), over the per-client limit, or not a listed client.
     pub connections_refused: u64,
+    /// Idle connections closed to make room at `max_connections`.
+    pub connections_evicted: u64,
     /// Complete request records received.
     pub records_in: u64,
     /// Records over `max_record` (each closed its connection).
@@ -327,6 +336,7 @@ pub(crate) struct WorkerStats {
 pub(crate) struct LoopStats {
     pub accepted: AtomicU64,
     pub refused: AtomicU64,
+    pub evicted: AtomicU64,
     pub closed: AtomicU64,
     pub records_in: AtomicU64,
     pub too_big: AtomicU64,
@@ -490,6 +500,7 @@ impl Handle {
         for l in &sh.loop_stats {
             t.connections_accepted += r(&l.accepted);
             t.connections_refused += r(&l.refused);
+            t.connections_evicted += r(&l.evicted);
             t.connections_closed += r(&l.closed);
             t.records_in += r(&l.records_in);
             t.records_too_big += r(&l.too_big);

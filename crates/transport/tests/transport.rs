@@ -590,8 +590,10 @@ fn half_closed_client_gets_all_replies_then_eof() {
     sv.h.shutdown();
 }
 
+/// At `max_connections` the oldest idle connection makes room (knfsd's
+/// svc_check_conn_limits); a new one is refused only when none is idle.
 #[test]
-fn connections_over_max_are_refused() {
+fn at_max_connections_the_oldest_idle_one_makes_room() {
     let sv = server_with(
         TransportConfig {
             max_connections: 2,
@@ -605,18 +607,25 @@ fn connections_over_max_are_refused() {
         let p = payload(id as u32, 0, 0, 0);
         s.write_all(&record(&p)).unwrap();
         assert_eq!(read_record(s).unwrap(), p);
+        thread::sleep(Duration::from_millis(20));
     }
+    // Both idle: a (the older) is closed for c.
     let mut c = connect(sv.addr);
-    assert_closed(&mut c);
-    assert_eq!(sv.h.stats().connections_refused, 1);
-    drop(a);
-    wait_until("a closed", Duration::from_secs(5), || {
-        sv.h.stats().connections_open == 1
-    });
+    let p = payload(3, 0, 0, 0);
+    c.write_all(&record(&p)).unwrap();
+    assert_eq!(read_record(&mut c).unwrap(), p);
+    assert_closed(&mut a);
+    assert_eq!(sv.h.stats().connections_evicted, 1);
+    // b and c busy (a call sleeping in each): nothing idle, d is refused.
+    for (id, s) in [(4u32, &mut b), (5, &mut c)] {
+        s.write_all(&record(&payload(id, 1, 1500, 0))).unwrap();
+    }
+    thread::sleep(Duration::from_millis(200));
     let mut d = connect(sv.addr);
-    let p = payload(5, 0, 0, 0);
-    d.write_all(&record(&p)).unwrap();
-    assert_eq!(read_record(&mut d).unwrap(), p);
+    assert_closed(&mut d);
+    assert_eq!(sv.h.stats().connections_refused, 1);
+    assert_eq!(read_record(&mut b).unwrap(), payload(4, 1, 1500, 0));
+    assert_eq!(read_record(&mut c).unwrap(), payload(5, 1, 1500, 0));
     sv.h.shutdown();
 }
 
