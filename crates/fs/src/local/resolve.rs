@@ -42,6 +42,18 @@ impl LocalFs {
         sys::generation(f.as_raw_fd())
     }
 
+    /// What a path-mode handle carries to tell an object from a later one
+    /// that reused its inode number: the inode generation where the
+    /// filesystem gives one, else a fold of the birth time (overlayfs,
+    /// FUSE and files the server cannot open have no generation for us),
+    /// else 0, "nothing known", which `tag_ok` never accepts on its own.
+    pub(super) fn tag_of(&self, fd: RawFd, st: &Stat) -> u32 {
+        self.gen_of(fd, st)
+            .filter(|g| *g != 0)
+            .or_else(|| birth_tag(st))
+            .unwrap_or(0)
+    }
+
     pub(super) fn path_fh(&self, st: &Stat, gen: u32) -> Fh {
         let fs = if st.dev == self.root_key.dev {
             0
@@ -67,8 +79,8 @@ impl LocalFs {
             // Its generation takes an open and an ioctl: not on the loop.
             return Err(crate::inline::give_up());
         }
-        let gen = self.gen_of(fd, st).unwrap_or(0);
-        Ok(self.path_fh(st, gen))
+        let tag = self.tag_of(fd, st);
+        Ok(self.path_fh(st, tag))
     }
 
     /// The handle of `name` in `dir` whose stat is `st` (server credentials).
@@ -84,7 +96,7 @@ impl LocalFs {
             }
         }
         if !(st.is_reg() || st.is_dir()) {
-            return Some(self.path_fh(st, 0));
+            return Some(self.path_fh(st, birth_tag(st).unwrap_or(0)));
         }
         let f = sys::openat(
             dir,
@@ -96,8 +108,11 @@ impl LocalFs {
         if sys::fstat(f.as_raw_fd()).ok()?.key() != st.key() {
             return None;
         }
-        let gen = sys::generation(f.as_raw_fd()).unwrap_or(0);
-        Some(self.path_fh(st, gen))
+        let tag = sys::generation(f.as_raw_fd())
+            .filter(|g| *g != 0)
+            .or_else(|| birth_tag(st))
+            .unwrap_or(0);
+        Some(self.path_fh(st, tag))
     }
 
     /// Milliseconds on the backend's clock.
@@ -306,17 +321,29 @@ impl LocalFs {
         Err(FsError::Stale)
     }
 
-    /// Whether the object has generation `want` (0 = not known when issued).
-    fn gen_ok(&self, fd: RawFd, st: &Stat, want: u32) -> bool {
-        want == 0 || self.gen_of(fd, st).is_none_or(|g| g == want)
+    /// Whether the object carries tag `want` (its generation, or its birth
+    /// time's fold). Never guessed: an object whose tag cannot be read now
+    /// does not match, and `want` 0 (nothing known when issued) matches
+    /// nothing here (see `find`).
+    fn tag_ok(&self, fd: RawFd, st: &Stat, want: u32) -> bool {
+        want != 0 && (self.gen_of(fd, st) == Some(want) || birth_tag(st) == Some(want))
     }
 
     /// Finds an object by identity: its remembered location, else where the
     /// background walk sees it. Stale when it is not in the export; EAGAIN
-    /// (JUKEBOX) while the walk has not answered yet.
+    /// (JUKEBOX) while the walk has not answered yet. A handle that carries
+    /// no tag is revalidated by path only (the name it was found under
+    /// still leads to that inode number); found by inode number alone it
+    /// could be a newer object that reused the number, so it is STALE.
     fn find(&self, key: Key, gen: u32) -> FsResult<(OwnedFd, Stat)> {
         if let Some(found) = self.walk_chain(key)? {
+            if gen == 0 {
+                return Ok(found);
+            }
             return self.check_gen(found, gen);
+        }
+        if gen == 0 {
+            return Err(FsError::Stale);
         }
         if self.negative.contains(&(key, gen)) {
             return Err(FsError::Stale);
@@ -335,7 +362,7 @@ impl LocalFs {
     }
 
     fn check_gen(&self, (fd, st): (OwnedFd, Stat), gen: u32) -> FsResult<(OwnedFd, Stat)> {
-        if self.gen_ok(fd.as_raw_fd(), &st, gen) {
+        if self.tag_ok(fd.as_raw_fd(), &st, gen) {
             Ok((fd, st))
         } else {
             Err(FsError::Stale)
@@ -374,4 +401,12 @@ impl LocalFs {
         }
         Ok(o)
     }
+}
+
+/// A 32-bit fold of the birth time (never 0), or None without one.
+fn birth_tag(st: &Stat) -> Option<u32> {
+    let b = st.btime?;
+    let x = (b.sec as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(b.nsec);
+    let t = (x >> 32) as u32 ^ x as u32;
+    Some(t.max(1))
 }

@@ -31,6 +31,9 @@ pub struct Stat {
     pub atime: Time,
     pub mtime: Time,
     pub ctime: Time,
+    /// Birth time, where the filesystem keeps one (ext4, XFS, btrfs; and
+    /// overlayfs passes its layer's through).
+    pub btime: Option<Time>,
 }
 
 impl Stat {
@@ -107,7 +110,7 @@ pub fn statx_at(dir: RawFd, name: &CStr, flags: libc::c_int) -> io::Result<Stat>
             dir,
             name.as_ptr(),
             flags | libc::AT_SYMLINK_NOFOLLOW | libc::AT_STATX_SYNC_AS_STAT,
-            libc::STATX_BASIC_STATS | libc::STATX_MNT_ID,
+            libc::STATX_BASIC_STATS | libc::STATX_MNT_ID | libc::STATX_BTIME,
             &mut sx,
         )
     })?;
@@ -125,6 +128,8 @@ pub fn statx_at(dir: RawFd, name: &CStr, flags: libc::c_int) -> io::Result<Stat>
         atime: ts(sx.stx_atime.tv_sec, sx.stx_atime.tv_nsec),
         mtime: ts(sx.stx_mtime.tv_sec, sx.stx_mtime.tv_nsec),
         ctime: ts(sx.stx_ctime.tv_sec, sx.stx_ctime.tv_nsec),
+        btime: (sx.stx_mask & libc::STATX_BTIME != 0)
+            .then(|| ts(sx.stx_btime.tv_sec, sx.stx_btime.tv_nsec)),
     })
 }
 

@@ -54,6 +54,8 @@ pub struct LoopFs {
     pub mnt: PathBuf,
     /// A tmpfs holding the image, when the image's space is limited.
     pub tmpfs: Option<PathBuf>,
+    /// "ext4" or "xfs".
+    fstype: &'static str,
     mounted: bool,
 }
 
@@ -62,7 +64,15 @@ impl LoopFs {
     pub fn new(tag: &str, size_mib: u64) -> LoopFs {
         let dir = TempDir::new(tag);
         let image = dir.path().join("fs.img");
-        Self::make(dir, image, size_mib, None)
+        Self::make(dir, image, size_mib, None, "ext4")
+    }
+
+    /// XFS instead of ext4 (XFS reuses a freed inode number at once, which
+    /// ext4 avoids for a while). Needs mkfs.xfs; at least 300 MiB.
+    pub fn xfs(tag: &str, size_mib: u64) -> LoopFs {
+        let dir = TempDir::new(tag);
+        let image = dir.path().join("fs.img");
+        Self::make(dir, image, size_mib, None, "xfs")
     }
 
     /// An image of `size_mib` (sparse) on a tmpfs of `room_mib`: once the
@@ -86,10 +96,16 @@ impl LoopFs {
             ],
         );
         let image = t.join("fs.img");
-        Self::make(dir, image, size_mib, Some(t))
+        Self::make(dir, image, size_mib, Some(t), "ext4")
     }
 
-    fn make(dir: TempDir, image: PathBuf, size_mib: u64, tmpfs: Option<PathBuf>) -> LoopFs {
+    fn make(
+        dir: TempDir,
+        image: PathBuf,
+        size_mib: u64,
+        tmpfs: Option<PathBuf>,
+        fstype: &'static str,
+    ) -> LoopFs {
         let f = std::fs::File::create(&image).expect("image");
         f.set_len(size_mib << 20).expect("sparse image");
         drop(f);
@@ -102,18 +118,23 @@ impl LoopFs {
             dev,
             mnt,
             tmpfs,
+            fstype,
             mounted: false,
         };
-        run(
-            "mkfs.ext4",
-            &[
-                "-q",
-                "-F",
-                "-E",
-                "lazy_itable_init=0,lazy_journal_init=0",
-                &fs.dev,
-            ],
-        );
+        if fstype == "xfs" {
+            run("mkfs.xfs", &["-q", "-f", &fs.dev]);
+        } else {
+            run(
+                "mkfs.ext4",
+                &[
+                    "-q",
+                    "-F",
+                    "-E",
+                    "lazy_itable_init=0,lazy_journal_init=0",
+                    &fs.dev,
+                ],
+            );
+        }
         fs.mount();
         fs
     }
@@ -123,9 +144,13 @@ impl LoopFs {
             "mount",
             &[
                 "-t",
-                "ext4",
+                self.fstype,
                 "-o",
-                "errors=continue",
+                if self.fstype == "ext4" {
+                    "errors=continue"
+                } else {
+                    "defaults"
+                },
                 &self.dev,
                 self.mnt.to_str().unwrap(),
             ],
