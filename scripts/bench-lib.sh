@@ -50,6 +50,13 @@ loopfs_cleanup() {
     rm -f "$WORK/fs.img"
 }
 
+# The bench calls from ordinary ports: --insecure where the build has it
+# (`secure` became the default; older builds accept any port already).
+insecure_flag() {
+    "$1" serve --help 2>/dev/null | grep -q -- '--insecure' && echo --insecure
+    return 0
+}
+
 # start_rnfsd DIR STATE_DIR LOGFILE [SERVE ARGS...]: rnfsd on a free port of
 # 127.0.0.1; waits (10 s at most) for its port file. Sets SERVER_PID and
 # SERVER_PORT. --no-root-squash: the bench calls as uid 0 (as compare.sh).
@@ -60,7 +67,7 @@ start_rnfsd() {
     mkdir -p "$state"
     "$RNFSD" serve "$dir" --listen 127.0.0.1:0 --port-file "$WORK/port" \
         --state-dir "$state" --no-rpcbind --no-root-squash --log-level warn \
-        "$@" >>"$logf" 2>&1 &
+        $(insecure_flag "$RNFSD") "$@" >>"$logf" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 1 100); do
         [ -s "$WORK/port" ] && break

@@ -14,6 +14,9 @@
 #       [--fsmark-streams 16]
 #
 # Workloads (default all): getattr traverse create mkdir fsmark mount write
+# (and, when named, fsmark-sync: fsmark with one FILE_SYNC WRITE per file
+# instead of UNSTABLE + COMMIT, what the Linux client sends for a small
+# file's fsync)
 # read null getattr-h access-h lookup-h read-h write-h. The last six are
 # `rnfsd-bench run` mixes at three load shapes each: 1 stream on 1
 # connection (one call in flight), 16 and 64 streams on 1 connection (one
@@ -125,7 +128,7 @@ IFS=, read -r -a SV <<<"$SERVERS"
 IFS=, read -r -a HL <<<"$HANDLES"
 for w in "${WL[@]}"; do
     case $w in
-    getattr | traverse | create | mkdir | fsmark | mount | write | read) ;;
+    getattr | traverse | create | mkdir | fsmark | fsmark-sync | mount | write | read) ;;
     null | getattr-h | access-h | lookup-h | read-h | write-h) ;;
     *) die "unknown workload: $w" ;;
     esac
@@ -253,6 +256,8 @@ bench_args() { # WORKLOAD LABEL -> STEPS
     mkdir) step mkdir --files "$MKDIR_FILES" --streams "$MKDIR_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
     fsmark) step fsmark --iterations "$FSMARK_ITER" --files-per-iteration "$FSMARK_FILES" \
         --streams "$FSMARK_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
+    fsmark-sync) step fsmark --iterations "$FSMARK_ITER" --files-per-iteration "$FSMARK_FILES" \
+        --streams "$FSMARK_STREAMS" --file-sync --label "$l" --max-seconds "$MAX_SECONDS" ;;
     mount) step mount --reps "$MOUNT_REPS" --warm-tree $((${MOUNT_FILES:-$TREE_FILES} * 2 + 1)) \
         --label "$l" --max-seconds "$MAX_SECONDS" ;;
     write) step write --size "$IO_MIB" --streams "$IO_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
@@ -294,9 +299,13 @@ run_rnfsd() { # WORKLOAD [LABEL [EXTRA SERVE ARGS [BINARY]]]
     mkdir -p "$WORK/rnfsd-state"
     # --no-root-squash: as ganesha's Squash = No_Root_Squash (the bench
     # sends AUTH_SYS uid 0).
+    # --insecure where the build has it: the bench calls from ordinary
+    # ports (as ganesha's default accepts).
+    local ins=
+    "$bin" serve --help 2>/dev/null | grep -q -- '--insecure' && ins=--insecure
     "$bin" serve "$FS/export" --listen 127.0.0.1:0 --port-file "$WORK/port" \
         --state-dir "$WORK/rnfsd-state" --no-rpcbind --no-root-squash --log-level warn \
-        "${extra[@]}" >>"$OUT/rnfsd.log" 2>&1 &
+        $ins "${extra[@]}" >>"$OUT/rnfsd.log" 2>&1 &
     pid=$!
     for _ in $(seq 1 100); do
         [ -s "$WORK/port" ] && break
@@ -337,7 +346,7 @@ run_local() { # WORKLOAD (create or fsmark)
     local w=$1
     case $w in
     create) BARGS=(local-create --files "$CREATE_FILES" --streams "$CREATE_STREAMS") ;;
-    fsmark) BARGS=(local-fsmark --files "$FSMARK_FILES" --iterations "$FSMARK_ITER" --streams "$FSMARK_STREAMS") ;;
+    fsmark | fsmark-sync) BARGS=(local-fsmark --files "$FSMARK_FILES" --iterations "$FSMARK_ITER" --streams "$FSMARK_STREAMS") ;;
     *) return 0 ;;
     esac
     timeout "$RUN_TIMEOUT" "$BENCH" "${BARGS[@]}" --dir "$FS/export" --label local \
@@ -379,6 +388,7 @@ for r in $(seq 1 "$ROUNDS"); do
             *) "run_$s" "$w" ;;
             esac || { log "$w on $s failed"; fail=1; }
         done
+        # fsmark-sync's local reference is fsmark's (write + fsync per file).
         if [ -n "$LOCAL" ] && { [ "$w" = create ] || [ "$w" = fsmark ]; }; then
             log "round $r/$ROUNDS $w on the local filesystem"
             fresh_fs

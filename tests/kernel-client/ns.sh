@@ -63,7 +63,9 @@ start_server() {
         return
     fi
     rm -f "$RUN/port"
-    "$RNFSD_BIN" serve "$EXPORT" --listen "127.0.0.1:$NFS_PORT" \
+    # --insecure: the guest's connections reach us through passt or a
+    # guestfwd socat, from ordinary ports, whatever port its client bound.
+    "$RNFSD_BIN" serve "$EXPORT" --listen "127.0.0.1:$NFS_PORT" --insecure \
         --state-dir "$RUN/state" --no-rpcbind --no-root-squash --port-file "$RUN/port" \
         >>"$RUN/server.log" 2>&1 &
     SRV_PID=$!

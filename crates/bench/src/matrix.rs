@@ -153,6 +153,8 @@ fn start_server(
             handoff,
         ])
         .args(["--log-level", "warn"])
+        // The bench calls from ordinary ports.
+        .arg("--insecure")
         .args(&layout_args)
         .args(extra)
         .stdout(Stdio::null())

@@ -135,8 +135,8 @@ pub struct ClientOpts {
 }
 
 impl Default for ClientOpts {
-    /// The configuration defaults (see docs/security.md for why `secure`
-    /// and `read_only` differ from knfsd's).
+    /// The configuration defaults (see docs/security.md for why `read_only`
+    /// differs from knfsd's; `secure` is knfsd's default).
     fn default() -> Self {
         ClientOpts {
             read_only: false,
@@ -144,7 +144,7 @@ impl Default for ClientOpts {
             all_squash: false,
             anonuid: NOBODY,
             anongid: NOBODY,
-            secure: false,
+            secure: true,
         }
     }
 }
@@ -229,6 +229,7 @@ impl ExportAccess {
             opts: ClientOpts {
                 read_only,
                 root_squash: false,
+                secure: false,
                 ..ClientOpts::default()
             },
         }])
@@ -307,6 +308,7 @@ mod tests {
             spec: spec(s),
             opts: ClientOpts {
                 read_only,
+                secure: false,
                 ..ClientOpts::default()
             },
         }

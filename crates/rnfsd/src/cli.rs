@@ -96,7 +96,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
                                  changes and SETATTR answered before synced)
   clients = [\"127.0.0.0/8\", \"::1\"]  addresses, networks (ADDR/LEN) or \"*\"
   root_squash = true, all_squash = false, anonuid = 65534, anongid = 65534
-  secure = false                 true: clients must use a port < 1024
+  secure = true                  clients must use a port < 1024 (exports(5)
+                                 secure); false = insecure
   [[export.client]]              per-client options: match = \"10.0.0.0/8\",
                                  then any of the keys above (default: export's)
   SIGHUP re-reads the file and applies export client/option changes.";
@@ -315,9 +316,15 @@ pub struct ServeArgs {
     #[arg(long, value_name = "GID", requires = "dir")]
     pub anongid: Option<u32>,
 
-    /// DIR only: accept only clients calling from a privileged port (< 1024).
-    #[arg(long, requires = "dir")]
+    /// DIR only: accept only clients calling from a privileged port (< 1024),
+    /// the default (exports(5) secure).
+    #[arg(long, requires = "dir", conflicts_with = "insecure")]
     pub secure: bool,
+
+    /// DIR only: accept clients calling from any port (exports(5) insecure):
+    /// any local user of a client host can then claim any uid.
+    #[arg(long, requires = "dir")]
+    pub insecure: bool,
 }
 
 impl ServeArgs {
@@ -409,7 +416,7 @@ impl ServeArgs {
                 all_squash: self.all_squash,
                 anonuid: self.anonuid.unwrap_or(crate::access::NOBODY),
                 anongid: self.anongid.unwrap_or(crate::access::NOBODY),
-                secure: self.secure,
+                secure: !self.insecure,
                 id: self.export_id,
                 handle_mode: self.handle_mode.unwrap_or_default(),
                 cross_mounts: self.cross_mounts,
@@ -483,7 +490,7 @@ mod tests {
         assert_eq!(c.server.metrics, Some("127.0.0.1:9100".parse().unwrap()));
         assert_eq!(c.server.stats, rnfsd_stats::Mode::Shared);
         assert!(c.exports[0].read_only);
-        assert!(c.exports[0].root_squash && !c.exports[0].secure);
+        assert!(c.exports[0].root_squash && c.exports[0].secure);
         assert_eq!(c.exports[0].clients, None);
         assert_eq!(c.exports[0].id, Some(9));
         assert_eq!(c.exports[0].handle_mode, HandleMode::Path);
@@ -512,6 +519,12 @@ mod tests {
         assert_eq!(e.clients, Some(vec!["10.0.0.0/8".into(), "::1".into()]));
         assert!(!e.root_squash && e.all_squash && e.secure);
         assert_eq!((e.anonuid, e.anongid), (7, 8));
+        let c = parse(&["/srv/x", "--insecure"])
+            .unwrap()
+            .to_config()
+            .unwrap();
+        assert!(!c.exports[0].secure);
+        assert!(parse(&["/x", "--secure", "--insecure"]).is_err());
         assert!(parse(&["/x", "--client", "nonsense"])
             .unwrap()
             .to_config()

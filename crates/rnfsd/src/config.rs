@@ -526,8 +526,9 @@ pub struct ExportConfig {
     pub anonuid: u32,
     #[serde(default = "nobody")]
     pub anongid: u32,
-    /// Require a privileged source port (< 1024) from clients.
-    #[serde(default)]
+    /// Require a privileged source port (< 1024) from clients (exports(5)
+    /// `secure`, the default as with knfsd).
+    #[serde(default = "yes")]
     pub secure: bool,
     /// Per-client options (`[[export.client]]` tables).
     #[serde(default, rename = "client")]
@@ -559,7 +560,7 @@ impl ExportConfig {
             all_squash: false,
             anonuid: crate::access::NOBODY,
             anongid: crate::access::NOBODY,
-            secure: false,
+            secure: true,
             client_rules: Vec::new(),
             sync: true,
             id: None,
@@ -941,10 +942,11 @@ mod tests {
         assert_eq!((c.server.drc_expiry_secs, c.server.drc_max_bytes), (30, 0));
         let d = ServerConfig::default();
         assert_eq!((d.drc_expiry_secs, d.drc_max_bytes), (120, 32 << 20));
-        // Defaults: loopback only, root squashed to nobody, insecure ports ok.
+        // Defaults as knfsd's: loopback only, root squashed to nobody,
+        // reserved ports only.
         let a = c.exports[0].access().unwrap();
         let lo = a.lookup("127.0.0.5".parse().unwrap()).unwrap();
-        assert!(lo.root_squash && !lo.all_squash && !lo.secure && !lo.read_only);
+        assert!(lo.root_squash && !lo.all_squash && lo.secure && !lo.read_only);
         assert_eq!((lo.anonuid, lo.anongid), (NOBODY, NOBODY));
         assert!(a.lookup("::1".parse().unwrap()).is_some());
         assert!(a.lookup("10.0.0.1".parse().unwrap()).is_none());

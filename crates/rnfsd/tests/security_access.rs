@@ -94,7 +94,7 @@ async fn no_root_squash_all_squash_and_anonuid() {
     let cfg = write_config(
         cfgdir.path(),
         &format!(
-            "[[export]]\npath = \"{}\"\nall_squash = true\nanonuid = 4321\nanongid = 4322\n",
+            "[[export]]\npath = \"{}\"\nsecure = false\nall_squash = true\nanonuid = 4321\nanongid = 4322\n",
             other.path().display()
         ),
     );
@@ -160,7 +160,7 @@ async fn read_only_client_gets_rofs_other_client_writes() {
     let cfg = write_config(
         cfgdir.path(),
         &format!(
-            "[[export]]\npath = \"{}\"\nroot_squash = false\nclients = [\"127.0.0.1\"]\n\
+            "[[export]]\npath = \"{}\"\nsecure = false\nroot_squash = false\nclients = [\"127.0.0.1\"]\n\
              [[export.client]]\nmatch = \"127.0.0.2\"\nread_only = true\n",
             second.path().display()
         ),
@@ -276,7 +276,7 @@ async fn sighup_applies_new_client_list_without_dropping_connections() {
     std::fs::write(dir.path().join("f"), b"x").unwrap();
     let conf = |extra: &str| {
         format!(
-            "[[export]]\npath = \"{}\"\nroot_squash = false\n{extra}",
+            "[[export]]\npath = \"{}\"\nsecure = false\nroot_squash = false\n{extra}",
             dir.path().display()
         )
     };
@@ -328,7 +328,7 @@ async fn sighup_applies_new_client_list_without_dropping_connections() {
         let extra = TempDir::new("acc-reload-extra");
         write_config(
             cfgdir.path(),
-            &format!("{}[[export]]\npath = \"{}\"\n", conf("clients = [\"*\"]\n"), extra.path().display()),
+            &format!("{}[[export]]\npath = \"{}\"\nsecure = false\n", conf("clients = [\"*\"]\n"), extra.path().display()),
         );
         hup(&srv);
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -358,4 +358,233 @@ fn hup(srv: &TestServer) {
         .status()
         .unwrap();
     assert!(st.success());
+}
+
+/// Sets a POSIX access ACL through its xattr (the format of
+/// `system.posix_acl_access`: version 2, then tag, perm, id entries) so the
+/// test needs no acl tools. `user` adds named-user entries.
+fn set_acl(path: &Path, owner: u16, user: &[(u32, u16)], group: u16, mask: u16, other: u16) {
+    const UNDEF: u32 = u32::MAX;
+    let mut v = 2u32.to_le_bytes().to_vec();
+    let mut e = |tag: u16, perm: u16, id: u32| {
+        v.extend(tag.to_le_bytes());
+        v.extend(perm.to_le_bytes());
+        v.extend(id.to_le_bytes());
+    };
+    e(0x01, owner, UNDEF);
+    for &(uid, perm) in user {
+        e(0x02, perm, uid);
+    }
+    e(0x04, group, UNDEF);
+    e(0x10, mask, UNDEF);
+    e(0x20, other, UNDEF);
+    let p = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: valid C strings and a buffer of the given length.
+    let r = unsafe {
+        libc::setxattr(
+            p.as_ptr(),
+            c"system.posix_acl_access".as_ptr(),
+            v.as_ptr().cast(),
+            v.len(),
+            0,
+        )
+    };
+    assert_eq!(r, 0, "setxattr ACL: {}", std::io::Error::last_os_error());
+}
+
+/// Undoes a command when dropped (chattr -i, umount), however the test ends.
+struct Undo(Vec<&'static str>, std::path::PathBuf);
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(self.0[0])
+            .args(&self.0[1..])
+            .arg(&self.1)
+            .status();
+    }
+}
+
+fn sh(cmd: &str, args: &[&str], path: &Path) {
+    let st = std::process::Command::new(cmd)
+        .args(args)
+        .arg(path)
+        .status()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    assert!(st.success(), "{cmd} {args:?} {}", path.display());
+}
+
+async fn access_as(srv: &TestServer, uid: u32, name: &str, bits: u32) -> u32 {
+    let s = mount(srv).await;
+    let mut cfg = config(1);
+    cfg.auth = Auth::unix(uid, uid);
+    let user = NfsClient::new(Client::connect(srv.addr, &cfg).await.expect("connect"));
+    let fh = lookup(&s.nfs, &s.root, name).await;
+    ok(
+        "ACCESS",
+        user.access(&Access3Args {
+            object: fh,
+            access: bits,
+        })
+        .await,
+    )
+    .access
+}
+
+/// ACCESS answers what the kernel will do at open (hardening item 7):
+/// POSIX ACL grants and denials, immutable files and read-only mounts,
+/// not just the mode bits.
+#[tokio::test(flavor = "multi_thread")]
+async fn access_is_the_kernels_answer() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!(
+            "SKIP access_is_the_kernels_answer: needs root (ACLs for others, chattr, mounts)"
+        );
+        return;
+    }
+    let rw = ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND;
+    let dir = TempDir::new("acc-kernel");
+    let d = dir.path();
+    // Mode 0600 root's, but an ACL entry grants uid 1000 rw.
+    std::fs::write(d.join("granted"), b"g").unwrap();
+    set_acl(&d.join("granted"), 6, &[(1000, 6)], 0, 6, 0);
+    // Mode says rw for everyone, an ACL entry denies uid 1000 everything.
+    std::fs::write(d.join("denied"), b"d").unwrap();
+    set_acl(&d.join("denied"), 6, &[(1000, 0)], 6, 6, 6);
+    // World-writable but immutable.
+    std::fs::write(d.join("immutable"), b"i").unwrap();
+    std::fs::set_permissions(d.join("immutable"), std::fs::Permissions::from_mode(0o666)).unwrap();
+    sh("chattr", &["+i"], &d.join("immutable"));
+    let _thaw = Undo(vec!["chattr", "-i"], d.join("immutable"));
+    // A world-writable file and directory seen through a read-only bind mount.
+    let ro_src = TempDir::new("acc-kernel-src");
+    std::fs::write(ro_src.path().join("w"), b"w").unwrap();
+    std::fs::set_permissions(
+        ro_src.path().join("w"),
+        std::fs::Permissions::from_mode(0o666),
+    )
+    .unwrap();
+    world_writable(ro_src.path(), "wd");
+    let ro = TempDir::new("acc-kernel-ro");
+    sh(
+        "mount",
+        &["--bind", ro_src.path().to_str().unwrap()],
+        ro.path(),
+    );
+    let _umount = Undo(vec!["umount"], ro.path().to_path_buf());
+    sh("mount", &["-o", "remount,bind,ro"], ro.path());
+
+    let srv = TestServer::start_with(d, &["--no-rpcbind"]);
+    let ro_srv = TestServer::start_with(ro.path(), &["--no-rpcbind"]);
+    bounded(async {
+        assert_eq!(
+            access_as(&srv, 1000, "granted", rw).await,
+            rw,
+            "ACL grants uid 1000 rw"
+        );
+        assert_eq!(
+            access_as(&srv, 1001, "granted", rw).await,
+            0,
+            "others: none"
+        );
+        assert_eq!(
+            access_as(&srv, 1000, "denied", rw).await,
+            0,
+            "ACL denies uid 1000"
+        );
+        assert_eq!(access_as(&srv, 1001, "denied", rw).await, rw);
+        assert_eq!(
+            access_as(&srv, 1000, "immutable", rw).await,
+            ACCESS3_READ,
+            "immutable: read only"
+        );
+        assert_eq!(
+            access_as(&ro_srv, 1000, "w", rw).await,
+            ACCESS3_READ,
+            "read-only mount: read only"
+        );
+        let dir_bits = ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_DELETE;
+        assert_eq!(
+            access_as(&ro_srv, 1000, "wd", dir_bits).await,
+            ACCESS3_READ | ACCESS3_LOOKUP,
+            "read-only mount: a directory can be listed, not changed"
+        );
+    })
+    .await;
+}
+
+/// A directory the caller may read but not search (r without x) is listed,
+/// as `ls` lists it locally (hardening item 6); READDIRPLUS gives no
+/// handle or attributes for its entries, since the caller could not LOOKUP
+/// them, and LOOKUP itself is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn readable_unsearchable_directory_is_listed_without_handles() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIP readable_unsearchable_directory: needs root (act as uid 1000)");
+        return;
+    }
+    let dir = TempDir::new("acc-rnox");
+    let d = dir.path().join("d");
+    std::fs::create_dir(&d).unwrap();
+    for n in ["a", "b"] {
+        std::fs::write(d.join(n), b"x").unwrap();
+    }
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o744)).unwrap();
+    let srv = TestServer::start_with(dir.path(), &["--no-rpcbind"]);
+    bounded(async {
+        let s = mount(&srv).await;
+        let fh = lookup(&s.nfs, &s.root, "d").await;
+        let mut cfg = config(1);
+        cfg.auth = Auth::unix(1000, 1000);
+        let user = NfsClient::new(Client::connect(srv.addr, &cfg).await.expect("connect"));
+        let r = ok(
+            "READDIR of r-x-less directory",
+            user.readdir(&ReadDir3Args {
+                dir: fh.clone(),
+                cookie: 0,
+                cookieverf: Verf3([0; 8]),
+                count: 4096,
+            })
+            .await,
+        );
+        let mut names: Vec<_> = r.entries.iter().map(|e| e.name.clone()).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            vec![b".".to_vec(), b"..".to_vec(), b"a".to_vec(), b"b".to_vec()]
+        );
+        let r = ok(
+            "READDIRPLUS of r-x-less directory",
+            user.readdirplus(&ReadDirPlus3Args {
+                dir: fh.clone(),
+                cookie: 0,
+                cookieverf: Verf3([0; 8]),
+                dircount: 4096,
+                maxcount: 65536,
+            })
+            .await,
+        );
+        assert_eq!(r.entries.len(), 4);
+        for e in r
+            .entries
+            .iter()
+            .filter(|e| e.name != b"." && e.name != b"..")
+        {
+            assert!(
+                e.name_handle.is_none() && e.name_attributes.is_none(),
+                "READDIRPLUS leaked a handle or attributes of {:?}",
+                String::from_utf8_lossy(&e.name)
+            );
+        }
+        fail(
+            "LOOKUP in r-x-less directory",
+            user.lookup(&Lookup3Args {
+                what: dirop(&fh, "a"),
+            })
+            .await,
+            Nfsstat3::Acces,
+        );
+    })
+    .await;
 }

@@ -163,6 +163,8 @@ fn serve_null_mount_and_shutdown() {
             "--listen",
             "127.0.0.1:0",
             "--no-rpcbind",
+            // The test's sockets use ordinary ports.
+            "--insecure",
             "--state-dir",
             state.path().to_str().unwrap(),
             "--log-level",
@@ -285,6 +287,7 @@ fn handles_survive_a_restart() {
         "--listen",
         "127.0.0.1:0",
         "--no-rpcbind",
+        "--insecure",
         "--state-dir",
         state.path().to_str().unwrap(),
         "--log-level",
@@ -333,7 +336,10 @@ fn config_errors_exit_2_with_a_message() {
 
     std::fs::write(
         &f,
-        format!("[[export]]\npath = \"{}\"\n", d.path().display()),
+        format!(
+            "[[export]]\npath = \"{}\"\nsecure = false\n",
+            d.path().display()
+        ),
     )
     .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_rnfsd"))

@@ -415,7 +415,10 @@ mod tests {
                     ExportAccess::new(vec![
                         Rule {
                             spec: ClientSpec::parse("10.0.0.0/8").unwrap(),
-                            opts: ClientOpts::default(),
+                            opts: ClientOpts {
+                                secure: false,
+                                ..ClientOpts::default()
+                            },
                         },
                         Rule {
                             spec: ClientSpec::parse("10.9.9.9").unwrap(),

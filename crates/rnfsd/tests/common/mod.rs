@@ -141,6 +141,17 @@ impl Drop for TestServer {
     }
 }
 
+/// Whether the server binary knows `--insecure` (asked once).
+fn has_insecure_flag(bin: &Path) -> bool {
+    static KNOWS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *KNOWS.get_or_init(|| {
+        Command::new(bin)
+            .args(["serve", "--help"])
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--insecure"))
+    })
+}
+
 fn spawn(export: &Path, state: &Path, extra: &[String]) -> (Child, SocketAddr) {
     let port_file = state.join("port");
     let _ = std::fs::remove_file(&port_file);
@@ -149,13 +160,22 @@ fn spawn(export: &Path, state: &Path, extra: &[String]) -> (Child, SocketAddr) {
     // to show a test fails there).
     let bin = std::env::var_os("RNFSD_TEST_BIN")
         .map_or_else(|| env!("CARGO_BIN_EXE_rnfsd").into(), PathBuf::from);
-    let mut child = Command::new(bin)
+    let mut child = Command::new(&bin)
         .arg("serve")
         .arg(export)
         .args(["--listen", "127.0.0.1:0", "--port-file"])
         .arg(&port_file)
         .arg("--state-dir")
         .arg(state)
+        // Test clients call from ordinary ports; tests of the `secure`
+        // default ask for it with --secure (exports from a --config file
+        // say `secure = false` themselves). Builds from before `secure`
+        // was the default (RNFSD_TEST_BIN) have no --insecure and need none.
+        .args(
+            (!extra.iter().any(|a| a == "--secure" || a == "--insecure")
+                && has_insecure_flag(&bin))
+            .then_some("--insecure"),
+        )
         .args(extra)
         .stdout(Stdio::null())
         .stderr(log)

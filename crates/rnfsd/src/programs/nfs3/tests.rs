@@ -1886,7 +1886,10 @@ mod access_checks {
     fn unlisted_is_stale_insecure_is_perm_ro_client_is_rofs() {
         let fs = FakeFs::new(1, 3);
         let s = server(&fs, false);
-        let rw = ClientOpts::default();
+        let rw = ClientOpts {
+            secure: false,
+            ..ClientOpts::default()
+        };
         let secure = ClientOpts { secure: true, ..rw };
         let ro = ClientOpts {
             read_only: true,
