@@ -76,12 +76,7 @@ async fn commit(nfs: &NfsClient, fh: &NfsFh3) -> Result<Verf3, Nfsstat3> {
 }
 
 fn start(tag: &str) -> Option<(LoopFs, TestServer)> {
-    if let Some(why) = unavailable(&[]) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{tag} cannot run under CI: {why}"
-        );
-        eprintln!("SKIP {tag}: {why}");
+    if common::skip(tag, unavailable(&[])) {
         return None;
     }
     let fs = LoopFs::thin(tag, 512, 64);
@@ -156,12 +151,7 @@ async fn an_error_is_not_lost_with_an_evicted_inode() {
 /// settled first).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_error_of_an_evicted_writer_still_reaches_the_client() {
-    if let Some(why) = unavailable(&[]) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "cannot run under CI: {why}"
-        );
-        eprintln!("SKIP evicted writer: {why}");
+    if common::skip("evicted writer", unavailable(&[])) {
         return;
     }
     let fs = LoopFs::thin("wberr-evicted", 512, 64);

@@ -25,15 +25,6 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-fn skip(what: &str, why: &str) -> bool {
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{what} cannot run under CI: {why}"
-    );
-    eprintln!("SKIP {what}: {why}");
-    true
-}
-
 /// (name, value) of one hex capability line of a task's status.
 fn cap_field(status: &str, name: &str) -> u64 {
     status
@@ -45,7 +36,8 @@ fn cap_field(status: &str, name: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_thread_holds_only_what_requests_need() {
-    if !is_root() && skip("privileges", "needs root (a root server's capabilities)") {
+    let why = (!is_root()).then(|| "needs root (a root server's capabilities)".to_string());
+    if common::skip("privileges", why) {
         return;
     }
     let dir = TempDir::new("privs");
@@ -96,14 +88,16 @@ async fn every_thread_holds_only_what_requests_need() {
 
 #[test]
 fn root_that_cannot_switch_identity_refuses_to_start() {
-    if !is_root() && skip("no-setuid", "needs root (drops root's CAP_SETUID)") {
-        return;
-    }
     let found = Command::new("sh")
         .args(["-c", "command -v setpriv"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if !found && skip("no-setuid", "setpriv (util-linux) is not installed") {
+    let why = if !is_root() {
+        Some("needs root (drops root's CAP_SETUID)".to_string())
+    } else {
+        (!found).then(|| "setpriv (util-linux) is not installed".to_string())
+    };
+    if common::skip("no-setuid", why) {
         return;
     }
     let dir = TempDir::new("nosetuid");

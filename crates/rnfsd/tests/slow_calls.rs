@@ -49,12 +49,7 @@ fn threads_in_d(pid: u32) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_blocked_writes_on_one_connection_run_at_once() {
-    if let Some(why) = unavailable(&["fsfreeze"]) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "slow-calls cannot run under CI: {why}"
-        );
-        eprintln!("SKIP slow-calls: {why}");
+    if common::skip("slow-calls", unavailable(&["fsfreeze"])) {
         return;
     }
     let fs = LoopFs::new("slow-calls", 256);

@@ -178,7 +178,7 @@ pub fn prometheus(s: &Snapshot) -> String {
     }
 
     type Get<T> = fn(&T) -> u64;
-    let conn: [(&str, &str, &str, Get<crate::snapshot::ConnCounts>); 11] = [
+    let conn: [(&str, &str, &str, Get<crate::snapshot::ConnCounts>); 12] = [
         (
             "rnfsd_connections_open",
             "gauge",
@@ -200,8 +200,14 @@ pub fn prometheus(s: &Snapshot) -> String {
         (
             "rnfsd_connections_refused_total",
             "counter",
-            "Connections refused (over max_connections).",
+            "Connections refused (over max_connections with none idle, over the per-client limit, or not a listed client).",
             |c| c.refused,
+        ),
+        (
+            "rnfsd_connections_evicted_total",
+            "counter",
+            "Idle connections closed to make room at max_connections.",
+            |c| c.evicted,
         ),
         (
             "rnfsd_records_too_big_total",
@@ -666,7 +672,7 @@ pub fn report(s: &Snapshot) -> String {
         let p = &t.pool;
         let _ = writeln!(
             o,
-            "{}: connections open {} opened {} closed {} refused {}; calls on the loop thread {} \
+            "{}: connections open {} opened {} closed {} refused {} evicted {}; calls on the loop thread {} \
              ({} sent on to a worker); threads {} (idle {}, running {}, waking {}), queued {}, \
              jobs {} ({} inline), wakeups {} ({} idle), rejected {}",
             t.name,
@@ -674,6 +680,7 @@ pub fn report(s: &Snapshot) -> String {
             c.opened,
             c.closed,
             c.refused,
+            c.evicted,
             c.records_inline,
             c.records_deferred,
             p.threads,

@@ -73,18 +73,28 @@ impl RecordReader {
             self.rec.extend_from_slice(body);
             self.frag_left -= n;
             input = rest;
-            if self.frag_left == 0 {
-                self.in_frag = false;
-                if self.last {
-                    let r = std::mem::take(&mut self.rec);
-                    if !r.is_empty() {
-                        self.ready.push_back(r);
-                        done += 1;
-                    }
-                }
-            }
+            done += self.fragment_done();
         }
         Ok(done)
+    }
+
+    /// After bytes of a fragment: when it is whole, the next bytes are a
+    /// header, and a last fragment completes its record (empty records are
+    /// dropped: no RPC message is empty). Returns the records completed.
+    fn fragment_done(&mut self) -> usize {
+        if self.frag_left > 0 {
+            return 0;
+        }
+        self.in_frag = false;
+        if !self.last {
+            return 0;
+        }
+        let rec = std::mem::take(&mut self.rec);
+        if rec.is_empty() {
+            return 0;
+        }
+        self.ready.push_back(rec);
+        1
     }
 }
 
@@ -118,21 +128,11 @@ impl RecordReader {
         let r = src.take(want).read_to_end(&mut self.rec).map(|_| ());
         let bytes = self.rec.len() - before;
         self.frag_left -= bytes;
-        let mut d = Direct {
+        let d = Direct {
             bytes,
-            records: 0,
             eof: r.is_ok() && self.frag_left > 0,
+            records: self.fragment_done(),
         };
-        if self.frag_left == 0 {
-            self.in_frag = false;
-            if self.last {
-                let rec = std::mem::take(&mut self.rec);
-                if !rec.is_empty() {
-                    self.ready.push_back(rec);
-                    d.records = 1;
-                }
-            }
-        }
         (d, r)
     }
 }

@@ -12,6 +12,21 @@ use std::time::{Duration, Instant};
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
+/// Skips a test that cannot run here, saying why: true (the caller then
+/// returns) when `why` is Some. Under CI, which installs what the tests need
+/// and runs as root, a skip would hide a failure: it fails instead.
+pub fn skip(what: &str, why: Option<String>) -> bool {
+    let Some(why) = why else {
+        return false;
+    };
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{what} cannot run under CI: {why}"
+    );
+    eprintln!("SKIP {what}: {why}");
+    true
+}
+
 /// A fresh directory under the system temp dir, removed on drop.
 pub struct TempDir(pub PathBuf);
 
