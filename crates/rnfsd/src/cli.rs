@@ -55,6 +55,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   max_connections_per_client = 0 per client address; 0 = no limit
   max_inflight_per_conn = 64
   max_conn_output = 4194304      queued reply bytes per connection
+  max_buffered_bytes = 268435456 records + queued replies, all connections;
+                                 past it only idle connections are read
   idle_timeout_secs = 360        close idle connections
   event_threads = 0              event loops; 0 = one per CPU
   pools = \"per-loop\"             worker pools: per-loop (one per loop) | shared
@@ -206,6 +208,11 @@ pub struct ServeArgs {
     /// Requests of one connection processed at once. [default: 64]
     #[arg(long, value_name = "N")]
     pub max_inflight_per_conn: Option<usize>,
+
+    /// Bytes held for request records and queued replies across all
+    /// connections (0: no bound). [default: 268435456]
+    #[arg(long, value_name = "BYTES")]
+    pub max_buffered_bytes: Option<usize>,
 
     /// Descriptors all caches of all exports may hold. [default: half of
     /// what RLIMIT_NOFILE leaves after connections and per-call use]
@@ -364,6 +371,7 @@ impl ServeArgs {
             max_connections,
             max_connections_per_client,
             max_inflight_per_conn,
+            max_buffered_bytes,
             max_waking,
             wake_order,
             handoff,

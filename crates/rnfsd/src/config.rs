@@ -222,6 +222,10 @@ pub struct ServerConfig {
     /// Queued unsent reply bytes of one connection before it is not read
     /// further (a slow reader cannot pin unbounded memory).
     pub max_conn_output: usize,
+    /// Bytes held across all connections for request records and queued
+    /// replies; past it, connections with calls or replies outstanding are
+    /// not read until it drains (0: no bound).
+    pub max_buffered_bytes: usize,
     /// Close a connection that sent nothing for this many seconds and has
     /// nothing in flight.
     pub idle_timeout_secs: u64,
@@ -444,6 +448,7 @@ impl Default for ServerConfig {
             max_connections_per_client: 0,
             max_inflight_per_conn: 64,
             max_conn_output: 4 << 20,
+            max_buffered_bytes: 256 << 20,
             // As knfsd.
             idle_timeout_secs: 360,
             event_threads: 0,

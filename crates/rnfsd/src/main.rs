@@ -521,6 +521,7 @@ mod transport {
             max_record: s.max_record() as usize,
             max_inflight_per_conn: s.max_inflight_per_conn,
             max_conn_output: s.max_conn_output,
+            max_buffered_bytes: s.max_buffered_bytes,
             idle_timeout: Duration::from_secs(s.idle_timeout_secs),
             shutdown_timeout: Duration::from_secs(s.shutdown_timeout_secs),
             pools: match s.pools {

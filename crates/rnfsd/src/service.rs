@@ -114,6 +114,43 @@ impl Service for RpcService {
         }
     }
 
+    /// READ, READDIR and READDIRPLUS answer up to the count they ask for
+    /// (at most `max_io`; RFC 1813 §3.3.6, §3.3.16, §3.3.17): that much is
+    /// reserved while they run; other replies are small. Read from the
+    /// call header (RFC 5531 §8) and the arguments' fixed fields, bounded;
+    /// anything malformed reserves `max_io` (the call will fail anyway).
+    fn reply_bound(&self, record: &[u8]) -> usize {
+        let word = |i: usize| {
+            record
+                .get(i..i.checked_add(4)?)
+                .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        };
+        let max = self.server.max_io as usize;
+        let (Some(prog), Some(proc_)) = (word(12), word(20)) else {
+            return 0;
+        };
+        if prog != crate::programs::nfs3::NFS3.prog as usize || !matches!(proc_, 6 | 16 | 17) {
+            return 0;
+        }
+        // Skip the credential and the verifier (flavor, length, body).
+        let skip = |at: usize| -> Option<usize> {
+            let len = word(at + 4)?;
+            at.checked_add(8)?.checked_add(len.checked_add(3)? & !3)
+        };
+        let count = (|| {
+            let args = skip(skip(24)?)?;
+            let fh = args
+                .checked_add(4)?
+                .checked_add(word(args)?.checked_add(3)? & !3)?;
+            match proc_ {
+                6 => word(fh + 8),   // offset, count
+                16 => word(fh + 16), // cookie, cookieverf, count
+                _ => word(fh + 20),  // cookie, cookieverf, dircount, maxcount
+            }
+        })();
+        count.map_or(max, |c| c.min(max)) + 1024
+    }
+
     /// A quick call on the event loop thread: the backend answers from
     /// memory or gives up (`rnfsd_fs::inline`), and a call given up runs
     /// again in the pool, uncounted here.

@@ -846,3 +846,87 @@ fn client_that_never_reads() {
     well_behaved(srv.addr, xid);
     assert_alive(pid);
 }
+
+/// A global memory budget (hardening item 4): 1,000 connections each send
+/// 32 READs of 1 MiB and never read a reply. Each connection alone stays
+/// under its own bounds (64 in flight, 4 MiB queued), but together they
+/// would hold about 4 GB; with `--max-buffered-bytes` 64 MiB, a call whose
+/// reply could be large is taken only while its reply fits the budget, so
+/// the server's RSS stays near the budget, and a well-behaved client
+/// (nothing outstanding, small replies) is still served.
+#[test]
+fn a_thousand_clients_that_never_read_stay_within_the_budget() {
+    let (d, srv, pid) = start(
+        "hostile-budget",
+        &["--max-buffered-bytes", "67108864", "--splice-pipes", "0"],
+    );
+    std::fs::write(d.path().join("big"), vec![7u8; 1 << 20]).expect("big file");
+    let root = mount_root(&srv);
+    let mut s = connect(srv.addr);
+    let fh = rnfsd_xdr::to_vec(&rnfsd_proto::nfs3::NfsFh3::new(root));
+    let mut look = Enc::new();
+    look.raw(&fh);
+    look.opaque(b"big");
+    let (h, body) = rpc(&mut s, &call(1, NFS_PROGRAM, 3, 3, look.as_slice()));
+    assert_eq!(h, ReplyHeader::Accepted(AcceptStat::Success));
+    let file = match rnfsd_xdr::from_slice::<rnfsd_proto::nfs3::Lookup3Res>(&body).expect("LOOKUP")
+    {
+        rnfsd_proto::nfs3::NfsRes::Ok(r) => r.object,
+        rnfsd_proto::nfs3::NfsRes::Fail(st, _) => panic!("LOOKUP: {st:?}"),
+    };
+    let mut read = Enc::new();
+    file.encode(&mut read);
+    read.u64(0);
+    read.u32(1 << 20);
+    let args = read.into_vec();
+    let mut burst = Vec::new();
+    for xid in 0..32u32 {
+        burst.extend(framed(&call(100 + xid, NFS_PROGRAM, 3, 6, &args)));
+    }
+    let rss0 = rss_kib(pid);
+    let mut hogs = Vec::with_capacity(1000);
+    let mut peak = rss0;
+    for i in 0..1000 {
+        let mut h = connect(srv.addr);
+        h.write_all(&burst).expect("send READs");
+        hogs.push(h);
+        if i % 50 == 0 {
+            peak = peak.max(rss_kib(pid));
+        }
+    }
+    // Let the server do all it will.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        peak = peak.max(rss_kib(pid));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A client with nothing outstanding is served meanwhile (NULL, and a
+    // READ of 4 KiB: small replies need no room from the budget).
+    let mut good = connect(srv.addr);
+    well_behaved_on(&mut good, 1);
+    let mut small = Enc::new();
+    file.encode(&mut small);
+    small.u64(0);
+    small.u32(4096);
+    let t = Instant::now();
+    let (h, body) = rpc(&mut good, &call(2, NFS_PROGRAM, 3, 6, small.as_slice()));
+    assert_eq!(h, ReplyHeader::Accepted(AcceptStat::Success));
+    assert!(body.len() > 4096, "READ reply of {} bytes", body.len());
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "READ took {:?}",
+        t.elapsed()
+    );
+    peak = peak.max(rss_kib(pid));
+    // The budget (64 MiB) plus replies being built by workers and the
+    // allocator's slack; without it the hogs would pin about 4 GB.
+    let grew = peak.saturating_sub(rss0);
+    eprintln!("1,000 clients that never read: server RSS grew by {grew} KiB (budget 65,536 KiB)");
+    assert!(
+        grew < 160 * MIB,
+        "server RSS grew by {grew} KiB for 1,000 clients that never read"
+    );
+    drop(hogs);
+    well_behaved(srv.addr, 3);
+    assert_alive(pid);
+}

@@ -220,6 +220,9 @@ pub struct ConnCounts {
     /// Idle connections closed to make room at max_connections.
     #[serde(default)]
     pub evicted: u64,
+    /// Bytes held now for records and queued replies (max_buffered_bytes).
+    #[serde(default)]
+    pub buffered_bytes: u64,
     pub records_in: u64,
     pub records_too_big: u64,
     pub bytes_in: u64,
@@ -362,6 +365,7 @@ pub(crate) fn take(r: &Registry) -> Snapshot {
                         closed: t.connections_closed.saturating_sub(bt.connections_closed),
                         refused: t.connections_refused.saturating_sub(bt.connections_refused),
                         evicted: t.connections_evicted.saturating_sub(bt.connections_evicted),
+                        buffered_bytes: t.buffered_bytes,
                         records_in: t.records_in.saturating_sub(bt.records_in),
                         records_too_big: t.records_too_big.saturating_sub(bt.records_too_big),
                         bytes_in: t.bytes_in.saturating_sub(bt.bytes_in),

@@ -63,6 +63,18 @@ pub(crate) struct Conn {
 pub(crate) struct Work {
     pub conn: Arc<Conn>,
     pub data: Vec<u8>,
+    /// Bytes counted against `max_buffered_bytes` (the record's capacity
+    /// and the room reserved for its reply), let go when the job is done
+    /// (its reply, if unsent, is counted as queued by then).
+    pub held: usize,
+}
+
+impl Work {
+    pub fn new(conn: Arc<Conn>, data: Vec<u8>, reply_bound: usize) -> Work {
+        let held = data.capacity() + reply_bound;
+        conn.shared.stats.held_in.add(held as u64);
+        Work { conn, data, held }
+    }
 }
 
 impl Job for Work {
@@ -84,6 +96,7 @@ impl Job for Work {
 
 impl Drop for Work {
     fn drop(&mut self) {
+        self.conn.shared.stats.held_out.add(self.held as u64);
         self.conn.finish_one();
     }
 }

@@ -23,6 +23,9 @@ const WAKER: Token = Token(usize::MAX);
 const LISTENER_BASE: usize = usize::MAX / 2;
 /// Bytes per read syscall (one per-loop buffer, reused).
 const READ_CHUNK: usize = 64 << 10;
+/// Over the buffered-bytes budget, a connection with nothing outstanding
+/// may still make a call whose reply is at most this large.
+const FREE_REPLY: usize = 64 << 10;
 /// Fragment bodies still owing this much are read straight into the record.
 const DIRECT_MIN: usize = 16 << 10;
 /// Reads per connection per turn, so one flooding client cannot starve the
@@ -124,6 +127,7 @@ pub(crate) fn start(
             max_record: cfg.max_record,
             max_inflight_per_conn: cfg.max_inflight_per_conn.max(1),
             max_conn_output: cfg.max_conn_output,
+            max_buffered_bytes: cfg.max_buffered_bytes,
             idle_timeout: cfg.idle_timeout,
             shutdown_timeout: cfg.shutdown_timeout,
             run_inline: cfg.run_inline,
@@ -234,6 +238,8 @@ struct Entry {
     stalled: bool,
     /// Peer finished sending.
     eof: bool,
+    /// Bytes of a partial record counted against `max_buffered_bytes`.
+    held: usize,
 }
 
 enum ReadOutcome {
@@ -273,8 +279,12 @@ struct EventLoop {
     /// Connections that may have readable data (or ready records) to
     /// process this turn.
     run: VecDeque<usize>,
-    /// Connections whose next record the full pool refused.
+    /// Connections whose next record the full pool refused, or that hold
+    /// something while the buffered-bytes budget is spent.
     stalled: Vec<usize>,
+    /// `max_buffered_bytes` is spent (computed once per turn).
+    over_budget: bool,
+    warned_budget: bool,
     scratch: Box<[u8]>,
     evbuf: Vec<(Token, bool, bool)>,
     rr: usize,
@@ -311,6 +321,8 @@ impl EventLoop {
             free: Vec::new(),
             run: VecDeque::new(),
             stalled: Vec::new(),
+            over_budget: false,
+            warned_budget: false,
             scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
             evbuf: Vec::with_capacity(256),
             rr: 0,
@@ -595,6 +607,7 @@ impl EventLoop {
                 last_active: Instant::now(),
                 scheduled: false,
                 stalled: false,
+                held: 0,
                 eof: false,
             });
         }
@@ -632,6 +645,7 @@ impl EventLoop {
             .registry()
             .deregister(&mut SourceFd(&e.conn.sock.as_raw_fd()));
         e.conn.close();
+        self.shared.stats.held_out.add(e.held as u64);
         self.free.push(i);
         self.shared.release(&e.conn.peer);
         bump(&self.stats().closed, 1);
@@ -691,6 +705,8 @@ impl EventLoop {
     }
 
     fn process_run(&mut self) {
+        let budget = self.shared.limits.max_buffered_bytes as u64;
+        self.over_budget = budget > 0 && self.shared.stats.buffered() > budget;
         for _ in 0..self.run.len() {
             let Some(i) = self.run.pop_front() else {
                 break;
@@ -729,6 +745,32 @@ impl EventLoop {
                 c.paused.store(true, SeqCst);
                 if c.can_read() && c.paused.swap(false, SeqCst) {
                     continue;
+                }
+                return Submitted::Blocked;
+            }
+            // Budget: a call whose reply could be large is taken from a
+            // connection with calls or replies outstanding only while the
+            // bytes held plus that reply fit (knfsd reserves reply room
+            // before it takes a request); a connection with nothing
+            // outstanding is always served.
+            let bound = self.shared.service.reply_bound(&data);
+            let budget = self.shared.limits.max_buffered_bytes as u64;
+            let outstanding = c.inflight.load(SeqCst) > 0 || c.queued_bytes() > 0;
+            if budget > 0
+                && (outstanding || bound > FREE_REPLY)
+                && self.shared.stats.buffered() + bound as u64 > budget
+            {
+                e.rd.ready.push_front(data);
+                if !e.stalled {
+                    e.stalled = true;
+                    self.stalled.push(i);
+                }
+                if !self.warned_budget {
+                    tracing::warn!(
+                        "max_buffered_bytes ({budget}) reached: connections with calls or \
+                         replies outstanding wait until it drains"
+                    );
+                    self.warned_budget = true;
                 }
                 return Submitted::Blocked;
             }
@@ -780,10 +822,7 @@ impl EventLoop {
                 Some(b) if route == Route::Blocking || deferred => b,
                 _ => &self.pool,
             };
-            let w = Work {
-                conn: c.clone(),
-                data,
-            };
+            let w = Work::new(c.clone(), data, bound);
             match pool.submit(w) {
                 Ok(()) => {}
                 Err(SubmitError::Full(mut w)) => {
@@ -832,7 +871,6 @@ impl EventLoop {
 
     /// One read syscall on connection `i`, fed to its record reader.
     fn read_once(&mut self, i: usize) -> ReadOutcome {
-        let max_record = self.shared.limits.max_record;
         let Some(Some(e)) = self.conns.get_mut(i) else {
             return ReadOutcome::Stop;
         };
@@ -846,6 +884,38 @@ impl EventLoop {
                 return ReadOutcome::Stop; // a worker or our own flush resumes us
             }
         }
+        // Budget spent: only a connection with nothing outstanding is read
+        // (knfsd reserves reply room before it takes a request); the
+        // others are retried as it drains.
+        if self.over_budget && (c.inflight.load(SeqCst) > 0 || c.queued_bytes() > 0) {
+            if !e.stalled {
+                e.stalled = true;
+                self.stalled.push(i);
+            }
+            return ReadOutcome::Stop;
+        }
+        let out = self.read_into_record(i);
+        // The partial record's bytes count against the budget.
+        if let Some(Some(e)) = self.conns.get_mut(i) {
+            let now = e.rd.partial_len();
+            let st = &self.shared.stats;
+            if now > e.held {
+                st.held_in.add((now - e.held) as u64);
+            } else {
+                st.held_out.add((e.held - now) as u64);
+            }
+            e.held = now;
+        }
+        out
+    }
+
+    /// The read syscall of `read_once`.
+    fn read_into_record(&mut self, i: usize) -> ReadOutcome {
+        let max_record = self.shared.limits.max_record;
+        let Some(Some(e)) = self.conns.get_mut(i) else {
+            return ReadOutcome::Stop;
+        };
+        let c = &e.conn;
         // A large fragment body goes straight into its record (one copy
         // from the socket, not two); headers and small calls use scratch.
         if e.rd.direct_wanted(DIRECT_MIN) {

@@ -111,6 +111,13 @@ pub trait Service: Send + Sync + 'static {
         Inline::Defer(req)
     }
 
+    /// The largest reply this record's call may produce, when that is
+    /// large (READ, READDIR): room reserved against `max_buffered_bytes`
+    /// while the call runs. 0 for small replies. Must be cheap.
+    fn reply_bound(&self, _record: &[u8]) -> usize {
+        0
+    }
+
     /// Whether a connection from `peer` may take a slot at all, asked once
     /// at accept (for NFS: some export lists it). Must be cheap.
     fn admit(&self, _peer: &SocketAddr) -> bool {
@@ -224,6 +231,13 @@ pub struct TransportConfig {
     /// Queued (unsent) reply bytes of one connection before the loop stops
     /// reading it. Default 4 MiB.
     pub max_conn_output: usize,
+    /// Bytes held across all connections for request records (received,
+    /// or waiting for and in a worker) and queued replies. Past it the
+    /// loops stop reading connections that have anything in flight or
+    /// queued: a client that never reads its replies stops being read,
+    /// instead of the server allocating, while a client with nothing
+    /// outstanding is still read. 0: no bound. Default 256 MiB.
+    pub max_buffered_bytes: usize,
     /// Close a connection that sent nothing for this long and has nothing in
     /// flight. Default 6 min (as knfsd).
     pub idle_timeout: Duration,
@@ -258,6 +272,7 @@ impl Default for TransportConfig {
             max_record: (1 << 20) + (64 << 10),
             max_inflight_per_conn: 64,
             max_conn_output: 4 << 20,
+            max_buffered_bytes: 256 << 20,
             idle_timeout: Duration::from_secs(360),
             shutdown_timeout: Duration::from_secs(10),
             pools: PoolLayout::PerLoop,
@@ -289,6 +304,8 @@ pub struct TransportStats {
     pub bytes_out: u64,
     /// Reply bytes queued on connections, not yet taken by the socket.
     pub reply_bytes_queued: u64,
+    /// Bytes held for records and queued replies (`max_buffered_bytes`).
+    pub buffered_bytes: u64,
     /// Records answered on the loop thread (run to completion), and records
     /// offered there that went to the pool after all.
     pub records_inline: u64,
@@ -317,6 +334,7 @@ pub(crate) struct Limits {
     pub max_record: usize,
     pub max_inflight_per_conn: usize,
     pub max_conn_output: usize,
+    pub max_buffered_bytes: usize,
     pub idle_timeout: Duration,
     pub shutdown_timeout: Duration,
 }
@@ -329,6 +347,20 @@ pub(crate) struct WorkerStats {
     /// Reply bytes ever queued / ever drained (or dropped) from queues.
     pub queued_in: StripedCounter,
     pub queued_out: StripedCounter,
+    /// Request bytes ever taken / let go: partial records and records
+    /// handed to workers.
+    pub held_in: StripedCounter,
+    pub held_out: StripedCounter,
+}
+
+impl WorkerStats {
+    /// Bytes held for records and queued replies, all connections (the
+    /// `max_buffered_bytes` budget). Sums every cell: once per loop turn.
+    pub fn buffered(&self) -> u64 {
+        let q = self.queued_in.sum().saturating_sub(self.queued_out.sum());
+        let h = self.held_in.sum().saturating_sub(self.held_out.sum());
+        q + h
+    }
 }
 
 /// Counters written only by one event loop.
@@ -494,6 +526,7 @@ impl Handle {
                 .queued_in
                 .sum()
                 .saturating_sub(sh.stats.queued_out.sum()),
+            buffered_bytes: sh.stats.buffered(),
             ..Default::default()
         };
         let r = |a: &AtomicU64| a.load(Ordering::Relaxed);

@@ -109,6 +109,11 @@ pub(crate) struct Direct {
 }
 
 impl RecordReader {
+    /// Bytes received of the record not yet complete.
+    pub fn partial_len(&self) -> usize {
+        self.rec.len()
+    }
+
     /// Bytes still owed by the fragment being received, if it has this
     /// many or more: the body can then go straight into the record.
     pub fn direct_wanted(&self, min: usize) -> bool {
