@@ -12,8 +12,11 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v nfs-ls >/dev/null 2>&1 || need_apt+=(libnfs-utils)
-# xfs_io: the power-cut test shuts the export's filesystem down with it.
+# xfs_io: the power-cut test shuts the export's filesystem down with it;
+# mkfs.xfs (same package): the inode-reuse handle test.
 command -v xfs_io >/dev/null 2>&1 || need_apt+=(xfsprogs)
+# fsfreeze, setpriv: the slow-calls and least-privilege tests.
+{ command -v fsfreeze && command -v setpriv; } >/dev/null 2>&1 || need_apt+=(util-linux)
 if [ ${#need_apt[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"
