@@ -180,6 +180,30 @@ fn mount_root(srv: &TestServer) -> Vec<u8> {
     }
 }
 
+/// A 1 MiB file "big" in the export, its handle (by MNT and LOOKUP over a
+/// raw socket) and the arguments of a READ of all of it.
+fn big_file(srv: &TestServer, dir: &std::path::Path) -> (rnfsd_proto::nfs3::NfsFh3, Enc) {
+    std::fs::write(dir.join("big"), vec![7u8; 1 << 20]).expect("big file");
+    let root = mount_root(srv);
+    let mut s = connect(srv.addr);
+    let fh = rnfsd_xdr::to_vec(&rnfsd_proto::nfs3::NfsFh3::new(root));
+    let mut look = Enc::new();
+    look.raw(&fh);
+    look.opaque(b"big");
+    let (h, body) = rpc(&mut s, &call(1, NFS_PROGRAM, 3, 3, look.as_slice()));
+    assert_eq!(h, ReplyHeader::Accepted(AcceptStat::Success));
+    let file = match rnfsd_xdr::from_slice::<rnfsd_proto::nfs3::Lookup3Res>(&body).expect("LOOKUP")
+    {
+        rnfsd_proto::nfs3::NfsRes::Ok(r) => r.object,
+        rnfsd_proto::nfs3::NfsRes::Fail(st, _) => panic!("LOOKUP: {st:?}"),
+    };
+    let mut read = Enc::new();
+    file.encode(&mut read);
+    read.u64(0);
+    read.u32(1 << 20);
+    (file, read)
+}
+
 /// Deterministic xorshift bytes.
 struct Rng(u64);
 
@@ -752,24 +776,8 @@ fn five_thousand_idle_connections() {
 #[test]
 fn client_that_never_reads() {
     let (d, srv, pid) = start("hostile-noread", &[]);
-    std::fs::write(d.path().join("big"), vec![7u8; 1 << 20]).expect("big file");
-    let root = mount_root(&srv);
+    let (_, read) = big_file(&srv, d.path());
     let mut s = connect(srv.addr);
-    let fh = rnfsd_xdr::to_vec(&rnfsd_proto::nfs3::NfsFh3::new(root));
-    let mut look = Enc::new();
-    look.raw(&fh);
-    look.opaque(b"big");
-    let (h, body) = rpc(&mut s, &call(1, NFS_PROGRAM, 3, 3, look.as_slice()));
-    assert_eq!(h, ReplyHeader::Accepted(AcceptStat::Success));
-    let file = match rnfsd_xdr::from_slice::<rnfsd_proto::nfs3::Lookup3Res>(&body).expect("LOOKUP")
-    {
-        rnfsd_proto::nfs3::NfsRes::Ok(r) => r.object,
-        rnfsd_proto::nfs3::NfsRes::Fail(st, _) => panic!("LOOKUP: {st:?}"),
-    };
-    let mut read = Enc::new();
-    file.encode(&mut read);
-    read.u64(0);
-    read.u32(1 << 20);
     let rss0 = rss_kib(pid);
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -860,24 +868,7 @@ fn a_thousand_clients_that_never_read_stay_within_the_budget() {
         "hostile-budget",
         &["--max-buffered-bytes", "67108864", "--splice-pipes", "0"],
     );
-    std::fs::write(d.path().join("big"), vec![7u8; 1 << 20]).expect("big file");
-    let root = mount_root(&srv);
-    let mut s = connect(srv.addr);
-    let fh = rnfsd_xdr::to_vec(&rnfsd_proto::nfs3::NfsFh3::new(root));
-    let mut look = Enc::new();
-    look.raw(&fh);
-    look.opaque(b"big");
-    let (h, body) = rpc(&mut s, &call(1, NFS_PROGRAM, 3, 3, look.as_slice()));
-    assert_eq!(h, ReplyHeader::Accepted(AcceptStat::Success));
-    let file = match rnfsd_xdr::from_slice::<rnfsd_proto::nfs3::Lookup3Res>(&body).expect("LOOKUP")
-    {
-        rnfsd_proto::nfs3::NfsRes::Ok(r) => r.object,
-        rnfsd_proto::nfs3::NfsRes::Fail(st, _) => panic!("LOOKUP: {st:?}"),
-    };
-    let mut read = Enc::new();
-    file.encode(&mut read);
-    read.u64(0);
-    read.u32(1 << 20);
+    let (file, read) = big_file(&srv, d.path());
     let args = read.into_vec();
     let mut burst = Vec::new();
     for xid in 0..32u32 {
