@@ -337,7 +337,8 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         tracing::warn!(
             uid = euid,
             "running unprivileged: every call is done as this user whatever uid the client \
-             claims, so anyone who can reach the port gets this user's access to the exports"
+             claims, so whoever can make calls (any local user, on an insecure export) gets \
+             this user's access to the exports"
         );
     }
     let cache_fds = s.cache_fd_budget(nofile).map_err(config_err)?;
