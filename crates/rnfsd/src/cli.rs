@@ -75,7 +75,7 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   handle_scan_waiters = 8        calls waiting for that walk at once
   handle_scan_wait_ms = 1000     then JUKEBOX (the client retries)
   act_as_caller = (root: true)   run calls as the caller's uid/gids
-  max_syncs_in_flight = 16       per export: fsyncs at once (group commit)
+  max_syncs_in_flight = 64       per export: fsyncs at once (group commit)
   blocking_threads = 64          pool for calls that wait for stable storage
   run_inline = true              answer from-memory calls on the loop thread
   splice_pipes = 32              pipes for READ by splice (2 fds each; 0:
@@ -235,7 +235,7 @@ pub struct ServeArgs {
     pub path_cache_entries: Option<usize>,
 
     /// Per export: syncs (fsync) running at once; more requests queue or
-    /// share one (group commit). [default: 16]
+    /// share one (group commit). [default: 64]
     #[arg(long, value_name = "N")]
     pub max_syncs_in_flight: Option<usize>,
 
