@@ -210,7 +210,8 @@ pub struct ServerConfig {
     pub max_record: Option<u32>,
     /// Largest READ/WRITE/READDIR transfer, advertised in FSINFO.
     pub max_io: u32,
-    /// Open client connections; more are refused until one closes.
+    /// Open client connections; at the limit the oldest idle one is closed
+    /// to make room, and a new one is refused only when none is idle.
     pub max_connections: usize,
     /// Open connections from one client address; 0 = no limit beyond
     /// `max_connections` (the default: NAT, containers and VMs often put

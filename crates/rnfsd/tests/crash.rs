@@ -65,17 +65,25 @@ fn file_id(name: &str) -> u32 {
         .fold(17u32, |h, c| h.wrapping_mul(31) ^ u32::from(c))
 }
 
-async fn unstable_writer(nfs: NfsClient, root: NfsFh3, name: String, acked: Arc<Mutex<Acked>>) {
-    let Ok(NfsRes::Ok(c)) = nfs
+/// `create_file` that does not panic: None once the server is gone (the
+/// cut came first).
+async fn try_create(nfs: &NfsClient, root: &NfsFh3, name: &str) -> Option<NfsFh3> {
+    match nfs
         .create(&Create3Args {
-            where_: dirop(&root, &name),
+            where_: dirop(root, name),
             how: CreateHow3::Unchecked(sattr_mode(0o644)),
         })
         .await
-    else {
+    {
+        Ok(NfsRes::Ok(c)) => c.obj,
+        _ => None,
+    }
+}
+
+async fn unstable_writer(nfs: NfsClient, root: NfsFh3, name: String, acked: Arc<Mutex<Acked>>) {
+    let Some(fh) = try_create(&nfs, &root, &name).await else {
         return;
     };
-    let Some(fh) = c.obj else { return };
     let id = file_id(&name);
     for gen in 1u32.. {
         let mut verfs = HashSet::new();
@@ -122,16 +130,9 @@ async fn unstable_writer(nfs: NfsClient, root: NfsFh3, name: String, acked: Arc<
 }
 
 async fn stable_writer(nfs: NfsClient, root: NfsFh3, name: String, acked: Arc<Mutex<Acked>>) {
-    let Ok(NfsRes::Ok(c)) = nfs
-        .create(&Create3Args {
-            where_: dirop(&root, &name),
-            how: CreateHow3::Unchecked(sattr_mode(0o644)),
-        })
-        .await
-    else {
+    let Some(fh) = try_create(&nfs, &root, &name).await else {
         return;
     };
-    let Some(fh) = c.obj else { return };
     let id = file_id(&name);
     for gen in 1u32.. {
         let b = u64::from(gen) % BLOCKS;

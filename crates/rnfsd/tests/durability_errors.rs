@@ -60,6 +60,15 @@ fn data_on_disk(path: &std::path::Path, mib: usize) -> bool {
         })
 }
 
+/// A COMMIT that answered OK with the verifier the WRITEs carried promised
+/// their data: it must be on the device.
+fn assert_not_lost(r: &Result<Verf3, Nfsstat3>, writes: Verf3, fs: &LoopFs) {
+    assert!(
+        !matches!(r, Ok(v) if *v == writes) || data_on_disk(&fs.mnt.join("export/data"), MIB),
+        "COMMIT answered OK with the verifier of writes whose data was lost"
+    );
+}
+
 async fn commit(nfs: &NfsClient, fh: &NfsFh3) -> Result<Verf3, Nfsstat3> {
     match nfs
         .commit(&Commit3Args {
@@ -76,13 +85,21 @@ async fn commit(nfs: &NfsClient, fh: &NfsFh3) -> Result<Verf3, Nfsstat3> {
 }
 
 fn start(tag: &str) -> Option<(LoopFs, TestServer)> {
+    start_with(tag, &[])
+}
+
+/// The export on a thin volume with `data` preallocated; `extra` server
+/// arguments.
+fn start_with(tag: &str, extra: &[&str]) -> Option<(LoopFs, TestServer)> {
     if common::skip(tag, unavailable(&[])) {
         return None;
     }
     let fs = LoopFs::thin(tag, 512, 64);
     let export = fs.subdir("export");
     fs.preallocated("export/data", (MIB * CHUNK) as u64);
-    let srv = TestServer::start_with(&export, &["--no-rpcbind"]);
+    let mut args = vec!["--no-rpcbind"];
+    args.extend_from_slice(extra);
+    let srv = TestServer::start_with(&export, &args);
     Some((fs, srv))
 }
 
@@ -106,10 +123,7 @@ async fn an_error_seen_by_another_commit_still_reaches_the_writer() {
             "the injected error must fail the first COMMIT (else nothing was injected): {rb:?}"
         );
         let ra = commit(&a.nfs, &fh).await;
-        assert!(
-            !matches!(ra, Ok(v) if v == v1) || data_on_disk(&fs.mnt.join("export/data"), MIB),
-            "COMMIT answered OK with the verifier of writes whose data was lost"
-        );
+        assert_not_lost(&ra, v1, &fs);
         eprintln!("B's COMMIT: {rb:?}; A's COMMIT: {ra:?} (A's writes carried {v1:?})");
     })
     .await;
@@ -135,10 +149,7 @@ async fn an_error_is_not_lost_with_an_evicted_inode() {
         let r = commit(&a.nfs, &fh).await;
         // OK with the writes' verifier is right only if the data made it
         // (writeback may have finished before the volume filled up).
-        assert!(
-            !matches!(r, Ok(v) if v == v1) || data_on_disk(&fs.mnt.join("export/data"), MIB),
-            "COMMIT answered OK with the verifier of writes whose data was lost"
-        );
+        assert_not_lost(&r, v1, &fs);
         eprintln!("COMMIT after writeback failed and caches dropped: {r:?}");
     })
     .await;
@@ -151,13 +162,9 @@ async fn an_error_is_not_lost_with_an_evicted_inode() {
 /// settled first).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_error_of_an_evicted_writer_still_reaches_the_client() {
-    if common::skip("evicted writer", unavailable(&[])) {
+    let Some((fs, srv)) = start_with("wberr-evicted", &["--open-file-cache-entries", "1"]) else {
         return;
-    }
-    let fs = LoopFs::thin("wberr-evicted", 512, 64);
-    let export = fs.subdir("export");
-    fs.preallocated("export/data", (MIB * CHUNK) as u64);
-    let srv = TestServer::start_with(&export, &["--no-rpcbind", "--open-file-cache-entries", "1"]);
+    };
     bounded(async {
         let a = mount(&srv).await;
         let fh = lookup(&a.nfs, &a.root, "data").await;
@@ -179,10 +186,7 @@ async fn an_error_of_an_evicted_writer_still_reaches_the_client() {
                 .await,
         );
         let r = commit(&a.nfs, &fh).await;
-        assert!(
-            !matches!(r, Ok(v) if v == v1) || data_on_disk(&fs.mnt.join("export/data"), MIB),
-            "COMMIT answered OK with the verifier of writes whose data was lost"
-        );
+        assert_not_lost(&r, v1, &fs);
         eprintln!(
             "COMMIT after the writer was evicted and writeback failed: {r:?} (writes: {v1:?})"
         );

@@ -284,6 +284,11 @@ struct EventLoop {
     stalled: Vec<usize>,
     /// `max_buffered_bytes` is spent (computed once per turn).
     over_budget: bool,
+    /// Bytes buffered across all loops when last summed, and the reply
+    /// room this loop reserved since: summing every per-CPU cell per call
+    /// would cost a cache line per CPU on each one.
+    buffered_seen: u64,
+    reserved_since: u64,
     warned_budget: bool,
     scratch: Box<[u8]>,
     evbuf: Vec<(Token, bool, bool)>,
@@ -322,6 +327,8 @@ impl EventLoop {
             run: VecDeque::new(),
             stalled: Vec::new(),
             over_budget: false,
+            buffered_seen: 0,
+            reserved_since: 0,
             warned_budget: false,
             scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
             evbuf: Vec::with_capacity(256),
@@ -706,7 +713,11 @@ impl EventLoop {
 
     fn process_run(&mut self) {
         let budget = self.shared.limits.max_buffered_bytes as u64;
-        self.over_budget = budget > 0 && self.shared.stats.buffered() > budget;
+        if budget > 0 {
+            self.buffered_seen = self.shared.stats.buffered();
+            self.reserved_since = 0;
+        }
+        self.over_budget = budget > 0 && self.buffered_seen > budget;
         for _ in 0..self.run.len() {
             let Some(i) = self.run.pop_front() else {
                 break;
@@ -756,9 +767,16 @@ impl EventLoop {
             let bound = self.shared.service.reply_bound(&data);
             let budget = self.shared.limits.max_buffered_bytes as u64;
             let outstanding = c.inflight.load(SeqCst) > 0 || c.queued_bytes() > 0;
+            // The turn's sum plus what this loop reserved since, summed
+            // again once that reaches a sixteenth of the budget (other
+            // loops' reservations are seen then).
+            if budget > 0 && bound > 0 && self.reserved_since >= budget / 16 {
+                self.buffered_seen = self.shared.stats.buffered();
+                self.reserved_since = 0;
+            }
             if budget > 0
                 && (outstanding || bound > FREE_REPLY)
-                && self.shared.stats.buffered() + bound as u64 > budget
+                && self.buffered_seen + self.reserved_since + bound as u64 > budget
             {
                 e.rd.ready.push_front(data);
                 if !e.stalled {
@@ -774,6 +792,7 @@ impl EventLoop {
                 }
                 return Submitted::Blocked;
             }
+            self.reserved_since += bound as u64;
             let route = self.shared.service.route(&data);
             let mut deferred = false;
             // Run to completion: what the service can answer from memory is

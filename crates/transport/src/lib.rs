@@ -38,11 +38,15 @@
 //!   `max_conn_output` reply bytes queued, and resumes when it drains; when
 //!   the pool queue is full it retries every millisecond. Per-connection
 //!   memory is thus bounded by about `max_record` + one 64 KiB read of
-//!   records + `max_conn_output` + the replies of the in-flight requests.
+//!   records + `max_conn_output` + the replies of the in-flight requests;
+//!   across connections, `max_buffered_bytes` bounds records, the room
+//!   reserved for large replies ([`Service::reply_bound`]) and queued
+//!   replies together.
 //! - Buffers: each loop reads into one reused 64 KiB buffer and copies each
 //!   record into an exactly-sized `Vec` (capacity reserved from the
 //!   fragment header, after the `max_record` check) that becomes
-//!   `Request::data`; the reply `Vec` from the service is written as is, its
+//!   `Request::data`; a large fragment body is read straight into that
+//!   `Vec`, with no copy through the buffer; the reply `Vec` from the service is written as is, its
 //!   4 reserved bytes holding the record mark. A reply may end in a pipe
 //!   ([`Spliced`]): its bytes go from the pipe to the socket by splice(2),
 //!   so file data reaches the socket with no user-space copy.
@@ -213,8 +217,9 @@ pub struct TransportConfig {
     pub listeners: Vec<TcpListener>,
     /// Event-loop threads. Default 1 (the loops only read; workers reply).
     pub event_threads: usize,
-    /// Open connections at most; more are accepted and closed at once.
-    /// Default 1024 (the fd limit is 20,000).
+    /// Open connections at most; at the limit the oldest idle one is
+    /// closed to make room, and a new one is accepted and closed at once
+    /// only when none is idle. Default 1024 (the fd limit is 20,000).
     pub max_connections: usize,
     /// Open connections from one client address at most (0 = no limit
     /// beyond `max_connections`); more are accepted and closed at once.

@@ -57,14 +57,9 @@ pub(super) fn read(
     buf: &mut Vec<u8>,
 ) -> FsResult<(bool, Attr)> {
     let (o, f) = fs.open_regular(cred, fh, Access::Read)?;
-    // RFC 1813 §3.3.6: a READ at or past end of file is no data and eof,
-    // whatever the offset (pread would say EINVAL above i64::MAX).
-    if offset >= o.st.size {
+    let Some(want) = read_span(&o, offset, count) else {
         return Ok((true, fs.attr(&o.st)));
-    }
-    // The kernel refuses offset + count beyond i64::MAX (EINVAL).
-    let room = (i64::MAX as u64).saturating_sub(offset);
-    let want = u64::from(count.min(MAX_READ)).min(room) as usize;
+    };
     let n = if crate::inline::active() {
         // From the page cache only: anything else waits for the disk.
         match sys::pread_nowait(f.fd.as_raw_fd(), offset, want, buf) {
@@ -74,11 +69,34 @@ pub(super) fn read(
     } else {
         sys::pread_full(f.fd.as_raw_fd(), offset, want, buf)?
     };
+    read_end(fs, &o, f.fd.as_raw_fd(), offset, n)
+}
+
+/// Bytes a READ of `count` at `offset` asks of the file, or None when it
+/// starts at or past end of file (RFC 1813 §3.3.6: no data and eof, for
+/// any offset; pread would say EINVAL above i64::MAX).
+fn read_span(o: &Obj<'_>, offset: u64, count: u32) -> Option<usize> {
+    if offset >= o.st.size {
+        return None;
+    }
+    // The kernel refuses offset + count beyond i64::MAX (EINVAL).
+    let room = (i64::MAX as u64).saturating_sub(offset);
+    Some(u64::from(count.min(MAX_READ)).min(room) as usize)
+}
+
+/// Eof and attributes after `n` bytes read at `offset`: the size seen
+/// before reading decides eof; a file that grew meanwhile is stat'ed again
+/// so the attributes cover the data sent.
+fn read_end(
+    fs: &LocalFs,
+    o: &Obj<'_>,
+    fd: std::os::fd::RawFd,
+    offset: u64,
+    n: usize,
+) -> FsResult<(bool, Attr)> {
     let end = offset.saturating_add(n as u64);
-    // The size seen before reading decides eof; a file that grew meanwhile
-    // is stat'ed again so the attributes cover the data sent.
     let st = if end > o.st.size {
-        sys::fstat(f.fd.as_raw_fd())?
+        sys::fstat(fd)?
     } else {
         o.st
     };
@@ -96,11 +114,9 @@ pub(super) fn read_to_pipe(
     pipe: BorrowedFd<'_>,
 ) -> FsResult<(u32, bool, Attr)> {
     let (o, f) = fs.open_regular(cred, fh, Access::Read)?;
-    if offset >= o.st.size {
+    let Some(want) = read_span(&o, offset, count) else {
         return Ok((0, true, fs.attr(&o.st)));
-    }
-    let room = (i64::MAX as u64).saturating_sub(offset);
-    let want = u64::from(count.min(MAX_READ)).min(room) as usize;
+    };
     let fd = f.fd.as_raw_fd();
     // On the event loop only pages already cached: splice itself would
     // wait for the disk (SPLICE_F_NONBLOCK is about the pipe).
@@ -110,13 +126,8 @@ pub(super) fn read_to_pipe(
         return Err(crate::inline::give_up());
     }
     let n = sys::splice_to_pipe(fd, offset, pipe.as_raw_fd(), want)?;
-    let end = offset.saturating_add(n as u64);
-    let st = if end > o.st.size {
-        sys::fstat(fd)?
-    } else {
-        o.st
-    };
-    Ok((n as u32, end >= st.size, fs.attr(&st)))
+    let (eof, attr) = read_end(fs, &o, fd, offset, n)?;
+    Ok((n as u32, eof, attr))
 }
 
 pub(super) fn write(
