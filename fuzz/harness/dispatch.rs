@@ -54,18 +54,18 @@ impl Env {
             ..LocalOptions::default()
         };
         let fs = LocalFs::open(dir, 1, opts).expect("open export");
-        let server = Server {
-            exports: vec![Export::new(
+        let server = Server::new(
+            vec![Export::new(
                 1,
                 path.clone(),
                 Arc::new(fs),
                 ExportAccess::allow_all(false),
             )],
-            write_verifier: Arc::new(rnfsd_fs::WriteVerifier::new([1; 8])),
-            max_io: 1 << 20,
+            Arc::new(rnfsd_fs::WriteVerifier::new([1; 8])),
+            1 << 20,
             // READ data copied: the reply is all bytes, for the checks.
-            pipes: None,
-        };
+            None,
+        );
         let mut env = Env {
             server,
             drc: Drc::new(DrcConfig::default()),

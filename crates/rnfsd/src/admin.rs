@@ -7,6 +7,7 @@
 //! - `raw`: /proc/net/rpc/nfsd-style lines
 //! - `report`: the nfsstat-like report
 //! - `reset`: zero the counters; answers `ok`
+//! - `exports`: what is exported now, as `exportfs -v` prints it
 //! - `help`: this list
 //!
 //! Bounds: command lines of 256 bytes, 5 s to send one, 4 clients at once
@@ -31,11 +32,21 @@ const MAX_LINE: u64 = 256;
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_CLIENTS: usize = 4;
 
-const HELP: &str = "commands: snapshot | prometheus | raw | report | reset | help\n";
+const HELP: &str = "commands: snapshot | prometheus | raw | report | reset | exports | help\n";
+
+/// What the socket reads from the server: its counters and a view of the
+/// exports in force.
+#[derive(Clone)]
+pub struct Sources {
+    pub stats: Arc<Registry>,
+    pub exports: Arc<dyn Fn() -> String + Send + Sync>,
+}
 
 /// The answer to one command line.
-pub fn answer(cmd: &str, stats: &Registry) -> String {
+pub fn answer(cmd: &str, src: &Sources) -> String {
+    let stats = &src.stats;
     match cmd.trim() {
+        "exports" => (src.exports)(),
         "snapshot" => {
             let mut s = stats.snapshot().to_json();
             s.push('\n');
@@ -81,7 +92,7 @@ fn bind_private(path: &Path) -> io::Result<UnixListener> {
 }
 
 impl AdminSocket {
-    pub fn start(path: &Path, stats: Arc<Registry>) -> io::Result<AdminSocket> {
+    pub fn start(path: &Path, src: Sources) -> io::Result<AdminSocket> {
         if path.exists() {
             // A live server answers; a stale file from a crash does not.
             if UnixStream::connect(path).is_ok() {
@@ -106,7 +117,7 @@ impl AdminSocket {
                     let _ = c.write_all(b"error: busy\n");
                     return;
                 }
-                let (st, cl) = (stats.clone(), clients.clone());
+                let (st, cl) = (src.clone(), clients.clone());
                 let spawned = std::thread::Builder::new()
                     .name("rnfsd-admin-client".into())
                     .spawn(move || {
@@ -148,13 +159,13 @@ impl Drop for AdminSocket {
     }
 }
 
-fn serve_one(c: UnixStream, stats: &Registry) -> io::Result<()> {
+fn serve_one(c: UnixStream, src: &Sources) -> io::Result<()> {
     c.set_read_timeout(Some(IO_TIMEOUT))?;
     c.set_write_timeout(Some(IO_TIMEOUT))?;
     let mut line = String::new();
     BufReader::new((&c).take(MAX_LINE)).read_line(&mut line)?;
     let mut w = &c;
-    w.write_all(answer(&line, stats).as_bytes())?;
+    w.write_all(answer(&line, src).as_bytes())?;
     w.flush()?;
     linger_close(&c)
 }
@@ -180,6 +191,13 @@ mod tests {
     use crate::programs::nfs3::NFS3;
     use std::os::unix::fs::FileTypeExt;
 
+    fn sources(reg: &Arc<Registry>) -> Sources {
+        Sources {
+            stats: reg.clone(),
+            exports: Arc::new(|| "/srv/a\t<world>(ro)\n".to_owned()),
+        }
+    }
+
     #[test]
     fn socket_is_private_and_answers() {
         let d = tempfile::tempdir().unwrap();
@@ -188,12 +206,12 @@ mod tests {
             rnfsd_stats::Mode::Percore,
             proc_descs(&[&NFS3]),
         ));
-        let mut a = AdminSocket::start(&p, reg.clone()).unwrap();
+        let mut a = AdminSocket::start(&p, sources(&reg)).unwrap();
         let m = std::fs::metadata(&p).unwrap();
         assert!(m.file_type().is_socket());
         assert_eq!(m.permissions().mode() & 0o777, 0o600);
         // A second server on the same path is refused.
-        assert!(AdminSocket::start(&p, reg.clone()).is_err());
+        assert!(AdminSocket::start(&p, sources(&reg)).is_err());
 
         let s = rnfsd_stats::Snapshot::from_json(&query(&p, "snapshot").unwrap()).unwrap();
         assert_eq!(s.procs.len(), 22);
@@ -202,6 +220,7 @@ mod tests {
             .contains("# TYPE rnfsd_rpc_calls_total counter"));
         assert!(query(&p, "raw").unwrap().contains("proc3 22 0"));
         assert_eq!(query(&p, "reset").unwrap(), "ok\n");
+        assert_eq!(query(&p, "exports").unwrap(), "/srv/a\t<world>(ro)\n");
         assert!(query(&p, "bogus").unwrap().starts_with("error: unknown"));
         // An over-long line is cut at the bound, not buffered.
         assert!(query(&p, &"x".repeat(10_000))
@@ -212,7 +231,7 @@ mod tests {
         // A stale file (no server) is replaced.
         let stale = UnixListener::bind(&p).unwrap();
         drop(stale);
-        let _a = AdminSocket::start(&p, reg).unwrap();
+        let _a = AdminSocket::start(&p, sources(&reg)).unwrap();
         assert_eq!(query(&p, "help").unwrap(), HELP);
     }
 }

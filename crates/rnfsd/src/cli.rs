@@ -34,6 +34,9 @@ pub enum Command {
     /// Show a running server's statistics (through its admin socket):
     /// an nfsstat-like report, --raw lines, or a --watch live view.
     Stats(crate::stats_cmd::StatsArgs),
+    /// List what a running server exports, with the effective options of
+    /// each client, as `exportfs -v` does (through its admin socket).
+    Exportfs(crate::stats_cmd::AdminArgs),
 }
 
 /// The configuration file's keys, shown by `rnfsd serve --help`.
@@ -431,6 +434,13 @@ impl ServeArgs {
                 sync: !self.async_,
                 ..ExportConfig::new(d.clone())
             });
+        }
+        // A file may export nothing yet (a reload adds exports); a command
+        // line with nothing to export is a mistake.
+        if c.exports.is_empty() && self.config.is_none() {
+            return Err(ConfigError(
+                "nothing to export: give a directory or --config FILE".into(),
+            ));
         }
         c.validate()?;
         Ok(c)

@@ -6,11 +6,13 @@
 
 pub mod access;
 pub mod admin;
+pub mod advice;
 pub mod cli;
 pub mod config;
 pub mod drc;
 mod endpoint;
 pub mod keys;
+pub mod live;
 pub mod metrics;
 pub mod privileges;
 pub mod programs;

@@ -12,16 +12,15 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use rnfsd::cli::{Cli, Command, ServeArgs};
-use rnfsd::config::{self, Config, HandleMode, ResolvedExport};
+use rnfsd::config::{self, Config};
 use rnfsd::programs::mount::MOUNT;
 use rnfsd::programs::nfs3::NFS3;
 use rnfsd::programs::portmap::{self, Registration, PORTMAP};
 use rnfsd::rpc::dispatch::Policy;
 use rnfsd::service::RpcService;
-use rnfsd::state::{Export, Server};
-use rnfsd::{admin, keys, metrics, rpcbind};
+use rnfsd::state::Server;
+use rnfsd::{admin, keys, live, metrics, rpcbind};
 use rnfsd_fs::cache::Caches;
-use rnfsd_fs::local::{self, LocalFs, LocalOptions};
 use rnfsd_fs::WriteVerifier;
 
 /// Exit status for a configuration or usage problem (as clap uses).
@@ -33,6 +32,16 @@ fn main() -> ExitCode {
         Command::CheckConfig { file } => check_config(&file),
         Command::Stats(a) => match rnfsd::stats_cmd::run(&a, &mut std::io::stdout().lock()) {
             Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("rnfsd: error: {e}");
+                ExitCode::from(1)
+            }
+        },
+        Command::Exportfs(a) => match a.ask("exports") {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
             Err(e) => {
                 eprintln!("rnfsd: error: {e}");
                 ExitCode::from(1)
@@ -117,14 +126,6 @@ fn init_logging(level: Option<&str>) -> Result<(), Failure> {
     Ok(())
 }
 
-fn local_mode(m: HandleMode) -> local::HandleMode {
-    match m {
-        HandleMode::Auto => local::HandleMode::Auto,
-        HandleMode::Kernel => local::HandleMode::Kernel,
-        HandleMode::Path => local::HandleMode::Path,
-    }
-}
-
 /// Raises the open-files soft limit to the hard limit (caches and
 /// connections are sized from it) and returns it.
 fn raise_nofile() -> u64 {
@@ -149,98 +150,11 @@ fn raise_nofile() -> u64 {
     r.rlim_cur
 }
 
-fn open_exports(
-    cfg: &Config,
-    exports: &[ResolvedExport],
-    key: [u8; 32],
-    caches: &Arc<Caches>,
-    verifier: &Arc<WriteVerifier>,
-) -> Result<Vec<Export>, Failure> {
-    let s = &cfg.server;
-    let mut out = Vec::with_capacity(exports.len());
-    for e in exports {
-        let mut o = LocalOptions {
-            handle_mode: local_mode(e.handle_mode),
-            handle_key: key,
-            cross_mounts: e.cross_mounts,
-            caches: Some(caches.clone()),
-            write_verifier: Some(verifier.clone()),
-            sync: e.sync,
-            ..LocalOptions::default()
-        };
-        if let Some(v) = s.act_as_caller {
-            o.act_as_caller = v;
-        }
-        for (dst, src) in [
-            (&mut o.path_cache_entries, s.path_cache_entries),
-            (&mut o.handle_scan_limit, s.handle_scan_limit),
-            (&mut o.handle_scan_waiters, s.handle_scan_waiters),
-            (&mut o.object_cache_entries, s.object_cache_entries),
-            (&mut o.open_file_cache_entries, s.open_file_cache_entries),
-            (&mut o.max_syncs_in_flight, s.max_syncs_in_flight),
-        ] {
-            if let Some(v) = src {
-                *dst = v;
-            }
-        }
-        if let Some(ms) = s.handle_scan_wait_ms {
-            o.handle_scan_wait = std::time::Duration::from_millis(ms);
-        }
-        let fs = LocalFs::open(&e.path, e.id, o)
-            .map_err(|x| runtime_err(format!("export {}: {x}", e.path.display())))?;
-        let path = e
-            .path
-            .to_str()
-            .ok_or_else(|| config_err(format!("export {}: not UTF-8", e.path.display())))?
-            .to_owned();
-        tracing::info!(path, id = e.id, sync = e.sync, clients = %describe_access(&e.access), "export");
-        if e.access.rules().iter().any(|r| !r.opts.secure) {
-            tracing::warn!(path, "export is insecure for some clients: their calls may come from any source port, so any local user on such a client can claim any uid");
-        }
-        if !e.sync {
-            tracing::warn!(path, "export is async: namespace changes and SETATTR are answered before they reach stable storage; a crash of this host can undo them");
-        }
-        out.push(Export::new(e.id, path, Arc::new(fs), e.access.clone()).with_sync(e.sync));
-    }
-    Ok(out)
-}
-
-/// "10.0.0.0/8(rw,root_squash) *(ro,...)" for logs.
-fn describe_access(a: &rnfsd::access::ExportAccess) -> String {
-    let v: Vec<String> = a
-        .rules()
-        .iter()
-        .map(|r| {
-            let o = &r.opts;
-            format!(
-                "{}({},{},{}{})",
-                r.spec,
-                if o.read_only { "ro" } else { "rw" },
-                if o.all_squash {
-                    "all_squash"
-                } else if o.root_squash {
-                    "root_squash"
-                } else {
-                    "no_root_squash"
-                },
-                if o.secure { "secure" } else { "insecure" },
-                if o.all_squash || o.root_squash {
-                    format!(",anonuid={},anongid={}", o.anonuid, o.anongid)
-                } else {
-                    String::new()
-                }
-            )
-        })
-        .collect();
-    v.join(" ")
-}
-
-/// SIGHUP: re-read the configuration and apply export access changes
-/// (clients and their options) in place. Connections stay up; calls
-/// already running finish under the old rules. Anything else (exports
-/// added or removed, [server] keys, handle modes) needs a restart and is
-/// left as it was, with a log line.
-fn reload(args: &ServeArgs, running: &Config, server: &Server) {
+/// SIGHUP: re-read the configuration (and the exports file) and put its
+/// exports in force: added, removed, reopened or given new client options,
+/// with connections kept (see `live`). `running` becomes the new file's
+/// exports when that worked.
+fn reload(args: &ServeArgs, running: &mut Config, server: &Server, opener: &live::Opener) {
     let cfg = match args.to_config() {
         Ok(c) => c,
         Err(e) => {
@@ -248,44 +162,20 @@ fn reload(args: &ServeArgs, running: &Config, server: &Server) {
             return;
         }
     };
-    let exports = match config::resolve_exports(&cfg.exports) {
-        Ok(x) => x,
-        Err(e) => {
-            tracing::error!("SIGHUP: configuration not reloaded: {e}");
-            return;
-        }
-    };
-    let same_set = exports.len() == server.exports.len()
-        && exports.iter().all(|r| {
-            server
-                .exports
-                .iter()
-                .any(|e| e.id == r.id && Path::new(&e.path) == r.path)
-        });
-    if !same_set {
-        tracing::error!(
-            "SIGHUP: exports were added, removed or re-numbered; that needs a restart: nothing changed"
-        );
-        return;
-    }
-    if cfg.server != running.server {
-        tracing::warn!("SIGHUP: [server] changes need a restart and were not applied");
-    }
-    let old = config::resolve_exports(&running.exports).unwrap_or_default();
-    for r in &exports {
-        if let Some(o) = old.iter().find(|o| o.id == r.id) {
-            if (o.handle_mode, o.cross_mounts, o.sync) != (r.handle_mode, r.cross_mounts, r.sync) {
-                tracing::warn!(path = %r.path.display(), "SIGHUP: handle_mode, cross_mounts and sync changes need a restart");
+    match live::apply(server, running, &cfg, opener) {
+        Ok(changes) => {
+            for c in &changes {
+                tracing::info!("SIGHUP: {c}");
             }
+            running.exports = cfg.exports;
+            tracing::info!(
+                exports = server.exports().len(),
+                changes = changes.len(),
+                "SIGHUP: configuration reloaded"
+            );
         }
-        if let Some(e) = server.exports.iter().find(|e| e.id == r.id) {
-            if **e.access() != r.access {
-                e.set_access(r.access.clone());
-                tracing::info!(path = e.path, clients = %describe_access(&r.access), "SIGHUP: export options changed");
-            }
-        }
+        Err(e) => tracing::error!("SIGHUP: configuration not reloaded, nothing changed: {e}"),
     }
-    tracing::info!("SIGHUP: configuration reloaded");
 }
 
 /// Programs and versions we serve on `addr`, for the port mapper tables.
@@ -343,39 +233,51 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     }
     let cache_fds = s.cache_fd_budget(nofile).map_err(config_err)?;
     tracing::info!(nofile, cache_fds, "descriptor budget of the caches");
-    let caches = Caches::new(cache_fds);
-    let write_verifier = Arc::new(WriteVerifier::new(keys::new_write_verifier()));
-    let server = Arc::new(Server {
-        exports: open_exports(&cfg, &exports, key, &caches, &write_verifier)?,
-        write_verifier,
-        max_io: s.max_io,
-        // A pipe holds the largest READ's data.
-        pipes: (s.splice_pipes > 0)
-            .then(|| rnfsd_transport::PipePool::new(s.splice_pipes, s.max_io as usize)),
-    });
-    let policy = Policy {
-        allow_auth_none: s.allow_auth_none,
-    };
     // The counters belong to the process, not to a configuration: a reload
-    // would keep them.
+    // keeps them.
     let stats = Arc::new(rnfsd_stats::Registry::new(
         s.stats,
         metrics::proc_descs(&[&NFS3, &MOUNT, &PORTMAP]),
     ));
-    for e in &server.exports {
-        let (b, path, v) = (
-            e.backend.clone(),
-            e.path.clone(),
-            server.write_verifier.clone(),
-        );
-        stats.add_export(move || metrics::export_counts(&path, &b.stats(), v.resets()));
+    let opener = live::Opener {
+        key,
+        caches: Caches::new(cache_fds),
+        verifier: Arc::new(WriteVerifier::new(keys::new_write_verifier())),
+        stats: stats.clone(),
+    };
+    let mut opened = Vec::with_capacity(exports.len());
+    for e in &exports {
+        opened.push(opener.open(s, e).map_err(runtime_err)?);
     }
+    if opened.is_empty() {
+        tracing::warn!(
+            "nothing is exported yet: add [[export]] tables or `exports = FILE` to the \
+             configuration, then reload (SIGHUP)"
+        );
+    }
+    let server = Arc::new(Server::new(
+        Vec::new(),
+        opener.verifier.clone(),
+        s.max_io,
+        // A pipe holds the largest READ's data.
+        (s.splice_pipes > 0)
+            .then(|| rnfsd_transport::PipePool::new(s.splice_pipes, s.max_io as usize)),
+    ));
+    server.set_exports(opened);
+    let policy = Policy {
+        allow_auth_none: s.allow_auth_none,
+    };
     // Before any thread that creates files exists (it narrows the umask).
     let admin_path = s
         .admin_socket
         .clone()
         .unwrap_or_else(|| state_dir.join(admin::DEFAULT_NAME));
-    let mut admin = admin::AdminSocket::start(&admin_path, stats.clone())
+    let view = server.clone();
+    let sources = admin::Sources {
+        stats: stats.clone(),
+        exports: Arc::new(move || live::exportfs(&view)),
+    };
+    let mut admin = admin::AdminSocket::start(&admin_path, sources)
         .map_err(|e| runtime_err(format!("admin socket {}: {e}", admin_path.display())))?;
     let mut metrics_server = match s.metrics {
         Some(a) => Some(
@@ -426,7 +328,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
             .map_err(|e| runtime_err(format!("port file {}: {e}", p.display())))?;
     }
 
-    let paths: Vec<String> = server.exports.iter().map(|e| e.path.clone()).collect();
+    let paths: Vec<String> = server.exports().iter().map(|e| e.path.clone()).collect();
     let mut what = String::from("nfs v3, mount v3");
     if s.portmap {
         what.push_str(&format!(", portmap on {}", list(&running.portmap_addrs())));
@@ -440,12 +342,37 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         let _ = writeln!(
             out,
             "rnfsd: serving {} on {} ({what})",
-            paths.join(", "),
+            if paths.is_empty() {
+                "nothing yet".to_owned()
+            } else {
+                paths.join(", ")
+            },
             list(&bound)
         );
+        for n in first_run_notes(&server, &bound, euid) {
+            let _ = writeln!(out, "rnfsd: note: {n}");
+        }
         let _ = out.flush();
     }
-    wait_for_shutdown_signal(&mut signals, || reload(args, &cfg, &server));
+    // systemd (Type=notify): listeners bound, handle key loaded, exports
+    // open. Without NOTIFY_SOCKET this does nothing.
+    notify(&[
+        sd_notify::NotifyState::Ready,
+        sd_notify::NotifyState::Status(&format!("serving {} export(s)", paths.len())),
+    ]);
+    let mut running_cfg = cfg.clone();
+    wait_for_shutdown_signal(&mut signals, || {
+        let mut st = vec![sd_notify::NotifyState::Reloading];
+        st.extend(sd_notify::NotifyState::monotonic_usec_now().ok());
+        notify(&st);
+        reload(args, &mut running_cfg, &server, &opener);
+        let status = format!("serving {} export(s)", server.exports().len());
+        notify(&[
+            sd_notify::NotifyState::Ready,
+            sd_notify::NotifyState::Status(&status),
+        ]);
+    });
+    notify(&[sd_notify::NotifyState::Stopping]);
     tracing::info!("shutting down");
     if let Some(r) = &rpcbind_reg {
         r.unregister();
@@ -459,9 +386,38 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `advice::notes` for the exports in force.
+fn first_run_notes(server: &Server, listen: &[SocketAddr], euid: u32) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let exports = server.exports();
+    let access: Vec<_> = exports.iter().map(|e| e.access()).collect();
+    let facts: Vec<rnfsd::advice::ExportFacts<'_>> = exports
+        .iter()
+        .zip(&access)
+        .filter_map(|(e, a)| {
+            let m = std::fs::metadata(&e.path).ok()?;
+            Some(rnfsd::advice::ExportFacts {
+                path: &e.path,
+                owner: m.uid(),
+                mode: m.mode(),
+                access: a,
+            })
+        })
+        .collect();
+    rnfsd::advice::notes(euid, listen, &facts)
+}
+
+/// Tell the service manager (systemd's NOTIFY_SOCKET) our state; a failure
+/// is logged, never fatal.
+fn notify(state: &[sd_notify::NotifyState<'_>]) {
+    if let Err(e) = sd_notify::notify(state) {
+        tracing::warn!("sd_notify: {e}");
+    }
+}
+
 /// Block until SIGINT or SIGTERM; SIGHUP runs `on_hup` (configuration
 /// reload).
-fn wait_for_shutdown_signal(signals: &mut Signals, on_hup: impl Fn()) {
+fn wait_for_shutdown_signal(signals: &mut Signals, mut on_hup: impl FnMut()) {
     for sig in signals.forever() {
         match sig {
             SIGHUP => on_hup(),

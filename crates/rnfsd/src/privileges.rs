@@ -35,9 +35,15 @@ pub fn drop_unneeded() -> Result<Vec<Capability>, String> {
     let err =
         |what: &str, e: caps::errors::CapsError| format!("dropping capabilities ({what}): {e}");
     // Bounding first: dropping from it needs CAP_SETPCAP, still effective.
-    let bounding = caps::read(None, CapSet::Bounding).map_err(|e| err("read bounding", e))?;
-    for c in bounding.difference(&keep) {
-        caps::drop(None, CapSet::Bounding, *c).map_err(|e| err("bounding", e))?;
+    // Without it (an ordinary user; or a service manager that already
+    // bounded the set, as systemd's CapabilityBoundingSet= does) nothing
+    // can be gained back anyway: no_new_privs below closes exec.
+    let effective = caps::read(None, CapSet::Effective).map_err(|e| err("read effective", e))?;
+    if effective.contains(&Capability::CAP_SETPCAP) {
+        let bounding = caps::read(None, CapSet::Bounding).map_err(|e| err("read bounding", e))?;
+        for c in bounding.difference(&keep) {
+            caps::drop(None, CapSet::Bounding, *c).map_err(|e| err("bounding", e))?;
+        }
     }
     caps::clear(None, CapSet::Ambient).map_err(|e| err("ambient", e))?;
     caps::clear(None, CapSet::Inheritable).map_err(|e| err("inheritable", e))?;

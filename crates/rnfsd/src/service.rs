@@ -101,7 +101,7 @@ impl Service for RpcService {
         !serves_exports
             || self
                 .server
-                .exports
+                .exports()
                 .iter()
                 .any(|e| e.access().lookup(peer.ip()).is_some())
     }
@@ -172,12 +172,12 @@ mod tests {
 
     #[test]
     fn calls_reach_dispatch() {
-        let s = Arc::new(Server {
-            exports: vec![],
-            write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
-            max_io: 4096,
-            pipes: None,
-        });
+        let s = Arc::new(Server::new(
+            vec![],
+            std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
+            4096,
+            None,
+        ));
         let svc = RpcService::new(s, vec![&MOUNT], Policy::default());
         let mut e = Enc::new();
         CallHeader {
@@ -209,12 +209,12 @@ mod tests {
 
     #[test]
     fn with_stats_counts_calls() {
-        let s = Arc::new(Server {
-            exports: vec![],
-            write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
-            max_io: 4096,
-            pipes: None,
-        });
+        let s = Arc::new(Server::new(
+            vec![],
+            std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
+            4096,
+            None,
+        ));
         let reg = Arc::new(rnfsd_stats::Registry::new(
             rnfsd_stats::Mode::Percore,
             crate::metrics::proc_descs(&[&MOUNT]),

@@ -17,6 +17,11 @@ pub struct Export {
     /// exports(5) `sync`: its namespace changes wait for stable storage (so
     /// they run in the blocking pool).
     pub sync: bool,
+    /// How its backend was opened (fixed for the export's life: a reload
+    /// that changes them needs a restart).
+    pub handle_mode: crate::config::HandleMode,
+    /// exports(5) `crossmnt`.
+    pub cross_mounts: bool,
     /// Who may use the export and how. Swapped whole on a configuration
     /// reload (SIGHUP); a call reads it without a lock or a shared write.
     access: ArcSwap<ExportAccess>,
@@ -34,6 +39,8 @@ impl Export {
             path: path.into(),
             backend,
             sync: true,
+            handle_mode: crate::config::HandleMode::Auto,
+            cross_mounts: false,
             access: ArcSwap::from_pointee(access),
         }
     }
@@ -41,6 +48,13 @@ impl Export {
     /// As `new`, for an `async` export (`sync = false`).
     pub fn with_sync(mut self, sync: bool) -> Export {
         self.sync = sync;
+        self
+    }
+
+    /// As `new`, recording how the backend was opened.
+    pub fn with_layout(mut self, mode: crate::config::HandleMode, cross_mounts: bool) -> Export {
+        self.handle_mode = mode;
+        self.cross_mounts = cross_mounts;
         self
     }
 
@@ -56,9 +70,27 @@ impl Export {
     }
 }
 
+/// The exports in force: replaced whole when a reload adds or removes one.
+type ExportList = Arc<Vec<Arc<Export>>>;
+
+/// One export, borrowed from the list in force when the call started: a
+/// reload that removes it does not pull it from under a running call, and
+/// holding it costs no shared reference count (an arc-swap guard).
+pub struct ExportRef {
+    list: arc_swap::Guard<ExportList>,
+    i: usize,
+}
+
+impl std::ops::Deref for ExportRef {
+    type Target = Export;
+    fn deref(&self) -> &Export {
+        &self.list[self.i]
+    }
+}
+
 /// What every handler can reach.
 pub struct Server {
-    pub exports: Vec<Export>,
+    exports: ArcSwap<Vec<Arc<Export>>>,
     /// RFC 1813 writeverf3: new at each start and reset by the backends on
     /// stable-storage errors, so clients resend uncommitted writes. Shared
     /// with every export's backend.
@@ -70,9 +102,37 @@ pub struct Server {
 }
 
 impl Server {
-    /// The export a handle belongs to.
-    pub fn export_of(&self, fh: &[u8]) -> Option<&Export> {
+    pub fn new(
+        exports: Vec<Export>,
+        write_verifier: Arc<rnfsd_fs::WriteVerifier>,
+        max_io: u32,
+        pipes: Option<Arc<rnfsd_transport::PipePool>>,
+    ) -> Server {
+        Server {
+            exports: ArcSwap::from_pointee(exports.into_iter().map(Arc::new).collect()),
+            write_verifier,
+            max_io,
+            pipes,
+        }
+    }
+
+    /// The exports in force now.
+    pub fn exports(&self) -> arc_swap::Guard<ExportList> {
+        self.exports.load()
+    }
+
+    /// Put a new set of exports in force (configuration reload). Calls
+    /// already running finish with the exports they started with; a
+    /// removed export's backend is dropped when the last of them ends.
+    pub fn set_exports(&self, exports: Vec<Arc<Export>>) {
+        self.exports.store(Arc::new(exports));
+    }
+
+    /// The export a handle belongs to (None: not exported now).
+    pub fn export_of(&self, fh: &[u8]) -> Option<ExportRef> {
         let id = rnfsd_fs::export_id_of(fh)?;
-        self.exports.iter().find(|e| e.id == id)
+        let list = self.exports.load();
+        let i = list.iter().position(|e| e.id == id)?;
+        Some(ExportRef { list, i })
     }
 }

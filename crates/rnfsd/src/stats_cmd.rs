@@ -9,8 +9,9 @@ use rnfsd_stats::{format, Snapshot};
 
 use crate::admin;
 
+/// Which running server to ask: its admin socket.
 #[derive(Debug, Clone, Default, Args)]
-pub struct StatsArgs {
+pub struct AdminArgs {
     /// The server's admin socket. [default: STATE_DIR/admin.sock]
     #[arg(long, value_name = "PATH", conflicts_with = "state_dir")]
     pub socket: Option<PathBuf>,
@@ -18,6 +19,39 @@ pub struct StatsArgs {
     /// The server's state directory (its admin.sock is used).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+}
+
+impl AdminArgs {
+    pub fn socket_path(&self) -> PathBuf {
+        if let Some(p) = &self.socket {
+            return p.clone();
+        }
+        self.state_dir
+            .clone()
+            .unwrap_or_else(crate::keys::default_state_dir)
+            .join(admin::DEFAULT_NAME)
+    }
+
+    /// The server's answer to `cmd`; its `error: ` answers are errors.
+    pub fn ask(&self, cmd: &str) -> Result<String, String> {
+        let p = self.socket_path();
+        let a = admin::query(&p, cmd).map_err(|e| {
+            format!(
+                "admin socket {}: {e} (is rnfsd running? see --socket/--state-dir)",
+                p.display()
+            )
+        })?;
+        if let Some(e) = a.strip_prefix("error: ") {
+            return Err(format!("server: {}", e.trim_end()));
+        }
+        Ok(a)
+    }
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    pub server: AdminArgs,
 
     /// Print /proc/net/rpc/nfsd-style lines (io, th, net, rpc, proc3).
     #[arg(long, conflicts_with_all = ["watch", "json", "prometheus"])]
@@ -46,28 +80,12 @@ pub struct StatsArgs {
 
 impl StatsArgs {
     pub fn socket_path(&self) -> PathBuf {
-        if let Some(p) = &self.socket {
-            return p.clone();
-        }
-        self.state_dir
-            .clone()
-            .unwrap_or_else(crate::keys::default_state_dir)
-            .join(admin::DEFAULT_NAME)
+        self.server.socket_path()
     }
 }
 
 fn ask(args: &StatsArgs, cmd: &str) -> Result<String, String> {
-    let p = args.socket_path();
-    let a = admin::query(&p, cmd).map_err(|e| {
-        format!(
-            "admin socket {}: {e} (is rnfsd running? see --socket/--state-dir)",
-            p.display()
-        )
-    })?;
-    if let Some(e) = a.strip_prefix("error: ") {
-        return Err(format!("server: {}", e.trim_end()));
-    }
-    Ok(a)
+    args.server.ask(cmd)
 }
 
 fn snapshot(args: &StatsArgs) -> Result<Snapshot, String> {

@@ -137,7 +137,8 @@ struct Source {
 /// Counters read from an export's backend, with the values at the last
 /// reset (counters are reported since then; gauges as they are).
 struct ExportSource {
-    read: Box<dyn Fn() -> ExportCounts + Send + Sync>,
+    /// None once the export is gone (removed by a reload): then dropped.
+    read: Box<dyn Fn() -> Option<ExportCounts> + Send + Sync>,
     base: ExportCounts,
 }
 
@@ -341,7 +342,7 @@ impl Registry {
 
     /// An export whose backend counters (caches, handle walks) snapshots
     /// include; `read` is called on every snapshot, off the request path.
-    pub fn add_export(&self, read: impl Fn() -> ExportCounts + Send + Sync + 'static) {
+    pub fn add_export(&self, read: impl Fn() -> Option<ExportCounts> + Send + Sync + 'static) {
         let mut v = self.exports.lock().unwrap_or_else(|e| e.into_inner());
         v.push(ExportSource {
             read: Box::new(read),
@@ -364,9 +365,13 @@ impl Registry {
         }
         drop(src);
         let mut ex = self.exports.lock().unwrap_or_else(|e| e.into_inner());
-        for e in ex.iter_mut() {
-            e.base = (e.read)();
-        }
+        ex.retain_mut(|e| match (e.read)() {
+            Some(now) => {
+                e.base = now;
+                true
+            }
+            None => false,
+        });
         *self.reset_at.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
     }
 

@@ -398,8 +398,16 @@ pub(crate) fn take(r: &Registry) -> Snapshot {
             .collect()
     };
     let exports = {
-        let ex = r.exports.lock().unwrap_or_else(|e| e.into_inner());
-        ex.iter().map(|e| (e.read)().since(&e.base)).collect()
+        let mut ex = r.exports.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::with_capacity(ex.len());
+        ex.retain(|e| match (e.read)() {
+            Some(now) => {
+                out.push(now.since(&e.base));
+                true
+            }
+            None => false,
+        });
+        out
     };
     Snapshot {
         exports,

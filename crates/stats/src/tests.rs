@@ -217,20 +217,22 @@ fn sample() -> Snapshot {
     r.record(s, &call(100_003, 3, 3), Some(&accepted(0, &[2])), 12);
     r.record(s, &call(100_003, 3, 1), Some(&denied(&[1, 5])), 1);
     r.add_source("nfs", Default::default);
-    r.add_export(|| ExportCounts {
-        path: "/srv/a".into(),
-        caches: vec![CacheCounts {
-            name: "objects".into(),
-            capacity: 100,
-            entries: 40,
-            hits: 30,
-            misses: 10,
-            ..CacheCounts::default()
-        }],
-        fds_cached: 40,
-        fd_limit: 64,
-        scans_busy: 2,
-        ..ExportCounts::default()
+    r.add_export(|| {
+        Some(ExportCounts {
+            path: "/srv/a".into(),
+            caches: vec![CacheCounts {
+                name: "objects".into(),
+                capacity: 100,
+                entries: 40,
+                hits: 30,
+                misses: 10,
+                ..CacheCounts::default()
+            }],
+            fds_cached: 40,
+            fd_limit: 64,
+            scans_busy: 2,
+            ..ExportCounts::default()
+        })
     });
     r.snapshot()
 }

@@ -145,8 +145,9 @@ fn components(path: &[u8]) -> Option<Vec<&[u8]>> {
 /// symlinks followed, as knfsd requires a real subdirectory).
 fn resolve(ctx: &CallCtx<'_>, path: &[u8]) -> Result<Fh, MountStat3> {
     let want = components(path).ok_or(MountStat3::NoEnt)?;
+    let list = ctx.server.exports();
     let mut best: Option<(&Export, usize)> = None;
-    for ex in &ctx.server.exports {
+    for ex in list.iter() {
         let Some(ec) = components(ex.path.as_bytes()) else {
             continue;
         };
@@ -244,7 +245,7 @@ fn export(ctx: &CallCtx<'_>, _: ()) -> Result<Exports, ProcError> {
     // Every export with its client list, as rpc.mountd answers showmount -e.
     Ok(Exports(
         ctx.server
-            .exports
+            .exports()
             .iter()
             .map(|e| ExportNode {
                 dir: DirPath(e.path.as_bytes().to_vec()),
@@ -405,8 +406,8 @@ mod tests {
             names: HashMap::new(),
             locked: None,
         };
-        Server {
-            exports: vec![
+        Server::new(
+            vec![
                 Export::new(10, "/srv/a", Arc::new(a), ExportAccess::allow_all(false)),
                 Export::new(
                     11,
@@ -430,10 +431,10 @@ mod tests {
                     ]),
                 ),
             ],
-            write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
-            max_io: 1 << 20,
-            pipes: None,
-        }
+            std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
+            1 << 20,
+            None,
+        )
     }
 
     fn ctx<'a>(s: &'a Server, peer: &str) -> CallCtx<'a> {

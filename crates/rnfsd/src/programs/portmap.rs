@@ -225,12 +225,12 @@ mod tests {
     #[test]
     fn answers_from_the_registry() {
         set_registrations(regs());
-        let s = Server {
-            exports: vec![],
-            write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
-            max_io: 4096,
-            pipes: None,
-        };
+        let s = Server::new(
+            vec![],
+            std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
+            4096,
+            None,
+        );
         let c = CallCtx {
             xid: 1,
             peer: "127.0.0.1:900".parse().unwrap(),

@@ -290,12 +290,12 @@ mod tests {
     use rnfsd_proto::rpc::{ReplyHeader, MSG_REPLY};
 
     fn server() -> Server {
-        Server {
-            exports: Vec::new(),
-            write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
-            max_io: 1 << 20,
-            pipes: None,
-        }
+        Server::new(
+            Vec::new(),
+            std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
+            1 << 20,
+            None,
+        )
     }
 
     fn null(_: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {

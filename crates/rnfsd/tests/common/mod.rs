@@ -103,6 +103,16 @@ impl TestServer {
         self.child.as_ref().map(|c| c.id())
     }
 
+    /// SIGHUP: the server re-reads its configuration.
+    pub fn hup(&self) {
+        let pid = self.pid().expect("server running");
+        let st = Command::new("kill")
+            .args(["-HUP", &pid.to_string()])
+            .status()
+            .expect("kill -HUP");
+        assert!(st.success(), "kill -HUP {pid}");
+    }
+
     /// Stop with SIGTERM and wait; returns the exit status code.
     pub fn stop(&mut self) -> Option<i32> {
         let mut child = self.child.take()?;

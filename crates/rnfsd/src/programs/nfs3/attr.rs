@@ -27,7 +27,7 @@ pub(super) fn setattr(ctx: &CallCtx<'_>, a: SetAttr3Args) -> Result<SetAttr3Res,
     let (exp, fh, g) = resolve_or_fail!(ctx, a.object);
     let cred = g.cred;
     if g.read_only {
-        return Ok(NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(exp, &cred, &fh)));
+        return Ok(NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &cred, &fh)));
     }
     let set = setattr_of(&a.new_attributes);
     let guard = a.guard.map(time_of);
@@ -35,7 +35,7 @@ pub(super) fn setattr(ctx: &CallCtx<'_>, a: SetAttr3Args) -> Result<SetAttr3Res,
         Ok(w) => NfsRes::Ok(SetAttr3ResOk {
             obj_wcc: wcc_data_of(&w),
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &cred, &fh)),
     })
 }
 
@@ -55,7 +55,7 @@ pub(super) fn access(ctx: &CallCtx<'_>, a: Access3Args) -> Result<Access3Res, Pr
                 access: granted,
             })
         }
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &fh)),
     })
 }
 
@@ -73,7 +73,7 @@ pub(super) fn fsstat(ctx: &CallCtx<'_>, a: FsStat3Args) -> Result<FsStat3Res, Pr
             afiles: s.afiles,
             invarsec: s.invarsec,
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &fh)),
     })
 }
 
@@ -108,7 +108,7 @@ pub(super) fn fsinfo(ctx: &CallCtx<'_>, a: FsInfo3Args) -> Result<FsInfo3Res, Pr
                 properties,
             })
         }
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &fh)),
     })
 }
 
@@ -125,6 +125,6 @@ pub(super) fn pathconf(ctx: &CallCtx<'_>, a: PathConf3Args) -> Result<PathConf3R
             case_insensitive: p.case_insensitive,
             case_preserving: p.case_preserving,
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &fh)),
     })
 }

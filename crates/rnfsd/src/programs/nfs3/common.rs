@@ -8,7 +8,7 @@ use rnfsd_proto::nfs3::*;
 use super::convert::fattr3_of;
 use crate::access::{Denied, Grant};
 use crate::rpc::CallCtx;
-use crate::state::Export;
+use crate::state::{Export, ExportRef};
 
 /// Route a handle to its export and check the caller may use it; returns
 /// the export, the handle and what the caller runs as. Handles longer than
@@ -19,10 +19,7 @@ use crate::state::Export;
 /// export lookup fails with ENOENT in `nfsd_set_fh_dentry`), and one calling
 /// from an unprivileged port on a `secure` export gets NFS3ERR_PERM
 /// (`nfsd_setuser_and_check_port`).
-pub(super) fn resolve<'s>(
-    ctx: &CallCtx<'s>,
-    fh: NfsFh3,
-) -> Result<(&'s Export, Fh, Grant), Nfsstat3> {
+pub(super) fn resolve(ctx: &CallCtx<'_>, fh: NfsFh3) -> Result<(ExportRef, Fh, Grant), Nfsstat3> {
     if fh.data.len() < 5 {
         return Err(Nfsstat3::BadHandle);
     }

@@ -64,7 +64,7 @@ fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
                 // The backend copies instead; an unused pipe goes back.
                 Err(FsError::NotSupported) => {}
                 Err(e) => {
-                    return Read3Res::Fail(nfsstat3_of(e), post_attr(exp, &cred, &fh)).encode(enc)
+                    return Read3Res::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &fh)).encode(enc)
                 }
             }
         }
@@ -87,7 +87,7 @@ fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
         }
         Err(e) => {
             buf.truncate(start);
-            Read3Res::Fail(nfsstat3_of(e), post_attr(exp, &cred, &fh)).encode(enc);
+            Read3Res::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &fh)).encode(enc);
         }
     }
 }
@@ -121,11 +121,11 @@ pub(super) fn write(ctx: &CallCtx<'_>, a: Write3ArgsRef<'_>) -> Write3Res {
     };
     let cred = g.cred;
     if g.read_only {
-        return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(exp, &cred, &fh));
+        return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &cred, &fh));
     }
     // RFC 1813 §3.3.7: count is the number of bytes in data.
     if a.count as usize != a.data.len() {
-        return NfsRes::Fail(Nfsstat3::Inval, fail_wcc(exp, &cred, &fh));
+        return NfsRes::Fail(Nfsstat3::Inval, fail_wcc(&exp, &cred, &fh));
     }
     // Past our advertised wtmax we write a prefix; the reply's count tells
     // the client to send the rest (knfsd truncates the same way).
@@ -145,7 +145,7 @@ pub(super) fn write(ctx: &CallCtx<'_>, a: Write3ArgsRef<'_>) -> Write3Res {
             committed: stable_how_of(committed).max(a.stable),
             verf,
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &cred, &fh)),
     }
 }
 
@@ -154,7 +154,7 @@ pub(super) fn commit(ctx: &CallCtx<'_>, a: Commit3Args) -> Result<Commit3Res, Pr
     let cred = g.cred;
     if g.read_only {
         // knfsd verifies COMMIT's handle with MAY_WRITE, so ROFS.
-        return Ok(NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(exp, &cred, &fh)));
+        return Ok(NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &cred, &fh)));
     }
     Ok(match exp.backend.commit(&cred, &fh, a.offset, a.count) {
         // Read after the sync: a reset it caused (or that happened while
@@ -163,6 +163,6 @@ pub(super) fn commit(ctx: &CallCtx<'_>, a: Commit3Args) -> Result<Commit3Res, Pr
             file_wcc: wcc_data_of(&w),
             verf: Verf3(ctx.server.write_verifier.get()),
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &cred, &fh)),
     })
 }

@@ -14,7 +14,7 @@ pub(super) fn lookup(ctx: &CallCtx<'_>, a: Lookup3Args) -> Result<Lookup3Res, Pr
     let (exp, dir, g) = resolve_or_fail!(ctx, a.what.dir);
     let cred = g.cred;
     if let Err(s) = check_name(&a.what.name) {
-        return Ok(NfsRes::Fail(s, post_attr(exp, &cred, &dir)));
+        return Ok(NfsRes::Fail(s, post_attr(&exp, &cred, &dir)));
     }
     Ok(match exp.backend.lookup(&cred, &dir, &a.what.name) {
         Ok((fh, attr, dir_attr)) => NfsRes::Ok(Lookup3ResOk {
@@ -22,7 +22,7 @@ pub(super) fn lookup(ctx: &CallCtx<'_>, a: Lookup3Args) -> Result<Lookup3Res, Pr
             obj_attributes: Some(fattr3_of(&attr)),
             dir_attributes: dir_attr.as_ref().map(fattr3_of),
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(exp, &cred, &dir)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &dir)),
     })
 }
 
@@ -38,7 +38,7 @@ pub(super) fn readlink(ctx: &CallCtx<'_>, a: ReadLink3Args) -> Result<ReadLink3R
             symlink_attributes: Some(fattr3_of(&attr)),
             data,
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &fh)),
     })
 }
 
@@ -68,7 +68,7 @@ pub(super) fn readdir(ctx: &CallCtx<'_>, a: ReadDir3Args) -> Result<ReadDir3Res,
         .readdir(&cred, &dir, a.cookie, a.cookieverf.0, max_entries, false)
     {
         Ok(p) => p,
-        Err(e) => return Ok(NfsRes::Fail(nfsstat3_of(e), post_attr(exp, &cred, &dir))),
+        Err(e) => return Ok(NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &dir))),
     };
     let dir_attributes = page.dir_attr.as_ref().map(fattr3_of);
     let mut used = dir_reply_fixed(dir_attributes.is_some());
@@ -121,7 +121,7 @@ pub(super) fn readdirplus(
             .readdir(&cred, &dir, a.cookie, a.cookieverf.0, max_entries, true)
         {
             Ok(p) => p,
-            Err(e) => return Ok(NfsRes::Fail(nfsstat3_of(e), post_attr(exp, &cred, &dir))),
+            Err(e) => return Ok(NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &dir))),
         };
     let dir_attributes = page.dir_attr.as_ref().map(fattr3_of);
     let mut used = dir_reply_fixed(dir_attributes.is_some());

@@ -21,10 +21,10 @@ pub(super) fn make_node(
     };
     let cred = g.cred;
     if g.read_only {
-        return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(exp, &cred, &dir));
+        return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &cred, &dir));
     }
     if let Err(s) = check_name(&where_.name) {
-        return NfsRes::Fail(s, fail_wcc(exp, &cred, &dir));
+        return NfsRes::Fail(s, fail_wcc(&exp, &cred, &dir));
     }
     match op(exp.backend.as_ref(), &cred, &dir, &where_.name) {
         Ok(c) => NfsRes::Ok(Create3ResOk {
@@ -32,7 +32,7 @@ pub(super) fn make_node(
             obj_attributes: Some(fattr3_of(&c.attr)),
             dir_wcc: wcc_data_of(&c.dir),
         }),
-        Err(s) => NfsRes::Fail(s, fail_wcc(exp, &cred, &dir)),
+        Err(s) => NfsRes::Fail(s, fail_wcc(&exp, &cred, &dir)),
     }
 }
 
@@ -103,10 +103,10 @@ pub(super) fn unlink(ctx: &CallCtx<'_>, what: Diropargs3, is_dir: bool) -> Remov
     };
     let cred = g.cred;
     if g.read_only {
-        return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(exp, &cred, &dir));
+        return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &cred, &dir));
     }
     if let Err(s) = check_name(&what.name) {
-        return NfsRes::Fail(s, fail_wcc(exp, &cred, &dir));
+        return NfsRes::Fail(s, fail_wcc(&exp, &cred, &dir));
     }
     let r = if is_dir {
         exp.backend.rmdir(&cred, &dir, &what.name)
@@ -117,7 +117,7 @@ pub(super) fn unlink(ctx: &CallCtx<'_>, what: Diropargs3, is_dir: bool) -> Remov
         Ok(w) => NfsRes::Ok(Remove3ResOk {
             dir_wcc: wcc_data_of(&w),
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(exp, &cred, &dir)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &cred, &dir)),
     }
 }
 
@@ -154,8 +154,8 @@ pub(super) fn rename(ctx: &CallCtx<'_>, a: Rename3Args) -> Result<Rename3Res, Pr
         NfsRes::Fail(
             s,
             Rename3Wcc {
-                fromdir_wcc: fail_wcc(fexp, &cred, &fdir),
-                todir_wcc: fail_wcc(texp, &cred, &tdir),
+                fromdir_wcc: fail_wcc(&fexp, &cred, &fdir),
+                todir_wcc: fail_wcc(&texp, &cred, &tdir),
             },
         )
     };
@@ -191,7 +191,7 @@ pub(super) fn link(ctx: &CallCtx<'_>, a: Link3Args) -> Result<Link3Res, ProcErro
             return Ok(NfsRes::Fail(
                 s,
                 Link3Body {
-                    file_attributes: post_attr(fexp, &cred, &file),
+                    file_attributes: post_attr(&fexp, &cred, &file),
                     linkdir_wcc: WccData::default(),
                 },
             ))
@@ -201,8 +201,8 @@ pub(super) fn link(ctx: &CallCtx<'_>, a: Link3Args) -> Result<Link3Res, ProcErro
         NfsRes::Fail(
             s,
             Link3Body {
-                file_attributes: post_attr(fexp, &cred, &file),
-                linkdir_wcc: fail_wcc(dexp, &cred, &dir),
+                file_attributes: post_attr(&fexp, &cred, &file),
+                linkdir_wcc: fail_wcc(&dexp, &cred, &dir),
             },
         )
     };

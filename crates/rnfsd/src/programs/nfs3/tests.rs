@@ -318,8 +318,8 @@ impl Backend for FakeFs {
 }
 
 fn server_with(exports: Vec<(Arc<FakeFs>, bool)>, max_io: u32) -> Server {
-    Server {
-        exports: exports
+    Server::new(
+        exports
             .into_iter()
             .map(|(fs, read_only)| {
                 Export::new(
@@ -330,10 +330,10 @@ fn server_with(exports: Vec<(Arc<FakeFs>, bool)>, max_io: u32) -> Server {
                 )
             })
             .collect(),
-        write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new(WVERF)),
+        std::sync::Arc::new(rnfsd_fs::WriteVerifier::new(WVERF)),
         max_io,
-        pipes: None,
-    }
+        None,
+    )
 }
 
 fn server(fs: &Arc<FakeFs>, read_only: bool) -> Server {
@@ -1508,17 +1508,17 @@ mod local {
 
     fn local_server(root: &Path, read_only: bool, max_io: u32) -> Server {
         let fs = LocalFs::open(root, 42, LocalOptions::default()).unwrap();
-        Server {
-            exports: vec![Export::new(
+        Server::new(
+            vec![Export::new(
                 42,
                 root.to_string_lossy(),
                 Arc::new(fs),
                 ExportAccess::allow_all(read_only),
             )],
-            write_verifier: std::sync::Arc::new(rnfsd_fs::WriteVerifier::new(WVERF)),
+            std::sync::Arc::new(rnfsd_fs::WriteVerifier::new(WVERF)),
             max_io,
-            pipes: None,
-        }
+            None,
+        )
     }
 
     /// Calls as root, so the test owns whatever the temp dir holds.
@@ -1530,7 +1530,7 @@ mod local {
     }
 
     fn root_fh(s: &Server) -> NfsFh3 {
-        NfsFh3::new(s.exports[0].backend.root().0)
+        NfsFh3::new(s.exports()[0].backend.root().0)
     }
 
     fn at(dir: &NfsFh3, name: &str) -> Diropargs3 {
@@ -1895,7 +1895,7 @@ mod access_checks {
             read_only: true,
             ..rw
         };
-        s.exports[0].set_access(rules(&[
+        s.exports()[0].set_access(rules(&[
             ("127.0.0.1", rw),
             ("127.0.0.2", secure),
             ("127.0.0.3", ro),

@@ -1,0 +1,231 @@
+//! The exports in force and changing them while serving: opening an
+//! export's backend, applying a reloaded configuration (SIGHUP) with no
+//! restart and no connection dropped, and the `exportfs -v` view.
+//!
+//! A reload is all or nothing for the export set: every new export is
+//! opened first, and only when all opened does the new set go into force
+//! (one pointer swap). Calls already running finish with the export they
+//! started with; a removed export's backend (descriptors, caches, its
+//! flusher) is released when the last of them ends, written files flushed
+//! on the way out.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rnfsd_fs::cache::Caches;
+use rnfsd_fs::local::{self, LocalFs, LocalOptions};
+use rnfsd_fs::WriteVerifier;
+use rnfsd_stats::Registry;
+
+use crate::access::{ClientOpts, ExportAccess};
+use crate::config::{self, Config, HandleMode, ResolvedExport, ServerConfig};
+use crate::state::{Export, Server};
+
+/// What opening an export needs besides its configuration (fixed for the
+/// life of the process: the handle key, the shared descriptor budget, the
+/// write verifier and the statistics registry).
+pub struct Opener {
+    pub key: [u8; 32],
+    pub caches: Arc<Caches>,
+    pub verifier: Arc<WriteVerifier>,
+    pub stats: Arc<Registry>,
+}
+
+fn local_mode(m: HandleMode) -> local::HandleMode {
+    match m {
+        HandleMode::Auto => local::HandleMode::Auto,
+        HandleMode::Kernel => local::HandleMode::Kernel,
+        HandleMode::Path => local::HandleMode::Path,
+    }
+}
+
+impl Opener {
+    /// Open `e`'s backend with the `[server]` cache settings `s`, and count
+    /// its statistics for as long as it lives.
+    pub fn open(&self, s: &ServerConfig, e: &ResolvedExport) -> Result<Arc<Export>, String> {
+        let mut o = LocalOptions {
+            handle_mode: local_mode(e.handle_mode),
+            handle_key: self.key,
+            cross_mounts: e.cross_mounts,
+            caches: Some(self.caches.clone()),
+            write_verifier: Some(self.verifier.clone()),
+            sync: e.sync,
+            ..LocalOptions::default()
+        };
+        if let Some(v) = s.act_as_caller {
+            o.act_as_caller = v;
+        }
+        for (dst, src) in [
+            (&mut o.path_cache_entries, s.path_cache_entries),
+            (&mut o.handle_scan_limit, s.handle_scan_limit),
+            (&mut o.handle_scan_waiters, s.handle_scan_waiters),
+            (&mut o.object_cache_entries, s.object_cache_entries),
+            (&mut o.open_file_cache_entries, s.open_file_cache_entries),
+            (&mut o.max_syncs_in_flight, s.max_syncs_in_flight),
+        ] {
+            if let Some(v) = src {
+                *dst = v;
+            }
+        }
+        if let Some(ms) = s.handle_scan_wait_ms {
+            o.handle_scan_wait = std::time::Duration::from_millis(ms);
+        }
+        let at = |x: &dyn std::fmt::Display| format!("export {}: {x}", e.path.display());
+        let path = e.path.to_str().ok_or_else(|| at(&"not UTF-8"))?.to_owned();
+        let fs = LocalFs::open(&e.path, e.id, o).map_err(|x| at(&x))?;
+        tracing::info!(path, id = e.id, sync = e.sync, clients = %describe_access(&e.access), "export");
+        if e.access.rules().iter().any(|r| !r.opts.secure) {
+            tracing::warn!(path, "export is insecure for some clients: their calls may come from any source port, so any local user on such a client can claim any uid");
+        }
+        if !e.sync {
+            tracing::warn!(path, "export is async: namespace changes and SETATTR are answered before they reach stable storage; a crash of this host can undo them");
+        }
+        let export = Arc::new(
+            Export::new(e.id, path, Arc::new(fs), e.access.clone())
+                .with_sync(e.sync)
+                .with_layout(e.handle_mode, e.cross_mounts),
+        );
+        // Weak: counted while it serves, dropped from the statistics once
+        // a reload removed it and its last call ended.
+        let (w, v) = (Arc::downgrade(&export), self.verifier.clone());
+        self.stats.add_export(move || {
+            w.upgrade()
+                .map(|e| crate::metrics::export_counts(&e.path, &e.backend.stats(), v.resets()))
+        });
+        Ok(export)
+    }
+}
+
+/// Put `new`'s exports in force on `server`, which runs with `running`.
+/// Returns one line per change, or why nothing changed. `[server]` keys
+/// are not applied (they size threads, listeners and caches: a restart).
+pub fn apply(
+    server: &Server,
+    running: &Config,
+    new: &Config,
+    opener: &Opener,
+) -> Result<Vec<String>, String> {
+    let resolved = config::resolve_exports(&new.exports).map_err(|e| e.to_string())?;
+    let mut changes = Vec::new();
+    if new.server != running.server {
+        changes.push("[server] changes need a restart and were not applied".to_owned());
+    }
+    let current = server.exports();
+    let mut next: Vec<Arc<Export>> = Vec::with_capacity(resolved.len());
+    // Access changes of kept exports wait until every new one has opened.
+    let mut access_changes: Vec<(Arc<Export>, ExportAccess)> = Vec::new();
+    for r in &resolved {
+        let kept = current
+            .iter()
+            .find(|e| e.id == r.id && Path::new(&e.path) == r.path);
+        match kept {
+            Some(e)
+                if (e.handle_mode, e.cross_mounts, e.sync)
+                    == (r.handle_mode, r.cross_mounts, r.sync) =>
+            {
+                if **e.access() != r.access {
+                    access_changes.push((e.clone(), r.access.clone()));
+                }
+                next.push(e.clone());
+            }
+            // Same id and path, other backend options: a fresh backend.
+            // Handles stay valid (same key, same id); its caches start cold.
+            Some(_) => {
+                next.push(opener.open(&running.server, r)?);
+                changes.push(format!(
+                    "export {} reopened (handle_mode, crossmnt or sync changed)",
+                    r.path.display()
+                ));
+            }
+            None => {
+                next.push(opener.open(&running.server, r)?);
+                changes.push(format!("export {} added (id {})", r.path.display(), r.id));
+            }
+        }
+    }
+    for (e, a) in access_changes {
+        changes.push(format!(
+            "export {} clients now {}",
+            e.path,
+            describe_access(&a)
+        ));
+        e.set_access(a);
+    }
+    for e in current.iter() {
+        if !next.iter().any(|n| n.path == e.path) {
+            changes.push(format!(
+                "export {} removed: its handles now get NFS3ERR_STALE",
+                e.path
+            ));
+        }
+    }
+    server.set_exports(next);
+    Ok(changes)
+}
+
+/// One client's options in exports(5) words, in exportfs's order.
+fn client_opts(o: &ClientOpts) -> String {
+    let mut v = vec![
+        if o.read_only { "ro" } else { "rw" }.to_owned(),
+        if o.secure { "secure" } else { "insecure" }.to_owned(),
+        if o.root_squash {
+            "root_squash"
+        } else {
+            "no_root_squash"
+        }
+        .to_owned(),
+        if o.all_squash {
+            "all_squash"
+        } else {
+            "no_all_squash"
+        }
+        .to_owned(),
+    ];
+    if o.all_squash || o.root_squash {
+        v.push(format!("anonuid={}", o.anonuid));
+        v.push(format!("anongid={}", o.anongid));
+    }
+    v.join(",")
+}
+
+/// "10.0.0.0/8(rw,...) *(ro,...)" for logs.
+pub fn describe_access(a: &ExportAccess) -> String {
+    let v: Vec<String> = a
+        .rules()
+        .iter()
+        .map(|r| format!("{}({})", r.spec, client_opts(&r.opts)))
+        .collect();
+    v.join(" ")
+}
+
+/// What is exported, one line per export and client with the effective
+/// options, as `exportfs -v` prints (`<world>` for `*`).
+pub fn exportfs(server: &Server) -> String {
+    let mut out = String::new();
+    for e in server.exports().iter() {
+        let mut export_opts = vec![
+            if e.sync { "sync" } else { "async" }.to_owned(),
+            format!("fsid={}", e.id),
+        ];
+        if e.cross_mounts {
+            export_opts.push("crossmnt".to_owned());
+        }
+        export_opts.push("sec=sys".to_owned());
+        for r in e.access().rules() {
+            let who = match r.spec.as_str() {
+                "*" => "<world>",
+                s => s,
+            };
+            out.push_str(&format!(
+                "{:<15}\t{who}({},{})\n",
+                e.path,
+                export_opts.join(","),
+                client_opts(&r.opts)
+            ));
+        }
+    }
+    if out.is_empty() {
+        out.push_str("# nothing exported\n");
+    }
+    out
+}

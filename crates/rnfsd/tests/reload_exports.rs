@@ -1,0 +1,232 @@
+//! Exports added, removed and changed by a reload (SIGHUP) while clients
+//! stay connected; `rnfsd exportfs` shows what is in force; systemd's
+//! notify protocol (READY, RELOADING, STOPPING) is spoken.
+
+mod common;
+
+use std::os::unix::net::UnixDatagram;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::nfs::*;
+use common::{TempDir, TestServer};
+use rnfsd_client::nfs3::*;
+use rnfsd_client::{MountClient, NfsClient};
+
+fn export_table(path: &Path, extra: &str) -> String {
+    format!(
+        "[[export]]\npath = \"{}\"\nclients = [\"127.0.0.1\"]\nsecure = false\nroot_squash = false\n{extra}",
+        path.display()
+    )
+}
+
+fn write_config(dir: &Path, text: &str) -> String {
+    let p = dir.join("rnfsd.toml");
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+/// `rnfsd exportfs` against the test server's admin socket.
+fn exportfs(srv: &TestServer) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_rnfsd"))
+        .arg("exportfs")
+        .arg("--state-dir")
+        .arg(srv.state.path())
+        .output()
+        .expect("run rnfsd exportfs");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Polls `rnfsd exportfs` until `done` holds (reloads are asynchronous).
+fn wait_exports(srv: &TestServer, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let t = exportfs(srv);
+        if done(&t) {
+            return t;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "reload not applied: exports now:\n{t}\nlog: {}",
+            log_tail(srv, 20)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reload_adds_removes_and_reopens_exports_with_connections_kept() {
+    let (a, b, cfgdir) = (
+        TempDir::new("reload-a"),
+        TempDir::new("reload-b"),
+        TempDir::new("reload-cfg"),
+    );
+    let (pa, pb) = (a.path().to_str().unwrap(), b.path().to_str().unwrap());
+    let cfg = write_config(cfgdir.path(), &export_table(a.path(), ""));
+    // DIR (the harness needs one) is the config directory.
+    let srv = TestServer::start_with(cfgdir.path(), &["--no-rpcbind", "--config", &cfg]);
+    bounded(async {
+        let client = connect(&srv).await;
+        let (mount, nfs) = (
+            MountClient::new(client.clone()),
+            NfsClient::new(client.clone()),
+        );
+        let root_a = NfsFh3::new(mount.mnt(pa).await.expect("MNT a").fhandle);
+        let (f, _) = create_file(&nfs, &root_a, "f").await;
+        write(&nfs, &f, 0, b"kept").await;
+        assert!(mount.mnt(pb).await.is_err(), "b is not exported yet");
+
+        // a out, b in: one reload, the same connection.
+        write_config(cfgdir.path(), &export_table(b.path(), ""));
+        srv.hup();
+        let t = wait_exports(&srv, |t| t.contains(pb) && !t.contains(pa));
+        assert!(t.contains("127.0.0.1(sync,fsid="), "{t}");
+        assert!(
+            t.contains("rw,insecure,no_root_squash,no_all_squash"),
+            "{t}"
+        );
+        let root_b = NfsFh3::new(mount.mnt(pb).await.expect("MNT b after reload").fhandle);
+        create_file(&nfs, &root_b, "g").await;
+        fail(
+            "GETATTR in the removed export",
+            nfs.getattr(&GetAttr3Args { object: f.clone() }).await,
+            Nfsstat3::Stale,
+        );
+        assert!(mount.mnt(pa).await.is_err(), "a is no longer exported");
+        assert!(!client.is_closed(), "the reload dropped the connection");
+
+        // A reload that cannot be applied (a missing directory) changes
+        // nothing.
+        let missing = cfgdir.path().join("missing");
+        write_config(
+            cfgdir.path(),
+            &format!(
+                "{}{}",
+                export_table(a.path(), ""),
+                export_table(&missing, "")
+            ),
+        );
+        srv.hup();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !log_tail(&srv, 10).contains("not reloaded") {
+            assert!(
+                Instant::now() < deadline,
+                "no error logged: {}",
+                log_tail(&srv, 20)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let t = exportfs(&srv);
+        assert!(
+            t.contains(pb) && !t.contains(pa),
+            "a failed reload changed exports:\n{t}"
+        );
+
+        // a back, async and read-only: its old handles work again (same id,
+        // same key), the new options apply.
+        write_config(
+            cfgdir.path(),
+            &format!(
+                "{}{}",
+                export_table(b.path(), ""),
+                export_table(a.path(), "sync = false\nread_only = true\n")
+            ),
+        );
+        srv.hup();
+        let t = wait_exports(&srv, |t| t.contains(pa));
+        let line_a = t.lines().find(|l| l.starts_with(pa)).unwrap_or_default();
+        assert!(line_a.contains("(async,") && line_a.contains(",ro,"), "{t}");
+        let mut buf = Vec::new();
+        let r = ok(
+            "READ through a handle from before the removal",
+            nfs.read(&Read3Args {
+                file: f.clone(),
+                offset: 0,
+                count: 16,
+            })
+            .await,
+        );
+        buf.extend_from_slice(&r.data);
+        assert_eq!(buf, b"kept");
+        fail(
+            "CREATE in the read-only export",
+            create_res(&nfs, &root_a, "h").await,
+            Nfsstat3::RoFs,
+        );
+        ok(
+            "b untouched",
+            nfs.getattr(&GetAttr3Args { object: root_b }).await,
+        );
+        assert!(!client.is_closed());
+    })
+    .await;
+}
+
+/// Reads one notify datagram, bounded.
+fn recv(sock: &UnixDatagram) -> String {
+    let mut buf = [0u8; 4096];
+    let n = sock
+        .recv(&mut buf)
+        .expect("a notify message within the timeout");
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+#[test]
+fn speaks_the_systemd_notify_protocol_and_starts_with_no_exports() {
+    let state = TempDir::new("notify-state");
+    let cfgdir = TempDir::new("notify-cfg");
+    let sock_path = state.path().join("notify.sock");
+    let sock = UnixDatagram::bind(&sock_path).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    // A packaged server: a config file that exports nothing yet.
+    let cfg = write_config(cfgdir.path(), "[server]\nlisten = [\"127.0.0.1:0\"]\n");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rnfsd"))
+        .args(["serve", "--no-rpcbind", "--config", &cfg, "--state-dir"])
+        .arg(state.path())
+        .env("NOTIFY_SOCKET", &sock_path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let ready = recv(&sock);
+    assert!(ready.contains("READY=1"), "{ready:?}");
+    assert!(ready.contains("STATUS=serving 0 export(s)"), "{ready:?}");
+
+    let dir = TempDir::new("notify-export");
+    write_config(
+        cfgdir.path(),
+        &format!(
+            "[server]\nlisten = [\"127.0.0.1:0\"]\n{}",
+            export_table(dir.path(), "")
+        ),
+    );
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let reloading = recv(&sock);
+    assert!(
+        reloading.contains("RELOADING=1") && reloading.contains("MONOTONIC_USEC="),
+        "{reloading:?}"
+    );
+    let again = recv(&sock);
+    assert!(
+        again.contains("READY=1") && again.contains("serving 1 export(s)"),
+        "{again:?}"
+    );
+
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let stopping = recv(&sock);
+    assert!(stopping.contains("STOPPING=1"), "{stopping:?}");
+    let st = child.wait().unwrap();
+    assert!(st.success(), "{st:?}");
+}
