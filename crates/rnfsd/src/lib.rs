@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod drc;
 mod endpoint;
+pub mod exports;
 pub mod keys;
 pub mod metrics;
 pub mod privileges;

@@ -69,6 +69,10 @@ fn runtime_err(e: impl std::fmt::Display) -> Failure {
 
 fn check_config(file: &Path) -> ExitCode {
     let r = Config::load(file)
+        .and_then(|mut c| {
+            c.add_exports_file(&rnfsd::exports::SystemResolver)
+                .map(|()| c)
+        })
         .and_then(|c| c.validate().map(|()| c))
         .and_then(|c| config::resolve_exports(&c.exports).map(|x| (c, x)));
     match r {
@@ -81,6 +85,9 @@ fn check_config(file: &Path) -> ExitCode {
             );
             for e in exports {
                 println!("  {} (id {})", e.path.display(), e.id);
+            }
+            for w in &c.warnings {
+                println!("warning: {w}");
             }
             ExitCode::SUCCESS
         }
@@ -242,7 +249,12 @@ fn describe_access(a: &rnfsd::access::ExportAccess) -> String {
 /// left as it was, with a log line.
 fn reload(args: &ServeArgs, running: &Config, server: &Server) {
     let cfg = match args.to_config() {
-        Ok(c) => c,
+        Ok(c) => {
+            for w in &c.warnings {
+                tracing::warn!("SIGHUP: {w}");
+            }
+            c
+        }
         Err(e) => {
             tracing::error!("SIGHUP: configuration not reloaded: {e}");
             return;
@@ -315,6 +327,9 @@ fn write_port_file(path: &Path, port: u16) -> std::io::Result<()> {
 fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let cfg = args.to_config().map_err(config_err)?;
     init_logging(cfg.server.log_level.as_deref())?;
+    for w in &cfg.warnings {
+        tracing::warn!("{w}");
+    }
     // Before anything is announced, so a harness's early SIGTERM is a clean
     // shutdown rather than death by the default action.
     let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
