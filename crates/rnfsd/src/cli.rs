@@ -1,8 +1,6 @@
 //! Command line. Options given here override the configuration file.
 
 use std::net::SocketAddr;
-#[cfg(test)]
-use std::path::Path;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
