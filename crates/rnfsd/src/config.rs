@@ -5,6 +5,7 @@
 //! [server]
 //! listen = ["127.0.0.1:2049"]
 //! max_io = 1048576
+//! exports = "/etc/exports"                # optional: a knfsd exports(5) file
 //!
 //! [[export]]
 //! path = "/srv/a"
@@ -17,7 +18,8 @@
 //! read_only = false
 //! ```
 //!
-//! See docs/security.md for the access-control semantics.
+//! See docs/security.md for the access-control semantics and
+//! docs/exports.md for exports(5) files (`crate::exports`).
 //!
 //! Unknown keys are errors, so a typo cannot silently leave a default in
 //! force.

@@ -83,8 +83,12 @@ fn check_config(file: &Path) -> ExitCode {
                 exports.len(),
                 list(&c.server.listen)
             );
-            for e in exports {
-                println!("  {} (id {})", e.path.display(), e.id);
+            // resolve_exports keeps the order of c.exports.
+            for (e, from) in exports.iter().zip(&c.exports) {
+                match &from.origin {
+                    Some(o) => println!("  {} (id {}, {o})", e.path.display(), e.id),
+                    None => println!("  {} (id {})", e.path.display(), e.id),
+                }
             }
             for w in &c.warnings {
                 println!("warning: {w}");
