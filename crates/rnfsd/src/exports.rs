@@ -535,6 +535,7 @@ impl Parser<'_> {
                         if m.is_empty() {
                             self.warn(line, format!("netgroup @{g}: a member with an empty host field (any host) is not given access"));
                         } else if m == "-" {
+                            // netgroup(5): "-" is no valid value, no host.
                         } else if let Ok(ip) = m.parse::<IpAddr>() {
                             v.push(ip.to_string());
                         } else {
