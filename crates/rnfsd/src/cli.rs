@@ -90,6 +90,10 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   drc_max_bytes = 33554432       duplicate reply cache memory (0: off)
   admin_socket = STATE_DIR/admin.sock   `rnfsd stats` reads it (0600)
   metrics = (unset)              Prometheus GET /metrics on this ADDR:PORT
+  exports = (unset)              a knfsd exports(5) file (/etc/exports) whose
+                                 exports are added, with exports(5) defaults
+                                 (ro, sync, root_squash, secure); --exports
+                                 overrides it; see docs/exports.md
 
   [[export]]                     one table per export
   path = \"/srv/a\"                required; clients mount its canonical path
@@ -105,7 +109,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
                                  secure); false = insecure
   [[export.client]]              per-client options: match = \"10.0.0.0/8\",
                                  then any of the keys above (default: export's)
-  SIGHUP re-reads the file and applies export client/option changes.";
+  SIGHUP re-reads the file (and the exports file, resolving its names
+  again) and applies export client/option changes.";
 
 #[derive(Debug, Clone, Default, Args)]
 pub struct ServeArgs {
@@ -124,6 +129,13 @@ pub struct ServeArgs {
     /// the rnfsd::config documentation). Unknown keys are errors.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+
+    /// A knfsd exports(5) file (such as /etc/exports) to serve as well,
+    /// with knfsd's defaults (read-only, root_squash, secure); replaces
+    /// server.exports. Host names and netgroups are resolved at start and
+    /// on SIGHUP. See docs/exports.md.
+    #[arg(long, value_name = "FILE")]
+    pub exports: Option<PathBuf>,
 
     /// Serve a built-in port mapper on port 111 of each listen address
     /// instead of registering with the system rpcbind.
@@ -419,6 +431,9 @@ impl ServeArgs {
         if self.log_level.is_some() {
             s.log_level = self.log_level.clone();
         }
+        if self.exports.is_some() {
+            s.exports = self.exports.clone();
+        }
         if let Some(d) = &self.dir {
             c.exports.push(ExportConfig {
                 read_only: self.read_only,
@@ -435,11 +450,12 @@ impl ServeArgs {
                 ..ExportConfig::new(d.clone())
             });
         }
+        c.add_exports_file(&crate::exports::SystemResolver)?;
         // A file may export nothing yet (a reload adds exports); a command
         // line with nothing to export is a mistake.
-        if c.exports.is_empty() && self.config.is_none() {
+        if c.exports.is_empty() && self.config.is_none() && self.exports.is_none() {
             return Err(ConfigError(
-                "nothing to export: give a directory or --config FILE".into(),
+                "nothing to export: give a directory, --config FILE or --exports FILE".into(),
             ));
         }
         c.validate()?;
@@ -451,6 +467,7 @@ impl ServeArgs {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use std::path::Path;
 
     fn parse(args: &[&str]) -> Result<ServeArgs, clap::Error> {
         let mut v = vec!["rnfsd", "serve"];
@@ -593,6 +610,48 @@ mod tests {
             .to_config()
             .unwrap();
         assert_eq!(c.server.listen, vec!["127.0.0.1:1".parse().unwrap()]);
+    }
+
+    #[test]
+    fn exports_file() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("exports");
+        std::fs::write(&f, "# knfsd\n/e 10.0.0.1(rw,wdelay)\n").unwrap();
+        let toml = d.path().join("c.toml");
+        std::fs::write(
+            &toml,
+            "[server]\nexports = \"/nonexistent/exports\"\n[[export]]\npath = \"/a\"\n",
+        )
+        .unwrap();
+        let (f, toml) = (f.to_str().unwrap(), toml.to_str().unwrap());
+        // --exports replaces server.exports.
+        let c = parse(&["--config", toml, "--exports", f, "/b"])
+            .unwrap()
+            .to_config()
+            .unwrap();
+        let paths: Vec<_> = c.exports.iter().map(|e| e.path.to_str().unwrap()).collect();
+        assert_eq!(paths, ["/a", "/b", "/e"]);
+        assert_eq!(c.server.exports.as_deref(), Some(Path::new(f)));
+        let e = &c.exports[2];
+        assert!(e.read_only, "exports(5) default: ro");
+        let o = e.access().unwrap();
+        assert!(!o.lookup("10.0.0.1".parse().unwrap()).unwrap().read_only);
+        assert!(o.lookup("127.0.0.1".parse().unwrap()).is_none());
+        assert_eq!(c.warnings.len(), 1);
+        assert!(c.warnings[0].starts_with(&format!("{f}:2: option \"wdelay\" ignored")));
+        // A missing exports file is an error naming it.
+        let e = parse(&["--config", toml]).unwrap().to_config().unwrap_err();
+        assert!(e.0.contains("/nonexistent/exports"), "{e}");
+        // A path in both the TOML file (or DIR) and the exports file.
+        std::fs::write(f, "/b 10.0.0.1\n").unwrap();
+        let e = parse(&["--exports", f, "/b"])
+            .unwrap()
+            .to_config()
+            .unwrap_err();
+        assert!(e.0.contains("/b is in both") && e.0.contains(":1"), "{e}");
+        // The exports file alone is enough to serve.
+        let c = parse(&["--exports", f]).unwrap().to_config().unwrap();
+        assert_eq!(c.exports.len(), 1);
     }
 
     #[test]

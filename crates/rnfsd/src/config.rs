@@ -5,6 +5,7 @@
 //! [server]
 //! listen = ["127.0.0.1:2049"]
 //! max_io = 1048576
+//! exports = "/etc/exports"                # optional: a knfsd exports(5) file
 //!
 //! [[export]]
 //! path = "/srv/a"
@@ -17,7 +18,8 @@
 //! read_only = false
 //! ```
 //!
-//! See docs/security.md for the access-control semantics.
+//! See docs/security.md for the access-control semantics and
+//! docs/exports.md for exports(5) files (`crate::exports`).
 //!
 //! Unknown keys are errors, so a typo cannot silently leave a default in
 //! force.
@@ -306,6 +308,11 @@ pub struct ServerConfig {
     pub drc_expiry_secs: u64,
     /// Duplicate reply cache: bound on its memory; 0 turns it off.
     pub drc_max_bytes: usize,
+    /// A knfsd exports(5) file (such as /etc/exports) whose exports are
+    /// added to the `[[export]]` tables, with knfsd's defaults (read-only).
+    /// A relative path is taken from the working directory. See
+    /// docs/exports.md.
+    pub exports: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -476,6 +483,7 @@ impl Default for ServerConfig {
             stats: rnfsd_stats::Mode::Percore,
             drc_expiry_secs: 120,
             drc_max_bytes: 32 << 20,
+            exports: None,
         }
     }
 }
@@ -554,6 +562,11 @@ pub struct ExportConfig {
     /// undo changes clients were told were done.
     #[serde(default = "yes")]
     pub sync: bool,
+    /// Where an export from an exports(5) file was read ("FILE:LINE").
+    /// Such an export may end up with no client (all its names failed to
+    /// resolve): nobody can use it, and a reload can add them back.
+    #[serde(skip)]
+    pub origin: Option<String>,
 }
 
 impl ExportConfig {
@@ -572,6 +585,7 @@ impl ExportConfig {
             id: None,
             handle_mode: HandleMode::Auto,
             cross_mounts: false,
+            origin: None,
         }
     }
 
@@ -616,7 +630,7 @@ impl ExportConfig {
             };
             push(ClientSpec::parse(&c.match_).map_err(at)?, opts)?;
         }
-        if rules.is_empty() {
+        if rules.is_empty() && self.origin.is_none() {
             return Err(at(
                 "clients is empty: no client could use it (list \"*\" to allow any)".into(),
             ));
@@ -633,6 +647,10 @@ pub struct Config {
     pub server: ServerConfig,
     #[serde(default, rename = "export")]
     pub exports: Vec<ExportConfig>,
+    /// Problems that did not stop the load (from the exports(5) file:
+    /// ignored options, names that did not resolve), for the log.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 impl Config {
@@ -644,6 +662,33 @@ impl Config {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
         Config::from_toml(&text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))
+    }
+
+    /// Adds the exports of the `server.exports` file, if set, resolving its
+    /// host names and netgroups with `r`; its warnings go to `warnings`.
+    /// A path exported both here and by an `[[export]]` table is an error.
+    pub fn add_exports_file(
+        &mut self,
+        r: &dyn crate::exports::Resolver,
+    ) -> Result<(), ConfigError> {
+        let Some(file) = &self.server.exports else {
+            return Ok(());
+        };
+        let parsed = crate::exports::load(file, r)?;
+        for e in &parsed.exports {
+            let same = |o: &&ExportConfig| o.path.components().eq(e.path.components());
+            if let Some(o) = self.exports.iter().find(same) {
+                return err(format!(
+                    "export {} is in both {} and {}",
+                    e.path.display(),
+                    e.origin.as_deref().unwrap_or("the exports file"),
+                    o.origin.as_deref().unwrap_or("the configuration"),
+                ));
+            }
+        }
+        self.exports.extend(parsed.exports);
+        self.warnings.extend(parsed.warnings);
+        Ok(())
     }
 
     /// Check the values that do not need the filesystem.

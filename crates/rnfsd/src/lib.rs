@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod drc;
 mod endpoint;
+pub mod exports;
 pub mod keys;
 pub mod live;
 pub mod metrics;

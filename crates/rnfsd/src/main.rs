@@ -78,6 +78,10 @@ fn runtime_err(e: impl std::fmt::Display) -> Failure {
 
 fn check_config(file: &Path) -> ExitCode {
     let r = Config::load(file)
+        .and_then(|mut c| {
+            c.add_exports_file(&rnfsd::exports::SystemResolver)
+                .map(|()| c)
+        })
         .and_then(|c| c.validate().map(|()| c))
         .and_then(|c| config::resolve_exports(&c.exports).map(|x| (c, x)));
     match r {
@@ -88,8 +92,15 @@ fn check_config(file: &Path) -> ExitCode {
                 exports.len(),
                 list(&c.server.listen)
             );
-            for e in exports {
-                println!("  {} (id {})", e.path.display(), e.id);
+            // resolve_exports keeps the order of c.exports.
+            for (e, from) in exports.iter().zip(&c.exports) {
+                match &from.origin {
+                    Some(o) => println!("  {} (id {}, {o})", e.path.display(), e.id),
+                    None => println!("  {} (id {})", e.path.display(), e.id),
+                }
+            }
+            for w in &c.warnings {
+                println!("warning: {w}");
             }
             ExitCode::SUCCESS
         }
@@ -156,7 +167,12 @@ fn raise_nofile() -> u64 {
 /// exports when that worked.
 fn reload(args: &ServeArgs, running: &mut Config, server: &Server, opener: &live::Opener) {
     let cfg = match args.to_config() {
-        Ok(c) => c,
+        Ok(c) => {
+            for w in &c.warnings {
+                tracing::warn!("SIGHUP: {w}");
+            }
+            c
+        }
         Err(e) => {
             tracing::error!("SIGHUP: configuration not reloaded: {e}");
             return;
@@ -205,6 +221,9 @@ fn write_port_file(path: &Path, port: u16) -> std::io::Result<()> {
 fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let cfg = args.to_config().map_err(config_err)?;
     init_logging(cfg.server.log_level.as_deref())?;
+    for w in &cfg.warnings {
+        tracing::warn!("{w}");
+    }
     // Before anything is announced, so a harness's early SIGTERM is a clean
     // shutdown rather than death by the default action.
     let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])

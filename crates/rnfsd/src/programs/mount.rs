@@ -247,6 +247,9 @@ fn export(ctx: &CallCtx<'_>, _: ()) -> Result<Exports, ProcError> {
         ctx.server
             .exports()
             .iter()
+            // No rules (an exports(5) line whose names did not resolve):
+            // an empty group list would read as "everyone".
+            .filter(|e| !e.access().rules().is_empty())
             .map(|e| ExportNode {
                 dir: DirPath(e.path.as_bytes().to_vec()),
                 groups: e
