@@ -34,6 +34,14 @@ pub enum Command {
     /// Show a running server's statistics (through its admin socket):
     /// an nfsstat-like report, --raw lines, or a --watch live view.
     Stats(crate::stats_cmd::StatsArgs),
+    /// Write man pages (DIR/man) and shell completions (DIR/completions),
+    /// for packaging.
+    #[command(hide = true)]
+    GenerateDocs {
+        /// Output directory.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 /// The configuration file's keys, shown by `rnfsd serve --help`.

@@ -8,6 +8,7 @@ pub mod access;
 pub mod admin;
 pub mod cli;
 pub mod config;
+pub mod docs_gen;
 pub mod drc;
 mod endpoint;
 pub mod keys;
