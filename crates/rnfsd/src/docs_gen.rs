@@ -195,6 +195,25 @@ mod tests {
         }
     }
 
+    /// The unit's bounding set is exactly what privileges.rs keeps: less
+    /// breaks requests, more is dropped at start anyway.
+    #[test]
+    fn unit_bounding_set_is_what_rnfsd_keeps() {
+        let unit = include_str!("../../../packaging/rnfsd.service");
+        let line = unit
+            .lines()
+            .find_map(|l| l.strip_prefix("CapabilityBoundingSet="))
+            .expect("rnfsd.service has no CapabilityBoundingSet");
+        let mut in_unit: Vec<&str> = line.split_whitespace().collect();
+        let mut kept: Vec<String> = crate::privileges::KEPT
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        in_unit.sort_unstable();
+        kept.sort_unstable();
+        assert_eq!(in_unit, kept, "packaging/rnfsd.service vs privileges::KEPT");
+    }
+
     #[test]
     fn generates_pages_and_completions() {
         let dir = tempfile::tempdir().unwrap();
