@@ -6,7 +6,9 @@
 #
 # RNFSD_SKIP_KERNEL_CLIENT=1 skips the guest stage (it needs root, about
 # 8 minutes, and downloads a kernel package the first time);
-# RNFSD_SKIP_FUZZ=1 skips the short fuzz run (its first build takes minutes).
+# RNFSD_SKIP_FUZZ=1 skips the short fuzz run (its first build takes minutes);
+# RNFSD_SKIP_PACKAGE=1 skips the Debian package test (root; a release build
+# and cargo-deb, installed when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +32,14 @@ cargo clippy --workspace --all-targets -- -D warnings
 # not a skip.
 export RNFSD_REQUIRE_LIBNFS="${CI:-}"
 cargo test --workspace
+
+if [ "${RNFSD_SKIP_PACKAGE:-}" = 1 ]; then
+    echo "SKIP: package test (RNFSD_SKIP_PACKAGE=1)"
+else
+    # Builds the .deb, installs it, serves under the unit's hardening,
+    # purges it (it skips itself when not root).
+    tests/package/run.sh
+fi
 
 if [ "${RNFSD_SKIP_FUZZ:-}" = 1 ]; then
     echo "SKIP: fuzz smoke run (RNFSD_SKIP_FUZZ=1)"

@@ -37,6 +37,14 @@ pub enum Command {
     /// List what a running server exports, with the effective options of
     /// each client, as `exportfs -v` does (through its admin socket).
     Exportfs(crate::stats_cmd::AdminArgs),
+    /// Write man pages (DIR/man) and shell completions (DIR/completions),
+    /// for packaging.
+    #[command(hide = true)]
+    GenerateDocs {
+        /// Output directory.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 /// The configuration file's keys, shown by `rnfsd serve --help`.

@@ -9,6 +9,7 @@ pub mod admin;
 pub mod advice;
 pub mod cli;
 pub mod config;
+pub mod docs_gen;
 pub mod drc;
 mod endpoint;
 pub mod exports;

@@ -47,6 +47,18 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command::GenerateDocs { out } => match rnfsd::docs_gen::generate(&out) {
+            Ok(files) => {
+                for f in files {
+                    println!("{}", f.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("rnfsd: error: writing docs to {}: {e}", out.display());
+                ExitCode::from(1)
+            }
+        },
         Command::Serve(args) => match serve(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
