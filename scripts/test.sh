@@ -19,6 +19,12 @@ command -v nfs-ls >/dev/null 2>&1 || need_apt+=(libnfs-utils)
 command -v xfs_io >/dev/null 2>&1 || need_apt+=(xfsprogs)
 # fsfreeze, setpriv: the slow-calls and least-privilege tests.
 { command -v fsfreeze && command -v setpriv; } >/dev/null 2>&1 || need_apt+=(util-linux)
+# The package test: showmount (nfs-common), a private rpcbind and rpcinfo,
+# ip for its network namespace, python3 for its notify-socket listener.
+command -v showmount >/dev/null 2>&1 || need_apt+=(nfs-common)
+{ command -v rpcbind && command -v rpcinfo; } >/dev/null 2>&1 || need_apt+=(rpcbind)
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 if [ ${#need_apt[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"

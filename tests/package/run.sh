@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Package test: builds the .deb (scripts/package.sh), installs it, checks
-# its files and unit, serves a fresh directory the way rnfsd.service would
-# (the unit's ExecStart under its NoNewPrivileges, CapabilityBoundingSet,
+# its files and unit, starts the server the way rnfsd.service would (the
+# unit's ExecStart under its NoNewPrivileges, CapabilityBoundingSet,
 # LimitNOFILE, ProtectSystem=full and PrivateTmp, emulated with setpriv and
-# a mount namespace, since no systemd runs here), copies a file in and out
-# with libnfs, stops it with SIGTERM, then purges the package and checks
-# nothing is left. Root only. Seconds when target/release is built, about
+# namespaces, since no systemd runs here; its own network namespace with a
+# private rpcbind), with nothing exported; checks READY=1 on the notify
+# socket, adds an export to an exports(5) file and reloads (SIGHUP), checks
+# rpcinfo -p, showmount -e and rnfsd exportfs, copies a file in and out
+# with libnfs, stops it with SIGTERM (STOPPING=1), then purges the package
+# and checks nothing is left. Root only. Seconds when target/release is built, about
 # 2-3 minutes from a cold release build (plus installing cargo-deb once).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,7 +17,7 @@ if [ "$(id -u)" != 0 ]; then
     echo "SKIP: package test needs root (dpkg -i, mount namespaces)"
     exit 0
 fi
-for t in dpkg-deb setpriv unshare nfs-cp systemd-analyze timeout; do
+for t in dpkg-deb setpriv unshare nsenter ip nfs-cp systemd-analyze timeout rpcbind rpcinfo showmount python3; do
     command -v "$t" >/dev/null || { echo "FAIL: $t is missing" >&2; exit 1; }
 done
 if dpkg-query -W -f='${Status}' rnfsd 2>/dev/null | grep -q installed; then
@@ -36,11 +39,14 @@ fail() {
     [ -f "$work/server.log" ] && sed 's/^/  server: /' "$work/server.log" >&2
     exit 1
 }
+notify_pid=""
 cleanup() {
     if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
         kill -KILL "$server_pid" 2>/dev/null || true
         wait "$server_pid" 2>/dev/null || true
     fi
+    [ -f "$work/rpcbind.pid" ] && kill -TERM "$(cat "$work/rpcbind.pid")" 2>/dev/null || true
+    [ -n "$notify_pid" ] && kill -TERM "$notify_pid" 2>/dev/null || true
     [ -n "$installed" ] && dpkg --purge rnfsd >/dev/null 2>&1 || true
     [ -n "$state_made" ] && rm -rf /var/lib/rnfsd
     rm -rf "$work"
@@ -82,29 +88,16 @@ if command -v man >/dev/null; then
 fi
 systemd-analyze verify "$unit" || fail "systemd-analyze verify $unit"
 
-step "configuring an export"
+step "configuring: no exports yet, an exports(5) file to add them"
 export_dir="$work/export"
 mkdir -m 1777 "$export_dir"
-# A free port, not 2049: other servers may run here. No rpcbind
-# registration: the system's port mapper is not ours to change.
-port=""
-for _ in $(seq 20); do
-    p=$((20000 + RANDOM % 20000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-        port=$p
-        break
-    fi
-done
-[ -n "$port" ] || fail "no free port found"
-sed -i "s/^listen = .*/listen = [\"127.0.0.1:$port\"]\nregister_rpcbind = false/" /etc/rnfsd.toml
-# Insecure: libnfs may call from an unprivileged port.
-cat >>/etc/rnfsd.toml <<EOF
-
-[[export]]
-path = "$export_dir"
-clients = ["127.0.0.1"]
-secure = false
-EOF
+# The server gets its own network namespace (unshare -n): port 2049 and a
+# private rpcbind on 111 are its own, as on a host of its own, and clients
+# reach it through `nsenter --net`.
+exports_file="$work/exports"
+: >"$exports_file"
+sed -i "s|^#exports = .*|exports = \"$exports_file\"|" /etc/rnfsd.toml
+grep -q "^exports = \"$exports_file\"" /etc/rnfsd.toml || fail "the shipped config has no #exports line"
 /usr/sbin/rnfsd check-config /etc/rnfsd.toml >/dev/null || fail "check-config /etc/rnfsd.toml"
 
 step "starting the server as the unit would"
@@ -114,6 +107,7 @@ exec_start=$(val ExecStart)
 [ "$(val NoNewPrivileges)" = yes ] || fail "NoNewPrivileges is not yes"
 [ "$(val ProtectSystem)" = full ] || fail "ProtectSystem is not full"
 [ "$(val PrivateTmp)" = yes ] || fail "PrivateTmp is not yes"
+grep -q '^ExecReload=/bin/kill -HUP \$MAINPID' "$unit" || fail "ExecReload does not send SIGHUP"
 caps=$(val CapabilityBoundingSet)
 [ -n "$caps" ] || fail "no CapabilityBoundingSet"
 bounding="-all"
@@ -127,12 +121,34 @@ if [ ! -d /var/lib/rnfsd ]; then
     state_made=1
     mkdir -m 0700 /var/lib/rnfsd
 fi
-# ProtectSystem=full: /usr, /boot, /efi and /etc read-only; PrivateTmp: an
-# empty /tmp and /var/tmp. Recursive binds keep submounts (/etc/hosts).
-# unshare, bash and setpriv exec in turn: $! is the server's pid.
+# systemd's notify socket, played by a small listener that logs each
+# message on a line.
+notify_sock="$work/notify.sock"
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "a", buffering=1) as log:
+    while True:
+        log.write(s.recv(4096).decode().replace("\n", " ") + "\n")
+' "$notify_sock" "$work/notify.log" &
+notify_pid=$!
+for _ in $(seq 50); do [ -S "$notify_sock" ] && break; sleep 0.1; done
+[ -S "$notify_sock" ] || fail "the notify listener did not start"
+# In new mount and network namespaces: lo up, a private /run with its own
+# rpcbind; then ProtectSystem=full (/usr, /boot, /efi and /etc read-only)
+# and PrivateTmp (an empty /tmp and /var/tmp). Recursive binds keep
+# submounts (/etc/hosts). unshare, bash and setpriv exec in turn: $! is the
+# server's pid.
 # shellcheck disable=SC2016
-unshare -m --propagation private -- bash -c '
+NOTIFY_SOCKET="$notify_sock" unshare -m -n --propagation private -- bash -c '
     set -e
+    ip link set lo up
+    mount -t tmpfs -o mode=755,size=16m tmpfs /run
+    mkdir -p /run/rpcbind
+    rpcbind -f -w &
+    echo $! >"$2/rpcbind.pid"
+    for _ in $(seq 50); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
     for d in /usr /boot /efi /etc; do
         [ -d "$d" ] || continue
         mount --rbind "$d" "$d"
@@ -146,18 +162,25 @@ unshare -m --propagation private -- bash -c '
     mount -t tmpfs tmpfs /tmp
     mount -t tmpfs tmpfs /var/tmp
     ulimit -n "$1"
-    shift
+    shift 2
     exec "$@"
-' _ "$nofile" setpriv --no-new-privs --bounding-set="$bounding" -- $exec_start \
+' _ "$nofile" "$work" setpriv --no-new-privs --bounding-set="$bounding" -- $exec_start \
     >"$work/server.log" 2>&1 &
 server_pid=$!
+innet() { nsenter --net="/proc/$server_pid/ns/net" -- "$@"; }
 
-deadline=$((SECONDS + 30))
-until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
-    kill -0 "$server_pid" 2>/dev/null || fail "the server exited before listening"
-    [ $SECONDS -lt $deadline ] || fail "the server did not listen on $port within 30 s"
-    sleep 0.2
-done
+# Type=notify: systemd waits for READY=1 (sent once listening, registered
+# and the exports open; here there are none yet).
+wait_for() { # what, seconds, command...
+    local what=$1 secs=$2 until=$((SECONDS + $2))
+    shift 2
+    until "$@"; do
+        kill -0 "$server_pid" 2>/dev/null || fail "the server exited while waiting for $what"
+        [ $SECONDS -lt $until ] || fail "no $what within $secs s"
+        sleep 0.2
+    done
+}
+wait_for "READY=1" 30 grep -q "READY=1" "$work/notify.log"
 status=/proc/$server_pid/status
 grep -q '^NoNewPrivs:[[:space:]]*1' "$status" || fail "server runs without no_new_privs"
 [ "$(awk '/^Max open files/ {print $4}' "/proc/$server_pid/limits")" = "$nofile" ] ||
@@ -165,15 +188,38 @@ grep -q '^NoNewPrivs:[[:space:]]*1' "$status" || fail "server runs without no_ne
 # The bounding set it runs with is no wider than the unit's.
 want=$(setpriv --no-new-privs --bounding-set="$bounding" -- grep '^CapBnd' /proc/self/status)
 [ "$(grep '^CapBnd' "$status")" = "$want" ] || fail "server's CapBnd is not the unit's ($want)"
+/usr/sbin/rnfsd exportfs | grep -q "nothing exported" || fail "rnfsd exportfs: expected no exports"
 
-step "copying a file in and out with libnfs"
-url() { echo "nfs://127.0.0.1$export_dir/$1?version=3&nfsport=$port&mountport=$port"; }
+step "adding an export to the exports file, systemctl reload (SIGHUP)"
+echo "$export_dir 127.0.0.1(rw,insecure,no_root_squash) # from the package test" >"$exports_file"
+kill -HUP "$server_pid"
+has_export() { /usr/sbin/rnfsd exportfs | grep -q "^$export_dir"; }
+wait_for "the export after the reload" 30 has_export
+/usr/sbin/rnfsd exportfs | sed 's/^/  exportfs: /'
+grep -q "RELOADING=1" "$work/notify.log" || fail "no RELOADING=1 at the reload"
+[ "$(grep -c "READY=1" "$work/notify.log")" -ge 2 ] || fail "no READY=1 after the reload"
+
+step "rpcinfo -p and showmount -e"
+innet rpcinfo -p 127.0.0.1 | sed 's/^/  rpcinfo: /'
+for prog in 100003 100005; do
+    innet rpcinfo -p 127.0.0.1 | awk -v p=$prog '$1 == p && $3 == "tcp" && $4 == 2049' | grep -q . ||
+        fail "rpcinfo -p does not show program $prog on tcp 2049"
+done
+innet showmount -e 127.0.0.1 | sed 's/^/  showmount: /'
+innet showmount -e 127.0.0.1 | grep -qE "^$export_dir +127\.0\.0\.1" ||
+    fail "showmount -e does not list $export_dir for 127.0.0.1"
+
+step "copying a file in and out with libnfs (ports from the port mapper)"
+url() { echo "nfs://127.0.0.1$export_dir/$1?version=3"; }
 head -c 3000000 /dev/urandom >"$work/in.bin"
-timeout 60 nfs-cp "$work/in.bin" "$(url copied.bin)" >/dev/null || fail "nfs-cp in"
+timeout 60 nsenter --net="/proc/$server_pid/ns/net" -- nfs-cp "$work/in.bin" "$(url copied.bin)" >/dev/null ||
+    fail "nfs-cp in"
 cmp "$work/in.bin" "$export_dir/copied.bin" || fail "the file written over NFS differs"
-timeout 60 nfs-cp "$(url copied.bin)" "$work/out.bin" >/dev/null || fail "nfs-cp out"
+timeout 60 nsenter --net="/proc/$server_pid/ns/net" -- nfs-cp "$(url copied.bin)" "$work/out.bin" >/dev/null ||
+    fail "nfs-cp out"
 cmp "$work/in.bin" "$work/out.bin" || fail "the file read over NFS differs"
-timeout 30 nfs-ls "$(url '')" | grep -q copied.bin || fail "nfs-ls does not list the file"
+timeout 30 nsenter --net="/proc/$server_pid/ns/net" -- nfs-ls "$(url '')" | grep -q copied.bin ||
+    fail "nfs-ls does not list the file"
 
 step "stopping it with SIGTERM"
 kill -TERM "$server_pid"
@@ -186,6 +232,7 @@ rc=0
 wait "$server_pid" || rc=$?
 server_pid=""
 [ "$rc" = 0 ] || fail "the server exited with status $rc after SIGTERM"
+grep -q "STOPPING=1" "$work/notify.log" || fail "no STOPPING=1 at shutdown"
 
 step "purging the package"
 dpkg --purge rnfsd >/dev/null
