@@ -66,6 +66,7 @@ files=(
     /usr/sbin/rnfsd "$unit" /etc/rnfsd.toml
     /usr/share/man/man8/rnfsd.8.gz /usr/share/man/man8/rnfsd-serve.8.gz
     /usr/share/man/man8/rnfsd-check-config.8.gz /usr/share/man/man8/rnfsd-stats.8.gz
+    /usr/share/man/man8/rnfsd-exportfs.8.gz
     /usr/share/man/man5/rnfsd.toml.5.gz
     /usr/share/bash-completion/completions/rnfsd
     /usr/share/zsh/vendor-completions/_rnfsd

@@ -118,7 +118,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   [[export.client]]              per-client options: match = \"10.0.0.0/8\",
                                  then any of the keys above (default: export's)
   SIGHUP re-reads the file (and the exports file, resolving its names
-  again) and applies export client/option changes.";
+  again): exports added, removed or changed go live, connections kept;
+  [server] keys need a restart. `rnfsd exportfs` lists what is exported.";
 
 #[derive(Debug, Clone, Default, Args)]
 pub struct ServeArgs {

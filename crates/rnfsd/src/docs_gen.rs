@@ -84,8 +84,8 @@ fn page_name(c: &clap::Command) -> String {
 const SERVE_EXTRA: &str = r#".SH SIGNALS
 .TP
 \fBSIGHUP\fR
-Re-read the configuration file and apply changes to the exports' clients and
-options; other changes need a restart.
+Re-read the configuration (and exports) file: exports added, removed or
+changed go live, connections kept; \fB[server]\fR keys need a restart.
 .TP
 \fBSIGINT\fR, \fBSIGTERM\fR
 Stop accepting calls, flush queued replies (\fBshutdown_timeout_secs\fR) and exit.
@@ -227,6 +227,7 @@ mod tests {
             "rnfsd-serve.8",
             "rnfsd-check-config.8",
             "rnfsd-stats.8",
+            "rnfsd-exportfs.8",
             "rnfsd.toml.5",
             "rnfsd.bash",
             "_rnfsd",
