@@ -5,6 +5,7 @@
 //! → `programs` (nfs3, mount, portmap tables) → fs (rnfsd-fs backends).
 
 pub mod access;
+pub mod activation;
 pub mod admin;
 pub mod advice;
 pub mod cli;

@@ -331,7 +331,15 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let portmap_service =
         Arc::new(RpcService::new(server.clone(), vec![&PORTMAP], policy).with_stats(stats.clone()));
 
-    let running = transport::start(&cfg, nfs_service, portmap_service)?;
+    // systemd socket activation: its sockets instead of `listen`.
+    let activated = rnfsd::activation::listeners().map_err(config_err)?;
+    if !activated.is_empty() {
+        tracing::info!(
+            sockets = activated.len(),
+            "socket activation: serving on the service manager's sockets; server.listen is not used"
+        );
+    }
+    let running = transport::start(&cfg, nfs_service, portmap_service, activated)?;
     running.add_stats_sources(&stats);
     let bound = running.nfs_addrs();
 
@@ -523,19 +531,30 @@ mod transport {
         }
     }
 
+    /// `activated`: listeners from socket activation, used instead of
+    /// binding `listen` when there are any.
     pub fn start(
         cfg: &Config,
         nfs: Arc<RpcService>,
         portmap: Arc<RpcService>,
+        activated: Vec<std::net::TcpListener>,
     ) -> Result<Running, Failure> {
         let s = &cfg.server;
         let pool = s.pool_config();
-        let nfs = Transport::start(transport_config(s, s.listen.clone()), pool, nfs)
+        let tc = if activated.is_empty() {
+            transport_config(s, s.listen.clone())
+        } else {
+            TransportConfig {
+                listeners: activated,
+                ..transport_config(s, Vec::new())
+            }
+        };
+        let nfs = Transport::start(tc, pool, nfs)
             .map_err(|e| runtime_err(format!("listening on {}: {e}", list(&s.listen))))?;
         let portmap = if s.portmap {
             // Port 111 of every address NFS listens on, once each.
             let mut addrs: Vec<SocketAddr> = Vec::new();
-            for a in &s.listen {
+            for a in &nfs.local_addrs() {
                 let p = SocketAddr::new(a.ip(), rnfsd_proto::portmap::PMAP_PORT);
                 if !addrs.contains(&p) {
                     addrs.push(p);

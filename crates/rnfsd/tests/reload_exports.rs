@@ -1,31 +1,15 @@
 //! Exports added, removed and changed by a reload (SIGHUP) while clients
-//! stay connected; `rnfsd exportfs` shows what is in force; systemd's
-//! notify protocol (READY, RELOADING, STOPPING) is spoken.
+//! stay connected; `rnfsd exportfs` shows what is in force.
 
 mod common;
 
-use std::os::unix::net::UnixDatagram;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::nfs::*;
-use common::{TempDir, TestServer};
+use common::{export_table, write_config, TempDir, TestServer};
 use rnfsd_client::nfs3::*;
 use rnfsd_client::{MountClient, NfsClient};
-
-fn export_table(path: &Path, extra: &str) -> String {
-    format!(
-        "[[export]]\npath = \"{}\"\nclients = [\"127.0.0.1\"]\nsecure = false\nroot_squash = false\n{extra}",
-        path.display()
-    )
-}
-
-fn write_config(dir: &Path, text: &str) -> String {
-    let p = dir.join("rnfsd.toml");
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_owned()
-}
 
 /// `rnfsd exportfs` against the test server's admin socket.
 fn exportfs(srv: &TestServer) -> String {
@@ -162,71 +146,4 @@ async fn reload_adds_removes_and_reopens_exports_with_connections_kept() {
         assert!(!client.is_closed());
     })
     .await;
-}
-
-/// Reads one notify datagram, bounded.
-fn recv(sock: &UnixDatagram) -> String {
-    let mut buf = [0u8; 4096];
-    let n = sock
-        .recv(&mut buf)
-        .expect("a notify message within the timeout");
-    String::from_utf8_lossy(&buf[..n]).into_owned()
-}
-
-#[test]
-fn speaks_the_systemd_notify_protocol_and_starts_with_no_exports() {
-    let state = TempDir::new("notify-state");
-    let cfgdir = TempDir::new("notify-cfg");
-    let sock_path = state.path().join("notify.sock");
-    let sock = UnixDatagram::bind(&sock_path).unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    // A packaged server: a config file that exports nothing yet.
-    let cfg = write_config(cfgdir.path(), "[server]\nlisten = [\"127.0.0.1:0\"]\n");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rnfsd"))
-        .args(["serve", "--no-rpcbind", "--config", &cfg, "--state-dir"])
-        .arg(state.path())
-        .env("NOTIFY_SOCKET", &sock_path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let ready = recv(&sock);
-    assert!(ready.contains("READY=1"), "{ready:?}");
-    assert!(ready.contains("STATUS=serving 0 export(s)"), "{ready:?}");
-
-    let dir = TempDir::new("notify-export");
-    write_config(
-        cfgdir.path(),
-        &format!(
-            "[server]\nlisten = [\"127.0.0.1:0\"]\n{}",
-            export_table(dir.path(), "")
-        ),
-    );
-    let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-HUP", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let reloading = recv(&sock);
-    assert!(
-        reloading.contains("RELOADING=1") && reloading.contains("MONOTONIC_USEC="),
-        "{reloading:?}"
-    );
-    let again = recv(&sock);
-    assert!(
-        again.contains("READY=1") && again.contains("serving 1 export(s)"),
-        "{again:?}"
-    );
-
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let stopping = recv(&sock);
-    assert!(stopping.contains("STOPPING=1"), "{stopping:?}");
-    let st = child.wait().unwrap();
-    assert!(st.success(), "{st:?}");
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::nfs::*;
-use common::{TempDir, TestServer};
+use common::{write_config, TempDir, TestServer};
 use rnfsd_client::nfs3::*;
 use rnfsd_client::{Auth, Client, ClientConfig, ClientError, MountClient, NfsClient};
 use rnfsd_proto::mount::MountStat3;
@@ -33,12 +33,6 @@ async fn mnt_from(c: &Client, path: &str) -> Result<NfsFh3, ClientError> {
     Ok(NfsFh3::new(
         MountClient::new(c.clone()).mnt(path).await?.fhandle,
     ))
-}
-
-fn write_config(dir: &Path, text: &str) -> String {
-    let p = dir.join("rnfsd.toml");
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread")]

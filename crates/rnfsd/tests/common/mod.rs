@@ -27,6 +27,22 @@ pub fn skip(what: &str, why: Option<String>) -> bool {
     true
 }
 
+/// Writes `text` to DIR/rnfsd.toml; returns the file's path.
+pub fn write_config(dir: &Path, text: &str) -> String {
+    let p = dir.join("rnfsd.toml");
+    std::fs::write(&p, text).expect("write rnfsd.toml");
+    p.to_str().expect("UTF-8 path").to_owned()
+}
+
+/// An `[[export]]` table for `path`, open to 127.0.0.1 from any port with
+/// root not squashed (the tests act as root), then `extra` keys.
+pub fn export_table(path: &Path, extra: &str) -> String {
+    format!(
+        "[[export]]\npath = \"{}\"\nclients = [\"127.0.0.1\"]\nsecure = false\nroot_squash = false\n{extra}",
+        path.display()
+    )
+}
+
 /// A fresh directory under the system temp dir, removed on drop.
 pub struct TempDir(pub PathBuf);
 
