@@ -88,6 +88,9 @@ if command -v man >/dev/null; then
     done
 fi
 systemd-analyze verify "$unit" || fail "systemd-analyze verify $unit"
+socket_unit=${unit%.service}.socket
+[ -f "$socket_unit" ] || fail "$socket_unit is not installed"
+systemd-analyze verify "$socket_unit" || fail "systemd-analyze verify $socket_unit"
 
 step "configuring: no exports yet, an exports(5) file to add them"
 export_dir="$work/export"
