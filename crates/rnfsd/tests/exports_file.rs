@@ -9,23 +9,8 @@ use std::os::unix::fs::PermissionsExt;
 use common::nfs::*;
 use common::{TempDir, TestServer};
 use rnfsd_client::nfs3::*;
-use rnfsd_client::{Client, ClientError, MountClient, NfsClient};
+use rnfsd_client::{ClientError, NfsClient};
 use rnfsd_proto::mount::MountStat3;
-
-async fn client_from(srv: &TestServer, local: &str) -> Client {
-    let sock = tokio::net::TcpSocket::new_v4().expect("socket");
-    sock.bind(format!("{local}:0").parse().unwrap())
-        .expect("bind");
-    let st = sock.connect(srv.addr).await.expect("connect");
-    let conn = rnfsd_client::RpcConnection::from_stream(st, &config(1)).expect("conn");
-    Client::from_connection(conn)
-}
-
-async fn mnt_from(c: &Client, path: &str) -> Result<NfsFh3, ClientError> {
-    Ok(NfsFh3::new(
-        MountClient::new(c.clone()).mnt(path).await?.fhandle,
-    ))
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn exports_file_is_served() {

@@ -127,16 +127,7 @@ async fn an_ordinary_users_directory_works_on_the_first_try() {
         let root = NfsFh3::new(fh.fhandle);
         let (f, _) = create_file(&nfs, &root, "hello").await;
         write(&nfs, &f, 0, b"first try").await;
-        let r = ok(
-            "READ",
-            nfs.read(&Read3Args {
-                file: f,
-                offset: 0,
-                count: 64,
-            })
-            .await,
-        );
-        assert_eq!(r.data, b"first try");
+        assert_eq!(read_data(&nfs, &f, 0, 64).await, b"first try");
     })
     .await;
     let m = std::fs::metadata(share.path().join("hello")).unwrap();

@@ -20,21 +20,6 @@ fn world_writable(dir: &Path, name: &str) {
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).unwrap();
 }
 
-async fn client_from(srv: &TestServer, local: &str) -> Client {
-    let sock = tokio::net::TcpSocket::new_v4().expect("socket");
-    sock.bind(format!("{local}:0").parse().unwrap())
-        .expect("bind");
-    let st = sock.connect(srv.addr).await.expect("connect");
-    let conn = rnfsd_client::RpcConnection::from_stream(st, &config(1)).expect("conn");
-    Client::from_connection(conn)
-}
-
-async fn mnt_from(c: &Client, path: &str) -> Result<NfsFh3, ClientError> {
-    Ok(NfsFh3::new(
-        MountClient::new(c.clone()).mnt(path).await?.fhandle,
-    ))
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn root_is_squashed_by_default() {
     let dir = TempDir::new("acc-rootsquash");

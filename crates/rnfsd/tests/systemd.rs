@@ -138,16 +138,7 @@ async fn serves_on_sockets_from_socket_activation() {
             .expect("MNT on the activated socket");
         let nfs = NfsClient::new(client);
         let f = lookup(&nfs, &NfsFh3::new(fh.fhandle), "f").await;
-        let r = ok(
-            "READ",
-            nfs.read(&Read3Args {
-                file: f,
-                offset: 0,
-                count: 64,
-            })
-            .await,
-        );
-        assert_eq!(r.data, b"activated");
+        assert_eq!(read_data(&nfs, &f, 0, 64).await, b"activated");
     })
     .await;
     let _ = Command::new("kill")

@@ -81,6 +81,14 @@ struct Token {
 /// Logical lines of tokens: `#` comments (outside quotes) dropped,
 /// backslash-newline joins lines, `"..."` quotes whitespace (quotes
 /// removed). Each token keeps the line it starts on.
+/// The token being read, begun on line `n` if none is.
+fn start(tok: &mut Option<Token>, n: usize) -> &mut Token {
+    tok.get_or_insert(Token {
+        text: String::new(),
+        line: n,
+    })
+}
+
 fn tokenize(text: &str) -> Result<Vec<Vec<Token>>, (usize, String)> {
     let mut lines = Vec::new();
     let mut cur: Vec<Token> = Vec::new();
@@ -93,13 +101,7 @@ fn tokenize(text: &str) -> Result<Vec<Vec<Token>>, (usize, String)> {
             match c {
                 '"' => quoted = false,
                 '\n' => return Err((n, "unterminated quote".into())),
-                c => tok
-                    .get_or_insert(Token {
-                        text: String::new(),
-                        line: n,
-                    })
-                    .text
-                    .push(c),
+                c => start(&mut tok, n).text.push(c),
             }
             continue;
         }
@@ -124,18 +126,9 @@ fn tokenize(text: &str) -> Result<Vec<Vec<Token>>, (usize, String)> {
             c if c.is_whitespace() => cur.extend(tok.take()),
             '"' => {
                 quoted = true;
-                tok.get_or_insert(Token {
-                    text: String::new(),
-                    line: n,
-                });
+                start(&mut tok, n);
             }
-            c => tok
-                .get_or_insert(Token {
-                    text: String::new(),
-                    line: n,
-                })
-                .text
-                .push(c),
+            c => start(&mut tok, n).text.push(c),
         }
     }
     if quoted {

@@ -233,6 +233,29 @@ pub async fn read_res(
     .await
 }
 
+/// READ that must succeed: the data.
+pub async fn read_data(nfs: &NfsClient, fh: &NfsFh3, offset: u64, count: u32) -> Vec<u8> {
+    ok("READ", read_res(nfs, fh, offset, count).await).data
+}
+
+/// A client connected from local address `local` (another 127.x address,
+/// so the server sees another host), one connection.
+pub async fn client_from(srv: &TestServer, local: &str) -> Client {
+    let sock = tokio::net::TcpSocket::new_v4().expect("socket");
+    sock.bind(format!("{local}:0").parse().expect("local address"))
+        .expect("bind");
+    let st = sock.connect(srv.addr).await.expect("connect");
+    let conn = rnfsd_client::RpcConnection::from_stream(st, &config(1)).expect("conn");
+    Client::from_connection(conn)
+}
+
+/// MNT `path` on `c`: the root handle, or why not.
+pub async fn mnt_from(c: &Client, path: &str) -> Result<NfsFh3, ClientError> {
+    Ok(NfsFh3::new(
+        MountClient::new(c.clone()).mnt(path).await?.fhandle,
+    ))
+}
+
 /// SETATTR `attrs`, guarded by ctime `guard` when given.
 pub async fn setattr_res(
     nfs: &NfsClient,
