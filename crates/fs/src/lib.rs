@@ -8,10 +8,12 @@ pub mod cache;
 pub mod durable;
 pub mod inline;
 pub mod local;
+pub mod lock;
 
 use std::fmt;
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// NFSv3 handles are at most 64 bytes (RFC 1813 §2.5 NFS3_FHSIZE).
 pub const MAX_HANDLE: usize = 64;
@@ -430,6 +432,12 @@ pub trait Backend: Send + Sync {
     fn pathconf(&self, cred: &Cred, fh: &Fh) -> FsResult<(PathConf, Attr)>;
     /// Flush `count` bytes at `offset` (0 = to the end) to stable storage.
     fn commit(&self, cred: &Cred, fh: &Fh, offset: u64, count: u32) -> FsResult<Wcc>;
+    /// A fresh handle for one lock owner's byte-range locks on the regular
+    /// file `fh` (NLM). The caller must be able to read the file or own
+    /// it, as knfsd asks for locks (`NFSD_MAY_LOCK`). None by default.
+    fn open_for_locks(&self, _cred: &Cred, _fh: &Fh) -> FsResult<Arc<dyn lock::LockFile>> {
+        Err(FsError::NotSupported)
+    }
     /// Cache and background-work counters (none by default).
     fn stats(&self) -> BackendStats {
         BackendStats::default()

@@ -16,6 +16,7 @@ mod endpoint;
 pub mod exports;
 pub mod keys;
 pub mod live;
+pub mod lockd;
 pub mod metrics;
 pub mod privileges;
 pub mod programs;

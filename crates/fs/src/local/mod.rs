@@ -57,6 +57,7 @@ mod dir;
 mod files;
 mod flusher;
 mod handle;
+mod lock;
 mod locmap;
 mod namespace;
 mod objects;
@@ -645,6 +646,10 @@ impl Backend for LocalFs {
 
     fn commit(&self, cred: &Cred, fh: &Fh, offset: u64, count: u32) -> FsResult<Wcc> {
         data::commit(self, cred, fh, offset, count)
+    }
+
+    fn open_for_locks(&self, cred: &Cred, fh: &Fh) -> FsResult<Arc<dyn crate::lock::LockFile>> {
+        lock::open_for_locks(self, cred, fh)
     }
 
     fn stats(&self) -> BackendStats {

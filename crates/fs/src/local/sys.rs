@@ -763,3 +763,38 @@ pub fn mount_shows_fs_root(mnt_id: u64) -> bool {
         f.next().and_then(|id| id.parse::<u64>().ok()) == Some(mnt_id) && f.nth(2) == Some("/")
     })
 }
+
+/// fcntl OFD lock commands (locks owned by the open file description, not
+/// the process: one per NLM lock owner).
+#[derive(Clone, Copy)]
+pub enum OfdCmd {
+    /// F_OFD_SETLK: take or release without waiting.
+    Set,
+    /// F_OFD_GETLK: the first conflicting lock, if any.
+    Get,
+}
+
+/// `l_type` (F_RDLCK, F_WRLCK or F_UNLCK) on `start`/`len` (0 = to end of
+/// file). Returns the kernel's answer: for `Get` the conflicting lock's
+/// type and range (F_UNLCK: none). EAGAIN from `Set`: a conflict.
+pub fn ofd_lock(
+    fd: RawFd,
+    cmd: OfdCmd,
+    l_type: libc::c_int,
+    start: i64,
+    len: i64,
+) -> io::Result<(libc::c_int, i64, i64)> {
+    // SAFETY: an all-zero flock is valid (l_pid must be 0 for OFD locks).
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = l_type as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = start;
+    fl.l_len = len;
+    let c = match cmd {
+        OfdCmd::Set => libc::F_OFD_SETLK,
+        OfdCmd::Get => libc::F_OFD_GETLK,
+    };
+    // SAFETY: fl is a valid flock the kernel reads (and for GETLK writes).
+    cvt(unsafe { libc::fcntl(fd, c, &mut fl as *mut libc::flock) })?;
+    Ok((libc::c_int::from(fl.l_type), fl.l_start, fl.l_len))
+}

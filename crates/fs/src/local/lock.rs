@@ -1,0 +1,100 @@
+//! NLM byte-range locks on the local filesystem: each owner gets its own
+//! open file description of the file and locks through it with fcntl OFD
+//! locks (F_OFD_SETLK/GETLK), so owners are the kernel's to keep apart,
+//! local programs' POSIX and OFD locks conflict with NFS clients' as they
+//! should, and dropping the description drops its locks.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+
+use crate::lock::{Conflict, LockFile, LockKind, LockRange};
+use crate::{Cred, Fh, FsResult};
+
+use super::files::Access;
+use super::sys::{self, OfdCmd};
+use super::{errno, LocalFs};
+
+#[derive(Debug)]
+struct OfdFile {
+    fd: OwnedFd,
+}
+
+fn off(v: u64) -> FsResult<i64> {
+    i64::try_from(v).map_err(|_| errno(libc::EFBIG))
+}
+
+fn kind_type(k: LockKind) -> libc::c_int {
+    match k {
+        LockKind::Shared => libc::F_RDLCK,
+        LockKind::Exclusive => libc::F_WRLCK,
+    }
+}
+
+impl LockFile for OfdFile {
+    fn lock(&self, kind: LockKind, r: LockRange) -> FsResult<bool> {
+        let fd = self.fd.as_raw_fd();
+        match sys::ofd_lock(fd, OfdCmd::Set, kind_type(kind), off(r.start)?, off(r.len)?) {
+            Ok(_) => Ok(true),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn unlock(&self, r: LockRange) -> FsResult<()> {
+        let fd = self.fd.as_raw_fd();
+        sys::ofd_lock(fd, OfdCmd::Set, libc::F_UNLCK, off(r.start)?, off(r.len)?)?;
+        Ok(())
+    }
+
+    fn test(&self, kind: LockKind, r: LockRange) -> FsResult<Option<Conflict>> {
+        let fd = self.fd.as_raw_fd();
+        let (t, start, len) =
+            sys::ofd_lock(fd, OfdCmd::Get, kind_type(kind), off(r.start)?, off(r.len)?)?;
+        Ok(match t {
+            libc::F_RDLCK | libc::F_WRLCK => Some(Conflict {
+                kind: if t == libc::F_WRLCK {
+                    LockKind::Exclusive
+                } else {
+                    LockKind::Shared
+                },
+                // The kernel never reports negative values for locks set
+                // with the non-negative ranges we allow.
+                range: LockRange {
+                    start: u64::try_from(start).unwrap_or(0),
+                    len: u64::try_from(len).unwrap_or(0),
+                },
+            }),
+            _ => None,
+        })
+    }
+}
+
+pub(super) fn open_for_locks(fs: &LocalFs, cred: &Cred, fh: &Fh) -> FsResult<Arc<dyn LockFile>> {
+    let o = fs.resolve(fh)?;
+    if o.st.is_dir() {
+        return Err(errno(libc::EISDIR));
+    }
+    if !o.st.is_reg() {
+        return Err(errno(libc::EINVAL));
+    }
+    // knfsd's NFSD_MAY_LOCK: read permission or ownership.
+    fs.may_use_data(cred, &o, Access::Read)?;
+    // Read-write so an exclusive lock works (fcntl wants a writable file
+    // for F_WRLCK); read-only where it cannot be (a read-only mount, an
+    // immutable file, a running program: ETXTBSY), where only shared
+    // locks can then be taken.
+    let flags = libc::O_CLOEXEC | libc::O_NONBLOCK;
+    let fd = match sys::reopen(o.raw(), libc::O_RDWR | flags) {
+        Ok(fd) => fd,
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EROFS | libc::EACCES | libc::EPERM | libc::ETXTBSY)
+            ) =>
+        {
+            sys::reopen(o.raw(), libc::O_RDONLY | flags)?
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(Arc::new(OfdFile { fd }))
+}

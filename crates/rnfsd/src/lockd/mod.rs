@@ -1,0 +1,500 @@
+//! The lock manager behind NLM (program 100021): which owner holds which
+//! byte ranges of which file, the owners waiting for a range, DOS share
+//! reservations, and the grace period after a restart.
+//!
+//! Locks are real: each (owner, file) pair has its own open file
+//! description on the exported file (`Backend::open_for_locks`) and locks
+//! through it with fcntl OFD locks, so the kernel decides conflicts, local
+//! programs and NFS clients see each other, and dropping the description
+//! (unlock of the last range, FREE_ALL, a client's reboot notice) drops its
+//! locks. `ranges` keeps our copy of each owner's ranges, to know when that
+//! is and whose lock a conflict is.
+//!
+//! One mutex over the table: lock calls come at human and application
+//! rates, far below NFS traffic, and every operation under it is bounded
+//! (no I/O but the non-blocking fcntl). Blocked requests are retried by one
+//! thread (`waiters`), every `retry` and at once after an unlock here.
+
+pub mod ranges;
+mod waiters;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rnfsd_fs::lock::{LockFile, LockKind, LockRange};
+use rnfsd_fs::{Backend, Cred, Fh, FsError};
+
+use ranges::Ranges;
+
+/// An NLM lock owner (XNFS: caller_name, the owner handle `oh` and the
+/// process id `svid`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Owner {
+    pub host: Vec<u8>,
+    pub oh: Vec<u8>,
+    pub svid: u32,
+}
+
+/// The file a call is about: its export's backend, the caller's
+/// credentials (descriptors are opened as the caller may), its handle.
+#[derive(Clone, Copy)]
+pub struct FileRef<'a> {
+    pub backend: &'a Arc<dyn Backend>,
+    pub cred: &'a Cred,
+    pub export: u32,
+    pub fh: &'a Fh,
+}
+
+impl FileRef<'_> {
+    fn key(&self) -> FileKey {
+        FileKey {
+            export: self.export,
+            fh: self.fh.0.clone(),
+        }
+    }
+}
+
+/// What one owner asks for: `kind` on `range`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockReq {
+    pub owner: Owner,
+    pub kind: LockKind,
+    pub range: LockRange,
+}
+
+/// A DOS share reservation request (nlm4_share): `access` and `deny` are
+/// fsh4 bits (1 read, 2 write).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareReq {
+    pub host: Vec<u8>,
+    pub oh: Vec<u8>,
+    pub access: u32,
+    pub deny: u32,
+}
+
+/// A lock in the way, as NLM reports it (nlm4_holder).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub exclusive: bool,
+    /// The owner when it is an NLM client's (a local program's lock has
+    /// none: svid 0 and an empty owner handle).
+    pub svid: u32,
+    pub oh: Vec<u8>,
+    pub start: u64,
+    pub len: u64,
+}
+
+/// What a call came to (the nlm4_stats it answers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Granted,
+    Denied(Option<Holder>),
+    /// A bound was reached (nlm4_denied_nolocks).
+    NoLocks,
+    Blocked,
+    Grace,
+    Stale,
+    RoFs,
+    FBig,
+    Failed,
+}
+
+/// Bounds and timing, from `[server]` (nlm_*).
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// (owner, file) descriptors held at once.
+    pub max_files: usize,
+    /// Blocked lock requests waiting at once.
+    pub max_waiters: usize,
+    /// DOS share reservations at once.
+    pub max_shares: usize,
+    /// How often blocked requests are retried (a local program's unlock is
+    /// seen no later than this).
+    pub retry: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_files: 4096,
+            max_waiters: 1024,
+            max_shares: 4096,
+            retry: Duration::from_millis(100),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct FileKey {
+    export: u32,
+    fh: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct Held {
+    file: Arc<dyn LockFile>,
+    ranges: Ranges,
+}
+
+/// A blocked LOCK: retried until granted or cancelled; `granted` then
+/// tells the client (the NLM GRANTED callback).
+struct Waiter {
+    file: FileKey,
+    req: LockReq,
+    /// Opens the owner's descriptor when it has none yet.
+    backend: Arc<dyn Backend>,
+    cred: Cred,
+    fh: Fh,
+    granted: Box<dyn FnOnce() + Send>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Share {
+    file: FileKey,
+    host: Vec<u8>,
+    oh: Vec<u8>,
+    /// fsh4_access and fsh4_mode bits: 1 read, 2 write.
+    access: u32,
+    deny: u32,
+}
+
+#[derive(Default)]
+struct Table {
+    held: HashMap<(FileKey, Owner), Held>,
+    waiters: Vec<Waiter>,
+    shares: Vec<Share>,
+}
+
+/// Counters for `rnfsd stats` (a gauge each).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LockCounts {
+    pub files: u64,
+    pub ranges: u64,
+    pub waiters: u64,
+    pub shares: u64,
+}
+
+pub struct LockManager {
+    table: Mutex<Table>,
+    limits: Limits,
+    /// Until when only reclaims are granted (None: no grace period).
+    grace_until: Mutex<Option<Instant>>,
+    /// Wakes the retry thread (an unlock, a new waiter, shutdown).
+    kick: Condvar,
+}
+
+fn fs_outcome(e: &FsError) -> Outcome {
+    match e {
+        FsError::Stale | FsError::BadHandle => Outcome::Stale,
+        FsError::Errno(libc::EROFS) => Outcome::RoFs,
+        FsError::Errno(libc::EFBIG) => Outcome::FBig,
+        FsError::Errno(libc::EACCES | libc::EPERM) => Outcome::Denied(None),
+        FsError::Errno(libc::EMFILE | libc::ENFILE | libc::ENOLCK) => Outcome::NoLocks,
+        _ => Outcome::Failed,
+    }
+}
+
+/// fcntl's off_t is signed: a range must start and end within it
+/// (XNFS leaves larger ones to the server: NLM4_FBIG, as Linux lockd).
+fn representable(r: LockRange) -> bool {
+    let max = i64::MAX as u64;
+    r.start <= max && r.len <= max && r.end().is_none_or(|e| e <= max.saturating_add(1))
+}
+
+impl LockManager {
+    /// A manager with a grace period of `grace` from now (None: none, for
+    /// a first start or when no client held locks before).
+    pub fn new(limits: Limits, grace: Option<Duration>) -> Arc<LockManager> {
+        let m = Arc::new(LockManager {
+            table: Mutex::new(Table::default()),
+            limits,
+            grace_until: Mutex::new(grace.map(|g| Instant::now() + g)),
+            kick: Condvar::new(),
+        });
+        waiters::start(&m);
+        m
+    }
+
+    fn lock_table(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether only reclaims are granted now.
+    pub fn in_grace(&self) -> bool {
+        let mut g = self.grace_until.lock().unwrap_or_else(|e| e.into_inner());
+        match *g {
+            Some(t) if Instant::now() < t => true,
+            Some(_) => {
+                *g = None;
+                tracing::info!("lock manager: grace period over");
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// TEST: would the owner get what it asks? (XNFS nlm4_test.)
+    pub fn test(&self, f: &FileRef<'_>, req: &LockReq) -> Outcome {
+        if self.in_grace() {
+            return Outcome::Grace;
+        }
+        if !representable(req.range) {
+            return Outcome::FBig;
+        }
+        let key = f.key();
+        // The owner's own descriptor ignores the owner's own locks, as
+        // fcntl's F_GETLK does for a process; else a fresh one.
+        let own = self
+            .lock_table()
+            .held
+            .get(&(key.clone(), req.owner.clone()))
+            .map(|h| h.file.clone());
+        let file = match own {
+            Some(file) => file,
+            None => match f.backend.open_for_locks(f.cred, f.fh) {
+                Ok(file) => file,
+                Err(e) => return fs_outcome(&e),
+            },
+        };
+        match file.test(req.kind, req.range) {
+            Ok(None) => Outcome::Granted,
+            Ok(Some(c)) => {
+                let t = self.lock_table();
+                let end = c.range.end();
+                let who = t.held.iter().find(|((k, o), h)| {
+                    *k == key && *o != req.owner && h.ranges.overlap(c.range.start, end).is_some()
+                });
+                Outcome::Denied(Some(Holder {
+                    exclusive: c.kind == LockKind::Exclusive,
+                    svid: who.map_or(0, |((_, o), _)| o.svid),
+                    oh: who.map(|((_, o), _)| o.oh.clone()).unwrap_or_default(),
+                    start: c.range.start,
+                    len: c.range.len,
+                }))
+            }
+            Err(e) => fs_outcome(&e),
+        }
+    }
+
+    /// LOCK (XNFS nlm4_lock). With `block`, a conflict queues the request
+    /// (BLOCKED) and `granted` runs once it is granted later.
+    pub fn lock(
+        &self,
+        f: &FileRef<'_>,
+        req: &LockReq,
+        block: bool,
+        reclaim: bool,
+        granted: Box<dyn FnOnce() + Send>,
+    ) -> Outcome {
+        if self.in_grace() && !reclaim {
+            return Outcome::Grace;
+        }
+        if !representable(req.range) {
+            return Outcome::FBig;
+        }
+        let key = f.key();
+        match self.try_take(f, &key, req) {
+            Ok(true) => Outcome::Granted,
+            Ok(false) if !block => Outcome::Denied(None),
+            Ok(false) => {
+                let mut t = self.lock_table();
+                // A retransmitted blocking LOCK is the same wait.
+                if !t.waiters.iter().any(|w| w.file == key && w.req == *req) {
+                    if t.waiters.len() >= self.limits.max_waiters {
+                        return Outcome::NoLocks;
+                    }
+                    t.waiters.push(Waiter {
+                        file: key,
+                        req: req.clone(),
+                        backend: f.backend.clone(),
+                        cred: f.cred.clone(),
+                        fh: f.fh.clone(),
+                        granted,
+                    });
+                    self.kick.notify_one();
+                }
+                Outcome::Blocked
+            }
+            Err(o) => o,
+        }
+    }
+
+    /// Takes the lock through the owner's descriptor (opened if it has
+    /// none): Ok(false) on a conflict.
+    fn try_take(&self, f: &FileRef<'_>, key: &FileKey, req: &LockReq) -> Result<bool, Outcome> {
+        let hk = (key.clone(), req.owner.clone());
+        if !self.lock_table().held.contains_key(&hk) {
+            // Opened outside the table's lock (it is a filesystem call).
+            let file = f
+                .backend
+                .open_for_locks(f.cred, f.fh)
+                .map_err(|e| fs_outcome(&e))?;
+            let mut t = self.lock_table();
+            if !t.held.contains_key(&hk) {
+                if t.held.len() >= self.limits.max_files {
+                    return Err(Outcome::NoLocks);
+                }
+                t.held.insert(
+                    hk.clone(),
+                    Held {
+                        file,
+                        ranges: Ranges::default(),
+                    },
+                );
+            }
+        }
+        let mut t = self.lock_table();
+        let Some(h) = t.held.get_mut(&hk) else {
+            return Err(Outcome::Failed);
+        };
+        let mut next = h.ranges.clone();
+        if !next.set(req.range.start, req.range.end(), req.kind) {
+            return Err(Outcome::NoLocks);
+        }
+        let r = match h.file.lock(req.kind, req.range) {
+            Ok(true) => {
+                h.ranges = next;
+                Ok(true)
+            }
+            Ok(false) => Ok(false),
+            Err(e) => Err(fs_outcome(&e)),
+        };
+        if h.ranges.is_empty() {
+            t.held.remove(&hk);
+        }
+        r
+    }
+
+    /// UNLOCK (XNFS nlm4_unlock): unlocking what is not held is no error.
+    pub fn unlock(&self, export: u32, fh: &Fh, owner: &Owner, range: LockRange) -> Outcome {
+        if self.in_grace() {
+            return Outcome::Grace;
+        }
+        if !representable(range) {
+            return Outcome::FBig;
+        }
+        let hk = (
+            FileKey {
+                export,
+                fh: fh.0.clone(),
+            },
+            owner.clone(),
+        );
+        let mut t = self.lock_table();
+        let Some(h) = t.held.get_mut(&hk) else {
+            return Outcome::Granted;
+        };
+        if let Err(e) = h.file.unlock(range) {
+            return fs_outcome(&e);
+        }
+        h.ranges.clear(range.start, range.end());
+        if h.ranges.is_empty() {
+            // Closing the descriptor drops whatever is left in the kernel.
+            t.held.remove(&hk);
+        }
+        self.kick.notify_one();
+        Outcome::Granted
+    }
+
+    /// CANCEL (XNFS nlm4_cancel): forget a blocked request.
+    pub fn cancel(&self, export: u32, fh: &Fh, req: &LockReq) -> Outcome {
+        if self.in_grace() {
+            return Outcome::Grace;
+        }
+        let key = FileKey {
+            export,
+            fh: fh.0.clone(),
+        };
+        let mut t = self.lock_table();
+        let before = t.waiters.len();
+        t.waiters.retain(|w| !(w.file == key && w.req == *req));
+        if t.waiters.len() < before {
+            Outcome::Granted
+        } else {
+            // Nothing was waiting (granted meanwhile, or never blocked).
+            Outcome::Denied(None)
+        }
+    }
+
+    /// FREE_ALL, or the host rebooted (NSM): every lock, wait and share of
+    /// `host` goes.
+    pub fn free_host(&self, host: &[u8]) {
+        let mut t = self.lock_table();
+        let files: Vec<_> = t
+            .held
+            .keys()
+            .filter(|(_, o)| o.host == host)
+            .cloned()
+            .collect();
+        let n = files.len();
+        for k in files {
+            t.held.remove(&k);
+        }
+        t.waiters.retain(|w| w.req.owner.host != host);
+        t.shares.retain(|s| s.host != host);
+        self.kick.notify_one();
+        tracing::info!(host = %String::from_utf8_lossy(host), files = n, "lock manager: host's locks freed");
+    }
+
+    /// SHARE (XNFS nlm4_share).
+    pub fn share(&self, export: u32, fh: &Fh, req: &ShareReq, reclaim: bool) -> Outcome {
+        if self.in_grace() && !reclaim {
+            return Outcome::Grace;
+        }
+        let file = FileKey {
+            export,
+            fh: fh.0.clone(),
+        };
+        let mut t = self.lock_table();
+        let mine = |s: &Share| s.file == file && s.host == req.host && s.oh == req.oh;
+        let conflict = t
+            .shares
+            .iter()
+            .filter(|s| s.file == file && !mine(s))
+            .any(|s| s.deny & req.access != 0 || req.deny & s.access != 0);
+        if conflict {
+            return Outcome::Denied(None);
+        }
+        t.shares.retain(|s| !mine(s));
+        if t.shares.len() >= self.limits.max_shares {
+            return Outcome::NoLocks;
+        }
+        t.shares.push(Share {
+            file,
+            host: req.host.clone(),
+            oh: req.oh.clone(),
+            access: req.access,
+            deny: req.deny,
+        });
+        Outcome::Granted
+    }
+
+    /// UNSHARE (XNFS nlm4_unshare).
+    pub fn unshare(&self, export: u32, fh: &Fh, host: &[u8], oh: &[u8]) -> Outcome {
+        if self.in_grace() {
+            return Outcome::Grace;
+        }
+        let file = FileKey {
+            export,
+            fh: fh.0.clone(),
+        };
+        self.lock_table()
+            .shares
+            .retain(|s| !(s.file == file && s.host == host && s.oh == oh));
+        Outcome::Granted
+    }
+
+    pub fn counts(&self) -> LockCounts {
+        let t = self.lock_table();
+        LockCounts {
+            files: t.held.len() as u64,
+            ranges: t.held.values().map(|h| h.ranges.len() as u64).sum(),
+            waiters: t.waiters.len() as u64,
+            shares: t.shares.len() as u64,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,271 @@
+//! The lock manager on a real directory: the kernel's OFD locks decide.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rnfsd_fs::local::{LocalFs, LocalOptions};
+use rnfsd_fs::lock::{LockKind, LockRange};
+use rnfsd_fs::{Backend, Cred, Fh};
+
+use super::*;
+
+struct Env {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    fs: Arc<dyn Backend>,
+    fh: Fh,
+    m: Arc<LockManager>,
+}
+
+static ROOT: Cred = Cred {
+    uid: 0,
+    gid: 0,
+    gids: Vec::new(),
+};
+
+fn env(grace: Option<Duration>) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f");
+    std::fs::write(&path, b"0123456789").unwrap();
+    let fs: Arc<dyn Backend> =
+        Arc::new(LocalFs::open(dir.path(), 7, LocalOptions::default()).unwrap());
+    let (fh, _, _) = fs.lookup(&ROOT, &fs.root(), b"f").unwrap();
+    let limits = Limits {
+        retry: Duration::from_millis(20),
+        ..Limits::default()
+    };
+    Env {
+        _dir: dir,
+        path,
+        fs,
+        fh,
+        m: LockManager::new(limits, grace),
+    }
+}
+
+fn owner(host: &str, svid: u32) -> Owner {
+    Owner {
+        host: host.as_bytes().to_vec(),
+        oh: format!("{host}-{svid}").into_bytes(),
+        svid,
+    }
+}
+
+const X: LockKind = LockKind::Exclusive;
+const S: LockKind = LockKind::Shared;
+
+fn r(start: u64, len: u64) -> LockRange {
+    LockRange { start, len }
+}
+
+fn req(o: &Owner, kind: LockKind, range: LockRange) -> LockReq {
+    LockReq {
+        owner: o.clone(),
+        kind,
+        range,
+    }
+}
+
+impl Env {
+    fn file(&self) -> FileRef<'_> {
+        FileRef {
+            backend: &self.fs,
+            cred: &ROOT,
+            export: 7,
+            fh: &self.fh,
+        }
+    }
+    fn lock(&self, o: &Owner, k: LockKind, range: LockRange, block: bool) -> Outcome {
+        self.lock_then(o, k, range, block, Box::new(|| {}))
+    }
+    fn lock_then(
+        &self,
+        o: &Owner,
+        k: LockKind,
+        range: LockRange,
+        block: bool,
+        then: Box<dyn FnOnce() + Send>,
+    ) -> Outcome {
+        self.m
+            .lock(&self.file(), &req(o, k, range), block, false, then)
+    }
+    fn test(&self, o: &Owner, k: LockKind, range: LockRange) -> Outcome {
+        self.m.test(&self.file(), &req(o, k, range))
+    }
+    fn share(&self, host: &str, access: u32, deny: u32) -> Outcome {
+        let r = ShareReq {
+            host: host.as_bytes().to_vec(),
+            oh: b"1".to_vec(),
+            access,
+            deny,
+        };
+        self.m.share(7, &self.fh, &r, false)
+    }
+}
+
+#[test]
+fn owners_conflict_share_and_release() {
+    let e = env(None);
+    let (a, b) = (owner("a", 1), owner("b", 2));
+    assert_eq!(e.lock(&a, X, r(0, 5), false), Outcome::Granted);
+    // Not a's own lock to a: a may convert and extend.
+    assert_eq!(e.test(&a, X, r(0, 10)), Outcome::Granted);
+    assert_eq!(e.lock(&b, S, r(5, 5), false), Outcome::Granted);
+    assert_eq!(e.lock(&b, S, r(4, 1), false), Outcome::Denied(None));
+    match e.test(&b, S, r(0, 1)) {
+        Outcome::Denied(Some(h)) => {
+            assert!(h.exclusive);
+            assert_eq!((h.svid, &h.oh[..], h.start, h.len), (1, &b"a-1"[..], 0, 5));
+        }
+        o => panic!("TEST: {o:?}"),
+    }
+    // Shared with shared is fine.
+    assert_eq!(e.lock(&a, S, r(7, 1), false), Outcome::Granted);
+    assert_eq!(e.m.unlock(7, &e.fh, &a, r(0, 0)), Outcome::Granted);
+    assert_eq!(e.lock(&b, X, r(0, 5), false), Outcome::Granted);
+    assert_eq!(
+        e.m.counts().files,
+        1,
+        "a's descriptor went with its last lock"
+    );
+    e.m.free_host(b"b");
+    assert_eq!(e.m.counts(), LockCounts::default());
+    assert_eq!(e.lock(&a, X, r(0, 0), false), Outcome::Granted);
+}
+
+#[test]
+fn local_programs_and_nfs_clients_see_each_other() {
+    let e = env(None);
+    let a = owner("a", 1);
+    assert_eq!(e.lock(&a, X, r(0, 0), false), Outcome::Granted);
+    // A local program (another process) meets the client's lock, then
+    // takes its own POSIX lock once the client unlocked.
+    let local = || {
+        let script = "import fcntl, sys\nf = open(sys.argv[1], 'r+')\n\
+                      fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n\
+                      print('locked', flush=True)\nsys.stdin.read()\n";
+        let mut c = std::process::Command::new("python3")
+            .args(["-c", script])
+            .arg(&e.path)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("python3 (the local program)");
+        let mut line = String::new();
+        use std::io::BufRead;
+        let _ = std::io::BufReader::new(c.stdout.take().unwrap()).read_line(&mut line);
+        (c, line.trim() == "locked")
+    };
+    let (mut c, locked) = local();
+    assert!(!locked, "the local lock must conflict with the client's");
+    let _ = c.wait();
+    assert_eq!(e.m.unlock(7, &e.fh, &a, r(0, 0)), Outcome::Granted);
+    let (mut holder, locked) = local();
+    assert!(locked, "free after the client's unlock");
+    // And the client now meets the local lock.
+    assert_eq!(e.lock(&a, S, r(3, 1), false), Outcome::Denied(None));
+    match e.test(&a, S, r(3, 1)) {
+        Outcome::Denied(Some(h)) => assert_eq!((h.svid, h.oh.len()), (0, 0), "not an NLM owner"),
+        o => panic!("{o:?}"),
+    }
+    let _ = holder.kill();
+    let _ = holder.wait();
+}
+
+#[test]
+fn a_blocked_lock_is_granted_when_freed_and_calls_back() {
+    let e = env(None);
+    let (a, b) = (owner("a", 1), owner("b", 2));
+    assert_eq!(e.lock(&a, X, r(0, 0), false), Outcome::Granted);
+    let called = Arc::new(AtomicUsize::new(0));
+    let c = called.clone();
+    let then = Box::new(move || {
+        c.fetch_add(1, Ordering::SeqCst);
+    });
+    assert_eq!(e.lock_then(&b, X, r(2, 2), true, then), Outcome::Blocked);
+    // A retransmission is the same wait.
+    assert_eq!(e.lock(&b, X, r(2, 2), true), Outcome::Blocked);
+    assert_eq!(e.m.counts().waiters, 1);
+    std::thread::sleep(Duration::from_millis(60));
+    assert_eq!(called.load(Ordering::SeqCst), 0);
+    assert_eq!(e.m.unlock(7, &e.fh, &a, r(0, 0)), Outcome::Granted);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while called.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "GRANTED never called");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(e.m.counts().waiters, 0);
+    assert_eq!(
+        e.lock(&a, S, r(2, 1), false),
+        Outcome::Denied(None),
+        "b holds it now"
+    );
+    // Cancelled waits are forgotten.
+    assert_eq!(e.lock(&a, S, r(3, 1), true), Outcome::Blocked);
+    assert_eq!(e.m.cancel(7, &e.fh, &req(&a, S, r(3, 1))), Outcome::Granted);
+    assert_eq!(e.m.counts().waiters, 0);
+}
+
+#[test]
+fn grace_period_refuses_all_but_reclaims() {
+    let e = env(Some(Duration::from_millis(300)));
+    let a = owner("a", 1);
+    assert_eq!(e.lock(&a, X, r(0, 1), false), Outcome::Grace);
+    assert_eq!(e.test(&a, X, r(0, 1)), Outcome::Grace);
+    let reclaim = e.m.lock(
+        &e.file(),
+        &req(&a, X, r(0, 1)),
+        false,
+        true,
+        Box::new(|| {}),
+    );
+    assert_eq!(reclaim, Outcome::Granted);
+    std::thread::sleep(Duration::from_millis(350));
+    assert_eq!(e.lock(&a, X, r(5, 1), false), Outcome::Granted);
+}
+
+#[test]
+fn bounds_and_unrepresentable_ranges() {
+    let e = env(None);
+    let a = owner("a", 1);
+    assert_eq!(e.lock(&a, X, r(u64::MAX - 1, 1), false), Outcome::FBig);
+    assert_eq!(e.lock(&a, X, r(0, u64::MAX), false), Outcome::FBig);
+    assert_eq!(
+        e.lock(&a, X, r(i64::MAX as u64, 1), false),
+        Outcome::Granted
+    );
+    let small = LockManager::new(
+        Limits {
+            max_files: 1,
+            ..Limits::default()
+        },
+        None,
+    );
+    let take = |o: &Owner| {
+        small.lock(
+            &e.file(),
+            &req(o, S, r(100, 1)),
+            false,
+            false,
+            Box::new(|| {}),
+        )
+    };
+    assert_eq!(take(&owner("b", 1)), Outcome::Granted);
+    assert_eq!(take(&owner("c", 1)), Outcome::NoLocks);
+}
+
+#[test]
+fn share_reservations() {
+    let e = env(None);
+    // fsh4_access/fsh4_mode: 1 read, 2 write, 3 both.
+    assert_eq!(e.share("a", 3, 2), Outcome::Granted);
+    assert_eq!(e.share("b", 2, 0), Outcome::Denied(None));
+    assert_eq!(e.share("b", 1, 0), Outcome::Granted);
+    assert_eq!(e.share("c", 1, 1), Outcome::Denied(None));
+    assert_eq!(e.m.unshare(7, &e.fh, b"b", b"1"), Outcome::Granted);
+    assert_eq!(e.share("c", 1, 0), Outcome::Granted);
+    e.m.free_host(b"a");
+    assert_eq!(e.share("d", 3, 3), Outcome::Denied(None), "c reads");
+}
