@@ -922,6 +922,20 @@ mod tests {
     }
 
     #[test]
+    fn udp_keys() {
+        let c = Config::from_toml("").unwrap();
+        assert!(c.server.udp);
+        assert_eq!(c.server.udp_threads, 1);
+        let c = Config::from_toml("[server]\nudp = false\nudp_threads = 2\n").unwrap();
+        assert_eq!((c.server.udp, c.server.udp_threads), (false, 2));
+        assert_eq!(c.validate(), Ok(()));
+        for bad in [0, MAX_UDP_THREADS + 1] {
+            let c = Config::from_toml(&format!("[server]\nudp_threads = {bad}\n")).unwrap();
+            assert!(c.validate().is_err(), "udp_threads = {bad}");
+        }
+    }
+
+    #[test]
     fn full_file() {
         let c = Config::from_toml(
             r#"
