@@ -178,18 +178,23 @@ fn rpcb_set(ctx: &CallCtx<'_>, r: Rpcb) -> Result<bool, ProcError> {
 /// RFC 1833 §2.2 RPCBPROC_GETADDR: the universal address, or "" when the
 /// program is not registered on that netid.
 fn rpcb_getaddr(ctx: &CallCtx<'_>, q: Rpcb) -> Result<RpcbString, ProcError> {
-    let (proto, v6) = match q.netid.0.as_str() {
+    let regs = registrations();
+    let found = match q.netid.0.as_str() {
         // An empty netid means "the transport of this call" (RFC 1833
-        // §2.2); calls do not say which, and TCP is what most ask for.
-        "" => (Proto::Tcp, ctx.local.is_ipv6()),
+        // §2.2). The call does not tell us which: TCP, else UDP (a
+        // program served over UDP only is still found).
+        "" => {
+            let v6 = ctx.local.is_ipv6();
+            find(&regs, q.prog, q.vers, Proto::Tcp, v6)
+                .or_else(|| find(&regs, q.prog, q.vers, Proto::Udp, v6))
+        }
         n => match Proto::from_netid(n) {
-            Some(x) => x,
-            None => return Ok(RpcbString::default()),
+            Some((proto, v6)) => find(&regs, q.prog, q.vers, proto, v6),
+            None => None,
         },
     };
-    let regs = registrations();
     Ok(RpcbString(
-        find(&regs, q.prog, q.vers, proto, v6)
+        found
             .map(|r| universal_addr(&reachable_addr(ctx, &r)))
             .unwrap_or_default(),
     ))
@@ -335,6 +340,7 @@ mod tests {
         assert_eq!(ga(100021, 4, "udp"), "127.0.0.1.15.205");
         assert_eq!(ga(100021, 4, "tcp"), "");
         assert_eq!(ga(100021, 4, "udp6"), "");
+        assert_eq!(ga(100021, 4, ""), "127.0.0.1.15.205");
         assert_eq!(ga(7, 1, "tcp"), "");
 
         let l = rpcb_dump(&c, ()).unwrap();
