@@ -67,6 +67,7 @@
 mod conn;
 mod event_loop;
 mod pipe;
+mod pktinfo;
 mod record;
 mod udp;
 

@@ -10,6 +10,10 @@
 //! retransmits, and these programs' calls are idempotent or (NLM) carry
 //! their own sequencing.
 //!
+//! On a wildcard address each datagram's destination is read
+//! (IP_PKTINFO, the `pktinfo` module): the reply leaves from it and the
+//! service sees it as `Request::local`, as with TCP's accepted sockets.
+//!
 //! Bounds: a datagram larger than `max_datagram` is dropped (read into a
 //! buffer one byte larger, so truncation is seen without MSG_TRUNC); a
 //! reply larger than `max_datagram`, or one that is spliced, is dropped
@@ -141,11 +145,21 @@ impl UdpTransport {
         for a in &cfg.listen {
             let s = UdpSocket::bind(a)?;
             s.set_read_timeout(Some(POLL))?;
-            sockets.push(s);
+            // A wildcard socket learns each datagram's destination, to
+            // answer from it and report it as `Request::local`.
+            let wild = a.ip().is_unspecified()
+                && match crate::pktinfo::enable(&s, a.is_ipv6()) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        tracing::warn!(%a, error = %e, "udp: no IP_PKTINFO: replies leave from the kernel's choice of address");
+                        false
+                    }
+                };
+            sockets.push((s, wild));
         }
         let addrs = sockets
             .iter()
-            .map(|s| s.local_addr())
+            .map(|(s, _)| s.local_addr())
             .collect::<io::Result<Vec<_>>>()?;
         let inner = Arc::new(Inner {
             shared: Arc::default(),
@@ -154,7 +168,7 @@ impl UdpTransport {
             threads: Mutex::new(Vec::new()),
         });
         let h = UdpHandle { inner };
-        for (i, s) in sockets.into_iter().enumerate() {
+        for (i, (s, wild)) in sockets.into_iter().enumerate() {
             let s = Arc::new(s);
             for t in 0..cfg.threads {
                 let (s, sh, service) = (s.clone(), h.inner.shared.clone(), service.clone());
@@ -162,7 +176,7 @@ impl UdpTransport {
                 let id = UDP_CONN_ID | i as u64;
                 let spawned = std::thread::Builder::new()
                     .name(format!("rnfsd-udp{i}.{t}"))
-                    .spawn(move || serve(&s, &sh, &*service, max, id));
+                    .spawn(move || serve(&s, wild, &sh, &*service, max, id));
                 match spawned {
                     Ok(j) => h
                         .inner
@@ -182,15 +196,20 @@ impl UdpTransport {
 }
 
 /// One thread's loop: receive, admit, call, reply, until stopped.
-fn serve(s: &UdpSocket, sh: &Shared, service: &dyn Service, max: usize, conn_id: u64) {
-    let Ok(local) = s.local_addr() else {
+fn serve(s: &UdpSocket, wild: bool, sh: &Shared, service: &dyn Service, max: usize, conn_id: u64) {
+    let Ok(bound) = s.local_addr() else {
         return;
     };
     let c = &sh.counters;
     // One byte more than allowed: a datagram that fills it was truncated.
     let mut buf = vec![0u8; max + 1];
     while !sh.stop.load(Ordering::Acquire) {
-        let (n, peer) = match s.recv_from(&mut buf) {
+        let got = if wild {
+            crate::pktinfo::recv(s, &mut buf)
+        } else {
+            s.recv_from(&mut buf).map(|(n, p)| (n, p, None))
+        };
+        let (n, peer, dst) = match got {
             Ok(x) => x,
             Err(e)
                 if matches!(
@@ -205,7 +224,9 @@ fn serve(s: &UdpSocket, sh: &Shared, service: &dyn Service, max: usize, conn_id:
             Err(e) => {
                 // E.g. ECONNREFUSED from an earlier reply's ICMP error:
                 // nothing to do with the next datagram.
-                tracing::debug!(%local, error = %e, "udp recv_from");
+                tracing::debug!(%bound, error = %e, "udp recv_from");
+                // Not a busy loop should the error persist.
+                std::thread::sleep(Duration::from_millis(10));
                 continue;
             }
         };
@@ -219,6 +240,16 @@ fn serve(s: &UdpSocket, sh: &Shared, service: &dyn Service, max: usize, conn_id:
             tracing::debug!(%peer, max, "udp: call over max_datagram dropped");
             continue;
         }
+        let local = match dst {
+            Some(d) => {
+                let ip = match d.ip {
+                    IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(d.ip, IpAddr::V4),
+                    ip => ip,
+                };
+                SocketAddr::new(ip, bound.port())
+            }
+            None => bound,
+        };
         if !service.admit(&peer) {
             add(&c.dropped_refused, 1);
             continue;
@@ -240,7 +271,11 @@ fn serve(s: &UdpSocket, sh: &Shared, service: &dyn Service, max: usize, conn_id:
             tracing::debug!(%peer, len = reply.body_len(), max, "udp: reply too large for a datagram, dropped");
             continue;
         }
-        match s.send_to(body, peer) {
+        let sent = match &dst {
+            Some(d) => crate::pktinfo::send(s, body, peer, d),
+            None => s.send_to(body, peer),
+        };
+        match sent {
             Ok(sent) => {
                 add(&c.datagrams_out, 1);
                 add(&c.bytes_out, sent);
@@ -411,6 +446,43 @@ mod tests {
         assert_eq!(s.no_reply, 1);
         assert_eq!(s.as_transport_stats().records_in, 6);
         h.shutdown();
+    }
+
+    /// On a wildcard socket a reply leaves from the address the call was
+    /// sent to, which the service sees as `Request::local`.
+    #[test]
+    fn wildcard_socket_answers_from_the_destination_address() {
+        struct Where;
+        impl Service for Where {
+            fn call(&self, req: Request) -> Option<Reply> {
+                let mut r = reply_buffer(64);
+                r.extend_from_slice(req.local.to_string().as_bytes());
+                Some(r.into())
+            }
+        }
+        // IPv4, and IPv4 on a dual-stack IPv6 socket (v4-mapped), when
+        // the host has IPv6.
+        for wildcard in ["0.0.0.0:0", "[::]:0"] {
+            let cfg = UdpConfig {
+                listen: vec![wildcard.parse().unwrap()],
+                ..Default::default()
+            };
+            let Ok(h) = UdpTransport::start(cfg, Arc::new(Where)) else {
+                assert!(wildcard.starts_with('['));
+                continue;
+            };
+            let port = h.local_addrs()[0].port();
+            let c = client();
+            let mut buf = [0u8; 64];
+            for ip in ["127.0.0.1", "127.0.0.2"] {
+                let to: SocketAddr = format!("{ip}:{port}").parse().unwrap();
+                c.send_to(b"?", to).unwrap();
+                let (n, from) = c.recv_from(&mut buf).unwrap();
+                assert_eq!(from, to, "{wildcard}");
+                assert_eq!(std::str::from_utf8(&buf[..n]).unwrap(), to.to_string());
+            }
+            h.shutdown();
+        }
     }
 
     #[test]
