@@ -54,6 +54,9 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   listen = [\"127.0.0.1:2049\"]   NFS + MOUNT addresses
   portmap = false                built-in port mapper on port 111
   register_rpcbind = true        register with a running system rpcbind
+  udp = true                     serve the port mapper (and, once it exists,
+                                 the lock manager) over UDP too
+  udp_threads = 1                threads per UDP address (1..=16)
   threads = (unset)              fixed worker count; else adaptive:
   min_threads = 2, max_threads = 128, thread_idle_secs = 30
   queue_limit = 1024             requests waiting for a worker

@@ -175,6 +175,9 @@ pub const RECORD_OVERHEAD: u32 = 64 * 1024;
 /// and above 16 MiB a single call pins too much memory per worker.
 pub const MIN_MAX_IO: u32 = 4096;
 pub const MAX_MAX_IO: u32 = 16 << 20;
+/// Port mapper and lock calls are few and quick: more UDP threads than
+/// this per address would only sit idle.
+pub const MAX_UDP_THREADS: usize = 16;
 
 /// The `[server]` table. Every bound the server enforces has a key here.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -189,6 +192,12 @@ pub struct ServerConfig {
     /// Register NFS and MOUNT with a running system rpcbind (ignored with
     /// `portmap`).
     pub register_rpcbind: bool,
+    /// Serve the port mapper (and, once it exists, the lock manager) over
+    /// UDP too: the lock daemons and status monitors of Linux and the BSDs
+    /// look services up over UDP. NFS and MOUNT stay TCP only.
+    pub udp: bool,
+    /// Threads per UDP address, each receiving and answering calls.
+    pub udp_threads: usize,
     /// A fixed number of worker threads; overrides min/max_threads.
     pub threads: Option<usize>,
     /// Adaptive pool: threads kept even when idle.
@@ -440,6 +449,8 @@ impl Default for ServerConfig {
             listen: vec![SocketAddr::from(([127, 0, 0, 1], 2049))],
             portmap: false,
             register_rpcbind: true,
+            udp: true,
+            udp_threads: 1,
             threads: None,
             min_threads: 2,
             max_threads: 128,
@@ -709,6 +720,12 @@ impl Config {
         if s.max_threads == 0 {
             return err("server.max_threads must be at least 1");
         }
+        if !(1..=MAX_UDP_THREADS).contains(&s.udp_threads) {
+            return err(format!(
+                "server.udp_threads must be in 1..={MAX_UDP_THREADS}, not {}",
+                s.udp_threads
+            ));
+        }
         if s.min_threads > s.max_threads {
             return err(format!(
                 "server.min_threads ({}) is above server.max_threads ({})",
@@ -902,6 +919,20 @@ mod tests {
         assert!(c.exports.is_empty());
         // No exports is legal in a file (added later by a reload).
         assert_eq!(c.validate(), Ok(()));
+    }
+
+    #[test]
+    fn udp_keys() {
+        let c = Config::from_toml("").unwrap();
+        assert!(c.server.udp);
+        assert_eq!(c.server.udp_threads, 1);
+        let c = Config::from_toml("[server]\nudp = false\nudp_threads = 2\n").unwrap();
+        assert_eq!((c.server.udp, c.server.udp_threads), (false, 2));
+        assert_eq!(c.validate(), Ok(()));
+        for bad in [0, MAX_UDP_THREADS + 1] {
+            let c = Config::from_toml(&format!("[server]\nudp_threads = {bad}\n")).unwrap();
+            assert!(c.validate().is_err(), "udp_threads = {bad}");
+        }
     }
 
     #[test]

@@ -211,11 +211,7 @@ fn registrations_for(addr: SocketAddr) -> Vec<Registration> {
     let mut v = Vec::new();
     for p in [&NFS3, &MOUNT] {
         for ver in p.versions {
-            v.push(Registration {
-                prog: p.prog,
-                vers: ver.vers,
-                addr,
-            });
+            v.push(Registration::tcp(p.prog, ver.vers, addr));
         }
     }
     v
@@ -349,11 +345,12 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     if s.portmap {
         for a in running.portmap_addrs() {
             for vers in PORTMAP.versions {
-                regs.push(Registration {
-                    prog: PORTMAP.prog,
-                    vers: vers.vers,
-                    addr: a,
-                });
+                regs.push(Registration::tcp(PORTMAP.prog, vers.vers, a));
+            }
+        }
+        for a in running.portmap_udp_addrs() {
+            for vers in PORTMAP.versions {
+                regs.push(Registration::udp(PORTMAP.prog, vers.vers, a));
             }
         }
         portmap::set_registrations(regs);
@@ -371,6 +368,9 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let mut what = String::from("nfs v3, mount v3");
     if s.portmap {
         what.push_str(&format!(", portmap on {}", list(&running.portmap_addrs())));
+        if !running.portmap_udp_addrs().is_empty() {
+            what.push_str(" (and UDP)");
+        }
     }
     what.push_str(&format!(", stats {} at {}", s.stats, admin_path.display()));
     if let Some(m) = &metrics_server {
@@ -472,11 +472,15 @@ fn wait_for_shutdown_signal(signals: &mut Signals, mut on_hup: impl FnMut()) {
 mod transport {
     use super::*;
     use rnfsd_pool::{PoolConfig, Threads};
-    use rnfsd_transport::{Handle, PoolLayout, Transport, TransportConfig};
+    use rnfsd_transport::{
+        Handle, PoolLayout, Transport, TransportConfig, UdpConfig, UdpHandle, UdpTransport,
+    };
 
     pub struct Running {
         nfs: Handle,
         portmap: Option<Handle>,
+        /// The port mapper over UDP too (`server.udp`).
+        portmap_udp: Option<UdpHandle>,
     }
 
     impl Running {
@@ -489,6 +493,12 @@ mod transport {
                 .map(|h| h.local_addrs())
                 .unwrap_or_default()
         }
+        pub fn portmap_udp_addrs(&self) -> Vec<SocketAddr> {
+            self.portmap_udp
+                .as_ref()
+                .map(|h| h.local_addrs())
+                .unwrap_or_default()
+        }
         /// Include the transports' connection and pool counters in `stats`.
         pub fn add_stats_sources(&self, stats: &rnfsd_stats::Registry) {
             let h = self.nfs.clone();
@@ -497,10 +507,19 @@ mod transport {
                 let h = p.clone();
                 stats.add_source("portmap", move || (h.stats(), h.pool_stats()));
             }
+            if let Some(u) = &self.portmap_udp {
+                let h = u.clone();
+                stats.add_source("portmap-udp", move || {
+                    (h.stats().as_transport_stats(), Default::default())
+                });
+            }
         }
 
         /// Stop accepting, finish in-flight calls, flush replies.
         pub fn shutdown(self) {
+            if let Some(u) = &self.portmap_udp {
+                u.shutdown();
+            }
             if let Some(p) = &self.portmap {
                 p.shutdown();
             }
@@ -551,7 +570,7 @@ mod transport {
         };
         let nfs = Transport::start(tc, pool, nfs)
             .map_err(|e| runtime_err(format!("listening on {}: {e}", list(&s.listen))))?;
-        let portmap = if s.portmap {
+        let (portmap, portmap_udp) = if s.portmap {
             // Port 111 of every address NFS listens on, once each.
             let mut addrs: Vec<SocketAddr> = Vec::new();
             for a in &nfs.local_addrs() {
@@ -573,16 +592,45 @@ mod transport {
                 name: "rnfsd-portmap".into(),
                 ..PoolConfig::default()
             };
+            // Over UDP as well: the lock daemons and status monitors ask
+            // the port mapper over UDP. Its calls are answered on the
+            // receiving thread (no pool).
+            let udp = if s.udp {
+                let uc = UdpConfig {
+                    listen: addrs.clone(),
+                    threads: s.udp_threads,
+                    ..UdpConfig::default()
+                };
+                match UdpTransport::start(uc, portmap.clone()) {
+                    Ok(h) => Some(h),
+                    Err(e) => {
+                        nfs.shutdown();
+                        return Err(runtime_err(format!(
+                            "port mapper on UDP {}: {e}",
+                            list(&addrs)
+                        )));
+                    }
+                }
+            } else {
+                None
+            };
             match Transport::start(tc, pool, portmap) {
-                Ok(h) => Some(h),
+                Ok(h) => (Some(h), udp),
                 Err(e) => {
+                    if let Some(u) = &udp {
+                        u.shutdown();
+                    }
                     nfs.shutdown();
                     return Err(runtime_err(format!("port mapper on {}: {e}", list(&addrs))));
                 }
             }
         } else {
-            None
+            (None, None)
         };
-        Ok(Running { nfs, portmap })
+        Ok(Running {
+            nfs,
+            portmap,
+            portmap_udp,
+        })
     }
 }

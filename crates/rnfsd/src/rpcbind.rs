@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rnfsd_proto::portmap::{
-    universal_addr, Mapping, Rpcb, RpcbString, IPPROTO_TCP, PMAPPROC_SET, PMAPPROC_UNSET,
-    PMAP_VERSION, PROGRAM, RPCBPROC_SET, RPCBPROC_UNSET, RPCB_VERSION4,
+    universal_addr, Mapping, Rpcb, RpcbString, PMAPPROC_SET, PMAPPROC_UNSET, PMAP_VERSION, PROGRAM,
+    RPCBPROC_SET, RPCBPROC_UNSET, RPCB_VERSION4,
 };
 use rnfsd_proto::rpc::{AcceptStat, CallHeader, OpaqueAuth, ReplyHeader, RPC_VERSION};
 use rnfsd_xdr::{Dec, Enc};
@@ -126,7 +126,7 @@ fn rpcb_arg(r: &Registration, with_addr: bool) -> Vec<u8> {
     rnfsd_xdr::to_vec(&Rpcb {
         prog: r.prog,
         vers: r.vers,
-        netid: RpcbString(if r.addr.is_ipv6() { "tcp6" } else { "tcp" }.into()),
+        netid: RpcbString(r.netid().into()),
         addr: RpcbString(if with_addr {
             universal_addr(&r.addr)
         } else {
@@ -140,19 +140,21 @@ fn pmap_arg(r: &Registration) -> Vec<u8> {
     rnfsd_xdr::to_vec(&Mapping {
         prog: r.prog,
         vers: r.vers,
-        prot: IPPROTO_TCP,
+        prot: r.proto.ipproto(),
         port: u32::from(r.addr.port()),
     })
 }
 
 /// SET (after an UNSET clearing any stale entry of a previous run) or UNSET
 /// every registration through one endpoint. PMAP v2 has no IPv6, so over
-/// TCP only IPv4 registrations are sent.
+/// TCP only IPv4 registrations are sent. A registration's protocol goes
+/// out as given (netid "udp"/"udp6", or protocol 17 in PMAP v2): callers
+/// register UDP entries only for programs they serve over UDP.
 fn exchange(ep: &Endpoint, regs: &[Registration], set: bool) -> io::Result<usize> {
     let mut s = connect(ep)?;
     let mut done = 0;
     let mut xid = std::process::id().wrapping_mul(0x9e37_79b9);
-    for r in regs {
+    for (i, r) in regs.iter().enumerate() {
         xid = xid.wrapping_add(1);
         let ok = match ep {
             Endpoint::Unix(_) => {
@@ -180,7 +182,15 @@ fn exchange(ep: &Endpoint, regs: &[Registration], set: bool) -> io::Result<usize
                 if r.addr.is_ipv6() {
                     continue;
                 }
-                let _ = call_bool(&mut *s, xid, PMAP_VERSION, PMAPPROC_UNSET, &pmap_arg(r))?;
+                // PMAP v2 UNSET ignores the protocol (RFC 1833 §3.2): once
+                // per program version, or it would undo the SET of the
+                // same version over the other protocol.
+                let first = !regs[..i]
+                    .iter()
+                    .any(|p| !p.addr.is_ipv6() && (p.prog, p.vers) == (r.prog, r.vers));
+                if first || !set {
+                    let _ = call_bool(&mut *s, xid, PMAP_VERSION, PMAPPROC_UNSET, &pmap_arg(r))?;
+                }
                 if set {
                     xid = xid.wrapping_add(1);
                     call_bool(&mut *s, xid, PMAP_VERSION, PMAPPROC_SET, &pmap_arg(r))?
@@ -248,6 +258,7 @@ impl Registered {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rnfsd_proto::portmap::IPPROTO_TCP;
     use rnfsd_proto::rpc::{encode_accepted, encode_denied, Incoming, RejectStat};
     use std::net::TcpListener;
     use std::os::unix::net::UnixListener;
@@ -296,22 +307,61 @@ mod tests {
     fn regs() -> Vec<Registration> {
         let a: SocketAddr = "127.0.0.1:2049".parse().unwrap();
         vec![
-            Registration {
-                prog: 100003,
-                vers: 3,
-                addr: a,
-            },
-            Registration {
-                prog: 100005,
-                vers: 3,
-                addr: a,
-            },
-            Registration {
-                prog: 100003,
-                vers: 3,
-                addr: "[::1]:2049".parse().unwrap(),
-            },
+            Registration::tcp(100003, 3, a),
+            Registration::tcp(100005, 3, a),
+            Registration::tcp(100003, 3, "[::1]:2049".parse().unwrap()),
         ]
+    }
+
+    /// A lock manager over TCP and UDP: the same version on both.
+    fn nlm_regs() -> Vec<Registration> {
+        let a: SocketAddr = "127.0.0.1:4045".parse().unwrap();
+        vec![
+            Registration::tcp(100021, 4, a),
+            Registration::udp(100021, 4, a),
+            Registration::udp(100021, 4, "[::1]:4045".parse().unwrap()),
+        ]
+    }
+
+    #[test]
+    fn udp_entries_carry_their_protocol() {
+        // rpcbind v4: netids udp and udp6, UNSET per netid.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rpcbind.sock");
+        let l = UnixListener::bind(&path).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let t = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            serve(s, Some(true), tx);
+        });
+        let r = register(&[Endpoint::Unix(path)], &nlm_regs()).unwrap();
+        t.join().unwrap();
+        let sets: Vec<Rpcb> = rx
+            .try_iter()
+            .filter(|c| c.1 == RPCBPROC_SET)
+            .map(|c| rnfsd_xdr::from_slice(&c.2).unwrap())
+            .collect();
+        let netids: Vec<_> = sets.iter().map(|r| r.netid.0.as_str()).collect();
+        assert_eq!(netids, ["tcp", "udp", "udp6"]);
+        assert_eq!(sets[1].addr.0, "127.0.0.1.15.205");
+        drop(r);
+
+        // PMAP v2: protocol 17; one UNSET for the version (it ignores the
+        // protocol), so the UDP SET does not undo the TCP one.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let t = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            serve(s, Some(true), tx);
+        });
+        let r = register(&[Endpoint::Tcp(a)], &nlm_regs()).unwrap();
+        t.join().unwrap();
+        let calls: Vec<_> = rx.try_iter().collect();
+        assert_eq!(calls.iter().map(|c| c.1).collect::<Vec<_>>(), [2, 1, 1]);
+        let m: Mapping = rnfsd_xdr::from_slice(&calls[2].2).unwrap();
+        assert_eq!((m.prot, m.port), (17, 4045));
+        drop(r);
     }
 
     #[test]

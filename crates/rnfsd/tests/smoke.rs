@@ -429,3 +429,115 @@ fn builtin_portmapper_answers_getport_and_dump() {
     drop(s);
     stop(srv);
 }
+
+/// Run `cmd` with `args`, killed after 20 s (`timeout(1)`); its stdout,
+/// or why it failed.
+fn run_bounded(cmd: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("timeout")
+        .arg("20")
+        .arg(cmd)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{cmd}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd} {args:?}: {}: {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `--portmap` answers over UDP as well (one datagram per call): a hand
+/// built PMAP GETPORT datagram, `rpcinfo -u`, and `rpcinfo -p` listing
+/// the UDP entries. Root only, like the test above.
+#[test]
+fn builtin_portmapper_answers_over_udp() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to bind port 111");
+        return;
+    }
+    let export = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let pf = state.path().join("port");
+    // Its own loopback address (not the test above's): both may run at once.
+    let srv = match start(
+        &[
+            export.path().to_str().unwrap(),
+            "--listen",
+            "127.0.0.7:0",
+            "--portmap",
+            "--state-dir",
+            state.path().to_str().unwrap(),
+            "--log-level",
+            "warn",
+        ],
+        &pf,
+    ) {
+        Ok(s) => s,
+        Err(e) if e.contains("in use") => {
+            eprintln!("skipped: port 111 busy: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    u.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let pm: SocketAddr = "127.0.0.7:111".parse().unwrap();
+    // GETPORT over UDP: retransmitted as a UDP client does (bounded).
+    let getport = |xid: u32, prog: u32, vers: u32, prot: u32| -> u32 {
+        let mut e = Enc::new();
+        CallHeader {
+            xid,
+            rpcvers: 2,
+            prog: 100000,
+            vers: 2,
+            proc_: 3,
+            cred: OpaqueAuth::NONE,
+            verf: OpaqueAuth::NONE,
+        }
+        .encode(&mut e);
+        e.raw(&rnfsd_xdr::to_vec(&Mapping {
+            prog,
+            vers,
+            prot,
+            port: 0,
+        }));
+        let mut buf = [0u8; 1024];
+        for _ in 0..5 {
+            u.send_to(e.as_slice(), pm).unwrap();
+            let Ok((n, from)) = u.recv_from(&mut buf) else {
+                continue;
+            };
+            assert_eq!(from, pm);
+            let mut d = Dec::new(&buf[..n]);
+            let (rxid, h) = ReplyHeader::decode(&mut d).unwrap();
+            assert_eq!((rxid, h), (xid, OK));
+            return u32::decode(&mut d).unwrap();
+        }
+        panic!("no UDP reply from {pm}");
+    };
+    assert_eq!(getport(1, 100003, 3, 6), u32::from(srv.port));
+    assert_eq!(getport(2, 100000, 2, 17), 111);
+    // NFS is not served over UDP, so not mapped there.
+    assert_eq!(getport(3, 100003, 3, 17), 0);
+
+    let null = run_bounded("rpcinfo", &["-u", "127.0.0.7", "100000", "2"]).unwrap();
+    assert!(null.contains("ready and waiting"), "{null}");
+    let dump = run_bounded("rpcinfo", &["-p", "127.0.0.7"]).unwrap();
+    let has = |prog: &str, vers: &str, proto: &str, port: &str| {
+        dump.lines().any(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.len() >= 4 && w[..4] == [prog, vers, proto, port]
+        })
+    };
+    let nfs_port = srv.port.to_string();
+    assert!(has("100000", "2", "udp", "111"), "{dump}");
+    assert!(has("100000", "2", "tcp", "111"), "{dump}");
+    assert!(has("100003", "3", "tcp", &nfs_port), "{dump}");
+    assert!(!has("100003", "3", "udp", &nfs_port), "{dump}");
+    stop(srv);
+}

@@ -58,16 +58,22 @@
 //!   defaults.
 //! - Counters are per loop (single writer) or per CPU ([`StripedCounter`]),
 //!   summed by [`Handle::stats`].
+//! - UDP ([`UdpTransport`], the `udp` module): one datagram per call and
+//!   per reply, answered on the receiving thread; for the port mapper and
+//!   the lock manager, not NFS.
 //! - SIGPIPE: replies are written with `send(MSG_NOSIGNAL)` and `writev`;
 //!   Rust binaries ignore SIGPIPE by default, which `writev` relies on.
 
 mod conn;
 mod event_loop;
 mod pipe;
+mod pktinfo;
 mod record;
+mod udp;
 
 pub use event_loop::split_pool;
 pub use pipe::{PipeLease, PipePool};
+pub use udp::{UdpConfig, UdpHandle, UdpStats, UdpTransport, UDP_CONN_ID};
 
 use crossbeam_utils::CachePadded;
 pub use rnfsd_pool::{PoolConfig, PoolStats, StripedCounter};

@@ -11,18 +11,80 @@ use std::net::SocketAddr;
 use std::sync::RwLock;
 
 use rnfsd_proto::portmap::{
-    universal_addr, Mapping, PmapList, Rpcb, RpcbList, RpcbString, IPPROTO_TCP,
+    universal_addr, Mapping, PmapList, Rpcb, RpcbList, RpcbString, IPPROTO_TCP, IPPROTO_UDP,
 };
 
 use crate::proc_entry;
 use crate::rpc::{CacheClass, CallCtx, ProcError, Program, Version};
 
-/// One program version this process serves over TCP at `addr`.
+/// The transport of a registration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Proto {
+    #[default]
+    Tcp,
+    Udp,
+}
+
+impl Proto {
+    /// PMAP v2's protocol number (RFC 1833 §3.1).
+    pub fn ipproto(self) -> u32 {
+        match self {
+            Proto::Tcp => IPPROTO_TCP,
+            Proto::Udp => IPPROTO_UDP,
+        }
+    }
+
+    /// The netid of RPCBIND v3/v4 (RFC 1833 §2.1) for this protocol and
+    /// address family.
+    pub fn netid(self, v6: bool) -> &'static str {
+        match (self, v6) {
+            (Proto::Tcp, false) => "tcp",
+            (Proto::Tcp, true) => "tcp6",
+            (Proto::Udp, false) => "udp",
+            (Proto::Udp, true) => "udp6",
+        }
+    }
+
+    fn from_netid(netid: &str) -> Option<(Proto, bool)> {
+        [Proto::Tcp, Proto::Udp]
+            .into_iter()
+            .flat_map(|p| [(p, false), (p, true)])
+            .find(|(p, v6)| p.netid(*v6) == netid)
+    }
+}
+
+/// One program version this process serves over `proto` at `addr`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Registration {
     pub prog: u32,
     pub vers: u32,
     pub addr: SocketAddr,
+    pub proto: Proto,
+}
+
+impl Registration {
+    pub fn tcp(prog: u32, vers: u32, addr: SocketAddr) -> Self {
+        Registration {
+            prog,
+            vers,
+            addr,
+            proto: Proto::Tcp,
+        }
+    }
+
+    pub fn udp(prog: u32, vers: u32, addr: SocketAddr) -> Self {
+        Registration {
+            prog,
+            vers,
+            addr,
+            proto: Proto::Udp,
+        }
+    }
+
+    /// RPCBIND's netid for this entry ("tcp", "tcp6", "udp", "udp6").
+    pub fn netid(&self) -> &'static str {
+        self.proto.netid(self.addr.is_ipv6())
+    }
 }
 
 /// Bound on registrations (programs × versions × listeners).
@@ -46,21 +108,19 @@ fn registrations() -> Vec<Registration> {
 /// exact version if present, else (like rpcbind's find_service) any
 /// version of the program, so the client then learns the supported range
 /// from the program itself with PROG_MISMATCH.
-fn find(regs: &[Registration], prog: u32, vers: u32, v6: bool) -> Option<Registration> {
-    let family = |r: &&Registration| r.addr.is_ipv6() == v6;
+fn find(
+    regs: &[Registration],
+    prog: u32,
+    vers: u32,
+    proto: Proto,
+    v6: bool,
+) -> Option<Registration> {
+    let family = |r: &&Registration| r.addr.is_ipv6() == v6 && r.proto == proto;
     regs.iter()
         .filter(family)
         .find(|r| r.prog == prog && r.vers == vers)
         .or_else(|| regs.iter().filter(family).find(|r| r.prog == prog))
         .copied()
-}
-
-fn netid(a: &SocketAddr) -> &'static str {
-    if a.is_ipv6() {
-        "tcp6"
-    } else {
-        "tcp"
-    }
 }
 
 /// The address a client should use: the registered one, or, when that is
@@ -83,11 +143,14 @@ fn pmap_set(ctx: &CallCtx<'_>, m: Mapping) -> Result<bool, ProcError> {
 }
 
 fn pmap_getport(_: &CallCtx<'_>, m: Mapping) -> Result<u32, ProcError> {
-    if m.prot != IPPROTO_TCP {
-        return Ok(0);
-    }
+    let proto = match m.prot {
+        IPPROTO_TCP => Proto::Tcp,
+        IPPROTO_UDP => Proto::Udp,
+        _ => return Ok(0),
+    };
     let regs = registrations();
-    let r = find(&regs, m.prog, m.vers, false).or_else(|| find(&regs, m.prog, m.vers, true));
+    let r = find(&regs, m.prog, m.vers, proto, false)
+        .or_else(|| find(&regs, m.prog, m.vers, proto, true));
     Ok(r.map_or(0, |r| u32::from(r.addr.port())))
 }
 
@@ -97,7 +160,7 @@ fn pmap_dump(_: &CallCtx<'_>, _: ()) -> Result<PmapList, ProcError> {
         let m = Mapping {
             prog: r.prog,
             vers: r.vers,
-            prot: IPPROTO_TCP,
+            prot: r.proto.ipproto(),
             port: u32::from(r.addr.port()),
         };
         if !out.contains(&m) {
@@ -115,16 +178,23 @@ fn rpcb_set(ctx: &CallCtx<'_>, r: Rpcb) -> Result<bool, ProcError> {
 /// RFC 1833 §2.2 RPCBPROC_GETADDR: the universal address, or "" when the
 /// program is not registered on that netid.
 fn rpcb_getaddr(ctx: &CallCtx<'_>, q: Rpcb) -> Result<RpcbString, ProcError> {
-    let v6 = match q.netid.0.as_str() {
-        "tcp" => false,
-        "tcp6" => true,
-        // An empty netid means "the transport of this call" (RFC 1833 §2.2).
-        "" => ctx.local.is_ipv6(),
-        _ => return Ok(RpcbString::default()),
-    };
     let regs = registrations();
+    let found = match q.netid.0.as_str() {
+        // An empty netid means "the transport of this call" (RFC 1833
+        // §2.2). The call does not tell us which: TCP, else UDP (a
+        // program served over UDP only is still found).
+        "" => {
+            let v6 = ctx.local.is_ipv6();
+            find(&regs, q.prog, q.vers, Proto::Tcp, v6)
+                .or_else(|| find(&regs, q.prog, q.vers, Proto::Udp, v6))
+        }
+        n => match Proto::from_netid(n) {
+            Some((proto, v6)) => find(&regs, q.prog, q.vers, proto, v6),
+            None => None,
+        },
+    };
     Ok(RpcbString(
-        find(&regs, q.prog, q.vers, v6)
+        found
             .map(|r| universal_addr(&reachable_addr(ctx, &r)))
             .unwrap_or_default(),
     ))
@@ -137,7 +207,7 @@ fn rpcb_dump(ctx: &CallCtx<'_>, _: ()) -> Result<RpcbList, ProcError> {
             .map(|r| Rpcb {
                 prog: r.prog,
                 vers: r.vers,
-                netid: RpcbString(netid(&r.addr).into()),
+                netid: RpcbString(r.netid().into()),
                 addr: RpcbString(universal_addr(&reachable_addr(ctx, r))),
                 owner: RpcbString("superuser".into()),
             })
@@ -193,31 +263,13 @@ mod tests {
         let b: SocketAddr = "[::1]:2049".parse().unwrap();
         let pm: SocketAddr = "0.0.0.0:111".parse().unwrap();
         vec![
-            Registration {
-                prog: 100000,
-                vers: 2,
-                addr: pm,
-            },
-            Registration {
-                prog: 100003,
-                vers: 3,
-                addr: a,
-            },
-            Registration {
-                prog: 100005,
-                vers: 1,
-                addr: a,
-            },
-            Registration {
-                prog: 100005,
-                vers: 3,
-                addr: a,
-            },
-            Registration {
-                prog: 100003,
-                vers: 3,
-                addr: b,
-            },
+            Registration::tcp(100000, 2, pm),
+            Registration::tcp(100003, 3, a),
+            Registration::tcp(100005, 1, a),
+            Registration::tcp(100005, 3, a),
+            Registration::tcp(100003, 3, b),
+            Registration::udp(100000, 2, pm),
+            Registration::udp(100021, 4, "0.0.0.0:4045".parse().unwrap()),
         ]
     }
 
@@ -249,14 +301,22 @@ mod tests {
         assert_eq!(pmap_getport(&c, q(100005, 3, 6)).unwrap(), 2049);
         // Another version of a known program: its port, like rpcbind.
         assert_eq!(pmap_getport(&c, q(100003, 2, 6)).unwrap(), 2049);
+        // NFS is not served over UDP; the lock manager only over UDP.
         assert_eq!(pmap_getport(&c, q(100003, 3, 17)).unwrap(), 0);
         assert_eq!(pmap_getport(&c, q(100021, 4, 6)).unwrap(), 0);
+        assert_eq!(pmap_getport(&c, q(100021, 4, 17)).unwrap(), 4045);
+        assert_eq!(pmap_getport(&c, q(100000, 2, 17)).unwrap(), 111);
+        assert_eq!(pmap_getport(&c, q(100000, 2, 99)).unwrap(), 0);
         assert_eq!(pmap_getport(&c, q(100000, 2, 6)).unwrap(), 111);
         assert!(!pmap_set(&c, q(100021, 4, 6)).unwrap());
 
         let d = pmap_dump(&c, ()).unwrap();
         // The v6 listener repeats the v4 NFS mapping: listed once.
-        assert_eq!(d.0.len(), 4);
+        assert_eq!(d.0.len(), 6);
+        assert!(d
+            .0
+            .iter()
+            .any(|m| (m.prog, m.prot, m.port) == (100000, 17, 111)));
 
         let ga = |prog, vers, netid: &str| {
             rpcb_getaddr(
@@ -277,11 +337,16 @@ mod tests {
         assert_eq!(ga(100003, 3, "tcp6"), "::1.8.1");
         assert_eq!(ga(100005, 3, "tcp6"), "");
         assert_eq!(ga(100005, 3, "udp"), "");
+        assert_eq!(ga(100021, 4, "udp"), "127.0.0.1.15.205");
+        assert_eq!(ga(100021, 4, "tcp"), "");
+        assert_eq!(ga(100021, 4, "udp6"), "");
+        assert_eq!(ga(100021, 4, ""), "127.0.0.1.15.205");
         assert_eq!(ga(7, 1, "tcp"), "");
 
         let l = rpcb_dump(&c, ()).unwrap();
-        assert_eq!(l.0.len(), 5);
+        assert_eq!(l.0.len(), 7);
         assert_eq!(l.0[4].netid.0, "tcp6");
+        assert_eq!(l.0[6].netid.0, "udp");
         assert_eq!(l.0[1].addr.0, "127.0.0.1.8.1");
         assert!(rnfsd_xdr::to_vec(&l).len() <= LIST_REPLY);
     }
