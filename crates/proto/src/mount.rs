@@ -60,6 +60,8 @@ macro_rules! bounded_opaque {
         }
     };
 }
+/// Shared with the NLM and NSM modules.
+pub(crate) use bounded_opaque;
 
 bounded_opaque!(
     /// dirpath: string<MNTPATHLEN>.

@@ -383,10 +383,10 @@ macro_rules! xdr_struct {
 /// decode to `XdrError::BadDiscriminant`.
 #[macro_export]
 macro_rules! xdr_enum {
-    ($(#[$m:meta])* pub enum $name:ident { $($v:ident = $n:expr),* $(,)? }) => {
+    ($(#[$m:meta])* pub enum $name:ident { $($(#[$vm:meta])* $v:ident = $n:expr),* $(,)? }) => {
         $(#[$m])*
         #[repr(u32)]
-        pub enum $name { $($v = $n),* }
+        pub enum $name { $($(#[$vm])* $v = $n),* }
         impl $name {
             pub fn from_u32(x: u32) -> Option<Self> {
                 match x { $( $n => Some($name::$v), )* _ => None }
