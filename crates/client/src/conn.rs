@@ -490,7 +490,7 @@ impl RpcConnection {
     }
 
     /// Send a call without waiting for any reply: for one-way procedures
-    /// such as NLM's *_MSG and *_RES (XNFS 10.4, whose answer comes back
+    /// such as NLM's *_MSG and *_RES (XNFS ch. 10, whose answer comes back
     /// as a separate call, if at all). Ok means the call was queued for
     /// the socket, not that the server got it.
     pub async fn send<A: Xdr>(

@@ -1,10 +1,10 @@
-//! NLM version 4 client (XNFS Version 3W chapter 10), program 100021.
+//! NLM version 4 client (XNFS Version 3W chapter 14), program 100021.
 //!
 //! The wire types are `rnfsd_proto::nlm`'s, re-exported here. Synchronous
 //! procedures wait for their result; the asynchronous ones (*_MSG, and the
 //! *_RES callbacks a server sends back) are one-way calls through
 //! [`Client::send`]: their answer, if any, arrives as a separate call to
-//! the sender's own NLM service (XNFS 10.4), which this client does not run.
+//! the sender's own NLM service (XNFS ch. 10), which this client does not run.
 
 use std::net::SocketAddr;
 
