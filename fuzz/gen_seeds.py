@@ -79,6 +79,40 @@ xa = {
     27: u32(1) + opaque(b"/srv") + u32(1) + opaque(b"*") + u32(0, 0),
     28: u32(100003, 3, 6, 2049),
 }
+# NLM v4 / v1 and NSM (selectors from 62, see the target's table).
+cookie = opaque(b"\0\0\0\1")
+lock4 = opaque(b"client") + FH + opaque(b"1@client") + u32(1) + u64(0) + u64(0)
+lock1 = opaque(b"client") + FH + opaque(b"1@client") + u32(1, 0, 100)
+share = opaque(b"client") + FH + opaque(b"oh") + u32(2, 1)
+holder4 = u32(1, 7) + opaque(b"oh") + u64(10) + u64(0)
+holder1 = u32(1, 7) + opaque(b"oh") + u32(10, 0)
+my_id = opaque(b"localhost") + u32(100021, 4, 16)
+xa.update({
+    62: cookie + u32(1) + lock4,
+    63: cookie + u32(1, 1) + lock4 + u32(0, 3),
+    64: cookie + u32(1, 1) + lock4,
+    65: cookie + lock4,
+    66: cookie + share + u32(0),
+    67: opaque(b"client") + u32(3),
+    68: cookie + u32(1) + holder4,
+    69: cookie + u32(3),
+    70: cookie + u32(0, 1),
+    71: cookie + u32(0) + lock1,
+    72: cookie + u32(0, 1) + lock1 + u32(1, 5),
+    73: cookie + u32(1, 0) + lock1,
+    74: cookie + lock1,
+    75: cookie + u32(1) + holder1,
+    76: cookie + u32(4),
+    77: cookie + u32(0, 2),
+    78: opaque(b"peer"),
+    79: opaque(b"peer") + my_id + b"\x55" * 16,
+    80: opaque(b"peer") + my_id,
+    81: my_id,
+    82: opaque(b"me") + u32(9),
+    83: opaque(b"peer") + u32(8) + b"\x55" * 16,
+    84: u32(0, 3),
+    85: u32(3),
+})
 for sel, b in xa.items():
     write("xdr_args", f"sel{sel}", bytes([sel]) + b)
 write("xdr_args", "write_ref", b"\xff" + xa[6])

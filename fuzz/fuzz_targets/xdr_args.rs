@@ -1,4 +1,4 @@
-//! Every NFSv3, MOUNT and port mapper argument decoder (what the server
+//! Every NFSv3, MOUNT, port mapper, NLM and NSM argument decoder (what the server
 //! decodes from clients) and result decoder (what our client decodes from a
 //! server): the first byte picks the type, the rest is its XDR. Decoding
 //! never panics and any value that decodes re-encodes to the same number of
@@ -8,7 +8,7 @@
 use std::fmt::Debug;
 
 use libfuzzer_sys::fuzz_target;
-use rnfsd_proto::{mount, nfs3, portmap};
+use rnfsd_proto::{mount, nfs3, nlm, nsm, portmap};
 use rnfsd_xdr::{Dec, Xdr};
 
 fn rt<T: Xdr + PartialEq + Debug>(b: &[u8]) {
@@ -129,5 +129,34 @@ fuzz_target!(|data: &[u8]| {
         CreateHow3,
         MknodData3,
         SetTime3,
+        // NLM v4 arguments (XNFS ch. 14), from index 62; new types go last
+        // so the checked-in seeds keep their selectors.
+        nlm::Nlm4TestArgs,
+        nlm::Nlm4LockArgs,
+        nlm::Nlm4CancArgs,
+        nlm::Nlm4UnlockArgs,
+        nlm::Nlm4ShareArgs,
+        nlm::Nlm4Notify,
+        // NLM v4 results (also the *_RES callback arguments).
+        nlm::Nlm4TestRes,
+        nlm::Nlm4Res,
+        nlm::Nlm4ShareRes,
+        // NLM v1/v3 arguments and results.
+        nlm::NlmTestArgs,
+        nlm::NlmLockArgs,
+        nlm::NlmCancArgs,
+        nlm::NlmUnlockArgs,
+        nlm::NlmTestRes,
+        nlm::NlmRes,
+        nlm::NlmShareRes,
+        // NSM v1 (XNFS chapter 11): arguments, the status callback, results.
+        nsm::SmName,
+        nsm::Mon,
+        nsm::MonId,
+        nsm::MyId,
+        nsm::StatChge,
+        nsm::Status,
+        nsm::SmStatRes,
+        nsm::SmStat,
     )
 });

@@ -150,6 +150,19 @@ impl Client {
             .await
     }
 
+    /// See [`RpcConnection::send`]: a one-way call, no reply awaited.
+    pub async fn send<A: Xdr>(
+        &self,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        args: &A,
+    ) -> Result<(), ClientError> {
+        self.pick()?
+            .send_with(&self.auth, self.timeout, prog, vers, proc_, args)
+            .await
+    }
+
     /// See [`RpcConnection::call_encoded`].
     pub async fn call_encoded<R: Xdr>(
         &self,

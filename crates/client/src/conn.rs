@@ -228,6 +228,44 @@ impl Inner {
     }
 }
 
+impl Inner {
+    /// Queue one call message and return without waiting for a reply. Its
+    /// xid is not registered, so a reply that does come is dropped by the
+    /// reader like any unmatched one.
+    async fn send_only(
+        &self,
+        mut msg: Vec<u8>,
+        timeout: Option<Duration>,
+    ) -> Result<(), ClientError> {
+        let fut = async {
+            // Holding a slot while queueing keeps the writer queue within
+            // max_in_flight, as for round trips.
+            let _slot = self
+                .slots
+                .acquire()
+                .await
+                .map_err(|_| self.shared.closed_error())?;
+            if self.shared.closed.load(Ordering::Acquire) {
+                return Err(self.shared.closed_error());
+            }
+            let xid = self.shared.next_xid.fetch_add(1, Ordering::Relaxed);
+            if let Some(w) = msg.get_mut(4..8) {
+                w.copy_from_slice(&xid.to_be_bytes());
+            }
+            self.tx
+                .send(msg)
+                .await
+                .map_err(|_| self.shared.closed_error())
+        };
+        match timeout {
+            Some(t) => tokio::time::timeout(t, fut)
+                .await
+                .unwrap_or(Err(ClientError::Timeout)),
+            None => fut.await,
+        }
+    }
+}
+
 /// Start a call message: record mark placeholder, then the call header with
 /// xid 0 (patched when the xid is allocated).
 fn start_call(auth: &Auth, prog: u32, vers: u32, proc_: u32) -> Enc {
@@ -449,6 +487,35 @@ impl RpcConnection {
     ) -> Result<R, ClientError> {
         self.call_encoded_with(&self.auth, self.timeout, prog, vers, proc_, encode)
             .await
+    }
+
+    /// Send a call without waiting for any reply: for one-way procedures
+    /// such as NLM's *_MSG and *_RES (XNFS ch. 10, whose answer comes back
+    /// as a separate call, if at all). Ok means the call was queued for
+    /// the socket, not that the server got it.
+    pub async fn send<A: Xdr>(
+        &self,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        args: &A,
+    ) -> Result<(), ClientError> {
+        self.send_with(&self.auth, self.timeout, prog, vers, proc_, args)
+            .await
+    }
+
+    pub(crate) async fn send_with<A: Xdr>(
+        &self,
+        auth: &Auth,
+        timeout: Option<Duration>,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        args: &A,
+    ) -> Result<(), ClientError> {
+        let mut e = start_call(auth, prog, vers, proc_);
+        args.encode(&mut e);
+        self.inner.send_only(finish_call(e)?, timeout).await
     }
 
     pub(crate) async fn call_with<A: Xdr, R: Xdr>(

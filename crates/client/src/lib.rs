@@ -7,8 +7,9 @@
 //!   once and replies may arrive in any order, a per-call timeout, and
 //!   connection loss failing every pending call.
 //! - [`Client`]: N connections used round-robin (like `nconnect`).
-//! - [`MountClient`], [`NfsClient`], [`PortmapClient`]: typed procedures
-//!   over a [`Client`]. NFSv3 uses the wire types of [`nfs3`]
+//! - [`MountClient`], [`NfsClient`], [`PortmapClient`], [`NlmClient`] (NLM
+//!   v4), [`NsmClient`] (status monitor): typed procedures over a
+//!   [`Client`]; [`Client::send`] makes one-way calls (NLM *_MSG / *_RES). NFSv3 uses the wire types of [`nfs3`]
 //!   (`rnfsd_proto::nfs3`, re-exported).
 //!
 //! Credentials ([`Auth`]: AUTH_NONE or AUTH_SYS) are set per client and can
@@ -62,6 +63,8 @@ mod conn;
 mod error;
 pub mod mount;
 pub mod nfs;
+pub mod nlm;
+pub mod nsm;
 pub mod portmap;
 pub mod record;
 
@@ -73,6 +76,8 @@ pub use conn::{
 pub use error::ClientError;
 pub use mount::MountClient;
 pub use nfs::{check, NfsClient};
+pub use nlm::NlmClient;
+pub use nsm::NsmClient;
 pub use portmap::PortmapClient;
 pub use rnfsd_proto::nfs3;
 pub use rnfsd_proto::rpc::AuthStat;

@@ -1,6 +1,7 @@
-//! Network Lock Manager (NLM), program 100021: version 4 (XNFS Version 3W
-//! chapter 10, "NLM Version 4", the NFSv3-era protocol with 64-bit ranges)
-//! and versions 1 and 3 (XNFS chapter 9 / nlm_prot.x, 32-bit ranges).
+//! Network Lock Manager (NLM), program 100021: version 4 (Open Group XNFS
+//! Version 3W chapter 14, "Network Lock Manager Protocol, Version 4", the
+//! NFSv3-era protocol with 64-bit ranges) and versions 1 and 3 (XNFS
+//! chapter 10 / nlm_prot.x, 32-bit ranges).
 //!
 //! The two families are separate Rust types (`Nlm4*` for version 4, `Nlm*`
 //! for versions 1 and 3), so a v1 body can never be decoded or encoded as a
@@ -16,15 +17,15 @@ use rnfsd_xdr::{Dec, Enc, Result, Xdr};
 use crate::mount::bounded_opaque;
 
 pub const PROGRAM: u32 = 100021;
-/// Version 1 (XNFS ch. 9): 32-bit ranges, no SHARE/UNSHARE/NM_LOCK/FREE_ALL.
+/// Version 1 (XNFS ch. 10): 32-bit ranges, no SHARE/UNSHARE/NM_LOCK/FREE_ALL.
 pub const VERSION1: u32 = 1;
 /// Version 3: version 1 plus SHARE, UNSHARE, NM_LOCK and FREE_ALL; same
 /// types.
 pub const VERSION3: u32 = 3;
-/// Version 4 (XNFS ch. 10): version 3's procedures with 64-bit ranges.
+/// Version 4 (XNFS ch. 14): version 3's procedures with 64-bit ranges.
 pub const VERSION4: u32 = 4;
 
-/// Procedures (XNFS 10.14; the same numbers in every version).
+/// Procedures (XNFS ch. 10 and 14; the same numbers in every version).
 pub const PROC_NULL: u32 = 0;
 pub const PROC_TEST: u32 = 1;
 pub const PROC_LOCK: u32 = 2;
@@ -46,9 +47,9 @@ pub const PROC_UNSHARE: u32 = 21;
 pub const PROC_NM_LOCK: u32 = 22;
 pub const PROC_FREE_ALL: u32 = 23;
 
-/// XNFS 10.2: MAXNETOBJ_SZ, the bound of every `netobj`.
+/// XNFS ch. 10 "Data Types": MAXNETOBJ_SZ, the bound of every `netobj`.
 pub const MAXNETOBJ_SZ: usize = 1024;
-/// XNFS 10.2: LM_MAXSTRLEN, the bound of `caller_name`.
+/// XNFS ch. 10 "Data Types": LM_MAXSTRLEN, the bound of `caller_name`.
 pub const LM_MAXSTRLEN: usize = 1024;
 /// nlm_prot.x: LM_MAXNAMELEN (LM_MAXSTRLEN + 1), the bound of
 /// `nlm_notify.name`.
@@ -59,7 +60,7 @@ pub const LM_MAXNAMELEN: usize = LM_MAXSTRLEN + 1;
 pub const NLM_OFFSET_MAX: u32 = 0x7fff_ffff;
 
 rnfsd_xdr::xdr_enum! {
-    /// nlm4_stats (XNFS 10.2).
+    /// nlm4_stats (XNFS ch. 14, "Basic Data Types").
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub enum Nlm4Stats {
         Granted = 0,
@@ -76,7 +77,7 @@ rnfsd_xdr::xdr_enum! {
 }
 
 rnfsd_xdr::xdr_enum! {
-    /// nlm_stats of versions 1 and 3 (XNFS 9.1): only 0..=4 exist.
+    /// nlm_stats of versions 1 and 3 (XNFS ch. 10): only 0..=4 exist.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub enum NlmStats {
         Granted = 0,
@@ -119,7 +120,7 @@ impl From<Nlm4Stats> for NlmStats {
 }
 
 rnfsd_xdr::xdr_enum! {
-    /// fsh4_mode / fsh_mode (XNFS 10.2): the deny mode of a DOS share.
+    /// fsh4_mode / fsh_mode (XNFS ch. 10 and 14): the deny mode of a DOS share.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
     pub enum FshMode {
         #[default]
@@ -131,7 +132,7 @@ rnfsd_xdr::xdr_enum! {
 }
 
 rnfsd_xdr::xdr_enum! {
-    /// fsh4_access / fsh_access (XNFS 10.2): the access a DOS share wants.
+    /// fsh4_access / fsh_access (XNFS ch. 10 and 14): the access a DOS share wants.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
     pub enum FshAccess {
         #[default]
@@ -159,10 +160,10 @@ bounded_opaque!(
     LM_MAXNAMELEN
 );
 
-// ---- Version 4 (XNFS chapter 10) ----
+// ---- Version 4 (XNFS chapter 14) ----
 
 rnfsd_xdr::xdr_struct! {
-    /// nlm4_holder (XNFS 10.2): who holds a conflicting lock (TEST).
+    /// nlm4_holder (XNFS ch. 14): who holds a conflicting lock (TEST).
     #[derive(Debug, Clone, PartialEq, Eq, Default)]
     pub struct Nlm4Holder {
         pub exclusive: bool,
@@ -174,7 +175,7 @@ rnfsd_xdr::xdr_struct! {
 }
 
 rnfsd_xdr::xdr_struct! {
-    /// nlm4_lock (XNFS 10.2). `svid` identifies the process on the client;
+    /// nlm4_lock (XNFS ch. 14). `svid` identifies the process on the client;
     /// `l_len` 0 means "to end of file and beyond".
     #[derive(Debug, Clone, PartialEq, Eq, Default)]
     pub struct Nlm4Lock {
@@ -197,7 +198,7 @@ rnfsd_xdr::xdr_struct! {
     }
 }
 
-/// nlm4_testrply (XNFS 10.2): `union switch (nlm4_stats stat) { case
+/// nlm4_testrply (XNFS ch. 14): `union switch (nlm4_stats stat) { case
 /// NLM4_DENIED: nlm4_holder holder; default: void; }`.
 ///
 /// `Stat(Nlm4Stats::Denied)` is not a value the decoder makes; encoding it
@@ -250,7 +251,7 @@ rnfsd_xdr::xdr_struct! {
 
 rnfsd_xdr::xdr_struct! {
     /// nlm4_lockargs: LOCK and LOCK_MSG. `state` is the client's NSM state
-    /// number, for reboot recovery (XNFS 10.3).
+    /// number, for reboot recovery (XNFS ch. 11).
     #[derive(Debug, Clone, PartialEq, Eq, Default)]
     pub struct Nlm4LockArgs {
         pub cookie: NetObj,
@@ -293,7 +294,7 @@ rnfsd_xdr::xdr_struct! {
 }
 
 rnfsd_xdr::xdr_struct! {
-    /// nlm4_share (XNFS 10.2): a DOS-style share reservation. The same
+    /// nlm4_share (XNFS ch. 14): a DOS-style share reservation. The same
     /// layout as version 3's `nlm_share`.
     #[derive(Debug, Clone, PartialEq, Eq, Default)]
     pub struct Nlm4Share {
@@ -334,7 +335,7 @@ rnfsd_xdr::xdr_struct! {
     }
 }
 
-// ---- Versions 1 and 3 (XNFS chapter 9, nlm_prot.x) ----
+// ---- Versions 1 and 3 (XNFS chapter 10, nlm_prot.x) ----
 
 rnfsd_xdr::xdr_struct! {
     /// nlm_holder: 32-bit range.
@@ -480,7 +481,7 @@ rnfsd_xdr::xdr_struct! {
 // ---- v1/v3 -> v4 (arguments, widened) ----
 
 impl From<NlmLock> for Nlm4Lock {
-    /// Unsigned widening: the wire fields are `unsigned` (XNFS 9.1), and
+    /// Unsigned widening: the wire fields are `unsigned` (XNFS ch. 10), and
     /// l_len 0 keeps its meaning (to end of file) in version 4. A range
     /// past 2^32 cannot be expressed in v1, so nothing is lost.
     fn from(l: NlmLock) -> Self {
@@ -614,7 +615,7 @@ impl Nlm4ShareRes {
 // ---- Byte ranges ----
 
 /// The exclusive end of the range `offset, len`, or `None` for "to end of
-/// file": `len` 0 (XNFS 10.2, nlm4_lock), and also an `offset + len` past
+/// file": `len` 0 (XNFS ch. 10 and 14, nlm_lock / nlm4_lock), and also an `offset + len` past
 /// u64. Linux lockd does the same for the overflow (fs/lockd/xdr4.c: an end
 /// that overflows is treated as OFFSET_MAX, i.e. to EOF); rejecting it
 /// instead would refuse locks Linux clients expect to get, and a range that

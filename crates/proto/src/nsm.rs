@@ -12,7 +12,7 @@ use crate::mount::bounded_opaque;
 pub const PROGRAM: u32 = 100024;
 pub const VERSION: u32 = 1;
 
-/// Procedures (XNFS 11.3).
+/// Procedures (XNFS ch. 11).
 pub const PROC_NULL: u32 = 0;
 pub const SM_STAT: u32 = 1;
 pub const SM_MON: u32 = 2;
@@ -21,7 +21,7 @@ pub const SM_UNMON_ALL: u32 = 4;
 pub const SM_SIMU_CRASH: u32 = 5;
 pub const SM_NOTIFY: u32 = 6;
 
-/// XNFS 11.2: SM_MAXSTRLEN, the bound of every host name.
+/// XNFS ch. 11: SM_MAXSTRLEN, the bound of every host name.
 pub const SM_MAXSTRLEN: usize = 1024;
 /// Size of the opaque `priv` cookie statd hands back in the callback.
 pub const SM_PRIV_SIZE: usize = 16;
@@ -97,7 +97,7 @@ rnfsd_xdr::xdr_struct! {
 
 rnfsd_xdr::xdr_struct! {
     /// sm_stat_res: the SM_STAT and SM_MON result; `state` is the local
-    /// statd's state number (odd while up, XNFS 11.1).
+    /// statd's state number (odd while up, XNFS ch. 11).
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct SmStatRes {
         pub res_stat: SmRes,

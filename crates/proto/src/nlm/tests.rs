@@ -63,7 +63,7 @@ fn cookie() -> NetObj {
 
 #[test]
 fn lock_call_wire_format() {
-    // XNFS 10.2 nlm4_lockargs field order: cookie, block, exclusive,
+    // XNFS ch. 14 nlm4_lockargs field order: cookie, block, exclusive,
     // alock (caller_name, fh, oh, svid, l_offset, l_len), reclaim, state.
     let a = Nlm4LockArgs {
         cookie: NetObj(vec![1, 2]),
