@@ -54,9 +54,15 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   listen = [\"127.0.0.1:2049\"]   NFS + MOUNT addresses
   portmap = false                built-in port mapper on port 111
   register_rpcbind = true        register with a running system rpcbind
-  udp = true                     serve the port mapper (and, once it exists,
-                                 the lock manager) over UDP too
+  udp = true                     serve the port mapper and the lock manager
+                                 over UDP too
   udp_threads = 1                threads per UDP address (1..=16)
+  nlm = true                     lock manager (NLM 1/3/4) and status monitor
+                                 (NSM) on the NFS addresses, TCP and UDP
+  nlm_grace_secs = 90            after a restart: only reclaims, this long
+  nlm_max_files = 4096           open files held for lock owners
+  nlm_max_waiters = 1024         blocked lock requests at once
+  nlm_retry_ms = 100             blocked requests retried this often
   threads = (unset)              fixed worker count; else adaptive:
   min_threads = 2, max_threads = 128, thread_idle_secs = 30
   queue_limit = 1024             requests waiting for a worker

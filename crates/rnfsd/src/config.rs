@@ -192,12 +192,27 @@ pub struct ServerConfig {
     /// Register NFS and MOUNT with a running system rpcbind (ignored with
     /// `portmap`).
     pub register_rpcbind: bool,
-    /// Serve the port mapper (and, once it exists, the lock manager) over
+    /// Serve the port mapper and the lock manager (NLM, NSM) over
     /// UDP too: the lock daemons and status monitors of Linux and the BSDs
     /// look services up over UDP. NFS and MOUNT stay TCP only.
     pub udp: bool,
     /// Threads per UDP address, each receiving and answering calls.
     pub udp_threads: usize,
+    /// Serve the lock manager (NLM v1, v3, v4: program 100021) on the NFS
+    /// addresses, over TCP and (with `udp`) UDP, so clients mount without
+    /// `nolock`.
+    pub nlm: bool,
+    /// After a restart, how long only lock reclaims are granted (when
+    /// clients held locks before it; XNFS grace period).
+    pub nlm_grace_secs: u64,
+    /// (owner, file) descriptors the lock manager holds at once (each is
+    /// one open file; beyond it LOCK answers NLM4_DENIED_NOLOCKS).
+    pub nlm_max_files: usize,
+    /// Blocked lock requests waiting at once.
+    pub nlm_max_waiters: usize,
+    /// How often blocked lock requests are retried (a lock freed by a
+    /// local program is seen within this).
+    pub nlm_retry_ms: u64,
     /// A fixed number of worker threads; overrides min/max_threads.
     pub threads: Option<usize>,
     /// Adaptive pool: threads kept even when idle.
@@ -418,6 +433,11 @@ impl ServerConfig {
         let reserve = self.max_connections as u64
             + 4 * self.max_threads.max(self.threads.unwrap_or(0)) as u64
             + 2 * self.splice_pipes as u64
+            + if self.nlm {
+                self.nlm_max_files as u64
+            } else {
+                0
+            }
             + 1024;
         let room = nofile.saturating_sub(reserve);
         match self.cache_fds {
@@ -451,6 +471,12 @@ impl Default for ServerConfig {
             register_rpcbind: true,
             udp: true,
             udp_threads: 1,
+            nlm: true,
+            // As knfsd's default grace (its lease time).
+            nlm_grace_secs: 90,
+            nlm_max_files: 4096,
+            nlm_max_waiters: 1024,
+            nlm_retry_ms: 100,
             threads: None,
             min_threads: 2,
             max_threads: 128,
@@ -758,6 +784,9 @@ impl Config {
             ("max_inflight_per_conn", s.max_inflight_per_conn),
             ("max_conn_output", s.max_conn_output),
             ("idle_timeout_secs", s.idle_timeout_secs as usize),
+            ("nlm_max_files", s.nlm_max_files),
+            ("nlm_max_waiters", s.nlm_max_waiters),
+            ("nlm_retry_ms", s.nlm_retry_ms as usize),
         ] {
             if v == 0 {
                 return err(format!("server.{k} must be at least 1"));
@@ -770,6 +799,8 @@ impl Config {
             ("thread_idle_secs", s.thread_idle_secs),
             ("shutdown_timeout_secs", s.shutdown_timeout_secs),
             ("drc_expiry_secs", s.drc_expiry_secs),
+            ("nlm_grace_secs", s.nlm_grace_secs),
+            ("nlm_retry_ms", s.nlm_retry_ms / 1000),
         ] {
             if v > YEAR {
                 return err(format!("server.{k} must be at most {YEAR} (a year)"));

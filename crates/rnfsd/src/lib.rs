@@ -18,6 +18,7 @@ pub mod keys;
 pub mod live;
 pub mod lockd;
 pub mod metrics;
+pub mod outcall;
 pub mod privileges;
 pub mod programs;
 pub mod rpc;

@@ -15,8 +15,11 @@ use rnfsd::cli::{Cli, Command, ServeArgs};
 use rnfsd::config::{self, Config};
 use rnfsd::programs::mount::MOUNT;
 use rnfsd::programs::nfs3::NFS3;
+use rnfsd::programs::nlm::NLM;
+use rnfsd::programs::nsm::NSM;
 use rnfsd::programs::portmap::{self, Registration, PORTMAP};
 use rnfsd::rpc::dispatch::Policy;
+use rnfsd::rpc::Program;
 use rnfsd::service::RpcService;
 use rnfsd::state::Server;
 use rnfsd::{admin, keys, live, metrics, rpcbind};
@@ -207,11 +210,15 @@ fn reload(args: &ServeArgs, running: &mut Config, server: &Server, opener: &live
 }
 
 /// Programs and versions we serve on `addr`, for the port mapper tables.
-fn registrations_for(addr: SocketAddr) -> Vec<Registration> {
+fn registrations_for(addr: SocketAddr, programs: &[&Program], udp: bool) -> Vec<Registration> {
     let mut v = Vec::new();
-    for p in [&NFS3, &MOUNT] {
+    for p in programs {
         for ver in p.versions {
-            v.push(Registration::tcp(p.prog, ver.vers, addr));
+            v.push(if udp {
+                Registration::udp(p.prog, ver.vers, addr)
+            } else {
+                Registration::tcp(p.prog, ver.vers, addr)
+            });
         }
     }
     v
@@ -264,7 +271,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     // keeps them.
     let stats = Arc::new(rnfsd_stats::Registry::new(
         s.stats,
-        metrics::proc_descs(&[&NFS3, &MOUNT, &PORTMAP]),
+        metrics::proc_descs(&[&NFS3, &MOUNT, &PORTMAP, &NLM, &NSM]),
     ));
     let opener = live::Opener {
         key,
@@ -291,6 +298,35 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
             .then(|| rnfsd_transport::PipePool::new(s.splice_pipes, s.max_io as usize)),
     ));
     server.set_exports(opened);
+    // The lock manager: hosts that took locks before a restart get a grace
+    // period to reclaim them and a notice that we restarted.
+    let mut restarted_hosts = None;
+    if s.nlm {
+        let dir = state_dir.join("nlm");
+        let (hosts, before, state) = rnfsd::lockd::hosts::Hosts::load(&dir)
+            .map_err(|e| runtime_err(format!("lock manager state in {}: {e}", dir.display())))?;
+        let grace = (!before.is_empty()).then(|| Duration::from_secs(s.nlm_grace_secs));
+        if let Some(g) = grace {
+            tracing::info!(
+                hosts = before.len(),
+                secs = g.as_secs(),
+                "lock manager: grace period for reclaims"
+            );
+        }
+        let limits = rnfsd::lockd::Limits {
+            max_files: s.nlm_max_files,
+            max_waiters: s.nlm_max_waiters,
+            retry: Duration::from_millis(s.nlm_retry_ms),
+            ..rnfsd::lockd::Limits::default()
+        };
+        server.set_locks(rnfsd::lockd::LockManager::with_hosts(
+            limits,
+            grace,
+            Some(hosts),
+            state,
+        ));
+        restarted_hosts = Some((before, state));
+    }
     let policy = Policy {
         allow_auth_none: s.allow_auth_none,
     };
@@ -319,8 +355,18 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
             max_bytes: s.drc_max_bytes,
         }))
     });
+    // NLM and NSM share the NFS port (over TCP, and UDP below).
+    let lock_programs: Vec<&'static Program> = if s.nlm { vec![&NLM, &NSM] } else { Vec::new() };
+    let mut nfs_programs: Vec<&'static Program> = vec![&NFS3, &MOUNT];
+    nfs_programs.extend(&lock_programs);
+    let lock_service = (!lock_programs.is_empty() && s.udp).then(|| {
+        Arc::new(
+            RpcService::new(server.clone(), lock_programs.clone(), policy)
+                .with_stats(stats.clone()),
+        )
+    });
     let nfs_service = Arc::new(
-        RpcService::new(server.clone(), vec![&NFS3, &MOUNT], policy)
+        RpcService::new(server.clone(), nfs_programs.clone(), policy)
             .with_stats(stats.clone())
             .with_drc(drc),
     );
@@ -335,12 +381,19 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
             "socket activation: serving on the service manager's sockets; server.listen is not used"
         );
     }
-    let running = transport::start(&cfg, nfs_service, portmap_service, activated)?;
+    let running = transport::start(&cfg, nfs_service, portmap_service, lock_service, activated)?;
     running.add_stats_sources(&stats);
     let bound = running.nfs_addrs();
 
     // Tell the port mappers (ours or the system's) where we are.
-    let mut regs: Vec<Registration> = bound.iter().flat_map(|a| registrations_for(*a)).collect();
+    let mut regs: Vec<Registration> = bound
+        .iter()
+        .flat_map(|a| registrations_for(*a, &nfs_programs, false))
+        .collect();
+    for a in running.lock_udp_addrs() {
+        regs.extend(registrations_for(a, &lock_programs, true));
+    }
+
     let mut rpcbind_reg = None;
     if s.portmap {
         for a in running.portmap_addrs() {
@@ -356,6 +409,10 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         portmap::set_registrations(regs);
     } else if s.register_rpcbind {
         rpcbind_reg = rpcbind::register(&rpcbind::default_endpoints(), &regs);
+    }
+    // Once NLM can be found: clients told of our restart reclaim at once.
+    if let Some((hosts, state)) = restarted_hosts {
+        rnfsd::programs::nsm::notify_restart(hosts, state);
     }
 
     // Port file first: a harness that saw the start line may read it.
@@ -481,6 +538,8 @@ mod transport {
         portmap: Option<Handle>,
         /// The port mapper over UDP too (`server.udp`).
         portmap_udp: Option<UdpHandle>,
+        /// NLM and NSM over UDP on the NFS addresses (`server.udp`).
+        lock_udp: Option<UdpHandle>,
     }
 
     impl Running {
@@ -489,6 +548,12 @@ mod transport {
         }
         pub fn portmap_addrs(&self) -> Vec<SocketAddr> {
             self.portmap
+                .as_ref()
+                .map(|h| h.local_addrs())
+                .unwrap_or_default()
+        }
+        pub fn lock_udp_addrs(&self) -> Vec<SocketAddr> {
+            self.lock_udp
                 .as_ref()
                 .map(|h| h.local_addrs())
                 .unwrap_or_default()
@@ -513,10 +578,19 @@ mod transport {
                     (h.stats().as_transport_stats(), Default::default())
                 });
             }
+            if let Some(u) = &self.lock_udp {
+                let h = u.clone();
+                stats.add_source("nlm-udp", move || {
+                    (h.stats().as_transport_stats(), Default::default())
+                });
+            }
         }
 
         /// Stop accepting, finish in-flight calls, flush replies.
         pub fn shutdown(self) {
+            if let Some(u) = &self.lock_udp {
+                u.shutdown();
+            }
             if let Some(u) = &self.portmap_udp {
                 u.shutdown();
             }
@@ -556,6 +630,7 @@ mod transport {
         cfg: &Config,
         nfs: Arc<RpcService>,
         portmap: Arc<RpcService>,
+        locks: Option<Arc<RpcService>>,
         activated: Vec<std::net::TcpListener>,
     ) -> Result<Running, Failure> {
         let s = &cfg.server;
@@ -570,6 +645,29 @@ mod transport {
         };
         let nfs = Transport::start(tc, pool, nfs)
             .map_err(|e| runtime_err(format!("listening on {}: {e}", list(&s.listen))))?;
+        // NLM and NSM over UDP on the NFS ports: the lock daemons of Linux
+        // and the BSDs may call over UDP. Small calls, answered on the
+        // receiving thread.
+        let lock_udp = match locks {
+            Some(svc) => {
+                let uc = UdpConfig {
+                    listen: nfs.local_addrs(),
+                    threads: s.udp_threads,
+                    ..UdpConfig::default()
+                };
+                match UdpTransport::start(uc, svc) {
+                    Ok(h) => Some(h),
+                    Err(e) => {
+                        nfs.shutdown();
+                        return Err(runtime_err(format!(
+                            "lock manager on UDP {}: {e}",
+                            list(&nfs.local_addrs())
+                        )));
+                    }
+                }
+            }
+            None => None,
+        };
         let (portmap, portmap_udp) = if s.portmap {
             // Port 111 of every address NFS listens on, once each.
             let mut addrs: Vec<SocketAddr> = Vec::new();
@@ -631,6 +729,7 @@ mod transport {
             nfs,
             portmap,
             portmap_udp,
+            lock_udp,
         })
     }
 }

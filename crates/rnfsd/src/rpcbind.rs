@@ -17,15 +17,12 @@ use rnfsd_proto::portmap::{
     universal_addr, Mapping, Rpcb, RpcbString, PMAPPROC_SET, PMAPPROC_UNSET, PMAP_VERSION, PROGRAM,
     RPCBPROC_SET, RPCBPROC_UNSET, RPCB_VERSION4,
 };
-use rnfsd_proto::rpc::{AcceptStat, CallHeader, OpaqueAuth, ReplyHeader, RPC_VERSION};
-use rnfsd_xdr::{Dec, Enc};
+use rnfsd_xdr::Dec;
 
 use crate::programs::portmap::Registration;
 
 /// How long any one exchange with rpcbind may take.
 const TIMEOUT: Duration = Duration::from_secs(2);
-/// Largest reply we accept from rpcbind (ours are a few words).
-const MAX_REPLY: usize = 64 * 1024;
 
 /// Where a system port mapper may be reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,56 +67,12 @@ fn invalid(msg: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg.to_owned())
 }
 
-/// One call with AUTH_NONE over record marking (RFC 5531 §11); returns the
-/// decoded boolean result.
+/// One call to the port mapper (AUTH_NONE); returns its boolean result.
 fn call_bool(s: &mut dyn Stream, xid: u32, vers: u32, proc_: u32, args: &[u8]) -> io::Result<bool> {
-    let mut e = Enc::new();
-    e.u32(0); // record mark, patched below
-    CallHeader {
-        xid,
-        rpcvers: RPC_VERSION,
-        prog: PROGRAM,
-        vers,
-        proc_,
-        cred: OpaqueAuth::NONE,
-        verf: OpaqueAuth::NONE,
-    }
-    .encode(&mut e);
-    e.raw(args);
-    let len = (e.len() - 4) as u32;
-    e.patch_u32(0, 0x8000_0000 | len);
-    s.write_all(e.as_slice())?;
-    s.flush()?;
-
-    let mut rec = Vec::new();
-    loop {
-        let mut mark = [0u8; 4];
-        s.read_exact(&mut mark)?;
-        let m = u32::from_be_bytes(mark);
-        let n = (m & 0x7fff_ffff) as usize;
-        if rec.len() + n > MAX_REPLY {
-            return Err(invalid("rpcbind reply too large"));
-        }
-        let start = rec.len();
-        rec.resize(start + n, 0);
-        s.read_exact(&mut rec[start..])?;
-        if m & 0x8000_0000 != 0 {
-            break;
-        }
-    }
-    let mut d = Dec::new(&rec);
-    let (rxid, h) = ReplyHeader::decode(&mut d).map_err(|_| invalid("bad reply header"))?;
-    if rxid != xid {
-        return Err(invalid("reply xid mismatch"));
-    }
-    match h {
-        ReplyHeader::Accepted(AcceptStat::Success) => {
-            d.bool().map_err(|_| invalid("bad boolean result"))
-        }
-        other => Err(io::Error::other(format!(
-            "rpcbind refused the call: {other:?}"
-        ))),
-    }
+    let res = crate::outcall::call(s, xid, PROGRAM, vers, proc_, args)?;
+    Dec::new(&res)
+        .bool()
+        .map_err(|_| invalid("bad boolean result"))
 }
 
 fn rpcb_arg(r: &Registration, with_addr: bool) -> Vec<u8> {
@@ -260,6 +213,8 @@ mod tests {
     use super::*;
     use rnfsd_proto::portmap::IPPROTO_TCP;
     use rnfsd_proto::rpc::{encode_accepted, encode_denied, Incoming, RejectStat};
+    use rnfsd_proto::rpc::{AcceptStat, CallHeader};
+    use rnfsd_xdr::Enc;
     use std::net::TcpListener;
     use std::os::unix::net::UnixListener;
     use std::sync::mpsc;

@@ -99,6 +99,8 @@ pub struct Server {
     pub max_io: u32,
     /// Pipes for READs answered by splice (None: READ data is copied).
     pub pipes: Option<Arc<rnfsd_transport::PipePool>>,
+    /// The lock manager (NLM), when it is served.
+    locks: std::sync::OnceLock<Arc<crate::lockd::LockManager>>,
 }
 
 impl Server {
@@ -113,7 +115,18 @@ impl Server {
             write_verifier,
             max_io,
             pipes,
+            locks: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Serve NLM with `m` (once, at start).
+    pub fn set_locks(&self, m: Arc<crate::lockd::LockManager>) {
+        let _ = self.locks.set(m);
+    }
+
+    /// The lock manager, if NLM is served.
+    pub fn locks(&self) -> Option<&Arc<crate::lockd::LockManager>> {
+        self.locks.get()
     }
 
     /// The exports in force now.

@@ -408,7 +408,13 @@ fn builtin_portmapper_answers_getport_and_dump() {
         u32::decode(&mut Dec::new(&body)).unwrap(),
         u32::from(srv.port)
     );
+    // The lock manager shares the NFS port; an unknown program has none.
     let (_, body) = call(&mut s, 3, 100000, 2, 3, false, &q(100021, 4));
+    assert_eq!(
+        u32::decode(&mut Dec::new(&body)).unwrap(),
+        u32::from(srv.port)
+    );
+    let (_, body) = call(&mut s, 3, 100000, 2, 3, false, &q(100099, 1));
     assert_eq!(u32::decode(&mut Dec::new(&body)).unwrap(), 0);
     let (h, body) = call(&mut s, 4, 100000, 2, 4, false, &[]);
     assert_eq!(h, OK);

@@ -15,6 +15,7 @@
 //! (no I/O but the non-blocking fcntl). Blocked requests are retried by one
 //! thread (`waiters`), every `retry` and at once after an unlock here.
 
+pub mod hosts;
 pub mod ranges;
 mod waiters;
 
@@ -182,6 +183,10 @@ pub struct LockManager {
     grace_until: Mutex<Option<Instant>>,
     /// Wakes the retry thread (an unlock, a new waiter, shutdown).
     kick: Condvar,
+    /// Hosts that took locks, kept across restarts (None: not kept).
+    hosts: Option<hosts::Hosts>,
+    /// This run's NSM state number (odd: up).
+    state: i32,
 }
 
 fn fs_outcome(e: &FsError) -> Outcome {
@@ -206,14 +211,39 @@ impl LockManager {
     /// A manager with a grace period of `grace` from now (None: none, for
     /// a first start or when no client held locks before).
     pub fn new(limits: Limits, grace: Option<Duration>) -> Arc<LockManager> {
+        Self::with_hosts(limits, grace, None, 1)
+    }
+
+    /// As `new`, remembering the hosts that take locks in `hosts`, with
+    /// NSM state number `state`.
+    pub fn with_hosts(
+        limits: Limits,
+        grace: Option<Duration>,
+        hosts: Option<hosts::Hosts>,
+        state: i32,
+    ) -> Arc<LockManager> {
         let m = Arc::new(LockManager {
             table: Mutex::new(Table::default()),
             limits,
             grace_until: Mutex::new(grace.map(|g| Instant::now() + g)),
             kick: Condvar::new(),
+            hosts,
+            state,
         });
         waiters::start(&m);
         m
+    }
+
+    /// This run's NSM state number.
+    pub fn state(&self) -> i32 {
+        self.state
+    }
+
+    /// `h` took (or waits for) a lock: remembered for a restart.
+    pub fn note_host(&self, h: hosts::Host) {
+        if let Some(l) = &self.hosts {
+            l.add(h);
+        }
     }
 
     fn lock_table(&self) -> MutexGuard<'_, Table> {
@@ -433,6 +463,10 @@ impl LockManager {
         }
         t.waiters.retain(|w| w.req.owner.host != host);
         t.shares.retain(|s| s.host != host);
+        drop(t);
+        if let Some(l) = &self.hosts {
+            l.remove(host);
+        }
         self.kick.notify_one();
         tracing::info!(host = %String::from_utf8_lossy(host), files = n, "lock manager: host's locks freed");
     }

@@ -2,4 +2,6 @@
 
 pub mod mount;
 pub mod nfs3;
+pub mod nlm;
+pub mod nsm;
 pub mod portmap;

@@ -33,11 +33,13 @@ pub struct Policy {
 
 /// Procedures that take AUTH_NONE whatever the policy: every NULL
 /// procedure (RFC 5531 §8.2 pings), the whole port mapper (an unauthenticated
-/// service by design, RFC 1833) and MOUNT EXPORT (`showmount -e` sends
-/// AUTH_NONE).
+/// service by design, RFC 1833), MOUNT EXPORT (`showmount -e` sends
+/// AUTH_NONE) and the status monitor (statd and sm-notify send SM_NOTIFY
+/// with AUTH_NONE; SM_NOTIFY is checked against the caller's address).
 fn auth_none_always_ok(prog: u32, proc_: u32) -> bool {
     proc_ == 0
         || prog == rnfsd_proto::portmap::PROGRAM
+        || prog == rnfsd_proto::nsm::PROGRAM
         || (prog == rnfsd_proto::mount::PROGRAM && proc_ == rnfsd_proto::mount::PROC_EXPORT)
 }
 
@@ -261,6 +263,7 @@ fn execute(
         ProcError::Drop => return (None, false),
         ProcError::GarbageArgs => AcceptStat::GarbageArgs,
         ProcError::SystemErr => AcceptStat::SystemErr,
+        ProcError::ProcUnavail => AcceptStat::ProcUnavail,
         ProcError::TooWeak => {
             return (
                 Some(denied(xid, RejectStat::AuthError(AuthStat::TooWeak)).into()),
@@ -635,6 +638,8 @@ mod tests {
         assert!(auth_none_always_ok(rnfsd_proto::portmap::PROGRAM, 3));
         assert!(!auth_none_always_ok(rnfsd_proto::mount::PROGRAM, 1));
         assert!(!auth_none_always_ok(100003, 1));
+        assert!(auth_none_always_ok(rnfsd_proto::nsm::PROGRAM, 6));
+        assert!(!auth_none_always_ok(rnfsd_proto::nlm::PROGRAM, 2));
     }
 
     #[test]

@@ -42,6 +42,8 @@ pub enum ProcError {
     Drop,
     /// The credential is not acceptable for this call (AUTH_ERROR TOOWEAK).
     TooWeak,
+    /// The program does not serve this procedure (RFC 5531 PROC_UNAVAIL).
+    ProcUnavail,
 }
 
 /// Decodes the arguments from `args`, runs the procedure, encodes the result

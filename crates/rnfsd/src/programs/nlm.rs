@@ -1,0 +1,413 @@
+//! NLM, the network lock manager (program 100021; XNFS chapters 9-10):
+//! version 4 (64-bit ranges) and versions 1 and 3 (32-bit ranges, the same
+//! calls: their arguments are widened to version 4's and the results
+//! narrowed back). The locks themselves are `lockd`'s.
+//!
+//! The file handle in a lock is the NFS handle the client holds, so the
+//! export, its client rules and the caller's credentials are found as for
+//! NFS: a client an export does not list gets NLM4_STALE_FH.
+
+use std::net::IpAddr;
+
+use rnfsd_fs::lock::{LockKind, LockRange};
+use rnfsd_fs::{Cred, Fh};
+use rnfsd_proto::nlm::*;
+
+use crate::lockd::{FileRef, Holder, LockReq, Outcome, Owner, ShareReq};
+use crate::proc_entry;
+use crate::rpc::{CacheClass, CallCtx, ProcError, Program, Version};
+use crate::state::ExportRef;
+
+fn stat_of(o: &Outcome) -> Nlm4Stats {
+    match o {
+        Outcome::Granted => Nlm4Stats::Granted,
+        Outcome::Denied(_) => Nlm4Stats::Denied,
+        Outcome::NoLocks => Nlm4Stats::DeniedNoLocks,
+        Outcome::Blocked => Nlm4Stats::Blocked,
+        Outcome::Grace => Nlm4Stats::DeniedGracePeriod,
+        Outcome::Stale => Nlm4Stats::StaleFh,
+        Outcome::RoFs => Nlm4Stats::Rofs,
+        Outcome::FBig => Nlm4Stats::Fbig,
+        Outcome::Failed => Nlm4Stats::Failed,
+    }
+}
+
+/// The export, handle and credentials of a lock's file.
+fn resolve(ctx: &CallCtx<'_>, fh: &NetObj) -> Result<(ExportRef, Fh, Cred), Nlm4Stats> {
+    let e = ctx.server.export_of(&fh.0).ok_or(Nlm4Stats::StaleFh)?;
+    match e.access().check(ctx.peer, &ctx.auth) {
+        Ok(g) => Ok((e, Fh(fh.0.clone()), g.cred)),
+        Err(crate::access::Denied::NotListed) => Err(Nlm4Stats::StaleFh),
+        Err(crate::access::Denied::InsecurePort) => Err(Nlm4Stats::Failed),
+    }
+}
+
+fn request(l: &Nlm4Lock, exclusive: bool) -> LockReq {
+    LockReq {
+        owner: Owner {
+            host: l.caller_name.0.clone(),
+            oh: l.oh.0.clone(),
+            svid: l.svid as u32,
+        },
+        kind: if exclusive {
+            LockKind::Exclusive
+        } else {
+            LockKind::Shared
+        },
+        range: LockRange {
+            start: l.l_offset,
+            len: l.l_len,
+        },
+    }
+}
+
+/// Runs `f` with the lock manager and the lock's file, or answers why not.
+fn with_file(
+    ctx: &CallCtx<'_>,
+    fh: &NetObj,
+    f: impl FnOnce(&crate::lockd::LockManager, &FileRef<'_>) -> Outcome,
+) -> Outcome {
+    let Some(m) = ctx.server.locks() else {
+        return Outcome::NoLocks;
+    };
+    let (e, fh, cred) = match resolve(ctx, fh) {
+        Ok(v) => v,
+        Err(Nlm4Stats::StaleFh) => return Outcome::Stale,
+        Err(_) => return Outcome::Failed,
+    };
+    let file = FileRef {
+        backend: &e.backend,
+        cred: &cred,
+        export: e.id,
+        fh: &fh,
+    };
+    f(m, &file)
+}
+
+fn null(_: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
+    Ok(())
+}
+
+fn test4(ctx: &CallCtx<'_>, a: Nlm4TestArgs) -> Result<Nlm4TestRes, ProcError> {
+    let req = request(&a.alock, a.exclusive);
+    let o = with_file(ctx, &a.alock.fh, |m, f| m.test(f, &req));
+    let stat = match o {
+        Outcome::Denied(Some(Holder {
+            exclusive,
+            svid,
+            oh,
+            start,
+            len,
+        })) => Nlm4TestRply::Denied(Nlm4Holder {
+            exclusive,
+            svid: svid as i32,
+            oh: NetObj(oh),
+            l_offset: start,
+            l_len: len,
+        }),
+        Outcome::Denied(None) => Nlm4TestRply::Denied(Nlm4Holder::default()),
+        o => Nlm4TestRply::Stat(stat_of(&o)),
+    };
+    Ok(Nlm4TestRes {
+        cookie: a.cookie,
+        stat,
+    })
+}
+
+fn lock4(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Result<Nlm4Res, ProcError> {
+    let req = request(&a.alock, a.exclusive);
+    // GRANTED goes back to where the client called from, as it expects
+    // (the Linux client checks the server's address).
+    let callback = granted_callback(
+        ctx.peer.ip(),
+        Nlm4TestArgs {
+            cookie: a.cookie.clone(),
+            exclusive: a.exclusive,
+            alock: a.alock.clone(),
+        },
+    );
+    let o = with_file(ctx, &a.alock.fh, |m, f| {
+        let o = m.lock(f, &req, a.block, a.reclaim, callback);
+        if matches!(o, Outcome::Granted | Outcome::Blocked) {
+            m.note_host(crate::lockd::hosts::Host {
+                name: req.owner.host.clone(),
+                addr: ctx.peer.ip(),
+                server: ctx.local.ip(),
+            });
+        }
+        o
+    });
+    Ok(Nlm4Res {
+        cookie: a.cookie,
+        stat: stat_of(&o),
+    })
+}
+
+fn cancel4(ctx: &CallCtx<'_>, a: Nlm4CancArgs) -> Result<Nlm4Res, ProcError> {
+    let req = request(&a.alock, a.exclusive);
+    let o = with_file(ctx, &a.alock.fh, |m, f| m.cancel(f.export, f.fh, &req));
+    Ok(Nlm4Res {
+        cookie: a.cookie,
+        stat: stat_of(&o),
+    })
+}
+
+fn unlock4(ctx: &CallCtx<'_>, a: Nlm4UnlockArgs) -> Result<Nlm4Res, ProcError> {
+    let req = request(&a.alock, false);
+    let o = with_file(ctx, &a.alock.fh, |m, f| {
+        m.unlock(f.export, f.fh, &req.owner, req.range)
+    });
+    Ok(Nlm4Res {
+        cookie: a.cookie,
+        stat: stat_of(&o),
+    })
+}
+
+/// GRANTED to a server: we hold no client-side locks (XNFS: a server
+/// answers it only as a client), so nothing waits for it.
+fn granted4(_: &CallCtx<'_>, a: Nlm4TestArgs) -> Result<Nlm4Res, ProcError> {
+    Ok(Nlm4Res {
+        cookie: a.cookie,
+        stat: Nlm4Stats::Denied,
+    })
+}
+
+fn share_req(s: &Nlm4Share) -> ShareReq {
+    ShareReq {
+        host: s.caller_name.0.clone(),
+        oh: s.oh.0.clone(),
+        access: s.access as u32,
+        deny: s.mode as u32,
+    }
+}
+
+fn share4(ctx: &CallCtx<'_>, a: Nlm4ShareArgs) -> Result<Nlm4ShareRes, ProcError> {
+    let req = share_req(&a.share);
+    let o = with_file(ctx, &a.share.fh, |m, f| {
+        m.share(f.export, f.fh, &req, a.reclaim)
+    });
+    Ok(Nlm4ShareRes {
+        cookie: a.cookie,
+        stat: stat_of(&o),
+        sequence: 0,
+    })
+}
+
+fn unshare4(ctx: &CallCtx<'_>, a: Nlm4ShareArgs) -> Result<Nlm4ShareRes, ProcError> {
+    let req = share_req(&a.share);
+    let o = with_file(ctx, &a.share.fh, |m, f| {
+        m.unshare(f.export, f.fh, &req.host, &req.oh)
+    });
+    Ok(Nlm4ShareRes {
+        cookie: a.cookie,
+        stat: stat_of(&o),
+        sequence: 0,
+    })
+}
+
+/// FREE_ALL (XNFS 10.14): the client rebooted; its locks go. Only the
+/// host itself may say so (or anyone could free anyone's locks): the name
+/// must resolve to the caller's address, as knfsd checks for SM_NOTIFY.
+fn free_all(ctx: &CallCtx<'_>, a: Nlm4Notify) -> Result<(), ProcError> {
+    if let Some(m) = ctx.server.locks() {
+        if names_caller(&a.name.0, ctx.peer.ip()) {
+            m.free_host(&a.name.0);
+        } else {
+            tracing::warn!(peer = %ctx.peer, name = %String::from_utf8_lossy(&a.name.0), "FREE_ALL for another host refused");
+        }
+    }
+    Ok(())
+}
+
+/// Whether host `name` (a name or an address) is `ip`. Resolving a name is
+/// a lookup on a rare call (FREE_ALL), never on the lock path.
+pub(crate) fn names_caller(name: &[u8], ip: IpAddr) -> bool {
+    use std::net::ToSocketAddrs;
+    let Ok(name) = std::str::from_utf8(name) else {
+        return false;
+    };
+    let canon = |a: IpAddr| match a {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(a, IpAddr::V4),
+        v4 => v4,
+    };
+    if let Ok(a) = name.parse::<IpAddr>() {
+        return canon(a) == canon(ip);
+    }
+    (name, 0u16)
+        .to_socket_addrs()
+        .is_ok_and(|mut it| it.any(|s| canon(s.ip()) == canon(ip)))
+}
+
+// Versions 1 and 3: the same handlers on widened arguments.
+
+fn test1(ctx: &CallCtx<'_>, a: NlmTestArgs) -> Result<NlmTestRes, ProcError> {
+    Ok(test4(ctx, a.into())?.to_v1())
+}
+fn lock1(ctx: &CallCtx<'_>, a: NlmLockArgs) -> Result<NlmRes, ProcError> {
+    Ok(lock4(ctx, a.into())?.to_v1())
+}
+fn cancel1(ctx: &CallCtx<'_>, a: NlmCancArgs) -> Result<NlmRes, ProcError> {
+    Ok(cancel4(ctx, a.into())?.to_v1())
+}
+fn unlock1(ctx: &CallCtx<'_>, a: NlmUnlockArgs) -> Result<NlmRes, ProcError> {
+    Ok(unlock4(ctx, a.into())?.to_v1())
+}
+fn granted1(ctx: &CallCtx<'_>, a: NlmTestArgs) -> Result<NlmRes, ProcError> {
+    Ok(granted4(ctx, a.into())?.to_v1())
+}
+fn share1(ctx: &CallCtx<'_>, a: NlmShareArgs) -> Result<NlmShareRes, ProcError> {
+    Ok(share4(ctx, a)?.to_v1())
+}
+fn unshare1(ctx: &CallCtx<'_>, a: NlmShareArgs) -> Result<NlmShareRes, ProcError> {
+    Ok(unshare4(ctx, a)?.to_v1())
+}
+
+/// The asynchronous *_MSG calls (the BSD and macOS lock daemons) are not
+/// served yet: their result goes back as a separate *_RES call, which the
+/// server does not send yet. PROC_UNAVAIL tells the client.
+fn unavailable(_: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
+    Err(ProcError::ProcUnavail)
+}
+
+const NETOBJ: usize = 4 + MAXNETOBJ_SZ;
+const RES: usize = NETOBJ + 4;
+const TEST_RES: usize = NETOBJ + 4 + 4 + 4 + NETOBJ + 16;
+
+macro_rules! unavailable_row {
+    ($name:expr) => {
+        proc_entry!($name, (), unavailable, CacheClass::None, 0)
+    };
+}
+
+static V4_PROCS: &[crate::rpc::Proc] = &[
+    proc_entry!("NULL", (), null, CacheClass::None, 0),
+    proc_entry!("TEST", Nlm4TestArgs, test4, CacheClass::None, TEST_RES),
+    proc_entry!("LOCK", Nlm4LockArgs, lock4, CacheClass::Reply, RES),
+    proc_entry!("CANCEL", Nlm4CancArgs, cancel4, CacheClass::Reply, RES),
+    proc_entry!("UNLOCK", Nlm4UnlockArgs, unlock4, CacheClass::Reply, RES),
+    proc_entry!("GRANTED", Nlm4TestArgs, granted4, CacheClass::None, RES),
+    unavailable_row!("TEST_MSG"),
+    unavailable_row!("LOCK_MSG"),
+    unavailable_row!("CANCEL_MSG"),
+    unavailable_row!("UNLOCK_MSG"),
+    unavailable_row!("GRANTED_MSG"),
+    unavailable_row!("TEST_RES"),
+    unavailable_row!("LOCK_RES"),
+    unavailable_row!("CANCEL_RES"),
+    unavailable_row!("UNLOCK_RES"),
+    unavailable_row!("GRANTED_RES"),
+    unavailable_row!("16"),
+    unavailable_row!("17"),
+    unavailable_row!("18"),
+    unavailable_row!("19"),
+    proc_entry!("SHARE", Nlm4ShareArgs, share4, CacheClass::Reply, RES + 4),
+    proc_entry!(
+        "UNSHARE",
+        Nlm4ShareArgs,
+        unshare4,
+        CacheClass::Reply,
+        RES + 4
+    ),
+    unavailable_row!("NM_LOCK"),
+    proc_entry!("FREE_ALL", Nlm4Notify, free_all, CacheClass::None, 0),
+];
+
+static V1_PROCS: &[crate::rpc::Proc] = &[
+    proc_entry!("NULL", (), null, CacheClass::None, 0),
+    proc_entry!("TEST", NlmTestArgs, test1, CacheClass::None, TEST_RES),
+    proc_entry!("LOCK", NlmLockArgs, lock1, CacheClass::Reply, RES),
+    proc_entry!("CANCEL", NlmCancArgs, cancel1, CacheClass::Reply, RES),
+    proc_entry!("UNLOCK", NlmUnlockArgs, unlock1, CacheClass::Reply, RES),
+    proc_entry!("GRANTED", NlmTestArgs, granted1, CacheClass::None, RES),
+    unavailable_row!("TEST_MSG"),
+    unavailable_row!("LOCK_MSG"),
+    unavailable_row!("CANCEL_MSG"),
+    unavailable_row!("UNLOCK_MSG"),
+    unavailable_row!("GRANTED_MSG"),
+    unavailable_row!("TEST_RES"),
+    unavailable_row!("LOCK_RES"),
+    unavailable_row!("CANCEL_RES"),
+    unavailable_row!("UNLOCK_RES"),
+    unavailable_row!("GRANTED_RES"),
+];
+
+static V3_PROCS: &[crate::rpc::Proc] = &[
+    proc_entry!("NULL", (), null, CacheClass::None, 0),
+    proc_entry!("TEST", NlmTestArgs, test1, CacheClass::None, TEST_RES),
+    proc_entry!("LOCK", NlmLockArgs, lock1, CacheClass::Reply, RES),
+    proc_entry!("CANCEL", NlmCancArgs, cancel1, CacheClass::Reply, RES),
+    proc_entry!("UNLOCK", NlmUnlockArgs, unlock1, CacheClass::Reply, RES),
+    proc_entry!("GRANTED", NlmTestArgs, granted1, CacheClass::None, RES),
+    unavailable_row!("TEST_MSG"),
+    unavailable_row!("LOCK_MSG"),
+    unavailable_row!("CANCEL_MSG"),
+    unavailable_row!("UNLOCK_MSG"),
+    unavailable_row!("GRANTED_MSG"),
+    unavailable_row!("TEST_RES"),
+    unavailable_row!("LOCK_RES"),
+    unavailable_row!("CANCEL_RES"),
+    unavailable_row!("UNLOCK_RES"),
+    unavailable_row!("GRANTED_RES"),
+    unavailable_row!("16"),
+    unavailable_row!("17"),
+    unavailable_row!("18"),
+    unavailable_row!("19"),
+    proc_entry!("SHARE", NlmShareArgs, share1, CacheClass::Reply, RES + 4),
+    proc_entry!(
+        "UNSHARE",
+        NlmShareArgs,
+        unshare1,
+        CacheClass::Reply,
+        RES + 4
+    ),
+    unavailable_row!("NM_LOCK"),
+    proc_entry!("FREE_ALL", NlmNotify, free_all, CacheClass::None, 0),
+];
+
+pub static NLM: Program = Program {
+    name: "nlm",
+    prog: PROGRAM,
+    versions: &[
+        Version {
+            vers: VERSION1,
+            procs: V1_PROCS,
+        },
+        Version {
+            vers: VERSION3,
+            procs: V3_PROCS,
+        },
+        Version {
+            vers: VERSION4,
+            procs: V4_PROCS,
+        },
+    ],
+};
+
+/// How long a GRANTED callback may take, each step.
+const CALLBACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The GRANTED callback (XNFS 10.3) for a blocked lock: when it runs, a
+/// short-lived thread asks the client's port mapper for its NLM v4 TCP
+/// port and sends GRANTED there. Failing is harmless: the client asks
+/// again on its own (the Linux client every 30 s) and gets the lock, which
+/// it already holds.
+fn granted_callback(ip: IpAddr, args: Nlm4TestArgs) -> Box<dyn FnOnce() + Send> {
+    Box::new(move || {
+        let spawned = std::thread::Builder::new()
+            .name("rnfsd-nlm-cb".into())
+            .spawn(move || {
+                if let Err(e) = send_granted(ip, &args) {
+                    tracing::debug!(client = %ip, "NLM GRANTED callback failed: {e}");
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::debug!("NLM GRANTED callback not sent: {e}");
+        }
+    })
+}
+
+fn send_granted(ip: IpAddr, args: &Nlm4TestArgs) -> std::io::Result<()> {
+    let body = rnfsd_xdr::to_vec(args);
+    crate::outcall::call_registered(ip, PROGRAM, VERSION4, PROC_GRANTED, &body, CALLBACK_TIMEOUT)?;
+    Ok(())
+}

@@ -1,0 +1,323 @@
+//! The lock manager end to end through our client: NLM v4 over the NFS
+//! port (TCP), owners conflicting and releasing, a local program's lock,
+//! a blocked lock taken once free, FREE_ALL, DOS shares, NLM and NSM over
+//! UDP (rpcinfo), and a restart's grace period with reclaims.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use std::time::{Duration, Instant};
+
+use common::nfs::*;
+use common::{write_config, TempDir, TestServer};
+use rnfsd_client::nfs3::*;
+use rnfsd_client::NlmClient;
+use rnfsd_proto::nlm::*;
+use rnfsd_proto::rpc::{AcceptStat, CallHeader, OpaqueAuth, ReplyHeader};
+
+fn lock_of(fh: &NfsFh3, host: &str, svid: i32, offset: u64, len: u64) -> Nlm4Lock {
+    Nlm4Lock {
+        caller_name: CallerName(host.as_bytes().to_vec()),
+        fh: NetObj(fh.data.clone()),
+        oh: NetObj(format!("{host}:{svid}").into_bytes()),
+        svid,
+        l_offset: offset,
+        l_len: len,
+    }
+}
+
+fn lock_args(l: &Nlm4Lock, exclusive: bool, block: bool, reclaim: bool) -> Nlm4LockArgs {
+    Nlm4LockArgs {
+        cookie: NetObj(b"c".to_vec()),
+        block,
+        exclusive,
+        alock: l.clone(),
+        reclaim,
+        state: 1,
+    }
+}
+
+async fn lock(nlm: &NlmClient, l: &Nlm4Lock, exclusive: bool, block: bool) -> Nlm4Stats {
+    nlm.lock(&lock_args(l, exclusive, block, false))
+        .await
+        .expect("LOCK")
+        .stat
+}
+
+async fn unlock(nlm: &NlmClient, l: &Nlm4Lock) -> Nlm4Stats {
+    nlm.unlock(&Nlm4UnlockArgs {
+        cookie: NetObj(b"u".to_vec()),
+        alock: l.clone(),
+    })
+    .await
+    .expect("UNLOCK")
+    .stat
+}
+
+/// A local program (another process) trying a whole-file POSIX lock:
+/// whether it got it (it holds it until killed).
+fn local_lock(path: &std::path::Path) -> (std::process::Child, bool) {
+    let script = "import fcntl, sys\nf = open(sys.argv[1], 'r+')\n\
+                  fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n\
+                  print('locked', flush=True)\nsys.stdin.read()\n";
+    let mut c = Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 (the local program)");
+    let mut line = String::new();
+    let _ = BufReader::new(c.stdout.take().unwrap()).read_line(&mut line);
+    (c, line.trim() == "locked")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn locks_conflict_release_block_and_free() {
+    let dir = TempDir::new("nlm");
+    let srv = TestServer::start_with(dir.path(), &["--no-rpcbind"]);
+    bounded(async {
+        let s = mount(&srv).await;
+        let (f, _) = create_file(&s.nfs, &s.root, "f").await;
+        write(&s.nfs, &f, 0, b"0123456789").await;
+        let nlm = NlmClient::new(s.client.clone());
+        nlm.null().await.expect("NLM NULL on the NFS port");
+
+        let a = lock_of(&f, "127.0.0.1", 1, 0, 5);
+        let b = lock_of(&f, "hostb", 2, 4, 2);
+        assert_eq!(lock(&nlm, &a, true, false).await, Nlm4Stats::Granted);
+        assert_eq!(lock(&nlm, &b, false, false).await, Nlm4Stats::Denied);
+        let t = nlm
+            .test(&Nlm4TestArgs {
+                cookie: NetObj(b"t".to_vec()),
+                exclusive: false,
+                alock: b.clone(),
+            })
+            .await
+            .expect("TEST");
+        match t.stat {
+            Nlm4TestRply::Denied(h) => {
+                assert!(h.exclusive);
+                assert_eq!(
+                    (h.svid, &h.oh.0[..], h.l_offset, h.l_len),
+                    (1, &b"127.0.0.1:1"[..], 0, 5)
+                );
+            }
+            other => panic!("TEST: {other:?}"),
+        }
+        // A local program meets the client's lock.
+        let (mut c, got) = local_lock(&dir.path().join("f"));
+        assert!(!got, "a local program took a range an NFS client holds");
+        let _ = c.wait();
+
+        // Blocked, then granted once a unlocks (the client's retry finds
+        // it held: the server took it for it).
+        assert_eq!(lock(&nlm, &b, true, true).await, Nlm4Stats::Blocked);
+        assert_eq!(unlock(&nlm, &a).await, Nlm4Stats::Granted);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let st = lock(&nlm, &b, true, true).await;
+            if st == Nlm4Stats::Granted {
+                break;
+            }
+            assert_eq!(st, Nlm4Stats::Blocked);
+            assert!(
+                Instant::now() < deadline,
+                "the blocked lock was never granted"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(
+            lock(&nlm, &a, true, false).await,
+            Nlm4Stats::Denied,
+            "b holds 4..6"
+        );
+
+        // FREE_ALL must come from the host it names.
+        nlm.free_all(&Nlm4Notify {
+            name: NotifyName(b"hostb".to_vec()),
+            state: 3,
+        })
+        .await
+        .expect("FREE_ALL");
+        assert_eq!(
+            lock(&nlm, &a, true, false).await,
+            Nlm4Stats::Denied,
+            "not freed by a stranger"
+        );
+        let b_here = lock_of(&f, "127.0.0.1", 9, 100, 1);
+        assert_eq!(lock(&nlm, &b_here, true, false).await, Nlm4Stats::Granted);
+        nlm.free_all(&Nlm4Notify {
+            name: NotifyName(b"127.0.0.1".to_vec()),
+            state: 3,
+        })
+        .await
+        .expect("FREE_ALL");
+        let again = lock_of(&f, "hostc", 3, 100, 1);
+        assert_eq!(
+            lock(&nlm, &again, true, false).await,
+            Nlm4Stats::Granted,
+            "127.0.0.1's locks freed"
+        );
+        assert_eq!(unlock(&nlm, &again).await, Nlm4Stats::Granted);
+
+        // DOS share reservations.
+        let share = |host: &str, access: FshAccess, mode: FshMode| Nlm4ShareArgs {
+            cookie: NetObj(b"s".to_vec()),
+            share: Nlm4Share {
+                caller_name: CallerName(host.as_bytes().to_vec()),
+                fh: NetObj(f.data.clone()),
+                oh: NetObj(b"1".to_vec()),
+                mode,
+                access,
+            },
+            reclaim: false,
+        };
+        let r = nlm
+            .share(&share("x", FshAccess::ReadWrite, FshMode::DenyWrite))
+            .await
+            .unwrap();
+        assert_eq!(r.stat, Nlm4Stats::Granted);
+        let r = nlm
+            .share(&share("y", FshAccess::Write, FshMode::DenyNone))
+            .await
+            .unwrap();
+        assert_eq!(r.stat, Nlm4Stats::Denied);
+        let r = nlm
+            .unshare(&share("x", FshAccess::ReadWrite, FshMode::DenyWrite))
+            .await
+            .unwrap();
+        assert_eq!(r.stat, Nlm4Stats::Granted);
+        let r = nlm
+            .share(&share("y", FshAccess::Write, FshMode::DenyNone))
+            .await
+            .unwrap();
+        assert_eq!(r.stat, Nlm4Stats::Granted);
+
+        // A handle of nothing exported.
+        let mut bogus = f.clone();
+        bogus.data[1] ^= 0xff;
+        let l = lock_of(&bogus, "127.0.0.1", 1, 0, 1);
+        assert_eq!(lock(&nlm, &l, true, false).await, Nlm4Stats::StaleFh);
+    })
+    .await;
+}
+
+/// One call in one datagram; the reply's accept status.
+fn udp_call(port: u16, prog: u32, vers: u32, proc_: u32, args: &[u8]) -> Option<AcceptStat> {
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut e = rnfsd_xdr::Enc::new();
+    CallHeader {
+        xid: 0x1234 + proc_,
+        rpcvers: 2,
+        prog,
+        vers,
+        proc_,
+        cred: OpaqueAuth::NONE,
+        verf: OpaqueAuth::NONE,
+    }
+    .encode(&mut e);
+    e.raw(args);
+    sock.send_to(e.as_slice(), ("127.0.0.1", port)).unwrap();
+    let mut buf = [0u8; 65536];
+    let n = sock.recv(&mut buf).ok()?;
+    let mut d = rnfsd_xdr::Dec::new(&buf[..n]);
+    match ReplyHeader::decode(&mut d).ok()? {
+        (_, ReplyHeader::Accepted(s)) => Some(s),
+        _ => None,
+    }
+}
+
+#[test]
+fn nlm_and_nsm_answer_over_udp_and_tcp() {
+    let dir = TempDir::new("nlm-udp");
+    let srv = TestServer::start_with(dir.path(), &["--no-rpcbind"]);
+    let port = srv.port();
+    // NULL of every version, over UDP on the NFS port.
+    for (prog, vers) in [(100021, 1), (100021, 3), (100021, 4), (100024, 1)] {
+        assert_eq!(
+            udp_call(port, prog, vers, 0, &[]),
+            Some(AcceptStat::Success),
+            "program {prog} v{vers} over UDP"
+        );
+    }
+    // SM_STAT tells our state (odd: up); NFS itself is not served on UDP.
+    assert_eq!(
+        udp_call(
+            port,
+            100024,
+            1,
+            1,
+            &rnfsd_xdr::to_vec(&rnfsd_proto::nsm::SmName::default())
+        ),
+        Some(AcceptStat::Success)
+    );
+    assert_eq!(
+        udp_call(port, 100003, 3, 0, &[]),
+        Some(AcceptStat::ProgUnavail)
+    );
+    // Over TCP: NSM's SM_STAT through our client.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(bounded(async {
+        let c = connect(&srv).await;
+        let r: rnfsd_proto::nsm::SmStatRes = c
+            .call(100024, 1, 1, &rnfsd_proto::nsm::SmName::default())
+            .await
+            .expect("SM_STAT over TCP");
+        assert_eq!(r.res_stat, rnfsd_proto::nsm::SmRes::StatSucc);
+        assert_eq!(r.state % 2, 1, "odd while up");
+    }));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restart_gives_a_grace_period_for_reclaims() {
+    let dir = TempDir::new("nlm-grace");
+    let cfgdir = TempDir::new("nlm-grace-cfg");
+    let cfg = write_config(cfgdir.path(), "[server]\nnlm_grace_secs = 3\n");
+    let mut srv = TestServer::start_with(
+        dir.path(),
+        &["--no-rpcbind", "--config", &cfg, "--no-root-squash"],
+    );
+    let (fh, l) = bounded(async {
+        let s = mount(&srv).await;
+        let (f, _) = create_file(&s.nfs, &s.root, "g").await;
+        let nlm = NlmClient::new(s.client.clone());
+        let l = lock_of(&f, "127.0.0.1", 1, 0, 0);
+        assert_eq!(lock(&nlm, &l, true, false).await, Nlm4Stats::Granted);
+        (f, l)
+    })
+    .await;
+    // The host list survives; the locks died with the process.
+    srv.restart();
+    bounded(async {
+        let c = connect(&srv).await;
+        let nlm = NlmClient::new(c);
+        let other = lock_of(&fh, "127.0.0.1", 2, 0, 1);
+        assert_eq!(
+            lock(&nlm, &other, true, false).await,
+            Nlm4Stats::DeniedGracePeriod
+        );
+        let st = nlm
+            .lock(&lock_args(&l, true, false, true))
+            .await
+            .expect("reclaim")
+            .stat;
+        assert_eq!(st, Nlm4Stats::Granted, "a reclaim within the grace period");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let st = lock(&nlm, &lock_of(&fh, "hostz", 5, 10, 1), true, false).await;
+            if st != Nlm4Stats::DeniedGracePeriod {
+                // The reclaimed lock (0 to EOF) is still in force.
+                assert_eq!(st, Nlm4Stats::Denied);
+                break;
+            }
+            assert!(Instant::now() < deadline, "the grace period never ended");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+}
