@@ -321,3 +321,88 @@ async fn a_restart_gives_a_grace_period_for_reclaims() {
     })
     .await;
 }
+
+/// Serves one call on `l` (record marking): returns (prog, vers, proc,
+/// argument bytes) and answers success with `result`.
+fn serve_one(l: &std::net::TcpListener, result: &[u8]) -> (u32, u32, u32, Vec<u8>) {
+    use std::io::{Read, Write};
+    // Bounded: a callback that never comes fails the test.
+    l.set_nonblocking(true).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut s = loop {
+        match l.accept() {
+            Ok((s, _)) => break s,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                assert!(Instant::now() < deadline, "no callback connection");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("accept: {e}"),
+        }
+    };
+    s.set_nonblocking(false).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut mark = [0u8; 4];
+    s.read_exact(&mut mark).unwrap();
+    let n = (u32::from_be_bytes(mark) & 0x7fff_ffff) as usize;
+    let mut rec = vec![0; n.min(1 << 16)];
+    s.read_exact(&mut rec).unwrap();
+    let mut d = rnfsd_xdr::Dec::new(&rec);
+    let rnfsd_proto::rpc::Incoming::Call(h) = CallHeader::decode(&mut d).unwrap() else {
+        panic!("not a call");
+    };
+    let args = rec[d.position()..].to_vec();
+    let mut e = rnfsd_xdr::Enc::new();
+    e.u32(0);
+    rnfsd_proto::rpc::encode_accepted(&mut e, h.xid, AcceptStat::Success);
+    e.raw(result);
+    let len = (e.len() - 4) as u32;
+    e.patch_u32(0, 0x8000_0000 | len);
+    s.write_all(e.as_slice()).unwrap();
+    (h.prog, h.vers, h.proc_, args)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lock_msg_answers_through_the_callers_lock_res() {
+    // SAFETY: geteuid cannot fail.
+    let why = (unsafe { libc::geteuid() } != 0)
+        .then(|| "needs root to play the client's port mapper on port 111".to_owned());
+    if common::skip("NLM LOCK_MSG", why) {
+        return;
+    }
+    // The "client" calls from 127.0.0.9, where this test plays its port
+    // mapper (111) and its lock manager.
+    let pm = std::net::TcpListener::bind("127.0.0.9:111").expect("bind 127.0.0.9:111");
+    let nlm_l = std::net::TcpListener::bind("127.0.0.9:0").unwrap();
+    let nlm_port = nlm_l.local_addr().unwrap().port();
+    let fake = std::thread::spawn(move || {
+        let (prog, vers, proc_, args) = serve_one(&pm, &u32::from(nlm_port).to_be_bytes());
+        assert_eq!((prog, vers, proc_), (100000, 2, 3), "PMAP GETPORT");
+        let m: rnfsd_proto::portmap::Mapping = rnfsd_xdr::from_slice(&args).unwrap();
+        assert_eq!((m.prog, m.vers), (100021, 4));
+        let (prog, vers, proc_, args) = serve_one(&nlm_l, &[]);
+        assert_eq!((prog, vers, proc_), (100021, 4, PROC_LOCK_RES));
+        rnfsd_xdr::from_slice::<Nlm4Res>(&args).unwrap()
+    });
+    let dir = TempDir::new("nlm-msg");
+    let srv = TestServer::start_with(dir.path(), &["--no-rpcbind"]);
+    let res = bounded(async {
+        let s = mount(&srv).await;
+        let (f, _) = create_file(&s.nfs, &s.root, "m").await;
+        let c = client_from(&srv, "127.0.0.9").await;
+        let nlm = NlmClient::new(c);
+        let l = lock_of(&f, "127.0.0.9", 4, 0, 10);
+        nlm.lock_msg(&lock_args(&l, true, false, false))
+            .await
+            .expect("LOCK_MSG");
+        // The connection stays open until the answer came back (a closed
+        // connection's queued calls are dropped, as its replies would be).
+        let res = tokio::task::spawn_blocking(move || fake.join().expect("fake client"))
+            .await
+            .unwrap();
+        drop(nlm);
+        res
+    })
+    .await;
+    assert_eq!(res.stat, Nlm4Stats::Granted);
+    assert_eq!(res.cookie.0, b"c");
+}

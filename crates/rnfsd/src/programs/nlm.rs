@@ -262,11 +262,62 @@ fn unshare1(ctx: &CallCtx<'_>, a: NlmShareArgs) -> Result<NlmShareRes, ProcError
     Ok(unshare4(ctx, a)?.to_v1())
 }
 
-/// The asynchronous *_MSG calls (the BSD and macOS lock daemons) are not
-/// served yet: their result goes back as a separate *_RES call, which the
-/// server does not send yet. PROC_UNAVAIL tells the client.
+/// Procedures a server does not serve: the *_RES answers (we send no
+/// *_MSG), NM_LOCK, and the *_MSG calls of versions 1 and 3 (the lock
+/// daemons that use them speak version 4 to an NFSv3 server).
 fn unavailable(_: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
     Err(ProcError::ProcUnavail)
+}
+
+/// The asynchronous calls (XNFS 10.1: the BSD and macOS lock daemons):
+/// the call is answered at once with no result, and the result goes back
+/// as the caller's own *_RES procedure, in the background.
+fn answer_async<R: rnfsd_xdr::Xdr>(
+    ctx: &CallCtx<'_>,
+    proc_: u32,
+    res: &R,
+) -> Result<(), ProcError> {
+    let (ip, body) = (ctx.peer.ip(), rnfsd_xdr::to_vec(res));
+    let spawned = std::thread::Builder::new()
+        .name("rnfsd-nlm-res".into())
+        .spawn(move || {
+            let r = crate::outcall::call_registered(
+                ip,
+                PROGRAM,
+                VERSION4,
+                proc_,
+                &body,
+                CALLBACK_TIMEOUT,
+            );
+            if let Err(e) = r {
+                tracing::debug!(client = %ip, proc_, "NLM *_RES not delivered: {e}");
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::debug!("NLM *_RES not sent: {e}");
+    }
+    Ok(())
+}
+
+fn test_msg4(ctx: &CallCtx<'_>, a: Nlm4TestArgs) -> Result<(), ProcError> {
+    let r = test4(ctx, a)?;
+    answer_async(ctx, PROC_TEST_RES, &r)
+}
+fn lock_msg4(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Result<(), ProcError> {
+    let r = lock4(ctx, a)?;
+    answer_async(ctx, PROC_LOCK_RES, &r)
+}
+fn cancel_msg4(ctx: &CallCtx<'_>, a: Nlm4CancArgs) -> Result<(), ProcError> {
+    let r = cancel4(ctx, a)?;
+    answer_async(ctx, PROC_CANCEL_RES, &r)
+}
+fn unlock_msg4(ctx: &CallCtx<'_>, a: Nlm4UnlockArgs) -> Result<(), ProcError> {
+    let r = unlock4(ctx, a)?;
+    answer_async(ctx, PROC_UNLOCK_RES, &r)
+}
+fn granted_msg4(ctx: &CallCtx<'_>, a: Nlm4TestArgs) -> Result<(), ProcError> {
+    let r = granted4(ctx, a)?;
+    answer_async(ctx, PROC_GRANTED_RES, &r)
 }
 
 const NETOBJ: usize = 4 + MAXNETOBJ_SZ;
@@ -286,11 +337,29 @@ static V4_PROCS: &[crate::rpc::Proc] = &[
     proc_entry!("CANCEL", Nlm4CancArgs, cancel4, CacheClass::Reply, RES),
     proc_entry!("UNLOCK", Nlm4UnlockArgs, unlock4, CacheClass::Reply, RES),
     proc_entry!("GRANTED", Nlm4TestArgs, granted4, CacheClass::None, RES),
-    unavailable_row!("TEST_MSG"),
-    unavailable_row!("LOCK_MSG"),
-    unavailable_row!("CANCEL_MSG"),
-    unavailable_row!("UNLOCK_MSG"),
-    unavailable_row!("GRANTED_MSG"),
+    proc_entry!("TEST_MSG", Nlm4TestArgs, test_msg4, CacheClass::None, 0),
+    proc_entry!("LOCK_MSG", Nlm4LockArgs, lock_msg4, CacheClass::Reply, 0),
+    proc_entry!(
+        "CANCEL_MSG",
+        Nlm4CancArgs,
+        cancel_msg4,
+        CacheClass::Reply,
+        0
+    ),
+    proc_entry!(
+        "UNLOCK_MSG",
+        Nlm4UnlockArgs,
+        unlock_msg4,
+        CacheClass::Reply,
+        0
+    ),
+    proc_entry!(
+        "GRANTED_MSG",
+        Nlm4TestArgs,
+        granted_msg4,
+        CacheClass::None,
+        0
+    ),
     unavailable_row!("TEST_RES"),
     unavailable_row!("LOCK_RES"),
     unavailable_row!("CANCEL_RES"),
