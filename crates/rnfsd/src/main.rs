@@ -319,12 +319,18 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
             retry: Duration::from_millis(s.nlm_retry_ms),
             ..rnfsd::lockd::Limits::default()
         };
-        server.set_locks(rnfsd::lockd::LockManager::with_hosts(
-            limits,
-            grace,
-            Some(hosts),
-            state,
-        ));
+        let m = rnfsd::lockd::LockManager::with_hosts(limits, grace, Some(hosts), state);
+        let gauges = m.clone();
+        stats.set_locks(move || {
+            let c = gauges.counts();
+            rnfsd_stats::LockCounts {
+                files: c.files,
+                ranges: c.ranges,
+                waiters: c.waiters,
+                shares: c.shares,
+            }
+        });
+        server.set_locks(m);
         restarted_hosts = Some((before, state));
     }
     let policy = Policy {

@@ -202,6 +202,24 @@ async fn locks_conflict_release_block_and_free() {
         bogus.data[1] ^= 0xff;
         let l = lock_of(&bogus, "127.0.0.1", 1, 0, 1);
         assert_eq!(lock(&nlm, &l, true, false).await, Nlm4Stats::StaleFh);
+
+        // `rnfsd stats` counts NLM calls and shows the lock table.
+        let out = Command::new(env!("CARGO_BIN_EXE_rnfsd"))
+            .args(["stats", "--json", "--state-dir"])
+            .arg(srv.state.path())
+            .output()
+            .expect("rnfsd stats");
+        let snap = rnfsd_stats::Snapshot::from_json(&String::from_utf8_lossy(&out.stdout))
+            .expect("a JSON snapshot");
+        let locks_called: u64 = snap
+            .procs
+            .iter()
+            .filter(|p| p.prog == 100021 && p.name == "LOCK")
+            .map(|p| p.calls)
+            .sum();
+        assert!(locks_called >= 8, "NLM LOCK calls counted: {locks_called}");
+        let l = snap.locks.expect("lock gauges");
+        assert_eq!((l.files, l.shares), (1, 1), "{l:?}");
     })
     .await;
 }

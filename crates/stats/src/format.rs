@@ -495,6 +495,29 @@ fn cache_families(o: &mut String, s: &Snapshot) {
             let _ = writeln!(o, "{name}{{export=\"{}\"}} {}", esc(&e.path), get(e));
         }
     }
+    if let Some(l) = &s.locks {
+        for (name, help, v) in [
+            (
+                "rnfsd_nlm_files",
+                "Files held open for NLM lock owners.",
+                l.files,
+            ),
+            (
+                "rnfsd_nlm_ranges",
+                "Byte ranges NLM clients hold locked.",
+                l.ranges,
+            ),
+            (
+                "rnfsd_nlm_waiters",
+                "Blocked NLM lock requests waiting.",
+                l.waiters,
+            ),
+            ("rnfsd_nlm_shares", "NLM share reservations held.", l.shares),
+        ] {
+            family(o, name, "gauge", help);
+            let _ = writeln!(o, "{name} {v}");
+        }
+    }
 }
 
 /// /proc/net/rpc/nfsd-style lines (`io`, `th`, `net`, `rpc`, `proc3`) for
@@ -723,6 +746,13 @@ pub fn report(s: &Snapshot) -> String {
             e.scans_waited,
             e.scans_busy,
             e.verifier_resets
+        );
+    }
+    if let Some(l) = &s.locks {
+        let _ = writeln!(
+            o,
+            "locks (NLM): {} ranges in {} files, {} waiting, {} shares",
+            l.ranges, l.files, l.waiters, l.shares
         );
     }
     if !s.nfs_replies.is_empty() {

@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
 pub use rpc::{auth_stat_name, nfsstat3_name, AUTH_STATS, NFS_STATUSES};
-pub use snapshot::{CacheCounts, ExportCounts, Snapshot};
+pub use snapshot::{CacheCounts, ExportCounts, LockCounts, Snapshot};
 
 use rnfsd_transport::{PoolStats, TransportStats};
 
@@ -159,7 +159,11 @@ pub struct Registry {
     reset_at: Mutex<Instant>,
     sources: Mutex<Vec<Source>>,
     exports: Mutex<Vec<ExportSource>>,
+    /// Reads the lock manager's gauges, when NLM is served.
+    locks: Mutex<Option<LockSource>>,
 }
+
+type LockSource = Box<dyn Fn() -> snapshot::LockCounts + Send + Sync>;
 
 impl Registry {
     /// A registry for these procedures. Rows of one program version must be
@@ -209,6 +213,7 @@ impl Registry {
             reset_at: Mutex::new(now),
             sources: Mutex::new(Vec::new()),
             exports: Mutex::new(Vec::new()),
+            locks: Mutex::new(None),
         }
     }
 
@@ -348,6 +353,11 @@ impl Registry {
             read: Box::new(read),
             base: ExportCounts::default(),
         });
+    }
+
+    /// Report the lock manager's gauges from `read`.
+    pub fn set_locks(&self, read: impl Fn() -> snapshot::LockCounts + Send + Sync + 'static) {
+        *self.locks.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(read));
     }
 
     /// Zero every counter. Concurrent adds may land on either side of it.

@@ -31,6 +31,19 @@ pub struct Snapshot {
     /// Each export's backend caches and handle walks.
     #[serde(default)]
     pub exports: Vec<ExportCounts>,
+    /// The lock manager's table (None: NLM not served).
+    #[serde(default)]
+    pub locks: Option<LockCounts>,
+}
+
+/// The lock manager's table now (gauges): files held open for lock
+/// owners, their locked ranges, blocked requests, share reservations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockCounts {
+    pub files: u64,
+    pub ranges: u64,
+    pub waiters: u64,
+    pub shares: u64,
 }
 
 /// One export's backend: its caches, the descriptor budget (shared by all
@@ -409,8 +422,15 @@ pub(crate) fn take(r: &Registry) -> Snapshot {
         });
         out
     };
+    let locks = r
+        .locks
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|f| f());
     Snapshot {
         exports,
+        locks,
         mode: r.mode,
         shards: r.shards,
         started_unix: r

@@ -234,6 +234,12 @@ fn sample() -> Snapshot {
             ..ExportCounts::default()
         })
     });
+    r.set_locks(|| LockCounts {
+        files: 1,
+        ranges: 2,
+        waiters: 3,
+        shares: 0,
+    });
     r.snapshot()
 }
 
@@ -264,6 +270,8 @@ fn prometheus_text_parses() {
         ("procedure", "GETATTR"),
     ];
     assert_eq!(find("rnfsd_rpc_calls_total", &ga), Some(1001.0));
+    assert_eq!(find("rnfsd_nlm_ranges", &[]), Some(2.0));
+    assert_eq!(find("rnfsd_nlm_waiters", &[]), Some(3.0));
     assert_eq!(
         find("rnfsd_nfs_replies_total", &[("status", "NFS3ERR_NOENT")]),
         Some(1.0)
@@ -353,6 +361,10 @@ fn raw_and_report_lines() {
     assert!(lines.contains(&"net 1002 0 1002 0"));
 
     let rep = format::report(&n);
+    assert!(
+        rep.contains("locks (NLM): 2 ranges in 1 files, 3 waiting, 0 shares"),
+        "{rep}"
+    );
     assert!(rep.contains("Server nfs v3: 1002 calls"), "{rep}");
     let ga = rep.lines().find(|l| l.starts_with("getattr ")).unwrap();
     let cols: Vec<&str> = ga.split_whitespace().collect();
