@@ -176,26 +176,48 @@ async fn locks_conflict_release_block_and_free() {
             },
             reclaim: false,
         };
-        let r = nlm
-            .share(&share("x", FshAccess::ReadWrite, FshMode::DenyWrite))
-            .await
-            .unwrap();
-        assert_eq!(r.stat, Nlm4Stats::Granted);
-        let r = nlm
-            .share(&share("y", FshAccess::Write, FshMode::DenyNone))
-            .await
-            .unwrap();
-        assert_eq!(r.stat, Nlm4Stats::Denied);
-        let r = nlm
-            .unshare(&share("x", FshAccess::ReadWrite, FshMode::DenyWrite))
-            .await
-            .unwrap();
-        assert_eq!(r.stat, Nlm4Stats::Granted);
-        let r = nlm
-            .share(&share("y", FshAccess::Write, FshMode::DenyNone))
-            .await
-            .unwrap();
-        assert_eq!(r.stat, Nlm4Stats::Granted);
+        for (unshare, host, access, mode, want) in [
+            (
+                false,
+                "x",
+                FshAccess::ReadWrite,
+                FshMode::DenyWrite,
+                Nlm4Stats::Granted,
+            ),
+            (
+                false,
+                "y",
+                FshAccess::Write,
+                FshMode::DenyNone,
+                Nlm4Stats::Denied,
+            ),
+            (
+                true,
+                "x",
+                FshAccess::ReadWrite,
+                FshMode::DenyWrite,
+                Nlm4Stats::Granted,
+            ),
+            (
+                false,
+                "y",
+                FshAccess::Write,
+                FshMode::DenyNone,
+                Nlm4Stats::Granted,
+            ),
+        ] {
+            let args = share(host, access, mode);
+            let r = if unshare {
+                nlm.unshare(&args).await
+            } else {
+                nlm.share(&args).await
+            };
+            assert_eq!(
+                r.expect("SHARE/UNSHARE").stat,
+                want,
+                "{host} {access:?} {mode:?}"
+            );
+        }
 
         // A handle of nothing exported.
         let mut bogus = f.clone();

@@ -353,25 +353,23 @@ fn config_errors_exit_2_with_a_message() {
     );
 }
 
-/// `--portmap` binds port 111: needs root and a free port 111, so it is
-/// skipped (with a message) where either is missing.
-#[test]
-fn builtin_portmapper_answers_getport_and_dump() {
+/// A server with `--portmap` listening on `ip`, with its export and state
+/// directories; None (with a message) without root or with port 111 busy.
+fn start_portmap(ip: &str) -> Option<(Server, tempfile::TempDir, tempfile::TempDir)> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: needs root to bind port 111");
-        return;
+        return None;
     }
     let export = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     let pf = state.path().join("port");
-    // A loopback address of its own, so a system rpcbind on 127.0.0.1 does
-    // not collide with it unless it holds the wildcard.
-    let srv = match start(
+    let listen = format!("{ip}:0");
+    match start(
         &[
             export.path().to_str().unwrap(),
             "--listen",
-            "127.0.0.3:0",
+            &listen,
             "--portmap",
             "--state-dir",
             state.path().to_str().unwrap(),
@@ -380,12 +378,23 @@ fn builtin_portmapper_answers_getport_and_dump() {
         ],
         &pf,
     ) {
-        Ok(s) => s,
+        Ok(s) => Some((s, export, state)),
         Err(e) if e.contains("in use") => {
             eprintln!("skipped: port 111 busy: {e}");
-            return;
+            None
         }
         Err(e) => panic!("{e}"),
+    }
+}
+
+/// `--portmap` binds port 111: needs root and a free port 111, so it is
+/// skipped (with a message) where either is missing.
+#[test]
+fn builtin_portmapper_answers_getport_and_dump() {
+    // A loopback address of its own, so a system rpcbind on 127.0.0.1 does
+    // not collide with it unless it holds the wildcard.
+    let Some((srv, _export, _state)) = start_portmap("127.0.0.3") else {
+        return;
     };
     let mut s = TcpStream::connect("127.0.0.3:111").unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -461,34 +470,9 @@ fn run_bounded(cmd: &str, args: &[&str]) -> Result<String, String> {
 /// the UDP entries. Root only, like the test above.
 #[test]
 fn builtin_portmapper_answers_over_udp() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root to bind port 111");
-        return;
-    }
-    let export = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let pf = state.path().join("port");
     // Its own loopback address (not the test above's): both may run at once.
-    let srv = match start(
-        &[
-            export.path().to_str().unwrap(),
-            "--listen",
-            "127.0.0.7:0",
-            "--portmap",
-            "--state-dir",
-            state.path().to_str().unwrap(),
-            "--log-level",
-            "warn",
-        ],
-        &pf,
-    ) {
-        Ok(s) => s,
-        Err(e) if e.contains("in use") => {
-            eprintln!("skipped: port 111 busy: {e}");
-            return;
-        }
-        Err(e) => panic!("{e}"),
+    let Some((srv, _export, _state)) = start_portmap("127.0.0.7") else {
+        return;
     };
     let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     u.set_read_timeout(Some(Duration::from_secs(2))).unwrap();

@@ -381,42 +381,34 @@ static V4_PROCS: &[crate::rpc::Proc] = &[
     proc_entry!("FREE_ALL", Nlm4Notify, free_all, CacheClass::None, 0),
 ];
 
-static V1_PROCS: &[crate::rpc::Proc] = &[
-    proc_entry!("NULL", (), null, CacheClass::None, 0),
-    proc_entry!("TEST", NlmTestArgs, test1, CacheClass::None, TEST_RES),
-    proc_entry!("LOCK", NlmLockArgs, lock1, CacheClass::Reply, RES),
-    proc_entry!("CANCEL", NlmCancArgs, cancel1, CacheClass::Reply, RES),
-    proc_entry!("UNLOCK", NlmUnlockArgs, unlock1, CacheClass::Reply, RES),
-    proc_entry!("GRANTED", NlmTestArgs, granted1, CacheClass::None, RES),
-    unavailable_row!("TEST_MSG"),
-    unavailable_row!("LOCK_MSG"),
-    unavailable_row!("CANCEL_MSG"),
-    unavailable_row!("UNLOCK_MSG"),
-    unavailable_row!("GRANTED_MSG"),
-    unavailable_row!("TEST_RES"),
-    unavailable_row!("LOCK_RES"),
-    unavailable_row!("CANCEL_RES"),
-    unavailable_row!("UNLOCK_RES"),
-    unavailable_row!("GRANTED_RES"),
-];
+/// Versions 1 and 3 share procedures 0-15; version 3 adds 20-23.
+macro_rules! v1_table {
+    ($($extra:expr),* $(,)?) => {
+        &[
+            proc_entry!("NULL", (), null, CacheClass::None, 0),
+            proc_entry!("TEST", NlmTestArgs, test1, CacheClass::None, TEST_RES),
+            proc_entry!("LOCK", NlmLockArgs, lock1, CacheClass::Reply, RES),
+            proc_entry!("CANCEL", NlmCancArgs, cancel1, CacheClass::Reply, RES),
+            proc_entry!("UNLOCK", NlmUnlockArgs, unlock1, CacheClass::Reply, RES),
+            proc_entry!("GRANTED", NlmTestArgs, granted1, CacheClass::None, RES),
+            unavailable_row!("TEST_MSG"),
+            unavailable_row!("LOCK_MSG"),
+            unavailable_row!("CANCEL_MSG"),
+            unavailable_row!("UNLOCK_MSG"),
+            unavailable_row!("GRANTED_MSG"),
+            unavailable_row!("TEST_RES"),
+            unavailable_row!("LOCK_RES"),
+            unavailable_row!("CANCEL_RES"),
+            unavailable_row!("UNLOCK_RES"),
+            unavailable_row!("GRANTED_RES"),
+            $($extra),*
+        ]
+    };
+}
 
-static V3_PROCS: &[crate::rpc::Proc] = &[
-    proc_entry!("NULL", (), null, CacheClass::None, 0),
-    proc_entry!("TEST", NlmTestArgs, test1, CacheClass::None, TEST_RES),
-    proc_entry!("LOCK", NlmLockArgs, lock1, CacheClass::Reply, RES),
-    proc_entry!("CANCEL", NlmCancArgs, cancel1, CacheClass::Reply, RES),
-    proc_entry!("UNLOCK", NlmUnlockArgs, unlock1, CacheClass::Reply, RES),
-    proc_entry!("GRANTED", NlmTestArgs, granted1, CacheClass::None, RES),
-    unavailable_row!("TEST_MSG"),
-    unavailable_row!("LOCK_MSG"),
-    unavailable_row!("CANCEL_MSG"),
-    unavailable_row!("UNLOCK_MSG"),
-    unavailable_row!("GRANTED_MSG"),
-    unavailable_row!("TEST_RES"),
-    unavailable_row!("LOCK_RES"),
-    unavailable_row!("CANCEL_RES"),
-    unavailable_row!("UNLOCK_RES"),
-    unavailable_row!("GRANTED_RES"),
+static V1_PROCS: &[crate::rpc::Proc] = v1_table!();
+
+static V3_PROCS: &[crate::rpc::Proc] = v1_table!(
     unavailable_row!("16"),
     unavailable_row!("17"),
     unavailable_row!("18"),
@@ -431,7 +423,7 @@ static V3_PROCS: &[crate::rpc::Proc] = &[
     ),
     unavailable_row!("NM_LOCK"),
     proc_entry!("FREE_ALL", NlmNotify, free_all, CacheClass::None, 0),
-];
+);
 
 pub static NLM: Program = Program {
     name: "nlm",
