@@ -49,7 +49,7 @@ case $ACCEL in tcg | kvm) ;; *) echo "run.sh: --accel tcg|kvm" >&2; exit 2 ;; es
 case $NET in passt | slirp) ;; *) echo "run.sh: --net passt|slirp" >&2; exit 2 ;; esac
 
 # Per-workload time limits inside the guest (seconds, under TCG).
-declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=240 [fsx]=900 [load]=900)
+declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=240 [fsx]=900 [load]=900 [locks]=420)
 budget=120 # boot and setup
 for w in "${WORKLOADS[@]}"; do budget=$((budget + ${LIMIT[$w]:-300})); done
 QEMU_TIMEOUT=$budget
@@ -85,6 +85,13 @@ if [ "$SERVER" = ganesha ]; then
     command -v ganesha.nfsd >/dev/null || need+=(nfs-ganesha)
     dpkg-query -W -f='${Status}' nfs-ganesha-vfs 2>/dev/null | grep 'install ok installed' >/dev/null || need+=(nfs-ganesha-vfs)
     command -v rpcbind >/dev/null && command -v rpcinfo >/dev/null || need+=(rpcbind)
+fi
+if [[ " ${WORKLOADS[*]} " == *" locks "* ]]; then # guest/locks.sh: NLM client side, host probes
+    [ -x /usr/sbin/rpcbind ] || need+=(rpcbind)
+    [ -x /usr/sbin/rpc.statd ] || need+=(nfs-common)
+    [ -x /usr/bin/python3 ] || need+=(python3)
+    [ -x /usr/bin/sqlite3 ] || need+=(sqlite3)
+    [ -x /usr/bin/flock ] || need+=(util-linux)
 fi
 if [[ " ${WORKLOADS[*]} " == *" load "* ]]; then # guest/load.sh's tools
     command -v fs_mark >/dev/null || need+=(fsmark)
@@ -167,7 +174,7 @@ if [ "$SERVER" = rnfsd ] && [ ! -x "$RNFSD_BIN" ]; then
     (cd "$REPO" && cargo build --release -q -p rnfsd) || die "cargo build failed"
 fi
 rm -rf "$RUN" && mkdir -p "$RUN"/{share/guest,share/bin,share/ctl,export,state}
-cp "$HERE"/guest/*.sh "$HERE"/guest/*.pl "$RUN/share/guest/"
+cp "$HERE"/guest/*.sh "$HERE"/guest/*.pl "$HERE"/guest/*.py "$RUN/share/guest/"
 cargo_tool() { # cargo_tool NAME CRATE: a crates.io tool, into the guest's bin
     local bin=${CARGO_HOME:-$HOME/.cargo}/bin/$1
     if [ ! -x "$bin" ]; then
