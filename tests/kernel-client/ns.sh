@@ -23,7 +23,9 @@ TCPDUMP_PID=
 RPCB_PID=
 HOLD_PID=
 SQL_PID=
+STATD_PID=
 cleanup() {
+    [ -n "$STATD_PID" ] && kill -TERM "$STATD_PID" 2>/dev/null
     [ -n "$HOLD_PID" ] && kill -TERM "$HOLD_PID" 2>/dev/null
     [ -n "$SQL_PID" ] && kill -TERM "$SQL_PID" 2>/dev/null
     [ -n "$QEMU_PID" ] && kill -TERM "$QEMU_PID" 2>/dev/null
@@ -104,6 +106,14 @@ if [ "$SERVER" = ganesha ]; then
     RPCB_PID=$!
     for ((i = 0; i < 50; i++)); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
     rpcinfo -p 127.0.0.1 >/dev/null 2>&1 || { say "private rpcbind did not start"; cat "$RUN/rpcbind.log"; exit 1; }
+    # ganesha's NLM (KC_NLM=1) asks a local statd SM_MON: one with its
+    # state in this namespace's /run (-P), sending no SM_NOTIFY (-L).
+    if [ -n "${KC_NLM:-}" ]; then
+        mkdir -p /run/statd/sm /run/statd/sm.bak
+        rpc.statd -F -L -d -P /run/statd >"$RUN/statd.log" 2>&1 &
+        STATD_PID=$!
+        for ((i = 0; i < 50; i++)); do rpcinfo -p 127.0.0.1 2>/dev/null | grep -qw 100024 && break; sleep 0.1; done
+    fi
 fi
 
 # KC_PCAP=1: capture the server side (loopback) for diagnosis.

@@ -8,7 +8,8 @@
 #
 # Workloads: smoke pjdfstest tar restart (the default set; guest/NAME.sh);
 # also fsx (crates.io fsx, plain and mmap) and load (fsmark, dbench,
-# postmark, bonnie++; Debian packages installed on demand).
+# postmark, bonnie++; Debian packages installed on demand) and locks (NLM:
+# mounted without nolock; rpcbind and rpc.statd in the guest).
 # Prints one PASS/FAIL line per check and, last, "N passed, M failed".
 # Exit status 0 only when every check passed.
 #
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
     --accel) ACCEL=$2; shift 2 ;;
     --net) NET=$2; shift 2 ;;
     --timeout) TOTAL_TIMEOUT=$2; shift 2 ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) WORKLOADS+=("$1"); shift ;;
     esac
@@ -199,12 +200,16 @@ EXPORT=$(cd "$RUN/export" && pwd -P)
 NFS_PORT=2049
 MNT_PORT=$NFS_PORT # rnfsd serves MOUNT on the NFS port
 GANESHA_CONF=
+KC_NLM=
 if [ "$SERVER" = ganesha ]; then
     # ganesha 4.3 answers MOUNT on the NFS port with PROG_UNAVAIL
     # (docs/ganesha.md): MOUNT on a port of its own.
     MNT_PORT=20048
+    # NLM only for the lock workload (then ns.sh runs an rpc.statd for it).
+    nlm=()
+    [[ " ${WORKLOADS[*]} " == *" locks "* ]] && nlm=(--nlm) && KC_NLM=1
     GANESHA_CONF=$(GANESHA_RUN=$RUN/ganesha "$REPO/scripts/ganesha.sh" config \
-        --export "$EXPORT" --port "$NFS_PORT" --mnt-port "$MNT_PORT" 2>"$RUN/ganesha-config.log") ||
+        --export "$EXPORT" --port "$NFS_PORT" --mnt-port "$MNT_PORT" "${nlm[@]}" 2>"$RUN/ganesha-config.log") ||
         die "scripts/ganesha.sh config failed: $(tail -n 3 "$RUN/ganesha-config.log")"
 fi
 {
@@ -235,7 +240,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT
-export KC_PCAP RUN EXPORT NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF
+export KC_PCAP KC_NLM RUN EXPORT NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF
 unshare --net --mount --pid --fork --mount-proc --kill-child \
     bash "$HERE/ns.sh" >"$RUN/ns.log" 2>&1 &
 NS_PID=$!
