@@ -217,8 +217,8 @@ while kill -0 "$QEMU_PID" 2>/dev/null; do
             fi
             ;;
         lockprobe)
-            # lockprobe RELPATH [START LEN]: a local process tries a write
-            # lock without waiting: "ok held" (refused), "ok free" (granted).
+            # lockprobe RELPATH [START]: a local process tries a write lock
+            # from START to the end without waiting: "ok held" (refused), "ok free" (granted).
             timeout 10 "${LOCKF[@]}" try "$EXPORT/$arg" "${opt:-0}" 0 ex >>"$RUN/hostlock.log" 2>&1
             case $? in
             0) answer "$id" "ok free" ;;
@@ -238,7 +238,8 @@ while kill -0 "$QEMU_PID" 2>/dev/null; do
         sqlitewait)
             rc=none
             if [ -n "$SQL_PID" ]; then
-                for ((i = 0; i < 1800; i++)); do kill -0 "$SQL_PID" 2>/dev/null || break; sleep 0.1; done
+                # Within the guest's 60 s wait for an answer.
+                for ((i = 0; i < 500; i++)); do kill -0 "$SQL_PID" 2>/dev/null || break; sleep 0.1; done
                 kill -0 "$SQL_PID" 2>/dev/null && kill -TERM "$SQL_PID"
                 wait "$SQL_PID"; rc=$?; SQL_PID=
             fi
