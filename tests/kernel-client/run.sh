@@ -6,10 +6,10 @@
 #   tests/kernel-client/run.sh [--server rnfsd|ganesha] [--accel tcg|kvm]
 #                              [--net passt|slirp] [--timeout SECS] [WORKLOAD...]
 #
-# Workloads: smoke pjdfstest tar restart (the default set; guest/NAME.sh);
-# also fsx (crates.io fsx, plain and mmap) and load (fsmark, dbench,
-# postmark, bonnie++; Debian packages installed on demand) and locks (NLM:
-# mounted without nolock; rpcbind and rpc.statd in the guest).
+# Workloads: smoke pjdfstest tar restart locks (the default set;
+# guest/NAME.sh; locks: NLM, mounted without nolock, rpcbind and rpc.statd
+# in the guest); also fsx (crates.io fsx, plain and mmap) and load
+# (fsmark, dbench, postmark, bonnie++; Debian packages installed on demand).
 # Prints one PASS/FAIL line per check and, last, "N passed, M failed".
 # Exit status 0 only when every check passed.
 #
@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
     *) WORKLOADS+=("$1"); shift ;;
     esac
 done
-[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(smoke pjdfstest tar restart)
+[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(smoke pjdfstest tar restart locks)
 for w in "${WORKLOADS[@]}"; do
     [ -f "$HERE/guest/$w.sh" ] || { echo "run.sh: no workload '$w'" >&2; exit 2; }
 done
