@@ -6,7 +6,8 @@ process on the export).
   lockf.py try FILE START LEN ex|sh
       exit 0: granted (and released), 1: refused (EAGAIN/EACCES), 2: error
   lockf.py hold FILE START LEN ex|sh READY SECS [wait]
-      take the lock (F_SETLKW with "wait", else F_SETLK), create READY,
+      take the lock (F_SETLKW with "wait", else F_SETLK; READY.trying
+      is created just before asking), create READY,
       hold it SECS seconds or until SIGTERM, then unlock and exit 0
 LEN 0 means to the end of the file (and beyond).
 """
@@ -26,6 +27,8 @@ def main():
     # open for writing (fcntl(2)): open read-write, creating the file.
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     wait = mode == "hold" and sys.argv[8:9] == ["wait"]
+    if mode == "hold":
+        open(sys.argv[6] + ".trying", "w").close()
     try:
         fcntl.lockf(fd, flags | (0 if wait else fcntl.LOCK_NB), length, start)
     except OSError as e:

@@ -100,7 +100,7 @@ want_try() {
 # appears once it holds it.
 hold() {
     local name=$1 file=$2 start=$3 len=$4 kind=$5
-    rm -f /tmp/hold.$name.ready
+    rm -f /tmp/hold.$name.ready /tmp/hold.$name.ready.trying
     # Output to a file: a holder on check's stdout would keep it waiting.
     "${LK[@]}" hold "$file" "$start" "$len" "$kind" /tmp/hold.$name.ready 300 ${6:-} >/tmp/hold.$name.log 2>&1 &
     echo $! >/tmp/hold.$name.pid
@@ -223,9 +223,13 @@ t_blocked_then_granted() {
     # The guest waits (F_SETLKW); the host releases after a few seconds;
     # the server grants it then, the guest learns it from the GRANTED
     # callback or, failing that, its own retry (every 30 s on Linux).
-    local t0 t1
+    local t0 t1 i
     hold b $D/host 0 0 ex wait
-    sleep 3
+    # The request must be waiting at the server before the host releases
+    # (python starts slowly under TCG): from when it is about to ask, 5 s.
+    for ((i = 0; i < 300; i++)); do [ -f /tmp/hold.b.ready.trying ] && break; sleep 0.1; done
+    [ -f /tmp/hold.b.ready.trying ] || { echo "the blocking locker did not start"; exit 1; }
+    sleep 5
     [ ! -f /tmp/hold.b.ready ] || { echo "granted while the host held the lock"; exit 1; }
     t0=$(date +%s)
     host_request lockdrop
