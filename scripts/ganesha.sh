@@ -19,10 +19,11 @@
 #       the same in the background, until `stop`; run clients with
 #       `scripts/ganesha.sh enter -- CMD ARGS...` (nsenter into it).
 #   scripts/ganesha.sh stop | status
-#   scripts/ganesha.sh config --export DIR [--port N] [--mnt-port M]
+#   scripts/ganesha.sh config --export DIR [--port N] [--mnt-port M] [--nlm]
 #       only write $GANESHA_RUN/ganesha.conf (installing ganesha if needed)
 #       and print its path; for harnesses that run ganesha themselves
-#       (tests/kernel-client/ns.sh).
+#       (tests/kernel-client/ns.sh). --nlm turns ganesha's NLM on (off
+#       by default; it then needs an rpc.statd beside it).
 #
 # Environment: GANESHA_RUN (run dir, default /tmp/rnfsd-ganesha),
 # GANESHA_WAIT (seconds to wait for ganesha to answer, default 30).
@@ -33,6 +34,7 @@ WAIT=${GANESHA_WAIT:-30}
 PORT=2049
 MNT_PORT=
 EXPORT=
+NLM=false
 
 die() { echo "ganesha.sh: $*" >&2; exit 2; }
 log() { echo "ganesha.sh: $*" >&2; }
@@ -78,7 +80,7 @@ NFS_CORE_PARAM {
     # No Bind_addr: getaddrinfo("127.0.0.1") fails in a namespace with only
     # lo (AI_ADDRCONFIG), and lo is all there is here anyway.
     Protocols = 3;
-    Enable_NLM = false;
+    Enable_NLM = $NLM;
     Enable_RQUOTA = false;
     Enable_UDP = false;
     # NFSv3 MNT by the export's path (Path = Pseudo = DIR anyway).
@@ -187,6 +189,7 @@ parse_opts() {
         --export) EXPORT=${2:?}; shift 2 ;;
         --port) PORT=${2:?}; shift 2 ;;
         --mnt-port) MNT_PORT=${2:?}; shift 2 ;;
+        --nlm) NLM=true; shift ;;
         --) shift; CMD=("$@"); return 0 ;;
         *) die "unknown argument: $1" ;;
         esac

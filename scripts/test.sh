@@ -62,5 +62,5 @@ else
     # The debug server cargo test just built: correctness, not speed, and it
     # saves a release build.
     RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
-        tests/kernel-client/run.sh smoke pjdfstest tar restart
+        tests/kernel-client/run.sh smoke pjdfstest tar restart locks
 fi

@@ -3,10 +3,12 @@
 # starts the server on 127.0.0.1:$NFS_PORT (MOUNT on $MNT_PORT), boots the
 # guest (passt, or qemu user networking forwarding 10.0.2.100:$NFS_PORT and
 # :$MNT_PORT, one socat per guest connection), and serves the guest's
-# requests (server restarts) until qemu exits. SERVER=rnfsd runs
-# $RNFSD_BIN; SERVER=ganesha runs a private rpcbind and ganesha.nfsd with
-# $GANESHA_CONF. Environment from run.sh: RUN EXPORT NFS_PORT MNT_PORT
-# SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF.
+# requests (server restarts, host-side locks) until qemu exits. SERVER=rnfsd
+# runs $RNFSD_BIN with its port mapper on 127.0.0.1:111 (the guest's lockd
+# finds NLM through 10.0.2.2:111); SERVER=ganesha runs a private rpcbind
+# and ganesha.nfsd with $GANESHA_CONF. Environment from run.sh: RUN EXPORT
+# NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN
+# GANESHA_CONF.
 set -uo pipefail
 
 say() { echo "[ns $(date +%T)] $*"; }
@@ -19,7 +21,13 @@ QEMU_PID=
 PASST_PID=
 TCPDUMP_PID=
 RPCB_PID=
+HOLD_PID=
+SQL_PID=
+STATD_PID=
 cleanup() {
+    [ -n "$STATD_PID" ] && kill -TERM "$STATD_PID" 2>/dev/null
+    [ -n "$HOLD_PID" ] && kill -TERM "$HOLD_PID" 2>/dev/null
+    [ -n "$SQL_PID" ] && kill -TERM "$SQL_PID" 2>/dev/null
     [ -n "$QEMU_PID" ] && kill -TERM "$QEMU_PID" 2>/dev/null
     stop_server TERM
     [ -n "$QEMU_PID" ] && wait "$QEMU_PID" 2>/dev/null
@@ -65,8 +73,10 @@ start_server() {
     rm -f "$RUN/port"
     # --insecure: the guest's connections reach us through passt or a
     # guestfwd socat, from ordinary ports, whatever port its client bound.
+    # --portmap: port 111 of this namespace's loopback, for the guest's
+    # lockd (NLM is served on the NFS port).
     "$RNFSD_BIN" serve "$EXPORT" --listen "127.0.0.1:$NFS_PORT" --insecure \
-        --state-dir "$RUN/state" --no-rpcbind --no-root-squash --port-file "$RUN/port" \
+        --state-dir "$RUN/state" --no-rpcbind --portmap --no-root-squash --port-file "$RUN/port" \
         >>"$RUN/server.log" 2>&1 &
     SRV_PID=$!
     wait_port
@@ -96,6 +106,14 @@ if [ "$SERVER" = ganesha ]; then
     RPCB_PID=$!
     for ((i = 0; i < 50; i++)); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
     rpcinfo -p 127.0.0.1 >/dev/null 2>&1 || { say "private rpcbind did not start"; cat "$RUN/rpcbind.log"; exit 1; }
+    # ganesha's NLM (KC_NLM=1) asks a local statd SM_MON: one with its
+    # state in this namespace's /run (-P), sending no SM_NOTIFY (-L).
+    if [ -n "${KC_NLM:-}" ]; then
+        mkdir -p /run/statd/sm /run/statd/sm.bak
+        rpc.statd -F -L -d -P /run/statd >"$RUN/statd.log" 2>&1 &
+        STATD_PID=$!
+        for ((i = 0; i < 50; i++)); do rpcinfo -p 127.0.0.1 2>/dev/null | grep -qw 100024 && break; sleep 0.1; done
+    fi
 fi
 
 # KC_PCAP=1: capture the server side (loopback) for diagnosis.
@@ -131,6 +149,8 @@ passt)
     # nconnect and reconnects get connections of their own.
     fwd="guestfwd=tcp:10.0.2.100:$NFS_PORT-cmd:socat - TCP:127.0.0.1:$NFS_PORT"
     [ "$MNT_PORT" = "$NFS_PORT" ] || fwd+=",guestfwd=tcp:10.0.2.100:$MNT_PORT-cmd:socat - TCP:127.0.0.1:$MNT_PORT"
+    # The port mapper, for the guest's lockd (TCP only: guestfwd has no UDP).
+    fwd+=",guestfwd=tcp:10.0.2.100:111-cmd:socat - TCP:127.0.0.1:111"
     netdev=(-netdev "user,id=n0,restrict=on,$fwd")
     ;;
 esac
@@ -147,6 +167,9 @@ timeout -k 10 "$QEMU_TIMEOUT" qemu-system-x86_64 \
     >"$RUN/qemu.log" 2>&1 &
 QEMU_PID=$!
 say "qemu pid $QEMU_PID"
+
+# lockf.py (guest/lockf.py): POSIX locks taken by a local process.
+LOCKF=(/usr/bin/python3 "$RUN/share/guest/lockf.py")
 
 # Serve guest requests (files share/ctl/req.ID, answered in ans.ID).
 answer() { echo "$2" >"$RUN/share/ctl/ans.$1.tmp" && mv "$RUN/share/ctl/ans.$1.tmp" "$RUN/share/ctl/ans.$1"; }
@@ -166,6 +189,61 @@ while kill -0 "$QEMU_PID" 2>/dev/null; do
             stop_server "${arg:-KILL}"
             case ${opt:-} in lose=*) truncate -s 0 "$EXPORT/${opt#lose=}" ;; esac
             if start_server; then answer "$id" "ok pid $SRV_PID"; else answer "$id" "error server did not restart"; fi
+            ;;
+        lockhold)
+            # lockhold RELPATH SECS: a local process holds a whole-file write
+            # lock on EXPORT/RELPATH (at most SECS seconds, or until
+            # lockdrop); answered once it holds it.
+            [ -z "$HOLD_PID" ] || { kill -TERM "$HOLD_PID" 2>/dev/null; wait "$HOLD_PID" 2>/dev/null; }
+            rm -f "$RUN/lockhold.ready"
+            "${LOCKF[@]}" hold "$EXPORT/$arg" 0 0 ex "$RUN/lockhold.ready" "${opt:-60}" >>"$RUN/hostlock.log" 2>&1 &
+            HOLD_PID=$!
+            for ((i = 0; i < 100; i++)); do
+                [ -f "$RUN/lockhold.ready" ] && break
+                kill -0 "$HOLD_PID" 2>/dev/null || break
+                sleep 0.1
+            done
+            if [ -f "$RUN/lockhold.ready" ]; then answer "$id" "ok held"; else
+                kill -TERM "$HOLD_PID" 2>/dev/null; wait "$HOLD_PID" 2>/dev/null; HOLD_PID=
+                answer "$id" "error host could not take the lock"
+            fi
+            ;;
+        lockdrop) # the lockhold process unlocks and exits
+            if [ -n "$HOLD_PID" ]; then
+                kill -TERM "$HOLD_PID" 2>/dev/null; wait "$HOLD_PID"; rc=$?; HOLD_PID=
+                answer "$id" "ok dropped (exit $rc)"
+            else
+                answer "$id" "error no lock held"
+            fi
+            ;;
+        lockprobe)
+            # lockprobe RELPATH [START]: a local process tries a write lock
+            # from START to the end without waiting: "ok held" (refused), "ok free" (granted).
+            timeout 10 "${LOCKF[@]}" try "$EXPORT/$arg" "${opt:-0}" 0 ex >>"$RUN/hostlock.log" 2>&1
+            case $? in
+            0) answer "$id" "ok free" ;;
+            1) answer "$id" "ok held" ;;
+            *) answer "$id" "error probe failed" ;;
+            esac
+            ;;
+        sqlite)
+            # sqlite RELPATH N: a local sqlite3 inserts N rows into the
+            # database EXPORT/RELPATH, one transaction each, in the
+            # background (sqlitewait collects it).
+            seq "${opt:-100}" | awk -v q="'" '{ printf "INSERT INTO t(who, n) VALUES (%shost%s, %d);\n", q, q, $1 }' |
+                sqlite3 -cmd ".timeout 120000" "$EXPORT/$arg" >>"$RUN/sqlite-host.log" 2>&1 &
+            SQL_PID=$!
+            answer "$id" "ok started"
+            ;;
+        sqlitewait)
+            rc=none
+            if [ -n "$SQL_PID" ]; then
+                # Within the guest's 60 s wait for an answer.
+                for ((i = 0; i < 500; i++)); do kill -0 "$SQL_PID" 2>/dev/null || break; sleep 0.1; done
+                kill -0 "$SQL_PID" 2>/dev/null && kill -TERM "$SQL_PID"
+                wait "$SQL_PID"; rc=$?; SQL_PID=
+            fi
+            if [ "$rc" = 0 ]; then answer "$id" "ok"; else answer "$id" "error host sqlite3 exit $rc: $(tail -n 2 "$RUN/sqlite-host.log" | tr '\n' '|')"; fi
             ;;
         *) answer "$id" "error unknown request" ;;
         esac

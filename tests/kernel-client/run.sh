@@ -6,9 +6,10 @@
 #   tests/kernel-client/run.sh [--server rnfsd|ganesha] [--accel tcg|kvm]
 #                              [--net passt|slirp] [--timeout SECS] [WORKLOAD...]
 #
-# Workloads: smoke pjdfstest tar restart (the default set; guest/NAME.sh);
-# also fsx (crates.io fsx, plain and mmap) and load (fsmark, dbench,
-# postmark, bonnie++; Debian packages installed on demand).
+# Workloads: smoke pjdfstest tar restart locks (the default set;
+# guest/NAME.sh; locks: NLM, mounted without nolock, rpcbind and rpc.statd
+# in the guest); also fsx (crates.io fsx, plain and mmap) and load
+# (fsmark, dbench, postmark, bonnie++; Debian packages installed on demand).
 # Prints one PASS/FAIL line per check and, last, "N passed, M failed".
 # Exit status 0 only when every check passed.
 #
@@ -35,12 +36,12 @@ while [ $# -gt 0 ]; do
     --accel) ACCEL=$2; shift 2 ;;
     --net) NET=$2; shift 2 ;;
     --timeout) TOTAL_TIMEOUT=$2; shift 2 ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) WORKLOADS+=("$1"); shift ;;
     esac
 done
-[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(smoke pjdfstest tar restart)
+[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(smoke pjdfstest tar restart locks)
 for w in "${WORKLOADS[@]}"; do
     [ -f "$HERE/guest/$w.sh" ] || { echo "run.sh: no workload '$w'" >&2; exit 2; }
 done
@@ -49,7 +50,7 @@ case $ACCEL in tcg | kvm) ;; *) echo "run.sh: --accel tcg|kvm" >&2; exit 2 ;; es
 case $NET in passt | slirp) ;; *) echo "run.sh: --net passt|slirp" >&2; exit 2 ;; esac
 
 # Per-workload time limits inside the guest (seconds, under TCG).
-declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=240 [fsx]=900 [load]=900)
+declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=240 [fsx]=900 [load]=900 [locks]=420)
 budget=120 # boot and setup
 for w in "${WORKLOADS[@]}"; do budget=$((budget + ${LIMIT[$w]:-300})); done
 QEMU_TIMEOUT=$budget
@@ -85,6 +86,13 @@ if [ "$SERVER" = ganesha ]; then
     command -v ganesha.nfsd >/dev/null || need+=(nfs-ganesha)
     dpkg-query -W -f='${Status}' nfs-ganesha-vfs 2>/dev/null | grep 'install ok installed' >/dev/null || need+=(nfs-ganesha-vfs)
     command -v rpcbind >/dev/null && command -v rpcinfo >/dev/null || need+=(rpcbind)
+fi
+if [[ " ${WORKLOADS[*]} " == *" locks "* ]]; then # guest/locks.sh: NLM client side, host probes
+    [ -x /usr/sbin/rpcbind ] || need+=(rpcbind)
+    [ -x /usr/sbin/rpc.statd ] || need+=(nfs-common)
+    [ -x /usr/bin/python3 ] || need+=(python3)
+    [ -x /usr/bin/sqlite3 ] || need+=(sqlite3)
+    [ -x /usr/bin/flock ] || need+=(util-linux)
 fi
 if [[ " ${WORKLOADS[*]} " == *" load "* ]]; then # guest/load.sh's tools
     command -v fs_mark >/dev/null || need+=(fsmark)
@@ -167,7 +175,7 @@ if [ "$SERVER" = rnfsd ] && [ ! -x "$RNFSD_BIN" ]; then
     (cd "$REPO" && cargo build --release -q -p rnfsd) || die "cargo build failed"
 fi
 rm -rf "$RUN" && mkdir -p "$RUN"/{share/guest,share/bin,share/ctl,export,state}
-cp "$HERE"/guest/*.sh "$HERE"/guest/*.pl "$RUN/share/guest/"
+cp "$HERE"/guest/*.sh "$HERE"/guest/*.pl "$HERE"/guest/*.py "$RUN/share/guest/"
 cargo_tool() { # cargo_tool NAME CRATE: a crates.io tool, into the guest's bin
     local bin=${CARGO_HOME:-$HOME/.cargo}/bin/$1
     if [ ! -x "$bin" ]; then
@@ -192,12 +200,16 @@ EXPORT=$(cd "$RUN/export" && pwd -P)
 NFS_PORT=2049
 MNT_PORT=$NFS_PORT # rnfsd serves MOUNT on the NFS port
 GANESHA_CONF=
+KC_NLM=
 if [ "$SERVER" = ganesha ]; then
     # ganesha 4.3 answers MOUNT on the NFS port with PROG_UNAVAIL
     # (docs/ganesha.md): MOUNT on a port of its own.
     MNT_PORT=20048
+    # NLM only for the lock workload (then ns.sh runs an rpc.statd for it).
+    nlm=()
+    [[ " ${WORKLOADS[*]} " == *" locks "* ]] && nlm=(--nlm) && KC_NLM=1
     GANESHA_CONF=$(GANESHA_RUN=$RUN/ganesha "$REPO/scripts/ganesha.sh" config \
-        --export "$EXPORT" --port "$NFS_PORT" --mnt-port "$MNT_PORT" 2>"$RUN/ganesha-config.log") ||
+        --export "$EXPORT" --port "$NFS_PORT" --mnt-port "$MNT_PORT" "${nlm[@]}" 2>"$RUN/ganesha-config.log") ||
         die "scripts/ganesha.sh config failed: $(tail -n 3 "$RUN/ganesha-config.log")"
 fi
 {
@@ -228,7 +240,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT
-export KC_PCAP RUN EXPORT NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF
+export KC_PCAP KC_NLM RUN EXPORT NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF
 unshare --net --mount --pid --fork --mount-proc --kill-child \
     bash "$HERE/ns.sh" >"$RUN/ns.log" 2>&1 &
 NS_PID=$!

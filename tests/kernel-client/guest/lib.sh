@@ -35,9 +35,11 @@ check() {
 
 # Base mount options: NFSv3 over TCP straight to the forwarded ports
 # (MOUNT on the NFS port for rnfsd, on its own for ganesha); no rpcbind
-# (port/mountport given), no NLM (nolock).
+# (port/mountport given), no NLM (nolock) unless a workload sets
+# LOCK_OPT=lock (locks.sh, which runs rpcbind and rpc.statd first).
+LOCK_OPT=nolock
 base_opts() {
-    echo "vers=3,proto=tcp,port=$NFS_PORT,mountport=${MNT_PORT:-$NFS_PORT},mountproto=tcp,nolock,addr=$SERVER_IP,mountaddr=$SERVER_IP${MNT_OPTS:+,$MNT_OPTS}"
+    echo "vers=3,proto=tcp,port=$NFS_PORT,mountport=${MNT_PORT:-$NFS_PORT},mountproto=tcp,$LOCK_OPT,addr=$SERVER_IP,mountaddr=$SERVER_IP${MNT_OPTS:+,$MNT_OPTS}"
 }
 
 # nfs_mount DIR [EXTRA_OPTS]: mount(2) with the kernel's text options

@@ -1,0 +1,289 @@
+# locks: the kernel's NLM client (mounted without nolock) against the
+# server's NLM: fcntl byte-range locks and flock (whole-file NLM locks on
+# Linux) between guest processes, and against a local process on the host
+# (ns.sh's lockhold/lockdrop/lockprobe requests: POSIX locks on the export,
+# which the server's OFD locks must conflict with). Then sqlite3 writing one
+# database from both sides.
+# The guest's lockd needs a local rpcbind (it registers at start) and
+# rpc.statd (the kernel asks it SM_MON before a lock): both from the host's
+# /usr, with their state on tmpfs.
+# shellcheck shell=bash
+. /share/guest/lib.sh
+M=/mnt/nfs
+D=$M/locks
+LOCK_OPT=lock
+LK=(/usr/bin/python3 /share/guest/lockf.py)
+DAEMONS=()
+
+# Holders an earlier failed check left behind (they would keep the mount
+# busy and the files locked).
+kill_holders() {
+    local p
+    for p in /tmp/hold.*.pid /tmp/flock.pid; do [ -f "$p" ] && kill -TERM "$(cat "$p")" 2>/dev/null && rm -f "$p"; done
+    sleep 1
+}
+
+cleanup() {
+    kill_holders
+    cd / && umount "$M" 2>/dev/null
+    for p in "${DAEMONS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    # For diagnosis (kept in the run dir's share/).
+    cp /tmp/statd.log /share/locks-statd.log 2>/dev/null
+    cp /tmp/rpcbind.log /share/locks-rpcbind.log 2>/dev/null
+    dmesg | tail -n 40 >/share/locks-dmesg.log
+}
+trap cleanup EXIT
+
+start_daemons() {
+    mkdir -p /run/rpcbind /var/lib/nfs/sm /var/lib/nfs/sm.bak
+    # The kernel's rpcbind client looks for /var/run/rpcbind.sock.
+    [ -e /var/run ] || ln -s /run /var/run
+    # libtirpc's transports (Debian's /etc/netconfig).
+    cat >/etc/netconfig <<'EOF'
+udp        tpi_clts      v     inet     udp     -       -
+tcp        tpi_cots_ord  v     inet     tcp     -       -
+udp6       tpi_clts      v     inet6    udp     -       -
+tcp6       tpi_cots_ord  v     inet6    tcp     -       -
+rawip      tpi_raw       -     inet      -      -       -
+local      tpi_cots_ord  -     loopback  -      -       -
+unix       tpi_cots_ord  -     loopback  -      -       -
+EOF
+    # rpcbind exits at once without its user (Debian's build: _rpc).
+    grep -q '^_rpc:' /etc/passwd || echo '_rpc:x:102:65534::/run/rpcbind:/usr/sbin/nologin' >>/etc/passwd
+    # libtirpc finds the port mapper's port by the service name.
+    grep -qw sunrpc /etc/services 2>/dev/null || printf '%s\n' 'sunrpc 111/tcp portmapper' 'sunrpc 111/udp portmapper' >>/etc/services
+    grep -qw nlockmgr /etc/rpc 2>/dev/null || printf '%s\n' 'portmapper 100000 portmap sunrpc rpcbind' \
+        'status 100024' 'nlockmgr 100021' >>/etc/rpc
+    # NLM requests carry the node name as caller_name; statd resolves it.
+    hostname kcguest
+    grep -q kcguest /etc/hosts || echo "10.0.2.15 kcguest" >>/etc/hosts
+    rpcbind -f >/tmp/rpcbind.log 2>&1 &
+    DAEMONS+=($!)
+    local i
+    for ((i = 0; i < 100; i++)); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
+    # -L: no SM_NOTIFY at start (nobody to tell); -d: log to stderr.
+    rpc.statd -F -L -d >/tmp/statd.log 2>&1 &
+    DAEMONS+=($!)
+    for ((i = 0; i < 100; i++)); do rpcinfo -p 127.0.0.1 2>/dev/null | grep -qw 100024 && break; sleep 0.1; done
+}
+
+t_daemons() {
+    rpcinfo -p 127.0.0.1 >/tmp/rpcinfo.out 2>&1 || { cat /tmp/rpcinfo.out /tmp/rpcbind.log; exit 1; }
+    grep -qw 100024 /tmp/rpcinfo.out || { echo "statd not registered"; tail -n 3 /tmp/statd.log; exit 1; }
+}
+
+t_mount() {
+    nfs_mount $M
+    grep " $M nfs " /proc/mounts
+    if grep " $M nfs " /proc/mounts | grep -q nolock; then echo "mounted with nolock"; exit 1; fi
+    mkdir -p $D
+    : >$D/fcntl
+    : >$D/flock
+    : >$D/host
+}
+
+# lk try FILE START LEN ex|sh: the exit status of a non-blocking attempt.
+lk_try() { "${LK[@]}" try "$@" 2>/dev/null; }
+
+# want_try RC FILE START LEN KIND: the attempt ends with RC (0 granted,
+# 1 refused).
+want_try() {
+    local want=$1 rc
+    shift
+    rc=0
+    lk_try "$@" || rc=$? # (errexit: a refusal is a result here)
+    eq "lock $* (0 granted, 1 refused)" "$rc" "$want"
+}
+
+# hold NAME FILE START LEN KIND [wait]: a background process holds (or
+# waits for, then holds) the lock, up to 300 s; /tmp/hold.NAME.ready
+# appears once it holds it.
+hold() {
+    local name=$1 file=$2 start=$3 len=$4 kind=$5
+    rm -f /tmp/hold.$name.ready /tmp/hold.$name.ready.trying
+    # Output to a file: a holder on check's stdout would keep it waiting.
+    "${LK[@]}" hold "$file" "$start" "$len" "$kind" /tmp/hold.$name.ready 300 ${6:-} >/tmp/hold.$name.log 2>&1 &
+    echo $! >/tmp/hold.$name.pid
+    [ -n "${6:-}" ] || wait_ready $name 30
+}
+
+# alive PID: running (holders outlive check's subshell, so PID 1 reaps
+# them, maybe late: a zombie has already closed its files).
+alive() { [ -e /proc/$1/stat ] && ! grep -q '^[0-9]* (.*) Z' /proc/$1/stat 2>/dev/null; }
+
+wait_ready() { # wait_ready NAME SECS
+    local i
+    for ((i = 0; i < $2 * 10; i++)); do
+        [ -f /tmp/hold.$1.ready ] && return 0
+        alive "$(cat /tmp/hold.$1.pid)" || { echo "holder $1 exited: $(cat /tmp/hold.$1.log)"; return 1; }
+        sleep 0.1
+    done
+    echo "holder $1 did not get its lock in $2 s"
+    return 1
+}
+
+release() { # release NAME: the holder unlocks and exits
+    local pid i
+    pid=$(cat /tmp/hold.$1.pid)
+    kill -TERM "$pid" 2>/dev/null
+    for ((i = 0; i < 300; i++)); do alive "$pid" || break; sleep 0.1; done
+    rm -f /tmp/hold.$1.pid
+    if alive "$pid"; then echo "holder $1 did not exit"; return 1; fi
+}
+
+t_fcntl_granted() {
+    want_try 0 $D/fcntl 0 100 ex
+    want_try 0 $D/fcntl 0 0 sh
+}
+
+t_fcntl_conflict() { # another process holds [0,100) for writing
+    hold a $D/fcntl 0 100 ex
+    want_try 1 $D/fcntl 0 100 ex
+    want_try 1 $D/fcntl 50 100 sh
+    want_try 1 $D/fcntl 99 1 ex
+}
+
+t_fcntl_other_range() {
+    want_try 0 $D/fcntl 100 100 ex
+    want_try 0 $D/fcntl 1000 0 sh
+}
+
+t_fcntl_release_retake() {
+    release a
+    want_try 0 $D/fcntl 0 100 ex
+    hold a $D/fcntl 0 100 ex
+    release a
+}
+
+t_fcntl_shared() { # read locks share, a write lock does not
+    hold a $D/fcntl 0 100 sh
+    want_try 0 $D/fcntl 0 100 sh
+    want_try 1 $D/fcntl 0 100 ex
+    release a
+}
+
+# flock(1) holder: -o keeps the lock in flock itself (not the sleep), so
+# killing the sleep makes flock exit and unlock.
+flock_hold() { # flock_hold -x|-s FILE
+    rm -f /tmp/flock.pid
+    flock "$1" -o "$2" -c 'echo $$ >/tmp/flock.pid; exec sleep 300' >/tmp/flock.log 2>&1 &
+    echo $! >/tmp/flock.outer
+    local i
+    for ((i = 0; i < 300; i++)); do [ -s /tmp/flock.pid ] && return 0; sleep 0.1; done
+    echo "flock holder did not start: $(cat /tmp/flock.log)"
+    return 1
+}
+flock_release() {
+    local i outer
+    outer=$(cat /tmp/flock.outer)
+    kill -TERM "$(cat /tmp/flock.pid)"
+    for ((i = 0; i < 300; i++)); do alive "$outer" || return 0; sleep 0.1; done
+    echo "flock holder did not exit"
+    return 1
+}
+want_flock() { # want_flock RC ARGS...: flock -n ARGS true ends with RC
+    local want=$1 rc
+    shift
+    rc=0
+    flock -n "$@" true || rc=$?
+    eq "flock -n $* (0 granted, 1 refused)" "$rc" "$want"
+}
+
+t_flock_granted() {
+    want_flock 0 -x $D/flock
+    want_flock 0 -s $D/flock
+}
+
+t_flock_conflict() {
+    flock_hold -x $D/flock
+    want_flock 1 -x $D/flock
+    want_flock 1 -s $D/flock
+}
+
+t_flock_release_retake() {
+    flock_release
+    want_flock 0 -x $D/flock
+}
+
+t_flock_shared() {
+    flock_hold -s $D/flock
+    want_flock 0 -s $D/flock
+    want_flock 1 -x $D/flock
+    flock_release
+}
+
+t_host_holds() { # a local process on the host holds a write lock
+    host_request lockhold locks/host 240
+    want_try 1 $D/host 0 100 ex
+    want_try 1 $D/host 500 0 sh
+    want_flock 1 -x $D/host
+}
+
+t_blocked_then_granted() {
+    # The guest waits (F_SETLKW); the host releases after a few seconds;
+    # the server grants it then, the guest learns it from the GRANTED
+    # callback or, failing that, its own retry (every 30 s on Linux).
+    local t0 t1 i
+    hold b $D/host 0 0 ex wait
+    # The request must be waiting at the server before the host releases
+    # (python starts slowly under TCG): from when it is about to ask, 5 s.
+    for ((i = 0; i < 300; i++)); do [ -f /tmp/hold.b.ready.trying ] && break; sleep 0.1; done
+    [ -f /tmp/hold.b.ready.trying ] || { echo "the blocking locker did not start"; exit 1; }
+    sleep 5
+    [ ! -f /tmp/hold.b.ready ] || { echo "granted while the host held the lock"; exit 1; }
+    t0=$(date +%s)
+    host_request lockdrop
+    wait_ready b 90
+    t1=$(date +%s)
+    echo "INFO locks: blocked guest lock granted $((t1 - t0)) s after the host released it" >>"$RESULTS"
+}
+
+t_guest_lock_seen_by_host() { # holder b (previous check) still holds it
+    eq "host probe" "$(host_request lockprobe locks/host)" "ok held"
+    release b
+    eq "host probe after release" "$(host_request lockprobe locks/host)" "ok free"
+}
+
+t_guest_flock_seen_by_host() {
+    flock_hold -x $D/flock
+    eq "host probe" "$(host_request lockprobe locks/flock)" "ok held"
+    flock_release
+    eq "host probe after release" "$(host_request lockprobe locks/flock)" "ok free"
+}
+
+SQL_N=100
+t_sqlite() {
+    # Both sides insert SQL_N rows, one transaction each, at once.
+    local db=$D/db.sqlite i
+    sqlite3 $db "CREATE TABLE t(who TEXT, n INTEGER);"
+    host_request sqlite locks/db.sqlite $SQL_N
+    for ((i = 1; i <= SQL_N; i++)); do echo "INSERT INTO t(who, n) VALUES ('guest', $i);"; done |
+        sqlite3 -cmd ".timeout 120000" $db
+    host_request sqlitewait
+    eq integrity "$(sqlite3 $db 'PRAGMA integrity_check;')" ok
+    eq rows "$(sqlite3 $db "SELECT who, count(*), count(DISTINCT n) FROM t GROUP BY who ORDER BY who;" | tr '\n' ' ')" \
+        "guest|$SQL_N|$SQL_N host|$SQL_N|$SQL_N "
+}
+
+start_daemons
+check locks/rpcbind-statd t_daemons
+if [ "$CHECK_RC" -ne 0 ]; then exit 1; fi
+check locks/mount t_mount
+if [ "$CHECK_RC" -ne 0 ]; then tail -n 5 /tmp/statd.log; exit 1; fi
+check locks/fcntl-granted t_fcntl_granted
+check locks/fcntl-conflict-refused t_fcntl_conflict
+check locks/fcntl-other-range-granted t_fcntl_other_range
+check locks/fcntl-release-retake t_fcntl_release_retake
+check locks/fcntl-shared t_fcntl_shared
+check locks/flock-granted t_flock_granted
+check locks/flock-conflict-refused t_flock_conflict
+check locks/flock-release-retake t_flock_release_retake
+check locks/flock-shared t_flock_shared
+check locks/host-lock-refuses-guest t_host_holds
+check locks/guest-blocked-until-host-releases t_blocked_then_granted
+check locks/guest-fcntl-seen-by-host t_guest_lock_seen_by_host
+check locks/guest-flock-seen-by-host t_guest_flock_seen_by_host
+check locks/sqlite-guest-and-host t_sqlite
+kill_holders
+check locks/umount umount $M
+exit 0
