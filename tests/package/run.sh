@@ -205,9 +205,12 @@ grep -q "RELOADING=1" "$work/notify.log" || fail "no RELOADING=1 at the reload"
 
 step "rpcinfo -p and showmount -e"
 innet rpcinfo -p 127.0.0.1 | sed 's/^/  rpcinfo: /'
-for prog in 100003 100005; do
-    innet rpcinfo -p 127.0.0.1 | awk -v p=$prog '$1 == p && $3 == "tcp" && $4 == 2049' | grep -q . ||
-        fail "rpcinfo -p does not show program $prog on tcp 2049"
+# NFS, MOUNT, the lock manager (NLM) and the status monitor (NSM) on TCP;
+# NLM and NSM on UDP too.
+for pp in 100003/tcp 100005/tcp 100021/tcp 100024/tcp 100021/udp 100024/udp; do
+    prog=${pp%/*} proto=${pp#*/}
+    innet rpcinfo -p 127.0.0.1 | awk -v p="$prog" -v t="$proto" '$1 == p && $3 == t && $4 == 2049' |
+        grep -q . || fail "rpcinfo -p does not show program $prog on $proto 2049"
 done
 innet showmount -e 127.0.0.1 | sed 's/^/  showmount: /'
 innet showmount -e 127.0.0.1 | grep -qE "^$export_dir +127\.0\.0\.1" ||
