@@ -62,6 +62,7 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   nlm_grace_secs = 90            after a restart: only reclaims, this long
   nlm_max_files = 4096           open files held for lock owners
   nlm_max_waiters = 1024         blocked lock requests at once
+  nlm_max_per_client = 1024      files and blocked requests of one client
   nlm_retry_ms = 100             blocked requests retried this often
   threads = (unset)              fixed worker count; else adaptive:
   min_threads = 2, max_threads = 128, thread_idle_secs = 30

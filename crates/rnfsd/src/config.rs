@@ -210,6 +210,8 @@ pub struct ServerConfig {
     pub nlm_max_files: usize,
     /// Blocked lock requests waiting at once.
     pub nlm_max_waiters: usize,
+    /// Descriptors and blocked requests of one client host at once.
+    pub nlm_max_per_client: usize,
     /// How often blocked lock requests are retried (a lock freed by a
     /// local program is seen within this).
     pub nlm_retry_ms: u64,
@@ -476,6 +478,7 @@ impl Default for ServerConfig {
             nlm_grace_secs: 90,
             nlm_max_files: 4096,
             nlm_max_waiters: 1024,
+            nlm_max_per_client: 1024,
             nlm_retry_ms: 100,
             threads: None,
             min_threads: 2,
@@ -786,6 +789,7 @@ impl Config {
             ("idle_timeout_secs", s.idle_timeout_secs as usize),
             ("nlm_max_files", s.nlm_max_files),
             ("nlm_max_waiters", s.nlm_max_waiters),
+            ("nlm_max_per_client", s.nlm_max_per_client),
             ("nlm_retry_ms", s.nlm_retry_ms as usize),
         ] {
             if v == 0 {

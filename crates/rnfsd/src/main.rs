@@ -316,6 +316,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         let limits = rnfsd::lockd::Limits {
             max_files: s.nlm_max_files,
             max_waiters: s.nlm_max_waiters,
+            max_per_client: s.nlm_max_per_client,
             retry: Duration::from_millis(s.nlm_retry_ms),
             ..rnfsd::lockd::Limits::default()
         };

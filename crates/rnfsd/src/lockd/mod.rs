@@ -108,6 +108,9 @@ pub struct Limits {
     pub max_files: usize,
     /// Blocked lock requests waiting at once.
     pub max_waiters: usize,
+    /// Descriptors and blocked requests of one client host at once, so one
+    /// client cannot take the whole table.
+    pub max_per_client: usize,
     /// DOS share reservations at once.
     pub max_shares: usize,
     /// How often blocked requests are retried (a local program's unlock is
@@ -120,6 +123,7 @@ impl Default for Limits {
         Limits {
             max_files: 4096,
             max_waiters: 1024,
+            max_per_client: 1024,
             max_shares: 4096,
             retry: Duration::from_millis(100),
         }
@@ -163,8 +167,45 @@ struct Share {
 #[derive(Default)]
 struct Table {
     held: HashMap<(FileKey, Owner), Held>,
+    /// Entries of `held` per client host (for `max_per_client`).
+    per_host: HashMap<Vec<u8>, usize>,
     waiters: Vec<Waiter>,
     shares: Vec<Share>,
+    /// Descriptors opened for waiters may hold nothing now (a wait was
+    /// cancelled or freed): the retry pass looks for them, else it does
+    /// nothing while no one waits.
+    maybe_idle: bool,
+}
+
+impl Table {
+    fn insert_held(&mut self, k: (FileKey, Owner), h: Held) {
+        let host = k.1.host.clone();
+        if self.held.insert(k, h).is_none() {
+            *self.per_host.entry(host).or_default() += 1;
+        }
+    }
+
+    fn remove_held(&mut self, k: &(FileKey, Owner)) {
+        if self.held.remove(k).is_some() {
+            if let Some(n) = self.per_host.get_mut(&k.1.host) {
+                *n -= 1;
+                if *n == 0 {
+                    self.per_host.remove(&k.1.host);
+                }
+            }
+        }
+    }
+
+    /// What `host` holds in the table: descriptors and waiting requests
+    /// (the waiters are at most `max_waiters`, counted on each new wait).
+    fn host_load(&self, host: &[u8]) -> usize {
+        self.per_host.get(host).copied().unwrap_or(0)
+            + self
+                .waiters
+                .iter()
+                .filter(|w| w.req.owner.host == host)
+                .count()
+    }
 }
 
 /// Counters for `rnfsd stats` (a gauge each).
@@ -331,7 +372,9 @@ impl LockManager {
                 let mut t = self.lock_table();
                 // A retransmitted blocking LOCK is the same wait.
                 if !t.waiters.iter().any(|w| w.file == key && w.req == *req) {
-                    if t.waiters.len() >= self.limits.max_waiters {
+                    if t.waiters.len() >= self.limits.max_waiters
+                        || t.host_load(&req.owner.host) >= self.limits.max_per_client
+                    {
                         return Outcome::NoLocks;
                     }
                     t.waiters.push(Waiter {
@@ -362,10 +405,12 @@ impl LockManager {
                 .map_err(|e| fs_outcome(&e))?;
             let mut t = self.lock_table();
             if !t.held.contains_key(&hk) {
-                if t.held.len() >= self.limits.max_files {
+                if t.held.len() >= self.limits.max_files
+                    || t.host_load(&req.owner.host) >= self.limits.max_per_client
+                {
                     return Err(Outcome::NoLocks);
                 }
-                t.held.insert(
+                t.insert_held(
                     hk.clone(),
                     Held {
                         file,
@@ -391,7 +436,7 @@ impl LockManager {
             Err(e) => Err(fs_outcome(&e)),
         };
         if h.ranges.is_empty() {
-            t.held.remove(&hk);
+            t.remove_held(&hk);
         }
         r
     }
@@ -421,7 +466,7 @@ impl LockManager {
         h.ranges.clear(range.start, range.end());
         if h.ranges.is_empty() {
             // Closing the descriptor drops whatever is left in the kernel.
-            t.held.remove(&hk);
+            t.remove_held(&hk);
         }
         self.kick.notify_one();
         Outcome::Granted
@@ -439,6 +484,7 @@ impl LockManager {
         let mut t = self.lock_table();
         let before = t.waiters.len();
         t.waiters.retain(|w| !(w.file == key && w.req == *req));
+        t.maybe_idle = true;
         if t.waiters.len() < before {
             Outcome::Granted
         } else {
@@ -459,7 +505,7 @@ impl LockManager {
             .collect();
         let n = files.len();
         for k in files {
-            t.held.remove(&k);
+            t.remove_held(&k);
         }
         t.waiters.retain(|w| w.req.owner.host != host);
         t.shares.retain(|s| s.host != host);

@@ -254,6 +254,40 @@ fn bounds_and_unrepresentable_ranges() {
     };
     assert_eq!(take(&owner("b", 1)), Outcome::Granted);
     assert_eq!(take(&owner("c", 1)), Outcome::NoLocks);
+    // One client host cannot take the whole table.
+    let per = LockManager::new(
+        Limits {
+            max_per_client: 2,
+            ..Limits::default()
+        },
+        None,
+    );
+    let take = |o: &Owner| {
+        per.lock(
+            &e.file(),
+            &req(o, S, r(200, 1)),
+            false,
+            false,
+            Box::new(|| {}),
+        )
+    };
+    assert_eq!(take(&owner("h", 1)), Outcome::Granted);
+    assert_eq!(take(&owner("h", 2)), Outcome::Granted);
+    assert_eq!(take(&owner("h", 3)), Outcome::NoLocks);
+    assert_eq!(
+        take(&owner("i", 1)),
+        Outcome::Granted,
+        "another host still can"
+    );
+    assert_eq!(
+        per.unlock(7, &e.fh, &owner("h", 1), r(0, 0)),
+        Outcome::Granted
+    );
+    assert_eq!(
+        take(&owner("h", 3)),
+        Outcome::Granted,
+        "room again after an unlock"
+    );
 }
 
 #[test]

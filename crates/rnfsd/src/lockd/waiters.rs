@@ -36,6 +36,9 @@ impl LockManager {
         // Descriptors for owners that have none yet, opened unlocked.
         let missing: Vec<_> = {
             let t = self.lock_table();
+            if t.waiters.is_empty() && !t.maybe_idle {
+                return;
+            }
             t.waiters
                 .iter()
                 .filter(|w| !t.held.contains_key(&(w.file.clone(), w.req.owner.clone())))
@@ -57,11 +60,15 @@ impl LockManager {
         {
             let mut t = self.lock_table();
             for (k, file) in opened {
-                if t.held.len() < self.limits.max_files {
-                    t.held.entry(k).or_insert(Held {
-                        file,
-                        ranges: Ranges::default(),
-                    });
+                t.maybe_idle = true;
+                if t.held.len() < self.limits.max_files && !t.held.contains_key(&k) {
+                    t.insert_held(
+                        k,
+                        Held {
+                            file,
+                            ranges: Ranges::default(),
+                        },
+                    );
                 }
             }
             let waiters = std::mem::take(&mut t.waiters);
@@ -92,8 +99,16 @@ impl LockManager {
                 .iter()
                 .map(|w| (w.file.clone(), w.req.owner.clone()))
                 .collect();
-            t.held
-                .retain(|k, h| !h.ranges.is_empty() || waiting.contains(k));
+            let idle: Vec<_> = t
+                .held
+                .iter()
+                .filter(|(k, h)| h.ranges.is_empty() && !waiting.contains(k))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in idle {
+                t.remove_held(&k);
+            }
+            t.maybe_idle = false;
         }
         for g in granted {
             g();
