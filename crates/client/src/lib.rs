@@ -67,6 +67,7 @@ pub mod nlm;
 pub mod nsm;
 pub mod portmap;
 pub mod record;
+mod typed;
 
 pub use auth::Auth;
 pub use client::{Client, MAX_CONNECTIONS};

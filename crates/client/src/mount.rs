@@ -2,13 +2,8 @@
 //!
 //! The wire types are `rnfsd_proto::mount`'s, re-exported here.
 
-use std::net::SocketAddr;
+use crate::typed::typed_client;
 
-use rnfsd_xdr::Xdr;
-
-use crate::auth::Auth;
-use crate::client::Client;
-use crate::conn::ClientConfig;
 use crate::error::ClientError;
 
 pub use rnfsd_proto::mount::*;
@@ -22,34 +17,14 @@ pub struct MountOk {
     pub auth_flavors: Vec<u32>,
 }
 
-/// MOUNT v3 calls over a [`Client`].
-#[derive(Clone, Debug)]
-pub struct MountClient {
-    client: Client,
-}
+typed_client!(
+    /// MOUNT v3 calls over a [`Client`].
+    MountClient,
+    PROGRAM,
+    VERSION
+);
 
 impl MountClient {
-    pub fn new(client: Client) -> Self {
-        MountClient { client }
-    }
-
-    pub async fn connect(addr: SocketAddr, cfg: &ClientConfig) -> Result<Self, ClientError> {
-        Ok(Self::new(Client::connect(addr, cfg).await?))
-    }
-
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
-    /// The same connections, calling with `auth`.
-    pub fn with_auth(&self, auth: Auth) -> Self {
-        Self::new(self.client.with_auth(auth))
-    }
-
-    async fn call<A: Xdr, R: Xdr>(&self, proc_: u32, args: &A) -> Result<R, ClientError> {
-        self.client.call(PROGRAM, VERSION, proc_, args).await
-    }
-
     /// MOUNTPROC3_NULL.
     pub async fn null(&self) -> Result<(), ClientError> {
         self.call(PROC_NULL, &()).await

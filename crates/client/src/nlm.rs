@@ -6,45 +6,22 @@
 //! [`Client::send`]: their answer, if any, arrives as a separate call to
 //! the sender's own NLM service (XNFS ch. 10), which this client does not run.
 
-use std::net::SocketAddr;
+use crate::typed::typed_client;
 
 use rnfsd_xdr::Xdr;
 
-use crate::auth::Auth;
-use crate::client::Client;
-use crate::conn::ClientConfig;
 use crate::error::ClientError;
 
 pub use rnfsd_proto::nlm::*;
 
-/// NLM v4 calls over a [`Client`].
-#[derive(Clone, Debug)]
-pub struct NlmClient {
-    client: Client,
-}
+typed_client!(
+    /// NLM v4 calls over a [`Client`].
+    NlmClient,
+    PROGRAM,
+    VERSION4
+);
 
 impl NlmClient {
-    pub fn new(client: Client) -> Self {
-        NlmClient { client }
-    }
-
-    pub async fn connect(addr: SocketAddr, cfg: &ClientConfig) -> Result<Self, ClientError> {
-        Ok(Self::new(Client::connect(addr, cfg).await?))
-    }
-
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
-    /// The same connections, calling with `auth`.
-    pub fn with_auth(&self, auth: Auth) -> Self {
-        Self::new(self.client.with_auth(auth))
-    }
-
-    async fn call<A: Xdr, R: Xdr>(&self, proc_: u32, args: &A) -> Result<R, ClientError> {
-        self.client.call(PROGRAM, VERSION4, proc_, args).await
-    }
-
     async fn send<A: Xdr>(&self, proc_: u32, args: &A) -> Result<(), ClientError> {
         self.client.send(PROGRAM, VERSION4, proc_, args).await
     }

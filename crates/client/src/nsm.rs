@@ -3,45 +3,20 @@
 //!
 //! The wire types are `rnfsd_proto::nsm`'s, re-exported here.
 
-use std::net::SocketAddr;
+use crate::typed::typed_client;
 
-use rnfsd_xdr::Xdr;
-
-use crate::auth::Auth;
-use crate::client::Client;
-use crate::conn::ClientConfig;
 use crate::error::ClientError;
 
 pub use rnfsd_proto::nsm::*;
 
-/// NSM v1 calls over a [`Client`].
-#[derive(Clone, Debug)]
-pub struct NsmClient {
-    client: Client,
-}
+typed_client!(
+    /// NSM v1 calls over a [`Client`].
+    NsmClient,
+    PROGRAM,
+    VERSION
+);
 
 impl NsmClient {
-    pub fn new(client: Client) -> Self {
-        NsmClient { client }
-    }
-
-    pub async fn connect(addr: SocketAddr, cfg: &ClientConfig) -> Result<Self, ClientError> {
-        Ok(Self::new(Client::connect(addr, cfg).await?))
-    }
-
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
-    /// The same connections, calling with `auth`.
-    pub fn with_auth(&self, auth: Auth) -> Self {
-        Self::new(self.client.with_auth(auth))
-    }
-
-    async fn call<A: Xdr, R: Xdr>(&self, proc_: u32, args: &A) -> Result<R, ClientError> {
-        self.client.call(PROGRAM, VERSION, proc_, args).await
-    }
-
     /// SM_NULL.
     pub async fn null(&self) -> Result<(), ClientError> {
         self.call(PROC_NULL, &()).await

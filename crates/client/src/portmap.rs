@@ -3,47 +3,25 @@
 //!
 //! The wire types are `rnfsd_proto::portmap`'s, re-exported here.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use crate::typed::typed_client;
+use std::net::Ipv4Addr;
 
-use rnfsd_xdr::Xdr;
-
-use crate::auth::Auth;
-use crate::client::Client;
 use crate::conn::ClientConfig;
 use crate::error::ClientError;
 
 pub use rnfsd_proto::portmap::*;
 
-/// Portmapper v2 calls over a [`Client`].
-#[derive(Clone, Debug)]
-pub struct PortmapClient {
-    client: Client,
-}
+typed_client!(
+    /// Portmapper v2 calls over a [`Client`].
+    PortmapClient,
+    PROGRAM,
+    PMAP_VERSION
+);
 
 impl PortmapClient {
-    pub fn new(client: Client) -> Self {
-        PortmapClient { client }
-    }
-
-    pub async fn connect(addr: SocketAddr, cfg: &ClientConfig) -> Result<Self, ClientError> {
-        Ok(Self::new(Client::connect(addr, cfg).await?))
-    }
-
     /// Connect to the portmapper at 127.0.0.1:111.
     pub async fn connect_local(cfg: &ClientConfig) -> Result<Self, ClientError> {
         Self::connect((Ipv4Addr::LOCALHOST, PMAP_PORT).into(), cfg).await
-    }
-
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
-    pub fn with_auth(&self, auth: Auth) -> Self {
-        Self::new(self.client.with_auth(auth))
-    }
-
-    async fn call<A: Xdr, R: Xdr>(&self, proc_: u32, args: &A) -> Result<R, ClientError> {
-        self.client.call(PROGRAM, PMAP_VERSION, proc_, args).await
     }
 
     /// PMAPPROC_NULL.
