@@ -219,12 +219,7 @@ impl Inner {
             guard.armed = false;
             r.unwrap_or_else(|_| Err(self.shared.closed_error()))
         };
-        match timeout {
-            Some(t) => tokio::time::timeout(t, fut)
-                .await
-                .unwrap_or(Err(ClientError::Timeout)),
-            None => fut.await,
-        }
+        within(timeout, fut).await
     }
 }
 
@@ -257,12 +252,20 @@ impl Inner {
                 .await
                 .map_err(|_| self.shared.closed_error())
         };
-        match timeout {
-            Some(t) => tokio::time::timeout(t, fut)
-                .await
-                .unwrap_or(Err(ClientError::Timeout)),
-            None => fut.await,
-        }
+        within(timeout, fut).await
+    }
+}
+
+/// `fut`, failed with [`ClientError::Timeout`] past `timeout` (if any).
+async fn within<T>(
+    timeout: Option<Duration>,
+    fut: impl std::future::Future<Output = Result<T, ClientError>>,
+) -> Result<T, ClientError> {
+    match timeout {
+        Some(t) => tokio::time::timeout(t, fut)
+            .await
+            .unwrap_or(Err(ClientError::Timeout)),
+        None => fut.await,
     }
 }
 

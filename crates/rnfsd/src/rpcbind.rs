@@ -303,13 +303,7 @@ mod tests {
 
         // PMAP v2: protocol 17; one UNSET for the version (it ignores the
         // protocol), so the UDP SET does not undo the TCP one.
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let a = l.local_addr().unwrap();
-        let (tx, rx) = mpsc::channel();
-        let t = std::thread::spawn(move || {
-            let (s, _) = l.accept().unwrap();
-            serve(s, Some(true), tx);
-        });
+        let (a, rx, t) = pmap_v2_server();
         let r = register(&[Endpoint::Tcp(a)], &nlm_regs()).unwrap();
         t.join().unwrap();
         let calls: Vec<_> = rx.try_iter().collect();
@@ -354,8 +348,13 @@ mod tests {
         assert_eq!(calls.iter().map(|c| c.1).collect::<Vec<_>>(), [2, 2, 2]);
     }
 
-    #[test]
-    fn registers_over_tcp_with_pmap_v2() {
+    /// A PMAP v2 port mapper on a free port that accepts one connection,
+    /// answers every call `true` and reports (version, procedure, args).
+    fn pmap_v2_server() -> (
+        std::net::SocketAddr,
+        mpsc::Receiver<(u32, u32, Vec<u8>)>,
+        std::thread::JoinHandle<()>,
+    ) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let a = l.local_addr().unwrap();
         let (tx, rx) = mpsc::channel();
@@ -363,6 +362,12 @@ mod tests {
             let (s, _) = l.accept().unwrap();
             serve(s, Some(true), tx);
         });
+        (a, rx, t)
+    }
+
+    #[test]
+    fn registers_over_tcp_with_pmap_v2() {
+        let (a, rx, t) = pmap_v2_server();
         let r = register(&[Endpoint::Tcp(a)], &regs()).unwrap();
         t.join().unwrap();
         let calls: Vec<_> = rx.try_iter().collect();
