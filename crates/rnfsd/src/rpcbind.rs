@@ -348,13 +348,12 @@ mod tests {
         assert_eq!(calls.iter().map(|c| c.1).collect::<Vec<_>>(), [2, 2, 2]);
     }
 
+    /// The calls a test port mapper saw: (version, procedure, args).
+    type Calls = mpsc::Receiver<(u32, u32, Vec<u8>)>;
+
     /// A PMAP v2 port mapper on a free port that accepts one connection,
     /// answers every call `true` and reports (version, procedure, args).
-    fn pmap_v2_server() -> (
-        std::net::SocketAddr,
-        mpsc::Receiver<(u32, u32, Vec<u8>)>,
-        std::thread::JoinHandle<()>,
-    ) {
+    fn pmap_v2_server() -> (std::net::SocketAddr, Calls, std::thread::JoinHandle<()>) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let a = l.local_addr().unwrap();
         let (tx, rx) = mpsc::channel();
