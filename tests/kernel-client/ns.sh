@@ -75,7 +75,10 @@ start_server() {
     # guestfwd socat, from ordinary ports, whatever port its client bound.
     # --portmap: port 111 of this namespace's loopback, for the guest's
     # lockd (NLM is served on the NFS port).
-    "$RNFSD_BIN" serve "$EXPORT" --listen "127.0.0.1:$NFS_PORT" --insecure \
+    # A short grace period after a restart (locks.sh's reclaim check waits
+    # it out): KC_GRACE seconds, default 15.
+    printf '[server]\nnlm_grace_secs = %s\n' "${KC_GRACE:-15}" >"$RUN/rnfsd.toml"
+    "$RNFSD_BIN" serve "$EXPORT" --config "$RUN/rnfsd.toml" --listen "127.0.0.1:$NFS_PORT" --insecure \
         --state-dir "$RUN/state" --no-rpcbind --portmap --no-root-squash --port-file "$RUN/port" \
         >>"$RUN/server.log" 2>&1 &
     SRV_PID=$!
@@ -185,10 +188,16 @@ while kill -0 "$QEMU_PID" 2>/dev/null; do
             # restart KILL|TERM [lose=RELPATH]: same port, state dir and
             # export. lose= truncates that file while the server is down: the
             # uncommitted (UNSTABLE) writes a real crash may lose (RFC 1813
-            # 3.3.7, 3.3.21); the client must send them again.
+            # 3.3.7, 3.3.21); the client must send them again. The answer
+            # ends with rnfsd's new NSM state number (STATE_DIR/nlm/state)
+            # when there is one: "ok pid PID [state N]".
             stop_server "${arg:-KILL}"
             case ${opt:-} in lose=*) truncate -s 0 "$EXPORT/${opt#lose=}" ;; esac
-            if start_server; then answer "$id" "ok pid $SRV_PID"; else answer "$id" "error server did not restart"; fi
+            if start_server; then
+                nsm=
+                [ -s "$RUN/state/nlm/state" ] && nsm=" state $(cat "$RUN/state/nlm/state")"
+                answer "$id" "ok pid $SRV_PID$nsm"
+            else answer "$id" "error server did not restart"; fi
             ;;
         lockhold)
             # lockhold RELPATH SECS: a local process holds a whole-file write

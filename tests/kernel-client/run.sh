@@ -218,6 +218,7 @@ fi
     echo "MNT_PORT=$MNT_PORT"
     echo "EXPORT=$EXPORT"
     echo "SERVER_KIND=$SERVER"
+    echo "GRACE_SECS=${KC_GRACE:-15}" # rnfsd's nlm_grace_secs (ns.sh)
     echo "PJD_PATTERNS='${PJD_PATTERNS:-}'"
     echo "TAR_FILES=${TAR_FILES:-5000}"
     echo "FSX_OPS=${FSX_OPS:-10000}"

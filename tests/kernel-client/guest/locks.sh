@@ -265,6 +265,74 @@ t_sqlite() {
         "guest|$SQL_N|$SQL_N host|$SQL_N|$SQL_N "
 }
 
+# sm_notify MON_NAME STATE: SM_NOTIFY (NSM 100024 v1 proc 6, AUTH_NULL,
+# over UDP) to this guest's own statd, as the host MON_NAME would send it
+# after a reboot; waits for the (void) reply, 3 tries of 2 s.
+sm_notify() {
+    local port
+    port=$(rpcinfo -p 127.0.0.1 | awk '$1 == 100024 && $3 == "udp" { print $4; exit }')
+    [ -n "$port" ] || { echo "statd has no UDP port"; return 1; }
+    /usr/bin/python3 - "$port" "$1" "$2" <<'PY'
+import os, socket, struct, sys
+port, name, state = int(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3])
+xid = struct.unpack(">I", os.urandom(4))[0]
+pad = name + b"\0" * (-len(name) % 4)
+msg = struct.pack(">IIIIII", xid, 0, 2, 100024, 1, 6) + struct.pack(">IIII", 0, 0, 0, 0) \
+    + struct.pack(">I", len(name)) + pad + struct.pack(">i", state)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(2)
+for _ in range(3):
+    s.sendto(msg, ("127.0.0.1", port))
+    try:
+        r = s.recv(512)
+    except socket.timeout:
+        continue
+    rxid, mtype, stat = struct.unpack(">III", r[:12])
+    # accepted (0), verifier (flavor, empty body), accept_stat 0 (SUCCESS)
+    if rxid == xid and mtype == 1 and stat == 0 and struct.unpack(">I", r[20:24])[0] == 0:
+        sys.exit(0)
+    sys.exit(f"statd answered {r.hex()}")
+sys.exit("statd did not answer SM_NOTIFY")
+PY
+}
+
+t_reclaim_after_restart() {
+    # A guest process holds a lock; the server restarts (same state dir);
+    # the guest's statd hears of it (SM_NOTIFY naming the server's address
+    # as this guest mounted it, sent from inside the guest: passt makes
+    # every guest connection come from 127.0.0.1, so the server's own
+    # notice cannot reach this statd) and the guest's lockd reclaims the
+    # lock within the server's grace period (GRACE_SECS).
+    local ans state t0 t1 i got
+    : >$D/reclaim
+    hold r $D/reclaim 0 0 ex
+    eq "host probe before the restart" "$(host_request lockprobe locks/reclaim)" "ok held"
+    ans=$(host_request restart TERM)
+    t0=$(date +%s)
+    state=$(echo "$ans" | awk '$4 == "state" { print $5 }')
+    [ -n "$state" ] || { echo "no NSM state in the restart answer: $ans"; exit 1; }
+    # The server forgot the lock (a host process may take it meanwhile).
+    eq "host probe after the restart" "$(host_request lockprobe locks/reclaim)" "ok free"
+    sm_notify "$SERVER_IP" "$state"
+    for ((i = 0; i < GRACE_SECS * 2; i++)); do
+        got=$(host_request lockprobe locks/reclaim)
+        [ "$got" = "ok held" ] && break
+        sleep 0.5
+    done
+    t1=$(date +%s)
+    eq "host probe after the reboot notice" "$got" "ok held"
+    [ $((t1 - t0)) -lt "$GRACE_SECS" ] || { echo "reclaimed $((t1 - t0)) s after the restart, grace is $GRACE_SECS s"; exit 1; }
+    echo "INFO locks: lock reclaimed $((t1 - t0)) s after the server restart (state $state)" >>"$RESULTS"
+    alive "$(cat /tmp/hold.r.pid)" || { echo "holder exited: $(cat /tmp/hold.r.log)"; exit 1; }
+    # Release once the grace period is over (UNLOCK is refused during it).
+    while [ $(($(date +%s) - t0)) -le "$GRACE_SECS" ]; do sleep 1; done
+    release r
+    eq "host probe after release" "$(host_request lockprobe locks/reclaim)" "ok free"
+    host_request lockhold locks/reclaim 60 >/dev/null
+    want_try 1 $D/reclaim 0 0 ex
+    host_request lockdrop >/dev/null
+}
+
 start_daemons
 check locks/rpcbind-statd t_daemons
 if [ "$CHECK_RC" -ne 0 ]; then exit 1; fi
@@ -284,6 +352,8 @@ check locks/guest-blocked-until-host-releases t_blocked_then_granted
 check locks/guest-fcntl-seen-by-host t_guest_lock_seen_by_host
 check locks/guest-flock-seen-by-host t_guest_flock_seen_by_host
 check locks/sqlite-guest-and-host t_sqlite
+# rnfsd only: ganesha's restart and grace are its own.
+[ "$SERVER_KIND" = rnfsd ] && check locks/reclaim-after-restart t_reclaim_after_restart
 kill_holders
 check locks/umount umount $M
 exit 0
