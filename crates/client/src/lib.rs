@@ -68,6 +68,7 @@ pub mod nsm;
 pub mod portmap;
 pub mod record;
 mod typed;
+mod udp;
 
 pub use auth::Auth;
 pub use client::{Client, MAX_CONNECTIONS};
@@ -82,3 +83,4 @@ pub use nsm::NsmClient;
 pub use portmap::PortmapClient;
 pub use rnfsd_proto::nfs3;
 pub use rnfsd_proto::rpc::AuthStat;
+pub use udp::UdpClient;

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use common::nfs::*;
 use common::{write_config, TempDir, TestServer};
 use rnfsd_client::nfs3::*;
-use rnfsd_client::NlmClient;
+use rnfsd_client::{Auth, NlmClient, UdpClient};
 use rnfsd_proto::nlm::*;
-use rnfsd_proto::rpc::{AcceptStat, CallHeader, OpaqueAuth, ReplyHeader};
+use rnfsd_proto::rpc::{AcceptStat, CallHeader};
 
 fn lock_of(fh: &NfsFh3, host: &str, svid: i32, offset: u64, len: u64) -> Nlm4Lock {
     Nlm4Lock {
@@ -246,71 +246,74 @@ async fn locks_conflict_release_block_and_free() {
     .await;
 }
 
-/// One call in one datagram; the reply's accept status.
-fn udp_call(port: u16, prog: u32, vers: u32, proc_: u32, args: &[u8]) -> Option<AcceptStat> {
-    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut e = rnfsd_xdr::Enc::new();
-    CallHeader {
-        xid: 0x1234 + proc_,
-        rpcvers: 2,
-        prog,
-        vers,
-        proc_,
-        cred: OpaqueAuth::NONE,
-        verf: OpaqueAuth::NONE,
-    }
-    .encode(&mut e);
-    e.raw(args);
-    sock.send_to(e.as_slice(), ("127.0.0.1", port)).unwrap();
-    let mut buf = [0u8; 65536];
-    let n = sock.recv(&mut buf).ok()?;
-    let mut d = rnfsd_xdr::Dec::new(&buf[..n]);
-    match ReplyHeader::decode(&mut d).ok()? {
-        (_, ReplyHeader::Accepted(s)) => Some(s),
-        _ => None,
-    }
-}
-
-#[test]
-fn nlm_and_nsm_answer_over_udp_and_tcp() {
+#[tokio::test(flavor = "multi_thread")]
+async fn nlm_and_nsm_answer_over_udp_and_tcp() {
     let dir = TempDir::new("nlm-udp");
     let srv = TestServer::start_with(dir.path(), &["--no-rpcbind"]);
-    let port = srv.port();
-    // NULL of every version, over UDP on the NFS port.
-    for (prog, vers) in [(100021, 1), (100021, 3), (100021, 4), (100024, 1)] {
-        assert_eq!(
-            udp_call(port, prog, vers, 0, &[]),
-            Some(AcceptStat::Success),
-            "program {prog} v{vers} over UDP"
-        );
-    }
-    // SM_STAT tells our state (odd: up); NFS itself is not served on UDP.
-    assert_eq!(
-        udp_call(
-            port,
-            100024,
-            1,
-            1,
-            &rnfsd_xdr::to_vec(&rnfsd_proto::nsm::SmName::default())
-        ),
-        Some(AcceptStat::Success)
-    );
-    assert_eq!(
-        udp_call(port, 100003, 3, 0, &[]),
-        Some(AcceptStat::ProgUnavail)
-    );
-    // Over TCP: NSM's SM_STAT through our client.
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(bounded(async {
-        let c = connect(&srv).await;
-        let r: rnfsd_proto::nsm::SmStatRes = c
+    bounded(async {
+        let s = mount(&srv).await;
+        let (f, _) = create_file(&s.nfs, &s.root, "u").await;
+        // Over UDP on the NFS port, through our UDP client.
+        let udp = UdpClient::connect(srv.addr, Auth::unix(0, 0), Duration::from_secs(10))
+            .await
+            .expect("UDP socket");
+        for (prog, vers) in [(100021, 1), (100021, 3), (100021, 4), (100024, 1)] {
+            let () = udp
+                .call(prog, vers, 0, &())
+                .await
+                .unwrap_or_else(|e| panic!("NULL of {prog} v{vers} over UDP: {e}"));
+        }
+        let a = lock_of(&f, "127.0.0.1", 1, 0, 0);
+        let r: Nlm4Res = udp
+            .call(
+                PROGRAM,
+                VERSION4,
+                PROC_LOCK,
+                &lock_args(&a, true, false, false),
+            )
+            .await
+            .expect("LOCK over UDP");
+        assert_eq!(r.stat, Nlm4Stats::Granted);
+        // Seen over TCP: another owner is refused, then free after the
+        // UDP UNLOCK.
+        let nlm = NlmClient::new(s.client.clone());
+        let b = lock_of(&f, "hostb", 2, 10, 1);
+        assert_eq!(lock(&nlm, &b, true, false).await, Nlm4Stats::Denied);
+        let r: Nlm4Res = udp
+            .call(
+                PROGRAM,
+                VERSION4,
+                PROC_UNLOCK,
+                &Nlm4UnlockArgs {
+                    cookie: NetObj(b"u".to_vec()),
+                    alock: a,
+                },
+            )
+            .await
+            .expect("UNLOCK over UDP");
+        assert_eq!(r.stat, Nlm4Stats::Granted);
+        assert_eq!(lock(&nlm, &b, true, false).await, Nlm4Stats::Granted);
+        // NSM over UDP (statd's AUTH_NONE) and TCP: our state, odd (up).
+        let anon = UdpClient::connect(srv.addr, Auth::none(), Duration::from_secs(10))
+            .await
+            .expect("UDP socket");
+        let st: rnfsd_proto::nsm::SmStatRes = anon
+            .call(100024, 1, 1, &rnfsd_proto::nsm::SmName::default())
+            .await
+            .expect("SM_STAT over UDP");
+        assert_eq!(st.res_stat, rnfsd_proto::nsm::SmRes::StatSucc);
+        assert_eq!(st.state % 2, 1, "odd while up");
+        let r: rnfsd_proto::nsm::SmStatRes = s
+            .client
             .call(100024, 1, 1, &rnfsd_proto::nsm::SmName::default())
             .await
             .expect("SM_STAT over TCP");
-        assert_eq!(r.res_stat, rnfsd_proto::nsm::SmRes::StatSucc);
-        assert_eq!(r.state % 2, 1, "odd while up");
-    }));
+        assert_eq!(r.state, st.state);
+        // NFS itself is not served on UDP.
+        let e = udp.call::<(), ()>(100003, 3, 0, &()).await.unwrap_err();
+        assert!(matches!(e, rnfsd_client::ClientError::ProgUnavail), "{e}");
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -402,7 +405,7 @@ fn serve_one(l: &std::net::TcpListener, result: &[u8]) -> (u32, u32, u32, Vec<u8
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn lock_msg_answers_through_the_callers_lock_res() {
+async fn msg_calls_answer_through_the_callers_res_procedures() {
     // SAFETY: geteuid cannot fail.
     let why = (unsafe { libc::geteuid() } != 0)
         .then(|| "needs root to play the client's port mapper on port 111".to_owned());
@@ -423,14 +426,20 @@ async fn lock_msg_answers_through_the_callers_lock_res() {
     };
     let nlm_l = std::net::TcpListener::bind("127.0.0.9:0").unwrap();
     let nlm_port = nlm_l.local_addr().unwrap().port();
+    // One answer in version 4 (LOCK_MSG), then one in version 1
+    // (UNLOCK_MSG): each found through the port mapper in its version.
     let fake = std::thread::spawn(move || {
-        let (prog, vers, proc_, args) = serve_one(&pm, &u32::from(nlm_port).to_be_bytes());
-        assert_eq!((prog, vers, proc_), (100000, 2, 3), "PMAP GETPORT");
-        let m: rnfsd_proto::portmap::Mapping = rnfsd_xdr::from_slice(&args).unwrap();
-        assert_eq!((m.prog, m.vers), (100021, 4));
-        let (prog, vers, proc_, args) = serve_one(&nlm_l, &[]);
-        assert_eq!((prog, vers, proc_), (100021, 4, PROC_LOCK_RES));
-        rnfsd_xdr::from_slice::<Nlm4Res>(&args).unwrap()
+        let mut answers = Vec::new();
+        for (want_vers, want_proc) in [(4, PROC_LOCK_RES), (1, PROC_UNLOCK_RES)] {
+            let (prog, vers, proc_, args) = serve_one(&pm, &u32::from(nlm_port).to_be_bytes());
+            assert_eq!((prog, vers, proc_), (100000, 2, 3), "PMAP GETPORT");
+            let m: rnfsd_proto::portmap::Mapping = rnfsd_xdr::from_slice(&args).unwrap();
+            assert_eq!((m.prog, m.vers), (100021, want_vers));
+            let (prog, vers, proc_, args) = serve_one(&nlm_l, &[]);
+            assert_eq!((prog, vers, proc_), (100021, want_vers, want_proc));
+            answers.push(args);
+        }
+        answers
     });
     let dir = TempDir::new("nlm-msg");
     let srv = TestServer::start_with(dir.path(), &["--no-rpcbind"]);
@@ -443,15 +452,41 @@ async fn lock_msg_answers_through_the_callers_lock_res() {
         nlm.lock_msg(&lock_args(&l, true, false, false))
             .await
             .expect("LOCK_MSG");
+        // Version 1: 32-bit range, the same lock, answered as UNLOCK_RES v1.
+        let v1 = NlmUnlockArgs {
+            cookie: NetObj(b"v1".to_vec()),
+            alock: NlmLock {
+                caller_name: l.caller_name.clone(),
+                fh: l.fh.clone(),
+                oh: l.oh.clone(),
+                svid: l.svid,
+                l_offset: 0,
+                l_len: 10,
+            },
+        };
         // The connection stays open until the answer came back (a closed
         // connection's queued calls are dropped, as its replies would be).
-        let res = tokio::task::spawn_blocking(move || fake.join().expect("fake client"))
+        let fake = tokio::task::spawn_blocking(move || fake.join().expect("fake client"));
+        // The second call only once the first answer is on its way, so the
+        // fake sees them in order.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        nlm.client()
+            .send(PROGRAM, VERSION1, PROC_UNLOCK_MSG, &v1)
             .await
-            .unwrap();
+            .expect("UNLOCK_MSG v1");
+        let res = fake.await.unwrap();
         drop(nlm);
         res
     })
     .await;
-    assert_eq!(res.stat, Nlm4Stats::Granted);
-    assert_eq!(res.cookie.0, b"c");
+    let lock_res: Nlm4Res = rnfsd_xdr::from_slice(&res[0]).unwrap();
+    assert_eq!(
+        (lock_res.stat, &lock_res.cookie.0[..]),
+        (Nlm4Stats::Granted, &b"c"[..])
+    );
+    let unlock_res: NlmRes = rnfsd_xdr::from_slice(&res[1]).unwrap();
+    assert_eq!(
+        (unlock_res.stat, &unlock_res.cookie.0[..]),
+        (NlmStats::Granted, &b"v1"[..])
+    );
 }

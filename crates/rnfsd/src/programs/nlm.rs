@@ -263,8 +263,7 @@ fn unshare1(ctx: &CallCtx<'_>, a: NlmShareArgs) -> Result<NlmShareRes, ProcError
 }
 
 /// Procedures a server does not serve: the *_RES answers (we send no
-/// *_MSG), NM_LOCK, and the *_MSG calls of versions 1 and 3 (the lock
-/// daemons that use them speak version 4 to an NFSv3 server).
+/// *_MSG) and NM_LOCK.
 fn unavailable(_: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
     Err(ProcError::ProcUnavail)
 }
@@ -274,6 +273,7 @@ fn unavailable(_: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
 /// as the caller's own *_RES procedure, in the background.
 fn answer_async<R: rnfsd_xdr::Xdr>(
     ctx: &CallCtx<'_>,
+    vers: u32,
     proc_: u32,
     res: &R,
 ) -> Result<(), ProcError> {
@@ -281,14 +281,8 @@ fn answer_async<R: rnfsd_xdr::Xdr>(
     let spawned = std::thread::Builder::new()
         .name("rnfsd-nlm-res".into())
         .spawn(move || {
-            let r = crate::outcall::call_registered(
-                ip,
-                PROGRAM,
-                VERSION4,
-                proc_,
-                &body,
-                CALLBACK_TIMEOUT,
-            );
+            let r =
+                crate::outcall::call_registered(ip, PROGRAM, vers, proc_, &body, CALLBACK_TIMEOUT);
             if let Err(e) = r {
                 tracing::debug!(client = %ip, proc_, "NLM *_RES not delivered: {e}");
             }
@@ -299,26 +293,74 @@ fn answer_async<R: rnfsd_xdr::Xdr>(
     Ok(())
 }
 
-fn test_msg4(ctx: &CallCtx<'_>, a: Nlm4TestArgs) -> Result<(), ProcError> {
-    let r = test4(ctx, a)?;
-    answer_async(ctx, PROC_TEST_RES, &r)
+/// An asynchronous call of version `$vers`: the synchronous handler, its
+/// result sent back as procedure `$res`.
+macro_rules! msg_call {
+    ($name:ident, $vers:expr, $args:ty, $sync:ident, $res:expr) => {
+        fn $name(ctx: &CallCtx<'_>, a: $args) -> Result<(), ProcError> {
+            let r = $sync(ctx, a)?;
+            answer_async(ctx, $vers, $res, &r)
+        }
+    };
 }
-fn lock_msg4(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Result<(), ProcError> {
-    let r = lock4(ctx, a)?;
-    answer_async(ctx, PROC_LOCK_RES, &r)
-}
-fn cancel_msg4(ctx: &CallCtx<'_>, a: Nlm4CancArgs) -> Result<(), ProcError> {
-    let r = cancel4(ctx, a)?;
-    answer_async(ctx, PROC_CANCEL_RES, &r)
-}
-fn unlock_msg4(ctx: &CallCtx<'_>, a: Nlm4UnlockArgs) -> Result<(), ProcError> {
-    let r = unlock4(ctx, a)?;
-    answer_async(ctx, PROC_UNLOCK_RES, &r)
-}
-fn granted_msg4(ctx: &CallCtx<'_>, a: Nlm4TestArgs) -> Result<(), ProcError> {
-    let r = granted4(ctx, a)?;
-    answer_async(ctx, PROC_GRANTED_RES, &r)
-}
+
+msg_call!(test_msg4, VERSION4, Nlm4TestArgs, test4, PROC_TEST_RES);
+msg_call!(lock_msg4, VERSION4, Nlm4LockArgs, lock4, PROC_LOCK_RES);
+msg_call!(
+    cancel_msg4,
+    VERSION4,
+    Nlm4CancArgs,
+    cancel4,
+    PROC_CANCEL_RES
+);
+msg_call!(
+    unlock_msg4,
+    VERSION4,
+    Nlm4UnlockArgs,
+    unlock4,
+    PROC_UNLOCK_RES
+);
+msg_call!(
+    granted_msg4,
+    VERSION4,
+    Nlm4TestArgs,
+    granted4,
+    PROC_GRANTED_RES
+);
+msg_call!(test_msg1, VERSION1, NlmTestArgs, test1, PROC_TEST_RES);
+msg_call!(lock_msg1, VERSION1, NlmLockArgs, lock1, PROC_LOCK_RES);
+msg_call!(cancel_msg1, VERSION1, NlmCancArgs, cancel1, PROC_CANCEL_RES);
+msg_call!(
+    unlock_msg1,
+    VERSION1,
+    NlmUnlockArgs,
+    unlock1,
+    PROC_UNLOCK_RES
+);
+msg_call!(
+    granted_msg1,
+    VERSION1,
+    NlmTestArgs,
+    granted1,
+    PROC_GRANTED_RES
+);
+msg_call!(test_msg3, VERSION3, NlmTestArgs, test1, PROC_TEST_RES);
+msg_call!(lock_msg3, VERSION3, NlmLockArgs, lock1, PROC_LOCK_RES);
+msg_call!(cancel_msg3, VERSION3, NlmCancArgs, cancel1, PROC_CANCEL_RES);
+msg_call!(
+    unlock_msg3,
+    VERSION3,
+    NlmUnlockArgs,
+    unlock1,
+    PROC_UNLOCK_RES
+);
+msg_call!(
+    granted_msg3,
+    VERSION3,
+    NlmTestArgs,
+    granted1,
+    PROC_GRANTED_RES
+);
 
 const NETOBJ: usize = 4 + MAXNETOBJ_SZ;
 const RES: usize = NETOBJ + 4;
@@ -381,9 +423,10 @@ static V4_PROCS: &[crate::rpc::Proc] = &[
     proc_entry!("FREE_ALL", Nlm4Notify, free_all, CacheClass::None, 0),
 ];
 
-/// Versions 1 and 3 share procedures 0-15; version 3 adds 20-23.
+/// Versions 1 and 3 share procedures 0-15 (their *_MSG handlers answer
+/// in their own version); version 3 adds 20-23.
 macro_rules! v1_table {
-    ($($extra:expr),* $(,)?) => {
+    ($t:ident, $l:ident, $c:ident, $u:ident, $g:ident; $($extra:expr),* $(,)?) => {
         &[
             proc_entry!("NULL", (), null, CacheClass::None, 0),
             proc_entry!("TEST", NlmTestArgs, test1, CacheClass::None, TEST_RES),
@@ -391,11 +434,11 @@ macro_rules! v1_table {
             proc_entry!("CANCEL", NlmCancArgs, cancel1, CacheClass::Reply, RES),
             proc_entry!("UNLOCK", NlmUnlockArgs, unlock1, CacheClass::Reply, RES),
             proc_entry!("GRANTED", NlmTestArgs, granted1, CacheClass::None, RES),
-            unavailable_row!("TEST_MSG"),
-            unavailable_row!("LOCK_MSG"),
-            unavailable_row!("CANCEL_MSG"),
-            unavailable_row!("UNLOCK_MSG"),
-            unavailable_row!("GRANTED_MSG"),
+            proc_entry!("TEST_MSG", NlmTestArgs, $t, CacheClass::None, 0),
+            proc_entry!("LOCK_MSG", NlmLockArgs, $l, CacheClass::Reply, 0),
+            proc_entry!("CANCEL_MSG", NlmCancArgs, $c, CacheClass::Reply, 0),
+            proc_entry!("UNLOCK_MSG", NlmUnlockArgs, $u, CacheClass::Reply, 0),
+            proc_entry!("GRANTED_MSG", NlmTestArgs, $g, CacheClass::None, 0),
             unavailable_row!("TEST_RES"),
             unavailable_row!("LOCK_RES"),
             unavailable_row!("CANCEL_RES"),
@@ -406,9 +449,11 @@ macro_rules! v1_table {
     };
 }
 
-static V1_PROCS: &[crate::rpc::Proc] = v1_table!();
+static V1_PROCS: &[crate::rpc::Proc] =
+    v1_table!(test_msg1, lock_msg1, cancel_msg1, unlock_msg1, granted_msg1;);
 
 static V3_PROCS: &[crate::rpc::Proc] = v1_table!(
+    test_msg3, lock_msg3, cancel_msg3, unlock_msg3, granted_msg3;
     unavailable_row!("16"),
     unavailable_row!("17"),
     unavailable_row!("18"),
