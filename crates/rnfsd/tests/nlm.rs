@@ -490,3 +490,58 @@ async fn msg_calls_answer_through_the_callers_res_procedures() {
         (NlmStats::Granted, &b"v1"[..])
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restart_tells_the_hosts_that_held_locks() {
+    // SAFETY: geteuid cannot fail.
+    let why = (unsafe { libc::geteuid() } != 0)
+        .then(|| "needs root to play the client's port mapper on port 111".to_owned());
+    if common::skip("NSM SM_NOTIFY at restart", why) {
+        return;
+    }
+    let pm = match std::net::TcpListener::bind("127.0.0.10:111") {
+        Ok(l) => l,
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            eprintln!("SKIP SM_NOTIFY at restart: port 111 is taken on 127.0.0.10: {e}");
+            return;
+        }
+        Err(e) => panic!("bind 127.0.0.10:111: {e}"),
+    };
+    let dir = TempDir::new("nsm-notify");
+    let mut srv = TestServer::start_with(dir.path(), &["--no-rpcbind"]);
+    // A client at 127.0.0.10 takes a lock: the server remembers the host.
+    bounded(async {
+        let s = mount(&srv).await;
+        let (f, _) = create_file(&s.nfs, &s.root, "n").await;
+        let nlm = NlmClient::new(client_from(&srv, "127.0.0.10").await);
+        let l = lock_of(&f, "client10", 1, 0, 1);
+        assert_eq!(lock(&nlm, &l, true, false).await, Nlm4Stats::Granted);
+    })
+    .await;
+    let state_before: i32 = std::fs::read_to_string(srv.state.path().join("nlm/state"))
+        .expect("NSM state kept")
+        .trim()
+        .parse()
+        .unwrap();
+    // Its status monitor: our fake, at a port its port mapper gives.
+    let statd = std::net::TcpListener::bind("127.0.0.10:0").unwrap();
+    let statd_port = statd.local_addr().unwrap().port();
+    let fake = std::thread::spawn(move || {
+        let (prog, vers, proc_, args) = serve_one(&pm, &u32::from(statd_port).to_be_bytes());
+        assert_eq!((prog, vers, proc_), (100000, 2, 3), "PMAP GETPORT");
+        let m: rnfsd_proto::portmap::Mapping = rnfsd_xdr::from_slice(&args).unwrap();
+        assert_eq!((m.prog, m.vers), (100024, 1));
+        let (prog, vers, proc_, args) = serve_one(&statd, &[]);
+        assert_eq!((prog, vers, proc_), (100024, 1, 6), "SM_NOTIFY");
+        rnfsd_xdr::from_slice::<rnfsd_proto::nsm::StatChge>(&args).unwrap()
+    });
+    srv.restart();
+    let notice = tokio::task::spawn_blocking(move || fake.join().expect("fake statd"))
+        .await
+        .unwrap();
+    assert_eq!(notice.state, state_before + 2, "the new state, odd: up");
+    assert_eq!(
+        notice.mon_name.0, b"127.0.0.1",
+        "named as the client called us"
+    );
+}
