@@ -28,8 +28,9 @@ fi
 t0=$SECONDS
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 mkdir -p "$target"
-# Not under /tmp: the emulated PrivateTmp hides it from the server.
-work=$(mktemp -d "$target/package-test.XXXXXX")
+# Under /var/lib, not the checkout: the emulated PrivateTmp hides /tmp and
+# /var/tmp from the server, and a checkout may live there (CI's may).
+work=$(mktemp -d /var/lib/rnfsd-package-test.XXXXXX)
 server_pid=""
 installed=""
 state_made=""
