@@ -404,25 +404,32 @@ fn serve_one(l: &std::net::TcpListener, result: &[u8]) -> (u32, u32, u32, Vec<u8
     (h.prog, h.vers, h.proc_, args)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn msg_calls_answer_through_the_callers_res_procedures() {
+/// A listener on `ip`:111 where a test plays a client host's port mapper
+/// (None, saying why, without root; or when a system rpcbind holds the
+/// wildcard address, as the port mapper tests in smoke.rs).
+fn client_port_mapper(what: &str, ip: &str) -> Option<std::net::TcpListener> {
     // SAFETY: geteuid cannot fail.
     let why = (unsafe { libc::geteuid() } != 0)
         .then(|| "needs root to play the client's port mapper on port 111".to_owned());
-    if common::skip("NLM LOCK_MSG", why) {
-        return;
+    if common::skip(what, why) {
+        return None;
     }
+    match std::net::TcpListener::bind((ip, 111)) {
+        Ok(l) => Some(l),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            eprintln!("SKIP {what}: port 111 is taken on {ip}: {e}");
+            None
+        }
+        Err(e) => panic!("bind {ip}:111: {e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn msg_calls_answer_through_the_callers_res_procedures() {
     // The "client" calls from 127.0.0.9, where this test plays its port
     // mapper (111) and its lock manager.
-    let pm = match std::net::TcpListener::bind("127.0.0.9:111") {
-        Ok(l) => l,
-        // A system rpcbind holding the wildcard address: as the port
-        // mapper tests in smoke.rs, nothing to test against here.
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
-            eprintln!("SKIP NLM LOCK_MSG: port 111 is taken on 127.0.0.9: {e}");
-            return;
-        }
-        Err(e) => panic!("bind 127.0.0.9:111: {e}"),
+    let Some(pm) = client_port_mapper("NLM *_MSG", "127.0.0.9") else {
+        return;
     };
     let nlm_l = std::net::TcpListener::bind("127.0.0.9:0").unwrap();
     let nlm_port = nlm_l.local_addr().unwrap().port();
@@ -493,19 +500,8 @@ async fn msg_calls_answer_through_the_callers_res_procedures() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_restart_tells_the_hosts_that_held_locks() {
-    // SAFETY: geteuid cannot fail.
-    let why = (unsafe { libc::geteuid() } != 0)
-        .then(|| "needs root to play the client's port mapper on port 111".to_owned());
-    if common::skip("NSM SM_NOTIFY at restart", why) {
+    let Some(pm) = client_port_mapper("NSM SM_NOTIFY at restart", "127.0.0.10") else {
         return;
-    }
-    let pm = match std::net::TcpListener::bind("127.0.0.10:111") {
-        Ok(l) => l,
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
-            eprintln!("SKIP SM_NOTIFY at restart: port 111 is taken on 127.0.0.10: {e}");
-            return;
-        }
-        Err(e) => panic!("bind 127.0.0.10:111: {e}"),
     };
     let dir = TempDir::new("nsm-notify");
     let mut srv = TestServer::start_with(dir.path(), &["--no-rpcbind"]);
