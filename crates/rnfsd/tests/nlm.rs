@@ -136,13 +136,16 @@ async fn locks_conflict_release_block_and_free() {
             "b holds 4..6"
         );
 
-        // FREE_ALL must come from the host it names.
-        nlm.free_all(&Nlm4Notify {
-            name: NotifyName(b"hostb".to_vec()),
-            state: 3,
-        })
-        .await
-        .expect("FREE_ALL");
+        // FREE_ALL must come from the host it names: hostb took its lock
+        // from 127.0.0.1, so one from 127.0.0.5 is a stranger's.
+        let stranger = NlmClient::new(client_from(&srv, "127.0.0.5").await);
+        stranger
+            .free_all(&Nlm4Notify {
+                name: NotifyName(b"hostb".to_vec()),
+                state: 3,
+            })
+            .await
+            .expect("FREE_ALL");
         assert_eq!(
             lock(&nlm, &a, true, false).await,
             Nlm4Stats::Denied,

@@ -50,7 +50,14 @@ fn write_atomic(path: &Path, text: &str) -> io::Result<()> {
     let mut f = std::fs::File::create(&tmp)?;
     f.write_all(text.as_bytes())?;
     f.sync_all()?;
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path)?;
+    // The rename itself must survive a power cut: a lost host list means
+    // no grace period and no notice, and the clients' locks are not
+    // reclaimed.
+    match path.parent() {
+        Some(dir) => std::fs::File::open(dir)?.sync_all(),
+        None => Ok(()),
+    }
 }
 
 impl Hosts {
@@ -112,6 +119,12 @@ impl Hosts {
         }
         set.insert(h.name.clone(), h);
         self.save(&set);
+    }
+
+    /// The address `name` took its locks from, if it holds any.
+    pub fn addr_of(&self, name: &[u8]) -> Option<IpAddr> {
+        let set = self.set.lock().unwrap_or_else(|e| e.into_inner());
+        set.get(name).map(|h| h.addr)
     }
 
     /// `name` freed its locks (FREE_ALL, or its reboot notice).

@@ -493,6 +493,30 @@ impl LockManager {
         }
     }
 
+    /// FREE_ALL or SM_NOTIFY from `peer` naming `host`: honoured only from
+    /// the host itself (or anyone could free anyone's locks): `host` is
+    /// `peer`'s address, or the name that took its locks from `peer`. No
+    /// name is resolved: the table remembers where each host called from.
+    /// Returns whether the locks were freed.
+    pub fn free_host_from(&self, host: &[u8], peer: std::net::IpAddr) -> bool {
+        let canon = |a: std::net::IpAddr| match a {
+            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(a, std::net::IpAddr::V4),
+            v4 => v4,
+        };
+        let named = std::str::from_utf8(host)
+            .ok()
+            .and_then(|s| s.parse::<std::net::IpAddr>().ok());
+        let recorded = self.hosts.as_ref().and_then(|h| h.addr_of(host));
+        let ok = [named, recorded]
+            .into_iter()
+            .flatten()
+            .any(|a| canon(a) == canon(peer));
+        if ok {
+            self.free_host(host);
+        }
+        ok
+    }
+
     /// FREE_ALL, or the host rebooted (NSM): every lock, wait and share of
     /// `host` goes.
     pub fn free_host(&self, host: &[u8]) {

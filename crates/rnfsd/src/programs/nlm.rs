@@ -205,37 +205,15 @@ fn unshare4(ctx: &CallCtx<'_>, a: Nlm4ShareArgs) -> Result<Nlm4ShareRes, ProcErr
     })
 }
 
-/// FREE_ALL (XNFS 10.14): the client rebooted; its locks go. Only the
-/// host itself may say so (or anyone could free anyone's locks): the name
-/// must resolve to the caller's address, as knfsd checks for SM_NOTIFY.
+/// FREE_ALL (XNFS 10.14): the client rebooted; its locks go (only when it
+/// says so itself: `LockManager::free_host_from`).
 fn free_all(ctx: &CallCtx<'_>, a: Nlm4Notify) -> Result<(), ProcError> {
     if let Some(m) = ctx.server.locks() {
-        if names_caller(&a.name.0, ctx.peer.ip()) {
-            m.free_host(&a.name.0);
-        } else {
+        if !m.free_host_from(&a.name.0, ctx.peer.ip()) {
             tracing::warn!(peer = %ctx.peer, name = %String::from_utf8_lossy(&a.name.0), "FREE_ALL for another host refused");
         }
     }
     Ok(())
-}
-
-/// Whether host `name` (a name or an address) is `ip`. Resolving a name is
-/// a lookup on a rare call (FREE_ALL), never on the lock path.
-pub(crate) fn names_caller(name: &[u8], ip: IpAddr) -> bool {
-    use std::net::ToSocketAddrs;
-    let Ok(name) = std::str::from_utf8(name) else {
-        return false;
-    };
-    let canon = |a: IpAddr| match a {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(a, IpAddr::V4),
-        v4 => v4,
-    };
-    if let Ok(a) = name.parse::<IpAddr>() {
-        return canon(a) == canon(ip);
-    }
-    (name, 0u16)
-        .to_socket_addrs()
-        .is_ok_and(|mut it| it.any(|s| canon(s.ip()) == canon(ip)))
 }
 
 // Versions 1 and 3: the same handlers on widened arguments.
@@ -277,20 +255,40 @@ fn answer_async<R: rnfsd_xdr::Xdr>(
     proc_: u32,
     res: &R,
 ) -> Result<(), ProcError> {
-    let (ip, body) = (ctx.peer.ip(), rnfsd_xdr::to_vec(res));
+    callback(ctx.peer.ip(), vers, proc_, rnfsd_xdr::to_vec(res));
+    Ok(())
+}
+
+/// Callbacks (GRANTED, *_RES) being sent at once; past it a callback is
+/// dropped: the client asks again on its own (GRANTED) or its *_MSG
+/// times out and is retransmitted. Each takes a thread for up to a few
+/// timeouts, so a flood of *_MSG calls cannot make threads without end.
+const MAX_CALLBACKS: usize = 64;
+static CALLBACKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Sends procedure `proc_` of NLM `vers` with `body` to the lock manager
+/// of host `ip` (found through its port mapper), from a short-lived thread.
+fn callback(ip: IpAddr, vers: u32, proc_: u32, body: Vec<u8>) {
+    use std::sync::atomic::Ordering;
+    if CALLBACKS.fetch_add(1, Ordering::AcqRel) >= MAX_CALLBACKS {
+        CALLBACKS.fetch_sub(1, Ordering::AcqRel);
+        tracing::debug!(client = %ip, proc_, "NLM callback dropped: {MAX_CALLBACKS} in flight");
+        return;
+    }
     let spawned = std::thread::Builder::new()
-        .name("rnfsd-nlm-res".into())
+        .name("rnfsd-nlm-cb".into())
         .spawn(move || {
             let r =
                 crate::outcall::call_registered(ip, PROGRAM, vers, proc_, &body, CALLBACK_TIMEOUT);
             if let Err(e) = r {
-                tracing::debug!(client = %ip, proc_, "NLM *_RES not delivered: {e}");
+                tracing::debug!(client = %ip, proc_, "NLM callback not delivered: {e}");
             }
+            CALLBACKS.fetch_sub(1, Ordering::AcqRel);
         });
     if let Err(e) = spawned {
-        tracing::debug!("NLM *_RES not sent: {e}");
+        CALLBACKS.fetch_sub(1, Ordering::AcqRel);
+        tracing::debug!("NLM callback not sent: {e}");
     }
-    Ok(())
 }
 
 /// An asynchronous call of version `$vers`: the synchronous handler, its
@@ -498,22 +496,6 @@ const CALLBACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// again on its own (the Linux client every 30 s) and gets the lock, which
 /// it already holds.
 fn granted_callback(ip: IpAddr, args: Nlm4TestArgs) -> Box<dyn FnOnce() + Send> {
-    Box::new(move || {
-        let spawned = std::thread::Builder::new()
-            .name("rnfsd-nlm-cb".into())
-            .spawn(move || {
-                if let Err(e) = send_granted(ip, &args) {
-                    tracing::debug!(client = %ip, "NLM GRANTED callback failed: {e}");
-                }
-            });
-        if let Err(e) = spawned {
-            tracing::debug!("NLM GRANTED callback not sent: {e}");
-        }
-    })
-}
-
-fn send_granted(ip: IpAddr, args: &Nlm4TestArgs) -> std::io::Result<()> {
-    let body = rnfsd_xdr::to_vec(args);
-    crate::outcall::call_registered(ip, PROGRAM, VERSION4, PROC_GRANTED, &body, CALLBACK_TIMEOUT)?;
-    Ok(())
+    let body = rnfsd_xdr::to_vec(&args);
+    Box::new(move || callback(ip, VERSION4, PROC_GRANTED, body))
 }

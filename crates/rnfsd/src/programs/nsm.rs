@@ -52,9 +52,7 @@ fn simu_crash(_: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
 /// checks the caller): the name must be the caller's.
 fn notify(ctx: &CallCtx<'_>, a: StatChge) -> Result<(), ProcError> {
     if let Some(m) = ctx.server.locks() {
-        if crate::programs::nlm::names_caller(&a.mon_name.0, ctx.peer.ip()) {
-            m.free_host(&a.mon_name.0);
-        } else {
+        if !m.free_host_from(&a.mon_name.0, ctx.peer.ip()) {
             tracing::warn!(peer = %ctx.peer, name = %String::from_utf8_lossy(&a.mon_name.0), "SM_NOTIFY for another host ignored");
         }
     }
