@@ -271,7 +271,7 @@ async fn within<T>(
 
 /// Start a call message: record mark placeholder, then the call header with
 /// xid 0 (patched when the xid is allocated).
-fn start_call(auth: &Auth, prog: u32, vers: u32, proc_: u32) -> Enc {
+pub(crate) fn start_call(auth: &Auth, prog: u32, vers: u32, proc_: u32) -> Enc {
     let mut e = Enc::with_capacity(CALL_CAPACITY);
     e.u32(0);
     CallHeader {

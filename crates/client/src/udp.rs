@@ -6,8 +6,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use rnfsd_proto::rpc::{CallHeader, OpaqueAuth, RPC_VERSION};
-use rnfsd_xdr::{Enc, Xdr};
+use rnfsd_xdr::Xdr;
 use tokio::net::UdpSocket;
 
 use crate::auth::Auth;
@@ -67,18 +66,17 @@ impl UdpClient {
         let xid = self
             .next_xid
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut e = Enc::new();
-        CallHeader {
-            xid,
-            rpcvers: RPC_VERSION,
-            prog,
-            vers,
-            proc_,
-            cred: self.auth.opaque(),
-            verf: OpaqueAuth::NONE,
-        }
-        .encode(&mut e);
+        // The TCP call builder's message, less its record mark (UDP has
+        // none, RFC 5531 §11), with the xid in its slot.
+        let mut e = crate::conn::start_call(&self.auth, prog, vers, proc_);
+        e.patch_u32(4, xid);
         args.encode(&mut e);
+        if e.len() - 4 > MAX_DATAGRAM {
+            return Err(ClientError::InvalidInput(format!(
+                "call of {} bytes exceeds one datagram ({MAX_DATAGRAM})",
+                e.len() - 4
+            )));
+        }
         let deadline = Instant::now() + self.timeout;
         let mut buf = vec![0u8; MAX_DATAGRAM];
         loop {
@@ -86,7 +84,7 @@ impl UdpClient {
             if now >= deadline {
                 return Err(ClientError::Timeout);
             }
-            self.sock.send(e.as_slice()).await?;
+            self.sock.send(&e.as_slice()[4..]).await?;
             let wait = RETRANSMIT.min(deadline - now);
             let until = tokio::time::Instant::now() + wait;
             // Replies to earlier xids (retransmissions answered twice) are

@@ -210,8 +210,11 @@ fn harmless(name: &str) -> Option<&'static str> {
             "rnfsd always confines handles to the export, which is stronger than subtree_check"
         }
         "hide" | "nohide" => "exports below this one are not shown through it (as hide)",
-        "secure_locks" | "auth_nlm" | "insecure_locks" | "no_auth_nlm" => {
-            "rnfsd serves no NLM lock manager"
+        "secure_locks" | "auth_nlm" => {
+            "rnfsd always checks lock (NLM) calls against the export's clients and credentials"
+        }
+        "insecure_locks" | "no_auth_nlm" => {
+            "rnfsd still checks lock (NLM) calls' credentials (secure_locks): a client sending unauthenticated lock requests is refused"
         }
         "mountpoint" | "mp" => "rnfsd does not check that the export is a mount point",
         "nordirplus" => "rnfsd always answers READDIRPLUS",

@@ -117,15 +117,20 @@ fn test4(ctx: &CallCtx<'_>, a: Nlm4TestArgs) -> Result<Nlm4TestRes, ProcError> {
 fn lock4(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Result<Nlm4Res, ProcError> {
     let req = request(&a.alock, a.exclusive);
     // GRANTED goes back to where the client called from, as it expects
-    // (the Linux client checks the server's address).
-    let callback = granted_callback(
-        ctx.peer.ip(),
-        Nlm4TestArgs {
-            cookie: a.cookie.clone(),
-            exclusive: a.exclusive,
-            alock: a.alock.clone(),
-        },
-    );
+    // (the Linux client checks the server's address). Built only for a
+    // request that may wait (a no-op closure allocates nothing).
+    let callback: Box<dyn FnOnce() + Send> = if a.block {
+        granted_callback(
+            ctx.peer.ip(),
+            Nlm4TestArgs {
+                cookie: a.cookie.clone(),
+                exclusive: a.exclusive,
+                alock: a.alock.clone(),
+            },
+        )
+    } else {
+        Box::new(|| {})
+    };
     let o = with_file(ctx, &a.alock.fh, |m, f| {
         let o = m.lock(f, &req, a.block, a.reclaim, callback);
         if matches!(o, Outcome::Granted | Outcome::Blocked) {
