@@ -4,8 +4,11 @@
 //! Types here are protocol-neutral (no NFS wire types): the nfs3 program maps
 //! them to RFC 1813 structures, and maps `FsError` to nfsstat3 in one place.
 
+pub mod access;
 pub mod cache;
+pub mod ceph;
 pub mod durable;
+pub mod handle;
 pub mod inline;
 pub mod local;
 pub mod lock;
@@ -442,4 +445,7 @@ pub trait Backend: Send + Sync {
     fn stats(&self) -> BackendStats {
         BackendStats::default()
     }
+    /// The process is exiting: end sessions with remote services now
+    /// (their servers would otherwise hold our state until a timeout).
+    fn shutdown(&self) {}
 }

@@ -97,6 +97,9 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   handle_scan_wait_ms = 1000     then JUKEBOX (the client retries)
   act_as_caller = (root: true)   run calls as the caller's uid/gids
   max_syncs_in_flight = 64       per export: fsyncs at once (group commit)
+  ceph_call_timeout_ms = 5000    CephFS: a libcephfs call's limit, then JUKEBOX
+  ceph_call_threads = 32         CephFS, per export: libcephfs calls at once
+  ceph_inode_cache_entries = 16384  CephFS, per export: cached inodes
   blocking_threads = 64          pool for calls that wait for stable storage
   run_inline = true              answer from-memory calls on the loop thread
   splice_pipes = 32              pipes for READ by splice (2 fds each; 0:
@@ -127,6 +130,11 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
                                  secure); false = insecure
   [[export.client]]              per-client options: match = \"10.0.0.0/8\",
                                  then any of the keys above (default: export's)
+  backend = \"local\"              local | cephfs (path is then only the name
+                                 clients mount; id required, the same on
+                                 every head; see docs/scale-out.md)
+  [export.cephfs]                conf = \"/etc/ceph/ceph.conf\", client =
+                                 \"admin\", fs = (default), root = \"/\"
   SIGHUP re-reads the file (and the exports file, resolving its names
   again): exports added, removed or changed go live, connections kept;
   [server] keys need a restart. `rnfsd exportfs` lists what is exported.";

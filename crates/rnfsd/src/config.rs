@@ -297,6 +297,16 @@ pub struct ServerConfig {
     /// Local backend, per export: syncs (fsync) running at once; more
     /// requests queue or share a sync (group commit). None: backend default.
     pub max_syncs_in_flight: Option<usize>,
+    /// CephFS exports: how long one libcephfs call may take before the
+    /// client gets JUKEBOX and retries (libcephfs waits, with no limit of
+    /// its own, while no MDS is active).
+    pub ceph_call_timeout_ms: u64,
+    /// CephFS exports, each: libcephfs calls running at once (more wait in
+    /// a queue of 8 per thread; a full queue answers JUKEBOX).
+    pub ceph_call_threads: usize,
+    /// CephFS exports, each: cached inodes (each pins an inode in
+    /// libcephfs's cache and may hold open files).
+    pub ceph_inode_cache_entries: usize,
     /// Threads of the pool that runs calls which wait for stable storage
     /// (COMMIT, stable WRITE, and namespace changes on `sync` exports), so
     /// they never make GETATTR, LOOKUP or READ queue behind them. 0: they
@@ -511,6 +521,9 @@ impl Default for ServerConfig {
             open_file_cache_entries: None,
             cache_fds: None,
             max_syncs_in_flight: None,
+            ceph_call_timeout_ms: 5000,
+            ceph_call_threads: 32,
+            ceph_inode_cache_entries: 16384,
             blocking_threads: 64,
             run_inline: true,
             splice_pipes: 32,
@@ -555,6 +568,63 @@ pub struct ClientConfig {
     pub anongid: Option<u32>,
     #[serde(default)]
     pub secure: Option<bool>,
+}
+
+/// Which backend serves an export.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    #[default]
+    Local,
+    Cephfs,
+}
+
+/// An `[export.cephfs]` table: which CephFS, as whom, and which directory.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CephfsConfig {
+    /// The Ceph configuration file (monitors, keyring).
+    #[serde(default = "ceph_conf")]
+    pub conf: PathBuf,
+    /// The cephx client id: "admin" is client.admin.
+    #[serde(default = "ceph_client")]
+    pub client: String,
+    /// The filesystem's name (unset: the cluster's default).
+    #[serde(default)]
+    pub fs: Option<String>,
+    /// The exported directory inside CephFS.
+    #[serde(default = "ceph_root")]
+    pub root: String,
+}
+
+impl Default for CephfsConfig {
+    fn default() -> Self {
+        CephfsConfig {
+            conf: ceph_conf(),
+            client: ceph_client(),
+            fs: None,
+            root: ceph_root(),
+        }
+    }
+}
+
+fn ceph_conf() -> PathBuf {
+    PathBuf::from("/etc/ceph/ceph.conf")
+}
+
+fn ceph_client() -> String {
+    "admin".into()
+}
+
+fn ceph_root() -> String {
+    "/".into()
+}
+
+/// Which backend, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResolvedBackend {
+    Local,
+    Cephfs(CephfsConfig),
 }
 
 /// One `[[export]]` table.
@@ -602,6 +672,14 @@ pub struct ExportConfig {
     /// undo changes clients were told were done.
     #[serde(default = "yes")]
     pub sync: bool,
+    /// Where the files live: "local" (`path` is a directory of this host)
+    /// or "cephfs" (`path` is only the name clients mount; the files are
+    /// in CephFS, see the `[export.cephfs]` table).
+    #[serde(default)]
+    pub backend: BackendKind,
+    /// The CephFS to serve (`backend = "cephfs"`).
+    #[serde(default)]
+    pub cephfs: Option<CephfsConfig>,
     /// Where an export from an exports(5) file was read ("FILE:LINE").
     /// Such an export may end up with no client (all its names failed to
     /// resolve): nobody can use it, and a reload can add them back.
@@ -625,6 +703,8 @@ impl ExportConfig {
             id: None,
             handle_mode: HandleMode::Auto,
             cross_mounts: false,
+            backend: BackendKind::Local,
+            cephfs: None,
             origin: None,
         }
     }
@@ -822,6 +902,15 @@ impl Config {
                 return err(format!("server.{k} must be at least 1"));
             }
         }
+        if s.ceph_call_timeout_ms == 0 || s.ceph_call_timeout_ms > 600_000 {
+            return err("server.ceph_call_timeout_ms must be 1 to 600000");
+        }
+        if s.ceph_call_threads == 0 || s.ceph_call_threads > 1024 {
+            return err("server.ceph_call_threads must be 1 to 1024");
+        }
+        if s.ceph_inode_cache_entries == 0 {
+            return err("server.ceph_inode_cache_entries must be at least 1");
+        }
         if s.handle_scan_wait_ms.is_some_and(|v| v > 60_000) {
             return err("server.handle_scan_wait_ms must be at most 60000");
         }
@@ -868,6 +957,7 @@ pub struct ResolvedExport {
     pub sync: bool,
     /// Client list and options.
     pub access: crate::access::ExportAccess,
+    pub backend: ResolvedBackend,
 }
 
 /// The default export id: FNV-1a over the canonical path. Hand-written so
@@ -888,11 +978,7 @@ pub fn export_id_for(path: &Path) -> u32 {
 pub fn resolve_exports(exports: &[ExportConfig]) -> Result<Vec<ResolvedExport>, ConfigError> {
     let mut out: Vec<ResolvedExport> = Vec::with_capacity(exports.len());
     for e in exports {
-        let path = std::fs::canonicalize(&e.path)
-            .map_err(|x| ConfigError(format!("export {}: {x}", e.path.display())))?;
-        if !path.is_dir() {
-            return err(format!("export {}: not a directory", path.display()));
-        }
+        let (path, backend) = resolve_backend(e)?;
         if path.to_str().is_none() {
             return err(format!(
                 "export {}: path is not valid UTF-8",
@@ -929,9 +1015,51 @@ pub fn resolve_exports(exports: &[ExportConfig]) -> Result<Vec<ResolvedExport>, 
             cross_mounts: e.cross_mounts,
             sync: e.sync,
             access: e.access()?,
+            backend,
         });
     }
     Ok(out)
+}
+
+/// The path clients mount and the backend: a local export's canonical
+/// directory; a CephFS export's name as written (it names no local file).
+fn resolve_backend(e: &ExportConfig) -> Result<(PathBuf, ResolvedBackend), ConfigError> {
+    let at = |m: &str| ConfigError(format!("export {}: {m}", e.path.display()));
+    match e.backend {
+        BackendKind::Local => {
+            if e.cephfs.is_some() {
+                return Err(at("an [export.cephfs] table needs backend = \"cephfs\""));
+            }
+            let path = std::fs::canonicalize(&e.path).map_err(|x| at(&x.to_string()))?;
+            if !path.is_dir() {
+                return err(format!("export {}: not a directory", path.display()));
+            }
+            Ok((path, ResolvedBackend::Local))
+        }
+        BackendKind::Cephfs => {
+            use std::path::Component;
+            let clean = e.path.is_absolute()
+                && e.path
+                    .components()
+                    .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+            if !clean {
+                return Err(at(
+                    "a CephFS export's path must be absolute, with no . or ..",
+                ));
+            }
+            if e.id.is_none() {
+                return Err(at("a CephFS export needs an `id`: the same number on every head (it is in every handle)"));
+            }
+            if e.handle_mode != HandleMode::Auto || e.cross_mounts {
+                return Err(at("handle_mode and cross_mounts are for local exports"));
+            }
+            let c = e.cephfs.clone().unwrap_or_default();
+            if !c.root.starts_with('/') {
+                return Err(at("cephfs.root must be absolute"));
+            }
+            Ok((e.path.components().collect(), ResolvedBackend::Cephfs(c)))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1252,5 +1380,66 @@ mod tests {
             ..ServerConfig::default()
         };
         assert_eq!(no_blocking.layout_for(64).slow_calls_per_conn, 2);
+    }
+
+    #[test]
+    fn cephfs_exports() {
+        let c = Config::from_toml(
+            "[[export]]\npath = \"/shared\"\nid = 7\nbackend = \"cephfs\"\n\
+             [export.cephfs]\nconf = \"/etc/ceph/x.conf\"\nfs = \"fs1\"\nroot = \"/vol\"\n",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        let r = resolve_exports(&c.exports).unwrap();
+        // The path names no local directory: kept as written.
+        assert_eq!(r[0].path, PathBuf::from("/shared"));
+        assert_eq!(r[0].id, 7);
+        assert_eq!(
+            r[0].backend,
+            ResolvedBackend::Cephfs(CephfsConfig {
+                conf: "/etc/ceph/x.conf".into(),
+                client: "admin".into(),
+                fs: Some("fs1".into()),
+                root: "/vol".into(),
+            })
+        );
+        // Defaults without a table.
+        let c =
+            Config::from_toml("[[export]]\npath = \"/s\"\nid = 1\nbackend = \"cephfs\"\n").unwrap();
+        let r = resolve_exports(&c.exports).unwrap();
+        assert_eq!(
+            r[0].backend,
+            ResolvedBackend::Cephfs(CephfsConfig::default())
+        );
+        let fails = |t: &str, want: &str| {
+            let c = Config::from_toml(t).unwrap();
+            let e = resolve_exports(&c.exports).unwrap_err().to_string();
+            assert!(e.contains(want), "{t:?}: {e}");
+        };
+        fails(
+            "[[export]]\npath = \"/s\"\nbackend = \"cephfs\"\n",
+            "needs an `id`",
+        );
+        fails(
+            "[[export]]\npath = \"s\"\nid = 1\nbackend = \"cephfs\"\n",
+            "absolute",
+        );
+        fails(
+            "[[export]]\npath = \"/a/../b\"\nid = 1\nbackend = \"cephfs\"\n",
+            "absolute",
+        );
+        fails(
+            "[[export]]\npath = \"/s\"\nid = 1\nbackend = \"cephfs\"\n[export.cephfs]\nroot = \"vol\"\n",
+            "root must be absolute",
+        );
+        fails(
+            "[[export]]\npath = \"/tmp\"\n[export.cephfs]\n",
+            "needs backend",
+        );
+        assert!(Config::from_toml("[[export]]\npath = \"/s\"\nbackend = \"nfs\"\n").is_err());
+        assert!(Config::from_toml(
+            "[[export]]\npath = \"/s\"\nbackend = \"cephfs\"\n[export.cephfs]\nkeyring = \"x\"\n"
+        )
+        .is_err());
     }
 }

@@ -13,12 +13,16 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rnfsd_fs::cache::Caches;
+use rnfsd_fs::ceph::{CephFs, CephOptions};
 use rnfsd_fs::local::{self, LocalFs, LocalOptions};
+use rnfsd_fs::Backend;
 use rnfsd_fs::WriteVerifier;
 use rnfsd_stats::Registry;
 
 use crate::access::{ClientOpts, ExportAccess};
-use crate::config::{self, Config, HandleMode, ResolvedExport, ServerConfig};
+use crate::config::{
+    self, CephfsConfig, Config, HandleMode, ResolvedBackend, ResolvedExport, ServerConfig,
+};
 use crate::state::{Export, Server};
 
 /// What opening an export needs besides its configuration (fixed for the
@@ -43,6 +47,69 @@ impl Opener {
     /// Open `e`'s backend with the `[server]` cache settings `s`, and count
     /// its statistics for as long as it lives.
     pub fn open(&self, s: &ServerConfig, e: &ResolvedExport) -> Result<Arc<Export>, String> {
+        let at = |x: &dyn std::fmt::Display| format!("export {}: {x}", e.path.display());
+        let path = e.path.to_str().ok_or_else(|| at(&"not UTF-8"))?.to_owned();
+        let backend: Arc<dyn Backend> = match &e.backend {
+            ResolvedBackend::Local => Arc::new(self.open_local(s, e).map_err(|x| at(&x))?),
+            ResolvedBackend::Cephfs(c) => Arc::new(self.open_cephfs(s, e, c).map_err(|x| at(&x))?),
+        };
+        tracing::info!(path, id = e.id, sync = e.sync, clients = %describe_access(&e.access), "export");
+        if e.access.rules().iter().any(|r| !r.opts.secure) {
+            tracing::warn!(path, "export is insecure for some clients: their calls may come from any source port, so any local user on such a client can claim any uid");
+        }
+        if !e.sync {
+            tracing::warn!(path, "export is async: namespace changes and SETATTR are answered before they reach stable storage; a crash of this host can undo them");
+        }
+        let export = Arc::new(
+            Export::new(e.id, path, backend, e.access.clone())
+                .with_sync(e.sync)
+                .with_layout(e.handle_mode, e.cross_mounts)
+                .with_backend(e.backend.clone()),
+        );
+        // Weak: counted while it serves, dropped from the statistics once
+        // a reload removed it and its last call ended.
+        let (w, v) = (Arc::downgrade(&export), self.verifier.clone());
+        self.stats.add_export(move || {
+            w.upgrade()
+                .map(|e| crate::metrics::export_counts(&e.path, &e.backend.stats(), v.resets()))
+        });
+        Ok(export)
+    }
+
+    /// A CephFS export: mounted through libcephfs; handles need the same
+    /// key and export id on every head, and attributes carry the export id
+    /// as their fsid.
+    fn open_cephfs(
+        &self,
+        s: &ServerConfig,
+        e: &ResolvedExport,
+        c: &CephfsConfig,
+    ) -> Result<CephFs, String> {
+        let conf = c
+            .conf
+            .to_str()
+            .ok_or_else(|| "cephfs.conf is not UTF-8".to_owned())?;
+        let o = CephOptions {
+            conf: conf.to_owned(),
+            client: c.client.clone(),
+            fs: c.fs.clone(),
+            root: c.root.clone(),
+            handle_key: self.key,
+            fsid: u64::from(e.id),
+            call_timeout: std::time::Duration::from_millis(s.ceph_call_timeout_ms),
+            call_threads: s.ceph_call_threads,
+            call_queue: s.ceph_call_threads.saturating_mul(8),
+            inode_cache_entries: s.ceph_inode_cache_entries,
+            write_verifier: Some(self.verifier.clone()),
+            sync: e.sync,
+            max_syncs_in_flight: s.max_syncs_in_flight.unwrap_or(64),
+            ..CephOptions::default()
+        };
+        tracing::info!(conf, client = %c.client, fs = c.fs.as_deref().unwrap_or("(default)"), root = %c.root, "mounting CephFS");
+        CephFs::open(e.id, o)
+    }
+
+    fn open_local(&self, s: &ServerConfig, e: &ResolvedExport) -> std::io::Result<LocalFs> {
         let mut o = LocalOptions {
             handle_mode: local_mode(e.handle_mode),
             handle_key: self.key,
@@ -70,29 +137,7 @@ impl Opener {
         if let Some(ms) = s.handle_scan_wait_ms {
             o.handle_scan_wait = std::time::Duration::from_millis(ms);
         }
-        let at = |x: &dyn std::fmt::Display| format!("export {}: {x}", e.path.display());
-        let path = e.path.to_str().ok_or_else(|| at(&"not UTF-8"))?.to_owned();
-        let fs = LocalFs::open(&e.path, e.id, o).map_err(|x| at(&x))?;
-        tracing::info!(path, id = e.id, sync = e.sync, clients = %describe_access(&e.access), "export");
-        if e.access.rules().iter().any(|r| !r.opts.secure) {
-            tracing::warn!(path, "export is insecure for some clients: their calls may come from any source port, so any local user on such a client can claim any uid");
-        }
-        if !e.sync {
-            tracing::warn!(path, "export is async: namespace changes and SETATTR are answered before they reach stable storage; a crash of this host can undo them");
-        }
-        let export = Arc::new(
-            Export::new(e.id, path, Arc::new(fs), e.access.clone())
-                .with_sync(e.sync)
-                .with_layout(e.handle_mode, e.cross_mounts),
-        );
-        // Weak: counted while it serves, dropped from the statistics once
-        // a reload removed it and its last call ended.
-        let (w, v) = (Arc::downgrade(&export), self.verifier.clone());
-        self.stats.add_export(move || {
-            w.upgrade()
-                .map(|e| crate::metrics::export_counts(&e.path, &e.backend.stats(), v.resets()))
-        });
-        Ok(export)
+        LocalFs::open(&e.path, e.id, o)
     }
 }
 
@@ -120,8 +165,8 @@ pub fn apply(
             .find(|e| e.id == r.id && Path::new(&e.path) == r.path);
         match kept {
             Some(e)
-                if (e.handle_mode, e.cross_mounts, e.sync)
-                    == (r.handle_mode, r.cross_mounts, r.sync) =>
+                if (e.handle_mode, e.cross_mounts, e.sync, &e.backend_cfg)
+                    == (r.handle_mode, r.cross_mounts, r.sync, &r.backend) =>
             {
                 if **e.access() != r.access {
                     access_changes.push((e.clone(), r.access.clone()));
@@ -133,7 +178,7 @@ pub fn apply(
             Some(_) => {
                 next.push(opener.open(&running.server, r)?);
                 changes.push(format!(
-                    "export {} reopened (handle_mode, crossmnt or sync changed)",
+                    "export {} reopened (handle_mode, crossmnt, sync or backend changed)",
                     r.path.display()
                 ));
             }
@@ -209,6 +254,14 @@ pub fn exportfs(server: &Server) -> String {
         ];
         if e.cross_mounts {
             export_opts.push("crossmnt".to_owned());
+        }
+        if let ResolvedBackend::Cephfs(c) = &e.backend_cfg {
+            // Not exports(5): where a CephFS export's files come from.
+            export_opts.push(format!(
+                "cephfs={}:{}",
+                c.fs.as_deref().unwrap_or("(default)"),
+                c.root
+            ));
         }
         export_opts.push("sec=sys".to_owned());
         for r in e.access().rules() {

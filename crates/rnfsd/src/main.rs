@@ -481,6 +481,9 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         r.unregister();
     }
     running.shutdown();
+    for e in server.exports().iter() {
+        e.backend.shutdown();
+    }
     if let Some(m) = &mut metrics_server {
         m.shutdown();
     }

@@ -22,6 +22,8 @@ pub struct Export {
     pub handle_mode: crate::config::HandleMode,
     /// exports(5) `crossmnt`.
     pub cross_mounts: bool,
+    /// Which backend serves it, as configured.
+    pub backend_cfg: crate::config::ResolvedBackend,
     /// Who may use the export and how. Swapped whole on a configuration
     /// reload (SIGHUP); a call reads it without a lock or a shared write.
     access: ArcSwap<ExportAccess>,
@@ -41,6 +43,7 @@ impl Export {
             sync: true,
             handle_mode: crate::config::HandleMode::Auto,
             cross_mounts: false,
+            backend_cfg: crate::config::ResolvedBackend::Local,
             access: ArcSwap::from_pointee(access),
         }
     }
@@ -55,6 +58,12 @@ impl Export {
     pub fn with_layout(mut self, mode: crate::config::HandleMode, cross_mounts: bool) -> Export {
         self.handle_mode = mode;
         self.cross_mounts = cross_mounts;
+        self
+    }
+
+    /// As `new`, recording the backend's configuration.
+    pub fn with_backend(mut self, b: crate::config::ResolvedBackend) -> Export {
+        self.backend_cfg = b;
         self
     }
 

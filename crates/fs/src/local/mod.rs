@@ -56,7 +56,6 @@ mod data;
 mod dir;
 mod files;
 mod flusher;
-mod handle;
 mod lock;
 mod locmap;
 mod namespace;
@@ -66,7 +65,6 @@ mod resolve;
 mod scan;
 mod sys;
 
-use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -78,12 +76,12 @@ pub use creds::reset_thread_creds;
 
 use crate::cache::{Caches, TtlSet};
 use crate::durable::Committer;
+use crate::handle::{self, Sealer};
 use crate::{
     Attr, Backend, BackendStats, CacheStat, CreateHow, Created, Cred, DirPage, Fh, FsError, FsInfo,
     FsResult, FsStat, NodeKind, PathConf, PreAttr, SetAttr, Stable, Time, Wcc, WriteVerifier,
 };
 use files::FileCache;
-use handle::Sealer;
 use locmap::LocMap;
 use objects::{ObjCache, Object};
 use scan::{ScanLimits, Scanner};
@@ -201,7 +199,7 @@ const NEGATIVE_CAP: usize = 4096;
 const MAX_READ: u32 = 4 << 20;
 /// Largest entry count one READDIR returns (bounds the page's memory).
 const MAX_DIR_ENTRIES: usize = 64 * 1024;
-const NAME_MAX: usize = 255;
+use crate::access::NAME_MAX;
 const SYMLINK_MAX: usize = 4095;
 
 fn errno(e: i32) -> FsError {
@@ -269,19 +267,7 @@ pub struct LocalFs {
     committer: Committer<(Key, bool)>,
 }
 
-/// Checks a name from the client. `dots` = whether "." and ".." are allowed.
-fn check_name(name: &[u8], dots: bool) -> FsResult<CString> {
-    if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
-        return Err(errno(libc::EINVAL));
-    }
-    if name.len() > NAME_MAX {
-        return Err(errno(libc::ENAMETOOLONG));
-    }
-    if !dots && (name == b"." || name == b"..") {
-        return Err(errno(libc::EACCES));
-    }
-    sys::cstr(name).map_err(FsError::from)
-}
+use crate::access::check_name;
 
 impl LocalFs {
     /// Opens `root` for export under `export_id`.

@@ -79,59 +79,13 @@ impl LocalFs {
     }
 }
 
-pub(super) const ACCESS3_READ: u32 = 0x1;
-pub(super) const ACCESS3_LOOKUP: u32 = 0x2;
-pub(super) const ACCESS3_MODIFY: u32 = 0x4;
-pub(super) const ACCESS3_EXTEND: u32 = 0x8;
-pub(super) const ACCESS3_DELETE: u32 = 0x10;
-pub(super) const ACCESS3_EXECUTE: u32 = 0x20;
+pub(super) use crate::access::{
+    ACCESS3_DELETE, ACCESS3_EXECUTE, ACCESS3_EXTEND, ACCESS3_LOOKUP, ACCESS3_MODIFY, ACCESS3_READ,
+};
 
-/// RFC 1813 ACCESS3 bits `cred` holds on an object with `st`, from the mode
-/// bits as knfsd maps them (directories: READ=r, LOOKUP=x, MODIFY/EXTEND/
-/// DELETE=w+x; others: READ=r, MODIFY/EXTEND=w, EXECUTE=x). Root gets all
-/// but EXECUTE on a non-directory with no x bit at all.
+/// `crate::access::access_bits` for a local object.
 pub(super) fn access_bits(st: &Stat, cred: &Cred, want: u32) -> u32 {
-    let dir = st.is_dir();
-    let all = if dir {
-        ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE
-    } else {
-        ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_EXECUTE
-    };
-    if cred.uid == 0 {
-        let mut g = all;
-        if !dir && st.mode & 0o111 == 0 {
-            g &= !ACCESS3_EXECUTE;
-        }
-        return g & want;
-    }
-    let perm = if st.uid == cred.uid {
-        (st.mode >> 6) & 7
-    } else if st.gid == cred.gid || cred.gids.contains(&st.gid) {
-        (st.mode >> 3) & 7
-    } else {
-        st.mode & 7
-    };
-    let (r, w, x) = (perm & 4 != 0, perm & 2 != 0, perm & 1 != 0);
-    let mut g = 0;
-    if r {
-        g |= ACCESS3_READ;
-    }
-    if dir {
-        if x {
-            g |= ACCESS3_LOOKUP;
-        }
-        if w && x {
-            g |= ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE;
-        }
-    } else {
-        if w {
-            g |= ACCESS3_MODIFY | ACCESS3_EXTEND;
-        }
-        if x {
-            g |= ACCESS3_EXECUTE;
-        }
-    }
-    g & want
+    crate::access::access_bits(st.is_dir(), st.mode, st.uid, st.gid, cred, want)
 }
 
 #[cfg(test)]

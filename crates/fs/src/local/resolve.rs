@@ -21,11 +21,11 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::handle::Decoded;
 use super::objects::{Object, FOREVER};
 use super::scan::Located;
 use super::sys::{Key, Stat};
 use super::{errno, io_errno, sys, FdRef, HandleMode, LocalFs, Obj, ENOMEM_RETRIES, MAX_DEPTH};
+use crate::handle::Decoded;
 use crate::{Fh, FsError, FsResult};
 
 impl LocalFs {
@@ -238,6 +238,8 @@ impl LocalFs {
                 }
                 Ok(Some((fd, st)))
             }
+            // Sealed with our key for a CephFS export of the same id.
+            Decoded::Ceph { .. } => Err(FsError::Stale),
         }
     }
 

@@ -76,6 +76,9 @@ pub struct TestServer {
     pub state: TempDir,
     pub addr: SocketAddr,
     extra: Vec<String>,
+    /// `export` is passed as the DIR argument (false: the exports come from
+    /// a --config file and `export` is only the path clients MNT).
+    serve_dir: bool,
 }
 
 impl TestServer {
@@ -100,14 +103,53 @@ impl TestServer {
     pub fn start_defaults(export: &Path, extra: &[&str]) -> TestServer {
         let state = TempDir::new("state");
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-        let (child, addr) = spawn(export, state.path(), &extra);
+        let (child, addr) = spawn(Some(export), state.path(), &extra);
         TestServer {
             child: Some(child),
             export: export.to_path_buf(),
             state,
             addr,
             extra,
+            serve_dir: true,
         }
+    }
+
+    /// Serve only the exports of the config file `config` (no DIR argument,
+    /// root not squashed unless the file says so), in the state directory
+    /// `state` (which the caller may have seeded, e.g. with another server's
+    /// handle.key: see `copy_handle_key`). `mount_path` is the export path
+    /// clients MNT (`nfs::mount` uses it).
+    pub fn start_config(
+        config: &Path,
+        mount_path: &Path,
+        state: TempDir,
+        extra: &[&str],
+    ) -> TestServer {
+        let mut extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        extra.push("--config".into());
+        extra.push(config.to_str().expect("UTF-8 config path").into());
+        let (child, addr) = spawn(None, state.path(), &extra);
+        TestServer {
+            child: Some(child),
+            export: mount_path.to_path_buf(),
+            state,
+            addr,
+            extra,
+            serve_dir: false,
+        }
+    }
+
+    /// A fresh state directory holding a copy of this server's handle key
+    /// (mode 0600), for a second server that must accept this one's
+    /// handles.
+    pub fn copy_handle_key(&self, tag: &str) -> TempDir {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new(tag);
+        let to = dir.path().join("handle.key");
+        std::fs::copy(self.state.path().join("handle.key"), &to).expect("copy handle.key");
+        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600))
+            .expect("chmod handle.key");
+        dir
     }
 
     pub fn port(&self) -> u16 {
@@ -167,7 +209,8 @@ impl TestServer {
     /// Start again (after `stop` or `kill`) with the same export, state
     /// directory and arguments.
     pub fn respawn(&mut self) {
-        let (child, addr) = spawn(&self.export, self.state.path(), &self.extra);
+        let dir = self.serve_dir.then_some(self.export.as_path());
+        let (child, addr) = spawn(dir, self.state.path(), &self.extra);
         self.child = Some(child);
         self.addr = addr;
     }
@@ -193,7 +236,7 @@ fn has_insecure_flag(bin: &Path) -> bool {
     })
 }
 
-fn spawn(export: &Path, state: &Path, extra: &[String]) -> (Child, SocketAddr) {
+fn spawn(export: Option<&Path>, state: &Path, extra: &[String]) -> (Child, SocketAddr) {
     let port_file = state.join("port");
     let _ = std::fs::remove_file(&port_file);
     let log = std::fs::File::create(state.join("server.log")).expect("log file");
@@ -203,7 +246,7 @@ fn spawn(export: &Path, state: &Path, extra: &[String]) -> (Child, SocketAddr) {
         .map_or_else(|| env!("CARGO_BIN_EXE_rnfsd").into(), PathBuf::from);
     let mut child = Command::new(&bin)
         .arg("serve")
-        .arg(export)
+        .args(export)
         .args(["--listen", "127.0.0.1:0", "--port-file"])
         .arg(&port_file)
         .arg("--state-dir")
@@ -212,8 +255,10 @@ fn spawn(export: &Path, state: &Path, extra: &[String]) -> (Child, SocketAddr) {
         // default ask for it with --secure (exports from a --config file
         // say `secure = false` themselves). Builds from before `secure`
         // was the default (RNFSD_TEST_BIN) have no --insecure and need none.
+        // It is an option of DIR: without one there is nothing to pass.
         .args(
-            (!extra.iter().any(|a| a == "--secure" || a == "--insecure")
+            (export.is_some()
+                && !extra.iter().any(|a| a == "--secure" || a == "--insecure")
                 && has_insecure_flag(&bin))
             .then_some("--insecure"),
         )

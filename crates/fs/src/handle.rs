@@ -1,4 +1,4 @@
-//! File handle layout and MAC.
+//! File handle layout and MAC, for every backend.
 //!
 //! Every handle: byte 0 = VERSION, bytes 1..5 = export id (big-endian, see
 //! `crate::export_id_of`), byte 5 = kind, kind-specific body, then a 16-byte
@@ -9,22 +9,39 @@
 //! Kind KERNEL body: handle_type (u8), length (u8), the kernel's
 //! name_to_handle_at bytes (<= 40). Kind PATH body: fs (u64, 0 = the export
 //! root's filesystem, else its st_dev), inode (u64), generation (u32).
+//! Kind CEPH body: the CephFS filesystem id (u64), inode (u64), creation
+//! time (i64 seconds, u32 nanoseconds): nothing of the head that minted it,
+//! so every head serving the export with the same key resolves it.
 
 use crate::{Fh, FsError, FsResult, MAX_HANDLE};
 
 pub const VERSION: u8 = 1;
 pub const KIND_KERNEL: u8 = 1;
 pub const KIND_PATH: u8 = 2;
+pub const KIND_CEPH: u8 = 3;
 const MAC_LEN: usize = 16;
 const HEAD: usize = 6;
 /// Largest kernel handle body that fits in MAX_HANDLE.
 pub const MAX_KERNEL_BYTES: usize = MAX_HANDLE - HEAD - 2 - MAC_LEN;
 const PATH_LEN: usize = HEAD + 8 + 8 + 4 + MAC_LEN;
+const CEPH_LEN: usize = HEAD + 8 + 8 + 8 + 4 + MAC_LEN;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decoded {
-    Kernel { htype: i32, bytes: Vec<u8> },
-    Path { fs: u64, ino: u64, gen: u32 },
+    Kernel {
+        htype: i32,
+        bytes: Vec<u8>,
+    },
+    Path {
+        fs: u64,
+        ino: u64,
+        gen: u32,
+    },
+    Ceph {
+        fscid: u64,
+        ino: u64,
+        btime: (i64, u32),
+    },
 }
 
 pub struct Sealer {
@@ -82,6 +99,15 @@ impl Sealer {
         self.finish(v)
     }
 
+    pub fn seal_ceph(&self, fscid: u64, ino: u64, btime: (i64, u32)) -> Fh {
+        let mut v = self.head(KIND_CEPH, CEPH_LEN);
+        v.extend_from_slice(&fscid.to_be_bytes());
+        v.extend_from_slice(&ino.to_be_bytes());
+        v.extend_from_slice(&btime.0.to_be_bytes());
+        v.extend_from_slice(&btime.1.to_be_bytes());
+        self.finish(v)
+    }
+
     /// Checks length, version, export id and MAC; BadHandle on any failure.
     pub fn open(&self, fh: &[u8]) -> FsResult<Decoded> {
         if fh.len() < HEAD + MAC_LEN || fh.len() > MAX_HANDLE {
@@ -97,6 +123,20 @@ impl Sealer {
             return Err(FsError::BadHandle);
         }
         let rest = &body[HEAD..];
+        let u = |r: std::ops::Range<usize>| -> FsResult<u64> {
+            let b: [u8; 8] = rest
+                .get(r)
+                .and_then(|s| s.try_into().ok())
+                .ok_or(FsError::BadHandle)?;
+            Ok(u64::from_be_bytes(b))
+        };
+        let u4 = |r: std::ops::Range<usize>| -> FsResult<u32> {
+            let b: [u8; 4] = rest
+                .get(r)
+                .and_then(|s| s.try_into().ok())
+                .ok_or(FsError::BadHandle)?;
+            Ok(u32::from_be_bytes(b))
+        };
         match body[5] {
             KIND_KERNEL => {
                 let (&t, rest) = rest.split_first().ok_or(FsError::BadHandle)?;
@@ -113,21 +153,20 @@ impl Sealer {
                 if fh.len() != PATH_LEN {
                     return Err(FsError::BadHandle);
                 }
-                let u = |r: std::ops::Range<usize>| -> FsResult<u64> {
-                    let b: [u8; 8] = rest
-                        .get(r)
-                        .and_then(|s| s.try_into().ok())
-                        .ok_or(FsError::BadHandle)?;
-                    Ok(u64::from_be_bytes(b))
-                };
-                let g: [u8; 4] = rest
-                    .get(16..20)
-                    .and_then(|s| s.try_into().ok())
-                    .ok_or(FsError::BadHandle)?;
                 Ok(Decoded::Path {
                     fs: u(0..8)?,
                     ino: u(8..16)?,
-                    gen: u32::from_be_bytes(g),
+                    gen: u4(16..20)?,
+                })
+            }
+            KIND_CEPH => {
+                if fh.len() != CEPH_LEN {
+                    return Err(FsError::BadHandle);
+                }
+                Ok(Decoded::Ceph {
+                    fscid: u(0..8)?,
+                    ino: u(8..16)?,
+                    btime: (u(16..24)? as i64, u4(24..28)?),
                 })
             }
             _ => Err(FsError::BadHandle),
@@ -185,6 +224,16 @@ mod tests {
         assert!(s
             .seal_kernel(1, &[0; MAX_KERNEL_BYTES])
             .is_some_and(|f| f.0.len() == MAX_HANDLE));
+        let c = s.seal_ceph(1, 0x0100_0000_0123, (-5, 999));
+        assert!(c.0.len() <= MAX_HANDLE);
+        assert_eq!(
+            s.open(&c.0),
+            Ok(Decoded::Ceph {
+                fscid: 1,
+                ino: 0x0100_0000_0123,
+                btime: (-5, 999)
+            })
+        );
         // Another key or export id rejects it.
         assert_eq!(
             Sealer::new(&[8; 32], 0x01020304).open(&fh.0),

@@ -1,0 +1,339 @@
+//! Every libcephfs call is bounded in time: libcephfs blocks, with no
+//! timeout of its own, while no MDS is active or an OSD is unreachable.
+//!
+//! * While the cluster answers, a call runs on the server worker that
+//!   asked (no handoff: a handoff per call cost 2.5x the call itself at one
+//!   call in flight), at most `direct_max` at once, each in a slot that
+//!   records when it started.
+//! * A watchdog looks at those slots every quarter of the time limit. When
+//!   one has run past the limit the backend is *stalled*: from then on
+//!   calls run on a bounded pool and the worker waits at most the limit
+//!   for each; past it the client gets NFS3ERR_JUKEBOX (it retries the
+//!   same call later) while the call finishes in the background, and a
+//!   full pool answers JUKEBOX at once. Once no running call is past the
+//!   limit (the cluster answered them), calls run directly again.
+//! * So at most `direct_max` workers wait on a cluster that stopped
+//!   answering, only the calls already running when it stopped, and every
+//!   later call gets an answer within the limit.
+//! * Never on an event-loop thread (`crate::inline`): there a call gives up
+//!   at once and runs again on a worker.
+//!
+//! Hand-written: a slot array and a few lines over std's bounded channel;
+//! no thread-pool crate waits with a deadline or skips itself when healthy.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use crate::{FsError, FsResult};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A start time on a cache line of its own (written by one worker per
+/// call, read by the watchdog only).
+#[repr(align(128))]
+struct Slot(AtomicU64);
+
+pub struct Calls {
+    tx: SyncSender<Job>,
+    timeout: Duration,
+    epoch: Instant,
+    /// Start of each direct call in flight (ns since `epoch`, +1), 0 = free.
+    slots: Box<[Slot]>,
+    stalled: AtomicBool,
+    /// Calls answered JUKEBOX because they ran past the time limit, and
+    /// because the pool was full; times the backend was found stalled.
+    pub timed_out: AtomicU64,
+    pub refused: AtomicU64,
+    pub stalls: AtomicU64,
+}
+
+fn jukebox() -> FsError {
+    // ETIMEDOUT maps to NFS3ERR_JUKEBOX (the nfs3 program's errno map).
+    FsError::Errno(libc::ETIMEDOUT)
+}
+
+thread_local! {
+    /// Where this thread last found a free slot (spreads threads apart).
+    static HINT: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// Frees a direct slot when the call ends, also by unwinding.
+struct Held<'a>(&'a Slot);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0 .0.store(0, Ordering::Release);
+    }
+}
+
+impl Calls {
+    /// `direct_max` calls run on their workers at once; once stalled,
+    /// `threads` calls run on the pool at once and `queue` more wait.
+    pub fn new(
+        name: &str,
+        direct_max: usize,
+        threads: usize,
+        queue: usize,
+        timeout: Duration,
+    ) -> Arc<Calls> {
+        let (tx, rx) = mpsc::sync_channel::<Job>(queue.max(1));
+        let rx: Arc<Mutex<Receiver<Job>>> = Arc::new(Mutex::new(rx));
+        for i in 0..threads.max(1) {
+            let rx = rx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("{name}-{i}"))
+                .spawn(move || loop {
+                    let job = {
+                        let g = rx.lock().unwrap_or_else(|e| e.into_inner());
+                        g.recv()
+                    };
+                    match job {
+                        Ok(j) => j(),
+                        // The backend is gone: so is this thread.
+                        Err(_) => return,
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::warn!(error = %e, "cannot start a CephFS call thread");
+            }
+        }
+        let calls = Arc::new(Calls {
+            tx,
+            timeout,
+            epoch: Instant::now(),
+            slots: (0..direct_max).map(|_| Slot(AtomicU64::new(0))).collect(),
+            stalled: AtomicBool::new(false),
+            timed_out: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            stalls: AtomicU64::new(0),
+        });
+        let w = Arc::downgrade(&calls);
+        let tick = (timeout / 4).clamp(Duration::from_millis(10), Duration::from_millis(500));
+        let spawned = std::thread::Builder::new()
+            .name(format!("{name}-watch"))
+            .spawn(move || watch(w, tick));
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start the CephFS call watchdog");
+        }
+        calls
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64 + 1
+    }
+
+    /// A free direct slot, marked with the start time (bounded scan).
+    fn take_slot(&self) -> Option<Held<'_>> {
+        let n = self.slots.len();
+        if n == 0 {
+            return None;
+        }
+        let start = HINT.with(|h| {
+            if h.get() == usize::MAX {
+                // Thread-local addresses differ per thread: a cheap spread.
+                h.set((h as *const Cell<usize> as usize >> 6) % n);
+            }
+            h.get()
+        });
+        let now = self.now();
+        for k in 0..n {
+            let i = (start + k) % n;
+            let s = &self.slots[i];
+            if s.0.load(Ordering::Relaxed) == 0
+                && s.0
+                    .compare_exchange(0, now, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                HINT.with(|h| h.set(i));
+                return Some(Held(s));
+            }
+        }
+        None
+    }
+
+    /// Runs `f` within the time limit (see the module docs).
+    pub fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> FsResult<T> + Send + 'static,
+    ) -> FsResult<T> {
+        if crate::inline::active() {
+            // An event-loop thread must never wait on the cluster.
+            return Err(crate::inline::give_up());
+        }
+        if !self.stalled.load(Ordering::Acquire) {
+            if let Some(held) = self.take_slot() {
+                let r = f();
+                drop(held);
+                return r;
+            }
+        }
+        self.pooled(f)
+    }
+
+    fn pooled<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> FsResult<T> + Send + 'static,
+    ) -> FsResult<T> {
+        let (rtx, rrx) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move || {
+            // The caller may have given up: nobody to tell then.
+            let _ = rtx.send(f());
+        });
+        match self.tx.try_send(job) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                self.refused.fetch_add(1, Ordering::Relaxed);
+                return Err(jukebox());
+            }
+            Err(TrySendError::Disconnected(_)) => return Err(FsError::Errno(libc::EIO)),
+        }
+        match rrx.recv_timeout(self.timeout) {
+            Ok(r) => r,
+            Err(RecvTimeoutError::Timeout) => {
+                let n = self.timed_out.fetch_add(1, Ordering::Relaxed) + 1;
+                if n.is_power_of_two() {
+                    tracing::warn!(
+                        timeout_ms = self.timeout.as_millis() as u64,
+                        calls = n,
+                        "CephFS call ran past its time limit (no active MDS, or an OSD down?): answered JUKEBOX"
+                    );
+                }
+                Err(jukebox())
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(FsError::Errno(libc::EIO)),
+        }
+    }
+
+    /// Whether calls now go through the timed pool.
+    #[cfg(test)]
+    pub fn is_stalled(&self) -> bool {
+        self.stalled.load(Ordering::Acquire)
+    }
+
+    /// One watchdog pass: stalled exactly while a direct call is past the
+    /// time limit.
+    fn check(&self) {
+        let now = self.now();
+        let limit = self.timeout.as_nanos() as u64;
+        let late = self.slots.iter().any(|s| {
+            let t = s.0.load(Ordering::Acquire);
+            t != 0 && now.saturating_sub(t) > limit
+        });
+        let was = self.stalled.swap(late, Ordering::AcqRel);
+        if late && !was {
+            self.stalls.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                timeout_ms = self.timeout.as_millis() as u64,
+                "a CephFS call ran past its time limit: calls now wait at most the limit and get JUKEBOX past it, until the cluster answers"
+            );
+        } else if was && !late {
+            tracing::info!("CephFS answers again: calls run directly");
+        }
+    }
+}
+
+fn watch(w: Weak<Calls>, tick: Duration) {
+    loop {
+        std::thread::sleep(tick);
+        match w.upgrade() {
+            Some(c) => c.check(),
+            None => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_answers_times_out_and_refuses() {
+        // No direct slots: every call goes through the pool.
+        let c = Calls::new("t", 0, 1, 1, Duration::from_millis(50));
+        assert_eq!(c.run(|| Ok(7)), Ok(7));
+        assert_eq!(
+            c.run(|| -> FsResult<()> { Err(FsError::Stale) }),
+            Err(FsError::Stale)
+        );
+        let (tx, rx) = mpsc::channel::<()>();
+        // A call stuck past the limit answers ETIMEDOUT (JUKEBOX) ...
+        assert_eq!(
+            c.run(move || {
+                let _ = rx.recv_timeout(Duration::from_secs(5));
+                Ok(())
+            }),
+            Err(FsError::Errno(libc::ETIMEDOUT))
+        );
+        // ... the one queue slot fills, and the next call is refused at once.
+        assert_eq!(c.run(|| Ok(1)), Err(FsError::Errno(libc::ETIMEDOUT)));
+        assert_eq!(c.run(|| Ok(2)), Err(FsError::Errno(libc::ETIMEDOUT)));
+        assert_eq!(c.refused.load(Ordering::Relaxed), 1);
+        drop(tx);
+        // Unstuck, the pool serves again.
+        let ok = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            c.run(|| Ok(3)) == Ok(3)
+        });
+        assert!(ok);
+    }
+
+    #[test]
+    fn a_stuck_direct_call_turns_on_the_time_limit() {
+        let c = Calls::new("t", 1, 2, 4, Duration::from_millis(100));
+        // Healthy: runs on the calling thread.
+        let me = std::thread::current().id();
+        assert_eq!(
+            c.run(move || Ok(std::thread::current().id() == me)),
+            Ok(true)
+        );
+        let (tx, rx) = mpsc::channel::<()>();
+        let c2 = c.clone();
+        let stuck = std::thread::spawn(move || {
+            c2.run(move || {
+                let _ = rx.recv_timeout(Duration::from_secs(10));
+                Ok(())
+            })
+        });
+        // The watchdog notices within the limit and a tick or two.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !c.is_stalled() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(c.is_stalled());
+        assert_eq!(c.stalls.load(Ordering::Relaxed), 1);
+        // Stalled: a call goes to the pool, off this thread, and one stuck
+        // there is answered JUKEBOX within the limit.
+        assert_eq!(
+            c.run(move || Ok(std::thread::current().id() == me)),
+            Ok(false)
+        );
+        let t0 = Instant::now();
+        assert_eq!(
+            c.run(|| {
+                std::thread::sleep(Duration::from_millis(400));
+                Ok(())
+            }),
+            Err(FsError::Errno(libc::ETIMEDOUT))
+        );
+        assert!(t0.elapsed() < Duration::from_millis(350));
+        // The cluster answers the stuck call: direct again.
+        drop(tx);
+        assert_eq!(stuck.join().ok(), Some(Ok(())));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while c.is_stalled() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!c.is_stalled());
+    }
+
+    #[test]
+    fn never_waits_on_an_event_loop_thread() {
+        let c = Calls::new("t", 4, 1, 1, Duration::from_millis(100));
+        let g = crate::inline::enter();
+        assert_eq!(c.run(|| Ok(1)), Err(FsError::Errno(libc::EAGAIN)));
+        assert!(g.gave_up());
+    }
+}

@@ -1,0 +1,169 @@
+//! READ, WRITE and COMMIT through files each cached inode opens once.
+//!
+//! Files are opened as the server (root) and the caller's right is decided
+//! per call from the attributes, as knfsd decides it: the owner may always
+//! read and write (the client checked at open time, and a chmod since must
+//! not break an open file), and a READ is allowed with execute permission.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::attr::to_attr;
+use super::ffi::{File, Statx};
+use super::{err, Inner, Node};
+use crate::access::{access_bits, ACCESS3_EXECUTE, ACCESS3_MODIFY, ACCESS3_READ};
+use crate::{Attr, Cred, Fh, FsError, FsResult, PreAttr, Stable, Wcc};
+
+/// Largest READ served (the server's max_io bounds it first).
+const MAX_READ: u32 = 4 << 20;
+
+impl Inner {
+    pub(super) fn may_data(&self, cred: &Cred, st: &Statx, bits: u32) -> FsResult<()> {
+        if u32::from(st.mode) & libc::S_IFMT != libc::S_IFREG {
+            return Err(FsError::Errno(if super::attr::is_dir(st) {
+                libc::EISDIR
+            } else {
+                libc::EINVAL
+            }));
+        }
+        let mode = u32::from(st.mode);
+        if cred.uid == 0
+            || cred.uid == st.uid
+            || access_bits(false, mode, st.uid, st.gid, cred, bits) != 0
+        {
+            Ok(())
+        } else {
+            Err(FsError::Errno(libc::EACCES))
+        }
+    }
+
+    fn file(&self, n: &Arc<Node>, write: bool) -> FsResult<Arc<File>> {
+        if let Some(f) = n.wr.get() {
+            return Ok(f.clone());
+        }
+        if !write {
+            if let Some(f) = n.rd.get() {
+                return Ok(f.clone());
+            }
+        }
+        let flags = if write { libc::O_RDWR } else { libc::O_RDONLY };
+        let f = Arc::new(
+            self.m
+                .open_file(&n.inode, flags, self.server_perm()?)
+                .map_err(err)?,
+        );
+        let slot = if write { &n.wr } else { &n.rd };
+        // Two calls may open at once: keep the first, drop the other.
+        Ok(slot.get_or_init(|| f).clone())
+    }
+
+    pub(super) fn read(
+        self: &Arc<Self>,
+        cred: &Cred,
+        fh: &Fh,
+        offset: u64,
+        count: u32,
+    ) -> FsResult<(Vec<u8>, bool, Attr)> {
+        let n = self.resolve(fh)?;
+        let st = self.attrs(&n)?;
+        self.may_data(cred, &st, ACCESS3_READ | ACCESS3_EXECUTE)?;
+        let f = self.file(&n, false)?;
+        let want = count.min(MAX_READ) as usize;
+        let mut buf = vec![0u8; want];
+        let mut got = 0;
+        // libcephfs may return short reads inside the file: read on.
+        while got < want {
+            let k = self
+                .m
+                .read(&f, offset + got as u64, &mut buf[got..])
+                .map_err(err)?;
+            if k == 0 {
+                break;
+            }
+            got += k;
+        }
+        buf.truncate(got);
+        let after = self.attrs(&n).unwrap_or(st);
+        let eof = offset.saturating_add(got as u64) >= after.size;
+        Ok((buf, eof, to_attr(&after, self.opts.fsid)))
+    }
+
+    pub(super) fn write(
+        self: &Arc<Self>,
+        cred: &Cred,
+        fh: &Fh,
+        offset: u64,
+        data: &[u8],
+        stable: Stable,
+    ) -> FsResult<(u32, Stable, Wcc)> {
+        let n = self.resolve(fh)?;
+        let st = self.attrs(&n)?;
+        self.may_data(cred, &st, ACCESS3_MODIFY)?;
+        let before = PreAttr::from(&to_attr(&st, self.opts.fsid));
+        let f = self.file(&n, true)?;
+        let mut done = 0;
+        while done < data.len() {
+            let k = self
+                .m
+                .write(&f, offset + done as u64, &data[done..])
+                .map_err(|e| self.failed(e))?;
+            if k == 0 {
+                return Err(FsError::Errno(libc::EIO));
+            }
+            done += k;
+        }
+        let got = if stable == Stable::Unstable {
+            n.dirty.store(true, Ordering::Release);
+            Stable::Unstable
+        } else {
+            self.sync(&n)?;
+            Stable::FileSync
+        };
+        Ok((
+            done as u32,
+            got,
+            Wcc {
+                before: Some(before),
+                after: self.post(&n),
+            },
+        ))
+    }
+
+    /// A write-back failure: every client's uncommitted data is suspect,
+    /// so every later WRITE and COMMIT reply carries a new verifier.
+    fn failed(&self, e: i32) -> FsError {
+        if matches!(e, libc::EIO | libc::ENOSPC | libc::EDQUOT) {
+            self.verifier.reset(&super::ffi::errstr(e));
+        }
+        err(e)
+    }
+
+    /// Makes `n`'s data durable, sharing one sync among the calls that
+    /// wait for the same inode at once (group commit).
+    fn sync(&self, n: &Arc<Node>) -> FsResult<()> {
+        // Cleared before the sync: a write landing during it sets it again.
+        let was = n.dirty.swap(false, Ordering::AcqRel);
+        let r = self.committer.sync(&n.ino, || {
+            self.m
+                .sync_inode(&n.inode)
+                .map_err(std::io::Error::from_raw_os_error)
+        });
+        r.map_err(|e| {
+            if was {
+                n.dirty.store(true, Ordering::Release);
+            }
+            self.failed(e)
+        })
+    }
+
+    pub(super) fn commit(self: &Arc<Self>, _cred: &Cred, fh: &Fh) -> FsResult<Wcc> {
+        let n = self.resolve(fh)?;
+        let st = self.attrs(&n)?;
+        let before = PreAttr::from(&to_attr(&st, self.opts.fsid));
+        self.sync(&n)?;
+        Ok(Wcc {
+            before: Some(before),
+            after: self.post(&n),
+        })
+    }
+}

@@ -1,0 +1,587 @@
+//! The CephFS backend: an export served from a CephFS directory through
+//! libcephfs's low-level API (`ceph_ll_*`), as nfs-ganesha's FSAL_CEPH does,
+//! so several rnfsd heads can serve one filesystem.
+//!
+//! # Handles valid on every head
+//! A handle holds the export id, the CephFS filesystem id, the inode number
+//! and the inode's creation time (see `crate::handle`, kind CEPH), sealed
+//! with the server's handle key: nothing of the head that minted it (no
+//! device number, mount id or boot time). Any head with the same key and
+//! export id resolves it with `ceph_ll_lookup_inode`, which asks the MDS for
+//! inodes this client never saw. The creation time catches a reused inode
+//! number (CephFS has no generation numbers); an inode gone or unlinked is
+//! Stale. Attributes carry the configured fsid, the same on every head;
+//! READDIR cookies are CephFS's own directory offsets, valid everywhere.
+//!
+//! # What each head keeps
+//! A bounded cache inode number -> referenced inode and open file
+//! (`inode_cache_entries`); its own write verifier and reply cache. Writes
+//! go through libcephfs's buffer cache; COMMIT and stable writes sync the
+//! inode (group commit per inode), and a sync error resets the verifier.
+//! On a `sync` export every namespace change and SETATTR waits for the MDS
+//! to journal it (`ceph_ll_sync_inode` on the changed directories and
+//! inode) before the reply.
+//!
+//! # Time limits
+//! Every call runs on `calls.rs`'s pool under a time limit: libcephfs
+//! blocks while no MDS is active, and a client then gets JUKEBOX and
+//! retries, rather than a server worker stuck for good.
+//!
+//! # Layout
+//! `ffi.rs` is the only unsafe code (dlopen of libcephfs.so.2); `attr.rs`,
+//! `dir.rs`, `data.rs` and `namespace.rs` hold the procedures by area;
+//! `lock.rs` byte-range locks for the lock manager.
+
+mod attr;
+mod calls;
+mod data;
+mod dir;
+pub mod ffi;
+mod lock;
+mod namespace;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use crate::cache::Lru;
+use crate::durable::Committer;
+use crate::handle::{Decoded, Sealer};
+use crate::{
+    Attr, Backend, BackendStats, CacheStat, CreateHow, Created, Cred, DirPage, Fh, FsError, FsInfo,
+    FsResult, FsStat, NodeKind, PathConf, SetAttr, Stable, Time, Wcc, WriteVerifier,
+};
+use calls::Calls;
+use ffi::{Mount, MountArgs, Perm, Statx};
+
+/// How to reach the filesystem and how much to keep.
+#[derive(Clone)]
+pub struct CephOptions {
+    /// The Ceph configuration file (monitors, keyring).
+    pub conf: String,
+    /// The cephx client id (`admin` for client.admin).
+    pub client: String,
+    /// The CephFS filesystem name (None: the cluster's default).
+    pub fs: Option<String>,
+    /// The directory inside CephFS that is exported.
+    pub root: String,
+    /// Secret for handle MACs: the same file on every head.
+    pub handle_key: [u8; 32],
+    /// fsid in attributes: from config, the same on every head.
+    pub fsid: u64,
+    /// Limit on each libcephfs call before the client gets JUKEBOX.
+    pub call_timeout: Duration,
+    /// libcephfs calls running at once (on the workers while the cluster
+    /// answers, on the timed pool while it does not), and calls waiting
+    /// for a pool thread.
+    pub call_threads: usize,
+    pub call_queue: usize,
+    /// Bound on cached inodes (each pins an inode in libcephfs's cache and
+    /// may hold an open file).
+    pub inode_cache_entries: usize,
+    /// Bound on each wait of the mount itself (seconds).
+    pub mount_timeout_secs: u32,
+    pub write_verifier: Option<Arc<WriteVerifier>>,
+    /// exports(5) `sync`: namespace changes and SETATTR journaled before
+    /// the reply.
+    pub sync: bool,
+    pub max_syncs_in_flight: usize,
+}
+
+impl Default for CephOptions {
+    fn default() -> Self {
+        CephOptions {
+            conf: "/etc/ceph/ceph.conf".into(),
+            client: "admin".into(),
+            fs: None,
+            root: "/".into(),
+            handle_key: [0; 32],
+            fsid: 0,
+            call_timeout: Duration::from_secs(5),
+            call_threads: 32,
+            call_queue: 256,
+            inode_cache_entries: 16384,
+            mount_timeout_secs: 30,
+            write_verifier: None,
+            sync: true,
+            max_syncs_in_flight: 64,
+        }
+    }
+}
+
+/// One cached inode: its libcephfs reference, identity, and the files
+/// opened for READ and WRITE (once, on first use).
+struct Node {
+    inode: ffi::Inode,
+    ino: u64,
+    btime: (i64, u32),
+    rd: OnceLock<Arc<ffi::File>>,
+    wr: OnceLock<Arc<ffi::File>>,
+    /// Written UNSTABLE since the last sync: flushed before it is dropped.
+    dirty: AtomicBool,
+    inner: std::sync::Weak<Inner>,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if !self.dirty.load(Ordering::Acquire) {
+            return;
+        }
+        // Evicted or released with uncommitted data: sync now, and a
+        // failure makes every client resend (new verifier).
+        if let Some(i) = self.inner.upgrade() {
+            if let Err(e) = i.m.sync_inode(&self.inode) {
+                i.verifier.reset(&ffi::errstr(e));
+            }
+        }
+    }
+}
+
+/// Everything a call needs, shared with the call pool's threads.
+struct Inner {
+    m: Arc<Mount>,
+    sealer: Sealer,
+    fscid: u64,
+    root: Arc<Node>,
+    root_fh: Fh,
+    nodes: Lru<u64, Node>,
+    verifier: Arc<WriteVerifier>,
+    committer: Committer<u64>,
+    /// The server's own identity for opening files (permission is decided
+    /// per call for the caller; see `data.rs`).
+    root_perm: Perm,
+    opts: CephOptions,
+}
+
+/// A CephFS directory exported through libcephfs.
+pub struct CephFs {
+    inner: Arc<Inner>,
+    calls: Arc<Calls>,
+}
+
+fn err(e: i32) -> FsError {
+    // A missing inode is a stale handle (RFC 1813 NFS3ERR_STALE).
+    if e == libc::ESTALE {
+        FsError::Stale
+    } else {
+        FsError::Errno(e)
+    }
+}
+
+thread_local! {
+    /// The last caller's libcephfs identity on this thread: a worker
+    /// usually serves the same caller again (one allocation saved a call).
+    static PERM: std::cell::RefCell<Option<(Cred, std::rc::Rc<Perm>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn perm(cred: &Cred) -> FsResult<std::rc::Rc<Perm>> {
+    PERM.with(|p| {
+        let mut p = p.borrow_mut();
+        if let Some((c, perm)) = p.as_ref() {
+            if c == cred {
+                return Ok(perm.clone());
+            }
+        }
+        let perm = std::rc::Rc::new(Perm::new(cred.uid, cred.gid, &cred.gids).map_err(err)?);
+        *p = Some((cred.clone(), perm.clone()));
+        Ok(perm)
+    })
+}
+
+fn btime(st: &Statx) -> (i64, u32) {
+    (st.btime.tv_sec, st.btime.tv_nsec as u32)
+}
+
+impl CephFs {
+    /// Mounts `opts.root` of the filesystem and serves it as `export_id`.
+    pub fn open(export_id: u32, opts: CephOptions) -> Result<CephFs, String> {
+        let m = Mount::open(&MountArgs {
+            conf: &opts.conf,
+            client: &opts.client,
+            fs: opts.fs.as_deref(),
+            root: &opts.root,
+            mount_timeout_secs: opts.mount_timeout_secs,
+        })?;
+        let fscid = u64::try_from(m.fs_cid()).map_err(|_| "no filesystem id".to_owned())?;
+        let ri = m
+            .lookup_root()
+            .map_err(|e| format!("root: {}", ffi::errstr(e)))?;
+        let root_perm = Perm::new(0, 0, &[]).map_err(ffi::errstr)?;
+        let st = m
+            .getattr(&ri, &root_perm)
+            .map_err(|e| format!("root: {}", ffi::errstr(e)))?;
+        if u32::from(st.mode) & libc::S_IFMT != libc::S_IFDIR {
+            return Err(format!("{} is not a directory", opts.root));
+        }
+        let sealer = Sealer::new(&opts.handle_key, export_id);
+        let root_fh = sealer.seal_ceph(fscid, st.ino, btime(&st));
+        let verifier = opts
+            .write_verifier
+            .clone()
+            .unwrap_or_else(|| Arc::new(WriteVerifier::new(rand_verifier())));
+        let calls = Calls::new(
+            "rnfsd-ceph",
+            opts.call_threads,
+            opts.call_threads,
+            opts.call_queue,
+            opts.call_timeout,
+        );
+        let inner = Arc::new_cyclic(|w| Inner {
+            root: Arc::new(Node {
+                inode: ri,
+                ino: st.ino,
+                btime: btime(&st),
+                rd: OnceLock::new(),
+                wr: OnceLock::new(),
+                dirty: AtomicBool::new(false),
+                inner: w.clone(),
+            }),
+            m,
+            sealer,
+            fscid,
+            root_fh,
+            nodes: Lru::new(opts.inode_cache_entries),
+            verifier,
+            committer: Committer::new(opts.max_syncs_in_flight),
+            root_perm,
+            opts,
+        });
+        Ok(CephFs { inner, calls })
+    }
+
+    /// Runs `f` on the call pool under the time limit.
+    fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Arc<Inner>) -> FsResult<T> + Send + 'static,
+    ) -> FsResult<T> {
+        let i = self.inner.clone();
+        self.calls.run(move || f(&i))
+    }
+}
+
+/// A start-time verifier for a backend used without the server's.
+fn rand_verifier() -> [u8; 8] {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1);
+    (t ^ u64::from(std::process::id()).rotate_left(32)).to_be_bytes()
+}
+
+impl Inner {
+    fn node(self: &Arc<Self>, inode: ffi::Inode, st: &Statx) -> Arc<Node> {
+        if st.ino == self.root.ino {
+            return self.root.clone();
+        }
+        if let Some(n) = self.nodes.get(&st.ino) {
+            if n.btime == btime(st) {
+                return n;
+            }
+            // The number was reused: the old object is gone.
+            self.nodes.remove_if_same(&st.ino, &n);
+        }
+        let n = Arc::new(Node {
+            inode,
+            ino: st.ino,
+            btime: btime(st),
+            rd: OnceLock::new(),
+            wr: OnceLock::new(),
+            dirty: AtomicBool::new(false),
+            inner: Arc::downgrade(self),
+        });
+        let mut dropped = Vec::new();
+        let r = self.nodes.insert(st.ino, n, &mut dropped).into_arc();
+        drop(dropped);
+        r
+    }
+
+    fn fh_of(&self, st: &Statx) -> Fh {
+        self.sealer.seal_ceph(self.fscid, st.ino, btime(st))
+    }
+
+    /// The object a handle names: from the cache, or asked of the MDS by
+    /// inode number (any head's handle, also after a restart).
+    fn resolve(self: &Arc<Self>, fh: &Fh) -> FsResult<Arc<Node>> {
+        if fh.0 == self.root_fh.0 {
+            return Ok(self.root.clone());
+        }
+        let (ino, bt) = match self.sealer.open(&fh.0)? {
+            Decoded::Ceph { fscid, ino, btime } if fscid == self.fscid => (ino, btime),
+            // Sealed with our key for another filesystem or backend.
+            _ => return Err(FsError::Stale),
+        };
+        if let Some(n) = self.nodes.get(&ino) {
+            return if n.btime == bt {
+                Ok(n)
+            } else {
+                Err(FsError::Stale)
+            };
+        }
+        let inode = self.m.lookup_inode(ino).map_err(|e| match e {
+            libc::ENOENT | libc::ESTALE => FsError::Stale,
+            e => FsError::Errno(e),
+        })?;
+        let st = self.m.getattr(&inode, self.server_perm()?).map_err(err)?;
+        if btime(&st) != bt || st.nlink == 0 {
+            return Err(FsError::Stale);
+        }
+        Ok(self.node(inode, &st))
+    }
+
+    /// The server's own identity (root): files are opened as it.
+    fn server_perm(&self) -> FsResult<&Perm> {
+        Ok(&self.root_perm)
+    }
+
+    /// Fresh attributes; an object unlinked behind our back is Stale (and
+    /// leaves the cache, releasing its inode so the MDS can free it).
+    fn attrs(&self, n: &Arc<Node>) -> FsResult<Statx> {
+        let st = self.m.getattr(&n.inode, self.server_perm()?).map_err(err)?;
+        if st.nlink == 0 {
+            self.forget(n.ino);
+            return Err(FsError::Stale);
+        }
+        Ok(st)
+    }
+
+    fn attr(&self, n: &Arc<Node>) -> FsResult<Attr> {
+        Ok(attr::to_attr(&self.attrs(n)?, self.opts.fsid))
+    }
+
+    /// Post-op attributes where they can be had (RFC 1813 allows none).
+    fn post(&self, n: &Arc<Node>) -> Option<Attr> {
+        self.attr(n).ok()
+    }
+
+    fn forget(&self, ino: u64) {
+        if let Some(n) = self.nodes.remove(&ino) {
+            drop(n);
+        }
+    }
+
+    /// On a `sync` export, waits until `nodes`' changes are journaled.
+    fn journal(&self, nodes: &[&Arc<Node>]) -> FsResult<()> {
+        if !self.opts.sync {
+            return Ok(());
+        }
+        for n in nodes {
+            self.m.sync_inode(&n.inode).map_err(|e| {
+                self.verifier.reset(&ffi::errstr(e));
+                FsError::Errno(e)
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl Backend for CephFs {
+    fn root(&self) -> Fh {
+        self.inner.root_fh.clone()
+    }
+
+    // attr.rs
+    fn getattr(&self, _cred: &Cred, fh: &Fh) -> FsResult<Attr> {
+        let fh = fh.clone();
+        self.run(move |i| {
+            let n = i.resolve(&fh)?;
+            i.attr(&n)
+        })
+    }
+
+    fn setattr(&self, cred: &Cred, fh: &Fh, set: &SetAttr, guard: Option<Time>) -> FsResult<Wcc> {
+        let (cred, fh, set) = (cred.clone(), fh.clone(), set.clone());
+        self.run(move |i| i.setattr(&cred, &fh, &set, guard))
+    }
+
+    fn access(&self, cred: &Cred, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
+        let (cred, fh) = (cred.clone(), fh.clone());
+        self.run(move |i| i.access(&cred, &fh, want))
+    }
+
+    fn fsstat(&self, _cred: &Cred, fh: &Fh) -> FsResult<(FsStat, Attr)> {
+        let fh = fh.clone();
+        self.run(move |i| i.fsstat(&fh))
+    }
+
+    fn fsinfo(&self, _cred: &Cred, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
+        let fh = fh.clone();
+        self.run(move |i| {
+            let a = i.attr(&i.resolve(&fh)?)?;
+            Ok((attr::FSINFO, a))
+        })
+    }
+
+    fn pathconf(&self, _cred: &Cred, fh: &Fh) -> FsResult<(PathConf, Attr)> {
+        let fh = fh.clone();
+        self.run(move |i| {
+            let a = i.attr(&i.resolve(&fh)?)?;
+            Ok((attr::PATHCONF, a))
+        })
+    }
+
+    // dir.rs
+    fn lookup(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)> {
+        let (cred, dir, name) = (cred.clone(), dir.clone(), name.to_vec());
+        self.run(move |i| i.lookup(&cred, &dir, &name))
+    }
+
+    fn readlink(&self, cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
+        let (cred, fh) = (cred.clone(), fh.clone());
+        self.run(move |i| i.readlink(&cred, &fh))
+    }
+
+    fn readdir(
+        &self,
+        cred: &Cred,
+        dir: &Fh,
+        cookie: u64,
+        _verifier: [u8; 8],
+        max_entries: usize,
+        plus: bool,
+    ) -> FsResult<DirPage> {
+        let (cred, dir) = (cred.clone(), dir.clone());
+        self.run(move |i| i.readdir(&cred, &dir, cookie, max_entries, plus))
+    }
+
+    // data.rs
+    fn read(
+        &self,
+        cred: &Cred,
+        fh: &Fh,
+        offset: u64,
+        count: u32,
+        buf: &mut Vec<u8>,
+    ) -> FsResult<(bool, Attr)> {
+        let (cred, fh) = (cred.clone(), fh.clone());
+        let (data, eof, a) = self.run(move |i| i.read(&cred, &fh, offset, count))?;
+        buf.extend_from_slice(&data);
+        Ok((eof, a))
+    }
+
+    fn write(
+        &self,
+        cred: &Cred,
+        fh: &Fh,
+        offset: u64,
+        data: &[u8],
+        stable: Stable,
+    ) -> FsResult<(u32, Stable, Wcc)> {
+        // Owned: the call may outlive this worker's wait (time limit).
+        let (cred, fh, data) = (cred.clone(), fh.clone(), data.to_vec());
+        self.run(move |i| i.write(&cred, &fh, offset, &data, stable))
+    }
+
+    fn commit(&self, cred: &Cred, fh: &Fh, _offset: u64, _count: u32) -> FsResult<Wcc> {
+        let (cred, fh) = (cred.clone(), fh.clone());
+        self.run(move |i| i.commit(&cred, &fh))
+    }
+
+    // namespace.rs
+    fn create(&self, cred: &Cred, dir: &Fh, name: &[u8], how: &CreateHow) -> FsResult<Created> {
+        let (cred, dir, name, how) = (cred.clone(), dir.clone(), name.to_vec(), how.clone());
+        self.run(move |i| i.create(&cred, &dir, &name, &how))
+    }
+
+    fn mkdir(&self, cred: &Cred, dir: &Fh, name: &[u8], set: &SetAttr) -> FsResult<Created> {
+        let (cred, dir, name, set) = (cred.clone(), dir.clone(), name.to_vec(), set.clone());
+        self.run(move |i| i.mkdir(&cred, &dir, &name, &set))
+    }
+
+    fn symlink(
+        &self,
+        cred: &Cred,
+        dir: &Fh,
+        name: &[u8],
+        target: &[u8],
+        set: &SetAttr,
+    ) -> FsResult<Created> {
+        let (cred, dir, name, target, set) = (
+            cred.clone(),
+            dir.clone(),
+            name.to_vec(),
+            target.to_vec(),
+            set.clone(),
+        );
+        self.run(move |i| i.symlink(&cred, &dir, &name, &target, &set))
+    }
+
+    fn mknod(
+        &self,
+        cred: &Cred,
+        dir: &Fh,
+        name: &[u8],
+        kind: NodeKind,
+        set: &SetAttr,
+    ) -> FsResult<Created> {
+        let (cred, dir, name, set) = (cred.clone(), dir.clone(), name.to_vec(), set.clone());
+        self.run(move |i| i.mknod(&cred, &dir, &name, kind, &set))
+    }
+
+    fn remove(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
+        let (cred, dir, name) = (cred.clone(), dir.clone(), name.to_vec());
+        self.run(move |i| i.remove(&cred, &dir, &name, false))
+    }
+
+    fn rmdir(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
+        let (cred, dir, name) = (cred.clone(), dir.clone(), name.to_vec());
+        self.run(move |i| i.remove(&cred, &dir, &name, true))
+    }
+
+    fn rename(
+        &self,
+        cred: &Cred,
+        from_dir: &Fh,
+        from: &[u8],
+        to_dir: &Fh,
+        to: &[u8],
+    ) -> FsResult<(Wcc, Wcc)> {
+        let (cred, fd, from, td, to) = (
+            cred.clone(),
+            from_dir.clone(),
+            from.to_vec(),
+            to_dir.clone(),
+            to.to_vec(),
+        );
+        self.run(move |i| i.rename(&cred, &fd, &from, &td, &to))
+    }
+
+    fn link(&self, cred: &Cred, file: &Fh, dir: &Fh, name: &[u8]) -> FsResult<(Attr, Wcc)> {
+        let (cred, file, dir, name) = (cred.clone(), file.clone(), dir.clone(), name.to_vec());
+        self.run(move |i| i.link(&cred, &file, &dir, &name))
+    }
+
+    // lock.rs
+    fn open_for_locks(&self, cred: &Cred, fh: &Fh) -> FsResult<Arc<dyn crate::lock::LockFile>> {
+        let (cred, fh) = (cred.clone(), fh.clone());
+        let f = self.run(move |i| i.open_for_locks(&cred, &fh))?;
+        Ok(Arc::new(lock::CephLocks::new(f, self.calls.clone())))
+    }
+
+    fn shutdown(&self) {
+        // Written but uncommitted data first (as a close would), then the
+        // session, so other heads get its capabilities at once.
+        // Two passes: the first clears the CLOCK's second-chance bits.
+        for _ in 0..2 {
+            let mut nodes = Vec::new();
+            self.inner
+                .nodes
+                .reclaim(self.inner.nodes.capacity(), &mut nodes);
+            drop(nodes);
+        }
+        self.inner.m.unmount_for_exit();
+    }
+
+    fn stats(&self) -> BackendStats {
+        let i = &self.inner;
+        BackendStats {
+            caches: vec![CacheStat {
+                name: "inodes",
+                capacity: i.nodes.capacity() as u64,
+                counts: i.nodes.counts(),
+            }],
+            commits: i.committer.counts(),
+            ..Default::default()
+        }
+    }
+}

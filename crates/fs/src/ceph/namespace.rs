@@ -1,0 +1,297 @@
+//! Namespace changes: CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME,
+//! LINK. Each is made as the caller (libcephfs checks its rights), and on a
+//! `sync` export journaled by the MDS before the reply (RFC 1813 §4.8).
+
+use std::sync::Arc;
+
+use super::attr::{to_attr, to_setattr};
+use super::ffi::{Inode, Statx};
+use super::{err, perm, Inner, Node};
+use crate::access::check_name;
+use crate::{
+    Attr, CreateHow, Created, Cred, Fh, FsError, FsResult, NodeKind, PreAttr, SetAttr, SetTime,
+    Time, Wcc,
+};
+
+fn pre(st: &Statx, fsid: u64) -> PreAttr {
+    PreAttr::from(&to_attr(st, fsid))
+}
+
+/// The verifier of an EXCLUSIVE create, kept in mtime/atime seconds as
+/// knfsd keeps it (top bit cleared so the times are valid everywhere).
+fn verifier_times(verf: &[u8; 8]) -> (i64, i64) {
+    let m = u32::from_be_bytes([verf[0], verf[1], verf[2], verf[3]]) & 0x7fff_ffff;
+    let a = u32::from_be_bytes([verf[4], verf[5], verf[6], verf[7]]) & 0x7fff_ffff;
+    (i64::from(m), i64::from(a))
+}
+
+impl Inner {
+    /// The directory a change happens in, with its attributes before.
+    fn parent(self: &Arc<Self>, dir: &Fh) -> FsResult<(Arc<Node>, Statx)> {
+        let d = self.resolve(dir)?;
+        let st = self.attrs(&d)?;
+        if !super::attr::is_dir(&st) {
+            return Err(FsError::Errno(libc::ENOTDIR));
+        }
+        Ok((d, st))
+    }
+
+    fn dir_wcc(&self, d: &Arc<Node>, before: &Statx) -> Wcc {
+        Wcc {
+            before: Some(pre(before, self.opts.fsid)),
+            after: self.post(d),
+        }
+    }
+
+    /// Finishes a create-type call: the rest of `set` (what creation did
+    /// not already give), journaling, the handle, the cache entry.
+    fn made(
+        self: &Arc<Self>,
+        cred: &Cred,
+        d: &Arc<Node>,
+        dbefore: &Statx,
+        inode: Inode,
+        st: Statx,
+        set: &SetAttr,
+    ) -> FsResult<(Created, Arc<Node>)> {
+        let mut set = set.clone();
+        set.mode = set
+            .mode
+            .map(|m| m & 0o7777)
+            .filter(|&m| m != u32::from(st.mode) & 0o7777);
+        set.uid = set.uid.filter(|&u| u != st.uid);
+        set.gid = set.gid.filter(|&g| g != st.gid);
+        let n = self.node(inode, &st);
+        if set != SetAttr::default() {
+            let (mut x, mask) = to_setattr(&set);
+            self.m
+                .setattr(&n.inode, &mut x, mask, &*perm(cred)?)
+                .map_err(err)?;
+        }
+        self.journal(&[d, &n])?;
+        let attr = self.attr(&n)?;
+        Ok((
+            Created {
+                fh: self.fh_of(&st),
+                attr,
+                dir: self.dir_wcc(d, dbefore),
+            },
+            n,
+        ))
+    }
+
+    pub(super) fn create(
+        self: &Arc<Self>,
+        cred: &Cred,
+        dir: &Fh,
+        name: &[u8],
+        how: &CreateHow,
+    ) -> FsResult<Created> {
+        check_name(name, false)?;
+        let (d, before) = self.parent(dir)?;
+        let p = perm(cred)?;
+        let (flags, mode, set) = match how {
+            CreateHow::Unchecked(s) => (libc::O_CREAT, s.mode.unwrap_or(0o666), s.clone()),
+            CreateHow::Guarded(s) => (
+                libc::O_CREAT | libc::O_EXCL,
+                s.mode.unwrap_or(0o666),
+                s.clone(),
+            ),
+            CreateHow::Exclusive(_) => (libc::O_CREAT | libc::O_EXCL, 0o600, SetAttr::default()),
+        };
+        let made = self.m.create(
+            &d.inode,
+            name,
+            libc::S_IFREG | (mode & 0o7777),
+            flags | libc::O_RDWR,
+            &p,
+        );
+        let (inode, file, st) = match (made, how) {
+            (Ok(x), _) => x,
+            (Err(libc::EEXIST), CreateHow::Exclusive(verf)) => {
+                // A retry of our own EXCLUSIVE create finds its verifier.
+                let (inode, st) = self.m.lookup(&d.inode, name, &p).map_err(err)?;
+                let (vm, va) = verifier_times(verf);
+                let same = u32::from(st.mode) & libc::S_IFMT == libc::S_IFREG
+                    && st.mtime.tv_sec == vm
+                    && st.atime.tv_sec == va
+                    && st.size == 0;
+                if !same {
+                    return Err(FsError::Errno(libc::EEXIST));
+                }
+                let (c, _) = self.made(cred, &d, &before, inode, st, &SetAttr::default())?;
+                return Ok(c);
+            }
+            (Err(e), _) => return Err(err(e)),
+        };
+        let set = match how {
+            CreateHow::Exclusive(verf) => {
+                let (vm, va) = verifier_times(verf);
+                let t = |s| SetTime::ClientTime(Time { sec: s, nsec: 0 });
+                SetAttr {
+                    atime: t(va),
+                    mtime: t(vm),
+                    ..SetAttr::default()
+                }
+            }
+            // Size 0 of UNCHECKED on an existing file truncates it.
+            _ => set,
+        };
+        let (c, n) = self.made(cred, &d, &before, inode, st, &set)?;
+        // The descriptor creation opened serves the writes that follow.
+        let _ = n.wr.set(Arc::new(file));
+        Ok(c)
+    }
+
+    pub(super) fn mkdir(
+        self: &Arc<Self>,
+        cred: &Cred,
+        dir: &Fh,
+        name: &[u8],
+        set: &SetAttr,
+    ) -> FsResult<Created> {
+        check_name(name, false)?;
+        let (d, before) = self.parent(dir)?;
+        let mode = set.mode.unwrap_or(0o777) & 0o7777;
+        let (inode, st) = self
+            .m
+            .mkdir(&d.inode, name, mode, &*perm(cred)?)
+            .map_err(err)?;
+        Ok(self.made(cred, &d, &before, inode, st, set)?.0)
+    }
+
+    pub(super) fn symlink(
+        self: &Arc<Self>,
+        cred: &Cred,
+        dir: &Fh,
+        name: &[u8],
+        target: &[u8],
+        set: &SetAttr,
+    ) -> FsResult<Created> {
+        check_name(name, false)?;
+        if target.is_empty() || target.len() > libc::PATH_MAX as usize - 1 {
+            return Err(FsError::Errno(libc::ENAMETOOLONG));
+        }
+        let (d, before) = self.parent(dir)?;
+        let (inode, st) = self
+            .m
+            .symlink(&d.inode, name, target, &*perm(cred)?)
+            .map_err(err)?;
+        // A symlink's mode means nothing (Linux ignores it).
+        let set = SetAttr {
+            mode: None,
+            ..set.clone()
+        };
+        Ok(self.made(cred, &d, &before, inode, st, &set)?.0)
+    }
+
+    pub(super) fn mknod(
+        self: &Arc<Self>,
+        cred: &Cred,
+        dir: &Fh,
+        name: &[u8],
+        kind: NodeKind,
+        set: &SetAttr,
+    ) -> FsResult<Created> {
+        check_name(name, false)?;
+        let (d, before) = self.parent(dir)?;
+        let (fmt, rdev) = match kind {
+            NodeKind::Fifo => (libc::S_IFIFO, 0),
+            NodeKind::Socket => (libc::S_IFSOCK, 0),
+            NodeKind::Block { major, minor } => (libc::S_IFBLK, libc::makedev(major, minor)),
+            NodeKind::Char { major, minor } => (libc::S_IFCHR, libc::makedev(major, minor)),
+        };
+        let mode = fmt | (set.mode.unwrap_or(0o666) & 0o7777);
+        let (inode, st) = self
+            .m
+            .mknod(&d.inode, name, mode, rdev, &*perm(cred)?)
+            .map_err(err)?;
+        Ok(self.made(cred, &d, &before, inode, st, set)?.0)
+    }
+
+    /// The inode number `name` names in `d`, if any (to drop our reference
+    /// once it is unlinked, so the MDS can free it).
+    fn child_ino(&self, d: &Arc<Node>, name: &[u8], cred: &Cred) -> Option<u64> {
+        let p = perm(cred).ok()?;
+        self.m.lookup(&d.inode, name, &p).ok().map(|(_, st)| st.ino)
+    }
+
+    pub(super) fn remove(
+        self: &Arc<Self>,
+        cred: &Cred,
+        dir: &Fh,
+        name: &[u8],
+        is_dir: bool,
+    ) -> FsResult<Wcc> {
+        check_name(name, false)?;
+        let (d, before) = self.parent(dir)?;
+        let child = self.child_ino(&d, name, cred);
+        let p = perm(cred)?;
+        if is_dir {
+            self.m.rmdir(&d.inode, name, &p).map_err(err)?;
+        } else {
+            self.m.unlink(&d.inode, name, &p).map_err(err)?;
+        }
+        if let Some(ino) = child {
+            self.release_if_gone(ino);
+        }
+        self.journal(&[&d])?;
+        Ok(self.dir_wcc(&d, &before))
+    }
+
+    /// After an unlink or a rename over it: drop our reference to `ino`
+    /// when that was its last link (its uncommitted data is gone with it).
+    fn release_if_gone(&self, ino: u64) {
+        if let Some(n) = self.nodes.get(&ino) {
+            let gone = self
+                .server_perm()
+                .ok()
+                .and_then(|p| self.m.getattr(&n.inode, p).ok())
+                .is_none_or(|st| st.nlink == 0);
+            if gone {
+                n.dirty.store(false, std::sync::atomic::Ordering::Release);
+                self.forget(ino);
+            }
+        }
+    }
+
+    pub(super) fn rename(
+        self: &Arc<Self>,
+        cred: &Cred,
+        from_dir: &Fh,
+        from: &[u8],
+        to_dir: &Fh,
+        to: &[u8],
+    ) -> FsResult<(Wcc, Wcc)> {
+        check_name(from, false)?;
+        check_name(to, false)?;
+        let (fd, fbefore) = self.parent(from_dir)?;
+        let (td, tbefore) = self.parent(to_dir)?;
+        let replaced = self.child_ino(&td, to, cred);
+        self.m
+            .rename(&fd.inode, from, &td.inode, to, &*perm(cred)?)
+            .map_err(err)?;
+        if let Some(ino) = replaced {
+            self.release_if_gone(ino);
+        }
+        self.journal(&[&fd, &td])?;
+        Ok((self.dir_wcc(&fd, &fbefore), self.dir_wcc(&td, &tbefore)))
+    }
+
+    pub(super) fn link(
+        self: &Arc<Self>,
+        cred: &Cred,
+        file: &Fh,
+        dir: &Fh,
+        name: &[u8],
+    ) -> FsResult<(Attr, Wcc)> {
+        check_name(name, false)?;
+        let n = self.resolve(file)?;
+        let (d, before) = self.parent(dir)?;
+        self.m
+            .link(&n.inode, &d.inode, name, &*perm(cred)?)
+            .map_err(err)?;
+        self.journal(&[&d, &n])?;
+        Ok((self.attr(&n)?, self.dir_wcc(&d, &before)))
+    }
+}

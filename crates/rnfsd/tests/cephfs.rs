@@ -1,0 +1,1069 @@
+//! The CephFS backend against a real cluster: every procedure on two heads
+//! (two rnfsd processes with the same export id and handle key serving one
+//! CephFS directory), handles and READDIR cookies of one head used on the
+//! other, and a head restarted under a client's handles.
+//!
+//! The cluster is found through RNFSD_CEPH_CONF (a ceph.conf whose
+//! `[client]` keyring is client.admin's; scripts/test.sh starts a cluster
+//! and sets it). Unset, the tests skip; under CI they fail instead. Each
+//! test works in a fresh directory of CephFS's root, made through a third
+//! server exporting that root, and removes it at the end.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::nfs::*;
+use common::{write_config, TempDir, TestServer};
+use rnfsd_client::nfs3::*;
+use rnfsd_client::{Auth, Client, MountClient, NfsClient};
+
+/// The export id of the heads under test (the same on both: it is in
+/// every handle), and the path clients MNT.
+const ID: u32 = 77;
+const MNT: &str = "/ceph";
+/// The export of CephFS's root that makes and removes each test's
+/// directory.
+const TOP_ID: u32 = 78;
+const TOP_MNT: &str = "/ceph-top";
+
+/// Bound on one test (three servers, each mounting CephFS, and a few
+/// hundred journaled namespace changes).
+const CEPH_TEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+async fn bounded_ceph<F: Future>(f: F) -> F::Output {
+    match tokio::time::timeout(CEPH_TEST_TIMEOUT, f).await {
+        Ok(v) => v,
+        Err(_) => panic!("test body exceeded {CEPH_TEST_TIMEOUT:?}"),
+    }
+}
+
+/// The cluster's ceph.conf, or None when the test is skipped (under CI,
+/// `skip` fails instead).
+fn ceph_conf(test: &str) -> Option<String> {
+    // An explicit choice of whoever runs the suite (scripts/test.sh):
+    // not a failure under CI either.
+    if std::env::var_os("RNFSD_SKIP_CEPH").is_some_and(|v| v == "1") {
+        eprintln!("SKIP {test}: RNFSD_SKIP_CEPH=1");
+        return None;
+    }
+    let conf = std::env::var("RNFSD_CEPH_CONF")
+        .ok()
+        .filter(|c| !c.is_empty());
+    if conf.is_none() {
+        common::skip(
+            test,
+            Some("RNFSD_CEPH_CONF unset: no Ceph cluster (scripts/test.sh starts one)".into()),
+        );
+    }
+    conf
+}
+
+/// A config file in `dir` exporting CephFS directory `root` as `mnt`.
+fn ceph_config(dir: &Path, conf: &str, mnt: &str, id: u32, root: &str) -> String {
+    write_config(
+        dir,
+        &format!(
+            "[[export]]\npath = \"{mnt}\"\nid = {id}\nbackend = \"cephfs\"\n\
+             clients = [\"127.0.0.1\"]\nroot_squash = false\nsecure = false\n\
+             [export.cephfs]\nconf = \"{conf}\"\nroot = \"{root}\"\n"
+        ),
+    )
+}
+
+fn nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+fn name(n: &[u8]) -> String {
+    String::from_utf8_lossy(n).into_owned()
+}
+
+/// A server of CephFS, stopped with SIGTERM when dropped, which must end
+/// its CephFS session. A session left open (a killed server, TestServer's
+/// drop) makes the MDS hold back every other client wanting the caps it
+/// had until the session times out (a minute and more): later tests would
+/// get JUKEBOX.
+struct Head(TestServer);
+
+impl std::ops::Deref for Head {
+    type Target = TestServer;
+    fn deref(&self) -> &TestServer {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Head {
+    fn deref_mut(&mut self) -> &mut TestServer {
+        &mut self.0
+    }
+}
+
+impl Drop for Head {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+/// A test's directory in CephFS and the config of the heads serving it.
+/// Dropping it removes the directory (best effort, also after a failure).
+struct Scratch {
+    /// Serves CephFS's root: makes and removes `dir`.
+    top: Head,
+    dir: String,
+    _top_cfg: TempDir,
+    _head_cfg: TempDir,
+    head_cfg_file: String,
+}
+
+impl Scratch {
+    /// None: skipped (no cluster).
+    async fn new(test: &str) -> Option<Scratch> {
+        let conf = ceph_conf(test)?;
+        let top_cfg = TempDir::new("ceph-top-cfg");
+        let f = ceph_config(top_cfg.path(), &conf, TOP_MNT, TOP_ID, "/");
+        let top = Head(TestServer::start_config(
+            Path::new(&f),
+            Path::new(TOP_MNT),
+            TempDir::new("ceph-top"),
+            &["--no-rpcbind"],
+        ));
+        let dir = format!("t-{test}-{}-{}", std::process::id(), nanos());
+        let s = mount(&top).await;
+        mkdir(&s.nfs, &s.root, &dir).await;
+        let head_cfg = TempDir::new("ceph-head-cfg");
+        let head_cfg_file = ceph_config(head_cfg.path(), &conf, MNT, ID, &format!("/{dir}"));
+        Some(Scratch {
+            top,
+            dir,
+            _top_cfg: top_cfg,
+            _head_cfg: head_cfg,
+            head_cfg_file,
+        })
+    }
+
+    /// A head serving the test's directory with state directory `state`.
+    fn head(&self, state: TempDir) -> Head {
+        Head(TestServer::start_config(
+            Path::new(&self.head_cfg_file),
+            Path::new(MNT),
+            state,
+            &["--no-rpcbind"],
+        ))
+    }
+
+    /// Head A (a new handle key) and head B (A's key, its own state
+    /// directory and port).
+    fn heads(&self) -> (Head, Head) {
+        let a = self.head(TempDir::new("ceph-a"));
+        let b = self.head(a.copy_handle_key("ceph-b"));
+        (a, b)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // Our own runtime on another thread: this may run while a test's
+        // runtime unwinds.
+        let (addr, dir) = (self.top.addr, self.dir.clone());
+        let done = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async {
+                let clean = async {
+                    let client = Client::connect(addr, &config(1)).await.ok()?;
+                    let root = MountClient::new(client.clone()).mnt(TOP_MNT).await.ok()?;
+                    let root = NfsFh3::new(root.fhandle);
+                    let nfs = NfsClient::new(client);
+                    remove_tree(&nfs, &root, &dir).await;
+                    let left = lookup_res(&nfs, &root, &dir).await.ok()?;
+                    (left.status() == Nfsstat3::NoEnt).then_some(())
+                };
+                tokio::time::timeout(Duration::from_secs(60), clean)
+                    .await
+                    .ok()
+                    .flatten()
+            })
+        })
+        .join();
+        if !matches!(done, Ok(Some(()))) {
+            eprintln!("could not remove CephFS directory /{}", self.dir);
+        }
+    }
+}
+
+/// Removes `name` in `dir` and everything below it, as far as it can.
+fn remove_tree<'a>(
+    nfs: &'a NfsClient,
+    dir: &'a NfsFh3,
+    entry: &'a str,
+) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+    Box::pin(async move {
+        let Ok(NfsRes::Ok(r)) = lookup_res(nfs, dir, entry).await else {
+            return;
+        };
+        let is_dir = r.obj_attributes.is_some_and(|a| a.ftype == Ftype3::Dir);
+        if !is_dir {
+            let _ = remove_res(nfs, dir, entry).await;
+            return;
+        }
+        if let Ok(entries) = nfs.readdir_all(&r.object).await {
+            for e in entries {
+                let n = name(&e.name);
+                if n != "." && n != ".." {
+                    remove_tree(nfs, &r.object, &n).await;
+                }
+            }
+        }
+        let _ = rmdir_res(nfs, dir, entry).await;
+    })
+}
+
+// ---- helpers ----
+
+async fn create_how(
+    nfs: &NfsClient,
+    dir: &NfsFh3,
+    n: &str,
+    how: CreateHow3,
+) -> Result<Create3Res, rnfsd_client::ClientError> {
+    nfs.create(&Create3Args {
+        where_: dirop(dir, n),
+        how,
+    })
+    .await
+}
+
+async fn write_res(
+    nfs: &NfsClient,
+    fh: &NfsFh3,
+    offset: u64,
+    data: &[u8],
+    stable: StableHow,
+) -> Write3ResOk {
+    let r = ok(
+        &format!("WRITE {stable:?} at {offset}"),
+        nfs.write(&Write3Args {
+            file: fh.clone(),
+            offset,
+            count: data.len() as u32,
+            stable,
+            data: data.to_vec(),
+        })
+        .await,
+    );
+    assert_eq!(r.count as usize, data.len(), "short WRITE");
+    assert!(
+        r.committed >= stable,
+        "asked {stable:?}, committed {:?}",
+        r.committed
+    );
+    r
+}
+
+async fn commit(nfs: &NfsClient, fh: &NfsFh3) -> Commit3ResOk {
+    ok(
+        "COMMIT",
+        nfs.commit(&Commit3Args {
+            file: fh.clone(),
+            offset: 0,
+            count: 0,
+        })
+        .await,
+    )
+}
+
+async fn rename(
+    nfs: &NfsClient,
+    fd: &NfsFh3,
+    from: &str,
+    td: &NfsFh3,
+    to: &str,
+) -> Result<Rename3Res, rnfsd_client::ClientError> {
+    nfs.rename(&Rename3Args {
+        from: dirop(fd, from),
+        to: dirop(td, to),
+    })
+    .await
+}
+
+/// Deterministic test data.
+fn pattern(len: usize, seed: u32) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+/// Creates `n` empty files in `dir`, several at once; returns their names.
+async fn make_names(nfs: &NfsClient, dir: &NfsFh3, n: usize) -> Vec<String> {
+    let names: Vec<String> = (0..n)
+        .map(|i| format!("entry-{i:04}-{}", "x".repeat(i % 17)))
+        .collect();
+    for chunk in names.chunks(32) {
+        let mut set = tokio::task::JoinSet::new();
+        for n in chunk {
+            let (nfs, dir, n) = (nfs.clone(), dir.clone(), n.clone());
+            set.spawn(async move { ok(&format!("CREATE {n}"), create_res(&nfs, &dir, &n).await) });
+        }
+        while let Some(r) = set.join_next().await {
+            r.expect("CREATE task");
+        }
+    }
+    names
+}
+
+/// Every name of `names` exactly once; "." and ".." at most once; nothing
+/// else.
+fn check_listing(what: &str, seen: &BTreeMap<String, usize>, names: &[String]) {
+    for n in names {
+        match seen.get(n) {
+            Some(1) => {}
+            Some(k) => panic!("{what}: {n:?} listed {k} times"),
+            None => panic!("{what}: {n:?} missing from the listing"),
+        }
+    }
+    for d in [".", ".."] {
+        assert!(
+            seen.get(d).copied().unwrap_or(0) <= 1,
+            "{what}: {d:?} listed {:?} times",
+            seen.get(d)
+        );
+    }
+    let extra: Vec<&String> = seen
+        .keys()
+        .filter(|k| !names.contains(k) && *k != "." && *k != "..")
+        .collect();
+    assert!(extra.is_empty(), "{what}: unexpected names {extra:?}");
+}
+
+/// READDIR from `cookie` (verifier `verf`) until eof with `count`-byte
+/// pages, counting names into `seen`; returns the number of calls.
+async fn readdir_from(
+    nfs: &NfsClient,
+    dir: &NfsFh3,
+    cookie: u64,
+    verf: Verf3,
+    count: u32,
+    seen: &mut BTreeMap<String, usize>,
+) -> usize {
+    let mut a = ReadDir3Args {
+        dir: dir.clone(),
+        cookie,
+        cookieverf: verf,
+        count,
+    };
+    let mut calls = 0;
+    loop {
+        calls += 1;
+        assert!(calls < 2000, "READDIR never reached eof");
+        let r = ok("READDIR", nfs.readdir(&a).await);
+        assert!(r.dir_attributes.is_some(), "READDIR dir attributes");
+        for e in &r.entries {
+            *seen.entry(name(&e.name)).or_insert(0) += 1;
+        }
+        if r.eof {
+            return calls;
+        }
+        a.cookie = r.entries.last().expect("no entries and no eof").cookie;
+        a.cookieverf = r.cookieverf;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 1. Every procedure, on head A and on head B.
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_procedure_on_both_heads() {
+    bounded_ceph(async {
+        let Some(scratch) = Scratch::new("every_procedure").await else {
+            return;
+        };
+        let (a, b) = scratch.heads();
+        for (label, srv) in [("A", &a), ("B", &b)] {
+            let s = mount(srv).await;
+            every_procedure(label, &s).await;
+        }
+    })
+    .await;
+}
+
+async fn every_procedure(head: &str, s: &Session) {
+    let nfs = &s.nfs;
+    let at = |what: &str| format!("head {head}: {what}");
+
+    // NULL, GETATTR of the root, LOOKUP ".." of the root.
+    nfs.null().await.expect("NULL");
+    let root = getattr(nfs, &s.root).await;
+    assert_eq!(root.ftype, Ftype3::Dir, "{}", at("root type"));
+    let up = ok(
+        &at("LOOKUP .. of root"),
+        lookup_res(nfs, &s.root, "..").await,
+    );
+    assert_eq!(
+        up.obj_attributes.expect("LOOKUP .. attrs").fileid,
+        root.fileid,
+        "{}",
+        at(".. of the root is the root")
+    );
+    assert_eq!(
+        up.object,
+        s.root,
+        "{}",
+        at(".. of the root: the root's handle")
+    );
+    let dot = ok(&at("LOOKUP . of root"), lookup_res(nfs, &s.root, ".").await);
+    assert_eq!(dot.object, s.root);
+
+    // MKDIR: this head's own directory.
+    let r = ok(
+        &at("MKDIR"),
+        nfs.mkdir(&Mkdir3Args {
+            where_: dirop(&s.root, &format!("p-{head}")),
+            attributes: sattr_mode(0o755),
+        })
+        .await,
+    );
+    let d = r.obj.expect("MKDIR handle");
+    let da = r.obj_attributes.expect("MKDIR attrs");
+    assert_eq!((da.ftype, da.mode, da.nlink), (Ftype3::Dir, 0o755, 2));
+    assert_eq!(da.fsid, root.fsid, "{}", at("one export, one fsid"));
+    assert!(r.dir_wcc.after.is_some(), "{}", at("MKDIR dir wcc"));
+    fail(
+        &at("MKDIR existing"),
+        nfs.mkdir(&Mkdir3Args {
+            where_: dirop(&s.root, &format!("p-{head}")),
+            attributes: sattr_mode(0o755),
+        })
+        .await,
+        Nfsstat3::Exist,
+    );
+    let d_parent = ok(&at("LOOKUP .."), lookup_res(nfs, &d, "..").await);
+    assert_eq!(
+        d_parent.obj_attributes.expect("attrs").fileid,
+        root.fileid,
+        "{}",
+        at(".. of a subdirectory")
+    );
+
+    // CREATE UNCHECKED, WRITE FILE_SYNC and UNSTABLE, COMMIT, READ.
+    let r = ok(
+        &at("CREATE UNCHECKED"),
+        create_how(nfs, &d, "f", CreateHow3::Unchecked(sattr_mode(0o644))).await,
+    );
+    let f = r.obj.expect("CREATE handle");
+    let fa = r.obj_attributes.expect("CREATE attrs");
+    assert_eq!((fa.ftype, fa.mode, fa.size), (Ftype3::Reg, 0o644, 0));
+    let data = pattern(15_000, 1);
+    let w1 = write_res(nfs, &f, 0, &data[..10_000], StableHow::FileSync).await;
+    assert_eq!(w1.committed, StableHow::FileSync);
+    assert_eq!(w1.file_wcc.after.expect("WRITE wcc after").size, 10_000);
+    let w2 = write_res(nfs, &f, 10_000, &data[10_000..], StableHow::Unstable).await;
+    assert_eq!(w1.verf, w2.verf, "{}", at("write verifier changed"));
+    let c = commit(nfs, &f).await;
+    assert_eq!(
+        c.verf,
+        w1.verf,
+        "{}",
+        at("COMMIT verifier differs from WRITE's")
+    );
+    assert_eq!(getattr(nfs, &f).await.size, 15_000);
+    let r = ok(&at("READ all"), read_res(nfs, &f, 0, 15_000).await);
+    assert!(
+        r.data == data && r.eof,
+        "{}",
+        at("READ to the end: data, eof")
+    );
+    let r = ok(&at("READ part"), read_res(nfs, &f, 100, 50).await);
+    assert!(r.data == data[100..150] && !r.eof, "{}", at("READ inside"));
+    let r = ok(&at("READ past end"), read_res(nfs, &f, 20_000, 10).await);
+    assert!(r.data.is_empty() && r.eof, "{}", at("READ past the end"));
+    fail_any(
+        &at("READ of a directory"),
+        read_res(nfs, &d, 0, 10).await,
+        &[Nfsstat3::IsDir, Nfsstat3::Inval],
+    );
+
+    // ACCESS: root gets read and write; another user none on a 0600 file.
+    let want = ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND;
+    let r = ok(
+        &at("ACCESS"),
+        nfs.access(&Access3Args {
+            object: f.clone(),
+            access: want,
+        })
+        .await,
+    );
+    assert_eq!(r.access & want, want, "{}", at("root's ACCESS"));
+    let dirwant = ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_DELETE;
+    let r = ok(
+        &at("ACCESS dir"),
+        nfs.access(&Access3Args {
+            object: d.clone(),
+            access: dirwant,
+        })
+        .await,
+    );
+    assert_eq!(
+        r.access & dirwant,
+        dirwant,
+        "{}",
+        at("root's ACCESS of a dir")
+    );
+
+    // SETATTR: mode, size (truncate), times; a guard that does not match.
+    let r = ok(
+        &at("SETATTR mode"),
+        setattr_res(nfs, &f, sattr_mode(0o600), None).await,
+    );
+    assert_eq!(r.obj_wcc.before.expect("wcc before").size, 15_000);
+    assert_eq!(r.obj_wcc.after.expect("wcc after").mode, 0o600);
+    let user = nfs.with_auth(Auth::unix(1000, 1000));
+    let r = ok(
+        &at("ACCESS as another user"),
+        user.access(&Access3Args {
+            object: f.clone(),
+            access: want,
+        })
+        .await,
+    );
+    assert_eq!(r.access & want, 0, "{}", at("uid 1000 on a root 0600 file"));
+    fail(
+        &at("READ as another user"),
+        read_res(&user, &f, 0, 10).await,
+        Nfsstat3::Acces,
+    );
+    let r = ok(
+        &at("SETATTR size"),
+        setattr_res(
+            nfs,
+            &f,
+            Sattr3 {
+                size: Some(100),
+                ..Sattr3::default()
+            },
+            None,
+        )
+        .await,
+    );
+    assert_eq!(r.obj_wcc.after.expect("after").size, 100);
+    let r = ok(&at("READ truncated"), read_res(nfs, &f, 0, 1000).await);
+    assert!(
+        r.data == data[..100] && r.eof,
+        "{}",
+        at("READ after truncate")
+    );
+    let (atime, mtime) = (
+        Nfstime3 {
+            seconds: 1_000_000_000,
+            nseconds: 123_456_789,
+        },
+        Nfstime3 {
+            seconds: 1_100_000_000,
+            nseconds: 987_654_321,
+        },
+    );
+    ok(
+        &at("SETATTR times"),
+        setattr_res(
+            nfs,
+            &f,
+            Sattr3 {
+                atime: SetTime3::ClientTime(atime),
+                mtime: SetTime3::ClientTime(mtime),
+                ..Sattr3::default()
+            },
+            None,
+        )
+        .await,
+    );
+    let fa = getattr(nfs, &f).await;
+    assert_eq!(
+        (fa.atime, fa.mtime),
+        (atime, mtime),
+        "{}",
+        at("client times")
+    );
+    let wrong = Nfstime3 {
+        seconds: fa.ctime.seconds.wrapping_sub(100),
+        nseconds: fa.ctime.nseconds,
+    };
+    let body = fail(
+        &at("SETATTR wrong guard"),
+        setattr_res(nfs, &f, sattr_mode(0o640), Some(wrong)).await,
+        Nfsstat3::NotSync,
+    );
+    assert!(body.after.is_some(), "{}", at("NOT_SYNC carries wcc after"));
+    assert_eq!(getattr(nfs, &f).await.mode, 0o600, "{}", at("guard failed"));
+    let r = ok(
+        &at("SETATTR right guard"),
+        setattr_res(nfs, &f, sattr_mode(0o640), Some(fa.ctime)).await,
+    );
+    assert_eq!(r.obj_wcc.after.expect("after").mode, 0o640);
+
+    // LOOKUP: found, missing.
+    let l = ok(&at("LOOKUP f"), lookup_res(nfs, &d, "f").await);
+    assert_eq!(l.object, f, "{}", at("LOOKUP gives CREATE's handle"));
+    assert_eq!(l.obj_attributes.expect("attrs").fileid, fa.fileid);
+    assert!(l.dir_attributes.is_some());
+    fail(
+        &at("LOOKUP missing"),
+        lookup_res(nfs, &d, "missing").await,
+        Nfsstat3::NoEnt,
+    );
+
+    // SYMLINK, READLINK.
+    let target = b"some/where/../else".to_vec();
+    let r = ok(
+        &at("SYMLINK"),
+        nfs.symlink(&Symlink3Args {
+            where_: dirop(&d, "ln"),
+            symlink_attributes: Sattr3::default(),
+            symlink_data: target.clone(),
+        })
+        .await,
+    );
+    let ln = r.obj.expect("SYMLINK handle");
+    assert_eq!(r.obj_attributes.expect("attrs").ftype, Ftype3::Lnk);
+    let rl = ok(
+        &at("READLINK"),
+        nfs.readlink(&ReadLink3Args {
+            symlink: ln.clone(),
+        })
+        .await,
+    );
+    assert_eq!(rl.data, target);
+    fail(
+        &at("READLINK of a file"),
+        nfs.readlink(&ReadLink3Args { symlink: f.clone() }).await,
+        Nfsstat3::Inval,
+    );
+
+    // CREATE GUARDED and EXCLUSIVE.
+    ok(
+        &at("CREATE GUARDED"),
+        create_how(nfs, &d, "g", CreateHow3::Guarded(sattr_mode(0o600))).await,
+    );
+    fail(
+        &at("CREATE GUARDED again"),
+        create_how(nfs, &d, "g", CreateHow3::Guarded(sattr_mode(0o600))).await,
+        Nfsstat3::Exist,
+    );
+    let v1 = Verf3(*b"verf-one");
+    let x1 = ok(
+        &at("CREATE EXCLUSIVE"),
+        create_how(nfs, &d, "x", CreateHow3::Exclusive(v1)).await,
+    );
+    let x = x1.obj.expect("EXCLUSIVE handle");
+    let x_id = getattr(nfs, &x).await.fileid;
+    let x2 = ok(
+        &at("CREATE EXCLUSIVE retried, same verifier"),
+        create_how(nfs, &d, "x", CreateHow3::Exclusive(v1)).await,
+    );
+    let x2fh = x2.obj.expect("retry handle");
+    assert_eq!(getattr(nfs, &x2fh).await.fileid, x_id, "{}", at("retry"));
+    fail(
+        &at("CREATE EXCLUSIVE, another verifier"),
+        create_how(nfs, &d, "x", CreateHow3::Exclusive(Verf3(*b"verf-two"))).await,
+        Nfsstat3::Exist,
+    );
+    fail(
+        &at("CREATE EXCLUSIVE over a plain file"),
+        create_how(nfs, &d, "g", CreateHow3::Exclusive(v1)).await,
+        Nfsstat3::Exist,
+    );
+
+    // MKNOD fifo.
+    let r = ok(
+        &at("MKNOD fifo"),
+        nfs.mknod(&Mknod3Args {
+            where_: dirop(&d, "fifo"),
+            what: MknodData3::Fifo(sattr_mode(0o600)),
+        })
+        .await,
+    );
+    let fifo = r.obj.expect("MKNOD handle");
+    let fifo_a = getattr(nfs, &fifo).await;
+    assert_eq!((fifo_a.ftype, fifo_a.mode), (Ftype3::Fifo, 0o600));
+
+    // REMOVE; RMDIR of a non-empty and then an empty directory.
+    ok(&at("REMOVE g"), remove_res(nfs, &d, "g").await);
+    fail(
+        &at("LOOKUP removed"),
+        lookup_res(nfs, &d, "g").await,
+        Nfsstat3::NoEnt,
+    );
+    fail(
+        &at("REMOVE missing"),
+        remove_res(nfs, &d, "g").await,
+        Nfsstat3::NoEnt,
+    );
+    let sub = mkdir(nfs, &d, "sub").await;
+    create_file(nfs, &sub, "in").await;
+    fail(
+        &at("RMDIR non-empty"),
+        rmdir_res(nfs, &d, "sub").await,
+        Nfsstat3::NotEmpty,
+    );
+    ok(&at("REMOVE sub/in"), remove_res(nfs, &sub, "in").await);
+    ok(&at("RMDIR sub"), rmdir_res(nfs, &d, "sub").await);
+    assert_eq!(
+        getattr_status(nfs, &sub).await.expect("GETATTR rpc"),
+        Nfsstat3::Stale,
+        "{}",
+        at("a removed directory's handle")
+    );
+
+    // RENAME: same directory, across, over an existing file.
+    let r = ok(&at("RENAME f f2"), rename(nfs, &d, "f", &d, "f2").await);
+    assert!(r.fromdir_wcc.after.is_some() && r.todir_wcc.after.is_some());
+    assert_eq!(
+        getattr(nfs, &f).await.fileid,
+        fa.fileid,
+        "{}",
+        at("handle follows")
+    );
+    fail(
+        &at("LOOKUP old name"),
+        lookup_res(nfs, &d, "f").await,
+        Nfsstat3::NoEnt,
+    );
+    let (victim, _) = create_file(nfs, &s.root, &format!("victim-{head}")).await;
+    ok(
+        &at("RENAME over a file"),
+        rename(nfs, &d, "x", &s.root, &format!("victim-{head}")).await,
+    );
+    assert_eq!(
+        getattr(nfs, &lookup(nfs, &s.root, &format!("victim-{head}")).await)
+            .await
+            .fileid,
+        x_id,
+        "{}",
+        at("the renamed file replaced the target")
+    );
+    assert_eq!(
+        getattr_status(nfs, &victim).await.expect("GETATTR rpc"),
+        Nfsstat3::Stale,
+        "{}",
+        at("the replaced file's handle")
+    );
+    fail(
+        &at("RENAME missing"),
+        rename(nfs, &d, "ghost", &d, "g2").await,
+        Nfsstat3::NoEnt,
+    );
+
+    // LINK.
+    let r = ok(
+        &at("LINK"),
+        nfs.link(&Link3Args {
+            file: f.clone(),
+            link: dirop(&d, "hard"),
+        })
+        .await,
+    );
+    assert_eq!(r.file_attributes.expect("LINK attrs").nlink, 2);
+    assert!(r.linkdir_wcc.after.is_some());
+    assert_eq!(getattr(nfs, &f).await.nlink, 2);
+    let hard = lookup(nfs, &d, "hard").await;
+    assert_eq!(hard, f, "{}", at("both names, one handle"));
+    fail(
+        &at("LINK existing"),
+        nfs.link(&Link3Args {
+            file: f.clone(),
+            link: dirop(&d, "f2"),
+        })
+        .await,
+        Nfsstat3::Exist,
+    );
+
+    // READDIR and READDIRPLUS of 300 names in small pages.
+    let many = mkdir(nfs, &d, "many").await;
+    let names = make_names(nfs, &many, 300).await;
+    let mut seen = BTreeMap::new();
+    let calls = readdir_from(nfs, &many, 0, Verf3::default(), 600, &mut seen).await;
+    check_listing(&at("READDIR"), &seen, &names);
+    assert!(calls > 5, "{}", at(&format!("{calls} READDIR calls")));
+
+    let mut a = ReadDirPlus3Args {
+        dir: many.clone(),
+        cookie: 0,
+        cookieverf: Verf3::default(),
+        dircount: 512,
+        maxcount: 4096,
+    };
+    let (mut seen, mut calls) = (BTreeMap::new(), 0);
+    loop {
+        calls += 1;
+        assert!(calls < 2000, "READDIRPLUS never reached eof");
+        let r = ok(&at("READDIRPLUS"), nfs.readdirplus(&a).await);
+        for e in &r.entries {
+            let n = name(&e.name);
+            *seen.entry(n.clone()).or_insert(0) += 1;
+            if n == "." || n == ".." {
+                continue;
+            }
+            let attrs = e.name_attributes.as_ref().expect("READDIRPLUS attributes");
+            assert_eq!(attrs.fileid, e.fileid);
+            assert_eq!(attrs.ftype, Ftype3::Reg);
+            let fh = e.name_handle.as_ref().expect("READDIRPLUS handle");
+            if n == names[7] {
+                assert_eq!(getattr(nfs, fh).await.fileid, e.fileid);
+                assert_eq!(fh, &lookup(nfs, &many, &n).await);
+            }
+        }
+        if r.eof {
+            break;
+        }
+        a.cookie = r.entries.last().expect("no entries and no eof").cookie;
+        a.cookieverf = r.cookieverf;
+    }
+    check_listing(&at("READDIRPLUS"), &seen, &names);
+    assert!(calls > 5, "{}", at(&format!("{calls} READDIRPLUS calls")));
+    // The whole of `d`.
+    let all: Vec<String> = nfs
+        .readdir_all(&d)
+        .await
+        .expect("READDIR d")
+        .iter()
+        .map(|e| name(&e.name))
+        .filter(|n| n != "." && n != "..")
+        .collect();
+    let mut all_sorted = all.clone();
+    all_sorted.sort();
+    assert_eq!(
+        all_sorted,
+        ["f2", "fifo", "hard", "ln", "many"],
+        "{}",
+        at("READDIR after the changes")
+    );
+
+    // FSSTAT, FSINFO, PATHCONF.
+    let st = ok(
+        &at("FSSTAT"),
+        nfs.fsstat(&FsStat3Args {
+            fsroot: s.root.clone(),
+        })
+        .await,
+    );
+    assert!(st.tbytes > 0 && st.fbytes <= st.tbytes && st.abytes <= st.fbytes);
+    assert!(st.obj_attributes.is_some());
+    let fi = ok(
+        &at("FSINFO"),
+        nfs.fsinfo(&FsInfo3Args {
+            fsroot: s.root.clone(),
+        })
+        .await,
+    );
+    assert!(fi.rtmax >= 4096 && fi.wtmax >= 4096 && fi.dtpref > 0);
+    assert!(fi.maxfilesize >= 1 << 32);
+    let props = FSF3_LINK | FSF3_SYMLINK | FSF3_HOMOGENEOUS | FSF3_CANSETTIME;
+    assert_eq!(fi.properties & props, props, "{}", at("FSINFO properties"));
+    let pc = ok(
+        &at("PATHCONF"),
+        nfs.pathconf(&PathConf3Args { object: f.clone() }).await,
+    );
+    assert!(pc.name_max >= 255 && pc.no_trunc && pc.case_preserving && !pc.case_insensitive);
+    assert!(pc.linkmax >= 2);
+}
+
+// ---------------------------------------------------------------------------
+// 2. Handles, cookies and data of one head used on the other.
+
+#[tokio::test(flavor = "multi_thread")]
+async fn handles_and_cookies_cross_heads() {
+    bounded_ceph(async {
+        let Some(scratch) = Scratch::new("cross_heads").await else {
+            return;
+        };
+        let (ha, hb) = scratch.heads();
+        let (a, b) = (mount(&ha).await, mount(&hb).await);
+        assert_eq!(a.root, b.root, "the heads' root handles differ");
+
+        // Objects made on A, used on B (which never saw them).
+        let d = mkdir(&a.nfs, &a.root, "d").await;
+        let (f, _) = create_file(&a.nfs, &d, "f").await;
+        write(&a.nfs, &f, 0, b"hello").await;
+        for (what, fh) in [("root", &a.root), ("dir", &d), ("file", &f)] {
+            let (x, y) = (getattr(&a.nfs, fh).await, getattr(&b.nfs, fh).await);
+            assert_eq!(x.fsid, y.fsid, "{what}: fsid differs between heads");
+            assert_eq!(x.fileid, y.fileid, "{what}: fileid differs between heads");
+            assert_eq!(
+                (x.ftype, x.mode, x.nlink, x.mtime, x.ctime),
+                (y.ftype, y.mode, y.nlink, y.mtime, y.ctime),
+                "{what}"
+            );
+            // A directory's size is CephFS's recursive byte count, which
+            // reaches other clients lazily: only a file's is compared.
+            if x.ftype == Ftype3::Reg {
+                assert_eq!(x.size, y.size, "{what}: size differs between heads");
+            }
+        }
+        assert_eq!(
+            lookup(&b.nfs, &d, "f").await,
+            f,
+            "B's LOOKUP gives another handle than A's CREATE"
+        );
+        assert_eq!(read_data(&b.nfs, &f, 0, 100).await, b"hello", "READ on B");
+        // WRITE on B through A's handle, read back on A.
+        let w = write_res(&b.nfs, &f, 5, b" world", StableHow::FileSync).await;
+        assert_eq!(w.file_wcc.after.expect("after").size, 11);
+        assert_eq!(
+            read_data(&a.nfs, &f, 0, 100).await,
+            b"hello world",
+            "READ on A"
+        );
+
+        // UNSTABLE + COMMIT through A, byte-exact through B.
+        let (g, _) = create_file(&a.nfs, &d, "g").await;
+        let data = pattern(3 << 20, 2);
+        let mut verf = None;
+        for (i, chunk) in data.chunks(256 * 1024).enumerate() {
+            let off = (i * 256 * 1024) as u64;
+            let r = write_res(&a.nfs, &g, off, chunk, StableHow::Unstable).await;
+            assert!(verf.is_none_or(|v| v == r.verf), "verifier changed");
+            verf = Some(r.verf);
+        }
+        assert_eq!(commit(&a.nfs, &g).await.verf, verf.expect("verf"));
+        assert_eq!(getattr(&b.nfs, &g).await.size, data.len() as u64);
+        let back = b.nfs.read_all(&g).await.expect("READ g on B");
+        assert!(back == data, "data written on A read differently on B");
+
+        // READDIR begun on A, continued on B.
+        let many = mkdir(&a.nfs, &d, "many").await;
+        let names = make_names(&a.nfs, &many, 300).await;
+        let first = ok(
+            "READDIR on A",
+            a.nfs
+                .readdir(&ReadDir3Args {
+                    dir: many.clone(),
+                    cookie: 0,
+                    cookieverf: Verf3::default(),
+                    count: 1024,
+                })
+                .await,
+        );
+        assert!(!first.eof && first.entries.len() > 2, "one page listed all");
+        let mut seen = BTreeMap::new();
+        for e in &first.entries {
+            *seen.entry(name(&e.name)).or_insert(0) += 1;
+        }
+        let cookie = first.entries.last().expect("entries").cookie;
+        let calls = readdir_from(&b.nfs, &many, cookie, first.cookieverf, 1024, &mut seen).await;
+        assert!(calls > 1);
+        check_listing("READDIR A then B", &seen, &names);
+
+        // Removed through A: STALE on B, whether B had it cached or not.
+        let (cached, _) = create_file(&a.nfs, &d, "cached").await;
+        let (cold, _) = create_file(&a.nfs, &d, "cold").await;
+        getattr(&b.nfs, &cached).await;
+        ok("REMOVE cached", remove_res(&a.nfs, &d, "cached").await);
+        ok("REMOVE cold", remove_res(&a.nfs, &d, "cold").await);
+        for (what, fh) in [("cached on B", &cached), ("never seen by B", &cold)] {
+            assert_eq!(
+                getattr_status(&b.nfs, fh).await.expect("GETATTR rpc"),
+                Nfsstat3::Stale,
+                "removed on A, {what}: GETATTR on B"
+            );
+            assert_eq!(
+                getattr_status(&a.nfs, fh).await.expect("GETATTR rpc"),
+                Nfsstat3::Stale,
+                "removed on A, {what}: GETATTR on A"
+            );
+        }
+
+        // One byte changed: BADHANDLE on both heads.
+        for at in [10, f.data.len() / 2, f.data.len() - 1] {
+            let mut bad = f.clone();
+            bad.data[at] ^= 0x40;
+            for (h, s) in [("A", &a), ("B", &b)] {
+                assert_eq!(
+                    getattr_status(&s.nfs, &bad).await.expect("GETATTR rpc"),
+                    Nfsstat3::BadHandle,
+                    "byte {at} of {} flipped, on {h}",
+                    f.data.len()
+                );
+            }
+        }
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------------------
+// 3. A head restarted under a client's handles.
+
+#[tokio::test(flavor = "multi_thread")]
+async fn restarted_head_resolves_old_handles() {
+    bounded_ceph(async {
+        let Some(scratch) = Scratch::new("restart").await else {
+            return;
+        };
+        let (ha, mut hb) = scratch.heads();
+        let a = mount(&ha).await;
+        let b = mount(&hb).await;
+        let d = mkdir(&a.nfs, &a.root, "d").await;
+        let (fa, _) = create_file(&a.nfs, &d, "from-a").await;
+        write(&a.nfs, &fa, 0, b"written on A").await;
+        let (fb, _) = create_file(&b.nfs, &d, "from-b").await;
+        let wb = write_res(&b.nfs, &fb, 0, b"written on B", StableHow::FileSync).await;
+        let wa = write_res(&a.nfs, &fa, 0, b"written", StableHow::Unstable).await;
+        let db = mkdir(&b.nfs, &d, "dir-b").await;
+        let ids: Vec<u64> = {
+            let mut v = Vec::new();
+            for fh in [&d, &fa, &fb, &db] {
+                v.push(getattr(&b.nfs, fh).await.fileid);
+            }
+            v
+        };
+        drop(b);
+
+        hb.restart();
+        let b = mount(&hb).await;
+        assert_eq!(b.root, a.root, "root handle changed across the restart");
+        for (i, (what, fh)) in [
+            ("dir", &d),
+            ("A's file", &fa),
+            ("B's file", &fb),
+            ("B's dir", &db),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let at = ok(
+                &format!("GETATTR {what} on the restarted B"),
+                b.nfs.getattr(&GetAttr3Args { object: fh.clone() }).await,
+            )
+            .obj_attributes;
+            assert_eq!(
+                at.fileid, ids[i],
+                "{what}: another object after the restart"
+            );
+        }
+        assert_eq!(read_data(&b.nfs, &fa, 0, 100).await, b"written on A");
+        assert_eq!(read_data(&b.nfs, &fb, 0, 100).await, b"written on B");
+        assert_eq!(lookup(&b.nfs, &d, "from-a").await, fa);
+        create_file(&b.nfs, &db, "after-restart").await;
+
+        // A new instance, a new write verifier; A's is unchanged.
+        let wb2 = write_res(&b.nfs, &fb, 0, b"W", StableHow::Unstable).await;
+        assert_ne!(wb2.verf, wb.verf, "B's write verifier survived its restart");
+        assert_eq!(commit(&b.nfs, &fb).await.verf, wb2.verf);
+        let wa2 = write_res(&a.nfs, &fa, 0, b"W", StableHow::Unstable).await;
+        assert_eq!(wa2.verf, wa.verf, "A's verifier changed when B restarted");
+        assert_eq!(read_data(&a.nfs, &fb, 0, 100).await, b"Written on B");
+    })
+    .await;
+}
