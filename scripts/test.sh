@@ -9,6 +9,13 @@
 # RNFSD_SKIP_FUZZ=1 skips the short fuzz run (its first build takes minutes);
 # RNFSD_SKIP_PACKAGE=1 skips the Debian package test (root; a release build
 # and cargo-deb, installed when missing).
+# RNFSD_SKIP_CEPH=1 skips the single-node Ceph cluster the CephFS backend's
+# tests run against (tests/ceph/cluster.sh: Debian's ceph packages, installed
+# when missing, about 0.4 GiB of memory, 15 s to start); RNFSD_CEPH_DIR
+# (default /tmp/rnfsd-ceph) is where the cluster lives for the run, and
+# RNFSD_CEPH_MON_PORT (default 13300) its mon's port. The cargo tests get
+# RNFSD_CEPH_CONF=<dir>/ceph.conf; without it those tests skip, or fail
+# under CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,11 +39,53 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
+# The Ceph cluster: optional where it cannot be had (not root, apt fails),
+# except under CI as root, where that is a failure. The backend dlopens
+# libcephfs.so.2, so no -dev package.
+ceph_skip=""
+ci_root=""
+[ -n "${CI:-}" ] && [ "$(id -u)" = 0 ] && ci_root=1
+if [ "${RNFSD_SKIP_CEPH:-}" = 1 ]; then
+    ceph_skip="RNFSD_SKIP_CEPH=1"
+else
+    need_ceph=()
+    for p in ceph-mon ceph-osd ceph-mds ceph-mgr ceph-common libcephfs2; do
+        dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || need_ceph+=("$p")
+    done
+    if [ ${#need_ceph[@]} -gt 0 ]; then
+        SUDO=""
+        [ "$(id -u)" = 0 ] || SUDO="sudo -n"
+        if [ -n "$SUDO" ] && ! sudo -n true 2>/dev/null; then
+            ceph_skip="not root, and ${need_ceph[*]} not installed"
+        elif ! { $SUDO apt-get update -qq &&
+            DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+                "${need_ceph[@]}" >/dev/null; }; then
+            [ -z "$ci_root" ] || { echo "FAIL: apt-get could not install ${need_ceph[*]}" >&2; exit 1; }
+            ceph_skip="apt-get could not install ${need_ceph[*]}"
+        fi
+    fi
+fi
+
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The interop tests need libnfs's tools; under CI their absence is a failure,
 # not a skip.
 export RNFSD_REQUIRE_LIBNFS="${CI:-}"
+if [ -z "$ceph_skip" ]; then
+    ceph_dir="${RNFSD_CEPH_DIR:-/tmp/rnfsd-ceph}"
+    # Stopped on any exit, also a failed `up` (its logs go with it: `up`
+    # printed their tails).
+    trap 'tests/ceph/cluster.sh down "$ceph_dir" || true' EXIT
+    if ceph_out=$(tests/ceph/cluster.sh up "$ceph_dir"); then
+        export RNFSD_CEPH_CONF="${ceph_out#CEPH_CONF=}"
+    elif [ -n "$ci_root" ]; then
+        echo "FAIL: the Ceph test cluster did not start (see above)" >&2
+        exit 1
+    else
+        ceph_skip="the cluster did not start in $ceph_dir (see above)"
+    fi
+fi
+[ -z "$ceph_skip" ] || echo "SKIP: ceph tests ($ceph_skip)"
 cargo test --workspace
 
 if [ "${RNFSD_SKIP_PACKAGE:-}" = 1 ]; then
