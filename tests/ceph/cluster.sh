@@ -307,6 +307,11 @@ up() {
     c osd pool create cephfs_metadata 8 8 >>"$setup" 2>&1
     c osd pool create cephfs_data 8 8 >>"$setup" 2>&1
     c fs new cephfs cephfs_metadata cephfs_data >>"$setup" 2>&1
+    # A killed client's capabilities are given back after 30 s (the least
+    # Ceph allows), not 60:
+    # tests kill servers (failover, a failed test's leftovers) and the next
+    # client would wait for them.
+    c fs set cephfs session_timeout 30 >>"$setup" 2>&1
     say "mds started, fs created"
 
     wait_ready || failed

@@ -44,6 +44,11 @@ pub enum Decoded {
     },
 }
 
+/// A stable hex digest of `b` (names derived from identities).
+pub fn digest_hex(b: &[u8]) -> String {
+    blake3::hash(b).to_hex().to_string()
+}
+
 pub struct Sealer {
     key: [u8; 32],
     export_id: u32,

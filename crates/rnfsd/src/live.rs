@@ -33,6 +33,13 @@ pub struct Opener {
     pub caches: Arc<Caches>,
     pub verifier: Arc<WriteVerifier>,
     pub stats: Arc<Registry>,
+    /// This head's identity (host name and state directory): the same on
+    /// every start, different on every other head.
+    pub head: String,
+}
+
+fn blake3_hex(b: &[u8]) -> String {
+    rnfsd_fs::handle::digest_hex(b)
 }
 
 fn local_mode(m: HandleMode) -> local::HandleMode {
@@ -103,6 +110,13 @@ impl Opener {
             write_verifier: Some(self.verifier.clone()),
             sync: e.sync,
             max_syncs_in_flight: s.max_syncs_in_flight.unwrap_or(64),
+            // A restarted (or killed and restarted) head ends the session
+            // it left, rather than every head waiting for its timeout.
+            session_uuid: Some(format!(
+                "rnfsd-{}-{}",
+                &blake3_hex(self.head.as_bytes())[..16],
+                e.id
+            )),
             ..CephOptions::default()
         };
         tracing::info!(conf, client = %c.client, fs = c.fs.as_deref().unwrap_or("(default)"), root = %c.root, "mounting CephFS");

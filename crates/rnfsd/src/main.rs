@@ -278,6 +278,13 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         caches: Caches::new(cache_fds),
         verifier: Arc::new(WriteVerifier::new(keys::new_write_verifier())),
         stats: stats.clone(),
+        head: format!(
+            "{}:{}",
+            host_name(),
+            std::fs::canonicalize(&state_dir)
+                .unwrap_or_else(|_| state_dir.clone())
+                .display()
+        ),
     };
     let mut opened = Vec::with_capacity(exports.len());
     for e in &exports {
@@ -537,3 +544,10 @@ fn wait_for_shutdown_signal(signals: &mut Signals, mut on_hup: impl FnMut()) {
 
 /// The transport glue: listeners, event loops and worker pools.
 mod transport;
+
+/// This host's name (uname), for naming this head's sessions.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_default()
+}

@@ -927,6 +927,28 @@ async fn handles_and_cookies_cross_heads() {
             "READ on A"
         );
 
+        // Each head sees the other's change at once, also while it holds
+        // the file's attributes cached (GETATTR may be answered from the
+        // libcephfs cache only while capabilities vouch for it).
+        let (h, _) = create_file(&a.nfs, &d, "h").await;
+        for i in 0..20u64 {
+            let (w, r) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+            getattr(&r.nfs, &h).await;
+            write_res(&w.nfs, &h, i, b"x", StableHow::FileSync).await;
+            let mode = 0o600 | (i as u32 % 8) << 3;
+            ok(
+                "SETATTR mode",
+                setattr_res(&w.nfs, &h, sattr_mode(mode), None).await,
+            );
+            let (x, y) = (getattr(&w.nfs, &h).await, getattr(&r.nfs, &h).await);
+            assert_eq!((y.size, y.mode), (i + 1, mode), "round {i}: the other head");
+            assert_eq!(
+                (x.size, x.mtime, x.ctime),
+                (y.size, y.mtime, y.ctime),
+                "round {i}"
+            );
+        }
+
         // UNSTABLE + COMMIT through A, byte-exact through B.
         let (g, _) = create_file(&a.nfs, &d, "g").await;
         let data = pattern(3 << 20, 2);

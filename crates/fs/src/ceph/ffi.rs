@@ -145,6 +145,9 @@ ceph_fns! {
     ceph_unmount: fn(*mut CMount) -> c_int;
     ceph_release: fn(*mut CMount) -> c_int;
     ceph_get_fs_cid: fn(*mut CMount) -> i64;
+    ceph_set_uuid: fn(*mut CMount, *const c_char) -> ();
+    ceph_start_reclaim: fn(*mut CMount, *const c_char, c_uint) -> c_int;
+    ceph_finish_reclaim: fn(*mut CMount) -> ();
     ceph_userperm_new: fn(libc::uid_t, libc::gid_t, c_int, *mut libc::gid_t) -> *mut CPerm;
     ceph_userperm_destroy: fn(*mut CPerm) -> ();
     ceph_ll_lookup_root: fn(*mut CMount, *mut *mut CInode) -> c_int;
@@ -237,7 +240,14 @@ pub struct MountArgs<'a> {
     pub root: &'a str,
     /// Bound on each MDS/OSD wait libcephfs makes while mounting (seconds).
     pub mount_timeout_secs: u32,
+    /// This head's session name: a session left by an earlier run under
+    /// the same name (killed, crashed) is ended at mount, so its
+    /// capabilities do not hold other clients up until its timeout.
+    pub uuid: Option<&'a str>,
 }
+
+/// ceph_start_reclaim: end the old session rather than take its state.
+const RECLAIM_RESET: c_uint = 1;
 
 impl Mount {
     pub fn open(a: &MountArgs<'_>) -> Result<Arc<Mount>, String> {
@@ -289,6 +299,21 @@ impl Mount {
             // SAFETY: cm initialized; fsc NUL-terminated.
             rc(unsafe { (f.ceph_select_filesystem)(m.cm, fsc.as_ptr()) })
                 .map_err(|e| format!("filesystem {fs}: {}", errstr(e)))?;
+        }
+        if let Some(u) = a.uuid {
+            let uc = c(u)?;
+            // SAFETY: cm initialized, not mounted; uc NUL-terminated.
+            match rc(unsafe { (f.ceph_start_reclaim)(m.cm, uc.as_ptr(), RECLAIM_RESET) }) {
+                // SAFETY: a reclaim was started on cm.
+                Ok(_) => unsafe { (f.ceph_finish_reclaim)(m.cm) },
+                // No earlier session under that name.
+                Err(libc::ENOENT) => {}
+                Err(e) => {
+                    tracing::warn!(uuid = u, error = %errstr(e), "could not end this head's earlier CephFS session: its capabilities stay until the MDS times it out")
+                }
+            }
+            // SAFETY: cm initialized, not mounted; uc NUL-terminated.
+            unsafe { (f.ceph_set_uuid)(m.cm, uc.as_ptr()) };
         }
         let root = c(a.root)?;
         // SAFETY: cm initialized; root NUL-terminated.

@@ -81,6 +81,9 @@ pub struct CephOptions {
     pub inode_cache_entries: usize,
     /// Bound on each wait of the mount itself (seconds).
     pub mount_timeout_secs: u32,
+    /// This head's CephFS session name, the same on every start of this
+    /// head and different on every other head (see ffi::MountArgs::uuid).
+    pub session_uuid: Option<String>,
     pub write_verifier: Option<Arc<WriteVerifier>>,
     /// exports(5) `sync`: namespace changes and SETATTR journaled before
     /// the reply.
@@ -102,6 +105,7 @@ impl Default for CephOptions {
             call_queue: 256,
             inode_cache_entries: 16384,
             mount_timeout_secs: 30,
+            session_uuid: None,
             write_verifier: None,
             sync: true,
             max_syncs_in_flight: 64,
@@ -202,6 +206,7 @@ impl CephFs {
             fs: opts.fs.as_deref(),
             root: &opts.root,
             mount_timeout_secs: opts.mount_timeout_secs,
+            uuid: opts.session_uuid.as_deref(),
         })?;
         let fscid = u64::try_from(m.fs_cid()).map_err(|_| "no filesystem id".to_owned())?;
         let ri = m
