@@ -633,6 +633,14 @@ impl Mount {
     fn is_gone(&self) -> bool {
         self.gone.load(Ordering::Acquire)
     }
+
+    /// Gives back one libcephfs object (`put` with this mount), unless the
+    /// session already ended for the process's exit.
+    fn release(&self, put: impl FnOnce(&Fns, *mut CMount)) {
+        if !self.is_gone() {
+            put(self.f, self.cm);
+        }
+    }
 }
 
 impl Drop for Mount {
@@ -663,11 +671,10 @@ unsafe impl Sync for Inode {}
 
 impl Drop for Inode {
     fn drop(&mut self) {
-        if self.m.is_gone() {
-            return;
-        }
         // SAFETY: we hold exactly one reference, taken when this was made.
-        unsafe { (self.m.f.ceph_ll_put)(self.m.cm, self.p) };
+        self.m.release(|f, cm| unsafe {
+            (f.ceph_ll_put)(cm, self.p);
+        });
     }
 }
 
@@ -684,11 +691,10 @@ unsafe impl Sync for File {}
 
 impl Drop for File {
     fn drop(&mut self) {
-        if self.m.is_gone() {
-            return;
-        }
         // SAFETY: opened by ceph_ll_open/create and closed only here.
-        unsafe { (self.m.f.ceph_ll_close)(self.m.cm, self.fh) };
+        self.m.release(|f, cm| unsafe {
+            (f.ceph_ll_close)(cm, self.fh);
+        });
     }
 }
 
@@ -779,11 +785,10 @@ impl Dir {
 
 impl Drop for Dir {
     fn drop(&mut self) {
-        if self.m.is_gone() {
-            return;
-        }
         // SAFETY: opened by ceph_ll_opendir, released once.
-        unsafe { (self.m.f.ceph_ll_releasedir)(self.m.cm, self.d) };
+        self.m.release(|f, cm| unsafe {
+            (f.ceph_ll_releasedir)(cm, self.d);
+        });
     }
 }
 
