@@ -34,7 +34,12 @@ const TOP_MNT: &str = "/ceph-top";
 /// hundred journaled namespace changes).
 const CEPH_TEST_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The tests share one cluster: they run together (read), except the one
+/// that freezes the MDS (write).
+static CLUSTER: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
 async fn bounded_ceph<F: Future>(f: F) -> F::Output {
+    let _shared = CLUSTER.read().await;
     match tokio::time::timeout(CEPH_TEST_TIMEOUT, f).await {
         Ok(v) => v,
         Err(_) => panic!("test body exceeded {CEPH_TEST_TIMEOUT:?}"),
@@ -1088,4 +1093,123 @@ async fn restarted_head_resolves_old_handles() {
         assert_eq!(read_data(&a.nfs, &fb, 0, 100).await, b"Written on B");
     })
     .await;
+}
+
+// ---------------------------------------------------------------------------
+// 4. No MDS answers: later calls get JUKEBOX within the time limit, and
+// all is well again once it answers.
+
+/// SIGSTOP of the cluster's MDS until dropped (SIGCONT, also on a panic).
+struct FrozenMds(String);
+
+impl FrozenMds {
+    fn new(conf: &str) -> FrozenMds {
+        let run = Path::new(conf).parent().expect("conf dir").join("run");
+        let pid = std::fs::read_dir(&run)
+            .expect("the cluster's run directory")
+            .filter_map(|e| e.ok())
+            .find(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.starts_with("mds.") && n.ends_with(".pid")
+            })
+            .and_then(|e| std::fs::read_to_string(e.path()).ok())
+            .expect("the MDS pid file")
+            .trim()
+            .to_owned();
+        let st = std::process::Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()
+            .expect("kill -STOP");
+        assert!(st.success(), "kill -STOP {pid}");
+        FrozenMds(pid)
+    }
+}
+
+impl Drop for FrozenMds {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &self.0])
+            .status();
+    }
+}
+
+async fn mkdir_status(nfs: &NfsClient, dir: &NfsFh3, name: &str) -> Nfsstat3 {
+    nfs.mkdir(&Mkdir3Args {
+        where_: dirop(dir, name),
+        attributes: sattr_mode(0o755),
+    })
+    .await
+    .expect("MKDIR rpc")
+    .status()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_mds_gets_jukebox_within_the_limit() {
+    let Some(conf) = ceph_conf("no_mds_gets_jukebox_within_the_limit") else {
+        return;
+    };
+    // Alone on the cluster: the others wait (their calls would stall too).
+    let _alone = CLUSTER.write().await;
+    let body = async {
+        let Some(scratch) = Scratch::new("no_mds").await else {
+            return;
+        };
+        // This head's calls have a limit of 1 s.
+        let cfg = TempDir::new("ceph-limit-cfg");
+        let text = std::fs::read_to_string(&scratch.head_cfg_file).expect("head config");
+        let f = write_config(
+            cfg.path(),
+            &format!("[server]\nceph_call_timeout_ms = 1000\n{text}"),
+        );
+        let head = Head(TestServer::start_config(
+            Path::new(&f),
+            Path::new(MNT),
+            TempDir::new("ceph-limit"),
+            &["--no-rpcbind"],
+        ));
+        let s = mount(&head).await;
+        mkdir(&s.nfs, &s.root, "before").await;
+
+        let frozen = FrozenMds::new(&conf);
+        // A call already running when the MDS stopped waits for it...
+        let nfs = s.nfs.clone();
+        let root = s.root.clone();
+        let stuck = tokio::spawn(async move { mkdir_status(&nfs, &root, "stuck").await });
+        // ...and once it is past the limit, later calls get JUKEBOX within it.
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        for name in ["late1", "late2", "late3"] {
+            let t0 = std::time::Instant::now();
+            let st = mkdir_status(&s.nfs, &s.root, name).await;
+            assert_eq!(st, Nfsstat3::Jukebox, "MKDIR {name} with no MDS");
+            assert!(
+                t0.elapsed() < Duration::from_millis(2500),
+                "MKDIR {name}: JUKEBOX after {:?}, limit 1 s",
+                t0.elapsed()
+            );
+        }
+        assert!(
+            !stuck.is_finished(),
+            "the call running when the MDS stopped returned"
+        );
+        drop(frozen);
+        // The MDS answers again: the stuck call completes, new calls work.
+        assert_eq!(stuck.await.expect("task"), Nfsstat3::Ok, "MKDIR stuck");
+        let mut st = Nfsstat3::Jukebox;
+        for _ in 0..100 {
+            st = mkdir_status(&s.nfs, &s.root, "after").await;
+            if st != Nfsstat3::Jukebox {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert_eq!(st, Nfsstat3::Ok, "MKDIR after the MDS came back");
+        // A JUKEBOX'd MKDIR may still have been made in the background.
+        for name in ["before", "stuck", "after"] {
+            lookup(&s.nfs, &s.root, name).await;
+        }
+    };
+    match tokio::time::timeout(CEPH_TEST_TIMEOUT, body).await {
+        Ok(()) => {}
+        Err(_) => panic!("test body exceeded {CEPH_TEST_TIMEOUT:?}"),
+    }
 }

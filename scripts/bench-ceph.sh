@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# CephFS: rnfsd through one head, rnfsd through two heads (the same load
+# split between them), and nfs-ganesha's FSAL_CEPH, all over one
+# single-node Ceph cluster (tests/ceph/cluster.sh), alternated round by
+# round (rnfsd-1head, rnfsd-2heads, ganesha, rnfsd-1head, ...), then
+# medians and ratios. See docs/scale-out.md ("Benchmark").
+#
+#   scripts/bench-ceph.sh [--rounds 3] [--seconds 5] [--files 5000]
+#       [--streams 16] [--fsmark-files 1000] [--out DIR] [--work DIR]
+#
+# Workloads: traverse (rnfsd-bench run --mix traverse: ACCESS x2, GETATTR,
+# LOOKUP per object and a READDIRPLUS every 16, on a tree of --files files
+# made through ceph-fuse) at 1 stream and at --streams streams with a
+# connection each; fsmark (4 KiB files, UNSTABLE WRITE + COMMIT, creates
+# journaled: `sync` exports) at --streams streams. Two heads: half the
+# streams on each head at once; the rate is their sum.
+#
+# Everything (cluster, a private rpcbind for ganesha, the servers, the load
+# generator) runs inside a private network and mount namespace, on its own
+# loopback. Needs root; installs nfs-ganesha-ceph and the ceph packages when
+# missing; builds target/release/{rnfsd,rnfsd-bench} when absent. Every run
+# is bounded (--seconds, fsmark's --max-seconds, timeout(1)).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+
+ROUNDS=3
+SECONDS_PER=5
+FILES=5000
+STREAMS=16
+FSMARK_FILES=1000
+OUT=/tmp/rnfsd-bench-ceph/out
+WORK=/tmp/rnfsd-bench-ceph/work
+while [ $# -gt 0 ]; do
+    case $1 in
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --seconds) SECONDS_PER=$2; shift 2 ;;
+    --files) FILES=$2; shift 2 ;;
+    --streams) STREAMS=$2; shift 2 ;;
+    --fsmark-files) FSMARK_FILES=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --work) WORK=$2; shift 2 ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench-ceph.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+log() { echo "[bench-ceph $(date +%T)] $*" >&2; }
+
+if [ -z "${BENCH_CEPH_INNER:-}" ]; then
+    [ "$(id -u)" = 0 ] || { echo "bench-ceph.sh: needs root" >&2; exit 2; }
+    need=()
+    for p in nfs-ganesha nfs-ganesha-ceph rpcbind ceph-mon ceph-osd ceph-mds ceph-mgr ceph-common ceph-fuse libcephfs2; do
+        dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || need+=("$p")
+    done
+    if [ ${#need[@]} -gt 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    fi
+    [ -x target/release/rnfsd ] && [ -x target/release/rnfsd-bench ] ||
+        cargo build --release -p rnfsd -p rnfsd-bench
+    rm -rf "$OUT" "$WORK"
+    mkdir -p "$OUT" "$WORK"
+    exec env BENCH_CEPH_INNER=1 timeout -k 10 7200 \
+        unshare --net --mount --propagation private -- "$0" --rounds "$ROUNDS" --seconds "$SECONDS_PER" \
+        --files "$FILES" --streams "$STREAMS" --fsmark-files "$FSMARK_FILES" --out "$OUT" --work "$WORK"
+fi
+
+# ---- inside the namespace ----
+ip link set lo up
+mount -t tmpfs -o mode=755,size=16m tmpfs /run
+mkdir -p /run/rpcbind /run/ganesha /var/lib/nfs/ganesha
+mount -t tmpfs -o size=16m tmpfs /var/lib/nfs/ganesha
+
+BIN=$REPO/target/release/rnfsd
+BENCH=$REPO/target/release/rnfsd-bench
+PIDS=()
+FUSE=$WORK/fuse
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    sleep 1
+    for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    mountpoint -q "$FUSE" && umount -l "$FUSE"
+    "$REPO/tests/ceph/cluster.sh" down "$WORK/ceph" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+conf_line=$("$REPO/tests/ceph/cluster.sh" up "$WORK/ceph")
+CEPH_CONF=${conf_line#CEPH_CONF=}
+export CEPH_CONF
+log "cluster up ($CEPH_CONF)"
+
+# The tree, made through ceph-fuse (local syscalls on CephFS).
+mkdir -p "$FUSE"
+ceph-fuse -c "$CEPH_CONF" "$FUSE" >"$WORK/fuse.log" 2>&1
+mkdir -p "$FUSE/bench/fsmark"
+"$BENCH" prepare "$FUSE/bench/tree" --files "$FILES" --dirs $((FILES / 20)) --threads 4 >/dev/null
+umount "$FUSE"
+log "tree of $FILES files made"
+
+# rnfsd: two heads, the same export id and handle key.
+head_conf() { # head_conf NAME PORT: exports /tree and /fsmark (ids 100, 101)
+    mkdir -p "$WORK/$1/state"
+    {
+        printf '[server]\nlisten = ["127.0.0.1:%s"]\nstate_dir = "%s"\nadmin_socket = "%s"\n' \
+            "$2" "$WORK/$1/state" "$WORK/$1/admin.sock"
+        local id=100 x
+        for x in tree fsmark; do
+            printf '[[export]]\npath = "/%s"\nid = %s\nbackend = "cephfs"\nclients = ["127.0.0.1"]\n' "$x" "$id"
+            printf 'root_squash = false\nsecure = false\n[export.cephfs]\nconf = "%s"\nroot = "/bench/%s"\n' \
+                "$CEPH_CONF" "$x"
+            id=$((id + 1))
+        done
+    } >"$WORK/$1/rnfsd.toml"
+}
+wait_tcp() {
+    local i
+    for ((i = 0; i < 300; i++)); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    log "nothing answers on port $1"
+    return 1
+}
+head_conf a 21001
+head_conf b 21002
+"$BIN" serve --config "$WORK/a/rnfsd.toml" --no-rpcbind >"$WORK/a/log" 2>&1 &
+A_PID=$!
+PIDS+=("$A_PID")
+wait_tcp 21001
+install -m 600 "$WORK/a/state/handle.key" "$WORK/b/state/handle.key"
+"$BIN" serve --config "$WORK/b/rnfsd.toml" --no-rpcbind >"$WORK/b/log" 2>&1 &
+B_PID=$!
+PIDS+=("$B_PID")
+wait_tcp 21002
+log "rnfsd heads up: pid $A_PID :21001, pid $B_PID :21002"
+
+# nfs-ganesha 4.3, FSAL_CEPH, with a private rpcbind (it needs one).
+rpcbind -f -w &
+PIDS+=($!)
+for ((i = 0; i < 50; i++)); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
+mkdir -p "$WORK/ganesha/recovery"
+cat >"$WORK/ganesha/ganesha.conf" <<EOF
+NFS_CORE_PARAM {
+    NFS_Port = 21003;
+    MNT_Port = 21004;
+    NLM_Port = 0;
+    Rquota_Port = 0;
+    Protocols = 3;
+    Enable_NLM = false;
+    Enable_RQUOTA = false;
+    Enable_UDP = false;
+    Mount_Path_Pseudo = true;
+    Plugins_Dir = "/usr/lib/x86_64-linux-gnu/ganesha";
+}
+NFSv4 { Graceless = true; RecoveryRoot = "$WORK/ganesha/recovery"; }
+NFS_KRB5 { Active_krb5 = false; }
+CEPH { Ceph_Conf = "$CEPH_CONF"; }
+EXPORT {
+    Export_Id = 100; Path = "/bench/tree"; Pseudo = "/tree";
+    Protocols = 3; Transports = TCP; Access_Type = RW; Squash = No_Root_Squash; SecType = sys;
+    FSAL { Name = CEPH; User_Id = "admin"; }
+}
+EXPORT {
+    Export_Id = 101; Path = "/bench/fsmark"; Pseudo = "/fsmark";
+    Protocols = 3; Transports = TCP; Access_Type = RW; Squash = No_Root_Squash; SecType = sys;
+    FSAL { Name = CEPH; User_Id = "admin"; }
+}
+LOG { Default_Log_Level = EVENT; }
+EOF
+ganesha.nfsd -F -f "$WORK/ganesha/ganesha.conf" -L "$WORK/ganesha/log" -p "$WORK/ganesha/pid" &
+G_PID=$!
+PIDS+=("$G_PID")
+for ((i = 0; i < 600; i++)); do
+    rpcinfo -n 21003 -t 127.0.0.1 100003 3 >/dev/null 2>&1 &&
+        rpcinfo -n 21004 -t 127.0.0.1 100005 3 >/dev/null 2>&1 && break
+    kill -0 "$G_PID" 2>/dev/null || { tail -20 "$WORK/ganesha/log" >&2; exit 1; }
+    sleep 0.1
+done
+log "ganesha (FSAL_CEPH) up: pid $G_PID :21003, MOUNT :21004"
+
+RES=$OUT/results.jsonl
+: >"$RES"
+# One result row (JSON) per server, workload, streams and round; two
+# heads' rows are summed by the report.
+traverse() { # traverse LABEL ADDR MNTADDR PID STREAMS JSON
+    timeout -k 5 $((SECONDS_PER * 4 + 120)) "$BENCH" run --addr "$2" --mount-addr "$3" --export /tree \
+        --mix traverse --streams "$5" --conns 0 --seconds "$SECONDS_PER" --server-pid "$4" \
+        --label "$1" --json "$6" >>"$OUT/bench.log" 2>&1
+}
+fsmark() { # fsmark LABEL ADDR MNTADDR PID STREAMS JSON
+    timeout -k 5 900 "$BENCH" fsmark --addr "$2" --mount-addr "$3" --export /fsmark \
+        --streams "$5" --conns "$5" --iterations 3 --files-per-iteration "$FSMARK_FILES" \
+        --max-seconds 300 --server-pid "$4" --label "$1" --json "$6" >>"$OUT/bench.log" 2>&1
+}
+half=$((STREAMS / 2))
+for ((r = 1; r <= ROUNDS; r++)); do
+    for wl in traverse fsmark; do
+        for s in 1 "$STREAMS"; do
+            [ "$wl" = fsmark ] && [ "$s" = 1 ] && continue
+            tag="round=$r wl=$wl streams=$s"
+            log "$tag: rnfsd-1head"
+            $wl rnfsd-1head 127.0.0.1:21001 127.0.0.1:21001 "$A_PID" "$s" "$WORK/j" && sed "s/^/{\"round\":$r,\"row\":/; s/\$/}/" "$WORK/j" >>"$RES"
+            rm -f "$WORK/j"
+            if [ "$s" -gt 1 ]; then
+                log "$tag: rnfsd-2heads ($half + $half)"
+                $wl rnfsd-2heads 127.0.0.1:21001 127.0.0.1:21001 "$A_PID" "$half" "$WORK/ja" &
+                pa=$!
+                $wl rnfsd-2heads 127.0.0.1:21002 127.0.0.1:21002 "$B_PID" "$half" "$WORK/jb" &
+                pb=$!
+                wait "$pa" "$pb"
+                cat "$WORK/ja" "$WORK/jb" | sed "s/^/{\"round\":$r,\"row\":/; s/\$/}/" >>"$RES"
+                rm -f "$WORK/ja" "$WORK/jb"
+            fi
+            log "$tag: ganesha"
+            $wl ganesha 127.0.0.1:21003 127.0.0.1:21004 "$G_PID" "$s" "$WORK/j" && sed "s/^/{\"round\":$r,\"row\":/; s/\$/}/" "$WORK/j" >>"$RES"
+            rm -f "$WORK/j"
+        done
+    done
+done
+
+python3 - "$RES" "$STREAMS" >"$OUT/report.md" <<'PY'
+import json, sys, statistics
+from collections import defaultdict
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+streams = int(sys.argv[2])
+# rate per (workload, total streams, label, round); two heads summed.
+acc = defaultdict(lambda: defaultdict(float))
+cpu = defaultdict(list)
+for x in rows:
+    r, row = x["round"], x["row"]
+    if row.get("mix") == "Traverse":
+        wl, rate = "traverse", row["calls_per_s"]
+        c = row.get("server_cpu_us_per_call")
+    elif row.get("workload") == "fsmark" and row.get("kind") == "summary":
+        wl, rate = "fsmark", row["rate"]
+        c = None
+    else:
+        continue
+    s = row["streams"] * (2 if row["label"] == "rnfsd-2heads" else 1)
+    acc[(wl, s, row["label"])][r] += rate
+    if c is not None:
+        cpu[(wl, s, row["label"])].append(c)
+labels = ["rnfsd-1head", "rnfsd-2heads", "ganesha"]
+print("| workload | streams | rnfsd 1 head | rnfsd 2 heads | ganesha FSAL_CEPH | 1 head / ganesha | 2 heads / ganesha | 2 heads / 1 head |")
+print("|---|---|---|---|---|---|---|---|")
+for wl, unit in (("traverse", "calls/s"), ("fsmark", "files/s")):
+    for s in sorted({k[1] for k in acc if k[0] == wl}):
+        med = {}
+        for l in labels:
+            v = list(acc.get((wl, s, l), {}).values())
+            med[l] = statistics.median(v) if v else None
+        def f(v): return "-" if v is None else f"{v:,.0f}"
+        def ratio(a, b): return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
+        print(f"| {wl} ({unit}) | {s} | {f(med['rnfsd-1head'])} | {f(med['rnfsd-2heads'])} | {f(med['ganesha'])} | "
+              f"{ratio(med['rnfsd-1head'], med['ganesha'])} | {ratio(med['rnfsd-2heads'], med['ganesha'])} | "
+              f"{ratio(med['rnfsd-2heads'], med['rnfsd-1head'])} |")
+print()
+print("Medians of", len({x['round'] for x in rows}), "rounds; two heads: the sum of both heads' rates in the same round.")
+for k, v in sorted(cpu.items()):
+    if v and all(c is not None for c in v):
+        print(f"- server CPU per call, {k[0]} {k[1]} streams {k[2]}: median {statistics.median(v):.0f} us")
+PY
+cat "$OUT/report.md"
