@@ -19,7 +19,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use common::nfs::*;
 use common::{write_config, TempDir, TestServer};
 use rnfsd_client::nfs3::*;
-use rnfsd_client::{Auth, Client, MountClient, NfsClient};
+use rnfsd_client::{Auth, Client, MountClient, NfsClient, NlmClient};
+use rnfsd_proto::nlm::*;
 
 /// The export id of the heads under test (the same on both: it is in
 /// every handle), and the path clients MNT.
@@ -1091,6 +1092,95 @@ async fn restarted_head_resolves_old_handles() {
         let wa2 = write_res(&a.nfs, &fa, 0, b"W", StableHow::Unstable).await;
         assert_eq!(wa2.verf, wa.verf, "A's verifier changed when B restarted");
         assert_eq!(read_data(&a.nfs, &fb, 0, 100).await, b"Written on B");
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------------------
+// 3b. NLM locks are CephFS locks: owners conflict across heads.
+
+fn nlm_lock(fh: &NfsFh3, host: &str, svid: i32, offset: u64, len: u64) -> Nlm4Lock {
+    Nlm4Lock {
+        caller_name: CallerName(host.as_bytes().to_vec()),
+        fh: NetObj(fh.data.clone()),
+        oh: NetObj(format!("{host}:{svid}").into_bytes()),
+        svid,
+        l_offset: offset,
+        l_len: len,
+    }
+}
+
+async fn nlm_lock_st(nlm: &NlmClient, l: &Nlm4Lock, exclusive: bool) -> Nlm4Stats {
+    nlm.lock(&Nlm4LockArgs {
+        cookie: NetObj(b"c".to_vec()),
+        block: false,
+        exclusive,
+        alock: l.clone(),
+        reclaim: false,
+        state: 1,
+    })
+    .await
+    .expect("LOCK")
+    .stat
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn locks_conflict_across_heads() {
+    bounded_ceph(async {
+        let Some(scratch) = Scratch::new("locks").await else {
+            return;
+        };
+        let (ha, hb) = scratch.heads();
+        let (a, b) = (mount(&ha).await, mount(&hb).await);
+        let (f, _) = create_file(&a.nfs, &a.root, "f").await;
+        write(&a.nfs, &f, 0, b"0123456789").await;
+        let (na, nb) = (
+            NlmClient::new(a.client.clone()),
+            NlmClient::new(b.client.clone()),
+        );
+        let one = nlm_lock(&f, "hosta", 1, 0, 5);
+        assert_eq!(nlm_lock_st(&na, &one, true).await, Nlm4Stats::Granted);
+        // Another owner on the same head, and owners on the other head.
+        let two = nlm_lock(&f, "hosta", 2, 4, 2);
+        assert_eq!(nlm_lock_st(&na, &two, false).await, Nlm4Stats::Denied);
+        let three = nlm_lock(&f, "hostb", 3, 0, 10);
+        assert_eq!(
+            nlm_lock_st(&nb, &three, true).await,
+            Nlm4Stats::Denied,
+            "head B"
+        );
+        let four = nlm_lock(&f, "hostb", 4, 5, 5);
+        assert_eq!(
+            nlm_lock_st(&nb, &four, true).await,
+            Nlm4Stats::Granted,
+            "head B, a range nobody holds"
+        );
+        let t = nb
+            .test(&Nlm4TestArgs {
+                cookie: NetObj(b"t".to_vec()),
+                exclusive: false,
+                alock: nlm_lock(&f, "hostb", 5, 0, 1),
+            })
+            .await
+            .expect("TEST");
+        assert!(
+            matches!(t.stat, Nlm4TestRply::Denied(_)),
+            "TEST on B of A's range: {:?}",
+            t.stat
+        );
+        let u = na
+            .unlock(&Nlm4UnlockArgs {
+                cookie: NetObj(b"u".to_vec()),
+                alock: one.clone(),
+            })
+            .await
+            .expect("UNLOCK");
+        assert_eq!(u.stat, Nlm4Stats::Granted);
+        assert_eq!(
+            nlm_lock_st(&nb, &nlm_lock(&f, "hostb", 3, 0, 5), true).await,
+            Nlm4Stats::Granted,
+            "head B once A's owner unlocked"
+        );
     })
     .await;
 }
