@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine: installs what the
 # tests need, then formatting, lints, every cargo test, and the Linux kernel
-# NFS client in a qemu guest (smoke, pjdfstest, tar, restart). `.ci/run`
+# NFS client in a qemu guest (smoke, pjdfstest, tar, restart, locks, and a
+# failover between two heads over CephFS). `.ci/run`
 # runs this.
 #
 # RNFSD_SKIP_KERNEL_CLIENT=1 skips the guest stage (it needs root, about
@@ -87,6 +88,9 @@ if [ -z "$ceph_skip" ]; then
 fi
 [ -z "$ceph_skip" ] || echo "SKIP: ceph tests ($ceph_skip)"
 cargo test --workspace
+# Its memory and CPU are the guest's from here on (the failover workload
+# runs a cluster of its own in its namespace).
+[ -n "$ceph_skip" ] || tests/ceph/cluster.sh down "$ceph_dir" >/dev/null 2>&1 || true
 
 if [ "${RNFSD_SKIP_PACKAGE:-}" = 1 ]; then
     echo "SKIP: package test (RNFSD_SKIP_PACKAGE=1)"
@@ -111,5 +115,5 @@ else
     # The debug server cargo test just built: correctness, not speed, and it
     # saves a release build.
     RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
-        tests/kernel-client/run.sh smoke pjdfstest tar restart locks
+        tests/kernel-client/run.sh smoke pjdfstest tar restart locks failover
 fi

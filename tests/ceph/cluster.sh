@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A single-node Ceph cluster for the CephFS backend's tests: 1 mon, 1 mgr,
 # 1 bluestore OSD on a sparse 8 GiB file, 1 MDS and a CephFS named "cephfs",
-# all on 127.0.0.1, no systemd, every file under DIR. Needs Debian's
-# ceph-mon ceph-osd ceph-mds ceph-mgr ceph-common (scripts/test.sh installs
-# them); root is not required by Ceph itself. docs/scale-out.md has figures.
+# all on 127.0.0.1 (or RNFSD_CEPH_ADDR), no systemd, every file under DIR.
+# Needs Debian's ceph-mon ceph-osd ceph-mds ceph-mgr ceph-common
+# (scripts/test.sh installs them); root is not required by Ceph itself.
+# docs/scale-out.md has figures.
 #
 #   tests/ceph/cluster.sh up DIR      start it, or find it running; prints
 #                                     CEPH_CONF=DIR/ceph.conf once HEALTH_OK,

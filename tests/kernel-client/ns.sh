@@ -8,13 +8,18 @@
 # finds NLM through 10.0.2.2:111); SERVER=ganesha runs a private rpcbind
 # and ganesha.nfsd with $GANESHA_CONF. Environment from run.sh: RUN EXPORT
 # NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN
-# GANESHA_CONF.
+# GANESHA_CONF KC_WORKLOADS. The failover workload's heads, Ceph cluster
+# and floating address: failover-host.sh.
 set -uo pipefail
 
 say() { echo "[ns $(date +%T)] $*"; }
 
 ip link set lo up
 mount -t tmpfs tmpfs /run
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+FO_ON=
+[[ " ${KC_WORKLOADS:-} " == *" failover "* ]] && FO_ON=1
 
 SRV_PID=
 QEMU_PID=
@@ -34,6 +39,7 @@ cleanup() {
     [ -n "$PASST_PID" ] && kill -TERM "$PASST_PID" 2>/dev/null
     [ -n "$TCPDUMP_PID" ] && kill -TERM "$TCPDUMP_PID" 2>/dev/null
     [ -n "$RPCB_PID" ] && kill -TERM "$RPCB_PID" 2>/dev/null
+    if [ -n "$FO_ON" ] && declare -F fo_cleanup >/dev/null; then fo_cleanup; fi
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT
@@ -128,6 +134,11 @@ if [ -n "${KC_PCAP:-}" ]; then
     sleep 1
 fi
 start_server || { say "server did not start"; tail -n 20 "$RUN/server.log"; exit 1; }
+if [ -n "$FO_ON" ]; then
+    # shellcheck source=failover-host.sh
+    . "$HERE/failover-host.sh"
+    fo_setup || { say "failover setup failed"; exit 1; }
+fi
 say "server $SERVER up on 127.0.0.1:$NFS_PORT, MOUNT on $MNT_PORT (pid $SRV_PID)"
 
 accel=tcg,thread=multi
@@ -154,6 +165,9 @@ passt)
     [ "$MNT_PORT" = "$NFS_PORT" ] || fwd+=",guestfwd=tcp:10.0.2.100:$MNT_PORT-cmd:socat - TCP:127.0.0.1:$MNT_PORT"
     # The port mapper, for the guest's lockd (TCP only: guestfwd has no UDP).
     fwd+=",guestfwd=tcp:10.0.2.100:111-cmd:socat - TCP:127.0.0.1:111"
+    # failover: the guest mounts 10.0.2.101, a socat per connection to the
+    # floating address.
+    [ -n "$FO_ON" ] && fwd+=",guestfwd=tcp:10.0.2.101:2049-cmd:socat - TCP:$FO_ADDR:2049"
     netdev=(-netdev "user,id=n0,restrict=on,$fwd")
     ;;
 esac
@@ -254,6 +268,9 @@ while kill -0 "$QEMU_PID" 2>/dev/null; do
             fi
             if [ "$rc" = 0 ]; then answer "$id" "ok"; else answer "$id" "error host sqlite3 exit $rc: $(tail -n 2 "$RUN/sqlite-host.log" | tr '\n' '|')"; fi
             ;;
+        failover) # failover-host.sh: head A dies, the address moves to B
+            if [ -n "$FO_ON" ]; then fo_failover; answer "$id" "$FO_ANSWER"; else answer "$id" "error no failover setup"; fi
+            ;;
         *) answer "$id" "error unknown request" ;;
         esac
     done
@@ -263,5 +280,6 @@ wait "$QEMU_PID"
 rc=$?
 QEMU_PID=
 say "qemu exited $rc"
+if [ -n "$FO_ON" ]; then fo_report; fi
 [ $rc -eq 124 ] && { say "qemu timed out after ${QEMU_TIMEOUT}s"; exit 124; }
 exit 0

@@ -8,15 +8,18 @@
 #
 # Workloads: smoke pjdfstest tar restart locks (the default set;
 # guest/NAME.sh; locks: NLM, mounted without nolock, rpcbind and rpc.statd
-# in the guest); also fsx (crates.io fsx, plain and mmap) and load
-# (fsmark, dbench, postmark, bonnie++; Debian packages installed on demand).
+# in the guest); also fsx (crates.io fsx, plain and mmap), load
+# (fsmark, dbench, postmark, bonnie++; Debian packages installed on demand)
+# and failover (two rnfsd heads on one CephFS, a floating address moved
+# from a killed head A to head B under fsx and tar; failover-host.sh).
 # Prints one PASS/FAIL line per check and, last, "N passed, M failed".
 # Exit status 0 only when every check passed.
 #
 # Environment: RNFSD_BIN (server binary; default target/release/rnfsd, built
 # if missing), KC_WORK (work and cache dir; default target/kernel-client),
 # KC_KEEP=1 (keep the run dir: export, logs), KC_PCAP=1 (tcpdump of the
-# server side into the run dir), PJD_PATTERNS, TAR_FILES, FSX_OPS.
+# server side into the run dir), PJD_PATTERNS, TAR_FILES, FSX_OPS,
+# FO_TAR_FILES, FO_FSX_OPS, FO_EVICT, FO_CONTROL, FO_SERVER_TOML (failover).
 # --server ganesha: Debian's nfs-ganesha + nfs-ganesha-vfs (installed when
 # missing), config from scripts/ganesha.sh, MOUNT on port 20048.
 set -uo pipefail
@@ -36,7 +39,7 @@ while [ $# -gt 0 ]; do
     --accel) ACCEL=$2; shift 2 ;;
     --net) NET=$2; shift 2 ;;
     --timeout) TOTAL_TIMEOUT=$2; shift 2 ;;
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) WORKLOADS+=("$1"); shift ;;
     esac
@@ -50,7 +53,7 @@ case $ACCEL in tcg | kvm) ;; *) echo "run.sh: --accel tcg|kvm" >&2; exit 2 ;; es
 case $NET in passt | slirp) ;; *) echo "run.sh: --net passt|slirp" >&2; exit 2 ;; esac
 
 # Per-workload time limits inside the guest (seconds, under TCG).
-declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=240 [fsx]=900 [load]=900 [locks]=420)
+declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=240 [fsx]=900 [load]=900 [locks]=420 [failover]=600)
 budget=120 # boot and setup
 for w in "${WORKLOADS[@]}"; do budget=$((budget + ${LIMIT[$w]:-300})); done
 QEMU_TIMEOUT=$budget
@@ -100,6 +103,16 @@ if [[ " ${WORKLOADS[*]} " == *" load "* ]]; then # guest/load.sh's tools
     command -v postmark >/dev/null || need+=(postmark)
     command -v bonnie++ >/dev/null || need+=(bonnie++)
 fi
+# failover: a Ceph cluster in the namespace (tests/ceph/cluster.sh) and
+# libcephfs for the heads, without recommends (as scripts/test.sh).
+need_ceph=()
+if [[ " ${WORKLOADS[*]} " == *" failover "* ]]; then
+    for p in ceph-mon ceph-osd ceph-mds ceph-mgr ceph-common libcephfs2; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'install ok installed' >/dev/null || need_ceph+=("$p")
+    done
+    [ -x /usr/bin/python3 ] || need+=(python3)
+    [ "$SERVER" = rnfsd ] || die "the failover workload runs rnfsd heads only"
+fi
 apt_updated=
 apt_update() { [ -n "$apt_updated" ] || { apt-get update -qq && apt_updated=1; }; }
 if [ ${#need[@]} -gt 0 ]; then
@@ -107,6 +120,12 @@ if [ ${#need[@]} -gt 0 ]; then
     apt_update || die "apt-get update failed"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >"$CACHE/apt.log" 2>&1 ||
         die "apt-get install ${need[*]} failed (see $CACHE/apt.log)"
+fi
+if [ ${#need_ceph[@]} -gt 0 ]; then
+    say "apt-get install --no-install-recommends ${need_ceph[*]}"
+    apt_update || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_ceph[@]}" >"$CACHE/apt-ceph.log" 2>&1 ||
+        die "apt-get install ${need_ceph[*]} failed (see $CACHE/apt-ceph.log)"
 fi
 
 # ---- guest kernel (Debian's, unpacked into the cache, never installed) ----
@@ -189,7 +208,7 @@ cargo_tool() { # cargo_tool NAME CRATE: a crates.io tool, into the guest's bin
 for w in "${WORKLOADS[@]}"; do
     case $w in
     pjdfstest) cargo_tool pjdfstest pjdfstest ;;
-    fsx) cargo_tool fsx fsx ;;
+    fsx | failover) cargo_tool fsx fsx ;;
     esac
 done
 cp "$HERE"/guest/*.toml "$RUN/share/"
@@ -223,6 +242,12 @@ fi
     echo "TAR_FILES=${TAR_FILES:-5000}"
     echo "FSX_OPS=${FSX_OPS:-10000}"
     echo "WORKLOADS='${WORKLOADS[*]}'"
+    # failover: the floating address (passt proxies the guest's connections
+    # to it; slirp: a guestfwd address forwarded to it) and the export.
+    if [ "$NET" = passt ]; then echo "FO_ADDR=10.77.0.100"; else echo "FO_ADDR=10.0.2.101"; fi
+    echo "FO_EXPORT=/ceph"
+    echo "FO_TAR_FILES=${FO_TAR_FILES:-1000}"
+    echo "FO_FSX_OPS=${FO_FSX_OPS:-5000}"
     for w in "${WORKLOADS[@]}"; do echo "LIMIT_$w=${LIMIT[$w]:-300}"; done
 } >"$RUN/share/params"
 : >"$RUN/share/results.txt"
@@ -241,7 +266,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT
-export KC_PCAP KC_NLM RUN EXPORT NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF
+KC_WORKLOADS="${WORKLOADS[*]}"
+export FO_EVICT=${FO_EVICT:-1} FO_CONTROL=${FO_CONTROL:-}
+export KC_WORKLOADS KC_PCAP KC_NLM RUN EXPORT NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF
 unshare --net --mount --pid --fork --mount-proc --kill-child \
     bash "$HERE/ns.sh" >"$RUN/ns.log" 2>&1 &
 NS_PID=$!

@@ -38,8 +38,8 @@ impl Inner {
     }
 
     fn file(&self, n: &Arc<Node>, write: bool) -> FsResult<Arc<File>> {
-        if let Some(f) = n.wr.get() {
-            return Ok(f.clone());
+        if let Some(f) = n.writer() {
+            return Ok(f);
         }
         if !write {
             if let Some(f) = n.rd.get() {
@@ -52,9 +52,12 @@ impl Inner {
                 .open_file(&n.inode, flags, self.server_perm()?)
                 .map_err(err)?,
         );
-        let slot = if write { &n.wr } else { &n.rd };
-        // Two calls may open at once: keep the first, drop the other.
-        Ok(slot.get_or_init(|| f).clone())
+        if write {
+            // Two calls may open at once: keep the first, drop the other.
+            let mut w = n.wr.lock().unwrap_or_else(|e| e.into_inner());
+            return Ok(w.get_or_insert(f).clone());
+        }
+        Ok(n.rd.get_or_init(|| f).clone())
     }
 
     pub(super) fn read(
@@ -153,7 +156,16 @@ impl Inner {
                 n.dirty.store(true, Ordering::Release);
             }
             self.failed(e)
-        })
+        })?;
+        // Committed and clean: stop writing through this head until the
+        // next WRITE. While it holds the file open for writing the MDS keeps
+        // a writable range for it, and if this head then dies the MDS
+        // "recovers" the file, setting its mtime to the newest data
+        // object's: a time set later (tar, cp -p, rsync -t) would be lost.
+        if !n.dirty.load(Ordering::Acquire) {
+            n.close_writer();
+        }
+        Ok(())
     }
 
     pub(super) fn commit(self: &Arc<Self>, _cred: &Cred, fh: &Fh) -> FsResult<Wcc> {

@@ -267,7 +267,7 @@ impl Mount {
         // libcephfs gathers debug messages in memory at level 5 by default
         // and a log thread wakes for each: most of a cached call's cost. Off
         // unless the configuration file (read next, so it wins) asks.
-        for sub in [
+        let debug = [
             "client",
             "ms",
             "objecter",
@@ -275,11 +275,17 @@ impl Mount {
             "monc",
             "auth",
             "rados",
-        ] {
-            let (k, v) = (c(&format!("debug_{sub}"))?, c("0/0")?);
+        ]
+        .map(|s| (format!("debug_{s}"), "0/0"));
+        // Capabilities a head no longer uses go back after 1 s, not 5: a
+        // writable range the MDS keeps for a head that then dies makes it
+        // recover the file, and that resets a time set after the writes.
+        let release = [("client_caps_release_delay".to_owned(), "1")];
+        for (k, v) in debug.iter().chain(release.iter()) {
+            let (kc, vc) = (c(k)?, c(v)?);
             // SAFETY: both strings NUL-terminated; cm valid.
-            rc(unsafe { (f.ceph_conf_set)(m.cm, k.as_ptr(), v.as_ptr()) })
-                .map_err(|e| format!("ceph_conf_set debug_{sub}: {}", errstr(e)))?;
+            rc(unsafe { (f.ceph_conf_set)(m.cm, kc.as_ptr(), vc.as_ptr()) })
+                .map_err(|e| format!("ceph_conf_set {k}: {}", errstr(e)))?;
         }
         let conf = c(a.conf)?;
         // SAFETY: m.cm was created above; conf is NUL-terminated.

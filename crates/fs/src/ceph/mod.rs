@@ -120,10 +120,24 @@ struct Node {
     ino: u64,
     btime: (i64, u32),
     rd: OnceLock<Arc<ffi::File>>,
-    wr: OnceLock<Arc<ffi::File>>,
+    /// Open for writing from the first WRITE until the data is committed.
+    wr: std::sync::Mutex<Option<Arc<ffi::File>>>,
     /// Written UNSTABLE since the last sync: flushed before it is dropped.
     dirty: AtomicBool,
     inner: std::sync::Weak<Inner>,
+}
+
+impl Node {
+    fn writer(&self) -> Option<Arc<ffi::File>> {
+        self.wr.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Closes the write open (outside the lock; calls in flight keep
+    /// their reference until they end).
+    fn close_writer(&self) {
+        let f = self.wr.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(f);
+    }
 }
 
 impl Drop for Node {
@@ -238,7 +252,7 @@ impl CephFs {
                 ino: st.ino,
                 btime: btime(&st),
                 rd: OnceLock::new(),
-                wr: OnceLock::new(),
+                wr: std::sync::Mutex::new(None),
                 dirty: AtomicBool::new(false),
                 inner: w.clone(),
             }),
@@ -291,7 +305,7 @@ impl Inner {
             ino: st.ino,
             btime: btime(st),
             rd: OnceLock::new(),
-            wr: OnceLock::new(),
+            wr: std::sync::Mutex::new(None),
             dirty: AtomicBool::new(false),
             inner: Arc::downgrade(self),
         });

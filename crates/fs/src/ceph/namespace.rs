@@ -138,8 +138,11 @@ impl Inner {
             _ => set,
         };
         let (c, n) = self.made(cred, &d, &before, inode, st, &set)?;
-        // The descriptor creation opened serves the writes that follow.
-        let _ = n.wr.set(Arc::new(file));
+        // The open creation made serves the writes that follow (until
+        // their COMMIT).
+        n.wr.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(Arc::new(file));
         Ok(c)
     }
 
