@@ -334,6 +334,11 @@ pub struct BackendStats {
     pub scans_busy: u64,
     /// Walks of the export run (passes).
     pub scan_passes: u64,
+    /// Calls a remote backend answered JUKEBOX under its time limit (past
+    /// the limit, or its pool full), and times it found the remote
+    /// service stalled (CephFS: `ceph/calls.rs`).
+    pub calls_jukebox: u64,
+    pub stalls: u64,
 }
 
 /// One exported tree. Every method takes the caller's credentials so a

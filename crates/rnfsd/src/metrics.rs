@@ -174,6 +174,8 @@ pub fn export_counts(
         scans_waited: b.scans_waited,
         scans_busy: b.scans_busy,
         scan_passes: b.scan_passes,
+        calls_jukebox: b.calls_jukebox,
+        stalls: b.stalls,
         verifier_resets,
     }
 }

@@ -1293,6 +1293,16 @@ async fn no_mds_gets_jukebox_within_the_limit() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         assert_eq!(st, Nfsstat3::Ok, "MKDIR after the MDS came back");
+        // Counted where operators look (`rnfsd stats --json`).
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rnfsd"))
+            .args(["stats", "--json", "--state-dir"])
+            .arg(head.state.path())
+            .output()
+            .expect("rnfsd stats");
+        let snap = rnfsd_stats::Snapshot::from_json(&String::from_utf8_lossy(&out.stdout))
+            .expect("a JSON snapshot");
+        let e = &snap.exports[0];
+        assert!(e.calls_jukebox >= 3 && e.stalls >= 1, "stats: {e:?}");
         // A JUKEBOX'd MKDIR may still have been made in the background.
         for name in ["before", "stuck", "after"] {
             lookup(&s.nfs, &s.root, name).await;

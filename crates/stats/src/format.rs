@@ -439,7 +439,7 @@ fn cache_families(o: &mut String, s: &Snapshot) {
         }
     }
     type EGet = fn(&crate::snapshot::ExportCounts) -> u64;
-    let ex: [(&str, &str, &str, EGet); 8] = [
+    let ex: [(&str, &str, &str, EGet); 10] = [
         (
             "rnfsd_sync_requests_total",
             "counter",
@@ -481,6 +481,18 @@ fn cache_families(o: &mut String, s: &Snapshot) {
             "counter",
             "Calls answered JUKEBOX while a walk had not found their object.",
             |e| e.scans_busy,
+        ),
+        (
+            "rnfsd_backend_jukebox_total",
+            "counter",
+            "Calls a remote backend (CephFS) answered JUKEBOX under its time limit.",
+            |e| e.calls_jukebox,
+        ),
+        (
+            "rnfsd_backend_stalls_total",
+            "counter",
+            "Times a remote backend found its service stalled (a call past the limit).",
+            |e| e.stalls,
         ),
         (
             "rnfsd_write_verifier_resets_total",
@@ -747,6 +759,13 @@ pub fn report(s: &Snapshot) -> String {
             e.scans_busy,
             e.verifier_resets
         );
+        if e.calls_jukebox + e.stalls > 0 {
+            let _ = writeln!(
+                o,
+                " remote backend: {} calls answered JUKEBOX under the time limit, {} stalls",
+                e.calls_jukebox, e.stalls
+            );
+        }
     }
     if let Some(l) = &s.locks {
         let _ = writeln!(

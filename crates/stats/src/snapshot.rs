@@ -78,6 +78,12 @@ pub struct ExportCounts {
     pub scans_busy: u64,
     pub scan_passes: u64,
     pub verifier_resets: u64,
+    /// Calls a remote backend (CephFS) answered JUKEBOX under its time
+    /// limit, and times it found the remote service stalled.
+    #[serde(default)]
+    pub calls_jukebox: u64,
+    #[serde(default)]
+    pub stalls: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,6 +155,8 @@ impl ExportCounts {
             scans_busy: self.scans_busy.saturating_sub(base.scans_busy),
             scan_passes: self.scan_passes.saturating_sub(base.scan_passes),
             verifier_resets: self.verifier_resets.saturating_sub(base.verifier_resets),
+            calls_jukebox: self.calls_jukebox.saturating_sub(base.calls_jukebox),
+            stalls: self.stalls.saturating_sub(base.stalls),
         }
     }
 }

@@ -600,6 +600,15 @@ impl Backend for CephFs {
                 counts: i.nodes.counts(),
             }],
             commits: i.committer.counts(),
+            calls_jukebox: self
+                .calls
+                .timed_out
+                .load(std::sync::atomic::Ordering::Relaxed)
+                + self
+                    .calls
+                    .refused
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            stalls: self.calls.stalls.load(std::sync::atomic::Ordering::Relaxed),
             ..Default::default()
         }
     }

@@ -671,6 +671,7 @@ impl Backend for LocalFs {
             scans_waited,
             scans_busy,
             scan_passes,
+            ..BackendStats::default()
         }
     }
 }
