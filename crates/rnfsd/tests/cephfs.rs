@@ -1099,17 +1099,6 @@ async fn restarted_head_resolves_old_handles() {
 // ---------------------------------------------------------------------------
 // 3b. NLM locks are CephFS locks: owners conflict across heads.
 
-fn nlm_lock(fh: &NfsFh3, host: &str, svid: i32, offset: u64, len: u64) -> Nlm4Lock {
-    Nlm4Lock {
-        caller_name: CallerName(host.as_bytes().to_vec()),
-        fh: NetObj(fh.data.clone()),
-        oh: NetObj(format!("{host}:{svid}").into_bytes()),
-        svid,
-        l_offset: offset,
-        l_len: len,
-    }
-}
-
 async fn nlm_lock_st(nlm: &NlmClient, l: &Nlm4Lock, exclusive: bool) -> Nlm4Stats {
     nlm.lock(&Nlm4LockArgs {
         cookie: NetObj(b"c".to_vec()),

@@ -12,21 +12,9 @@ use std::time::{Duration, Instant};
 
 use common::nfs::*;
 use common::{write_config, TempDir, TestServer};
-use rnfsd_client::nfs3::*;
 use rnfsd_client::{Auth, NlmClient, UdpClient};
 use rnfsd_proto::nlm::*;
 use rnfsd_proto::rpc::{AcceptStat, CallHeader};
-
-fn lock_of(fh: &NfsFh3, host: &str, svid: i32, offset: u64, len: u64) -> Nlm4Lock {
-    Nlm4Lock {
-        caller_name: CallerName(host.as_bytes().to_vec()),
-        fh: NetObj(fh.data.clone()),
-        oh: NetObj(format!("{host}:{svid}").into_bytes()),
-        svid,
-        l_offset: offset,
-        l_len: len,
-    }
-}
 
 fn lock_args(l: &Nlm4Lock, exclusive: bool, block: bool, reclaim: bool) -> Nlm4LockArgs {
     Nlm4LockArgs {
@@ -86,8 +74,8 @@ async fn locks_conflict_release_block_and_free() {
         let nlm = NlmClient::new(s.client.clone());
         nlm.null().await.expect("NLM NULL on the NFS port");
 
-        let a = lock_of(&f, "127.0.0.1", 1, 0, 5);
-        let b = lock_of(&f, "hostb", 2, 4, 2);
+        let a = nlm_lock(&f, "127.0.0.1", 1, 0, 5);
+        let b = nlm_lock(&f, "hostb", 2, 4, 2);
         assert_eq!(lock(&nlm, &a, true, false).await, Nlm4Stats::Granted);
         assert_eq!(lock(&nlm, &b, false, false).await, Nlm4Stats::Denied);
         let t = nlm
@@ -151,7 +139,7 @@ async fn locks_conflict_release_block_and_free() {
             Nlm4Stats::Denied,
             "not freed by a stranger"
         );
-        let b_here = lock_of(&f, "127.0.0.1", 9, 100, 1);
+        let b_here = nlm_lock(&f, "127.0.0.1", 9, 100, 1);
         assert_eq!(lock(&nlm, &b_here, true, false).await, Nlm4Stats::Granted);
         nlm.free_all(&Nlm4Notify {
             name: NotifyName(b"127.0.0.1".to_vec()),
@@ -159,7 +147,7 @@ async fn locks_conflict_release_block_and_free() {
         })
         .await
         .expect("FREE_ALL");
-        let again = lock_of(&f, "hostc", 3, 100, 1);
+        let again = nlm_lock(&f, "hostc", 3, 100, 1);
         assert_eq!(
             lock(&nlm, &again, true, false).await,
             Nlm4Stats::Granted,
@@ -225,7 +213,7 @@ async fn locks_conflict_release_block_and_free() {
         // A handle of nothing exported.
         let mut bogus = f.clone();
         bogus.data[1] ^= 0xff;
-        let l = lock_of(&bogus, "127.0.0.1", 1, 0, 1);
+        let l = nlm_lock(&bogus, "127.0.0.1", 1, 0, 1);
         assert_eq!(lock(&nlm, &l, true, false).await, Nlm4Stats::StaleFh);
 
         // `rnfsd stats` counts NLM calls and shows the lock table.
@@ -266,7 +254,7 @@ async fn nlm_and_nsm_answer_over_udp_and_tcp() {
                 .await
                 .unwrap_or_else(|e| panic!("NULL of {prog} v{vers} over UDP: {e}"));
         }
-        let a = lock_of(&f, "127.0.0.1", 1, 0, 0);
+        let a = nlm_lock(&f, "127.0.0.1", 1, 0, 0);
         let r: Nlm4Res = udp
             .call(
                 PROGRAM,
@@ -280,7 +268,7 @@ async fn nlm_and_nsm_answer_over_udp_and_tcp() {
         // Seen over TCP: another owner is refused, then free after the
         // UDP UNLOCK.
         let nlm = NlmClient::new(s.client.clone());
-        let b = lock_of(&f, "hostb", 2, 10, 1);
+        let b = nlm_lock(&f, "hostb", 2, 10, 1);
         assert_eq!(lock(&nlm, &b, true, false).await, Nlm4Stats::Denied);
         let r: Nlm4Res = udp
             .call(
@@ -332,7 +320,7 @@ async fn a_restart_gives_a_grace_period_for_reclaims() {
         let s = mount(&srv).await;
         let (f, _) = create_file(&s.nfs, &s.root, "g").await;
         let nlm = NlmClient::new(s.client.clone());
-        let l = lock_of(&f, "127.0.0.1", 1, 0, 0);
+        let l = nlm_lock(&f, "127.0.0.1", 1, 0, 0);
         assert_eq!(lock(&nlm, &l, true, false).await, Nlm4Stats::Granted);
         (f, l)
     })
@@ -342,7 +330,7 @@ async fn a_restart_gives_a_grace_period_for_reclaims() {
     bounded(async {
         let c = connect(&srv).await;
         let nlm = NlmClient::new(c);
-        let other = lock_of(&fh, "127.0.0.1", 2, 0, 1);
+        let other = nlm_lock(&fh, "127.0.0.1", 2, 0, 1);
         assert_eq!(
             lock(&nlm, &other, true, false).await,
             Nlm4Stats::DeniedGracePeriod
@@ -355,7 +343,7 @@ async fn a_restart_gives_a_grace_period_for_reclaims() {
         assert_eq!(st, Nlm4Stats::Granted, "a reclaim within the grace period");
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
-            let st = lock(&nlm, &lock_of(&fh, "hostz", 5, 10, 1), true, false).await;
+            let st = lock(&nlm, &nlm_lock(&fh, "hostz", 5, 10, 1), true, false).await;
             if st != Nlm4Stats::DeniedGracePeriod {
                 // The reclaimed lock (0 to EOF) is still in force.
                 assert_eq!(st, Nlm4Stats::Denied);
@@ -458,7 +446,7 @@ async fn msg_calls_answer_through_the_callers_res_procedures() {
         let (f, _) = create_file(&s.nfs, &s.root, "m").await;
         let c = client_from(&srv, "127.0.0.9").await;
         let nlm = NlmClient::new(c);
-        let l = lock_of(&f, "127.0.0.9", 4, 0, 10);
+        let l = nlm_lock(&f, "127.0.0.9", 4, 0, 10);
         nlm.lock_msg(&lock_args(&l, true, false, false))
             .await
             .expect("LOCK_MSG");
@@ -513,7 +501,7 @@ async fn a_restart_tells_the_hosts_that_held_locks() {
         let s = mount(&srv).await;
         let (f, _) = create_file(&s.nfs, &s.root, "n").await;
         let nlm = NlmClient::new(client_from(&srv, "127.0.0.10").await);
-        let l = lock_of(&f, "client10", 1, 0, 1);
+        let l = nlm_lock(&f, "client10", 1, 0, 1);
         assert_eq!(lock(&nlm, &l, true, false).await, Nlm4Stats::Granted);
     })
     .await;

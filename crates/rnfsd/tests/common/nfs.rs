@@ -322,3 +322,23 @@ pub async fn readdir_res(
     })
     .await
 }
+
+/// An NLM v4 lock of `len` bytes at `offset` on `fh` for owner `svid` of
+/// `host` (its owner handle "host:svid").
+pub fn nlm_lock(
+    fh: &NfsFh3,
+    host: &str,
+    svid: i32,
+    offset: u64,
+    len: u64,
+) -> rnfsd_proto::nlm::Nlm4Lock {
+    use rnfsd_proto::nlm::{CallerName, NetObj};
+    rnfsd_proto::nlm::Nlm4Lock {
+        caller_name: CallerName(host.as_bytes().to_vec()),
+        fh: NetObj(fh.data.clone()),
+        oh: NetObj(format!("{host}:{svid}").into_bytes()),
+        svid,
+        l_offset: offset,
+        l_len: len,
+    }
+}
