@@ -411,6 +411,33 @@ async fn every_procedure(head: &str, s: &Session) {
     let nfs = &s.nfs;
     let at = |what: &str| format!("head {head}: {what}");
 
+    // Found by pjdfstest and the smoke test through the kernel client:
+    // SETATTR to the server's time.
+    let (t, _) = create_file(nfs, &s.root, "touch").await;
+    let now = std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let set = Sattr3 {
+        atime: SetTime3::ServerTime,
+        mtime: SetTime3::ServerTime,
+        ..Sattr3::default()
+    };
+    ok(
+        &at("SETATTR times to now"),
+        setattr_res(nfs, &t, set, None).await,
+    );
+    let a = getattr(nfs, &t).await;
+    for (what, v) in [("mtime", a.mtime.seconds), ("atime", a.atime.seconds)] {
+        assert!(
+            (i64::from(v) - now).abs() <= 5,
+            "{}",
+            at(&format!(
+                "SETATTR {what} to server time gave {v}, now {now}"
+            ))
+        );
+    }
+
     // NULL, GETATTR of the root, LOOKUP ".." of the root.
     nfs.null().await.expect("NULL");
     let root = getattr(nfs, &s.root).await;

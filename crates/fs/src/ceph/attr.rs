@@ -97,9 +97,25 @@ pub(super) fn to_setattr(set: &SetAttr) -> (Statx, i32) {
         tv_sec: t.sec,
         tv_nsec: i64::from(t.nsec),
     };
+    // libcephfs takes the *_NOW flags for its permission check (write
+    // access suffices, as for utimensat(UTIME_NOW)) and stores the time it
+    // is given: give it the time now (the kernel client's test found 1970).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| libc::timespec {
+            tv_sec: d.as_secs() as i64,
+            tv_nsec: i64::from(d.subsec_nanos()),
+        })
+        .unwrap_or(libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        });
     match set.atime {
         SetTime::DontChange => {}
-        SetTime::ServerTime => mask |= ffi::SETATTR_ATIME | ffi::SETATTR_ATIME_NOW,
+        SetTime::ServerTime => {
+            st.atime = now;
+            mask |= ffi::SETATTR_ATIME | ffi::SETATTR_ATIME_NOW;
+        }
         SetTime::ClientTime(t) => {
             st.atime = ts(t);
             mask |= ffi::SETATTR_ATIME;
@@ -107,7 +123,10 @@ pub(super) fn to_setattr(set: &SetAttr) -> (Statx, i32) {
     }
     match set.mtime {
         SetTime::DontChange => {}
-        SetTime::ServerTime => mask |= ffi::SETATTR_MTIME | ffi::SETATTR_MTIME_NOW,
+        SetTime::ServerTime => {
+            st.mtime = now;
+            mask |= ffi::SETATTR_MTIME | ffi::SETATTR_MTIME_NOW;
+        }
         SetTime::ClientTime(t) => {
             st.mtime = ts(t);
             mask |= ffi::SETATTR_MTIME;
