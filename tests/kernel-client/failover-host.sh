@@ -9,7 +9,7 @@
 #   +-- veth -- netns headB: vB 10.77.0.12/24
 #
 # a single-node Ceph cluster (tests/ceph/cluster.sh, RNFSD_CEPH_ADDR=
-# 10.77.0.1) and two rnfsd heads, one per netns, each `rnfsd serve
+# 10.77.0.1, through ceph-host.sh's kc_ceph_up) and two rnfsd heads, one per netns, each `rnfsd serve
 # --config` listening on 0.0.0.0:2049 with the same CephFS export (id
 # FO_ID, path /ceph, CephFS root /) and the same handle key (head A's
 # STATE_DIR/handle.key copied to head B's state dir, 0600), each with its
@@ -99,8 +99,7 @@ fo_setup() {
     ip -n headA addr add "$FO_ADDR/24" dev vA || return 1
 
     fo_say "starting the Ceph cluster on $FO_NET.1"
-    RNFSD_CEPH_ADDR=$FO_NET.1 RNFSD_CEPH_TIMEOUT=${KC_CEPH_TIMEOUT:-240} \
-        "$REPO/tests/ceph/cluster.sh" up "$FO_CEPH" >"$FO_DIR/cluster-up.log" 2>&1 ||
+    kc_ceph_up "$FO_CEPH" "$FO_NET.1" "$FO_DIR/cluster-up.log" ||
         { fo_say "Ceph cluster did not come up:"; tail -n 30 "$FO_DIR/cluster-up.log"; return 1; }
     fo_say "Ceph cluster ready"
 
@@ -211,10 +210,7 @@ fo_cleanup() {
         wait "$p" 2>/dev/null
         FO_PID[$h]=
     done
-    # The cluster's logs stay in the run dir (the MDS log shows evictions
-    # and file recoveries), its data goes.
-    [ -d "$FO_CEPH/log" ] && cp -r "$FO_CEPH/log" "$FO_DIR/ceph-log" 2>/dev/null
-    [ -f "$FO_CEPH/ceph.conf" ] && "$REPO/tests/ceph/cluster.sh" down "$FO_CEPH" >>"$FO_DIR/cluster-down.log" 2>&1
+    kc_ceph_down "$FO_CEPH" "$FO_DIR/ceph-log" "$FO_DIR/cluster-down.log"
     for h in headA headB; do ip netns del "$h" 2>/dev/null; done
     ip link del br0 2>/dev/null
     return 0

@@ -8,8 +8,10 @@
 # finds NLM through 10.0.2.2:111); SERVER=ganesha runs a private rpcbind
 # and ganesha.nfsd with $GANESHA_CONF. Environment from run.sh: RUN EXPORT
 # NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN
-# GANESHA_CONF KC_WORKLOADS. The failover workload's heads, Ceph cluster
-# and floating address: failover-host.sh.
+# GANESHA_CONF KC_WORKLOADS KC_BACKEND. The failover workload's heads, Ceph
+# cluster and floating address: failover-host.sh. KC_BACKEND=cephfs: rnfsd
+# serves EXPORT from a Ceph cluster started here, ceph-fuse mounts it at
+# EXPORT for the host side (ceph-host.sh).
 set -uo pipefail
 
 say() { echo "[ns $(date +%T)] $*"; }
@@ -20,6 +22,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 FO_ON=
 [[ " ${KC_WORKLOADS:-} " == *" failover "* ]] && FO_ON=1
+CEPHFS_ON=
+[ "${KC_BACKEND:-local}" = cephfs ] && CEPHFS_ON=1
+if [ -n "$FO_ON" ] || [ -n "$CEPHFS_ON" ]; then
+    # shellcheck source=ceph-host.sh
+    . "$HERE/ceph-host.sh"
+fi
 
 SRV_PID=
 QEMU_PID=
@@ -40,13 +48,17 @@ cleanup() {
     [ -n "$TCPDUMP_PID" ] && kill -TERM "$TCPDUMP_PID" 2>/dev/null
     [ -n "$RPCB_PID" ] && kill -TERM "$RPCB_PID" 2>/dev/null
     if [ -n "$FO_ON" ] && declare -F fo_cleanup >/dev/null; then fo_cleanup; fi
+    if [ -n "$CEPHFS_ON" ]; then kc_cephfs_cleanup; fi
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT
 
 wait_port() { # the server answers TCP on the port
-    local i
-    for ((i = 0; i < 200; i++)); do
+    local i n=200
+    # A CephFS export: the server mounts CephFS (and ends its earlier
+    # session) before it listens.
+    [ -n "$CEPHFS_ON" ] && n=1200
+    for ((i = 0; i < n; i++)); do
         (exec 3<>/dev/tcp/127.0.0.1/"$NFS_PORT") 2>/dev/null && return 0
         kill -0 "$SRV_PID" 2>/dev/null || return 1
         sleep 0.05
@@ -84,8 +96,15 @@ start_server() {
     # A short grace period after a restart (locks.sh's reclaim check waits
     # it out): KC_GRACE seconds, default 15.
     printf '[server]\nnlm_grace_secs = %s\n' "${KC_GRACE:-15}" >"$RUN/rnfsd.toml"
-    "$RNFSD_BIN" serve "$EXPORT" --config "$RUN/rnfsd.toml" --listen "127.0.0.1:$NFS_PORT" --insecure \
-        --state-dir "$RUN/state" --no-rpcbind --portmap --no-root-squash --port-file "$RUN/port" \
+    local dir=("$EXPORT" --insecure --no-root-squash)
+    if [ -n "$CEPHFS_ON" ]; then
+        # The same options in the CephFS export's table (the DIR-only flags
+        # do not apply to it).
+        kc_cephfs_export_toml >>"$RUN/rnfsd.toml"
+        dir=()
+    fi
+    "$RNFSD_BIN" serve "${dir[@]}" --config "$RUN/rnfsd.toml" --listen "127.0.0.1:$NFS_PORT" \
+        --state-dir "$RUN/state" --no-rpcbind --portmap --port-file "$RUN/port" \
         >>"$RUN/server.log" 2>&1 &
     SRV_PID=$!
     wait_port
@@ -132,6 +151,9 @@ if [ -n "${KC_PCAP:-}" ]; then
     tcpdump -i lo -s 512 -U -w "$RUN/nfs.pcap" "${pcap_filter[@]}" >"$RUN/tcpdump.log" 2>&1 &
     TCPDUMP_PID=$!
     sleep 1
+fi
+if [ -n "$CEPHFS_ON" ]; then
+    kc_cephfs_setup || { say "CephFS export setup failed"; exit 1; }
 fi
 start_server || { say "server did not start"; tail -n 20 "$RUN/server.log"; exit 1; }
 if [ -n "$FO_ON" ]; then
@@ -281,5 +303,11 @@ rc=$?
 QEMU_PID=
 say "qemu exited $rc"
 if [ -n "$FO_ON" ]; then fo_report; fi
+if [ -n "$CEPHFS_ON" ]; then
+    # The server ends its CephFS session first: ceph-fuse then reads what
+    # it wrote back.
+    stop_server TERM
+    kc_cephfs_hostchecks
+fi
 [ $rc -eq 124 ] && { say "qemu timed out after ${QEMU_TIMEOUT}s"; exit 124; }
 exit 0

@@ -19,7 +19,10 @@
 # if missing), KC_WORK (work and cache dir; default target/kernel-client),
 # KC_KEEP=1 (keep the run dir: export, logs), KC_PCAP=1 (tcpdump of the
 # server side into the run dir), PJD_PATTERNS, TAR_FILES, FSX_OPS,
-# FO_TAR_FILES, FO_FSX_OPS, FO_EVICT, FO_CONTROL, FO_SERVER_TOML (failover).
+# FO_TAR_FILES, FO_FSX_OPS, FO_EVICT, FO_CONTROL, FO_SERVER_TOML (failover),
+# KC_BACKEND=cephfs (rnfsd serves the export from a Ceph cluster started in
+# the namespace instead of a local directory; host-side checks read it
+# through ceph-fuse; not with failover; ceph-host.sh).
 # --server ganesha: Debian's nfs-ganesha + nfs-ganesha-vfs (installed when
 # missing), config from scripts/ganesha.sh, MOUNT on port 20048.
 set -uo pipefail
@@ -39,7 +42,7 @@ while [ $# -gt 0 ]; do
     --accel) ACCEL=$2; shift 2 ;;
     --net) NET=$2; shift 2 ;;
     --timeout) TOTAL_TIMEOUT=$2; shift 2 ;;
-    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) WORKLOADS+=("$1"); shift ;;
     esac
@@ -51,6 +54,17 @@ done
 case $SERVER in rnfsd | ganesha) ;; *) echo "run.sh: --server rnfsd|ganesha" >&2; exit 2 ;; esac
 case $ACCEL in tcg | kvm) ;; *) echo "run.sh: --accel tcg|kvm" >&2; exit 2 ;; esac
 case $NET in passt | slirp) ;; *) echo "run.sh: --net passt|slirp" >&2; exit 2 ;; esac
+KC_BACKEND=${KC_BACKEND:-local}
+case $KC_BACKEND in
+local) ;;
+cephfs)
+    [ "$SERVER" = rnfsd ] || { echo "run.sh: KC_BACKEND=cephfs needs --server rnfsd" >&2; exit 2; }
+    [[ " ${WORKLOADS[*]} " != *" failover "* ]] ||
+        { echo "run.sh: KC_BACKEND=cephfs and the failover workload each start a cluster: run them apart" >&2; exit 2; }
+    ;;
+*) echo "run.sh: KC_BACKEND=local|cephfs" >&2; exit 2 ;;
+esac
+export KC_BACKEND
 
 # Per-workload time limits inside the guest (seconds, under TCG).
 declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=240 [fsx]=900 [load]=900 [locks]=420 [failover]=600)
@@ -103,15 +117,19 @@ if [[ " ${WORKLOADS[*]} " == *" load "* ]]; then # guest/load.sh's tools
     command -v postmark >/dev/null || need+=(postmark)
     command -v bonnie++ >/dev/null || need+=(bonnie++)
 fi
-# failover: a Ceph cluster in the namespace (tests/ceph/cluster.sh) and
-# libcephfs for the heads, without recommends (as scripts/test.sh).
+# failover and KC_BACKEND=cephfs: a Ceph cluster in the namespace
+# (tests/ceph/cluster.sh) and libcephfs for rnfsd, without recommends (as
+# scripts/test.sh); KC_BACKEND=cephfs also ceph-fuse (host-side checks).
 need_ceph=()
-if [[ " ${WORKLOADS[*]} " == *" failover "* ]]; then
-    for p in ceph-mon ceph-osd ceph-mds ceph-mgr ceph-common libcephfs2; do
+ceph_pkgs=()
+[[ " ${WORKLOADS[*]} " == *" failover "* ]] && ceph_pkgs=(ceph-mon ceph-osd ceph-mds ceph-mgr ceph-common libcephfs2)
+[ "$KC_BACKEND" = cephfs ] && ceph_pkgs=(ceph-mon ceph-osd ceph-mds ceph-mgr ceph-common libcephfs2 ceph-fuse)
+if [ ${#ceph_pkgs[@]} -gt 0 ]; then
+    for p in "${ceph_pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'install ok installed' >/dev/null || need_ceph+=("$p")
     done
     [ -x /usr/bin/python3 ] || need+=(python3)
-    [ "$SERVER" = rnfsd ] || die "the failover workload runs rnfsd heads only"
+    [ "$SERVER" = rnfsd ] || die "the failover workload and KC_BACKEND=cephfs run rnfsd only"
 fi
 apt_updated=
 apt_update() { [ -n "$apt_updated" ] || { apt-get update -qq && apt_updated=1; }; }
@@ -237,6 +255,7 @@ fi
     echo "MNT_PORT=$MNT_PORT"
     echo "EXPORT=$EXPORT"
     echo "SERVER_KIND=$SERVER"
+    echo "BACKEND=$KC_BACKEND"
     echo "GRACE_SECS=${KC_GRACE:-15}" # rnfsd's nlm_grace_secs (ns.sh)
     echo "PJD_PATTERNS='${PJD_PATTERNS:-}'"
     echo "TAR_FILES=${TAR_FILES:-5000}"
@@ -253,7 +272,7 @@ fi
 : >"$RUN/share/results.txt"
 
 # ---- boot: server + guest in a private network, mount and pid namespace ---
-say "booting guest ($ACCEL, kernel $KVER, server $SERVER, workloads: ${WORKLOADS[*]})"
+say "booting guest ($ACCEL, kernel $KVER, server $SERVER, backend $KC_BACKEND, workloads: ${WORKLOADS[*]})"
 NS_PID=
 cleanup() {
     if [ -n "$NS_PID" ] && kill -0 "$NS_PID" 2>/dev/null; then
