@@ -10,8 +10,9 @@
 #
 # Workloads: traverse (rnfsd-bench run --mix traverse: ACCESS x2, GETATTR,
 # LOOKUP per object and a READDIRPLUS every 16, on a tree of --files files
-# made through ceph-fuse) at 1 stream and at --streams streams with a
-# connection each; fsmark (4 KiB files, UNSTABLE WRITE + COMMIT, creates
+# made through ceph-fuse) at 1 stream, at --streams streams with a
+# connection each (many hosts) and at --streams streams on one connection
+# per head (one host); fsmark (4 KiB files, UNSTABLE WRITE + COMMIT, creates
 # journaled: `sync` exports) at --streams streams. Two heads: half the
 # streams on each head at once; the rate is their sum.
 #
@@ -182,11 +183,13 @@ RES=$OUT/results.jsonl
 : >"$RES"
 # One result row (JSON) per server, workload, streams and round; two
 # heads' rows are summed by the report.
-traverse() { # traverse LABEL ADDR MNTADDR PID STREAMS JSON
+traverse() { # traverse LABEL ADDR MNTADDR PID STREAMS JSON [CONNS]: 0 = one each
     timeout -k 5 $((SECONDS_PER * 4 + 120)) "$BENCH" run --addr "$2" --mount-addr "$3" --export /tree \
-        --mix traverse --streams "$5" --conns 0 --seconds "$SECONDS_PER" --server-pid "$4" \
+        --mix traverse --streams "$5" --conns "${7:-0}" --seconds "$SECONDS_PER" --server-pid "$4" \
         --label "$1" --json "$6" >>"$OUT/bench.log" 2>&1
 }
+# The other shape: all streams on one connection (one client host).
+traverse1c() { traverse "$@" 1; }
 fsmark() { # fsmark LABEL ADDR MNTADDR PID STREAMS JSON
     timeout -k 5 900 "$BENCH" fsmark --addr "$2" --mount-addr "$3" --export /fsmark \
         --streams "$5" --conns "$5" --iterations 3 --files-per-iteration "$FSMARK_FILES" \
@@ -194,9 +197,9 @@ fsmark() { # fsmark LABEL ADDR MNTADDR PID STREAMS JSON
 }
 half=$((STREAMS / 2))
 for ((r = 1; r <= ROUNDS; r++)); do
-    for wl in traverse fsmark; do
+    for wl in traverse traverse1c fsmark; do
         for s in 1 "$STREAMS"; do
-            [ "$wl" = fsmark ] && [ "$s" = 1 ] && continue
+            [ "$wl" != traverse ] && [ "$s" = 1 ] && continue
             tag="round=$r wl=$wl streams=$s"
             log "$tag: rnfsd-1head"
             $wl rnfsd-1head 127.0.0.1:21001 127.0.0.1:21001 "$A_PID" "$s" "$WORK/j" && sed "s/^/{\"round\":$r,\"row\":/; s/\$/}/" "$WORK/j" >>"$RES"
@@ -229,7 +232,8 @@ cpu = defaultdict(list)
 for x in rows:
     r, row = x["round"], x["row"]
     if row.get("mix") == "Traverse":
-        wl, rate = "traverse", row["calls_per_s"]
+        one = not row["conn_per_stream"] and row["streams"] > 1
+        wl, rate = ("traverse, one connection" if one else "traverse"), row["calls_per_s"]
         c = row.get("server_cpu_us_per_call")
     elif row.get("workload") == "fsmark" and row.get("kind") == "summary":
         wl, rate = "fsmark", row["rate"]
@@ -243,7 +247,7 @@ for x in rows:
 labels = ["rnfsd-1head", "rnfsd-2heads", "ganesha"]
 print("| workload | streams | rnfsd 1 head | rnfsd 2 heads | ganesha FSAL_CEPH | 1 head / ganesha | 2 heads / ganesha | 2 heads / 1 head |")
 print("|---|---|---|---|---|---|---|---|")
-for wl, unit in (("traverse", "calls/s"), ("fsmark", "files/s")):
+for wl, unit in (("traverse", "calls/s"), ("traverse, one connection", "calls/s"), ("fsmark", "files/s")):
     for s in sorted({k[1] for k in acc if k[0] == wl}):
         med = {}
         for l in labels:

@@ -1,5 +1,6 @@
 //! The filesystem layer: the backend trait every export is served through,
-//! and the local-directory backend.
+//! what backends share (handle format, ACCESS bits, caches, group commit),
+//! the local-directory backend and the CephFS backend.
 //!
 //! Types here are protocol-neutral (no NFS wire types): the nfs3 program maps
 //! them to RFC 1813 structures, and maps `FsError` to nfsstat3 in one place.

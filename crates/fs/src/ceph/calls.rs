@@ -154,26 +154,33 @@ impl Calls {
         None
     }
 
+    /// Whether a call may run here and now: a direct slot while the
+    /// cluster answers (hold it while the call runs), None when the call
+    /// must go through the timed pool (`pooled`), an error on an
+    /// event-loop thread (which must never wait on the cluster).
+    pub fn direct(&self) -> FsResult<Option<impl Drop + '_>> {
+        if crate::inline::active() {
+            return Err(crate::inline::give_up());
+        }
+        if self.stalled.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        Ok(self.take_slot())
+    }
+
     /// Runs `f` within the time limit (see the module docs).
     pub fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> FsResult<T> + Send + 'static,
     ) -> FsResult<T> {
-        if crate::inline::active() {
-            // An event-loop thread must never wait on the cluster.
-            return Err(crate::inline::give_up());
+        match self.direct()? {
+            Some(_held) => f(),
+            None => self.pooled(f),
         }
-        if !self.stalled.load(Ordering::Acquire) {
-            if let Some(held) = self.take_slot() {
-                let r = f();
-                drop(held);
-                return r;
-            }
-        }
-        self.pooled(f)
     }
 
-    fn pooled<T: Send + 'static>(
+    /// Runs `f` on the pool; waits for it at most the time limit.
+    pub fn pooled<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> FsResult<T> + Send + 'static,
     ) -> FsResult<T> {

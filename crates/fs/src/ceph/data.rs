@@ -60,35 +60,42 @@ impl Inner {
         Ok(n.rd.get_or_init(|| f).clone())
     }
 
+    /// Appends up to `count` bytes at `offset` to `buf`; returns eof.
     pub(super) fn read(
         self: &Arc<Self>,
         cred: &Cred,
         fh: &Fh,
         offset: u64,
         count: u32,
-    ) -> FsResult<(Vec<u8>, bool, Attr)> {
+        buf: &mut Vec<u8>,
+    ) -> FsResult<(bool, Attr)> {
         let n = self.resolve(fh)?;
         let st = self.attrs(&n)?;
         self.may_data(cred, &st, ACCESS3_READ | ACCESS3_EXECUTE)?;
         let f = self.file(&n, false)?;
         let want = count.min(MAX_READ) as usize;
-        let mut buf = vec![0u8; want];
+        let start = buf.len();
+        buf.resize(start + want, 0);
         let mut got = 0;
         // libcephfs may return short reads inside the file: read on.
-        while got < want {
-            let k = self
-                .m
-                .read(&f, offset + got as u64, &mut buf[got..])
-                .map_err(err)?;
-            if k == 0 {
-                break;
+        let r = loop {
+            if got == want {
+                break Ok(());
             }
-            got += k;
-        }
-        buf.truncate(got);
+            match self
+                .m
+                .read(&f, offset + got as u64, &mut buf[start + got..])
+            {
+                Ok(0) => break Ok(()),
+                Ok(k) => got += k,
+                Err(e) => break Err(err(e)),
+            }
+        };
+        buf.truncate(start + got);
+        r?;
         let after = self.attrs(&n).unwrap_or(st);
         let eof = offset.saturating_add(got as u64) >= after.size;
-        Ok((buf, eof, to_attr(&after, self.opts.fsid)))
+        Ok((eof, to_attr(&after, self.opts.fsid)))
     }
 
     pub(super) fn write(

@@ -748,7 +748,6 @@ unsafe impl Send for Dir {}
 /// One entry read by `Dir::read_entry`.
 pub struct Entry {
     pub name: Vec<u8>,
-    pub ino: u64,
     pub st: Statx,
     /// Position after this entry: the entry's READDIR cookie.
     pub next: u64,
@@ -781,7 +780,6 @@ impl Dir {
         let next = unsafe { (self.m.f.ceph_telldir)(self.m.cm, self.d) } as u64;
         Ok(Some(Entry {
             name,
-            ino: de.d_ino,
             st,
             next,
             inode: self.m.inode(p),

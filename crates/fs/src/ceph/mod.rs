@@ -268,15 +268,6 @@ impl CephFs {
         });
         Ok(CephFs { inner, calls })
     }
-
-    /// Runs `f` on the call pool under the time limit.
-    fn run<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Arc<Inner>) -> FsResult<T> + Send + 'static,
-    ) -> FsResult<T> {
-        let i = self.inner.clone();
-        self.calls.run(move || f(&i))
-    }
 }
 
 /// A start-time verifier for a backend used without the server's.
@@ -394,6 +385,33 @@ impl Inner {
     }
 }
 
+/// One backend call under the time limit: run here, borrowing its
+/// arguments, while the cluster answers; otherwise on the timed pool with
+/// owned copies of the arguments named in `[..]` (the call may outlive the
+/// worker's wait). The healthy path copies and allocates nothing.
+macro_rules! ceph_call {
+    ($self:ident, [$($v:ident),*], |$i:ident| $body:expr) => {{
+        match $self.calls.direct()? {
+            Some(_held) => {
+                let $i = &$self.inner;
+                // The body borrows owned copies on the pool: here its `&`
+                // of what is already a reference is the same body text.
+                #[allow(clippy::needless_borrow)]
+                let r = $body;
+                r
+            }
+            None => {
+                $(let $v = $v.to_owned();)*
+                let inner = $self.inner.clone();
+                $self.calls.pooled(move || {
+                    let $i = &inner;
+                    $body
+                })
+            }
+        }
+    }};
+}
+
 impl Backend for CephFs {
     fn root(&self) -> Fh {
         self.inner.root_fh.clone()
@@ -401,53 +419,43 @@ impl Backend for CephFs {
 
     // attr.rs
     fn getattr(&self, _cred: &Cred, fh: &Fh) -> FsResult<Attr> {
-        let fh = fh.clone();
-        self.run(move |i| {
-            let n = i.resolve(&fh)?;
-            i.attr(&n)
-        })
+        ceph_call!(self, [fh], |i| i.attr(&i.resolve(&fh)?))
     }
 
     fn setattr(&self, cred: &Cred, fh: &Fh, set: &SetAttr, guard: Option<Time>) -> FsResult<Wcc> {
-        let (cred, fh, set) = (cred.clone(), fh.clone(), set.clone());
-        self.run(move |i| i.setattr(&cred, &fh, &set, guard))
+        ceph_call!(self, [cred, fh, set], |i| i
+            .setattr(&cred, &fh, &set, guard))
     }
 
     fn access(&self, cred: &Cred, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
-        let (cred, fh) = (cred.clone(), fh.clone());
-        self.run(move |i| i.access(&cred, &fh, want))
+        ceph_call!(self, [cred, fh], |i| i.access(&cred, &fh, want))
     }
 
     fn fsstat(&self, _cred: &Cred, fh: &Fh) -> FsResult<(FsStat, Attr)> {
-        let fh = fh.clone();
-        self.run(move |i| i.fsstat(&fh))
+        ceph_call!(self, [fh], |i| i.fsstat(&fh))
     }
 
     fn fsinfo(&self, _cred: &Cred, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
-        let fh = fh.clone();
-        self.run(move |i| {
-            let a = i.attr(&i.resolve(&fh)?)?;
-            Ok((attr::FSINFO, a))
-        })
+        ceph_call!(self, [fh], |i| Ok((
+            attr::FSINFO,
+            i.attr(&i.resolve(&fh)?)?
+        )))
     }
 
     fn pathconf(&self, _cred: &Cred, fh: &Fh) -> FsResult<(PathConf, Attr)> {
-        let fh = fh.clone();
-        self.run(move |i| {
-            let a = i.attr(&i.resolve(&fh)?)?;
-            Ok((attr::PATHCONF, a))
-        })
+        ceph_call!(self, [fh], |i| Ok((
+            attr::PATHCONF,
+            i.attr(&i.resolve(&fh)?)?
+        )))
     }
 
     // dir.rs
     fn lookup(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)> {
-        let (cred, dir, name) = (cred.clone(), dir.clone(), name.to_vec());
-        self.run(move |i| i.lookup(&cred, &dir, &name))
+        ceph_call!(self, [cred, dir, name], |i| i.lookup(&cred, &dir, &name))
     }
 
     fn readlink(&self, cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
-        let (cred, fh) = (cred.clone(), fh.clone());
-        self.run(move |i| i.readlink(&cred, &fh))
+        ceph_call!(self, [cred, fh], |i| i.readlink(&cred, &fh))
     }
 
     fn readdir(
@@ -459,8 +467,13 @@ impl Backend for CephFs {
         max_entries: usize,
         plus: bool,
     ) -> FsResult<DirPage> {
-        let (cred, dir) = (cred.clone(), dir.clone());
-        self.run(move |i| i.readdir(&cred, &dir, cookie, max_entries, plus))
+        ceph_call!(self, [cred, dir], |i| i.readdir(
+            &cred,
+            &dir,
+            cookie,
+            max_entries,
+            plus
+        ))
     }
 
     // data.rs
@@ -472,8 +485,17 @@ impl Backend for CephFs {
         count: u32,
         buf: &mut Vec<u8>,
     ) -> FsResult<(bool, Attr)> {
-        let (cred, fh) = (cred.clone(), fh.clone());
-        let (data, eof, a) = self.run(move |i| i.read(&cred, &fh, offset, count))?;
+        // Straight into the caller's buffer when run here; through a
+        // buffer of the call's own on the pool.
+        if let Some(_held) = self.calls.direct()? {
+            return self.inner.read(cred, fh, offset, count, buf);
+        }
+        let (cred, fh, inner) = (cred.clone(), fh.clone(), self.inner.clone());
+        let (data, eof, a) = self.calls.pooled(move || {
+            let mut data = Vec::new();
+            let (eof, a) = inner.read(&cred, &fh, offset, count, &mut data)?;
+            Ok((data, eof, a))
+        })?;
         buf.extend_from_slice(&data);
         Ok((eof, a))
     }
@@ -486,25 +508,23 @@ impl Backend for CephFs {
         data: &[u8],
         stable: Stable,
     ) -> FsResult<(u32, Stable, Wcc)> {
-        // Owned: the call may outlive this worker's wait (time limit).
-        let (cred, fh, data) = (cred.clone(), fh.clone(), data.to_vec());
-        self.run(move |i| i.write(&cred, &fh, offset, &data, stable))
+        ceph_call!(self, [cred, fh, data], |i| i
+            .write(&cred, &fh, offset, &data, stable))
     }
 
     fn commit(&self, cred: &Cred, fh: &Fh, _offset: u64, _count: u32) -> FsResult<Wcc> {
-        let (cred, fh) = (cred.clone(), fh.clone());
-        self.run(move |i| i.commit(&cred, &fh))
+        ceph_call!(self, [cred, fh], |i| i.commit(&cred, &fh))
     }
 
     // namespace.rs
     fn create(&self, cred: &Cred, dir: &Fh, name: &[u8], how: &CreateHow) -> FsResult<Created> {
-        let (cred, dir, name, how) = (cred.clone(), dir.clone(), name.to_vec(), how.clone());
-        self.run(move |i| i.create(&cred, &dir, &name, &how))
+        ceph_call!(self, [cred, dir, name, how], |i| i
+            .create(&cred, &dir, &name, &how))
     }
 
     fn mkdir(&self, cred: &Cred, dir: &Fh, name: &[u8], set: &SetAttr) -> FsResult<Created> {
-        let (cred, dir, name, set) = (cred.clone(), dir.clone(), name.to_vec(), set.clone());
-        self.run(move |i| i.mkdir(&cred, &dir, &name, &set))
+        ceph_call!(self, [cred, dir, name, set], |i| i
+            .mkdir(&cred, &dir, &name, &set))
     }
 
     fn symlink(
@@ -515,14 +535,8 @@ impl Backend for CephFs {
         target: &[u8],
         set: &SetAttr,
     ) -> FsResult<Created> {
-        let (cred, dir, name, target, set) = (
-            cred.clone(),
-            dir.clone(),
-            name.to_vec(),
-            target.to_vec(),
-            set.clone(),
-        );
-        self.run(move |i| i.symlink(&cred, &dir, &name, &target, &set))
+        ceph_call!(self, [cred, dir, name, target, set], |i| i
+            .symlink(&cred, &dir, &name, &target, &set))
     }
 
     fn mknod(
@@ -533,18 +547,18 @@ impl Backend for CephFs {
         kind: NodeKind,
         set: &SetAttr,
     ) -> FsResult<Created> {
-        let (cred, dir, name, set) = (cred.clone(), dir.clone(), name.to_vec(), set.clone());
-        self.run(move |i| i.mknod(&cred, &dir, &name, kind, &set))
+        ceph_call!(self, [cred, dir, name, set], |i| i
+            .mknod(&cred, &dir, &name, kind, &set))
     }
 
     fn remove(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
-        let (cred, dir, name) = (cred.clone(), dir.clone(), name.to_vec());
-        self.run(move |i| i.remove(&cred, &dir, &name, false))
+        ceph_call!(self, [cred, dir, name], |i| i
+            .remove(&cred, &dir, &name, false))
     }
 
     fn rmdir(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
-        let (cred, dir, name) = (cred.clone(), dir.clone(), name.to_vec());
-        self.run(move |i| i.remove(&cred, &dir, &name, true))
+        ceph_call!(self, [cred, dir, name], |i| i
+            .remove(&cred, &dir, &name, true))
     }
 
     fn rename(
@@ -555,25 +569,18 @@ impl Backend for CephFs {
         to_dir: &Fh,
         to: &[u8],
     ) -> FsResult<(Wcc, Wcc)> {
-        let (cred, fd, from, td, to) = (
-            cred.clone(),
-            from_dir.clone(),
-            from.to_vec(),
-            to_dir.clone(),
-            to.to_vec(),
-        );
-        self.run(move |i| i.rename(&cred, &fd, &from, &td, &to))
+        ceph_call!(self, [cred, from_dir, from, to_dir, to], |i| i
+            .rename(&cred, &from_dir, &from, &to_dir, &to))
     }
 
     fn link(&self, cred: &Cred, file: &Fh, dir: &Fh, name: &[u8]) -> FsResult<(Attr, Wcc)> {
-        let (cred, file, dir, name) = (cred.clone(), file.clone(), dir.clone(), name.to_vec());
-        self.run(move |i| i.link(&cred, &file, &dir, &name))
+        ceph_call!(self, [cred, file, dir, name], |i| i
+            .link(&cred, &file, &dir, &name))
     }
 
     // lock.rs
     fn open_for_locks(&self, cred: &Cred, fh: &Fh) -> FsResult<Arc<dyn crate::lock::LockFile>> {
-        let (cred, fh) = (cred.clone(), fh.clone());
-        let f = self.run(move |i| i.open_for_locks(&cred, &fh))?;
+        let f = ceph_call!(self, [cred, fh], |i| i.open_for_locks(&cred, &fh))?;
         Ok(Arc::new(lock::CephLocks::new(f, self.calls.clone())))
     }
 

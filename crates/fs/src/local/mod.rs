@@ -12,7 +12,7 @@
 //! EACCES and READDIRPLUS lists it without handle or attributes.
 //!
 //! # File handles
-//! See `handle.rs` for the byte layout; every handle carries a keyed MAC, so
+//! See `crate::handle` for the byte layout; every handle carries a keyed MAC, so
 //! only handles this server issued (with the same persisted key) decode.
 //!
 //! * Kernel mode (needs CAP_DAC_READ_SEARCH): the body is the kernel's own
@@ -47,7 +47,7 @@
 //! is decided; `attr.rs`, `dir.rs`, `data.rs` and `namespace.rs` hold the
 //! procedures by area (the `Backend` impl below names the file of each);
 //! `perm.rs` decides what a caller may do; `creds.rs` switches identities;
-//! `sys.rs` is the thin syscall layer; `handle.rs` the handle bytes and MAC.
+//! `sys.rs` is the thin syscall layer; `crate::handle` the handle bytes and MAC.
 
 mod attr;
 mod commit;

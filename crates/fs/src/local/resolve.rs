@@ -9,7 +9,7 @@
 //!    verdict is trusted for `verify_ttl` (forever when the export is a
 //!    whole filesystem), then proven again (knfsd with no_subtree_check
 //!    never checks again);
-//! 3. otherwise the MAC is checked and the handle decoded (`handle.rs`):
+//! 3. otherwise the MAC is checked and the handle decoded (`crate::handle`):
 //!    kernel handles are opened with open_by_handle_at and proven inside
 //!    the export; path handles are found by re-walking their remembered
 //!    location from the root, every step checked by identity; locations not
