@@ -58,8 +58,16 @@ impl Batch {
 }
 
 struct PerObject {
-    running: Option<Arc<Batch>>,
+    /// Syncs of this object running now (at most `depth`).
+    running: usize,
+    /// How many may run at once: 1 for an object's own sync; more where a
+    /// sync that starts later covers every change before it regardless of
+    /// the ones running (a journal commit, see `sync_depth`).
+    depth: usize,
+    /// The batch not yet started, which new requests join.
     queued: Option<Arc<Batch>>,
+    /// Whether `queued` is already in the ready list.
+    queued_ready: bool,
 }
 
 struct State<K> {
@@ -116,11 +124,28 @@ impl<K: Hash + Eq + Clone> Committer<K> {
     /// this request leads the batch; every request of the batch gets its
     /// result (an errno on failure).
     pub fn sync(&self, key: &K, sync: impl FnOnce() -> io::Result<()>) -> Result<(), i32> {
+        self.sync_depth(key, 1, sync)
+    }
+
+    /// As `sync`, but up to `depth` syncs of `key` may run at once: for a
+    /// sync that covers every change made before it *starts*, whatever
+    /// runs already (a journal commit: jbd2 and the XFS log commit in
+    /// order). A batch is joinable until its leader is granted a slot;
+    /// `sync` is called after that, so every joined change precedes it.
+    /// `depth` is fixed per key (the first request's value holds).
+    pub fn sync_depth(
+        &self,
+        key: &K,
+        depth: usize,
+        sync: impl FnOnce() -> io::Result<()>,
+    ) -> Result<(), i32> {
         self.count(|c| c.requests += 1);
         let mut g = self.lock();
         let obj = g.objects.entry(key.clone()).or_insert(PerObject {
-            running: None,
+            running: 0,
+            depth: depth.max(1),
             queued: None,
+            queued_ready: false,
         });
         if let Some(q) = &obj.queued {
             // A sync that has not started yet covers this change: join it.
@@ -148,17 +173,21 @@ impl<K: Hash + Eq + Clone> Committer<K> {
             };
         }
         let b = Batch::new();
-        let obj_free = obj.running.is_none();
+        let obj_free = obj.running < obj.depth;
         obj.queued = Some(b.clone());
         if obj_free {
             if g.in_flight < self.max_in_flight && g.ready.is_empty() {
                 g.in_flight += 1;
                 self.grant(&mut g, key, &b);
             } else {
+                if let Some(o) = g.objects.get_mut(key) {
+                    o.queued_ready = true;
+                }
                 g.ready.push_back((key.clone(), b.clone()));
             }
         }
-        // Otherwise the object's running sync queues this batch when it ends.
+        // Otherwise a running sync of the object queues this batch when it
+        // ends.
         drop(g);
         // Lead: wait for the slot, then sync.
         {
@@ -184,7 +213,7 @@ impl<K: Hash + Eq + Clone> Committer<K> {
         if waiters > 1 {
             b.cv.notify_all();
         }
-        self.finish(key, &b);
+        self.finish(key);
         r
     }
 
@@ -192,9 +221,11 @@ impl<K: Hash + Eq + Clone> Committer<K> {
     /// and wakes its leader.
     fn grant(&self, g: &mut State<K>, key: &K, b: &Arc<Batch>) {
         if let Some(o) = g.objects.get_mut(key) {
-            o.running = Some(b.clone());
+            o.running += 1;
             if o.queued.as_ref().is_some_and(|q| Arc::ptr_eq(q, b)) {
+                // Closed: later requests start the next batch.
                 o.queued = None;
+                o.queued_ready = false;
             }
         }
         let peak = g.in_flight as u64;
@@ -210,17 +241,23 @@ impl<K: Hash + Eq + Clone> Committer<K> {
 
     /// A sync of `key` ended: its object's queued sync becomes ready, and
     /// the slot goes straight to the oldest ready batch.
-    fn finish(&self, key: &K, b: &Arc<Batch>) {
+    fn finish(&self, key: &K) {
         let mut g = self.lock();
         let mut drop_key = false;
+        let mut ready = None;
         if let Some(o) = g.objects.get_mut(key) {
-            if o.running.as_ref().is_some_and(|r| Arc::ptr_eq(r, b)) {
-                o.running = None;
-            }
+            o.running = o.running.saturating_sub(1);
             match o.queued.clone() {
-                Some(q) => g.ready.push_back((key.clone(), q)),
-                None => drop_key = true,
+                Some(q) if !o.queued_ready => {
+                    o.queued_ready = true;
+                    ready = Some(q);
+                }
+                Some(_) => {}
+                None => drop_key = o.running == 0,
             }
+        }
+        if let Some(q) = ready {
+            g.ready.push_back((key.clone(), q));
         }
         if drop_key {
             g.objects.remove(key);
@@ -325,6 +362,71 @@ mod tests {
         assert_eq!(first.join().unwrap(), Ok(()));
         assert_eq!(second.join().unwrap(), Ok(()));
         assert_eq!(ran.load(Ordering::SeqCst), 1, "a sync of its own ran after");
+    }
+
+    #[test]
+    fn with_depth_a_later_sync_starts_beside_a_running_one() {
+        // Depth 2: a request arriving while one sync runs leads its own at
+        // once (it is not joined to the running one, nor made to wait).
+        let c = Arc::new(Committer::<u32>::new(8));
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+        let c1 = c.clone();
+        let first = std::thread::spawn(move || {
+            c1.sync_depth(&7, 2, || {
+                started_tx.send(()).unwrap();
+                rx.recv().unwrap();
+                Ok(())
+            })
+        });
+        started_rx.recv().unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (c2, ran2) = (c.clone(), ran.clone());
+        let second = std::thread::spawn(move || {
+            c2.sync_depth(&7, 2, || {
+                ran2.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            })
+        });
+        assert_eq!(second.join().unwrap(), Ok(()));
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "ran while the first ran");
+        tx.send(()).unwrap();
+        assert_eq!(first.join().unwrap(), Ok(()));
+        let k = c.counts();
+        assert_eq!((k.syncs, k.joined), (2, 0));
+        assert!(c.lock().objects.is_empty() && c.lock().in_flight == 0);
+    }
+
+    #[test]
+    fn with_depth_the_bound_per_key_and_overall_hold() {
+        let c = Arc::new(Committer::<u32>::new(3));
+        let running = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..24)
+            .map(|_| {
+                let (c, running, peak) = (c.clone(), running.clone(), peak.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..10 {
+                        let r = c.sync_depth(&1, 2, || {
+                            let n = running.fetch_add(1, Ordering::SeqCst) + 1;
+                            peak.fetch_max(n, Ordering::SeqCst);
+                            std::thread::sleep(Duration::from_millis(1));
+                            running.fetch_sub(1, Ordering::SeqCst);
+                            Ok(())
+                        });
+                        assert_eq!(r, Ok(()));
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let k = c.counts();
+        assert!(peak.load(Ordering::SeqCst) <= 2, "depth 2 per key");
+        assert_eq!(k.syncs + k.joined, 240);
+        assert!(k.joined > 0, "requests that arrive together share");
+        assert!(c.lock().objects.is_empty() && c.lock().in_flight == 0);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //!
 //! Every sync goes through the export's group committer
 //! (`crate::durable`): requests for the same object that arrive together
-//! share one sync, and the syncs in flight are bounded.
+//! share one sync, and the syncs in flight are bounded. Metadata changes on
+//! a filesystem with an ordered journal (`journal.rs`) share one journal
+//! commit, whatever objects they touched.
 
 use std::os::fd::AsRawFd;
 
@@ -13,6 +15,15 @@ use super::files::Access;
 use super::sys::{self, Key};
 use super::{errno, LocalFs, Obj};
 use crate::FsResult;
+
+/// What one sync makes durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum SyncOf {
+    /// One object: (identity, full sync rather than data only).
+    Object(Key, bool),
+    /// Every metadata change on the export's filesystem so far.
+    Journal,
+}
 
 impl LocalFs {
     /// Runs `sync` for object `key` through the committer, sharing it with
@@ -25,13 +36,34 @@ impl LocalFs {
         full: bool,
         sync: impl FnOnce() -> std::io::Result<()>,
     ) -> FsResult<()> {
-        self.committer.sync(&(key, full), sync).map_err(|e| {
-            // Whatever failed to reach stable storage, clients resend.
-            if !matches!(e, libc::EAGAIN | libc::EINTR) {
-                self.verifier.reset(&std::io::Error::from_raw_os_error(e));
-            }
-            errno(e)
-        })
+        self.committer
+            .sync(&SyncOf::Object(key, full), sync)
+            .map_err(|e| self.sync_failed(e))
+    }
+
+    /// Whatever failed to reach stable storage, clients resend.
+    fn sync_failed(&self, e: i32) -> crate::FsError {
+        if !matches!(e, libc::EAGAIN | libc::EINTR) {
+            self.verifier.reset(&std::io::Error::from_raw_os_error(e));
+        }
+        errno(e)
+    }
+
+    /// Makes every metadata change on `dev` so far durable with one shared
+    /// journal commit, if the export's filesystem is `dev` and has an
+    /// ordered journal; Ok(false) if it cannot (sync per object then).
+    fn commit_journal(&self, devs: &[u64]) -> FsResult<bool> {
+        let Some(j) = self
+            .journal
+            .as_ref()
+            .filter(|j| devs.iter().all(|&d| d == j.dev))
+        else {
+            return Ok(false);
+        };
+        self.committer
+            .sync_depth(&SyncOf::Journal, super::journal::DEPTH, || j.commit())
+            .map_err(|e| self.sync_failed(e))?;
+        Ok(true)
     }
 
     /// Makes an object's metadata (and data) durable: through its cached
@@ -59,15 +91,36 @@ impl LocalFs {
         if !self.opts.sync {
             return Ok(());
         }
+        let devs = [
+            dir.st.key().dev,
+            child.map_or(dir.st.key().dev, |c| c.st.key().dev),
+        ];
+        if self.commit_journal(&devs)? {
+            return Ok(());
+        }
         if let Some(c) = child.filter(|c| c.st.is_reg() || c.st.is_dir()) {
             self.sync_object(c)?;
         }
         self.sync_object(dir)
     }
 
+    /// On a `sync` export, makes a RENAME durable before the reply: both
+    /// directories, the new name first (once it is durable the object
+    /// cannot be lost).
+    pub(super) fn sync_rename(&self, from: &Obj<'_>, to: &Obj<'_>) -> FsResult<()> {
+        if !self.opts.sync || self.commit_journal(&[from.st.key().dev, to.st.key().dev])? {
+            return Ok(());
+        }
+        self.sync_object(to)?;
+        if from.st.key() != to.st.key() {
+            self.sync_object(from)?;
+        }
+        Ok(())
+    }
+
     /// On a `sync` export, makes a SETATTR durable before the reply.
     pub(super) fn sync_attrs(&self, o: &Obj<'_>) -> FsResult<()> {
-        if !self.opts.sync {
+        if !self.opts.sync || self.commit_journal(&[o.st.key().dev])? {
             return Ok(());
         }
         self.sync_object(o)

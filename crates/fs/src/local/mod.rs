@@ -56,6 +56,7 @@ mod data;
 mod dir;
 mod files;
 mod flusher;
+mod journal;
 mod lock;
 mod locmap;
 mod namespace;
@@ -263,8 +264,11 @@ pub struct LocalFs {
     scanner: Scanner,
     caches: Arc<Caches>,
     verifier: Arc<WriteVerifier>,
-    /// Group commit of this export's syncs, keyed by (object, full sync).
-    committer: Committer<(Key, bool)>,
+    /// Group commit of this export's syncs (`commit::SyncOf`).
+    committer: Committer<commit::SyncOf>,
+    /// The export filesystem's journal, where one commit covers every
+    /// metadata change before it (`sync` exports on ext4 and XFS).
+    journal: Option<journal::Journal>,
 }
 
 use crate::access::check_name;
@@ -365,6 +369,11 @@ impl LocalFs {
             caches,
             verifier,
             committer: Committer::new(opts.max_syncs_in_flight),
+            journal: if opts.sync {
+                journal::Journal::open(rootfd_raw, st.dev)
+            } else {
+                None
+            },
             opts,
         })
     }

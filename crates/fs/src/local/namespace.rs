@@ -299,11 +299,7 @@ pub(super) fn rename(
         }
     }
     fs.locs.insert(moved.key(), d2.st.key(), to);
-    // The new name first: once it is durable the object cannot be lost.
-    fs.sync_change(&d2, None)?;
-    if d1.st.key() != d2.st.key() {
-        fs.sync_change(&d1, None)?;
-    }
+    fs.sync_rename(&d1, &d2)?;
     Ok((fs.wcc(&d1.st, d1.raw()), fs.wcc(&d2.st, d2.raw())))
 }
 

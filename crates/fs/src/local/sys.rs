@@ -653,6 +653,15 @@ pub fn syncfs(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// The filesystem type (statfs f_type) of the filesystem `fd` is on.
+pub fn fs_type(fd: RawFd) -> io::Result<i64> {
+    // SAFETY: an all-zero statfs is valid; fstatfs fills it.
+    let mut v: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: v is a valid out-pointer.
+    cvt(unsafe { libc::fstatfs(fd, &mut v) })?;
+    Ok(v.f_type as i64)
+}
+
 pub fn ftruncate(fd: RawFd, len: i64) -> io::Result<()> {
     // SAFETY: plain ftruncate on a descriptor the caller owns.
     cvt(unsafe { libc::ftruncate(fd, len) })?;

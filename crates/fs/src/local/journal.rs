@@ -1,0 +1,105 @@
+//! One journal commit answers every metadata change made before it.
+//!
+//! ext4 (with a journal) and XFS keep one log per filesystem and commit it
+//! in order: an fsync waits for the commit of the transaction holding the
+//! inode's last change, and that commit carries every earlier transaction
+//! (jbd2 commits transactions one after another; XFS forces its log up to
+//! a sequence number). So a sync that changes a marker inode *after*
+//! several namespace changes completed and then fsyncs it makes all of
+//! them durable at once, whichever objects they touched. On a `sync`
+//! export this turns one sync per changed object (the new inode, its
+//! directory, both directories of a RENAME) into one shared journal commit
+//! for every change that arrives together (RFC 1813 §4.8; knfsd's
+//! `commit_metadata` is per inode).
+//!
+//! The marker is an unnamed file (O_TMPFILE) in the export root: on the
+//! same filesystem, invisible to clients, freed at exit or by the journal
+//! replay after a crash. Metadata only: file data still needs its own
+//! fsync (COMMIT, stable WRITE). Other filesystems (btrfs, whose fsync logs
+//! one inode; ext2 or ext4 without a journal; tmpfs; FUSE) keep one sync
+//! per object.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+use super::sys;
+use crate::SetTime;
+
+const EXT4_SUPER_MAGIC: i64 = 0xEF53;
+const XFS_SUPER_MAGIC: i64 = 0x5846_5342;
+
+/// Journal commits in flight per filesystem: as many as the export's sync
+/// slots (`max_syncs_in_flight`) allow. A request must reach a transaction
+/// that has not begun to commit; only the kernel knows which that is, so
+/// a new commit never waits for one already running (jbd2 and the XFS log
+/// merge the concurrent ones), and requests gather into a shared one only
+/// once every slot is taken. Measured against one at a time (fs_mark, 64
+/// streams, 5 alternated rounds): 1.40x.
+pub(super) const DEPTH: usize = usize::MAX;
+
+pub(super) struct Journal {
+    marker: OwnedFd,
+    /// The filesystem (st_dev) the marker is on; only changes there are
+    /// covered.
+    pub(super) dev: u64,
+}
+
+impl Journal {
+    /// A marker for the filesystem of `root`, if its journal commits every
+    /// change in order; None otherwise (or if no marker can be made there,
+    /// for example a read-only export).
+    pub(super) fn open(root: RawFd, dev: u64) -> Option<Journal> {
+        if !ordered_journal(root, dev) {
+            return None;
+        }
+        let marker = sys::openat(
+            root,
+            c".",
+            libc::O_TMPFILE | libc::O_RDWR | libc::O_NOFOLLOW,
+            0o600,
+        )
+        .ok()?;
+        Some(Journal { marker, dev })
+    }
+
+    /// Commits the journal: a fresh change to the marker (in the running
+    /// transaction, which is at least as new as every change made before
+    /// this call), then its fsync.
+    pub(super) fn commit(&self) -> io::Result<()> {
+        let fd = self.marker.as_raw_fd();
+        sys::set_times(fd, &SetTime::ServerTime, &SetTime::ServerTime)?;
+        sys::fsync(fd)
+    }
+}
+
+/// XFS always; ext4 (whose magic ext2 and ext3 share) only when the
+/// filesystem has a jbd2 journal, which the kernel lists under
+/// /proc/fs/jbd2/<device>-<journal inode>.
+fn ordered_journal(root: RawFd, dev: u64) -> bool {
+    match sys::fs_type(root) {
+        Ok(XFS_SUPER_MAGIC) => true,
+        Ok(EXT4_SUPER_MAGIC) => has_jbd2(dev),
+        _ => false,
+    }
+}
+
+/// `dev` as `sys::Stat` encodes it: major in the high 32 bits.
+fn has_jbd2(dev: u64) -> bool {
+    let (major, minor) = (dev >> 32, dev & 0xffff_ffff);
+    let Ok(link) = std::fs::read_link(format!("/sys/dev/block/{major}:{minor}")) else {
+        return false;
+    };
+    let Some(name) = link.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    let prefix = format!("{name}-");
+    std::fs::read_dir("/proc/fs/jbd2")
+        .map(|d| {
+            d.flatten().any(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with(&prefix))
+            })
+        })
+        .unwrap_or(false)
+}
