@@ -40,6 +40,11 @@ struct Acked {
     uncertain: HashSet<String>,
     verifiers: HashSet<[u8; 8]>,
     ops: u64,
+    /// Set just before the cut: a reply that arrives from then on is not
+    /// counted (after a real power cut no reply arrives at all, but a
+    /// filesystem being shut down can still let an fsync racing the
+    /// shutdown return success for a change the shutdown then discards).
+    cutting: bool,
 }
 
 /// A block's content: magic, file id, block, generation, then a fill byte
@@ -115,6 +120,9 @@ async fn unstable_writer(nfs: NfsClient, root: NfsFh3, name: String, acked: Arc<
         {
             Ok(NfsRes::Ok(r)) => {
                 let mut a = acked.lock().unwrap();
+                if a.cutting {
+                    return;
+                }
                 a.verifiers.insert(r.verf.0);
                 // Acknowledged only if every WRITE carried the COMMIT's
                 // verifier (otherwise a client would resend them).
@@ -151,6 +159,9 @@ async fn stable_writer(nfs: NfsClient, root: NfsFh3, name: String, acked: Arc<Mu
                 if r.count as usize == BLOCK && r.committed == StableHow::FileSync =>
             {
                 let mut a = acked.lock().unwrap();
+                if a.cutting {
+                    return;
+                }
                 a.blocks.insert((name.clone(), b), gen);
                 a.verifiers.insert(r.verf.0);
                 a.ops += 1;
@@ -177,6 +188,9 @@ async fn namespace(nfs: NfsClient, root: NfsFh3, tag: String, acked: Arc<Mutex<A
         }
         {
             let mut a = acked.lock().unwrap();
+            if a.cutting {
+                return;
+            }
             a.uncertain.remove(&c);
             a.present.insert(c.clone());
             a.ops += 1;
@@ -185,6 +199,9 @@ async fn namespace(nfs: NfsClient, root: NfsFh3, tag: String, acked: Arc<Mutex<A
             1 => {
                 {
                     let mut a = acked.lock().unwrap();
+                    if a.cutting {
+                        return;
+                    }
                     a.uncertain.insert(c.clone());
                     a.uncertain.insert(r.clone());
                 }
@@ -198,6 +215,9 @@ async fn namespace(nfs: NfsClient, root: NfsFh3, tag: String, acked: Arc<Mutex<A
                     return;
                 }
                 let mut a = acked.lock().unwrap();
+                if a.cutting {
+                    return;
+                }
                 a.uncertain.remove(&c);
                 a.uncertain.remove(&r);
                 a.present.remove(&c);
@@ -216,6 +236,9 @@ async fn namespace(nfs: NfsClient, root: NfsFh3, tag: String, acked: Arc<Mutex<A
                     return;
                 }
                 let mut a = acked.lock().unwrap();
+                if a.cutting {
+                    return;
+                }
                 a.uncertain.remove(&c);
                 a.present.remove(&c);
                 a.absent.insert(c);
@@ -301,6 +324,7 @@ async fn round(r: u64) {
     }
     tokio::time::sleep(moment(r)).await;
     // The power cut: no log flush.
+    acked.lock().unwrap().cutting = true;
     run(
         "xfs_io",
         &["-x", "-c", "shutdown", fs.mnt.to_str().unwrap()],
