@@ -12,13 +12,15 @@ const MAX_CELLS: usize = 64;
 /// quota): `sched_getcpu` may name any of them, so per-CPU cells are sized
 /// by this, not by `available_parallelism`.
 pub fn configured_cpus() -> usize {
-    // SAFETY: sysconf has no memory-safety preconditions; -1 is handled.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
-    if n > 0 {
-        n as usize
-    } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    }
+    crate::sys::nprocessors_conf()
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// The CPU the calling thread runs on (`sched_getcpu`, a vDSO call), 0 when
+/// that fails.
+#[inline]
+pub fn current_cpu() -> usize {
+    crate::sys::sched_getcpu().unwrap_or(0)
 }
 
 /// Single-writer increment: a load and a store, no locked instruction.
@@ -55,10 +57,7 @@ impl StripedCounter {
 
     #[inline]
     fn cell(&self) -> &AtomicU64 {
-        // SAFETY: sched_getcpu takes no arguments and only reads the calling
-        // thread's CPU number; it returns -1 on failure, handled below.
-        let cpu = unsafe { libc::sched_getcpu() };
-        let i = if cpu < 0 { 0 } else { cpu as usize };
+        let i = current_cpu();
         // `cells.len()` is a power of two ≥ 1, so the mask is in bounds.
         &self.cells[i & (self.cells.len() - 1)]
     }

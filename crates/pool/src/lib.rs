@@ -53,6 +53,7 @@
 
 pub mod affinity;
 pub mod counter;
+mod sys;
 
 pub use counter::StripedCounter;
 

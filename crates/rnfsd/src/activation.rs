@@ -4,23 +4,21 @@
 //! the server starts and stays open across its restarts.
 
 use std::net::TcpListener;
-use std::os::fd::FromRawFd;
+use std::os::fd::AsRawFd;
 
 /// The listening TCP sockets passed to this process (LISTEN_PID is ours),
 /// or none when it was not socket-activated.
 pub fn listeners() -> Result<Vec<TcpListener>, String> {
-    let fds = sd_notify::listen_fds().map_err(|e| format!("socket activation: {e}"))?;
+    let fds = crate::sys::listen_fds().map_err(|e| format!("socket activation: {e}"))?;
     let mut v = Vec::with_capacity(fds.len());
     for fd in fds {
-        // SAFETY: the service manager passed `fd` to this process (the
-        // LISTEN_PID check above) and nothing else here owns it; each
-        // descriptor of the range is taken once, here.
-        let l = unsafe { TcpListener::from_raw_fd(fd) };
+        let fd_no = fd.as_raw_fd();
+        let l = TcpListener::from(fd);
         let tcp = l.local_addr().is_ok();
         let listening = rustix::net::sockopt::socket_acceptconn(&l).unwrap_or(false);
         if !tcp || !listening {
             return Err(format!(
-                "socket activation: descriptor {fd} is not a listening TCP socket \
+                "socket activation: descriptor {fd_no} is not a listening TCP socket \
                  (rnfsd.socket needs ListenStream= lines only)"
             ));
         }

@@ -80,12 +80,10 @@ pub struct AdminSocket {
 /// instant: the umask is narrowed around bind(2) (the process is still
 /// single-threaded when main calls this), then the mode is set explicitly.
 fn bind_private(path: &Path) -> io::Result<UnixListener> {
-    // SAFETY: umask only swaps the process file-creation mask; no memory is
-    // involved. The old mask is restored right after.
-    let old = unsafe { libc::umask(0o177) };
+    use rustix::{fs::Mode, process::umask};
+    let old = umask(Mode::from_raw_mode(0o177));
     let l = UnixListener::bind(path);
-    // SAFETY: as above.
-    unsafe { libc::umask(old) };
+    umask(old);
     let l = l?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     Ok(l)

@@ -14,8 +14,7 @@ pub const KEY_LEN: usize = 32;
 /// The default state directory: /var/lib/rnfsd for root, else
 /// $XDG_STATE_HOME/rnfsd, else ~/.local/state/rnfsd.
 pub fn default_state_dir() -> PathBuf {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = rustix::process::geteuid().is_root();
     state_dir_for(
         root,
         std::env::var_os("XDG_STATE_HOME").map(PathBuf::from),

@@ -26,3 +26,4 @@ pub mod rpcbind;
 pub mod service;
 pub mod state;
 pub mod stats_cmd;
+mod sys;

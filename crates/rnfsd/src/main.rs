@@ -155,25 +155,23 @@ fn init_logging(level: Option<&str>) -> Result<(), Failure> {
 /// Raises the open-files soft limit to the hard limit (caches and
 /// connections are sized from it) and returns it.
 fn raise_nofile() -> u64 {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: r is a valid out-pointer.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
-        return 1024;
-    }
-    if r.rlim_cur < r.rlim_max {
-        let want = libc::rlimit {
-            rlim_cur: r.rlim_max,
-            rlim_max: r.rlim_max,
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    // getrlimit(RLIMIT_NOFILE) cannot fail. None = RLIM_INFINITY.
+    let r = getrlimit(Resource::Nofile);
+    let (cur, max) = (
+        r.current.unwrap_or(libc::RLIM_INFINITY),
+        r.maximum.unwrap_or(libc::RLIM_INFINITY),
+    );
+    if cur < max {
+        let want = Rlimit {
+            current: r.maximum,
+            maximum: r.maximum,
         };
-        // SAFETY: want is a valid rlimit.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
-            r.rlim_cur = r.rlim_max;
+        if setrlimit(Resource::Nofile, want).is_ok() {
+            return max;
         }
     }
-    r.rlim_cur
+    cur
 }
 
 /// SIGHUP: re-read the configuration (and the exports file) and put its
@@ -255,8 +253,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let kept = rnfsd::privileges::drop_unneeded().map_err(runtime_err)?;
     let kept: Vec<String> = kept.iter().map(|c| c.to_string()).collect();
     tracing::info!(kept = %kept.join(","), "capabilities: all others dropped from every set; no_new_privs");
-    // SAFETY: geteuid cannot fail.
-    let euid = unsafe { libc::geteuid() };
+    let euid = rustix::process::geteuid().as_raw();
     if euid != 0 {
         tracing::warn!(
             uid = euid,

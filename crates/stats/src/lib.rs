@@ -236,10 +236,7 @@ impl Registry {
             Mode::Off => None,
             Mode::Shared => Some(Shard(0)),
             Mode::Percore => {
-                // SAFETY: sched_getcpu takes nothing and reads only the
-                // calling thread's CPU (vDSO); -1 on failure is handled.
-                let cpu = unsafe { libc::sched_getcpu() };
-                let cpu = if cpu < 0 { 0 } else { cpu as usize };
+                let cpu = rnfsd_pool::counter::current_cpu();
                 // shards is a power of two, so this is in range.
                 Some(Shard(cpu & (self.shards - 1)))
             }

@@ -3,6 +3,7 @@
 //! bound to 0.0.0.0 must answer from the address the client wrote to (a
 //! client on a connected socket ignores anything else), and the port
 //! mapper reports addresses the client can reach from it, as rpcbind does.
+//! The transport's thin syscall module: its only `unsafe` (setsockopt, recvmsg, sendmsg).
 
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -74,9 +75,10 @@ pub(crate) fn recv(s: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAd
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
-    // SAFETY: all-zero is a valid sockaddr_storage and msghdr.
+    // SAFETY: all-zero is a valid sockaddr_storage.
     let mut from: libc::sockaddr_storage = unsafe { zeroed() };
     let mut ctl = Control([0; 64]);
+    // SAFETY: all-zero is a valid msghdr (null pointers, zero lengths).
     let mut msg: libc::msghdr = unsafe { zeroed() };
     msg.msg_name = (&mut from as *mut libc::sockaddr_storage).cast();
     msg.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
@@ -124,7 +126,7 @@ pub(crate) fn send(s: &UdpSocket, data: &[u8], peer: SocketAddr, dst: &Dst) -> i
         iov_base: data.as_ptr() as *mut libc::c_void,
         iov_len: data.len(),
     };
-    // SAFETY: all-zero is a valid sockaddr_storage and msghdr.
+    // SAFETY: all-zero is a valid sockaddr_storage.
     let mut to: libc::sockaddr_storage = unsafe { zeroed() };
     let to_len = match peer {
         SocketAddr::V4(a) => {
@@ -147,6 +149,7 @@ pub(crate) fn send(s: &UdpSocket, data: &[u8], peer: SocketAddr, dst: &Dst) -> i
         }
     };
     let mut ctl = Control([0; 64]);
+    // SAFETY: all-zero is a valid msghdr (null pointers, zero lengths).
     let mut msg: libc::msghdr = unsafe { zeroed() };
     msg.msg_name = (&mut to as *mut libc::sockaddr_storage).cast();
     msg.msg_namelen = to_len as libc::socklen_t;

@@ -9,6 +9,7 @@
 
 use std::cell::RefCell;
 
+use super::sys;
 use crate::{Cred, FsError, FsResult};
 
 /// What this thread's filesystem identity is known to be. None = unknown
@@ -38,14 +39,9 @@ impl State {
     /// worker's current (caller's) fsuid, fsgid and groups, so "never changed
     /// on this thread" does not mean "the server's identity".
     fn current() -> State {
-        // SAFETY: setfsuid/setfsgid with an invalid id (-1) change nothing
-        // and return the thread's current value.
-        let (uid, gid) = unsafe {
-            (
-                libc::syscall(libc::SYS_setfsuid, u32::MAX) as u32,
-                libc::syscall(libc::SYS_setfsgid, u32::MAX) as u32,
-            )
-        };
+        // setfsuid/setfsgid with an invalid id (-1) change nothing and
+        // return the thread's current value.
+        let (uid, gid) = (sys::setfsuid(u32::MAX), sys::setfsgid(u32::MAX));
         State {
             uid: Some(uid),
             gid: Some(gid),
@@ -56,13 +52,7 @@ impl State {
 }
 
 fn get_groups() -> Option<Vec<u32>> {
-    // SAFETY: getgroups with a null buffer returns the count.
-    let n = unsafe { libc::getgroups(0, std::ptr::null_mut()) };
-    let mut g = vec![0u32; usize::try_from(n).ok()?];
-    // SAFETY: g has room for n groups.
-    let m = unsafe { libc::getgroups(n, g.as_mut_ptr()) };
-    g.truncate(usize::try_from(m).ok()?);
-    Some(g)
+    sys::getgroups().ok()
 }
 
 thread_local! {
@@ -85,14 +75,14 @@ const MAX_GROUPS: usize = 1024;
 /// fails here instead of silently serving every request as root.
 pub fn verify_switching() -> std::io::Result<()> {
     const PROBE: u32 = 65534;
-    // SAFETY: raw setfsuid/setfsgid change only this thread's filesystem
-    // ids; each returns the previous value, so the second call both
-    // restores the original and reports whether the first took.
-    let (uid_took, gid_took) = unsafe {
-        let u = libc::syscall(libc::SYS_setfsuid, PROBE) as u32;
-        let u_now = libc::syscall(libc::SYS_setfsuid, u) as u32;
-        let g = libc::syscall(libc::SYS_setfsgid, PROBE) as u32;
-        let g_now = libc::syscall(libc::SYS_setfsgid, g) as u32;
+    // Raw setfsuid/setfsgid change only this thread's filesystem ids; each
+    // returns the previous value, so the second call both restores the
+    // original and reports whether the first took.
+    let (uid_took, gid_took) = {
+        let u = sys::setfsuid(PROBE);
+        let u_now = sys::setfsuid(u);
+        let g = sys::setfsgid(PROBE);
+        let g_now = sys::setfsgid(g);
         (u_now == PROBE || u == PROBE, g_now == PROBE || g == PROBE)
     };
     // Setting the groups we already have changes nothing but still needs
@@ -110,33 +100,19 @@ pub fn verify_switching() -> std::io::Result<()> {
 }
 
 fn set_fsuid(uid: u32) -> FsResult<()> {
-    // SAFETY: raw setfsuid changes only this thread's filesystem uid.
-    unsafe {
-        libc::syscall(libc::SYS_setfsuid, uid);
-    }
+    sys::setfsuid(uid);
     Ok(())
 }
 
 fn set_fsgid(gid: u32) -> FsResult<()> {
-    // SAFETY: raw setfsgid changes only this thread's filesystem gid.
-    unsafe {
-        libc::syscall(libc::SYS_setfsgid, gid);
-    }
+    sys::setfsgid(gid);
     Ok(())
 }
 
+/// Thread-local (raw SYS_setgroups, see `sys::setgroups_thread`).
 fn set_groups(groups: &[u32]) -> FsResult<()> {
-    // SAFETY: raw SYS_setgroups (thread-local, unlike glibc's wrapper) with a
-    // valid pointer and length.
-    let r = unsafe { libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) };
-    if r < 0 {
-        return Err(FsError::Errno(
-            std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EPERM),
-        ));
-    }
-    Ok(())
+    sys::setgroups_thread(groups)
+        .map_err(|e| FsError::Errno(e.raw_os_error().unwrap_or(libc::EPERM)))
 }
 
 /// Runs file operations as `cred` on this thread.
@@ -186,8 +162,7 @@ pub fn become_server(uid: u32, gid: u32) -> FsResult<()> {
 
 /// Restores this thread's filesystem identity and groups to the process's.
 pub fn reset_thread_creds() {
-    // SAFETY: geteuid/getegid cannot fail.
-    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let (uid, gid) = (sys::geteuid(), sys::getegid());
     let _ = become_server(uid, gid);
     STATE.with(|s| {
         let mut s = s.borrow_mut();

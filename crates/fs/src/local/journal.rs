@@ -14,10 +14,11 @@
 //!
 //! The marker is an unnamed file (O_TMPFILE) in the export root: on the
 //! same filesystem, invisible to clients, freed at exit or by the journal
-//! replay after a crash. Metadata only: file data still needs its own
-//! fsync (COMMIT, stable WRITE). Other filesystems (btrfs, whose fsync logs
-//! one inode; ext2 or ext4 without a journal; tmpfs; FUSE) keep one sync
-//! per object.
+//! replay after a crash; one descriptor per export, held like the export
+//! root's own (outside the caches' descriptor budget). Metadata only: file
+//! data still needs its own fsync (COMMIT, stable WRITE). Other
+//! filesystems (btrfs, whose fsync logs one inode; ext2 or ext4 without a
+//! journal; tmpfs; FUSE) keep one sync per object.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};

@@ -168,8 +168,7 @@ impl Default for LocalOptions {
             handle_mode: HandleMode::Auto,
             handle_key: [0; 32],
             cross_mounts: false,
-            // SAFETY: geteuid cannot fail.
-            act_as_caller: unsafe { libc::geteuid() } == 0,
+            act_as_caller: sys::geteuid() == 0,
             path_cache_entries: 1_000_000,
             handle_scan_limit: 1_000_000,
             handle_scan_waiters: 8,
@@ -280,8 +279,7 @@ impl LocalFs {
         // Not O_PATH: open_by_handle_at refuses an O_PATH mount fd.
         let rootfd = sys::openat(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
         let st = sys::fstat(rootfd.as_raw_fd())?;
-        // SAFETY: geteuid/getegid cannot fail.
-        let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let (euid, egid) = (sys::geteuid(), sys::getegid());
         if opts.act_as_caller && euid != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,

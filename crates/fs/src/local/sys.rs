@@ -807,3 +807,51 @@ pub fn ofd_lock(
     cvt(unsafe { libc::fcntl(fd, c, &mut fl as *mut libc::flock) })?;
     Ok((libc::c_int::from(fl.l_type), fl.l_start, fl.l_len))
 }
+
+// Credentials (used by `creds`). setfsuid/setfsgid and SYS_setgroups are the
+// raw syscalls: they change only the calling thread, where glibc's
+// setgroups() would change every thread of the process.
+
+pub fn geteuid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+pub fn getegid() -> u32 {
+    // SAFETY: getegid has no preconditions and cannot fail.
+    unsafe { libc::getegid() }
+}
+
+/// Raw setfsuid: sets this thread's filesystem uid and returns the previous
+/// one. An invalid id (u32::MAX) changes nothing: a pure read. A refused
+/// change is visible only as an unchanged value on the next call.
+pub fn setfsuid(uid: u32) -> u32 {
+    // SAFETY: setfsuid takes an integer and touches no memory of ours.
+    unsafe { libc::syscall(libc::SYS_setfsuid, uid) as u32 }
+}
+
+/// Raw setfsgid: as `setfsuid`, for the filesystem gid.
+pub fn setfsgid(gid: u32) -> u32 {
+    // SAFETY: setfsgid takes an integer and touches no memory of ours.
+    unsafe { libc::syscall(libc::SYS_setfsgid, gid) as u32 }
+}
+
+/// This thread's supplementary groups.
+pub fn getgroups() -> io::Result<Vec<u32>> {
+    // SAFETY: getgroups with size 0 and a null buffer only returns the count.
+    let n = cvt(unsafe { libc::getgroups(0, std::ptr::null_mut()) })?;
+    let mut g = vec![0u32; n as usize];
+    // SAFETY: g has room for n groups.
+    let m = cvt(unsafe { libc::getgroups(n, g.as_mut_ptr()) })?;
+    g.truncate(m as usize);
+    Ok(g)
+}
+
+/// Sets this thread's supplementary groups (raw SYS_setgroups: this thread
+/// only, unlike glibc's setgroups()).
+pub fn setgroups_thread(groups: &[u32]) -> io::Result<()> {
+    // SAFETY: groups is a valid slice of `groups.len()` gid_t values, which
+    // the kernel only reads.
+    cvt_long(unsafe { libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) })?;
+    Ok(())
+}
