@@ -286,25 +286,31 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
-    #[test]
-    fn concurrent_requests_share_syncs_and_the_bound_holds() {
-        let c = Arc::new(Committer::<u32>::new(2));
+    /// `threads` threads each make `rounds` requests (key from thread and
+    /// round) whose sync takes `ms`; returns (most syncs seen running at
+    /// once, syncs run).
+    fn hammer(
+        c: &Arc<Committer<u32>>,
+        threads: usize,
+        rounds: usize,
+        depth: usize,
+        key: fn(usize, usize) -> u32,
+        ms: u64,
+    ) -> (usize, usize) {
         let running = Arc::new(AtomicUsize::new(0));
         let peak = Arc::new(AtomicUsize::new(0));
         let syncs = Arc::new(AtomicUsize::new(0));
-        let threads: Vec<_> = (0..32)
+        let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let (c, running, peak, syncs) =
                     (c.clone(), running.clone(), peak.clone(), syncs.clone());
                 std::thread::spawn(move || {
-                    for i in 0..20 {
-                        // 4 objects, so requests pile up on each.
-                        let key = (t + i) % 4;
-                        let r = c.sync(&key, || {
+                    for i in 0..rounds {
+                        let r = c.sync_depth(&key(t, i), depth, || {
                             let n = running.fetch_add(1, Ordering::SeqCst) + 1;
                             peak.fetch_max(n, Ordering::SeqCst);
                             syncs.fetch_add(1, Ordering::SeqCst);
-                            std::thread::sleep(Duration::from_millis(2));
+                            std::thread::sleep(Duration::from_millis(ms));
                             running.fetch_sub(1, Ordering::SeqCst);
                             Ok(())
                         });
@@ -313,16 +319,21 @@ mod tests {
                 })
             })
             .collect();
-        for t in threads {
-            t.join().unwrap();
+        for h in handles {
+            h.join().unwrap();
         }
+        (peak.load(Ordering::SeqCst), syncs.load(Ordering::SeqCst))
+    }
+
+    #[test]
+    fn concurrent_requests_share_syncs_and_the_bound_holds() {
+        let c = Arc::new(Committer::<u32>::new(2));
+        // 4 objects, so requests pile up on each.
+        let (peak, syncs) = hammer(&c, 32, 20, 1, |t, i| ((t + i) % 4) as u32, 2);
         let k = c.counts();
         assert_eq!(k.requests, 640);
-        assert!(
-            peak.load(Ordering::SeqCst) <= 2,
-            "bound of 2 syncs in flight"
-        );
-        assert_eq!(k.syncs as usize, syncs.load(Ordering::SeqCst));
+        assert!(peak <= 2, "bound of 2 syncs in flight");
+        assert_eq!(k.syncs as usize, syncs);
         assert_eq!(k.syncs + k.joined, 640, "every request synced or joined");
         assert!(
             k.syncs < 320,
@@ -332,16 +343,20 @@ mod tests {
         assert!(c.lock().objects.is_empty() && c.lock().in_flight == 0);
     }
 
-    #[test]
-    fn a_running_sync_is_not_joined() {
-        // A request that arrives while its object's sync runs must get a
-        // sync that starts after it.
-        let c = Arc::new(Committer::<u32>::new(4));
+    type Done = std::thread::JoinHandle<Result<(), i32>>;
+
+    /// A first sync of key 7 (at `depth`) that runs until the returned
+    /// sender says so, and a second request for 7 made once the first
+    /// runs; `ran` counts the second's sync.
+    fn second_during_first(
+        c: &Arc<Committer<u32>>,
+        depth: usize,
+    ) -> (std::sync::mpsc::Sender<()>, Done, Done, Arc<AtomicUsize>) {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
         let c1 = c.clone();
         let first = std::thread::spawn(move || {
-            c1.sync(&7, || {
+            c1.sync_depth(&7, depth, || {
                 started_tx.send(()).unwrap();
                 rx.recv().unwrap();
                 Ok(())
@@ -351,14 +366,23 @@ mod tests {
         let ran = Arc::new(AtomicUsize::new(0));
         let (c2, ran2) = (c.clone(), ran.clone());
         let second = std::thread::spawn(move || {
-            c2.sync(&7, || {
+            c2.sync_depth(&7, depth, || {
                 ran2.fetch_add(1, Ordering::SeqCst);
                 Ok(())
             })
         });
+        (tx, first, second, ran)
+    }
+
+    #[test]
+    fn a_running_sync_is_not_joined() {
+        // A request that arrives while its object's sync runs must get a
+        // sync that starts after it.
+        let c = Arc::new(Committer::<u32>::new(4));
+        let (release, first, second, ran) = second_during_first(&c, 1);
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(ran.load(Ordering::SeqCst), 0, "waits for the running sync");
-        tx.send(()).unwrap();
+        release.send(()).unwrap();
         assert_eq!(first.join().unwrap(), Ok(()));
         assert_eq!(second.join().unwrap(), Ok(()));
         assert_eq!(ran.load(Ordering::SeqCst), 1, "a sync of its own ran after");
@@ -369,28 +393,10 @@ mod tests {
         // Depth 2: a request arriving while one sync runs leads its own at
         // once (it is not joined to the running one, nor made to wait).
         let c = Arc::new(Committer::<u32>::new(8));
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
-        let c1 = c.clone();
-        let first = std::thread::spawn(move || {
-            c1.sync_depth(&7, 2, || {
-                started_tx.send(()).unwrap();
-                rx.recv().unwrap();
-                Ok(())
-            })
-        });
-        started_rx.recv().unwrap();
-        let ran = Arc::new(AtomicUsize::new(0));
-        let (c2, ran2) = (c.clone(), ran.clone());
-        let second = std::thread::spawn(move || {
-            c2.sync_depth(&7, 2, || {
-                ran2.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            })
-        });
+        let (release, first, second, ran) = second_during_first(&c, 2);
         assert_eq!(second.join().unwrap(), Ok(()));
         assert_eq!(ran.load(Ordering::SeqCst), 1, "ran while the first ran");
-        tx.send(()).unwrap();
+        release.send(()).unwrap();
         assert_eq!(first.join().unwrap(), Ok(()));
         let k = c.counts();
         assert_eq!((k.syncs, k.joined), (2, 0));
@@ -400,30 +406,9 @@ mod tests {
     #[test]
     fn with_depth_the_bound_per_key_and_overall_hold() {
         let c = Arc::new(Committer::<u32>::new(3));
-        let running = Arc::new(AtomicUsize::new(0));
-        let peak = Arc::new(AtomicUsize::new(0));
-        let threads: Vec<_> = (0..24)
-            .map(|_| {
-                let (c, running, peak) = (c.clone(), running.clone(), peak.clone());
-                std::thread::spawn(move || {
-                    for _ in 0..10 {
-                        let r = c.sync_depth(&1, 2, || {
-                            let n = running.fetch_add(1, Ordering::SeqCst) + 1;
-                            peak.fetch_max(n, Ordering::SeqCst);
-                            std::thread::sleep(Duration::from_millis(1));
-                            running.fetch_sub(1, Ordering::SeqCst);
-                            Ok(())
-                        });
-                        assert_eq!(r, Ok(()));
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
+        let (peak, _) = hammer(&c, 24, 10, 2, |_, _| 1, 1);
         let k = c.counts();
-        assert!(peak.load(Ordering::SeqCst) <= 2, "depth 2 per key");
+        assert!(peak <= 2, "depth 2 per key");
         assert_eq!(k.syncs + k.joined, 240);
         assert!(k.joined > 0, "requests that arrive together share");
         assert!(c.lock().objects.is_empty() && c.lock().in_flight == 0);
