@@ -113,7 +113,10 @@ elif [ "$(id -u)" != 0 ]; then
     echo "SKIP: kernel-client stage needs root (namespaces, qemu, apt-get)"
 else
     # The debug server cargo test just built: correctness, not speed, and it
-    # saves a release build.
-    RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
+    # saves a release build. The export on a journaled ext4 (a loop device),
+    # as most users have it: `sync` exports then take the journal commit
+    # path, which pjdfstest's many users exercise (the work dir's own
+    # filesystem may have no journal).
+    KC_EXPORT_FS=ext4 RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
         tests/kernel-client/run.sh smoke pjdfstest tar restart locks failover
 fi

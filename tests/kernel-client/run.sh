@@ -22,7 +22,10 @@
 # FO_TAR_FILES, FO_FSX_OPS, FO_EVICT, FO_CONTROL, FO_SERVER_TOML (failover),
 # KC_BACKEND=cephfs (rnfsd serves the export from a Ceph cluster started in
 # the namespace instead of a local directory; host-side checks read it
-# through ceph-fuse; not with failover; ceph-host.sh).
+# through ceph-fuse; not with failover; ceph-host.sh). KC_EXPORT_FS=ext4|xfs
+# puts the export on a fresh filesystem of that type on a loop device (a
+# journaled one, where `sync` exports take the shared journal commit path;
+# the work dir's own filesystem may have no journal).
 # --server ganesha: Debian's nfs-ganesha + nfs-ganesha-vfs (installed when
 # missing), config from scripts/ganesha.sh, MOUNT on port 20048.
 set -uo pipefail
@@ -212,6 +215,30 @@ if [ "$SERVER" = rnfsd ] && [ ! -x "$RNFSD_BIN" ]; then
     (cd "$REPO" && cargo build --release -q -p rnfsd) || die "cargo build failed"
 fi
 rm -rf "$RUN" && mkdir -p "$RUN"/{share/guest,share/bin,share/ctl,export,state}
+EXPORT_LOOP=
+unmount_export() {
+    [ -n "$EXPORT_LOOP" ] || return 0
+    umount "$RUN/export" 2>/dev/null
+    losetup -d "$EXPORT_LOOP" 2>/dev/null
+    rm -f "$RUN/export.img"
+    EXPORT_LOOP=
+}
+if [ -n "${KC_EXPORT_FS:-}" ]; then
+    case $KC_EXPORT_FS in
+    ext4 | xfs) ;;
+    *) die "KC_EXPORT_FS must be ext4 or xfs" ;;
+    esac
+    # Sparse: the export must hold a >4 GiB sparse file.
+    truncate -s 16G "$RUN/export.img" || die "export image"
+    EXPORT_LOOP=$(losetup -f --show "$RUN/export.img") || die "losetup failed"
+    if [ "$KC_EXPORT_FS" = xfs ]; then
+        mkfs.xfs -q -f "$EXPORT_LOOP" || die "mkfs.xfs failed"
+    else
+        mkfs.ext4 -q "$EXPORT_LOOP" || die "mkfs.ext4 failed"
+    fi
+    mount "$EXPORT_LOOP" "$RUN/export" || die "mounting the export failed"
+    rmdir "$RUN/export/lost+found" 2>/dev/null
+fi
 cp "$HERE"/guest/*.sh "$HERE"/guest/*.pl "$HERE"/guest/*.py "$RUN/share/guest/"
 cargo_tool() { # cargo_tool NAME CRATE: a crates.io tool, into the guest's bin
     local bin=${CARGO_HOME:-$HOME/.cargo}/bin/$1
@@ -282,6 +309,7 @@ cleanup() {
         for _ in $(seq 50); do kill -0 "$NS_PID" 2>/dev/null || break; sleep 0.2; done
         kill -KILL "$NS_PID" 2>/dev/null
     fi
+    unmount_export
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT
@@ -332,7 +360,10 @@ if [ "$failed" -gt 0 ] || [ "$ns_rc" -ne 0 ]; then
     KC_KEEP=1
 fi
 [ "$ns_rc" -eq 0 ] || emit FAIL harness/namespace "ns.sh exited $ns_rc"
-if [ -z "${KC_KEEP:-}" ]; then rm -rf "$RUN/export"; fi
+if [ -z "${KC_KEEP:-}" ]; then
+    unmount_export
+    rm -rf "$RUN/export"
+fi
 echo "# total $((T1 - T0))s"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -392,3 +392,86 @@ async fn acknowledged_changes_survive_a_power_cut() {
             .unwrap_or_else(|_| panic!("round {r} took over 120 s"));
     }
 }
+
+/// The journal commit is the server's own bookkeeping: a caller who may
+/// change a directory but not the server's marker still gets its changes
+/// made durable, and no error resets the write verifier.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_root_callers_changes_are_committed() {
+    if common::skip(
+        "journal commit as a non-root caller",
+        unavailable(&["xfs_io"]),
+    ) {
+        return;
+    }
+    for xfs in [false, true] {
+        let fs = if xfs {
+            LoopFs::xfs("journal-user", 512)
+        } else {
+            LoopFs::new("journal-user", 256)
+        };
+        let export = fs.subdir("export");
+        let sub = export.join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        run("chown", &["1000:1000", sub.to_str().unwrap()]);
+        let mut srv = TestServer::start_with(&export, &["--no-rpcbind"]);
+        let s = mount(&srv).await;
+        let user = s.nfs.with_auth(rnfsd_client::Auth::unix(1000, 1000));
+        let d = lookup(&user, &s.root, "sub").await;
+        let before = unstable_verf(&s.nfs, &s.root).await;
+        let (f, _) = create_file(&user, &d, "f").await;
+        let e = mkdir(&user, &d, "e").await;
+        ok(
+            "RENAME as uid 1000",
+            user.rename(&Rename3Args {
+                from: dirop(&d, "f"),
+                to: dirop(&e, "g"),
+            })
+            .await,
+        );
+        ok(
+            "SETATTR as uid 1000",
+            user.setattr(&SetAttr3Args {
+                object: f,
+                new_attributes: sattr_mode(0o600),
+                guard: None,
+            })
+            .await,
+        );
+        ok(
+            "REMOVE as uid 1000",
+            user.remove(&Remove3Args {
+                object: dirop(&e, "g"),
+            })
+            .await,
+        );
+        let after = unstable_verf(&s.nfs, &s.root).await;
+        assert_eq!(before, after, "xfs={xfs}: the write verifier was reset");
+        srv.stop();
+    }
+}
+
+/// The verifier an UNSTABLE WRITE to a scratch file carries now.
+async fn unstable_verf(nfs: &NfsClient, root: &NfsFh3) -> [u8; 8] {
+    let fh = match nfs
+        .lookup(&Lookup3Args {
+            what: dirop(root, "scratch"),
+        })
+        .await
+    {
+        Ok(NfsRes::Ok(l)) => l.object,
+        _ => create_file(nfs, root, "scratch").await.0,
+    };
+    let w = ok(
+        "WRITE",
+        nfs.write(&Write3Args {
+            file: fh,
+            offset: 0,
+            count: 1,
+            stable: StableHow::Unstable,
+            data: vec![1],
+        })
+        .await,
+    );
+    w.verf.0
+}

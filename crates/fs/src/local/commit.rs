@@ -60,8 +60,19 @@ impl LocalFs {
         else {
             return Ok(false);
         };
+        // As the server: the marker is its own, and a caller who may change
+        // a directory may not be allowed to touch it.
+        let commit = || {
+            self.srv().map_err(|e| {
+                std::io::Error::from_raw_os_error(match e {
+                    crate::FsError::Errno(n) => n,
+                    _ => libc::EPERM,
+                })
+            })?;
+            j.commit()
+        };
         self.committer
-            .sync_depth(&SyncOf::Journal, super::journal::DEPTH, || j.commit())
+            .sync_depth(&SyncOf::Journal, super::journal::DEPTH, commit)
             .map_err(|e| self.sync_failed(e))?;
         Ok(true)
     }
