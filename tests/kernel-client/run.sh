@@ -216,11 +216,11 @@ if [ "$SERVER" = rnfsd ] && [ ! -x "$RNFSD_BIN" ]; then
 fi
 rm -rf "$RUN" && mkdir -p "$RUN"/{share/guest,share/bin,share/ctl,export,state}
 EXPORT_LOOP=
-unmount_export() {
+unmount_export() { # the image stays with KC_KEEP (mount it to look)
     [ -n "$EXPORT_LOOP" ] || return 0
     umount "$RUN/export" 2>/dev/null
     losetup -d "$EXPORT_LOOP" 2>/dev/null
-    rm -f "$RUN/export.img"
+    [ -n "${KC_KEEP:-}" ] || rm -f "$RUN/export.img"
     EXPORT_LOOP=
 }
 if [ -n "${KC_EXPORT_FS:-}" ]; then

@@ -62,17 +62,9 @@ impl LocalFs {
         };
         // As the server: the marker is its own, and a caller who may change
         // a directory may not be allowed to touch it.
-        let commit = || {
-            self.srv().map_err(|e| {
-                std::io::Error::from_raw_os_error(match e {
-                    crate::FsError::Errno(n) => n,
-                    _ => libc::EPERM,
-                })
-            })?;
-            j.commit()
-        };
+        self.srv()?;
         self.committer
-            .sync_depth(&SyncOf::Journal, super::journal::DEPTH, commit)
+            .sync_depth(&SyncOf::Journal, super::journal::DEPTH, || j.commit())
             .map_err(|e| self.sync_failed(e))?;
         Ok(true)
     }
