@@ -19,6 +19,19 @@
 # KC_CEPH_TIMEOUT: cluster start limit (s).
 # shellcheck shell=bash
 
+# kc_wait_for PID TRIES CMD...: runs CMD every 0.1 s until it succeeds
+# (0), or PID has exited or TRIES runs are done (1).
+kc_wait_for() {
+    local pid=$1 n=$2 i
+    shift 2
+    for ((i = 0; i < n; i++)); do
+        "$@" && return 0
+        kill -0 "$pid" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
 kc_ceph_up() {
     RNFSD_CEPH_ADDR=$2 RNFSD_CEPH_TIMEOUT=${KC_CEPH_TIMEOUT:-240} \
         "$REPO/tests/ceph/cluster.sh" up "$1" >"$3" 2>&1
@@ -53,8 +66,9 @@ root = "/"
 EOF
 }
 
+kc_fuse_mounted() { findmnt -rn -o FSTYPE "$EXPORT" 2>/dev/null | grep -q fuse; }
+
 kc_cephfs_setup() {
-    local i
     say "starting the Ceph cluster on 127.0.0.1"
     kc_ceph_up "$KC_CEPH" 127.0.0.1 "$RUN/cluster-up.log" ||
         { say "Ceph cluster did not come up:"; tail -n 30 "$RUN/cluster-up.log"; return 1; }
@@ -63,11 +77,7 @@ kc_cephfs_setup() {
     # namespace only; foreground, so its pid is ours.
     ceph-fuse -f -c "$KC_CEPH/ceph.conf" --client_mountpoint=/ "$EXPORT" >"$RUN/ceph-fuse.log" 2>&1 &
     KC_FUSE_PID=$!
-    for ((i = 0; i < 300; i++)); do
-        findmnt -rn -o FSTYPE "$EXPORT" 2>/dev/null | grep -q fuse && { KC_FUSE_ON=1; return 0; }
-        kill -0 "$KC_FUSE_PID" 2>/dev/null || break
-        sleep 0.1
-    done
+    kc_wait_for "$KC_FUSE_PID" 300 kc_fuse_mounted && { KC_FUSE_ON=1; return 0; }
     say "ceph-fuse did not mount $EXPORT:"
     tail -n 10 "$RUN/ceph-fuse.log"
     return 1

@@ -24,7 +24,8 @@
 #      SIGKILL;
 #   2. fencing: head A's CephFS session is evicted (`ceph tell mds.a client
 #      evict id=N`), so the MDS revokes its capabilities at once instead
-#      of waiting for the session to time out (60 s), and blocklists it;
+#      of waiting for the session to time out (session_timeout: 30 s on
+#      the test cluster, tests/ceph/cluster.sh), and blocklists it;
 #      FO_EVICT=0 skips this step (then head B waits for that timeout on
 #      every inode head A held capabilities on);
 #   3. 10.77.0.100 is removed from head A and added to head B;
@@ -54,17 +55,13 @@ fo_say() { echo "[failover $(date +%T.%3N)] $*"; }
 
 # fo_head NAME: start rnfsd in netns NAME; waits until it answers.
 fo_head() {
-    local h=$1 st=$FO_DIR/$1 i
+    local h=$1 st=$FO_DIR/$1
     mkdir -p "$st"
     rm -f "$st/port"
     ip netns exec "$h" "$RNFSD_BIN" serve --config "$FO_DIR/rnfsd.toml" --state-dir "$st" \
         --port-file "$st/port" >>"$FO_DIR/$h.log" 2>&1 &
     FO_PID[$h]=$!
-    for ((i = 0; i < 600; i++)); do
-        [ -s "$st/port" ] && return 0
-        kill -0 "${FO_PID[$h]}" 2>/dev/null || break
-        sleep 0.1
-    done
+    kc_wait_for "${FO_PID[$h]}" 600 test -s "$st/port" && return 0
     fo_say "head $h did not start:"
     tail -n 20 "$FO_DIR/$h.log"
     return 1
@@ -196,7 +193,7 @@ PY
 }
 
 fo_cleanup() {
-    local h p
+    local h p i
     for h in headA headB; do
         p=${FO_PID[$h]:-}
         [ -n "$p" ] || continue

@@ -1126,20 +1126,6 @@ async fn restarted_head_resolves_old_handles() {
 // ---------------------------------------------------------------------------
 // 3b. NLM locks are CephFS locks: owners conflict across heads.
 
-async fn nlm_lock_st(nlm: &NlmClient, l: &Nlm4Lock, exclusive: bool) -> Nlm4Stats {
-    nlm.lock(&Nlm4LockArgs {
-        cookie: NetObj(b"c".to_vec()),
-        block: false,
-        exclusive,
-        alock: l.clone(),
-        reclaim: false,
-        state: 1,
-    })
-    .await
-    .expect("LOCK")
-    .stat
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn locks_conflict_across_heads() {
     bounded_ceph(async {
@@ -1155,19 +1141,19 @@ async fn locks_conflict_across_heads() {
             NlmClient::new(b.client.clone()),
         );
         let one = nlm_lock(&f, "hosta", 1, 0, 5);
-        assert_eq!(nlm_lock_st(&na, &one, true).await, Nlm4Stats::Granted);
+        assert_eq!(lock(&na, &one, true, false).await, Nlm4Stats::Granted);
         // Another owner on the same head, and owners on the other head.
         let two = nlm_lock(&f, "hosta", 2, 4, 2);
-        assert_eq!(nlm_lock_st(&na, &two, false).await, Nlm4Stats::Denied);
+        assert_eq!(lock(&na, &two, false, false).await, Nlm4Stats::Denied);
         let three = nlm_lock(&f, "hostb", 3, 0, 10);
         assert_eq!(
-            nlm_lock_st(&nb, &three, true).await,
+            lock(&nb, &three, true, false).await,
             Nlm4Stats::Denied,
             "head B"
         );
         let four = nlm_lock(&f, "hostb", 4, 5, 5);
         assert_eq!(
-            nlm_lock_st(&nb, &four, true).await,
+            lock(&nb, &four, true, false).await,
             Nlm4Stats::Granted,
             "head B, a range nobody holds"
         );
@@ -1184,16 +1170,9 @@ async fn locks_conflict_across_heads() {
             "TEST on B of A's range: {:?}",
             t.stat
         );
-        let u = na
-            .unlock(&Nlm4UnlockArgs {
-                cookie: NetObj(b"u".to_vec()),
-                alock: one.clone(),
-            })
-            .await
-            .expect("UNLOCK");
-        assert_eq!(u.stat, Nlm4Stats::Granted);
+        assert_eq!(unlock(&na, &one).await, Nlm4Stats::Granted);
         assert_eq!(
-            nlm_lock_st(&nb, &nlm_lock(&f, "hostb", 3, 0, 5), true).await,
+            lock(&nb, &nlm_lock(&f, "hostb", 3, 0, 5), true, false).await,
             Nlm4Stats::Granted,
             "head B once A's owner unlocked"
         );

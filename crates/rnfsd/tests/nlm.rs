@@ -16,34 +16,6 @@ use rnfsd_client::{Auth, NlmClient, UdpClient};
 use rnfsd_proto::nlm::*;
 use rnfsd_proto::rpc::{AcceptStat, CallHeader};
 
-fn lock_args(l: &Nlm4Lock, exclusive: bool, block: bool, reclaim: bool) -> Nlm4LockArgs {
-    Nlm4LockArgs {
-        cookie: NetObj(b"c".to_vec()),
-        block,
-        exclusive,
-        alock: l.clone(),
-        reclaim,
-        state: 1,
-    }
-}
-
-async fn lock(nlm: &NlmClient, l: &Nlm4Lock, exclusive: bool, block: bool) -> Nlm4Stats {
-    nlm.lock(&lock_args(l, exclusive, block, false))
-        .await
-        .expect("LOCK")
-        .stat
-}
-
-async fn unlock(nlm: &NlmClient, l: &Nlm4Lock) -> Nlm4Stats {
-    nlm.unlock(&Nlm4UnlockArgs {
-        cookie: NetObj(b"u".to_vec()),
-        alock: l.clone(),
-    })
-    .await
-    .expect("UNLOCK")
-    .stat
-}
-
 /// A local program (another process) trying a whole-file POSIX lock:
 /// whether it got it (it holds it until killed).
 fn local_lock(path: &std::path::Path) -> (std::process::Child, bool) {

@@ -100,20 +100,23 @@ pub(super) fn to_setattr(set: &SetAttr) -> (Statx, i32) {
     // libcephfs takes the *_NOW flags for its permission check (write
     // access suffices, as for utimensat(UTIME_NOW)) and stores the time it
     // is given: give it the time now (the kernel client's test found 1970).
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| libc::timespec {
-            tv_sec: d.as_secs() as i64,
-            tv_nsec: i64::from(d.subsec_nanos()),
+    // Read once, and only when asked for (most SETATTRs set no time to now).
+    let mut clock = None;
+    let mut now = || {
+        *clock.get_or_insert_with(|| {
+            let d = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            libc::timespec {
+                tv_sec: d.as_secs() as i64,
+                tv_nsec: i64::from(d.subsec_nanos()),
+            }
         })
-        .unwrap_or(libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        });
+    };
     match set.atime {
         SetTime::DontChange => {}
         SetTime::ServerTime => {
-            st.atime = now;
+            st.atime = now();
             mask |= ffi::SETATTR_ATIME | ffi::SETATTR_ATIME_NOW;
         }
         SetTime::ClientTime(t) => {
@@ -124,7 +127,7 @@ pub(super) fn to_setattr(set: &SetAttr) -> (Statx, i32) {
     match set.mtime {
         SetTime::DontChange => {}
         SetTime::ServerTime => {
-            st.mtime = now;
+            st.mtime = now();
             mask |= ffi::SETATTR_MTIME | ffi::SETATTR_MTIME_NOW;
         }
         SetTime::ClientTime(t) => {

@@ -38,13 +38,14 @@ impl Inner {
     }
 
     fn file(&self, n: &Arc<Node>, write: bool) -> FsResult<Arc<File>> {
-        if let Some(f) = n.writer() {
-            return Ok(f);
-        }
+        // A READ takes the read open first: no lock on its way.
         if !write {
             if let Some(f) = n.rd.get() {
                 return Ok(f.clone());
             }
+        }
+        if let Some(f) = n.writer() {
+            return Ok(f);
         }
         let flags = if write { libc::O_RDWR } else { libc::O_RDONLY };
         let f = Arc::new(

@@ -23,9 +23,11 @@
 //! inode) before the reply.
 //!
 //! # Time limits
-//! Every call runs on `calls.rs`'s pool under a time limit: libcephfs
-//! blocks while no MDS is active, and a client then gets JUKEBOX and
-//! retries, rather than a server worker stuck for good.
+//! Every call runs under a time limit (`calls.rs`; `ceph_call!` below): on
+//! the server worker while the cluster answers, on a timed pool once a
+//! call is stuck. libcephfs blocks while no MDS is active, and a client
+//! then gets JUKEBOX and retries, rather than a server worker stuck for
+//! good.
 //!
 //! # Layout
 //! `ffi.rs` is the only unsafe code (dlopen of libcephfs.so.2); `attr.rs`,
@@ -114,7 +116,8 @@ impl Default for CephOptions {
 }
 
 /// One cached inode: its libcephfs reference, identity, and the files
-/// opened for READ and WRITE (once, on first use).
+/// opened for READ (once, on first use) and for WRITE (from the first
+/// WRITE or the CREATE until the data is committed).
 struct Node {
     inode: ffi::Inode,
     ino: u64,
@@ -607,15 +610,9 @@ impl Backend for CephFs {
                 counts: i.nodes.counts(),
             }],
             commits: i.committer.counts(),
-            calls_jukebox: self
-                .calls
-                .timed_out
-                .load(std::sync::atomic::Ordering::Relaxed)
-                + self
-                    .calls
-                    .refused
-                    .load(std::sync::atomic::Ordering::Relaxed),
-            stalls: self.calls.stalls.load(std::sync::atomic::Ordering::Relaxed),
+            calls_jukebox: self.calls.timed_out.load(Ordering::Relaxed)
+                + self.calls.refused.load(Ordering::Relaxed),
+            stalls: self.calls.stalls.load(Ordering::Relaxed),
             ..Default::default()
         }
     }

@@ -342,3 +342,47 @@ pub fn nlm_lock(
         l_len: len,
     }
 }
+
+/// NLM4 LOCK arguments for `l` (cookie "c", NSM state 1).
+pub fn lock_args(
+    l: &rnfsd_proto::nlm::Nlm4Lock,
+    exclusive: bool,
+    block: bool,
+    reclaim: bool,
+) -> rnfsd_proto::nlm::Nlm4LockArgs {
+    rnfsd_proto::nlm::Nlm4LockArgs {
+        cookie: rnfsd_proto::nlm::NetObj(b"c".to_vec()),
+        block,
+        exclusive,
+        alock: l.clone(),
+        reclaim,
+        state: 1,
+    }
+}
+
+/// NLM4 LOCK of `l` (not a reclaim): the status.
+pub async fn lock(
+    nlm: &rnfsd_client::NlmClient,
+    l: &rnfsd_proto::nlm::Nlm4Lock,
+    exclusive: bool,
+    block: bool,
+) -> rnfsd_proto::nlm::Nlm4Stats {
+    nlm.lock(&lock_args(l, exclusive, block, false))
+        .await
+        .expect("LOCK")
+        .stat
+}
+
+/// NLM4 UNLOCK of `l`: the status.
+pub async fn unlock(
+    nlm: &rnfsd_client::NlmClient,
+    l: &rnfsd_proto::nlm::Nlm4Lock,
+) -> rnfsd_proto::nlm::Nlm4Stats {
+    nlm.unlock(&rnfsd_proto::nlm::Nlm4UnlockArgs {
+        cookie: rnfsd_proto::nlm::NetObj(b"u".to_vec()),
+        alock: l.clone(),
+    })
+    .await
+    .expect("UNLOCK")
+    .stat
+}
