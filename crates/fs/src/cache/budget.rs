@@ -71,6 +71,12 @@ impl FdBudget {
         self.limit - self.limit / 32
     }
 
+    /// At or above the reclaimer's target: the caches sharing the budget
+    /// are full, whatever their own bounds say (admission asks this).
+    pub fn full(&self) -> bool {
+        self.used() >= self.target()
+    }
+
     /// The reclaimer ran: the next crossing wakes it again.
     pub fn relieved(&self) {
         self.pressed.store(false, Ordering::Relaxed);

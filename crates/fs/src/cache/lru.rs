@@ -166,13 +166,16 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
     /// churn it (every insert evicting another entry, every miss paying an
     /// insert and a close) for no more hits: under uniform access any
     /// content hits as often, and a key used repeatedly gets in on its
-    /// second miss.
-    pub fn admit<Q>(&self, k: &Q) -> bool
+    /// second miss. `full_elsewhere`: a bound the cache shares (the
+    /// descriptor budget) is at its reclaim target, so the cache is full
+    /// whatever its own count says; without it, a budget reached first let
+    /// every miss in and the reclaimer evicted one entry per miss.
+    pub fn admit<Q>(&self, k: &Q, full_elsewhere: bool) -> bool
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        if self.len() + self.cap / 64 < self.cap {
+        if !full_elsewhere && self.len() + self.cap / 64 < self.cap {
             return true;
         }
         self.door.seen_before(self.hasher.hash_one(k))
@@ -562,17 +565,29 @@ mod tests {
     #[test]
     fn a_full_cache_admits_keys_on_their_second_miss() {
         let c: Lru<u32, u32> = Lru::new(64);
-        assert!(c.admit(&0), "room: admitted");
+        assert!(c.admit(&0, false), "room: admitted");
         for k in 0..64 {
             ins(&c, k);
         }
-        assert!(!c.admit(&1000), "full: a first miss is not admitted");
-        assert!(c.admit(&1000), "its second miss is");
+        assert!(!c.admit(&1000, false), "full: a first miss is not admitted");
+        assert!(c.admit(&1000, false), "its second miss is");
         // One cache's worth of other misses later, it is forgotten.
         for k in 2000..2200 {
-            c.admit(&k);
+            c.admit(&k, false);
         }
-        assert!(!c.admit(&1000));
+        assert!(!c.admit(&1000, false));
+    }
+
+    #[test]
+    fn a_cache_with_room_is_full_when_its_shared_bound_is() {
+        // The descriptor budget binds before the entry bound: admission
+        // must then filter as if the cache were full, or every miss
+        // inserts and the reclaimer evicts one entry per miss.
+        let c: Lru<u32, u32> = Lru::new(1000);
+        ins(&c, 1);
+        assert!(c.admit(&7, false), "room and no other bound: admitted");
+        assert!(!c.admit(&8, true), "shared bound full: a first miss waits");
+        assert!(c.admit(&8, true), "its second miss is admitted");
     }
 
     #[test]

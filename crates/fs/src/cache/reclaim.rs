@@ -127,8 +127,20 @@ fn run(s: &Shared) {
         }
         let b = &s.budget;
         let mut batches = 0;
-        while b.used() > b.target() && batches < MAX_BATCHES && !caches.is_empty() {
-            let freed: usize = caches.iter().map(|c| c.reclaim(BATCH)).sum();
+        // Free down to the target, not past it: whatever is freed below it
+        // lets misses in unfiltered (admission treats the caches as full
+        // only from the target up), each a later insert and eviction.
+        // The cache asked first rotates, so none pays for all.
+        'reclaim: while batches < MAX_BATCHES && !caches.is_empty() {
+            let mut freed = 0;
+            for k in 0..caches.len() {
+                let excess = b.used().saturating_sub(b.target());
+                if excess == 0 {
+                    break 'reclaim;
+                }
+                let c = &caches[(batches + k) % caches.len()];
+                freed += c.reclaim(BATCH.min(excess));
+            }
             batches += caches.len();
             if freed == 0 {
                 break;

@@ -186,7 +186,8 @@ impl FileCache {
     ) -> Arc<OpenFile> {
         // A reader is cached on its second miss once the cache is full; a
         // writer always (a writer used once would be flushed at its close).
-        let admit = access == Access::Write || self.lru.admit(&(key, access));
+        let admit =
+            access == Access::Write || self.lru.admit(&(key, access), self.caches.budget().full());
         let permit = match admit.then(|| self.caches.acquire()).flatten() {
             Some(p) => Some(p),
             None if admit => {

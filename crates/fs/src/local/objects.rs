@@ -70,7 +70,7 @@ impl ObjCache {
     /// cache is full and the handle missed for the first time lately, or
     /// when the descriptor budget or the cache bound cannot make room).
     pub fn insert(&self, fh: &[u8], fd: OwnedFd, verified: u64) -> Arc<Object> {
-        let permit = if self.lru.admit(fh) {
+        let permit = if self.lru.admit(fh, self.caches.budget().full()) {
             self.permit()
         } else {
             None
