@@ -485,3 +485,45 @@ fn inline_mode_answers_hits_and_gives_up_on_misses() {
         assert!(cold.getattr(&root(), &f).is_ok(), "{m:?}: the pool's retry");
     }
 }
+
+/// A walk over more objects than the cache holds (each used twice in a
+/// row, then never again) opens each object once: its first miss is kept
+/// in the probation window and its second use is a hit there, promoted.
+/// Without the window the doorkeeper left the first miss uncached and the
+/// second use opened the object again.
+#[test]
+fn a_walk_beyond_the_cache_opens_each_object_once() {
+    for m in modes() {
+        let d = tmp();
+        let caches = Caches::new(400);
+        let fs = LocalFs::open(
+            d.path(),
+            7,
+            LocalOptions {
+                object_cache_entries: 64,
+                caches: Some(caches),
+                ..opts(m)
+            },
+        )
+        .unwrap();
+        let r = fs.root();
+        let files: Vec<Fh> = (0..300)
+            .map(|i| create(&fs, &r, &format!("w{i}")))
+            .collect();
+        let (o0, w0) = (cache(&fs, "objects"), cache(&fs, "window"));
+        for f in &files {
+            fs.getattr(&root(), f).unwrap();
+            fs.access(&root(), f, 0x1).unwrap();
+        }
+        let (o1, w1) = (cache(&fs, "objects"), cache(&fs, "window"));
+        // A call the main cache misses either finds its object in the
+        // window or opens it.
+        let opened = (o1.misses - o0.misses) - (w1.hits - w0.hits);
+        // The last 64 or so created are still cached (and hit twice).
+        assert!(o1.hits - o0.hits <= 2 * 70, "{m:?}: {o1:?}");
+        assert!(
+            (300 - 70..=300).contains(&opened),
+            "{m:?}: {opened} opens for 300 objects: {o1:?} {w1:?}"
+        );
+    }
+}

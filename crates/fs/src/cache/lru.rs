@@ -227,6 +227,22 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         slot.entry.as_ref().map(|(_, v)| v.clone())
     }
 
+    /// Takes `k`'s value out of the cache (a hit) or counts a miss: for a
+    /// cache whose entries move elsewhere on their next use.
+    pub fn take<Q>(&self, k: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let mut g = self.lock(self.index(k));
+        let Some(&i) = g.map.get(k) else {
+            g.counts.misses += 1;
+            return None;
+        };
+        g.counts.hits += 1;
+        self.unlink(&mut g, i)
+    }
+
     /// Caches `v` under `k`. When the shard is full, frees room first by a
     /// bounded eviction; the evicted values are pushed to `dropped`, for the
     /// caller to drop once no lock is held.
@@ -299,13 +315,20 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         self.take_slot(&mut g, i)
     }
 
+    /// Removes slot `i`'s entry as stale (counted as removed).
     fn take_slot(&self, g: &mut Inner<K, V>, i: u32) -> Option<Arc<V>> {
+        let v = self.unlink(g, i)?;
+        g.counts.removed += 1;
+        Some(v)
+    }
+
+    /// Frees slot `i` and returns its value.
+    fn unlink(&self, g: &mut Inner<K, V>, i: u32) -> Option<Arc<V>> {
         let (k, v) = g.slots[i as usize].entry.take()?;
         self.released(1);
         g.slots[i as usize].referenced = false;
         g.map.remove(&k);
         g.free.push(i);
-        g.counts.removed += 1;
         g.counts.entries = g.map.len() as u64;
         Some(v)
     }
@@ -560,6 +583,18 @@ mod tests {
             seen.extend(b.into_iter().map(|(k, _)| k));
         }
         assert_eq!(seen.len(), c.len());
+    }
+
+    #[test]
+    fn take_removes_and_counts_a_hit() {
+        let c: Lru<u32, u32> = Lru::new(8);
+        drop(ins(&c, 1));
+        assert_eq!(c.take(&1).as_deref(), Some(&1));
+        assert!(c.take(&1).is_none());
+        assert!(c.get(&1).is_none());
+        let n = c.counts();
+        assert_eq!((n.hits, n.misses, n.removed, n.entries), (1, 2, 0, 0));
+        assert_eq!(c.len(), 0);
     }
 
     #[test]

@@ -655,6 +655,13 @@ impl Backend for LocalFs {
                     capacity: self.objects.capacity() as u64,
                     counts: self.objects.counts(),
                 },
+                // The handle cache's probation window: first misses not
+                // admitted; a hit is a promotion to "objects".
+                CacheStat {
+                    name: "window",
+                    capacity: self.objects.window_capacity() as u64,
+                    counts: self.objects.window_counts(),
+                },
                 CacheStat {
                     name: "files",
                     capacity: self.files.capacity() as u64,

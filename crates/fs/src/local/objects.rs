@@ -8,6 +8,16 @@
 //! another object that reused the inode number; an object deleted behind
 //! our back shows nlink 0 on its next use (and in the periodic sweep) and
 //! is released.
+//!
+//! Admission is W-TinyLFU's shape: a miss that the doorkeeper does not
+//! let into the main cache (its first miss while the cache or the
+//! descriptor budget is full) is kept in a small probation window instead
+//! of being closed, and its next use moves it to the main cache. A walk
+//! (each object used a few times in a row, then never again) then opens
+//! an object once, not once per call until admitted; a uniform working
+//! set larger than the cache still cannot churn the main cache, and the
+//! window costs it nothing: without it the miss's descriptor would be
+//! closed at once, with it the window's oldest one is.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,13 +58,25 @@ pub(super) fn sweep_batch(len: usize) -> usize {
 
 pub(super) struct ObjCache {
     lru: Lru<Box<[u8]>, Object>,
+    /// First misses not admitted to `lru`, until their next use or until
+    /// newer ones push them out (inline, bounded like any insert).
+    window: Lru<Box<[u8]>, Object>,
     caches: Arc<Caches>,
 }
 
+/// The window's share of the entry bound: enough to hold one object per
+/// call in flight (64 streams) with few collisions, small enough that the
+/// main cache keeps most of the bound.
+const WINDOW_SHARE: usize = 16;
+
 impl ObjCache {
+    /// At most `cap` entries: `cap / 16` (at least 1) in the window, the
+    /// rest in the main cache.
     pub fn new(cap: usize, caches: Arc<Caches>) -> Arc<ObjCache> {
+        let w = (cap / WINDOW_SHARE).max(1);
         let c = Arc::new(ObjCache {
-            lru: Lru::new(cap),
+            lru: Lru::new(cap.saturating_sub(w).max(1)),
+            window: Lru::new(w),
             caches,
         });
         let w: std::sync::Weak<dyn Reclaim> = Arc::downgrade(&(c.clone() as Arc<dyn Reclaim>));
@@ -62,18 +84,30 @@ impl ObjCache {
         c
     }
 
+    /// The cached object of `fh`: from the main cache, else from the
+    /// window, whence this second use promotes it to the main cache.
     pub fn get(&self, fh: &[u8]) -> Option<Arc<Object>> {
-        self.lru.get(fh)
+        if let Some(o) = self.lru.get(fh) {
+            return Some(o);
+        }
+        if self.window.is_empty() {
+            return None;
+        }
+        let o = self.window.take(fh)?;
+        Some(self.put(fh, o))
     }
 
-    /// Caches a freshly resolved object and returns it (uncached when the
-    /// cache is full and the handle missed for the first time lately, or
-    /// when the descriptor budget or the cache bound cannot make room).
+    /// Caches a freshly resolved object and returns it: in the main cache
+    /// when admitted, else in the window (uncached when the descriptor
+    /// budget or the cache bound cannot make room).
     pub fn insert(&self, fh: &[u8], fd: OwnedFd, verified: u64) -> Arc<Object> {
-        let permit = if self.lru.admit(fh, self.caches.budget().full()) {
+        let admitted = self.lru.admit(fh, self.caches.budget().full());
+        // The window never reclaims inline for its permit: a first miss
+        // is not worth evicting a main entry on the call's time.
+        let permit = if admitted {
             self.permit()
         } else {
-            None
+            self.caches.acquire()
         };
         let cache = permit.is_some();
         let o = Arc::new(Object {
@@ -84,6 +118,17 @@ impl ObjCache {
         if !cache {
             return o;
         }
+        if admitted {
+            return self.put(fh, o);
+        }
+        let mut dropped = Vec::new();
+        let r = self.window.insert(fh.into(), o, &mut dropped);
+        drop(dropped);
+        r.into_arc()
+    }
+
+    /// Puts `o` (holding its permit) in the main cache.
+    fn put(&self, fh: &[u8], o: Arc<Object>) -> Arc<Object> {
         let mut dropped = Vec::new();
         let r = self.lru.insert(fh.into(), o, &mut dropped);
         drop(dropped);
@@ -119,17 +164,28 @@ impl ObjCache {
         self.lru.capacity()
     }
 
-    /// Removes entries whose object was deleted: a bounded batch per call,
-    /// statx outside the lock.
+    /// The window's counters: hits are promotions to the main cache.
+    pub fn window_counts(&self) -> Counts {
+        self.window.counts()
+    }
+
+    pub fn window_capacity(&self) -> usize {
+        self.window.capacity()
+    }
+
+    /// Removes entries whose object was deleted (from the main cache and
+    /// the window, whose entries would otherwise keep a deleted file's
+    /// space while idle): a bounded batch per call, statx outside the lock.
     fn sweep(&self) {
-        let mut batch = Vec::new();
-        self.lru
-            .sample_next(sweep_batch(self.lru.len()), &mut batch);
-        for (k, o) in batch {
-            let dead = sys::fstat(o.fd.as_raw_fd()).map_or(true, |s| s.nlink == 0);
-            if dead {
-                let gone = self.lru.remove_if_same(&k, &o);
-                drop(gone);
+        for lru in [&self.lru, &self.window] {
+            let mut batch = Vec::new();
+            lru.sample_next(sweep_batch(lru.len()), &mut batch);
+            for (k, o) in batch {
+                let dead = sys::fstat(o.fd.as_raw_fd()).map_or(true, |s| s.nlink == 0);
+                if dead {
+                    let gone = lru.remove_if_same(&k, &o);
+                    drop(gone);
+                }
             }
         }
     }
@@ -138,7 +194,12 @@ impl ObjCache {
 impl Reclaim for ObjCache {
     fn reclaim(&self, max: usize) -> usize {
         let mut out = Vec::new();
-        let freed = self.lru.reclaim(max, &mut out);
+        // The main cache first: the window is a fixed share of the bound,
+        // and emptying it at every reclaim would undo its purpose.
+        let mut freed = self.lru.reclaim(max, &mut out);
+        if freed < max {
+            freed += self.window.reclaim(max - freed, &mut out);
+        }
         // Descriptors close here, after every lock is released.
         drop(out);
         freed
