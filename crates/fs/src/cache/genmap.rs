@@ -76,6 +76,22 @@ impl<K: Hash + Eq + Clone, V: Clone> GenMap<K, V> {
         drop(dead);
     }
 
+    /// As `insert`, but leaves an entry of the current generation that
+    /// already holds `v` alone: the common re-insert (a name seen again)
+    /// then costs one lookup, no insert and no drop.
+    pub fn insert_changed(&self, k: K, v: V)
+    where
+        V: PartialEq,
+    {
+        let mut g = self.shard(&k);
+        if g.cur.get(&k) == Some(&v) {
+            return;
+        }
+        let dead = Self::put(&mut g, self.half, k, v);
+        drop(g);
+        drop(dead);
+    }
+
     pub fn get(&self, k: &K) -> Option<V> {
         let mut g = self.shard(k);
         if let Some(v) = g.cur.get(k) {
@@ -162,6 +178,17 @@ mod tests {
         }
         assert!(m.len() <= 100_000, "{} entries", m.len());
         assert_eq!(m.get(&399_999), Some(399_999), "recent entries stay");
+    }
+
+    #[test]
+    fn insert_changed_replaces_only_a_different_value() {
+        let m: GenMap<u64, u64> = GenMap::new(4);
+        m.insert_changed(1, 10);
+        m.insert_changed(1, 10);
+        assert_eq!(m.get(&1), Some(10));
+        m.insert_changed(1, 11);
+        assert_eq!(m.get(&1), Some(11));
+        assert_eq!(m.len(), 1);
     }
 
     #[test]

@@ -56,7 +56,7 @@ impl LocMap {
     }
 
     pub fn insert(&self, k: Key, parent: Key, name: &[u8]) {
-        self.0.insert(
+        self.0.insert_changed(
             k,
             Loc {
                 parent,
