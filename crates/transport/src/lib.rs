@@ -24,7 +24,10 @@
 //!
 //! # Design
 //! - `event_threads` mio (epoll, edge-triggered) loops. Loop 0 accepts on
-//!   every listener and deals connections round-robin to the loops. A loop
+//!   every listener and deals connections to the loops: round-robin, or
+//!   with `pin_loops` to the loop on the CPU the connection's packets
+//!   arrive on (SO_INCOMING_CPU) as long as that keeps the loops within
+//!   one connection of each other. A loop
 //!   reads records and submits each complete one to the pool: exactly one
 //!   handoff, at most one wakeup, per request.
 //! - The worker that ran the request writes the reply itself with a
@@ -54,7 +57,7 @@
 //!   pool, with the configured thread counts divided among the loops, and
 //!   a connection's requests run on its loop's pool; `Shared` is one pool
 //!   for all loops. `pin_loops` pins each loop, and its pool's workers, to
-//!   one CPU. docs/pool-layout.md has the measurements behind the
+//!   one CPU, and steers connections as above. docs/pool-layout.md has the measurements behind the
 //!   defaults.
 //! - Counters are per loop (single writer) or per CPU ([`StripedCounter`]),
 //!   summed by [`Handle::stats`].
@@ -386,6 +389,9 @@ pub(crate) struct LoopStats {
     pub bytes_in: AtomicU64,
     pub inline: AtomicU64,
     pub deferred: AtomicU64,
+    /// Connections this loop holds now (read by the accepting loop to
+    /// balance, see `EventLoop::steer`).
+    pub open: AtomicUsize,
 }
 
 pub(crate) use rnfsd_pool::counter::bump;
@@ -459,6 +465,8 @@ pub(crate) struct Shared {
     pub service: Arc<dyn Service>,
     pub limits: Limits,
     pub loops: Vec<LoopNotify>,
+    /// The CPU each loop is pinned to (None: not pinned).
+    pub loop_cpus: Vec<Option<usize>>,
     pub stats: WorkerStats,
     pub loop_stats: Vec<CachePadded<LoopStats>>,
     /// Open connections (accepted and not yet closed), all loops.

@@ -794,7 +794,7 @@ impl Service for WhereAmI {
 }
 
 #[test]
-fn pinned_per_loop_pools_run_requests_on_their_loops_cpu() {
+fn connections_go_to_the_loop_on_their_cpu_and_pinned_pools_run_there() {
     let allowed = rnfsd_pool::affinity::allowed_cpus().unwrap();
     let h = Transport::start(
         TransportConfig {
@@ -809,18 +809,46 @@ fn pinned_per_loop_pools_run_requests_on_their_loops_cpu() {
     )
     .unwrap();
     let addr = h.local_addrs()[0];
-    // Connection i goes to loop i % 2, pinned to the (i % 2)-th allowed CPU;
-    // one round trip each before the next connect keeps the order.
+    // Each connection is made from a CPU and goes to the loop pinned there
+    // (SO_INCOMING_CPU: on loopback, the client's CPU), in an order that
+    // round-robin would not give; one round trip each before the next.
     let mut conns = Vec::new();
-    for i in 0..4 {
-        let mut s = connect(addr);
+    for (i, k) in [1, 0, 0, 1].into_iter().enumerate() {
+        let want = allowed[k % allowed.len()];
+        let mut s = thread::spawn(move || {
+            rnfsd_pool::affinity::pin_current_thread(want).unwrap();
+            connect(addr)
+        })
+        .join()
+        .unwrap();
         for _ in 0..3 {
             s.write_all(&record(&payload(0, 0, 0, 0))).unwrap();
             let r = read_record(&mut s).unwrap();
-            let want = allowed[(i % 2) % allowed.len()] as u32;
-            assert_eq!(r, want.to_be_bytes(), "connection {i}");
+            assert_eq!(r, (want as u32).to_be_bytes(), "connection {i}");
         }
         conns.push(s);
+    }
+    // Eight more from one CPU: steering yields to balance, so each loop
+    // gets four of them.
+    let first = allowed[0];
+    let mut per_cpu = std::collections::HashMap::<u32, usize>::new();
+    for _ in 0..8 {
+        let mut s = thread::spawn(move || {
+            rnfsd_pool::affinity::pin_current_thread(first).unwrap();
+            connect(addr)
+        })
+        .join()
+        .unwrap();
+        s.write_all(&record(&payload(0, 0, 0, 0))).unwrap();
+        let r = read_record(&mut s).unwrap();
+        *per_cpu
+            .entry(u32::from_be_bytes([r[0], r[1], r[2], r[3]]))
+            .or_default() += 1;
+        conns.push(s);
+    }
+    if allowed.len() >= 2 {
+        assert_eq!(per_cpu.get(&(allowed[0] as u32)), Some(&4), "{per_cpu:?}");
+        assert_eq!(per_cpu.get(&(allowed[1] as u32)), Some(&4), "{per_cpu:?}");
     }
     h.shutdown();
 }
