@@ -9,7 +9,7 @@
 #       [--servers rnfsd,ganesha] [--no-local] [--quick] [--fresh-fs yes|no]
 #       [--out DIR] [--work DIR] [--bench PATH] [--rnfsd PATH]
 #       [--variant NAME=ARGS]... [--variant-bin NAME=PATH]... [--mount-files N]
-#       [--seed-size]
+#       [--seed-size] [--no-pin-client]
 #       [--handles N[,M]] [--io-streams 1,4,16] [--io-mib 256] [--io-passes 4]
 #       [--fsmark-streams 16]
 #
@@ -44,6 +44,8 @@
 # 1,4,16; each its own fresh file; read reads it 4 times over, from the
 # page cache). --io-mib N: size of each stream's file (default 256);
 # --io-passes N: times read reads it (default 4). --fsmark-streams LIST: fsmark's streams (default 16).
+# --no-pin-client: the one-stream shape's client thread is not kept on one
+# CPU (it is by default: rnfsd-bench --pin-one-stream).
 # --seed-size: getattr/traverse/mount on seed 000's tree (161,480 files in
 # 10,841 directories) instead of 20,000 files in 1,000.
 #
@@ -75,6 +77,10 @@ declare -A VARIANT=()
 declare -A VARIANT_BIN=()
 MOUNT_FILES=
 SEED_SIZE=
+# The one-stream shape keeps its client thread on one CPU (rnfsd-bench
+# --pin-one-stream; --no-pin-client: not): unpinned, the scheduler moves it
+# to whichever vCPU is idle at each wakeup and the figure is bimodal.
+PIN_ONE=(--pin-one-stream)
 IO_MIB_ARG= IO_PASSES_ARG=
 HANDLES=1000
 IO_STREAMS_ARG=
@@ -96,6 +102,7 @@ while [ $# -gt 0 ]; do
     --rnfsd) RNFSD=$2; shift 2 ;;
     --mount-files) MOUNT_FILES=$2; shift 2 ;;
     --seed-size) SEED_SIZE=1; shift ;;
+    --no-pin-client) PIN_ONE=(); shift ;;
     --variant)
         [[ $2 == [a-z0-9]*=* ]] || die "--variant NAME=ARGS"
         VARIANT[${2%%=*}]=${2#*=}
@@ -249,7 +256,7 @@ bench_args() { # WORKLOAD LABEL -> STEPS
     traverse)
         # The three shapes, as the -h workloads.
         step run --mix traverse --streams "1,$SHAPE_STREAMS" --conns 1 --seconds "$CALL_SECONDS" \
-            --label "$l" --tree-limit $((TREE_FILES + TREE_DIRS + 1))
+            --label "$l" --tree-limit $((TREE_FILES + TREE_DIRS + 1)) "${PIN_ONE[@]}"
         step run --mix traverse --streams "$SHAPE_STREAMS" --conns 0 --seconds "$CALL_SECONDS" \
             --label "$l" --tree-limit $((TREE_FILES + TREE_DIRS + 1)) ;;
     create) step create --files "$CREATE_FILES" --streams "$CREATE_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
@@ -266,13 +273,14 @@ bench_args() { # WORKLOAD LABEL -> STEPS
     null)
         # The three shapes: 1 and SHAPE_STREAMS streams on one connection,
         # SHAPE_STREAMS streams with a connection each.
-        step run --mix null --streams "1,$SHAPE_STREAMS" --conns 1 --seconds "$CALL_SECONDS" --label "$l"
+        step run --mix null --streams "1,$SHAPE_STREAMS" --conns 1 --seconds "$CALL_SECONDS" --label "$l" \
+            "${PIN_ONE[@]}"
         step run --mix null --streams "$SHAPE_STREAMS" --conns 0 --seconds "$CALL_SECONDS" --label "$l" ;;
     *-h)
         for n in "${HL[@]}"; do
             local common=(--mix "${w%-h}" --handles "$n" --seconds "$CALL_SECONDS" --label "$l"
                 --tree-limit $((HTREE_FILES + HTREE_DIRS + 1)))
-            step run "${common[@]}" --streams "1,$SHAPE_STREAMS" --conns 1
+            step run "${common[@]}" --streams "1,$SHAPE_STREAMS" --conns 1 "${PIN_ONE[@]}"
             step run "${common[@]}" --streams "$SHAPE_STREAMS" --conns 0
         done ;;
     esac
@@ -359,6 +367,7 @@ run_local() { # WORKLOAD (create or fsmark)
     echo "rnfsd: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' (modified tree)')"
     echo "ganesha: $(dpkg-query -W -f '${Version}' nfs-ganesha 2>/dev/null || echo 'not installed yet')"
     echo "fresh filesystem per run: $FRESH_FS (ext4 on a loop device under $WORK)"
+    echo "one-stream client pinned to one CPU: $([ ${#PIN_ONE[@]} -gt 0 ] && echo yes || echo no)"
     echo "rounds: $ROUNDS; workloads: $WORKLOADS; servers: $SERVERS; local: ${LOCAL:-no}; quick: ${QUICK:-no}"
     echo "handles: $HANDLES (tree of $HTREE_FILES files in $HTREE_DIRS dirs for the -h workloads)"
     for v in "${!VARIANT[@]}"; do echo "variant rnfsd-$v: ${VARIANT_BIN[$v]:-rnfsd} serve ... ${VARIANT[$v]}"; done

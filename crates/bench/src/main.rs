@@ -172,6 +172,13 @@ struct RunArgs {
     /// (scripts/syscalls.sh).
     #[arg(long)]
     start_file: Option<PathBuf>,
+    /// With one stream, keep the client's thread on one CPU (the first it
+    /// may use). On a small VM the scheduler otherwise moves a lone client
+    /// thread to whichever vCPU is idle at each wakeup, and a round trip
+    /// then mostly measures that (bimodal: about 15 or 80 µs on the 2-vCPU
+    /// guest) rather than the server.
+    #[arg(long)]
+    pin_one_stream: bool,
 }
 
 /// One measurement, as printed and written to JSON.
@@ -188,6 +195,9 @@ pub struct Measurement {
     pub conns: usize,
     /// True when each stream had a connection of its own (--conns 0).
     pub conn_per_stream: bool,
+    /// One stream whose client thread was kept on one CPU
+    /// (`--pin-one-stream`).
+    pub client_pinned: bool,
     pub calls: u64,
     /// Calls of the warm-up before the measurement (not in `calls`): the
     /// server did them too, so per-call counts taken over the whole run
@@ -331,20 +341,17 @@ pub async fn measure(
     streams: usize,
     dur: Duration,
     pid: Option<u32>,
+    pin_one: bool,
 ) -> Result<Measurement, String> {
-    let clients = if s.conns == 0 {
-        per_stream_clients(s.addr, streams).await?
+    let (warm, r, cost) = if streams == 1 {
+        single_stream(s.addr, p.load.clone(), dur, pid, pin_one).await?
     } else {
-        vec![s.nfs.clone()]
-    };
-    // A short warm-up so thread start-up and first-touch costs stay out.
-    let warm = workload::run(&clients, p.load.clone(), streams, dur / 10).await;
-    let before = pid.and_then(|p| ProcSample::read(p).ok());
-    let r = workload::run(&clients, p.load.clone(), streams, dur).await;
-    let after = pid.and_then(|p| ProcSample::read(p).ok());
-    let cost = match (before, after) {
-        (Some(b), Some(a)) => Some(b.delta(&a)),
-        _ => None,
+        let clients = if s.conns == 0 {
+            per_stream_clients(s.addr, streams).await?
+        } else {
+            vec![s.nfs.clone()]
+        };
+        timed_run(&clients, p.load.clone(), streams, dur, pid).await
     };
     let per = |x: f64| x / (r.calls.max(1) as f64);
     Ok(Measurement {
@@ -355,6 +362,7 @@ pub async fn measure(
         root_handle: p.mix.uses_root(p.handles),
         conns: actual_conns(s.conns, streams),
         conn_per_stream: s.conns == 0,
+        client_pinned: streams == 1 && pin_one,
         calls: r.calls,
         warmup_calls: warm.calls,
         errors: r.errors,
@@ -367,6 +375,75 @@ pub async fn measure(
         server_vol_csw_per_call: cost.map(|c| per(c.voluntary as f64)),
         server_threads: cost.map(|c| c.threads),
     })
+}
+
+/// A warm-up (so thread start-up and first-touch costs stay out), then the
+/// measured run with the server's CPU and context switches around it.
+async fn timed_run(
+    clients: &[NfsClient],
+    load: Arc<Load>,
+    streams: usize,
+    dur: Duration,
+    pid: Option<u32>,
+) -> (workload::RunResult, workload::RunResult, Option<ProcSample>) {
+    let warm = workload::run(clients, load.clone(), streams, dur / 10).await;
+    let before = pid.and_then(|p| ProcSample::read(p).ok());
+    let r = workload::run(clients, load, streams, dur).await;
+    let after = pid.and_then(|p| ProcSample::read(p).ok());
+    let cost = match (before, after) {
+        (Some(b), Some(a)) => Some(b.delta(&a)),
+        _ => None,
+    };
+    (warm, r, cost)
+}
+
+/// Pins the calling thread to the first CPU it may run on.
+fn pin_first_cpu() -> Result<(), String> {
+    let cpu = rnfsd_pool::affinity::allowed_cpus()
+        .ok()
+        .and_then(|c| c.first().copied())
+        .ok_or("--pin-one-stream: cannot read the CPU affinity")?;
+    rnfsd_pool::affinity::pin_current_thread(cpu)
+        .map_err(|e| format!("--pin-one-stream: pinning to CPU {cpu}: {e}"))
+}
+
+/// One call in flight: the stream runs with a connection of its own on a
+/// single-threaded runtime in a thread of its own, so the task that reads
+/// a reply is the one that sent the call. On the shared multi-thread
+/// runtime they sat on different worker threads, and every call paid a
+/// wakeup across CPUs inside the client (on this 2-vCPU guest about as
+/// long as the server's whole call), which made one-in-flight figures
+/// bimodal and hid the server's latency.
+async fn single_stream(
+    addr: SocketAddr,
+    load: Arc<Load>,
+    dur: Duration,
+    pid: Option<u32>,
+    pin: bool,
+) -> Result<(workload::RunResult, workload::RunResult, Option<ProcSample>), String> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("bench-one-stream".into())
+        .spawn(move || {
+            let pinned = if pin { pin_first_cpu() } else { Ok(()) };
+            let r = pinned
+                .and_then(|()| {
+                    tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .map_err(|e| format!("tokio: {e}"))
+                })
+                .and_then(|rt| {
+                    rt.block_on(async move {
+                        let clients = per_stream_clients(addr, 1).await?;
+                        Ok(timed_run(&clients, load, 1, dur, pid).await)
+                    })
+                });
+            let _ = tx.send(r);
+        })
+        .map_err(|e| format!("starting the single-stream thread: {e}"))?;
+    rx.await
+        .map_err(|_| "the single-stream thread ended without a result".to_string())?
 }
 
 pub fn print_header() {
@@ -647,7 +724,16 @@ async fn run_cmd(a: RunArgs) -> Result<(), String> {
     }
     print_header();
     for &n in &a.streams {
-        let m = measure(&s, &a.label, &p, n.max(1), dur, a.server_pid).await?;
+        let m = measure(
+            &s,
+            &a.label,
+            &p,
+            n.max(1),
+            dur,
+            a.server_pid,
+            a.pin_one_stream,
+        )
+        .await?;
         print_row(&m);
         if let Some(j) = &a.json {
             append_json(j, &m);

@@ -212,7 +212,7 @@ pub async fn run(a: MatrixArgs) -> Result<(), String> {
                     for &n in &a.streams {
                         let label = format!("w{w} {p} r{rep}");
                         let m: Measurement =
-                            measure(&s, &label, &prep, n, dur, Some(srv.child.id())).await?;
+                            measure(&s, &label, &prep, n, dur, Some(srv.child.id()), false).await?;
                         print_row(&m);
                         if let Some(j) = &a.json {
                             append_json(j, &m);
