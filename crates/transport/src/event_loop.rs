@@ -568,13 +568,17 @@ impl EventLoop {
     /// The loop for a new connection, counted in its `open` at once (so a
     /// burst of accepts balances). Where loops are pinned: the one on the
     /// CPU the connection's packets arrive on (SO_INCOMING_CPU: where its
-    /// receive softirq ran; on loopback, the client's CPU), unless it
-    /// holds more connections than the least loaded loop already. The loop
+    /// receive softirq ran; on loopback, the client's CPU), unless that
+    /// would put it more than `STEER_SLACK` connections above the least
+    /// loaded loop. The loop
     /// is then woken where the kernel received the call, with no wakeup
     /// across CPUs (on the 2-vCPU guest of our benchmarks one costs about
     /// 35 µs, three times a whole GETATTR). Otherwise the least loaded
     /// loop; loops not pinned, round-robin.
     fn steer(&mut self, s: &TcpStream) -> usize {
+        // Two, not one: a client's idle connection (its MOUNT, or a second
+        // one it keeps) must not push its busy one to another CPU.
+        const STEER_SLACK: usize = 2;
         let n = self.shared.loops.len().max(1);
         let rr = self.rr % n;
         self.rr = self.rr.wrapping_add(1);
@@ -594,7 +598,7 @@ impl EventLoop {
                         self.shared.loop_cpus.get(i).copied().flatten() == Some(cpu as usize)
                     })
                     .min_by_key(|&i| open(i))
-                    .filter(|&i| open(i) <= open(least))
+                    .filter(|&i| open(i) < open(least) + STEER_SLACK)
                     .unwrap_or(least),
                 Err(_) => least,
             }
