@@ -216,13 +216,8 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let mut g = self.lock(self.index(k));
-        let Some(&i) = g.map.get(k) else {
-            g.counts.misses += 1;
-            return None;
-        };
-        g.counts.hits += 1;
-        let slot = &mut g.slots[i as usize];
+        let (mut g, i) = self.find_counted(k);
+        let slot = &mut g.slots[i? as usize];
         slot.referenced = true;
         slot.entry.as_ref().map(|(_, v)| v.clone())
     }
@@ -234,13 +229,24 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
+        let (mut g, i) = self.find_counted(k);
+        self.unlink(&mut g, i?)
+    }
+
+    /// `k`'s shard, locked, and its slot: counted as a hit or a miss.
+    fn find_counted<Q>(&self, k: &Q) -> (MutexGuard<'_, Inner<K, V>>, Option<u32>)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let mut g = self.lock(self.index(k));
-        let Some(&i) = g.map.get(k) else {
+        let i = g.map.get(k).copied();
+        if i.is_some() {
+            g.counts.hits += 1;
+        } else {
             g.counts.misses += 1;
-            return None;
-        };
-        g.counts.hits += 1;
-        self.unlink(&mut g, i)
+        }
+        (g, i)
     }
 
     /// Caches `v` under `k`. When the shard is full, frees room first by a
