@@ -658,6 +658,26 @@ impl<J: Job> Pool<J> {
         Ok(())
     }
 
+    /// Queue a job only if nothing waits in this pool: it then starts on
+    /// an idle worker, on a new one (adaptive, below the bound) or on the
+    /// worker that is running when it finishes its job, with no job ahead
+    /// of it. Otherwise the job is handed back, for the caller to send
+    /// elsewhere. For a call that would rather run on this pool (a pinned
+    /// one, on its loop's CPU) but must not queue behind its work.
+    pub fn submit_if_free(&self, job: J) -> Result<(), J> {
+        let at = Instant::now();
+        let sh = &self.shared;
+        let mut g = sh.lock();
+        if g.shutdown || g.threads == 0 || Shared::queued(&g) > 0 {
+            return Err(job);
+        }
+        g.queue.push_back(Queued { job, at });
+        let k = sh.kick(&mut g);
+        drop(g);
+        do_kick(sh, k);
+        Ok(())
+    }
+
     /// Counters and gauges, summed on read.
     pub fn stats(&self) -> PoolStats {
         let g = self.shared.lock();

@@ -885,11 +885,24 @@ impl EventLoop {
                 self.batch_bytes = 0;
             }
             c.inflight.fetch_add(1, SeqCst);
+            let mut w = Work::new(c.clone(), data, bound);
             let pool = match &self.blocking {
-                Some(b) if route == Route::Blocking || deferred => b,
+                Some(b) if route == Route::Blocking => b,
+                // A call given up on the loop (a cache miss, data not in
+                // memory) runs on the loop's own pool when nothing waits
+                // there: with pinned loops that is this CPU, where the call
+                // arrived and its client waits, so no wakeup crosses CPUs.
+                // Under load it goes to the blocking pool as before, whose
+                // size does not shrink with the number of loops.
+                Some(b) if deferred => match self.pool.submit_if_free(w) {
+                    Ok(()) => continue,
+                    Err(back) => {
+                        w = back;
+                        b
+                    }
+                },
                 _ => &self.pool,
             };
-            let w = Work::new(c.clone(), data, bound);
             match pool.submit(w) {
                 Ok(()) => {}
                 Err(SubmitError::Full(mut w)) => {

@@ -1061,3 +1061,36 @@ fn a_connection_closed_with_spliced_output_queued_frees_its_pipes() {
     assert!(sv.svc.pipes.pipes() <= 4);
     sv.h.shutdown();
 }
+
+/// A quick call the service gives back runs on its loop's pool when
+/// nothing waits there (with pinned loops, the CPU the call arrived on),
+/// and on the blocking pool when the loop's pool has work queued.
+#[test]
+fn given_back_calls_run_on_the_loop_pool_unless_it_is_busy() {
+    let sv = server_with(
+        TransportConfig {
+            blocking_threads: 2,
+            ..TransportConfig::default()
+        },
+        pool(1),
+    );
+    let mut s = connect(sv.addr);
+    let name_of = |r: &[u8]| String::from_utf8_lossy(&r[4..]).into_owned();
+    // Nothing waits: the loop's pool takes it.
+    s.write_all(&record(&payload(1, 5, 1, 0))).unwrap();
+    let r = read_record(&mut s).unwrap();
+    assert!(!name_of(&r).starts_with("rnfsd-sync"), "{}", name_of(&r));
+    // The loop pool's one worker sleeps and a second call waits behind it:
+    // a call given back now goes to the blocking pool and overtakes both.
+    let mut wire = record(&payload(2, 1, 300, 0));
+    wire.extend(record(&payload(3, 1, 300, 0)));
+    wire.extend(record(&payload(4, 5, 1, 0)));
+    s.write_all(&wire).unwrap();
+    let r = read_record(&mut s).unwrap();
+    assert_eq!(id_of(&r), 4, "the given-back call answered first");
+    assert!(name_of(&r).starts_with("rnfsd-sync"), "{}", name_of(&r));
+    for _ in 0..2 {
+        read_record(&mut s).unwrap();
+    }
+    sv.h.shutdown();
+}
