@@ -252,7 +252,7 @@ bench_args() { # WORKLOAD LABEL -> STEPS
     case $w in
     getattr)
         step run --mix "$w" --streams "$CALL_STREAMS" --seconds "$CALL_SECONDS" --label "$l" \
-            --tree-limit $((TREE_FILES + TREE_DIRS + 1)) ;;
+            --tree-limit $((TREE_FILES + TREE_DIRS + 1)) "${PIN_ONE[@]}" ;;
     traverse)
         # The three shapes, as the -h workloads.
         step run --mix traverse --streams "1,$SHAPE_STREAMS" --conns 1 --seconds "$CALL_SECONDS" \

@@ -360,7 +360,12 @@ pub async fn measure(
         streams,
         handles: p.handles,
         root_handle: p.mix.uses_root(p.handles),
-        conns: actual_conns(s.conns, streams),
+        // One stream has a connection of its own (`single_stream`).
+        conns: if streams == 1 {
+            1
+        } else {
+            actual_conns(s.conns, streams)
+        },
         conn_per_stream: s.conns == 0,
         client_pinned: streams == 1 && pin_one,
         calls: r.calls,
@@ -409,11 +414,10 @@ fn pin_first_cpu() -> Result<(), String> {
 
 /// One call in flight: the stream runs with a connection of its own on a
 /// single-threaded runtime in a thread of its own, so the task that reads
-/// a reply is the one that sent the call. On the shared multi-thread
-/// runtime they sat on different worker threads, and every call paid a
-/// wakeup across CPUs inside the client (on this 2-vCPU guest about as
-/// long as the server's whole call), which made one-in-flight figures
-/// bimodal and hid the server's latency.
+/// a reply is the one that sent the call, and `pin` can keep that one
+/// thread on one CPU. The single-threaded runtime alone did not end the
+/// bimodal one-in-flight figures (measured); keeping the thread on one CPU,
+/// with the server's loop on the same one, did (docs/benchmarks.md).
 async fn single_stream(
     addr: SocketAddr,
     load: Arc<Load>,

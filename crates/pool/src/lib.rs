@@ -665,13 +665,15 @@ impl<J: Job> Pool<J> {
     /// elsewhere. For a call that would rather run on this pool (a pinned
     /// one, on its loop's CPU) but must not queue behind its work.
     pub fn submit_if_free(&self, job: J) -> Result<(), J> {
-        let at = Instant::now();
         let sh = &self.shared;
         let mut g = sh.lock();
         if g.shutdown || g.threads == 0 || Shared::queued(&g) > 0 {
             return Err(job);
         }
-        g.queue.push_back(Queued { job, at });
+        g.queue.push_back(Queued {
+            job,
+            at: Instant::now(),
+        });
         let k = sh.kick(&mut g);
         drop(g);
         do_kick(sh, k);

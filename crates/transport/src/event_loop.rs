@@ -570,9 +570,8 @@ impl EventLoop {
     /// CPU the connection's packets arrive on (SO_INCOMING_CPU: where its
     /// receive softirq ran; on loopback, the client's CPU), unless that
     /// would put it more than `STEER_SLACK` connections above the least
-    /// loaded loop. The loop
-    /// is then woken where the kernel received the call, with no wakeup
-    /// across CPUs (on the 2-vCPU guest of our benchmarks one costs about
+    /// loaded loop. The loop is then woken where the kernel received the
+    /// call, with no wakeup across CPUs (on the 2-vCPU guest of our benchmarks one costs about
     /// 35 µs, three times a whole GETATTR). Otherwise the least loaded
     /// loop; loops not pinned, round-robin.
     fn steer(&mut self, s: &TcpStream) -> usize {
@@ -580,8 +579,6 @@ impl EventLoop {
         // one it keeps) must not push its busy one to another CPU.
         const STEER_SLACK: usize = 2;
         let n = self.shared.loops.len().max(1);
-        let rr = self.rr % n;
-        self.rr = self.rr.wrapping_add(1);
         let open = |i: usize| {
             self.shared
                 .loop_stats
@@ -589,9 +586,11 @@ impl EventLoop {
                 .map_or(usize::MAX, |l| l.open.load(SeqCst))
         };
         let target = if self.shared.loop_cpus.iter().all(Option::is_none) {
+            let rr = self.rr % n;
+            self.rr = self.rr.wrapping_add(1);
             rr
         } else {
-            let least = (0..n).min_by_key(|&i| open(i)).unwrap_or(rr);
+            let least = (0..n).min_by_key(|&i| open(i)).unwrap_or(0);
             match rustix::net::sockopt::socket_incoming_cpu(s) {
                 Ok(cpu) => (0..n)
                     .filter(|&i| {

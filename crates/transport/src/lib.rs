@@ -26,8 +26,8 @@
 //! - `event_threads` mio (epoll, edge-triggered) loops. Loop 0 accepts on
 //!   every listener and deals connections to the loops: round-robin, or
 //!   with `pin_loops` to the loop on the CPU the connection's packets
-//!   arrive on (SO_INCOMING_CPU) as long as that keeps the loops within
-//!   one connection of each other. A loop
+//!   arrive on (SO_INCOMING_CPU) as long as that keeps it within two
+//!   connections of the least loaded loop. A loop
 //!   reads records and submits each complete one to the pool: exactly one
 //!   handoff, at most one wakeup, per request.
 //! - The worker that ran the request writes the reply itself with a
@@ -57,8 +57,8 @@
 //!   pool, with the configured thread counts divided among the loops, and
 //!   a connection's requests run on its loop's pool; `Shared` is one pool
 //!   for all loops. `pin_loops` pins each loop, and its pool's workers, to
-//!   one CPU, and steers connections as above. docs/pool-layout.md has the measurements behind the
-//!   defaults.
+//!   one CPU, and steers connections as above. docs/pool-layout.md has
+//!   the measurements behind the defaults.
 //! - Counters are per loop (single writer) or per CPU ([`StripedCounter`]),
 //!   summed by [`Handle::stats`].
 //! - UDP ([`UdpTransport`], the `udp` module): one datagram per call and
@@ -377,7 +377,7 @@ impl WorkerStats {
     }
 }
 
-/// Counters written only by one event loop.
+/// Counters written only by one event loop (`open` excepted: see there).
 #[derive(Default)]
 pub(crate) struct LoopStats {
     pub accepted: AtomicU64,
@@ -389,8 +389,9 @@ pub(crate) struct LoopStats {
     pub bytes_in: AtomicU64,
     pub inline: AtomicU64,
     pub deferred: AtomicU64,
-    /// Connections this loop holds now (read by the accepting loop to
-    /// balance, see `EventLoop::steer`).
+    /// Connections this loop holds now: counted by the accepting loop when
+    /// it deals one here (`EventLoop::steer`, which balances on it),
+    /// uncounted by this loop when it closes one or fails to add it.
     pub open: AtomicUsize,
 }
 
