@@ -663,14 +663,27 @@ fn huge_xdr_counts() {
 #[test]
 fn idle_connections_over_the_limit() {
     let (_d, srv, pid) = start("hostile-idle1k", &["--max-connections", "1000"]);
-    let mut first = connect(srv.addr);
+    // The oldest connection comes from the last CPU and the rest from the
+    // first: loops are pinned and steered by CPU, so with 2 or more CPUs
+    // the oldest lives on another loop than the one that accepts and must
+    // evict (CI once failed on that by chance).
+    let cpus = rnfsd_pool::affinity::allowed_cpus().expect("affinity");
+    let on_cpu = |cpu: Option<&usize>, n: usize, addr| {
+        let cpu = cpu.copied();
+        std::thread::spawn(move || {
+            if let Some(c) = cpu {
+                rnfsd_pool::affinity::pin_current_thread(c).expect("pin");
+            }
+            (0..n).map(|_| connect(addr)).collect::<Vec<_>>()
+        })
+        .join()
+        .expect("connect thread")
+    };
+    let mut first = on_cpu(cpus.last(), 1, srv.addr).remove(0);
     well_behaved_on(&mut first, 1);
     let fds0 = fd_count(pid);
     let t = Instant::now();
-    let mut idle = Vec::with_capacity(1200);
-    for _ in 0..1200 {
-        idle.push(connect(srv.addr));
-    }
+    let idle = on_cpu(cpus.first(), 1200, srv.addr);
     // Evicted connections are closed by the server: count EOFs.
     std::thread::sleep(Duration::from_millis(500));
     let is_closed = |s: &std::net::TcpStream| {

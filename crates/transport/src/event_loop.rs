@@ -4,8 +4,8 @@
 use crate::conn::{Conn, Work};
 use crate::record::RecordReader;
 use crate::{
-    bump, Handle, HandleInner, Inline, Limits, LoopNotify, LoopStats, Msg, PoolLayout, Request,
-    Route, Service, Shared, State, TransportConfig, WorkerStats, DRAINING, FINAL, RUNNING,
+    bump, Handle, HandleInner, IdleConn, Inline, Limits, LoopNotify, LoopStats, Msg, PoolLayout,
+    Request, Route, Service, Shared, State, TransportConfig, WorkerStats, DRAINING, FINAL, RUNNING,
 };
 use crossbeam_utils::CachePadded;
 use mio::unix::SourceFd;
@@ -20,6 +20,13 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 const WAKER: Token = Token(usize::MAX);
+
+/// Where `evict_oldest_idle` made room.
+enum Evicted {
+    Here,
+    Elsewhere,
+    None,
+}
 const LISTENER_BASE: usize = usize::MAX / 2;
 /// Bytes per read syscall (one per-loop buffer, reused).
 const READ_CHUNK: usize = 64 << 10;
@@ -528,10 +535,19 @@ impl EventLoop {
         let max = self.shared.limits.max_connections;
         // At the limit, the oldest idle connection makes room (knfsd's
         // svc_check_conn_limits): idle clients cannot lock out new ones.
-        if self.shared.open.load(SeqCst) >= max && self.close_oldest_idle() {
-            bump(&self.stats().evicted, 1);
-        }
+        // One closing on another loop is counted as room already.
+        let mut room = 0;
         if self.shared.open.load(SeqCst) >= max {
+            match self.evict_oldest_idle() {
+                Evicted::Here => bump(&self.stats().evicted, 1),
+                Evicted::Elsewhere => {
+                    bump(&self.stats().evicted, 1);
+                    room = 1;
+                }
+                Evicted::None => {}
+            }
+        }
+        if self.shared.open.load(SeqCst) >= max + room {
             bump(&self.stats().refused, 1);
             if !self.warned_limit {
                 tracing::warn!("max_connections ({max}) reached; refusing {peer}");
@@ -667,25 +683,73 @@ impl EventLoop {
         self.schedule(i);
     }
 
-    /// Close this loop's connection idle the longest (nothing in flight,
-    /// nothing queued). Only at the connection limit: a pass over this
-    /// loop's connections, bounded by `max_connections`, no lock held.
-    fn close_oldest_idle(&mut self) -> bool {
-        let oldest = self
-            .conns
+    /// This loop's connection idle the longest (nothing in flight, nothing
+    /// queued): a pass over this loop's connections, bounded by
+    /// `max_connections`, no lock held; run only at the limit.
+    fn oldest_idle(&self) -> Option<IdleConn> {
+        self.conns
             .iter()
             .enumerate()
             .filter_map(|(i, e)| e.as_ref().map(|e| (i, e)))
             .filter(|(_, e)| e.conn.inflight.load(SeqCst) == 0 && e.conn.queued_bytes() == 0)
             .min_by_key(|(_, e)| e.last_active)
-            .map(|(i, _)| i);
-        match oldest {
-            Some(i) => {
-                tracing::debug!("max_connections reached: closing the oldest idle connection");
-                self.close(i);
-                true
+            .map(|(token, e)| IdleConn {
+                since: e.last_active,
+                lp: self.idx,
+                token,
+                id: e.conn.id,
+            })
+    }
+
+    /// Close the connection idle the longest on any loop (connections are
+    /// steered by CPU, so the oldest is often on another loop). Other loops
+    /// are asked at once and answered within `QUERY_WAIT` (one loop
+    /// iteration; only a loop that is gone misses it). A remote victim
+    /// closes when its loop reads the request, which comes before its next
+    /// answer to us: the limit is exceeded by at most one, briefly.
+    fn evict_oldest_idle(&mut self) -> Evicted {
+        const QUERY_WAIT: Duration = Duration::from_millis(50);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut asked = 0;
+        for (j, n) in self.shared.loops.iter().enumerate() {
+            let holds = self
+                .shared
+                .loop_stats
+                .get(j)
+                .is_some_and(|l| l.open.load(SeqCst) > 0);
+            if j != self.idx && holds {
+                n.send(Msg::OldestIdle(tx.clone()));
+                asked += 1;
             }
-            None => false,
+        }
+        drop(tx);
+        let mut best = self.oldest_idle();
+        let deadline = Instant::now() + QUERY_WAIT;
+        for _ in 0..asked {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(wait) {
+                Ok(Some(c)) if best.is_none_or(|b| c.since < b.since) => best = Some(c),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        match best {
+            Some(c) if c.lp == self.idx => {
+                tracing::debug!("max_connections reached: closing the oldest idle connection");
+                self.close(c.token);
+                Evicted::Here
+            }
+            Some(c) => match self.shared.loops.get(c.lp) {
+                Some(n) => {
+                    n.send(Msg::CloseIdle {
+                        token: c.token,
+                        id: c.id,
+                    });
+                    Evicted::Elsewhere
+                }
+                None => Evicted::None,
+            },
+            None => Evicted::None,
         }
     }
 
@@ -714,6 +778,26 @@ impl EventLoop {
         for m in msgs {
             match m {
                 Msg::NewConn(s, peer) => self.add_conn(s, peer),
+                Msg::OldestIdle(reply) => {
+                    let _ = reply.send(self.oldest_idle());
+                }
+                Msg::CloseIdle { token, id } => {
+                    let still = matches!(self.conns.get(token), Some(Some(e))
+                        if e.conn.id == id
+                            && e.conn.inflight.load(SeqCst) == 0
+                            && e.conn.queued_bytes() == 0);
+                    let victim = if still {
+                        Some(token)
+                    } else {
+                        self.oldest_idle().map(|c| c.token)
+                    };
+                    if let Some(i) = victim {
+                        tracing::debug!(
+                            "max_connections reached: closing the oldest idle connection"
+                        );
+                        self.close(i);
+                    }
+                }
                 Msg::Check { token, id } => {
                     let ok = matches!(self.conns.get(token), Some(Some(e)) if e.conn.id == id);
                     if ok {

@@ -404,6 +404,21 @@ pub(crate) enum Msg {
     /// Look at connection `token` again (if it is still connection `id`):
     /// resume reading, or close after EOF / write failure.
     Check { token: usize, id: u64 },
+    /// Report this loop's connection idle the longest (loop 0, at the
+    /// connection limit, looks for the oldest idle connection of all).
+    OldestIdle(std::sync::mpsc::Sender<Option<IdleConn>>),
+    /// Close connection `token` if it is still connection `id` and idle;
+    /// else this loop's oldest idle one, so the limit holds.
+    CloseIdle { token: usize, id: u64 },
+}
+
+/// An idle connection as one loop reports it to another.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IdleConn {
+    pub since: std::time::Instant,
+    pub lp: usize,
+    pub token: usize,
+    pub id: u64,
 }
 
 pub(crate) struct LoopNotify {
