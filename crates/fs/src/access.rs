@@ -36,25 +36,7 @@ pub const ACCESS3_EXECUTE: u32 = 0x20;
 /// DELETE=w+x; others: READ=r, MODIFY/EXTEND=w, EXECUTE=x). Root gets all
 /// but EXECUTE on a non-directory with no x bit at all.
 pub fn access_bits(dir: bool, mode: u32, uid: u32, gid: u32, cred: &Cred, want: u32) -> u32 {
-    let all = if dir {
-        ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE
-    } else {
-        ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_EXECUTE
-    };
-    if cred.uid == 0 {
-        let mut g = all;
-        if !dir && mode & 0o111 == 0 {
-            g &= !ACCESS3_EXECUTE;
-        }
-        return g & want;
-    }
-    let perm = if uid == cred.uid {
-        (mode >> 6) & 7
-    } else if gid == cred.gid || cred.gids.contains(&gid) {
-        (mode >> 3) & 7
-    } else {
-        mode & 7
-    };
+    let perm = mode_rwx(dir, mode, uid, gid, cred);
     let (r, w, x) = (perm & 4 != 0, perm & 2 != 0, perm & 1 != 0);
     let mut g = 0;
     if r {
@@ -76,4 +58,20 @@ pub fn access_bits(dir: bool, mode: u32, uid: u32, gid: u32, cred: &Cred, want: 
         }
     }
     g & want
+}
+
+/// The r, w and x permissions (4, 2, 1: the values of R_OK, W_OK and X_OK)
+/// the mode bits alone give `cred`: its class's bits; root all but x on a
+/// non-directory with no x bit at all.
+pub fn mode_rwx(dir: bool, mode: u32, uid: u32, gid: u32, cred: &Cred) -> u32 {
+    if cred.uid == 0 {
+        return if dir || mode & 0o111 != 0 { 7 } else { 6 };
+    }
+    if uid == cred.uid {
+        (mode >> 6) & 7
+    } else if gid == cred.gid || cred.gids.contains(&gid) {
+        (mode >> 3) & 7
+    } else {
+        mode & 7
+    }
 }

@@ -329,8 +329,17 @@ async fn sighup_applies_new_client_list_without_dropping_connections() {
 
 /// Sets a POSIX access ACL through its xattr (the format of
 /// `system.posix_acl_access`: version 2, then tag, perm, id entries) so the
-/// test needs no acl tools. `user` adds named-user entries.
-fn set_acl(path: &Path, owner: u16, user: &[(u32, u16)], group: u16, mask: u16, other: u16) {
+/// test needs no acl tools. `user` adds named-user entries, `groups`
+/// named-group ones.
+fn set_acl(
+    path: &Path,
+    owner: u16,
+    user: &[(u32, u16)],
+    group: u16,
+    groups: &[(u32, u16)],
+    mask: u16,
+    other: u16,
+) {
     const UNDEF: u32 = u32::MAX;
     let mut v = 2u32.to_le_bytes().to_vec();
     let mut e = |tag: u16, perm: u16, id: u32| {
@@ -343,6 +352,9 @@ fn set_acl(path: &Path, owner: u16, user: &[(u32, u16)], group: u16, mask: u16, 
         e(0x02, perm, uid);
     }
     e(0x04, group, UNDEF);
+    for &(gid, perm) in groups {
+        e(0x08, perm, gid);
+    }
     e(0x10, mask, UNDEF);
     e(0x20, other, UNDEF);
     let p = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
@@ -381,9 +393,13 @@ fn sh(cmd: &str, args: &[&str], path: &Path) {
 }
 
 async fn access_as(srv: &TestServer, uid: u32, name: &str, bits: u32) -> u32 {
+    access_with(srv, Auth::unix(uid, uid), name, bits).await
+}
+
+async fn access_with(srv: &TestServer, auth: Auth, name: &str, bits: u32) -> u32 {
     let s = mount(srv).await;
     let mut cfg = config(1);
-    cfg.auth = Auth::unix(uid, uid);
+    cfg.auth = auth;
     let user = NfsClient::new(Client::connect(srv.addr, &cfg).await.expect("connect"));
     let fh = lookup(&s.nfs, &s.root, name).await;
     ok(
@@ -414,10 +430,16 @@ async fn access_is_the_kernels_answer() {
     let d = dir.path();
     // Mode 0600 root's, but an ACL entry grants uid 1000 rw.
     std::fs::write(d.join("granted"), b"g").unwrap();
-    set_acl(&d.join("granted"), 6, &[(1000, 6)], 0, 6, 0);
+    set_acl(&d.join("granted"), 6, &[(1000, 6)], 0, &[], 6, 0);
     // Mode says rw for everyone, an ACL entry denies uid 1000 everything.
     std::fs::write(d.join("denied"), b"d").unwrap();
-    set_acl(&d.join("denied"), 6, &[(1000, 0)], 6, 6, 6);
+    set_acl(&d.join("denied"), 6, &[(1000, 0)], 6, &[], 6, 6);
+    // Group 3001's file, mode (mask) rw for the group; its ACL gives group
+    // 3001 r and group 3002 w: a caller in both may read and may write, but
+    // no one entry grants both, so a single r+w question is refused.
+    std::fs::write(d.join("two-groups"), b"t").unwrap();
+    std::os::unix::fs::chown(d.join("two-groups"), None, Some(3001)).unwrap();
+    set_acl(&d.join("two-groups"), 6, &[], 4, &[(3002, 2)], 6, 0);
     // World-writable but immutable.
     std::fs::write(d.join("immutable"), b"i").unwrap();
     std::fs::set_permissions(d.join("immutable"), std::fs::Permissions::from_mode(0o666)).unwrap();
@@ -460,6 +482,16 @@ async fn access_is_the_kernels_answer() {
             "ACL denies uid 1000"
         );
         assert_eq!(access_as(&srv, 1001, "denied", rw).await, rw);
+        assert_eq!(
+            access_with(&srv, Auth::sys(1000, 3001, &[3002], "t"), "two-groups", rw).await,
+            rw,
+            "r from one group entry, w from another"
+        );
+        assert_eq!(
+            access_with(&srv, Auth::sys(1000, 3001, &[], "t"), "two-groups", rw).await,
+            ACCESS3_READ,
+            "group 3001 alone: read only"
+        );
         assert_eq!(
             access_as(&srv, 1000, "immutable", rw).await,
             ACCESS3_READ,

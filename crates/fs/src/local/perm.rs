@@ -45,9 +45,13 @@ impl LocalFs {
     /// (faccessat2 with AT_EACCESS under its fsuid, fsgid and groups), as
     /// knfsd's nfsd_access asks inode_permission: POSIX ACLs, read-only
     /// mounts and immutable files answer as they will at open, so clients
-    /// never cache a grant the server then refuses. One question per
-    /// permission asked for (r, w, x: at most three). Leaves the thread as
-    /// the caller.
+    /// never cache a grant the server then refuses. First one question for
+    /// all the permissions (r, w, x) the mode bits predict: a yes grants
+    /// each of them (one ACL entry or class held them all, or a capability
+    /// did). Then one question per permission still unknown (a no to the
+    /// first, or a permission the mode bits deny but an ACL may give): the
+    /// kernel decides every bit either way, in one syscall where the mode
+    /// bits are right. Leaves the thread as the caller.
     pub(super) fn kernel_access(&self, cred: &Cred, o: &Obj<'_>, want: u32) -> FsResult<u32> {
         self.usr(cred)?;
         let ask = |mode| sys::may_access(o.raw(), mode).is_ok();
@@ -63,16 +67,34 @@ impl LocalFs {
         } else {
             (ACCESS3_EXECUTE, ACCESS3_MODIFY | ACCESS3_EXTEND)
         };
+        let need_x = want & xbit != 0 || (dir && want & wbits != 0);
+        let need = [
+            (want & ACCESS3_READ != 0, libc::R_OK),
+            (need_x, libc::X_OK),
+            (want & wbits != 0, libc::W_OK),
+        ]
+        .iter()
+        .filter(|(n, _)| *n)
+        .fold(0, |m, (_, b)| m | b);
+        let st = &o.st;
+        let predicted = need & crate::access::mode_rwx(dir, st.mode, st.uid, st.gid, cred) as i32;
+        // Granted, and denied (a no to a question of one permission).
+        let (known, denied) = match predicted {
+            0 => (0, 0),
+            p if ask(p) => (p, 0),
+            p if p.count_ones() == 1 => (0, p),
+            _ => (0, 0),
+        };
+        let has = |m: i32| need & m != 0 && denied & m == 0 && (known & m != 0 || ask(m));
         let mut g = 0;
-        if want & ACCESS3_READ != 0 && ask(libc::R_OK) {
+        if has(libc::R_OK) {
             g |= ACCESS3_READ;
         }
-        let need_x = want & xbit != 0 || (dir && want & wbits != 0);
-        let x = need_x && ask(libc::X_OK);
+        let x = has(libc::X_OK);
         if x {
             g |= xbit;
         }
-        if want & wbits != 0 && (!dir || x) && ask(libc::W_OK) {
+        if (!dir || x) && has(libc::W_OK) {
             g |= wbits;
         }
         Ok(g & want)
