@@ -4,19 +4,21 @@
 # non-root handles. See docs/benchmarks.md ("Cost per call").
 #
 #   scripts/percall.sh [--mixes LIST] [--handles N] [--streams S]
-#       [--conns C] [--rounds R] [--seconds S] [--out DIR] [--work DIR]
+#       [--conns C] [--rounds R] [--seconds S] [--files F] [--dirs D]
+#       [--no-strace] [--out DIR] [--work DIR]
 #       LABEL=BINARY [LABEL=BINARY...]
 #
-# In order: a fresh ext4 filesystem on a loop device; a tree of 20,000
-# files of 4 KiB in 1,000 directories (`rnfsd-bench prepare`); then R
+# In order: a fresh ext4 filesystem on a loop device; a tree of F (20,000)
+# files of 4 KiB in D (1,000) directories (`rnfsd-bench prepare`); then R
 # rounds (default 3), each starting every build in turn (A B A B) on that
 # tree and running every mix for S seconds (default 5) with
 # `--server-pid`: calls/s, server CPU µs and context switches per call.
 # Around each measured run the server's counters are reset and read
 # (`rnfsd stats`), giving each cache's hit rate where the build has caches.
-# Last, one traced run per build and mix (scripts/syscalls.sh, 3 s):
-# syscalls per call. Defaults: --handles 1000 (a working set inside the
-# caches), --streams 16 on --conns 1 (one client host, many calls).
+# Last, unless --no-strace, one traced run per build and mix
+# (scripts/syscalls.sh, 3 s): syscalls per call. Defaults: --handles 1000
+# (a working set inside the caches), --streams 16 on --conns 1 (one client
+# host, many calls).
 #
 # Output in --out (default /tmp/rnfsd-percall/out): results.jsonl (bench
 # rows), hits.tsv (label, mix, cache, hits, misses), syscalls.tsv (label,
@@ -33,6 +35,9 @@ STREAMS=16
 CONNS=1
 ROUNDS=3
 SECS=5
+FILES=20000
+DIRS=1000
+STRACE=1
 WORK=/tmp/rnfsd-percall
 OUT=
 BENCH=$ROOT/target/release/rnfsd-bench
@@ -40,7 +45,7 @@ RNFSD=$ROOT/target/release/rnfsd
 
 log() { echo "percall.sh: $*" >&2; }
 die() { log "$*"; exit 2; }
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -50,6 +55,9 @@ while [ $# -gt 0 ]; do
     --conns) CONNS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --seconds) SECS=$2; shift 2 ;;
+    --files) FILES=$2; shift 2 ;;
+    --dirs) DIRS=$2; shift 2 ;;
+    --no-strace) STRACE=; shift ;;
     --out) OUT=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     -h | --help) usage 0 ;;
@@ -59,9 +67,11 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || die "give at least one LABEL=BINARY"
 [ "$(id -u)" = 0 ] || die "must run as root (loop device, strace)"
-for n in "$HANDLES" "$STREAMS" "$CONNS" "$ROUNDS" "$SECS"; do
+for n in "$HANDLES" "$STREAMS" "$CONNS" "$ROUNDS" "$SECS" "$FILES" "$DIRS"; do
     [[ $n =~ ^[0-9]+$ ]] || die "counts must be whole numbers: $n"
 done
+# The bench walks the whole tree (it samples --handles from it).
+TREE=$((FILES + DIRS + 1))
 [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 20 ] || die "--rounds 1..20"
 [ "$SECS" -ge 1 ] && [ "$SECS" -le 120 ] || die "--seconds 1..120"
 LABELS=()
@@ -85,22 +95,24 @@ printf 'label\tmix\tsyscalls_per_call\ttop\n' >"$OUT/syscalls.tsv"
 trap 'stop_rnfsd; loopfs_cleanup' EXIT
 ensure_tools "$ROOT"
 
-fresh_ext4 100000 200000000
-timeout 600 "$BENCH" prepare --files 20000 --dirs 1000 --file-size 4096 "$FS/export" >&2
+fresh_ext4 $((FILES + DIRS + 50000)) $((FILES * 4096 * 2))
+timeout 1800 "$BENCH" prepare --files "$FILES" --dirs "$DIRS" --file-size 4096 --threads 2 "$FS/export" >&2
 sync
 {
     echo "date: $(date -u +%FT%TZ)"
     echo "host: $(nproc) CPUs, $(uname -r)"
     for l in "${LABELS[@]}"; do echo "$l: ${BIN[$l]}"; done
-    echo "mixes $MIXES, handles $HANDLES, streams $STREAMS, conns $CONNS, $ROUNDS rounds of $SECS s"
+    echo "tree $FILES files in $DIRS dirs; mixes $MIXES, handles $HANDLES, streams $STREAMS, conns $CONNS, $ROUNDS rounds of $SECS s"
 } >"$OUT/machine.txt"
 
 bench_run() { # LABEL MIX [EXTRA...]
-    local l=$1 m=$2
+    local l=$1 m=$2 h=$HANDLES
     shift 2
+    # null and traverse take no handles (traverse walks the tree).
+    case $m in null | traverse) h=0 ;; esac
     timeout $((SECS * 10 + 600)) "$BENCH" run --addr "127.0.0.1:$SERVER_PORT" \
-        --export "$FS/export" --label "$l" --mix "$m" --handles "$HANDLES" \
-        --streams "$STREAMS" --conns "$CONNS" "$@"
+        --export "$FS/export" --label "$l" --mix "$m" --handles "$h" \
+        --streams "$STREAMS" --conns "$CONNS" --tree-limit "$TREE" "$@"
 }
 
 # The caches' hits and misses since the last reset, one line per cache
@@ -128,14 +140,17 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 for l in "${LABELS[@]}"; do
+    [ -n "$STRACE" ] || break
     RNFSD=${BIN[$l]}
     start_rnfsd "$FS/export" "$WORK/state-$l" "$OUT/rnfsd-$l.log"
     for m in ${MIXES//,/ }; do
         log "strace: $l $m"
+        h=$HANDLES
+        case $m in null | traverse) h=0 ;; esac
         s=$("$HERE/syscalls.sh" --pid "$SERVER_PID" --seconds 3 --out "$OUT/strace-$l-$m" -- \
             "$BENCH" run --addr "127.0.0.1:$SERVER_PORT" --export "$FS/export" \
-            --label "$l" --mix "$m" --handles "$HANDLES" --streams "$STREAMS" \
-            --conns "$CONNS" 2>/dev/null) || s=
+            --label "$l" --mix "$m" --handles "$h" --streams "$STREAMS" \
+            --conns "$CONNS" --tree-limit "$TREE" 2>/dev/null) || s=
         per=$(awk '/^syscalls per call:/ { print $4 }' <<<"$s")
         # The five most frequent, as name=count-per-call.
         top=$(grep -E '^[a-z_0-9]+ +[0-9]+ +[0-9.]+$' <<<"$s" | grep -v '^total ' | head -5 |
