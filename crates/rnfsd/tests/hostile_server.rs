@@ -668,22 +668,29 @@ fn idle_connections_over_the_limit() {
     // the oldest lives on another loop than the one that accepts and must
     // evict (CI once failed on that by chance).
     let cpus = rnfsd_pool::affinity::allowed_cpus().expect("affinity");
-    let on_cpu = |cpu: Option<&usize>, n: usize, addr| {
+    // A call, if any, is made from that CPU too: a loop that accepts after
+    // it arrived sees its CPU (SO_INCOMING_CPU).
+    let on_cpu = |cpu: Option<&usize>, n: usize, addr, call: bool| {
         let cpu = cpu.copied();
         std::thread::spawn(move || {
             if let Some(c) = cpu {
                 rnfsd_pool::affinity::pin_current_thread(c).expect("pin");
             }
-            (0..n).map(|_| connect(addr)).collect::<Vec<_>>()
+            let mut v: Vec<_> = (0..n).map(|_| connect(addr)).collect();
+            if call {
+                for s in v.iter_mut() {
+                    well_behaved_on(s, 1);
+                }
+            }
+            v
         })
         .join()
         .expect("connect thread")
     };
-    let mut first = on_cpu(cpus.last(), 1, srv.addr).remove(0);
-    well_behaved_on(&mut first, 1);
+    let first = on_cpu(cpus.last(), 1, srv.addr, true).remove(0);
     let fds0 = fd_count(pid);
     let t = Instant::now();
-    let idle = on_cpu(cpus.first(), 1200, srv.addr);
+    let idle = on_cpu(cpus.first(), 1200, srv.addr, false);
     // Evicted connections are closed by the server: count EOFs.
     std::thread::sleep(Duration::from_millis(500));
     let is_closed = |s: &std::net::TcpStream| {

@@ -812,20 +812,24 @@ fn connections_go_to_the_loop_on_their_cpu_and_pinned_pools_run_there() {
     // Each connection is made from a CPU and goes to the loop pinned there
     // (SO_INCOMING_CPU: on loopback, the client's CPU), in an order that
     // round-robin would not give; one round trip each before the next.
+    // The calls are sent from that CPU too: when the loop accepts after the
+    // first call has arrived (a loaded machine), SO_INCOMING_CPU is the
+    // CPU that call came from.
     let mut conns = Vec::new();
     for (i, k) in [1, 0, 0, 1].into_iter().enumerate() {
         let want = allowed[k % allowed.len()];
-        let mut s = thread::spawn(move || {
+        let s = thread::spawn(move || {
             rnfsd_pool::affinity::pin_current_thread(want).unwrap();
-            connect(addr)
+            let mut s = connect(addr);
+            for _ in 0..3 {
+                s.write_all(&record(&payload(0, 0, 0, 0))).unwrap();
+                let r = read_record(&mut s).unwrap();
+                assert_eq!(r, (want as u32).to_be_bytes(), "connection {i}");
+            }
+            s
         })
         .join()
         .unwrap();
-        for _ in 0..3 {
-            s.write_all(&record(&payload(0, 0, 0, 0))).unwrap();
-            let r = read_record(&mut s).unwrap();
-            assert_eq!(r, (want as u32).to_be_bytes(), "connection {i}");
-        }
         conns.push(s);
     }
     // Eight more from one CPU: steering yields to balance, so the loops
@@ -833,14 +837,15 @@ fn connections_go_to_the_loop_on_their_cpu_and_pinned_pools_run_there() {
     let first = allowed[0];
     let mut per_cpu = std::collections::HashMap::<u32, usize>::new();
     for _ in 0..8 {
-        let mut s = thread::spawn(move || {
+        let (s, r) = thread::spawn(move || {
             rnfsd_pool::affinity::pin_current_thread(first).unwrap();
-            connect(addr)
+            let mut s = connect(addr);
+            s.write_all(&record(&payload(0, 0, 0, 0))).unwrap();
+            let r = read_record(&mut s).unwrap();
+            (s, r)
         })
         .join()
         .unwrap();
-        s.write_all(&record(&payload(0, 0, 0, 0))).unwrap();
-        let r = read_record(&mut s).unwrap();
         *per_cpu
             .entry(u32::from_be_bytes([r[0], r[1], r[2], r[3]]))
             .or_default() += 1;
