@@ -20,7 +20,7 @@ impl LocalFs {
     ) -> FsResult<Created> {
         let fd = sys::open_path(dir.raw(), c)?;
         let st = sys::fstat(fd.as_raw_fd())?;
-        let o = Obj::owned(fd, st, dir.verified);
+        let mut o = Obj::owned(fd, st, dir.verified);
         let mut set = set.clone();
         // The process umask only clears permission bits; keep a setgid bit a
         // new directory inherited (as knfsd, which creates without umask).
@@ -37,17 +37,19 @@ impl LocalFs {
         set.gid = set.gid.filter(|&g| g != st.gid);
         if set != SetAttr::default() {
             self.apply_set(cred, &o, &set)?;
+            o.st = sys::fstat(o.raw())?;
         }
         self.created(dir, name, o)
     }
 
     /// The reply of a create-type call: the new object's handle and
     /// attributes (it enters the handle cache: the client uses it next) and
-    /// the directory's wcc.
+    /// the directory's wcc. `o.st` must be the object's attributes after
+    /// the call's last change to it (a sync changes none).
     /// On a `sync` export the object and its directory are durable first.
     pub(super) fn created(&self, dir: &Obj<'_>, name: &[u8], o: Obj<'_>) -> FsResult<Created> {
         self.sync_change(dir, Some(&o))?;
-        let st = sys::fstat(o.raw())?;
+        let st = o.st;
         let fh = self.make_fh(o.raw(), &st)?;
         self.locs.insert(st.key(), dir.st.key(), name);
         if let FdRef::Owned(fd) = o.fd {
@@ -141,13 +143,14 @@ pub(super) fn create(
                     if !st.is_reg() {
                         return Err(errno(libc::EEXIST));
                     }
-                    let o = Obj::owned(fd, st, d.verified);
+                    let mut o = Obj::owned(fd, st, d.verified);
                     if set.size.is_some() {
                         let s = SetAttr {
                             size: set.size,
                             ..SetAttr::default()
                         };
                         fs.apply_set(cred, &o, &s)?;
+                        o.st = sys::fstat(o.raw())?;
                     }
                     fs.created(&d, name, o)
                 }
