@@ -4,7 +4,7 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -40,12 +40,47 @@ fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
 
+/// Refuses a state directory another user could write to, or a key file
+/// someone else owns: whoever writes the key there knows it and can forge
+/// handles to any object of any export (as `sshd` refuses a key file
+/// others can write). The default for an unprivileged server without a home
+/// directory is under /tmp, where anyone could have made it first.
+fn check_private(dir: &Path, key: Option<&fs::Metadata>) -> io::Result<()> {
+    let euid = rustix::process::geteuid().as_raw();
+    let m = fs::metadata(dir)?;
+    let whose = |what: &str, uid: u32| {
+        invalid(format!(
+            "{what} is owned by uid {uid}, not by this server's uid {euid}: whoever owns it              can read or replace the handle key"
+        ))
+    };
+    if m.uid() != euid {
+        return Err(whose(&dir.display().to_string(), m.uid()));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(invalid(format!(
+            "{} is writable by group or others (mode {:o}): they could replace the handle              key; chmod go-w it",
+            dir.display(),
+            m.mode() & 0o7777
+        )));
+    }
+    match key {
+        Some(k) if k.uid() != euid => {
+            Err(whose(&dir.join(KEY_FILE).display().to_string(), k.uid()))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Read `dir/handle.key`, creating the directory (0700) and a fresh random
 /// key (0600) on first run. A key file of the wrong size is an error rather
 /// than being replaced: replacing it would silently make every handle
-/// clients hold stale.
+/// clients hold stale. The directory must be this user's alone
+/// (`check_private`).
 pub fn load_or_create_handle_key(dir: &Path) -> io::Result<[u8; KEY_LEN]> {
     let path = dir.join(KEY_FILE);
+    if dir.exists() {
+        check_private(dir, fs::metadata(&path).ok().as_ref())?;
+    }
     match fs::read(&path) {
         Ok(b) => {
             let key: [u8; KEY_LEN] = b.as_slice().try_into().map_err(|_| {
@@ -66,7 +101,11 @@ pub fn load_or_create_handle_key(dir: &Path) -> io::Result<[u8; KEY_LEN]> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    fs::create_dir_all(dir)?;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    check_private(dir, None)?;
     let mut key = [0u8; KEY_LEN];
     fs::File::open("/dev/urandom")?.read_exact(&mut key)?;
     // Write a temporary file then rename, so a crash never leaves a short key.
@@ -146,6 +185,34 @@ mod tests {
         let e = load_or_create_handle_key(d.path()).unwrap_err();
         assert!(e.to_string().contains("5 bytes"), "{e}");
         assert_eq!(fs::read(d.path().join(KEY_FILE)).unwrap(), b"short");
+    }
+
+    #[test]
+    fn a_state_dir_others_can_write_or_own_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("s");
+        load_or_create_handle_key(&dir).unwrap();
+        assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777)).unwrap();
+        let e = load_or_create_handle_key(&dir).unwrap_err();
+        assert!(e.to_string().contains("writable by group or others"), "{e}");
+        // Not made by us, whatever the mode: refused before a key is made.
+        let other = d.path().join("t");
+        fs::create_dir(&other).unwrap();
+        fs::set_permissions(&other, fs::Permissions::from_mode(0o775)).unwrap();
+        assert!(load_or_create_handle_key(&other).is_err());
+        assert!(!other.join(KEY_FILE).exists());
+        if !rustix::process::geteuid().is_root() {
+            return; // chown below needs root
+        }
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(dir.join(KEY_FILE), Some(4242), None).unwrap();
+        let e = load_or_create_handle_key(&dir).unwrap_err();
+        assert!(e.to_string().contains("owned by uid 4242"), "{e}");
+        std::os::unix::fs::chown(dir.join(KEY_FILE), Some(0), None).unwrap();
+        std::os::unix::fs::chown(&dir, Some(4242), None).unwrap();
+        let e = load_or_create_handle_key(&dir).unwrap_err();
+        assert!(e.to_string().contains("owned by uid 4242"), "{e}");
     }
 
     #[test]
