@@ -140,6 +140,11 @@ pub struct PoolConfig {
     /// Pin every worker to this CPU (kernel CPU number) when it starts; a
     /// failure is logged once and the worker runs unpinned. Default `None`.
     pub cpu: Option<usize>,
+    /// Every worker's nice value (-20 to 19), set when it starts; `None`
+    /// leaves the process's. A higher value lets the scheduler favour
+    /// other threads (the event loops) when CPUs are short. A failure (a
+    /// lower value without CAP_SYS_NICE) is logged once. Default `None`.
+    pub nice: Option<i32>,
 }
 
 impl Default for PoolConfig {
@@ -154,6 +159,7 @@ impl Default for PoolConfig {
             name: "rnfsd-worker".into(),
             stack_size: None,
             cpu: None,
+            nice: None,
         }
     }
 }
@@ -328,6 +334,7 @@ struct Shared<J> {
     adaptive: bool,
     /// A pin failure was logged (log it once, not per worker).
     pin_warned: AtomicBool,
+    nice_warned: AtomicBool,
 }
 
 /// What to do, after dropping the lock, to get queued work moving.
@@ -446,6 +453,13 @@ fn worker_main<J: Job>(shared: Arc<Shared<J>>, mut just_woken: bool) {
         if let Err(e) = affinity::pin_current_thread(cpu) {
             if !shared.pin_warned.swap(true, Ordering::Relaxed) {
                 tracing::warn!("rnfsd-pool: cannot pin worker to cpu {cpu}: {e}");
+            }
+        }
+    }
+    if let Some(n) = shared.cfg.nice {
+        if let Err(e) = sys::set_thread_nice(n) {
+            if !shared.nice_warned.swap(true, Ordering::Relaxed) {
+                tracing::warn!("rnfsd-pool: cannot set worker nice value {n}: {e}");
             }
         }
     }
@@ -617,6 +631,7 @@ impl<J: Job> Pool<J> {
             max_threads: max,
             adaptive,
             pin_warned: AtomicBool::new(false),
+            nice_warned: AtomicBool::new(false),
             cfg,
         });
         for _ in 0..min {

@@ -1,5 +1,5 @@
 //! The pool crate's thin syscall module: safe wrappers over the few libc
-//! calls it needs (CPU affinity, CPU count, current CPU); its only `unsafe`.
+//! calls it needs (CPU affinity, CPU count, current CPU, nice value); its only `unsafe`.
 
 use std::io;
 
@@ -37,6 +37,18 @@ pub fn sched_setaffinity(set: &CpuSet) -> io::Result<()> {
     // SAFETY: pid 0 = the calling thread; `set` is a valid, initialized
     // cpu_set_t of the size we pass.
     let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set.0) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sets the calling thread's nice value (on Linux the nice value is per
+/// thread, and `who = 0` names the caller).
+pub fn set_thread_nice(nice: i32) -> io::Result<()> {
+    // SAFETY: no pointers; acts on the calling thread only.
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
     if r == 0 {
         Ok(())
     } else {

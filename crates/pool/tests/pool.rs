@@ -609,3 +609,39 @@ fn stats_add_sums_and_keeps_peak_max() {
         (5, 2, 9, 1)
     );
 }
+
+/// The calling thread's nice value, from /proc (field 19 of its stat).
+fn own_nice() -> i32 {
+    let s = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    // The command name (field 2) may hold spaces: count from its ')'.
+    let rest = &s[s.rfind(')').unwrap() + 2..];
+    rest.split(' ').nth(16).unwrap().parse().unwrap()
+}
+
+#[test]
+fn workers_take_the_configured_nice_value_and_others_keep_theirs() {
+    let before = own_nice();
+    let p: Pool<BoxJob> = Pool::new(PoolConfig {
+        nice: Some(before + 7),
+        ..fixed(2)
+    })
+    .unwrap();
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..4 {
+        let tx = tx.clone();
+        p.submit(job(move || tx.send(own_nice()).unwrap()))
+            .ok()
+            .unwrap();
+    }
+    for _ in 0..4 {
+        let n = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(n, (before + 7).min(19), "a worker's nice value");
+    }
+    assert_eq!(own_nice(), before, "only the pool's threads changed");
+    // Default: the workers keep what they inherit.
+    let q: Pool<BoxJob> = Pool::new(fixed(1)).unwrap();
+    q.submit(job(move || tx.send(own_nice()).unwrap()))
+        .ok()
+        .unwrap();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), before);
+}

@@ -101,6 +101,7 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   ceph_call_threads = 32         CephFS, per export: libcephfs calls at once
   ceph_inode_cache_entries = 16384  CephFS, per export: cached inodes
   blocking_threads = 64          pool for calls that wait for stable storage
+  blocking_nice = 0              its threads' nice value (> 0: loops first)
   run_inline = true              answer from-memory calls on the loop thread
   splice_pipes = 32              pipes for READ by splice (2 fds each; 0:
                                  READ data is copied)
@@ -297,6 +298,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub blocking_threads: Option<usize>,
 
+    /// Nice value of the blocking pool's threads (-20 to 19; 0 = as
+    /// started): above 0 the event loops' calls go first when CPUs are
+    /// short. [default: 0]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub blocking_nice: Option<i32>,
+
     /// Directory for the persistent handle key. [default: /var/lib/rnfsd as
     /// root, else $XDG_STATE_HOME/rnfsd or ~/.local/state/rnfsd]
     #[arg(long, value_name = "DIR")]
@@ -434,6 +441,9 @@ impl ServeArgs {
         }
         if let Some(n) = self.blocking_threads {
             s.blocking_threads = n;
+        }
+        if let Some(n) = self.blocking_nice {
+            s.blocking_nice = n;
         }
         if let Some(n) = self.splice_pipes {
             s.splice_pipes = n;

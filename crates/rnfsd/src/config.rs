@@ -312,6 +312,11 @@ pub struct ServerConfig {
     /// they never make GETATTR, LOOKUP or READ queue behind them. 0: they
     /// run in the ordinary pools.
     pub blocking_threads: usize,
+    /// Nice value of the blocking pool's threads (-20 to 19; 0: as the
+    /// server was started). Above 0 the scheduler favours the event loops
+    /// over them when CPUs are short, so warm calls answered on the loops
+    /// keep their latency beside a storm of misses or syncs.
+    pub blocking_nice: i32,
     /// Run to completion: answer calls that need nothing but memory (cached
     /// GETATTR, ACCESS, LOOKUP, READ of cached pages, ...) on the event loop
     /// thread that read them, with no handoff; replies of one connection
@@ -525,6 +530,7 @@ impl Default for ServerConfig {
             ceph_call_threads: 32,
             ceph_inode_cache_entries: 16384,
             blocking_threads: 64,
+            blocking_nice: 0,
             run_inline: true,
             splice_pipes: 32,
             act_as_caller: None,
@@ -833,6 +839,12 @@ impl Config {
             return err(format!(
                 "server.udp_threads must be in 1..={MAX_UDP_THREADS}, not {}",
                 s.udp_threads
+            ));
+        }
+        if !(-20..=19).contains(&s.blocking_nice) {
+            return err(format!(
+                "server.blocking_nice must be in -20..=19, not {}",
+                s.blocking_nice
             ));
         }
         if s.min_threads > s.max_threads {

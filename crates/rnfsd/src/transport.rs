@@ -95,6 +95,7 @@ fn transport_config(s: &config::ServerConfig, listen: Vec<SocketAddr>) -> Transp
         },
         pin_loops: s.pin(),
         blocking_threads: s.blocking_threads,
+        blocking_nice: (s.blocking_nice != 0).then_some(s.blocking_nice),
         run_inline: s.run_inline,
         ..TransportConfig::default()
     }

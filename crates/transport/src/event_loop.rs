@@ -121,6 +121,7 @@ pub(crate) fn start(
             },
             name: "rnfsd-sync".into(),
             cpu: None,
+            nice: cfg.blocking_nice,
             ..pool_cfg.clone()
         })?))
     } else {

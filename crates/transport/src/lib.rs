@@ -269,6 +269,9 @@ pub struct TransportConfig {
     /// Shared, so no loop's share of threads limits how many slow calls one
     /// connection has running. Not pinned. Default 0.
     pub blocking_threads: usize,
+    /// The blocking pool's threads' nice value (`PoolConfig::nice`); None:
+    /// the process's. Default None.
+    pub blocking_nice: Option<i32>,
     /// Offer `Quick` records to `Service::call_inline` on the loop thread;
     /// the replies a loop produces for one connection in one turn leave in
     /// one write. Default true.
@@ -292,6 +295,7 @@ impl Default for TransportConfig {
             pools: PoolLayout::PerLoop,
             pin_loops: false,
             blocking_threads: 0,
+            blocking_nice: None,
             run_inline: true,
         }
     }
