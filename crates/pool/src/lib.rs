@@ -69,6 +69,16 @@ use std::time::{Duration, Instant};
 /// hot path; [`BoxJob`] covers closures.
 pub trait Job: Send + 'static {
     fn run(self);
+
+    /// The calling worker holds something back that must go out before it
+    /// sleeps (replies it batched while it ran the next job).
+    fn idle_pending() -> bool {
+        false
+    }
+
+    /// Called when `idle_pending` said so: the worker found no job and is
+    /// about to park. Runs without the pool's lock.
+    fn on_idle() {}
 }
 
 /// A boxed closure job (one allocation per job; fine for tests and rare work).
@@ -536,6 +546,15 @@ fn worker_main<J: Job>(shared: Arc<Shared<J>>, mut just_woken: bool) {
         if just_woken {
             bump(&c.wakeups, 1);
             bump(&c.wakeups_no_work, 1);
+            just_woken = false;
+        }
+        if J::idle_pending() {
+            // Send what the last jobs held back, then look again: work may
+            // have come meanwhile.
+            drop(g);
+            J::on_idle();
+            g = shared.lock();
+            continue;
         }
         if g.shutdown {
             exit_worker(&shared, g, &slot);

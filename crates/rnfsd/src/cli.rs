@@ -103,6 +103,7 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   blocking_threads = 64          pool for calls that wait for stable storage
   blocking_nice = 0              its threads' nice value (> 0: loops first)
   run_inline = true              answer from-memory calls on the loop thread
+  reply_batch = 16               a worker's replies of one connection sent together
   splice_pipes = 32              pipes for READ by splice (2 fds each; 0:
                                  READ data is copied)
   state_dir = (see --state-dir)  log_level = \"info\"
@@ -287,6 +288,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_run_inline: bool,
 
+    /// Replies a worker holds back while it runs the next short call of
+    /// the same connection (0 or 1 = each alone). [default: 16]
+    #[arg(long, value_name = "N")]
+    pub reply_batch: Option<usize>,
+
     /// Pipes for READ replies sent by splice (no copy of the data); 0 =
     /// copy. [default: 32]
     #[arg(long, value_name = "N")]
@@ -447,6 +453,9 @@ impl ServeArgs {
         }
         if let Some(n) = self.splice_pipes {
             s.splice_pipes = n;
+        }
+        if let Some(n) = self.reply_batch {
+            s.reply_batch = n;
         }
         if self.no_run_inline {
             s.run_inline = false;

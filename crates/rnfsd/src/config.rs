@@ -178,6 +178,8 @@ pub const MAX_MAX_IO: u32 = 16 << 20;
 /// Port mapper and lock calls are few and quick: more UDP threads than
 /// this per address would only sit idle.
 pub const MAX_UDP_THREADS: usize = 16;
+/// Bound of `server.reply_batch` (replies one worker may hold back).
+pub const MAX_REPLY_BATCH: usize = 256;
 
 /// The `[server]` table. Every bound the server enforces has a key here.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -322,6 +324,11 @@ pub struct ServerConfig {
     /// thread that read them, with no handoff; replies of one connection
     /// leave together.
     pub run_inline: bool,
+    /// Most replies a worker holds back while it runs the next short call
+    /// (UNSTABLE WRITE, a change on an `async` export) of the same
+    /// connection, so a client's burst is answered in one write, not one
+    /// per call (0 or 1: each reply leaves alone; at most 256).
+    pub reply_batch: usize,
     /// Pipes for READ replies sent by splice(2) (file pages to the socket
     /// with no copy), two descriptors each; one is held per large READ
     /// until the socket has taken its data. 0: READ data is copied.
@@ -532,6 +539,7 @@ impl Default for ServerConfig {
             blocking_threads: 64,
             blocking_nice: 0,
             run_inline: true,
+            reply_batch: 16,
             splice_pipes: 32,
             act_as_caller: None,
             state_dir: None,
@@ -845,6 +853,12 @@ impl Config {
             return err(format!(
                 "server.blocking_nice must be in -20..=19, not {}",
                 s.blocking_nice
+            ));
+        }
+        if s.reply_batch > MAX_REPLY_BATCH {
+            return err(format!(
+                "server.reply_batch must be at most {MAX_REPLY_BATCH}, not {}",
+                s.reply_batch
             ));
         }
         if s.min_threads > s.max_threads {

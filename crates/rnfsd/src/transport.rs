@@ -97,6 +97,7 @@ fn transport_config(s: &config::ServerConfig, listen: Vec<SocketAddr>) -> Transp
         blocking_threads: s.blocking_threads,
         blocking_nice: (s.blocking_nice != 0).then_some(s.blocking_nice),
         run_inline: s.run_inline,
+        reply_batch: s.reply_batch,
         ..TransportConfig::default()
     }
 }

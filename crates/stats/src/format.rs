@@ -178,7 +178,7 @@ pub fn prometheus(s: &Snapshot) -> String {
     }
 
     type Get<T> = fn(&T) -> u64;
-    let conn: [(&str, &str, &str, Get<crate::snapshot::ConnCounts>); 12] = [
+    let conn: [(&str, &str, &str, Get<crate::snapshot::ConnCounts>); 13] = [
         (
             "rnfsd_connections_open",
             "gauge",
@@ -232,6 +232,12 @@ pub fn prometheus(s: &Snapshot) -> String {
             "counter",
             "Replies fully written.",
             |c| c.replies_out,
+        ),
+        (
+            "rnfsd_transport_writes_total",
+            "counter",
+            "Socket writes that carried replies (several replies may share one).",
+            |c| c.writes_out,
         ),
         (
             "rnfsd_transport_queued_reply_bytes",

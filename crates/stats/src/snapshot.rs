@@ -248,6 +248,10 @@ pub struct ConnCounts {
     pub records_too_big: u64,
     pub bytes_in: u64,
     pub replies_out: u64,
+    /// Socket writes that carried replies (replies_out / writes_out: how
+    /// many left together).
+    #[serde(default)]
+    pub writes_out: u64,
     pub bytes_out: u64,
     pub reply_bytes_queued: u64,
     /// Records answered on the event loop thread (run to completion), and
@@ -391,6 +395,7 @@ pub(crate) fn take(r: &Registry) -> Snapshot {
                         records_too_big: t.records_too_big.saturating_sub(bt.records_too_big),
                         bytes_in: t.bytes_in.saturating_sub(bt.bytes_in),
                         replies_out: t.replies_out.saturating_sub(bt.replies_out),
+                        writes_out: t.writes_out.saturating_sub(bt.writes_out),
                         bytes_out: t.bytes_out.saturating_sub(bt.bytes_out),
                         reply_bytes_queued: t.reply_bytes_queued,
                         records_inline: t.records_inline.saturating_sub(bt.records_inline),

@@ -1,6 +1,7 @@
 //! A connection as shared between its event loop (reads, flushes, closes)
 //! and the workers running its requests (write replies directly).
 
+use crate::cork;
 use crate::pipe::PipeLease;
 use crate::record::{LAST_FRAGMENT, MAX_FRAGMENT};
 use crate::{Msg, Reply, Request, Shared, Spliced};
@@ -67,13 +68,24 @@ pub(crate) struct Work {
     /// and the room reserved for its reply), let go when the job is done
     /// (its reply, if unsent, is counted as queued by then).
     pub held: usize,
+    /// A short call (`Route::Pool`): its reply may wait for the worker's
+    /// next call of the same connection and leave with it (`cork`).
+    pub may_hold: bool,
+    /// Its reply is held by `cork`, which finishes the call when it sends.
+    handed_on: bool,
 }
 
 impl Work {
     pub fn new(conn: Arc<Conn>, data: Vec<u8>, reply_bound: usize) -> Work {
         let held = data.capacity() + reply_bound;
         conn.shared.stats.held_in.add(held as u64);
-        Work { conn, data, held }
+        Work {
+            conn,
+            data,
+            held,
+            may_hold: false,
+            handed_on: false,
+        }
     }
 }
 
@@ -81,21 +93,44 @@ impl Job for Work {
     fn run(mut self) {
         let data = std::mem::take(&mut self.data);
         let c = &self.conn;
+        let limit = c.shared.limits.reply_batch;
+        let may_hold = self.may_hold && limit > 1 && data.len() < cork::MAX_SHORT_RECORD;
+        cork::before_call(c, may_hold);
         let req = Request {
             data,
             peer: c.peer,
             local: c.local,
             conn_id: c.id,
         };
-        if let Some(reply) = c.shared.service.call(req) {
+        let Some(reply) = c.shared.service.call(req) else {
+            return;
+        };
+        if !may_hold {
             c.send(reply);
+            return;
         }
-        // `Drop` accounts the request as finished (also on panic).
+        match cork::hold(c, reply, self.held, limit) {
+            None => self.handed_on = true,
+            Some(reply) => c.send(reply),
+        }
+        // `Drop` accounts the request as finished (also on panic), unless
+        // the cork took that over.
+    }
+
+    fn idle_pending() -> bool {
+        cork::pending()
+    }
+
+    fn on_idle() {
+        cork::flush();
     }
 }
 
 impl Drop for Work {
     fn drop(&mut self) {
+        if self.handed_on {
+            return;
+        }
         self.conn.shared.stats.held_out.add(self.held as u64);
         self.conn.finish_one();
     }
@@ -159,7 +194,7 @@ impl Conn {
     }
 
     /// A request finished (reply sent or queued, or none).
-    fn finish_one(&self) {
+    pub(crate) fn finish_one(&self) {
         let prev = self.inflight.fetch_sub(1, SeqCst);
         // Resume a loop paused by backpressure, or let it close a
         // half-closed connection whose last request just finished.
@@ -238,6 +273,7 @@ impl Conn {
                 Ok(n) => {
                     off += n;
                     st.bytes_out.add(n as u64);
+                    st.writes_out.add(1);
                     if off == buf.len() {
                         st.replies_out.add(1);
                         return;
@@ -393,6 +429,7 @@ impl Conn {
     fn account(&self, q: &mut OutQ, n: usize) {
         let st = &self.shared.stats;
         st.bytes_out.add(n as u64);
+        st.writes_out.add(1);
         st.queued_out.add(n as u64);
         q.bytes -= n.min(q.bytes);
         self.queued.store(q.bytes, SeqCst);

@@ -139,6 +139,7 @@ pub(crate) fn start(
             idle_timeout: cfg.idle_timeout,
             shutdown_timeout: cfg.shutdown_timeout,
             run_inline: cfg.run_inline,
+            reply_batch: cfg.reply_batch,
         },
         loops,
         loop_cpus: cpus.clone(),
@@ -970,6 +971,8 @@ impl EventLoop {
             }
             c.inflight.fetch_add(1, SeqCst);
             let mut w = Work::new(c.clone(), data, bound);
+            // Only a short call's reply may wait for its worker's next call.
+            w.may_hold = route == Route::Pool && !deferred;
             let pool = match &self.blocking {
                 Some(b) if route == Route::Blocking => b,
                 // A call given up on the loop (a cache miss, data not in

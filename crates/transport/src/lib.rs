@@ -68,6 +68,7 @@
 //!   Rust binaries ignore SIGPIPE by default, which `writev` relies on.
 
 mod conn;
+mod cork;
 mod event_loop;
 mod pipe;
 mod pktinfo;
@@ -276,6 +277,10 @@ pub struct TransportConfig {
     /// the replies a loop produces for one connection in one turn leave in
     /// one write. Default true.
     pub run_inline: bool,
+    /// Most replies a pool worker holds back while it runs the next short
+    /// call (`Route::Pool`) of the same connection, so a burst leaves in
+    /// one write (`cork.rs`); 0 or 1: each reply goes alone. Default 16.
+    pub reply_batch: usize,
 }
 
 impl Default for TransportConfig {
@@ -297,6 +302,7 @@ impl Default for TransportConfig {
             blocking_threads: 0,
             blocking_nice: None,
             run_inline: true,
+            reply_batch: 16,
         }
     }
 }
@@ -319,6 +325,9 @@ pub struct TransportStats {
     pub bytes_in: u64,
     /// Replies fully written to sockets.
     pub replies_out: u64,
+    /// Socket writes that carried reply bytes: replies_out / writes_out is
+    /// how many replies left together (inline batches, `reply_batch`).
+    pub writes_out: u64,
     pub bytes_out: u64,
     /// Reply bytes queued on connections, not yet taken by the socket.
     pub reply_bytes_queued: u64,
@@ -347,6 +356,7 @@ impl Transport {
 
 pub(crate) struct Limits {
     pub run_inline: bool,
+    pub reply_batch: usize,
     pub max_connections: usize,
     pub max_connections_per_client: usize,
     pub max_record: usize,
@@ -362,6 +372,8 @@ pub(crate) struct Limits {
 pub(crate) struct WorkerStats {
     pub bytes_out: StripedCounter,
     pub replies_out: StripedCounter,
+    /// Socket writes (write, writev, splice) that carried reply bytes.
+    pub writes_out: StripedCounter,
     /// Reply bytes ever queued / ever drained (or dropped) from queues.
     pub queued_in: StripedCounter,
     pub queued_out: StripedCounter,
@@ -559,6 +571,7 @@ impl Handle {
         let mut t = TransportStats {
             connections_open: sh.open.load(Ordering::Relaxed) as u64,
             replies_out: sh.stats.replies_out.sum(),
+            writes_out: sh.stats.writes_out.sum(),
             bytes_out: sh.stats.bytes_out.sum(),
             reply_bytes_queued: sh
                 .stats

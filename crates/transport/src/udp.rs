@@ -90,6 +90,7 @@ impl UdpStats {
             records_too_big: self.dropped_too_big + self.dropped_replies,
             bytes_in: self.bytes_in,
             replies_out: self.datagrams_out,
+            writes_out: self.datagrams_out,
             bytes_out: self.bytes_out,
             ..Default::default()
         }

@@ -1099,3 +1099,93 @@ fn given_back_calls_run_on_the_loop_pool_unless_it_is_busy() {
     }
     sv.h.shutdown();
 }
+
+/// A burst of 32 pipelined short calls (`Route::Pool`) on one connection,
+/// each 2 ms, through one worker: with `reply_batch` the worker holds each
+/// reply while it goes straight on to the next call, so the replies leave
+/// in batches (at most 16 each), not one write each; with it at 1 each
+/// leaves alone. Every reply arrives either way.
+fn burst_writes(reply_batch: usize) -> (u64, u64) {
+    let sv = server_with(
+        TransportConfig {
+            reply_batch,
+            ..TransportConfig::default()
+        },
+        pool(1),
+    );
+    let mut s = connect(sv.addr);
+    let mut wire = Vec::new();
+    for id in 0..32 {
+        wire.extend(record(&payload(id, 1, 2, 0)));
+    }
+    s.write_all(&wire).unwrap();
+    let mut got: Vec<u32> = (0..32)
+        .map(|_| id_of(&read_record(&mut s).unwrap()))
+        .collect();
+    got.sort();
+    assert_eq!(got, (0..32).collect::<Vec<_>>());
+    wait_until("every reply counted", Duration::from_secs(5), || {
+        sv.h.stats().replies_out == 32
+    });
+    let st = sv.h.stats();
+    sv.h.shutdown();
+    (st.replies_out, st.writes_out)
+}
+
+#[test]
+fn a_workers_replies_to_one_connection_leave_together() {
+    let (replies, writes) = burst_writes(16);
+    // The first call may start before the rest arrive; then 16 per write.
+    assert!(writes <= 4, "{replies} replies in {writes} writes");
+    let (replies, writes) = burst_writes(1);
+    assert_eq!((replies, writes), (32, 32), "reply_batch 1: one write each");
+}
+
+/// A held reply never waits for a call that may wait for the disk: the
+/// quick call's reply arrives while the blocking call after it (same
+/// connection, same single worker, no blocking pool) is still held.
+#[test]
+fn a_held_reply_does_not_wait_behind_a_blocking_call() {
+    let sv = server_with(TransportConfig::default(), pool(1));
+    let mut s = connect(sv.addr);
+    let mut wire = record(&payload(1, 0, 0, 0));
+    wire.extend(record(&payload(2, 4, 0, 0)));
+    let t0 = Instant::now();
+    s.write_all(&wire).unwrap();
+    let r = read_record(&mut s).expect("the quick call's reply while the other blocks");
+    assert_eq!(id_of(&r), 1);
+    // The gate holds the blocking call up to 10 s.
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "held behind the blocking call"
+    );
+    assert_eq!(
+        sv.svc.calls.load(Ordering::SeqCst),
+        2,
+        "the blocking call is running"
+    );
+    sv.svc.open_gate();
+    assert_eq!(id_of(&read_record(&mut s).unwrap()), 2);
+    sv.h.shutdown();
+}
+
+/// A client that sends a burst and half-closes gets every reply, held ones
+/// included, before the server closes (held calls count as in flight).
+#[test]
+fn held_replies_go_out_before_a_half_closed_connection_closes() {
+    let sv = server_with(TransportConfig::default(), pool(1));
+    let mut s = connect(sv.addr);
+    let mut wire = Vec::new();
+    for id in 0..40 {
+        wire.extend(record(&payload(id, 1, 1, 0)));
+    }
+    s.write_all(&wire).unwrap();
+    s.shutdown(Shutdown::Write).unwrap();
+    let mut got: Vec<u32> = (0..40)
+        .map(|_| id_of(&read_record(&mut s).unwrap()))
+        .collect();
+    got.sort();
+    assert_eq!(got, (0..40).collect::<Vec<_>>());
+    assert_closed(&mut s);
+    sv.h.shutdown();
+}
