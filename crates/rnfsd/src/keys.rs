@@ -50,7 +50,8 @@ fn check_private(dir: &Path, key: Option<&fs::Metadata>) -> io::Result<()> {
     let m = fs::metadata(dir)?;
     let whose = |what: &str, uid: u32| {
         invalid(format!(
-            "{what} is owned by uid {uid}, not by this server's uid {euid}: whoever owns it              can read or replace the handle key"
+            "{what} is owned by uid {uid}, not by this server's uid {euid}: whoever owns it \
+             can read or replace the handle key"
         ))
     };
     if m.uid() != euid {
@@ -58,7 +59,8 @@ fn check_private(dir: &Path, key: Option<&fs::Metadata>) -> io::Result<()> {
     }
     if m.mode() & 0o022 != 0 {
         return Err(invalid(format!(
-            "{} is writable by group or others (mode {:o}): they could replace the handle              key; chmod go-w it",
+            "{} is writable by group or others (mode {:o}): they could replace the handle \
+             key; chmod go-w it",
             dir.display(),
             m.mode() & 0o7777
         )));

@@ -109,10 +109,8 @@ impl Job for Work {
             c.send(reply);
             return;
         }
-        match cork::hold(c, reply, self.held, limit) {
-            None => self.handed_on = true,
-            Some(reply) => c.send(reply),
-        }
+        cork::hold(c, reply, self.held, limit);
+        self.handed_on = true;
         // `Drop` accounts the request as finished (also on panic), unless
         // the cork took that over.
     }
@@ -194,12 +192,20 @@ impl Conn {
     }
 
     /// A request finished (reply sent or queued, or none).
-    pub(crate) fn finish_one(&self) {
-        let prev = self.inflight.fetch_sub(1, SeqCst);
+    fn finish_one(&self) {
+        self.finish_n(1);
+    }
+
+    /// `n` requests finished (a batch of held replies sent).
+    pub(crate) fn finish_n(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let prev = self.inflight.fetch_sub(n, SeqCst);
         // Resume a loop paused by backpressure, or let it close a
         // half-closed connection whose last request just finished.
         let resume = self.paused.load(SeqCst) && self.can_read() && self.paused.swap(false, SeqCst);
-        if resume || (prev == 1 && self.eof.load(SeqCst)) {
+        if resume || (prev == n && self.eof.load(SeqCst)) {
             self.notify();
         }
     }

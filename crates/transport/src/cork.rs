@@ -17,7 +17,8 @@ use crate::Reply;
 use std::cell::RefCell;
 use std::sync::Arc;
 
-/// Replies of this size or larger are never held (a READ's data).
+/// A reply this large (a READ's data) is not held: it leaves at once,
+/// with whatever is held.
 const MAX_HELD_REPLY: usize = 16 << 10;
 
 /// A call this large (a WRITE of 16 KiB or more) is not short: replies are
@@ -48,56 +49,44 @@ pub(crate) fn pending() -> bool {
 
 /// Send what this thread holds, if anything.
 pub(crate) fn flush() {
-    let (conn, mut replies, held_bytes, calls) = HELD.with(|h| {
+    let taken = HELD.with(|h| {
         let mut h = h.borrow_mut();
-        let conn = h.conn.take();
-        let replies = std::mem::take(&mut h.replies);
-        let out = (conn, replies, h.held_bytes, h.calls);
+        let conn = h.conn.take()?;
+        let out = (conn, std::mem::take(&mut h.replies), h.held_bytes, h.calls);
         h.held_bytes = 0;
         h.calls = 0;
-        out
+        Some(out)
     });
-    let Some(conn) = conn else {
+    let Some((conn, mut replies, held_bytes, calls)) = taken else {
         return;
     };
     conn.send_batch(&mut replies);
     conn.shared.stats.held_out.add(held_bytes as u64);
-    for _ in 0..calls {
-        conn.finish_one();
-    }
-    // Keep the vector's room for the next batch.
-    HELD.with(|h| {
-        let mut h = h.borrow_mut();
-        if h.replies.capacity() == 0 {
-            h.replies = replies;
-        }
-    });
+    conn.finish_n(calls);
+    // Keep the (drained) vector's room for the next batch.
+    HELD.with(|h| h.borrow_mut().replies = replies);
 }
 
 /// Before a worker runs a call of `conn`: send what it holds unless the
 /// call may join it (`may_hold`: a short call of the same connection).
 pub(crate) fn before_call(conn: &Arc<Conn>, may_hold: bool) {
-    let same = HELD.with(|h| match &h.borrow().conn {
-        Some(c) => Arc::ptr_eq(c, conn),
-        None => true,
-    });
-    if !(may_hold && same) {
+    let keep = may_hold
+        && HELD.with(|h| match &h.borrow().conn {
+            Some(c) => Arc::ptr_eq(c, conn),
+            None => true,
+        });
+    if !keep {
         flush();
     }
 }
 
-/// Hold `reply` (a call of `conn`, counted in flight and holding
-/// `held_bytes`) if it may wait for the next call; at `limit` replies the
-/// batch goes. Gives the reply back when it may not be held.
-pub(crate) fn hold(
-    conn: &Arc<Conn>,
-    reply: Reply,
-    held_bytes: usize,
-    limit: usize,
-) -> Option<Reply> {
-    if limit < 2 || reply.spliced.is_some() || reply.buf.len() >= MAX_HELD_REPLY {
-        return Some(reply);
-    }
+/// Take a short call's reply (of `conn`, counted in flight and holding
+/// `held_bytes`; `before_call` said it may join what is held). It waits
+/// for the next call unless it is large (a READ's data, spliced or not)
+/// or makes `limit`: then everything held leaves with it, in one write.
+/// The cork finishes the call when it sends.
+pub(crate) fn hold(conn: &Arc<Conn>, reply: Reply, held_bytes: usize, limit: usize) {
+    let large = reply.spliced.is_some() || reply.buf.len() >= MAX_HELD_REPLY;
     let full = HELD.with(|h| {
         let mut h = h.borrow_mut();
         if h.conn.is_none() {
@@ -108,8 +97,7 @@ pub(crate) fn hold(
         h.calls += 1;
         h.calls >= limit
     });
-    if full {
+    if full || large {
         flush();
     }
-    None
 }

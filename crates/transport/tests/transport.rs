@@ -197,6 +197,20 @@ fn id_of(r: &[u8]) -> u32 {
     u32::from_be_bytes([r[0], r[1], r[2], r[3]])
 }
 
+/// Records 0..n, each op `op` with `arg`, back to back (one pipelined burst).
+fn burst(n: u32, op: u8, arg: u32) -> Vec<u8> {
+    (0..n)
+        .flat_map(|id| record(&payload(id, op, arg, 0)))
+        .collect()
+}
+
+/// Read `n` replies; their ids, sorted.
+fn read_ids(s: &mut TcpStream, n: usize) -> Vec<u32> {
+    let mut got: Vec<u32> = (0..n).map(|_| id_of(&read_record(s).unwrap())).collect();
+    got.sort();
+    got
+}
+
 struct Server {
     h: Handle,
     svc: Arc<Toy>,
@@ -534,11 +548,7 @@ fn client_that_never_reads_does_not_block_others_and_memory_is_bounded() {
 fn shutdown_completes_requests_in_flight() {
     let sv = server_with(TransportConfig::default(), pool(2));
     let mut s = connect(sv.addr);
-    let mut wire = Vec::new();
-    for id in 0..10 {
-        wire.extend(record(&payload(id, 1, 100, 0)));
-    }
-    s.write_all(&wire).unwrap();
+    s.write_all(&burst(10, 1, 100)).unwrap();
     wait_until("all received", Duration::from_secs(5), || {
         sv.h.stats().records_in == 10
     });
@@ -1114,16 +1124,8 @@ fn burst_writes(reply_batch: usize) -> (u64, u64) {
         pool(1),
     );
     let mut s = connect(sv.addr);
-    let mut wire = Vec::new();
-    for id in 0..32 {
-        wire.extend(record(&payload(id, 1, 2, 0)));
-    }
-    s.write_all(&wire).unwrap();
-    let mut got: Vec<u32> = (0..32)
-        .map(|_| id_of(&read_record(&mut s).unwrap()))
-        .collect();
-    got.sort();
-    assert_eq!(got, (0..32).collect::<Vec<_>>());
+    s.write_all(&burst(32, 1, 2)).unwrap();
+    assert_eq!(read_ids(&mut s, 32), (0..32).collect::<Vec<_>>());
     wait_until("every reply counted", Duration::from_secs(5), || {
         sv.h.stats().replies_out == 32
     });
@@ -1159,11 +1161,11 @@ fn a_held_reply_does_not_wait_behind_a_blocking_call() {
         t0.elapsed() < Duration::from_secs(5),
         "held behind the blocking call"
     );
-    assert_eq!(
-        sv.svc.calls.load(Ordering::SeqCst),
-        2,
-        "the blocking call is running"
-    );
+    // The held reply leaves just before the blocking call starts: wait for
+    // that call to be running (still behind the closed gate).
+    wait_until("the blocking call running", Duration::from_secs(5), || {
+        sv.svc.calls.load(Ordering::SeqCst) == 2
+    });
     sv.svc.open_gate();
     assert_eq!(id_of(&read_record(&mut s).unwrap()), 2);
     sv.h.shutdown();
@@ -1175,17 +1177,9 @@ fn a_held_reply_does_not_wait_behind_a_blocking_call() {
 fn held_replies_go_out_before_a_half_closed_connection_closes() {
     let sv = server_with(TransportConfig::default(), pool(1));
     let mut s = connect(sv.addr);
-    let mut wire = Vec::new();
-    for id in 0..40 {
-        wire.extend(record(&payload(id, 1, 1, 0)));
-    }
-    s.write_all(&wire).unwrap();
+    s.write_all(&burst(40, 1, 1)).unwrap();
     s.shutdown(Shutdown::Write).unwrap();
-    let mut got: Vec<u32> = (0..40)
-        .map(|_| id_of(&read_record(&mut s).unwrap()))
-        .collect();
-    got.sort();
-    assert_eq!(got, (0..40).collect::<Vec<_>>());
+    assert_eq!(read_ids(&mut s, 40), (0..40).collect::<Vec<_>>());
     assert_closed(&mut s);
     sv.h.shutdown();
 }
