@@ -197,6 +197,7 @@ pub fn fsmark_cmd(a: LocalArgs) -> Result<(), String> {
                 iteration: None,
                 server_cpu_us_per_op: None,
                 server_csw_per_op: None,
+                commit_seconds: None,
                 error_kinds: Default::default(),
                 spread: Some(s),
                 truncated,

@@ -102,6 +102,10 @@ pub struct OpResult {
     /// Server context switches (voluntary + involuntary) per operation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_csw_per_op: Option<f64>,
+    /// `write`: seconds of the final COMMIT, included in `seconds` (so the
+    /// wire phase alone is `seconds - commit_seconds`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit_seconds: Option<f64>,
     /// Failed operations by reason.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub error_kinds: BTreeMap<String, u64>,
@@ -137,6 +141,7 @@ impl OpResult {
             truncated: false,
             server_cpu_us_per_op: None,
             server_csw_per_op: None,
+            commit_seconds: None,
             error_kinds: BTreeMap::new(),
         }
     }
@@ -462,6 +467,7 @@ impl Phase {
             server_csw_per_op: p
                 .cost
                 .map(|c| (c.voluntary + c.involuntary) as f64 / p.done.max(1) as f64),
+            commit_seconds: None,
             error_kinds: p.error_kinds.clone(),
         }
     }
@@ -897,6 +903,7 @@ pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
             }
             let mut r = row(&a.target, "write", streams, &p, "MB/s");
             r.workload = if a.file_sync { "write-sync" } else { "write" }.into();
+            r.commit_seconds = Some(commit_time.as_secs_f64());
             r.rate = stats::mb_per_s(wbytes.load(Ordering::Relaxed), p.elapsed.as_secs_f64());
             emit(&r, json.as_deref());
         } else {

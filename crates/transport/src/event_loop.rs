@@ -3,6 +3,7 @@
 
 use crate::conn::{Conn, Work};
 use crate::record::RecordReader;
+use crate::sys;
 use crate::{
     bump, Handle, HandleInner, IdleConn, Inline, Limits, LoopNotify, LoopStats, Msg, PoolLayout,
     Request, Route, Service, Shared, State, TransportConfig, WorkerStats, DRAINING, FINAL, RUNNING,
@@ -250,6 +251,36 @@ struct Entry {
     eof: bool,
     /// Bytes of a partial record counted against `max_buffered_bytes`.
     held: usize,
+    /// The socket's SO_RCVLOWAT, when above 1 (waiting for a large
+    /// fragment's body in one wakeup).
+    lowat: usize,
+}
+
+impl Entry {
+    /// The socket has less than the large fragment still owes: ask the
+    /// kernel not to report it readable before the rest is in, so the body
+    /// is read in one wakeup, not one per segment (1 MiB WRITE, one stream:
+    /// 3.7 -> 2.8 context switches, docs/request-path.md). At most half the
+    /// current receive buffer: a low-water mark the buffer must grow to fit
+    /// also clamps the receive window (`tcp_set_rcvlowat`). It cannot stall
+    /// a connection: the kernel reports readable early when the receive
+    /// memory nears its limit or the window closes (`tcp_epollin_ready`),
+    /// and at end of stream or error.
+    fn wait_for_fragment(&mut self) {
+        let sock = &self.conn.sock;
+        let buf = rustix::net::sockopt::socket_recv_buffer_size(sock).unwrap_or(0);
+        let want = self.rd.frag_owed().min(buf / 2).max(1);
+        if want != self.lowat.max(1) && sys::set_rcvlowat(sock, want).is_ok() {
+            self.lowat = want;
+        }
+    }
+
+    /// Between large fragments: readable again at the first byte.
+    fn end_fragment_wait(&mut self) {
+        if self.lowat > 1 && sys::set_rcvlowat(&self.conn.sock, 1).is_ok() {
+            self.lowat = 0;
+        }
+    }
 }
 
 enum ReadOutcome {
@@ -675,6 +706,7 @@ impl EventLoop {
             *slot = Some(Entry {
                 conn,
                 rd: RecordReader::default(),
+                lowat: 0,
                 last_active: Instant::now(),
                 scheduled: false,
                 stalled: false,
@@ -1086,7 +1118,7 @@ impl EventLoop {
         // A large fragment body goes straight into its record (one copy
         // from the socket, not two); headers and small calls use scratch.
         if e.rd.direct_wanted(DIRECT_MIN) {
-            let (d, r) = e.rd.read_direct(&mut &c.sock);
+            let (d, r) = e.rd.read_direct(|v, max| sys::recv_append(&c.sock, v, max));
             let st = &self.shared.loop_stats[self.idx];
             bump(&st.bytes_in, d.bytes as u64);
             bump(&st.records_in, d.records as u64);
@@ -1101,7 +1133,10 @@ impl EventLoop {
                     ReadOutcome::Eof
                 }
                 Ok(()) => ReadOutcome::More,
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => ReadOutcome::Stop,
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                    e.wait_for_fragment();
+                    ReadOutcome::Stop
+                }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => ReadOutcome::More,
                 Err(err) => {
                     tracing::debug!(conn = c.id, peer = %c.peer, "read: {err}");
@@ -1109,6 +1144,8 @@ impl EventLoop {
                 }
             };
         }
+        e.end_fragment_wait();
+        let c = &e.conn;
         match (&c.sock).read(&mut self.scratch) {
             Ok(0) => {
                 e.eof = true;

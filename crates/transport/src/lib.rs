@@ -71,8 +71,8 @@ mod conn;
 mod cork;
 mod event_loop;
 mod pipe;
-mod pktinfo;
 mod record;
+mod sys;
 mod udp;
 
 pub use event_loop::split_pool;

@@ -3,7 +3,7 @@
 //! marks the last fragment and whose low 31 bits give the fragment length.
 
 use std::collections::VecDeque;
-use std::io::{self, Read};
+use std::io;
 
 /// High bit of a fragment header: this is the record's last fragment.
 pub(crate) const LAST_FRAGMENT: u32 = 0x8000_0000;
@@ -114,28 +114,52 @@ impl RecordReader {
         self.rec.len()
     }
 
+    /// Bytes the fragment being received still owes (0 between fragments).
+    pub fn frag_owed(&self) -> usize {
+        if self.in_frag {
+            self.frag_left
+        } else {
+            0
+        }
+    }
+
     /// Bytes still owed by the fragment being received, if it has this
     /// many or more: the body can then go straight into the record.
     pub fn direct_wanted(&self, min: usize) -> bool {
         self.in_frag && self.frag_left >= min
     }
 
-    /// Read the rest of the current fragment from `src` straight into the
-    /// record's reserved capacity (reserved when its header arrived), so a
-    /// large WRITE's payload is copied once, socket to record, not through
-    /// a scratch buffer too. Never reads past the fragment: the next
-    /// header stays in the socket. Bytes read before an error are kept.
-    pub fn read_direct(&mut self, src: &mut impl Read) -> (Direct, io::Result<()>) {
+    /// Read the rest of the current fragment straight into the record's
+    /// reserved capacity (reserved when its header arrived), so a large
+    /// WRITE's payload is copied once, socket to record, not through a
+    /// scratch buffer too. `fill(rec, max)` appends at most `max` bytes to
+    /// `rec` (0: end of stream); it is called until the fragment is whole
+    /// or it fails (WouldBlock), so the next header stays in the socket.
+    /// Bytes read before an error are kept.
+    pub fn read_direct(
+        &mut self,
+        mut fill: impl FnMut(&mut Vec<u8>, usize) -> io::Result<usize>,
+    ) -> (Direct, io::Result<()>) {
         let before = self.rec.len();
-        let want = self.frag_left as u64;
-        // Take stops at the fragment's end without a syscall; read_to_end
-        // fills spare capacity without zeroing it first.
-        let r = src.take(want).read_to_end(&mut self.rec).map(|_| ());
-        let bytes = self.rec.len() - before;
-        self.frag_left -= bytes;
+        let mut r = Ok(());
+        let mut eof = false;
+        while self.frag_left > 0 {
+            match fill(&mut self.rec, self.frag_left) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => self.frag_left -= n.min(self.frag_left),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    r = Err(e);
+                    break;
+                }
+            }
+        }
         let d = Direct {
-            bytes,
-            eof: r.is_ok() && self.frag_left > 0,
+            bytes: self.rec.len() - before,
+            eof,
             records: self.fragment_done(),
         };
         (d, r)
@@ -145,6 +169,7 @@ impl RecordReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
 
     fn frag(last: bool, body: &[u8]) -> Vec<u8> {
         let mut v = (body.len() as u32 | if last { LAST_FRAGMENT } else { 0 })
@@ -184,6 +209,14 @@ mod tests {
         step: usize,
         block: bool,
     }
+    /// What the socket's `fill` does, from any reader.
+    fn append(src: &mut impl Read, v: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        let mut buf = vec![0; max];
+        let n = src.read(&mut buf)?;
+        v.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
     impl Read for Trickle<'_> {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
             self.block = !self.block;
@@ -218,7 +251,7 @@ mod tests {
                     rounds += 1;
                     assert!(rounds < 100_000, "no progress");
                     if r.direct_wanted(64) {
-                        let (d, res) = r.read_direct(&mut src);
+                        let (d, res) = r.read_direct(|v, max| append(&mut src, v, max));
                         assert!(!d.eof);
                         got += d.records;
                         match res {
@@ -252,7 +285,7 @@ mod tests {
         let w = frag(true, &body);
         assert_eq!(r.feed(&w[..10], 1000), Ok(0));
         let mut rest: &[u8] = &w[10..200];
-        let (d, res) = r.read_direct(&mut rest);
+        let (d, res) = r.read_direct(|v, max| append(&mut rest, v, max));
         assert!(res.is_ok());
         assert_eq!((d.bytes, d.records, d.eof), (190, 0, true));
     }

@@ -11,7 +11,7 @@
 //! their own sequencing.
 //!
 //! On a wildcard address each datagram's destination is read
-//! (IP_PKTINFO, the `pktinfo` module): the reply leaves from it and the
+//! (IP_PKTINFO, the `sys` module): the reply leaves from it and the
 //! service sees it as `Request::local`, as with TCP's accepted sockets.
 //!
 //! Bounds: a datagram larger than `max_datagram` is dropped (read into a
@@ -149,7 +149,7 @@ impl UdpTransport {
             // A wildcard socket learns each datagram's destination, to
             // answer from it and report it as `Request::local`.
             let wild = a.ip().is_unspecified()
-                && match crate::pktinfo::enable(&s, a.is_ipv6()) {
+                && match crate::sys::enable(&s, a.is_ipv6()) {
                     Ok(()) => true,
                     Err(e) => {
                         tracing::warn!(%a, error = %e, "udp: no IP_PKTINFO: replies leave from the kernel's choice of address");
@@ -206,7 +206,7 @@ fn serve(s: &UdpSocket, wild: bool, sh: &Shared, service: &dyn Service, max: usi
     let mut buf = vec![0u8; max + 1];
     while !sh.stop.load(Ordering::Acquire) {
         let got = if wild {
-            crate::pktinfo::recv(s, &mut buf)
+            crate::sys::recv(s, &mut buf)
         } else {
             s.recv_from(&mut buf).map(|(n, p)| (n, p, None))
         };
@@ -273,7 +273,7 @@ fn serve(s: &UdpSocket, wild: bool, sh: &Shared, service: &dyn Service, max: usi
             continue;
         }
         let sent = match &dst {
-            Some(d) => crate::pktinfo::send(s, body, peer, d),
+            Some(d) => crate::sys::send(s, body, peer, d),
             None => s.send_to(body, peer),
         };
         match sent {

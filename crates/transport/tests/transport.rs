@@ -304,6 +304,79 @@ fn multi_fragment_record_split_across_writes() {
     sv.h.shutdown();
 }
 
+/// A large fragment's body is awaited with a raised SO_RCVLOWAT: a sender
+/// that pauses mid-fragment, fragments of many sizes, and small calls
+/// right behind a large one (the mark must be lowered again, or they would
+/// never poll readable) all arrive whole.
+#[test]
+fn large_fragments_with_pauses_then_small_calls_arrive_whole() {
+    let sv = server();
+    let mut s = connect(sv.addr);
+    let big = payload(1, 0, 0, 1 << 20);
+    // One fragment, sent in pieces with pauses inside the body.
+    let wire = record(&big);
+    for (k, chunk) in wire.chunks(200_000).enumerate() {
+        s.write_all(chunk).unwrap();
+        if k % 2 == 0 {
+            thread::sleep(Duration::from_millis(30));
+        }
+    }
+    // A small call right behind it, nothing after: it must not wait for
+    // more bytes.
+    let small = payload(2, 0, 0, 10);
+    s.write_all(&record(&small)).unwrap();
+    assert_eq!(read_record(&mut s).unwrap(), big);
+    assert_eq!(read_record(&mut s).unwrap(), small);
+    // A record of three large fragments and a small one, each header
+    // followed by a pause, then a small call.
+    let p = payload(3, 0, 0, 700_000);
+    let parts = [
+        &p[..300_000],
+        &p[300_000..320_000],
+        &p[320_000..699_000],
+        &p[699_000..],
+    ];
+    for (k, part) in parts.iter().enumerate() {
+        let mark = if k == parts.len() - 1 {
+            0x8000_0000u32
+        } else {
+            0
+        } | part.len() as u32;
+        s.write_all(&mark.to_be_bytes()).unwrap();
+        thread::sleep(Duration::from_millis(20));
+        let (a, b) = part.split_at(part.len() / 3);
+        s.write_all(a).unwrap();
+        thread::sleep(Duration::from_millis(20));
+        s.write_all(b).unwrap();
+    }
+    let small = payload(4, 0, 0, 0);
+    s.write_all(&record(&small)).unwrap();
+    assert_eq!(read_record(&mut s).unwrap(), p);
+    assert_eq!(read_record(&mut s).unwrap(), small);
+    sv.h.shutdown();
+}
+
+/// A sender that stops inside a large fragment and closes its side is
+/// seen at once (the low-water mark does not hide end of stream): the
+/// partial record is dropped and the connection closed.
+#[test]
+fn end_of_stream_inside_a_large_fragment_closes() {
+    let sv = server();
+    let mut s = connect(sv.addr);
+    let wire = record(&payload(1, 0, 0, 1 << 20));
+    s.write_all(&wire[..300_000]).unwrap();
+    thread::sleep(Duration::from_millis(50));
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let t0 = Instant::now();
+    assert_closed(&mut s);
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "close took {:?}",
+        t0.elapsed()
+    );
+    sv.h.shutdown();
+}
+
 #[test]
 fn record_over_max_record_closes_connection() {
     let sv = server_with(

@@ -1,9 +1,11 @@
-//! The destination address of datagrams on a wildcard UDP socket
-//! (IP_PKTINFO, IPV6_RECVPKTINFO), and replies sent from it: a UDP server
-//! bound to 0.0.0.0 must answer from the address the client wrote to (a
-//! client on a connected socket ignores anything else), and the port
-//! mapper reports addresses the client can reach from it, as rpcbind does.
-//! The transport's thin syscall module: its only `unsafe` (setsockopt, recvmsg, sendmsg).
+//! The transport's thin syscall module: its only `unsafe`.
+//! - TCP receive: `recv` straight into a record's reserved room, and
+//!   SO_RCVLOWAT (the event loop's large-fragment wait).
+//! - UDP: the destination address of datagrams on a wildcard socket
+//!   (IP_PKTINFO, IPV6_RECVPKTINFO), and replies sent from it: a UDP server
+//!   bound to 0.0.0.0 must answer from the address the client wrote to (a
+//!   client on a connected socket ignores anything else), and the port
+//!   mapper reports addresses the client can reach from it, as rpcbind does.
 
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -19,19 +21,27 @@ pub(crate) struct Dst {
 
 /// Ask the kernel for each datagram's destination address.
 pub(crate) fn enable(s: &UdpSocket, v6: bool) -> io::Result<()> {
-    let on: libc::c_int = 1;
     let (level, opt) = if v6 {
         (libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO)
     } else {
         (libc::IPPROTO_IP, libc::IP_PKTINFO)
     };
+    setsockopt_int(s, level, opt, 1)
+}
+
+fn setsockopt_int(
+    s: &impl AsRawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: a valid fd and a c_int option of the right size.
     let r = unsafe {
         libc::setsockopt(
             s.as_raw_fd(),
             level,
             opt,
-            (&on as *const libc::c_int).cast(),
+            (&v as *const libc::c_int).cast(),
             size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
@@ -39,6 +49,34 @@ pub(crate) fn enable(s: &UdpSocket, v6: bool) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// SO_RCVLOWAT: bytes the socket must hold before it polls readable.
+pub(crate) fn set_rcvlowat(s: &impl AsRawFd, bytes: usize) -> io::Result<()> {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    setsockopt_int(s, libc::SOL_SOCKET, libc::SO_RCVLOWAT, v)
+}
+
+/// One `recv` of at most `max` bytes into `v`'s spare capacity (no
+/// zeroing first, no copy through another buffer); returns the bytes
+/// appended, 0 at end of stream.
+pub(crate) fn recv_append(s: &impl AsRawFd, v: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+    if v.capacity() - v.len() < max {
+        v.reserve(max); // not when the record's room was reserved up front
+    }
+    let spare = v.spare_capacity_mut();
+    let len = spare.len().min(max);
+    // SAFETY: the kernel writes at most `len` bytes into `v`'s spare
+    // capacity, which has at least that many.
+    let n = unsafe { libc::recv(s.as_raw_fd(), spare.as_mut_ptr().cast(), len, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let n = n as usize;
+    // SAFETY: recv initialized the first `n` (<= len) bytes of the spare
+    // capacity.
+    unsafe { v.set_len(v.len() + n) };
+    Ok(n)
 }
 
 /// Room for one IPV6_PKTINFO (the larger) control message, aligned.
