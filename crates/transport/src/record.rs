@@ -126,7 +126,7 @@ impl RecordReader {
     /// Bytes still owed by the fragment being received, if it has this
     /// many or more: the body can then go straight into the record.
     pub fn direct_wanted(&self, min: usize) -> bool {
-        self.in_frag && self.frag_left >= min
+        self.frag_owed() >= min.max(1)
     }
 
     /// Read the rest of the current fragment straight into the record's
