@@ -176,6 +176,44 @@ fn a_cached_object_moved_out_of_the_export_goes_stale() {
     }
 }
 
+/// The same with objects the caches cannot keep (a budget of one
+/// descriptor): a proof kept without its descriptor (the verdict map) is
+/// trusted no longer than a cached object's.
+#[test]
+fn an_uncached_object_moved_out_of_the_export_goes_stale() {
+    for m in modes() {
+        let top = tmp();
+        let exp = top.path().join("export");
+        fs::create_dir(&exp).unwrap();
+        let fs = LocalFs::open(
+            &exp,
+            7,
+            LocalOptions {
+                verify_ttl: Duration::from_millis(200),
+                object_cache_entries: 1,
+                open_file_cache_entries: 1,
+                caches: Some(Caches::new(1)),
+                ..opts(m)
+            },
+        )
+        .unwrap();
+        let inside = mkdir(&fs, &fs.root(), "in");
+        let files: Vec<Fh> = (0..4)
+            .map(|i| create(&fs, &inside, &format!("g{i}")))
+            .collect();
+        for _ in 0..3 {
+            for f in &files {
+                assert!(fs.getattr(&root(), f).is_ok(), "{m:?}");
+            }
+        }
+        fs::rename(exp.join("in"), top.path().join("moved_out")).unwrap();
+        std::thread::sleep(Duration::from_millis(400));
+        for (i, f) in files.iter().enumerate() {
+            assert!(fs.getattr(&root(), f).is_err(), "{m:?}: g{i}");
+        }
+    }
+}
+
 /// Many threads over many objects with tiny bounds: the descriptor budget
 /// and every cache's entry bound hold at every moment we look.
 #[test]

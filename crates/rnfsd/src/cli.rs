@@ -92,6 +92,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   open_file_cache_entries = 4096 per export: open files (1 fd each)
   path_cache_entries = 1000000   per export: inode -> location (no fds,
                                  about 150 bytes each)
+  verdict_cache_entries = 262144 per export: objects lately proven inside
+                                 the export (no fds, about 50 bytes each)
   handle_scan_limit = 1000000    entries one walk for lost handles visits
   handle_scan_waiters = 8        calls waiting for that walk at once
   handle_scan_wait_ms = 1000     then JUKEBOX (the client retries)
@@ -277,6 +279,12 @@ pub struct ServeArgs {
     /// 150 bytes each). [default: 1000000]
     #[arg(long, value_name = "N")]
     pub path_cache_entries: Option<usize>,
+
+    /// Per export: objects lately proven inside the export, so one opened
+    /// by handle again is not proven again within the proof's lifetime (no
+    /// descriptors; about 50 bytes each). [default: 262144]
+    #[arg(long, value_name = "N")]
+    pub verdict_cache_entries: Option<usize>,
 
     /// Per export: syncs (fsync) running at once; more requests queue or
     /// share one (group commit). [default: 64]
@@ -465,6 +473,7 @@ impl ServeArgs {
             (&mut s.object_cache_entries, self.object_cache_entries),
             (&mut s.open_file_cache_entries, self.open_file_cache_entries),
             (&mut s.path_cache_entries, self.path_cache_entries),
+            (&mut s.verdict_cache_entries, self.verdict_cache_entries),
             (&mut s.max_syncs_in_flight, self.max_syncs_in_flight),
         ] {
             if src.is_some() {

@@ -278,6 +278,9 @@ pub struct ServerConfig {
     /// Local backend, per export: bound on the inode -> location map (no
     /// descriptors; None = backend default).
     pub path_cache_entries: Option<usize>,
+    /// Local backend, per export: bound on the map of objects lately
+    /// proven inside the export (no descriptors; None = backend default).
+    pub verdict_cache_entries: Option<usize>,
     /// Local backend: bound on directory entries one walk of the export
     /// visits when looking for handles whose location is unknown (None =
     /// backend default).
@@ -526,6 +529,7 @@ impl Default for ServerConfig {
             pin_loops: None,
             shutdown_timeout_secs: 10,
             path_cache_entries: None,
+            verdict_cache_entries: None,
             handle_scan_limit: None,
             handle_scan_waiters: None,
             handle_scan_wait_ms: None,
@@ -918,6 +922,7 @@ impl Config {
         }
         for (k, v) in [
             ("path_cache_entries", s.path_cache_entries),
+            ("verdict_cache_entries", s.verdict_cache_entries),
             ("handle_scan_waiters", s.handle_scan_waiters),
             ("object_cache_entries", s.object_cache_entries),
             ("open_file_cache_entries", s.open_file_cache_entries),

@@ -138,6 +138,7 @@ impl Opener {
         }
         for (dst, src) in [
             (&mut o.path_cache_entries, s.path_cache_entries),
+            (&mut o.verdict_cache_entries, s.verdict_cache_entries),
             (&mut o.handle_scan_limit, s.handle_scan_limit),
             (&mut o.handle_scan_waiters, s.handle_scan_waiters),
             (&mut o.object_cache_entries, s.object_cache_entries),

@@ -75,7 +75,7 @@ use std::time::{Duration, Instant};
 
 pub use creds::reset_thread_creds;
 
-use crate::cache::{Caches, TtlSet};
+use crate::cache::{Caches, GenMap, TtlSet};
 use crate::durable::Committer;
 use crate::handle::{self, Sealer};
 use crate::{
@@ -108,6 +108,10 @@ pub struct LocalOptions {
     pub act_as_caller: bool,
     /// Bound of the inode -> location map (entries hold no descriptors).
     pub path_cache_entries: usize,
+    /// Bound of the map of objects lately proven inside the export (no
+    /// descriptors): an object opened by handle again within `verify_ttl`
+    /// of its proof is not proven again.
+    pub verdict_cache_entries: usize,
     /// Bound on directory entries one walk for lost handles visits.
     pub handle_scan_limit: usize,
     /// Workers waiting at once for a walk to find a handle's object; more
@@ -150,6 +154,7 @@ impl std::fmt::Debug for LocalOptions {
             .field("cross_mounts", &self.cross_mounts)
             .field("act_as_caller", &self.act_as_caller)
             .field("path_cache_entries", &self.path_cache_entries)
+            .field("verdict_cache_entries", &self.verdict_cache_entries)
             .field("handle_scan_limit", &self.handle_scan_limit)
             .field("handle_scan_waiters", &self.handle_scan_waiters)
             .field("handle_scan_wait", &self.handle_scan_wait)
@@ -170,6 +175,7 @@ impl Default for LocalOptions {
             cross_mounts: false,
             act_as_caller: sys::geteuid() == 0,
             path_cache_entries: 1_000_000,
+            verdict_cache_entries: 262_144,
             handle_scan_limit: 1_000_000,
             handle_scan_waiters: 8,
             handle_scan_wait: Duration::from_secs(1),
@@ -258,6 +264,11 @@ pub struct LocalFs {
     epoch: Instant,
     locs: Arc<LocMap>,
     negative: TtlSet<(Key, u32)>,
+    /// Objects proven inside the export, and when (`now_ms`): a verdict
+    /// that outlives the object cache's descriptor, so an object the cache
+    /// could not keep is not proven again (a readlink of its /proc link)
+    /// at every call. Trusted for `verify_ttl`, as a cached object's.
+    verdicts: GenMap<Key, u64>,
     objects: Arc<ObjCache>,
     files: Arc<FileCache>,
     scanner: Scanner,
@@ -353,6 +364,7 @@ impl LocalFs {
             epoch,
             locs,
             negative: TtlSet::new(NEGATIVE_CAP, NEGATIVE_TTL),
+            verdicts: GenMap::new(opts.verdict_cache_entries.max(1)),
             objects: ObjCache::new(opts.object_cache_entries, caches.clone()),
             files: FileCache::new(
                 opts.open_file_cache_entries,

@@ -147,8 +147,7 @@ impl LocalFs {
         self.srv()?;
         match self.resolve_uncached(fh)? {
             None => self.root_obj(),
-            Some((fd, st)) => {
-                let verified = self.verdict_now(&st);
+            Some((fd, st, verified)) => {
                 let o = self.objects.insert(&fh.0, fd, verified);
                 Ok(Obj {
                     fd: FdRef::Cached(o),
@@ -189,8 +188,8 @@ impl LocalFs {
             && self.now_ms().saturating_sub(at) > self.opts.verify_ttl.as_millis() as u64
         {
             self.srv()?;
-            match self.prove_inside(o.fd.as_raw_fd(), &st) {
-                Ok(()) => o.set_verified(self.now_ms()),
+            match self.proven_inside(o.fd.as_raw_fd(), &st) {
+                Ok(at) => o.set_verified(at),
                 Err(e) => {
                     if e == FsError::Stale {
                         self.objects.forget(&fh.0, &o);
@@ -207,8 +206,9 @@ impl LocalFs {
         })
     }
 
-    /// Decodes and finds a handle's object: None for the export root.
-    fn resolve_uncached(&self, fh: &Fh) -> FsResult<Option<(OwnedFd, Stat)>> {
+    /// Decodes and finds a handle's object: None for the export root; else
+    /// the object and when it was proven inside the export.
+    fn resolve_uncached(&self, fh: &Fh) -> FsResult<Option<(OwnedFd, Stat, u64)>> {
         match self.sealer.open(&fh.0)? {
             Decoded::Path { fs, ino, gen } => {
                 if fs != 0 && !self.opts.cross_mounts {
@@ -219,7 +219,8 @@ impl LocalFs {
                 if key == self.root_key {
                     return Ok(None);
                 }
-                self.find(key, gen).map(Some)
+                let (fd, st) = self.find(key, gen)?;
+                Ok(Some((fd, st, self.verdict_now(&st))))
             }
             Decoded::Kernel { htype, bytes } => {
                 if self.mode != HandleMode::Kernel {
@@ -233,14 +234,34 @@ impl LocalFs {
                 if st.key() == self.root_key {
                     return Ok(None);
                 }
-                if !self.whole_fs {
-                    self.prove_inside(fd.as_raw_fd(), &st)?;
-                }
-                Ok(Some((fd, st)))
+                let verified = if self.whole_fs {
+                    self.verdict_now(&st)
+                } else {
+                    self.proven_inside(fd.as_raw_fd(), &st)?
+                };
+                Ok(Some((fd, st, verified)))
             }
             // Sealed with our key for a CephFS export of the same id.
             Decoded::Ceph { .. } => Err(FsError::Stale),
         }
+    }
+
+    /// When the object `fd` refers to was proven inside the export: a proof
+    /// younger than `verify_ttl` is reused, else one is made now. The handle
+    /// opened this very object (inode and generation), and a verdict is
+    /// trusted as long as a cached object's, so the reuse changes nothing a
+    /// client can reach.
+    fn proven_inside(&self, fd: RawFd, st: &Stat) -> FsResult<u64> {
+        let now = self.now_ms();
+        let ttl = self.opts.verify_ttl.as_millis() as u64;
+        if let Some(at) = self.verdicts.get(&st.key()) {
+            if now.saturating_sub(at) <= ttl {
+                return Ok(at);
+            }
+        }
+        self.prove_inside(fd, st)?;
+        self.verdicts.insert(st.key(), now);
+        Ok(now)
     }
 
     /// Proves that the object `fd` refers to lies below the export root
