@@ -139,6 +139,19 @@ impl<K: Hash + Eq + Clone> Committer<K> {
         depth: usize,
         sync: impl FnOnce() -> io::Result<()>,
     ) -> Result<(), i32> {
+        self.sync_depth_alone(key, depth, |_| sync())
+    }
+
+    /// As `sync_depth`, telling `sync` whether the batch answers this
+    /// request alone: granted a slot the moment it was made, under the
+    /// state lock, so no other request could see it to join. A sync that
+    /// covers only this request's own change is then enough.
+    pub fn sync_depth_alone(
+        &self,
+        key: &K,
+        depth: usize,
+        sync: impl FnOnce(bool) -> io::Result<()>,
+    ) -> Result<(), i32> {
         self.count(|c| c.requests += 1);
         let mut g = self.lock();
         let obj = g.objects.entry(key.clone()).or_insert(PerObject {
@@ -175,10 +188,13 @@ impl<K: Hash + Eq + Clone> Committer<K> {
         let b = Batch::new();
         let obj_free = obj.running < obj.depth;
         obj.queued = Some(b.clone());
+        let mut alone = false;
         if obj_free {
             if g.in_flight < self.max_in_flight && g.ready.is_empty() {
                 g.in_flight += 1;
+                // Made and closed under this lock: nobody can join it.
                 self.grant(&mut g, key, &b);
+                alone = true;
             } else {
                 if let Some(o) = g.objects.get_mut(key) {
                     o.queued_ready = true;
@@ -196,7 +212,7 @@ impl<K: Hash + Eq + Clone> Committer<K> {
                 p = b.cv.wait(p).unwrap_or_else(|e| e.into_inner());
             }
         }
-        let r = sync().map_err(|e| e.raw_os_error().unwrap_or(libc::EIO));
+        let r = sync(alone).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO));
         self.count(|c| {
             c.syncs += 1;
             c.errors += u64::from(r.is_err());
@@ -323,6 +339,60 @@ mod tests {
             h.join().unwrap();
         }
         (peak.load(Ordering::SeqCst), syncs.load(Ordering::SeqCst))
+    }
+
+    /// A batch granted at once answers its request alone; one that waited
+    /// for a slot is not told so, even if nobody joined it.
+    #[test]
+    fn only_a_batch_granted_at_once_is_alone() {
+        let c = Arc::new(Committer::<u32>::new(1));
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let first = {
+            let c = c.clone();
+            std::thread::spawn(move || {
+                let mut seen = None;
+                let r = c.sync_depth_alone(&1, usize::MAX, |alone| {
+                    seen = Some(alone);
+                    started_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                    Ok(())
+                });
+                (r, seen)
+            })
+        };
+        started_rx.recv().unwrap();
+        // The only slot is taken: these two queue; the second joins the
+        // first's batch.
+        let queued: Vec<_> = (0..2)
+            .map(|_| {
+                let c = c.clone();
+                let h = std::thread::spawn(move || {
+                    let mut seen = None;
+                    let r = c.sync_depth_alone(&1, usize::MAX, |alone| {
+                        seen = Some(alone);
+                        Ok(())
+                    });
+                    (r, seen)
+                });
+                // Let it reach the queue before the next one.
+                std::thread::sleep(Duration::from_millis(50));
+                h
+            })
+            .collect();
+        release_tx.send(()).unwrap();
+        assert_eq!(first.join().unwrap(), (Ok(()), Some(true)));
+        let seen: Vec<_> = queued.into_iter().map(|h| h.join().unwrap()).collect();
+        // One of them led the queued batch (not alone), the other joined it
+        // and ran nothing.
+        assert!(seen.iter().all(|(r, _)| *r == Ok(())));
+        assert_eq!(
+            seen.iter().filter(|(_, s)| *s == Some(false)).count(),
+            1,
+            "{seen:?}"
+        );
+        assert_eq!(seen.iter().filter(|(_, s)| s.is_none()).count(), 1);
+        assert_eq!(c.counts().joined, 1);
     }
 
     #[test]

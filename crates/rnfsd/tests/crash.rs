@@ -9,8 +9,9 @@
 //! namespace change must be there, and the verifier must differ after the
 //! restart.
 //!
-//! Rounds: `RNFSD_CRASH_ROUNDS` (default 4; the full run is 20):
-//! ext4 and XFS in turn, data and names, then names only.
+//! Rounds: `RNFSD_CRASH_ROUNDS` (default 6; the full run is 20):
+//! ext4 and XFS in turn, data and names, then names only; rounds 4 and 5
+//! of every 6 only create files and directories.
 
 mod common;
 
@@ -177,13 +178,7 @@ async fn namespace(nfs: NfsClient, root: NfsFh3, tag: String, acked: Arc<Mutex<A
         let c = format!("{tag}c{n}");
         let r = format!("{tag}r{n}");
         acked.lock().unwrap().uncertain.insert(c.clone());
-        let created = nfs
-            .create(&Create3Args {
-                where_: dirop(&root, &c),
-                how: CreateHow3::Guarded(sattr_mode(0o644)),
-            })
-            .await;
-        if !matches!(created, Ok(NfsRes::Ok(_))) {
+        if !made(&nfs, &root, &c, false).await {
             return;
         }
         {
@@ -249,6 +244,47 @@ async fn namespace(nfs: NfsClient, root: NfsFh3, tag: String, acked: Arc<Mutex<A
     }
 }
 
+/// CREATE (GUARDED) of a file, or MKDIR; whether it succeeded.
+async fn made(nfs: &NfsClient, root: &NfsFh3, name: &str, dir: bool) -> bool {
+    if dir {
+        let res = nfs
+            .mkdir(&Mkdir3Args {
+                where_: dirop(root, name),
+                attributes: sattr_mode(0o755),
+            })
+            .await;
+        return matches!(res, Ok(NfsRes::Ok(_)));
+    }
+    let res = nfs
+        .create(&Create3Args {
+            where_: dirop(root, name),
+            how: CreateHow3::Guarded(sattr_mode(0o644)),
+        })
+        .await;
+    matches!(res, Ok(NfsRes::Ok(_)))
+}
+
+/// Files and directories made, nothing else: no later change of this
+/// client commits the journal on a create's behalf, so only the create's
+/// own sync makes it durable before the cut (a sync that covered only part
+/// of the change, or none, loses names here).
+async fn creates_only(nfs: NfsClient, root: NfsFh3, tag: String, acked: Arc<Mutex<Acked>>) {
+    for n in 0u64.. {
+        let c = format!("{tag}m{n}");
+        acked.lock().unwrap().uncertain.insert(c.clone());
+        if !made(&nfs, &root, &c, n % 2 == 1).await {
+            return;
+        }
+        let mut a = acked.lock().unwrap();
+        if a.cutting {
+            return;
+        }
+        a.uncertain.remove(&c);
+        a.present.insert(c);
+        a.ops += 1;
+    }
+}
+
 /// Checks the replayed filesystem against what was acknowledged; returns
 /// (blocks checked, names checked).
 fn verify(export: &Path, a: &Acked) -> (usize, usize) {
@@ -309,12 +345,15 @@ async fn round(r: u64) {
     // Odd rounds change names only: no data sync commits the journal for
     // them, so a namespace change acknowledged before it was durable is
     // lost at the cut.
+    // Rounds 4 and 5 of every 6 only make files and directories.
+    let made_only = r % 6 >= 4;
     let names_only = r % 2 == 1;
     for k in 0..6 {
         let s = mount(&srv).await;
         let (nfs, root, a) = (s.nfs.clone(), s.root.clone(), acked.clone());
         tasks.push(tokio::spawn(async move {
             match k {
+                _ if made_only => creates_only(nfs, root, format!("m{k}"), a).await,
                 _ if names_only => namespace(nfs, root, format!("n{k}"), a).await,
                 0 | 1 => unstable_writer(nfs, root, format!("u{k}"), a).await,
                 2 | 3 => stable_writer(nfs, root, format!("s{k}"), a).await,
@@ -372,7 +411,7 @@ async fn acknowledged_changes_survive_a_power_cut() {
     let rounds: u64 = std::env::var("RNFSD_CRASH_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(4)
+        .unwrap_or(6)
         .clamp(1, 100);
     for r in 0..rounds {
         tokio::time::timeout(Duration::from_secs(120), round(r))

@@ -52,7 +52,20 @@ impl LocalFs {
     /// Makes every metadata change on `dev` so far durable with one shared
     /// journal commit, if the export's filesystem is `dev` and has an
     /// ordered journal; Ok(false) if it cannot (sync per object then).
-    fn commit_journal(&self, devs: &[u64]) -> FsResult<bool> {
+    ///
+    /// `made`: a file or directory this call made (CREATE, MKDIR), whose
+    /// last change is the call's. A request that leads a commit alone syncs
+    /// that object instead of the marker: it and its directory entry were
+    /// changed in one transaction. An fsync of a regular file waits for
+    /// that file's last transaction only (ext4 `i_sync_tid`, the XFS
+    /// inode's log sequence), and not at all if another request's commit
+    /// already carried it; one of a directory commits the running
+    /// transaction (ext4) or the log up to the directory's last change
+    /// (XFS), either of which holds the change. The marker's change would
+    /// add a journal handle, and for a file force the next transaction
+    /// too. Requests that joined a commit may have changed anything, so a
+    /// shared commit stays the marker's.
+    fn commit_journal(&self, devs: &[u64], made: Option<&Obj<'_>>) -> FsResult<bool> {
         let Some(j) = self
             .journal
             .as_ref()
@@ -63,8 +76,16 @@ impl LocalFs {
         // As the server: the marker is its own, and a caller who may change
         // a directory may not be allowed to touch it.
         self.srv()?;
+        let own = made
+            .filter(|o| o.st.is_reg() || o.st.is_dir())
+            .and_then(|o| sys::reopen(o.raw(), libc::O_RDONLY | libc::O_NONBLOCK).ok());
         self.committer
-            .sync_depth(&SyncOf::Journal, super::journal::DEPTH, || j.commit())
+            .sync_depth_alone(&SyncOf::Journal, super::journal::DEPTH, |alone| {
+                match own.as_ref().filter(|_| alone) {
+                    Some(f) => sys::fsync(f.as_raw_fd()),
+                    None => j.commit(),
+                }
+            })
             .map_err(|e| self.sync_failed(e))?;
         Ok(true)
     }
@@ -91,6 +112,16 @@ impl LocalFs {
     /// new symlink or node is made durable with its directory entry, which
     /// journaling filesystems commit together) and the directory.
     pub(super) fn sync_change(&self, dir: &Obj<'_>, child: Option<&Obj<'_>>) -> FsResult<()> {
+        self.sync_namespace(dir, child, false)
+    }
+
+    /// As `sync_change`, for an object the call made (CREATE, MKDIR,
+    /// SYMLINK, MKNOD), whose change is its last.
+    pub(super) fn sync_made(&self, dir: &Obj<'_>, made: &Obj<'_>) -> FsResult<()> {
+        self.sync_namespace(dir, Some(made), true)
+    }
+
+    fn sync_namespace(&self, dir: &Obj<'_>, child: Option<&Obj<'_>>, made: bool) -> FsResult<()> {
         if !self.opts.sync {
             return Ok(());
         }
@@ -98,7 +129,7 @@ impl LocalFs {
             dir.st.key().dev,
             child.map_or(dir.st.key().dev, |c| c.st.key().dev),
         ];
-        if self.commit_journal(&devs)? {
+        if self.commit_journal(&devs, child.filter(|_| made))? {
             return Ok(());
         }
         if let Some(c) = child.filter(|c| c.st.is_reg() || c.st.is_dir()) {
@@ -111,7 +142,7 @@ impl LocalFs {
     /// directories, the new name first (once it is durable the object
     /// cannot be lost).
     pub(super) fn sync_rename(&self, from: &Obj<'_>, to: &Obj<'_>) -> FsResult<()> {
-        if !self.opts.sync || self.commit_journal(&[from.st.key().dev, to.st.key().dev])? {
+        if !self.opts.sync || self.commit_journal(&[from.st.key().dev, to.st.key().dev], None)? {
             return Ok(());
         }
         self.sync_object(to)?;
@@ -123,7 +154,7 @@ impl LocalFs {
 
     /// On a `sync` export, makes a SETATTR durable before the reply.
     pub(super) fn sync_attrs(&self, o: &Obj<'_>) -> FsResult<()> {
-        if !self.opts.sync || self.commit_journal(&[o.st.key().dev])? {
+        if !self.opts.sync || self.commit_journal(&[o.st.key().dev], None)? {
             return Ok(());
         }
         self.sync_object(o)

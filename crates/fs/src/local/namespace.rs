@@ -48,7 +48,7 @@ impl LocalFs {
     /// the call's last change to it (a sync changes none).
     /// On a `sync` export the object and its directory are durable first.
     pub(super) fn created(&self, dir: &Obj<'_>, name: &[u8], o: Obj<'_>) -> FsResult<Created> {
-        self.sync_change(dir, Some(&o))?;
+        self.sync_made(dir, &o)?;
         let st = o.st;
         let fh = self.make_fh(o.raw(), &st)?;
         self.locs.insert(st.key(), dir.st.key(), name);
