@@ -149,21 +149,23 @@ fn objects_deleted_behind_our_back_are_stale_and_released() {
     }
 }
 
+/// An export of a directory below a temporary one (so objects can be moved
+/// out of it): the temporary directory, the export's path, the backend.
+fn subtree_export(o: LocalOptions) -> (tempfile::TempDir, std::path::PathBuf, LocalFs) {
+    let top = tmp();
+    let exp = top.path().join("export");
+    fs::create_dir(&exp).unwrap();
+    let fs = LocalFs::open(&exp, 7, o).unwrap();
+    (top, exp, fs)
+}
+
 #[test]
 fn a_cached_object_moved_out_of_the_export_goes_stale() {
     for m in modes() {
-        let top = tmp();
-        let exp = top.path().join("export");
-        fs::create_dir(&exp).unwrap();
-        let fs = LocalFs::open(
-            &exp,
-            7,
-            LocalOptions {
-                verify_ttl: Duration::from_millis(50),
-                ..opts(m)
-            },
-        )
-        .unwrap();
+        let (top, exp, fs) = subtree_export(LocalOptions {
+            verify_ttl: Duration::from_millis(50),
+            ..opts(m)
+        });
         assert!(!fs.exports_whole_fs());
         let inside = mkdir(&fs, &fs.root(), "in");
         let g = create(&fs, &inside, "g");
@@ -182,21 +184,13 @@ fn a_cached_object_moved_out_of_the_export_goes_stale() {
 #[test]
 fn an_uncached_object_moved_out_of_the_export_goes_stale() {
     for m in modes() {
-        let top = tmp();
-        let exp = top.path().join("export");
-        fs::create_dir(&exp).unwrap();
-        let fs = LocalFs::open(
-            &exp,
-            7,
-            LocalOptions {
-                verify_ttl: Duration::from_millis(200),
-                object_cache_entries: 1,
-                open_file_cache_entries: 1,
-                caches: Some(Caches::new(1)),
-                ..opts(m)
-            },
-        )
-        .unwrap();
+        let (top, exp, fs) = subtree_export(LocalOptions {
+            verify_ttl: Duration::from_millis(200),
+            object_cache_entries: 1,
+            open_file_cache_entries: 1,
+            caches: Some(Caches::new(1)),
+            ..opts(m)
+        });
         let inside = mkdir(&fs, &fs.root(), "in");
         let files: Vec<Fh> = (0..4)
             .map(|i| create(&fs, &inside, &format!("g{i}")))
