@@ -11,7 +11,8 @@
 //!    never checks again);
 //! 3. otherwise the MAC is checked and the handle decoded (`crate::handle`):
 //!    kernel handles are opened with open_by_handle_at and proven inside
-//!    the export; path handles are found by re-walking their remembered
+//!    the export (a proof younger than `verify_ttl`, kept without a
+//!    descriptor in the verdict map, is reused); path handles are found by re-walking their remembered
 //!    location from the root, every step checked by identity; locations not
 //!    known are looked for by the background walk (`scan.rs`). The result
 //!    is cached.
