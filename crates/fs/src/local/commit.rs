@@ -76,12 +76,15 @@ impl LocalFs {
         // As the server: the marker is its own, and a caller who may change
         // a directory may not be allowed to touch it.
         self.srv()?;
-        let own = made
-            .filter(|o| o.st.is_reg())
-            .and_then(|o| sys::reopen(o.raw(), libc::O_RDONLY | libc::O_NONBLOCK).ok());
+        let file = made.filter(|o| o.st.is_reg());
         self.committer
             .sync_depth_alone(&SyncOf::Journal, super::journal::DEPTH, |alone| {
-                match own.as_ref().filter(|_| alone) {
+                // Opened only when used (a file the server cannot open, for
+                // example mode 0 without root, takes the marker).
+                let own = file
+                    .filter(|_| alone)
+                    .and_then(|o| sys::reopen(o.raw(), libc::O_RDONLY | libc::O_NONBLOCK).ok());
+                match own {
                     Some(f) => sys::fsync(f.as_raw_fd()),
                     None => j.commit(),
                 }

@@ -10,7 +10,8 @@
 //! export this turns one sync per changed object (the new inode, its
 //! directory, both directories of a RENAME) into one shared journal commit
 //! for every change that arrives together (RFC 1813 §4.8; knfsd's
-//! `commit_metadata` is per inode).
+//! `commit_metadata` is per inode). A CREATE whose commit nobody else can
+//! join syncs the file it made instead (`commit.rs`).
 //!
 //! The marker is an unnamed file (O_TMPFILE) in the export root: on the
 //! same filesystem, invisible to clients, freed at exit or by the journal

@@ -4,6 +4,7 @@
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use crate::{FileType, Time};
@@ -206,11 +207,21 @@ impl ProcFd {
 }
 
 /// /proc/self/fd of this process, opened once (O_PATH). It names the fd
-/// table of the process that opened it, so a forked child (rnfsd never
-/// forks; a test harness might) goes back to the path.
+/// table of the process that opened it, so a child made by fork(3) (rnfsd
+/// never forks; a program using this crate might) goes back to the path:
+/// a flag set by a fork handler, so a call costs one atomic load, not a
+/// getpid.
 fn proc_fd_dir() -> Option<RawFd> {
-    static DIR: OnceLock<Option<(OwnedFd, u32)>> = OnceLock::new();
+    static DIR: OnceLock<Option<OwnedFd>> = OnceLock::new();
+    static FORKED: AtomicBool = AtomicBool::new(false);
+    extern "C" fn forked() {
+        FORKED.store(true, Ordering::Relaxed);
+    }
     let held = DIR.get_or_init(|| {
+        // Registered before the open, so no fork can come between the two.
+        // SAFETY: the child handler only stores to an atomic, which is
+        // async-signal-safe as a handler run after fork must be.
+        unsafe { libc::pthread_atfork(None, None, Some(forked)) };
         openat(
             libc::AT_FDCWD,
             c"/proc/self/fd",
@@ -218,12 +229,11 @@ fn proc_fd_dir() -> Option<RawFd> {
             0,
         )
         .ok()
-        .map(|f| (f, std::process::id()))
     });
-    match held {
-        Some((f, pid)) if *pid == std::process::id() => Some(f.as_raw_fd()),
-        _ => None,
+    if FORKED.load(Ordering::Relaxed) {
+        return None;
     }
+    held.as_ref().map(|f| f.as_raw_fd())
 }
 
 /// FS_IOC_GETVERSION (inode generation) on an fd opened for reading.
@@ -303,7 +313,8 @@ pub fn set_times(fd: RawFd, atime: &crate::SetTime, mtime: &crate::SetTime) -> i
 /// longer than PATH_MAX is ENAMETOOLONG.
 pub fn fd_path(fd: RawFd) -> io::Result<Vec<u8>> {
     let link = ProcFd::new(fd);
-    let mut buf = [0u8; libc::PATH_MAX as usize + 1];
+    // Not zeroed: this runs on every proof of confinement.
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); libc::PATH_MAX as usize + 1];
     // SAFETY: buf is writable for buf.len() bytes; the name is a C string.
     let n = unsafe {
         libc::readlinkat(
@@ -317,7 +328,8 @@ pub fn fd_path(fd: RawFd) -> io::Result<Vec<u8>> {
     if n >= buf.len() {
         return Err(err(libc::ENAMETOOLONG));
     }
-    Ok(buf[..n].to_vec())
+    // SAFETY: readlinkat wrote the first n (< buf.len()) bytes.
+    Ok(unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) }.to_vec())
 }
 
 pub fn readlink_fd(fd: RawFd) -> io::Result<Vec<u8>> {
@@ -948,6 +960,29 @@ mod tests {
             ProcFd::new(i32::MAX).name().to_bytes(),
             i32::MAX.to_string().as_bytes()
         );
+    }
+
+    #[test]
+    fn a_forked_child_goes_back_to_the_path() {
+        assert!(ProcFd::new(3).dir >= 0, "held in the parent");
+        // SAFETY: the child touches no lock and no allocator (an atomic
+        // load, stack buffers) before _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let l = ProcFd::new(3);
+            let ok = l.dir == libc::AT_FDCWD && l.name().to_bytes() == b"/proc/self/fd/3";
+            // SAFETY: leaves the child at once, running no Rust destructors.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child just forked.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "{status}"
+        );
+        assert!(ProcFd::new(3).dir >= 0, "still held in the parent");
     }
 
     #[test]
