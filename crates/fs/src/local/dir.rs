@@ -15,15 +15,22 @@ impl LocalFs {
             return Some((fh, self.attr(&st)));
         }
         let c = sys::cstr(name).ok()?;
-        let st = sys::statx_at(dir.raw(), &c, 0).ok()?;
-        if !self.on_export_fs(&st) {
-            return None;
+        // The attributes and the handle are made by name, one after the
+        // other; when a rename in between is seen, once more, then the
+        // entry goes without them (the client LOOKUPs it).
+        for _ in 0..2 {
+            let st = sys::statx_at(dir.raw(), &c, 0).ok()?;
+            if !self.on_export_fs(&st) {
+                return None;
+            }
+            if let Some(fh) = self.make_fh_at(dir.raw(), &c, &st) {
+                if name != b".." {
+                    self.locs.insert(st.key(), dir.st.key(), name);
+                }
+                return Some((fh, self.attr(&st)));
+            }
         }
-        let fh = self.make_fh_at(dir.raw(), &c, &st)?;
-        if name != b".." {
-            self.locs.insert(st.key(), dir.st.key(), name);
-        }
-        Some((fh, self.attr(&st)))
+        None
     }
 }
 

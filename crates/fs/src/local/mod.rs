@@ -47,7 +47,8 @@
 //! is decided; `attr.rs`, `dir.rs`, `data.rs` and `namespace.rs` hold the
 //! procedures by area (the `Backend` impl below names the file of each);
 //! `perm.rs` decides what a caller may do; `creds.rs` switches identities;
-//! `sys.rs` is the thin syscall layer; `crate::handle` the handle bytes and MAC.
+//! `sys.rs` is the thin syscall layer; `khandle.rs` reads the inode inside a
+//! kernel handle; `crate::handle` the handle bytes and MAC.
 
 mod attr;
 mod commit;
@@ -57,6 +58,7 @@ mod dir;
 mod files;
 mod flusher;
 mod journal;
+mod khandle;
 mod lock;
 mod locmap;
 mod namespace;
@@ -252,6 +254,8 @@ pub struct LocalFs {
     root_key: Key,
     root_mnt: u64,
     root_fh: Fh,
+    /// How the export's filesystem lays out its kernel handles.
+    handle_layout: khandle::Layout,
     /// The export root is the root of its filesystem and of its mount, so
     /// every object of that mount is inside the export.
     whole_fs: bool,
@@ -355,6 +359,7 @@ impl LocalFs {
             root_key: st.key(),
             root_mnt: st.mnt_id,
             root_fh,
+            handle_layout: khandle::Layout::of(sys::fs_type(rootfd_raw).unwrap_or(0)),
             whole_fs,
             export_id,
             sealer,
@@ -705,6 +710,61 @@ impl Backend for LocalFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Backend;
+
+    /// Where the handle layout is not known, READDIRPLUS opens each name
+    /// once and asks both questions of it: a handle still never comes with
+    /// another object's attributes while two names are swapped under it.
+    #[test]
+    fn an_unknown_handle_layout_still_pairs_handle_and_attributes() {
+        if sys::geteuid() != 0 {
+            eprintln!("skipped: kernel handles need root");
+            return;
+        }
+        let d = tempfile::tempdir_in("/tmp").unwrap();
+        std::fs::write(d.path().join("a"), b"1").unwrap();
+        std::fs::write(d.path().join("b"), b"22").unwrap();
+        let opts = LocalOptions {
+            handle_mode: HandleMode::Kernel,
+            handle_key: [7; 32],
+            ..LocalOptions::default()
+        };
+        let mut fs = LocalFs::open(d.path(), 3, opts).unwrap();
+        fs.handle_layout = khandle::Layout::Unknown;
+        let dir = std::fs::File::open(d.path()).unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapper = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                for _ in 0..20_000_000 {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let _ = rustix::fs::renameat_with(
+                        &dir,
+                        "a",
+                        &dir,
+                        "b",
+                        rustix::fs::RenameFlags::EXCHANGE,
+                    );
+                }
+            })
+        };
+        let (root, cred, t) = (fs.root(), Cred::default(), Instant::now());
+        let mut checked = 0;
+        while checked < 20_000 && t.elapsed() < Duration::from_secs(2) {
+            let page = fs.readdir(&cred, &root, 0, [0; 8], 16, true).unwrap();
+            for (fh, at) in page.entries.iter().filter_map(|e| e.plus.as_ref()) {
+                if at.fileid != fs.root_key.ino {
+                    assert_eq!(fs.getattr(&cred, fh).unwrap().fileid, at.fileid);
+                    checked += 1;
+                }
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        swapper.join().unwrap();
+        assert!(checked >= 1000, "only {checked} entries checked");
+    }
 
     #[test]
     fn names() {

@@ -22,12 +22,16 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::khandle::Layout;
 use super::objects::{Object, FOREVER};
 use super::scan::Located;
 use super::sys::{Key, Stat};
 use super::{errno, io_errno, sys, FdRef, HandleMode, LocalFs, Obj, ENOMEM_RETRIES, MAX_DEPTH};
 use crate::handle::Decoded;
 use crate::{Fh, FsError, FsResult};
+
+/// A name now holds another object than the one just looked at.
+pub(super) struct Renamed;
 
 impl LocalFs {
     // ---- handles ----
@@ -90,10 +94,10 @@ impl LocalFs {
             return Some(self.root_fh.clone());
         }
         if self.mode == HandleMode::Kernel && st.mnt_id == self.root_mnt {
-            if let Ok((h, _)) = sys::name_to_handle(dir, name, 0) {
-                if let Some(fh) = self.sealer.seal_kernel(h.handle_type, h.bytes()) {
-                    return Some(fh);
-                }
+            match self.kernel_fh_at(dir, name, st) {
+                Ok(Some(fh)) => return Some(fh),
+                Ok(None) => {}
+                Err(Renamed) => return None,
             }
         }
         if !(st.is_reg() || st.is_dir()) {
@@ -114,6 +118,34 @@ impl LocalFs {
             .or_else(|| birth_tag(st))
             .unwrap_or(0);
         Some(self.path_fh(st, tag))
+    }
+
+    /// The kernel handle of `name` in `dir`, checked to name the object
+    /// `st` describes (made by name a moment before: a rename in between
+    /// gives `Renamed`). Ok(None): no kernel handle for it.
+    fn kernel_fh_at(&self, dir: RawFd, name: &CString, st: &Stat) -> Result<Option<Fh>, Renamed> {
+        if self.handle_layout != Layout::Unknown {
+            if let Ok((h, _)) = sys::name_to_handle(dir, name, 0) {
+                match self.handle_layout.ino(h.handle_type, h.bytes()) {
+                    Some(ino) if ino != st.ino => return Err(Renamed),
+                    Some(_) => return Ok(self.sealer.seal_kernel(h.handle_type, h.bytes())),
+                    None => {} // a type this layout does not cover
+                }
+            }
+        }
+        // Layout not known: open the name once and ask both of the
+        // descriptor.
+        let Ok(f) = sys::openat(dir, name, libc::O_PATH | libc::O_NOFOLLOW, 0) else {
+            return Ok(None);
+        };
+        if sys::fstat(f.as_raw_fd()).ok().map(|s| s.key()) != Some(st.key()) {
+            return Err(Renamed);
+        }
+        Ok(
+            sys::name_to_handle(f.as_raw_fd(), sys::EMPTY, libc::AT_EMPTY_PATH)
+                .ok()
+                .and_then(|(h, _)| self.sealer.seal_kernel(h.handle_type, h.bytes())),
+        )
     }
 
     /// Milliseconds on the backend's clock.
