@@ -1,0 +1,382 @@
+//! Server configuration: the TOML file format, its defaults and validation,
+//! and the resolution of exports (canonical paths, stable ids).
+//!
+//! ```toml
+//! [server]
+//! listen = ["127.0.0.1:2049"]
+//! max_io = 1048576
+//! exports = "/etc/exports"                # optional: a knfsd exports(5) file
+//!
+//! [[export]]
+//! path = "/srv/a"
+//! read_only = true
+//! clients = ["127.0.0.1", "10.0.0.0/8"]   # default: loopback only
+//! root_squash = true                      # default
+//!
+//! [[export.client]]                       # per-client options
+//! match = "10.1.0.0/16"
+//! read_only = false
+//! ```
+//!
+//! See docs/security.md for the access-control semantics and
+//! docs/exports.md for exports(5) files (`crate::exports`).
+//!
+//! Unknown keys are errors, so a typo cannot silently leave a default in
+//! force.
+//!
+//! The parts: `server.rs` (the `[server]` table and its defaults),
+//! `export.rs` (the `[[export]]` tables and how exports are resolved),
+//! `layout.rs` (where threads and loops run on a host of N CPUs).
+
+mod export;
+mod layout;
+mod server;
+
+pub use export::*;
+pub use layout::*;
+pub use server::*;
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// A configuration problem, with the key or export it concerns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
+    Err(ConfigError(msg.into()))
+}
+
+/// The whole file.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub server: ServerConfig,
+    #[serde(default, rename = "export")]
+    pub exports: Vec<ExportConfig>,
+    /// Problems that did not stop the load (from the exports(5) file:
+    /// ignored options, names that did not resolve), for the log.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
+}
+
+impl Config {
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError(e.to_string()))
+    }
+
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
+        Config::from_toml(&text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))
+    }
+
+    /// Adds the exports of the `server.exports` file, if set, resolving its
+    /// host names and netgroups with `r`; its warnings go to `warnings`.
+    /// A path exported both here and by an `[[export]]` table is an error.
+    pub fn add_exports_file(
+        &mut self,
+        r: &dyn crate::exports::Resolver,
+    ) -> Result<(), ConfigError> {
+        let Some(file) = &self.server.exports else {
+            return Ok(());
+        };
+        let parsed = crate::exports::load(file, r)?;
+        for e in &parsed.exports {
+            let same = |o: &&ExportConfig| o.path.components().eq(e.path.components());
+            if let Some(o) = self.exports.iter().find(same) {
+                return err(format!(
+                    "export {} is in both {} and {}",
+                    e.path.display(),
+                    e.origin.as_deref().unwrap_or("the exports file"),
+                    o.origin.as_deref().unwrap_or("the configuration"),
+                ));
+            }
+        }
+        self.exports.extend(parsed.exports);
+        self.warnings.extend(parsed.warnings);
+        Ok(())
+    }
+
+    /// Check the values that do not need the filesystem.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let s = &self.server;
+        if s.listen.is_empty() {
+            return err("server.listen: at least one address is needed");
+        }
+        let mut seen = HashSet::new();
+        for a in &s.listen {
+            if !seen.insert(a) {
+                return err(format!("server.listen: {a} is listed twice"));
+            }
+        }
+        if s.threads == Some(0) {
+            return err("server.threads must be at least 1");
+        }
+        if s.max_threads == 0 {
+            return err("server.max_threads must be at least 1");
+        }
+        if !(1..=MAX_UDP_THREADS).contains(&s.udp_threads) {
+            return err(format!(
+                "server.udp_threads must be in 1..={MAX_UDP_THREADS}, not {}",
+                s.udp_threads
+            ));
+        }
+        if !(-20..=19).contains(&s.blocking_nice) {
+            return err(format!(
+                "server.blocking_nice must be in -20..=19, not {}",
+                s.blocking_nice
+            ));
+        }
+        if s.reply_batch > MAX_REPLY_BATCH {
+            return err(format!(
+                "server.reply_batch must be at most {MAX_REPLY_BATCH}, not {}",
+                s.reply_batch
+            ));
+        }
+        if s.min_threads > s.max_threads {
+            return err(format!(
+                "server.min_threads ({}) is above server.max_threads ({})",
+                s.min_threads, s.max_threads
+            ));
+        }
+        if !(MIN_MAX_IO..=MAX_MAX_IO).contains(&s.max_io) || !s.max_io.is_multiple_of(4) {
+            return err(format!(
+                "server.max_io must be a multiple of 4 in {MIN_MAX_IO}..={MAX_MAX_IO}, not {}",
+                s.max_io
+            ));
+        }
+        if u64::from(s.max_record()) < u64::from(s.max_io) + 4096 {
+            return err(format!(
+                "server.max_record ({}) must be at least server.max_io + 4096 ({})",
+                s.max_record(),
+                u64::from(s.max_io) + 4096
+            ));
+        }
+        for (k, v) in [
+            ("queue_limit", s.queue_limit),
+            (
+                "max_waking",
+                match s.max_waking {
+                    MaxWaking::N(n) => n,
+                    MaxWaking::Unlimited => usize::MAX,
+                },
+            ),
+            ("max_connections", s.max_connections),
+            ("max_inflight_per_conn", s.max_inflight_per_conn),
+            ("max_conn_output", s.max_conn_output),
+            ("idle_timeout_secs", s.idle_timeout_secs as usize),
+            ("nlm_max_files", s.nlm_max_files),
+            ("nlm_max_waiters", s.nlm_max_waiters),
+            ("nlm_max_per_client", s.nlm_max_per_client),
+            ("nlm_retry_ms", s.nlm_retry_ms as usize),
+        ] {
+            if v == 0 {
+                return err(format!("server.{k} must be at least 1"));
+            }
+        }
+        // Large durations would overflow Instant arithmetic.
+        const YEAR: u64 = 365 * 24 * 3600;
+        for (k, v) in [
+            ("idle_timeout_secs", s.idle_timeout_secs),
+            ("thread_idle_secs", s.thread_idle_secs),
+            ("shutdown_timeout_secs", s.shutdown_timeout_secs),
+            ("drc_expiry_secs", s.drc_expiry_secs),
+            ("nlm_grace_secs", s.nlm_grace_secs),
+            ("nlm_retry_ms", s.nlm_retry_ms / 1000),
+        ] {
+            if v > YEAR {
+                return err(format!("server.{k} must be at most {YEAR} (a year)"));
+            }
+        }
+        for (k, v) in [
+            ("path_cache_entries", s.path_cache_entries),
+            ("verdict_cache_entries", s.verdict_cache_entries),
+            ("handle_scan_waiters", s.handle_scan_waiters),
+            ("object_cache_entries", s.object_cache_entries),
+            ("open_file_cache_entries", s.open_file_cache_entries),
+            ("cache_fds", s.cache_fds),
+            ("max_syncs_in_flight", s.max_syncs_in_flight),
+        ] {
+            if v == Some(0) {
+                return err(format!("server.{k} must be at least 1"));
+            }
+        }
+        if s.ceph_call_timeout_ms == 0 || s.ceph_call_timeout_ms > 600_000 {
+            return err("server.ceph_call_timeout_ms must be 1 to 600000");
+        }
+        if s.ceph_call_threads == 0 || s.ceph_call_threads > 1024 {
+            return err("server.ceph_call_threads must be 1 to 1024");
+        }
+        if s.ceph_inode_cache_entries == 0 {
+            return err("server.ceph_inode_cache_entries must be at least 1");
+        }
+        if s.handle_scan_wait_ms.is_some_and(|v| v > 60_000) {
+            return err("server.handle_scan_wait_ms must be at most 60000");
+        }
+        // No exports is legal: a packaged server starts with none and gets
+        // them by a reload (SIGHUP), as knfsd with an empty /etc/exports.
+        for e in &self.exports {
+            if e.path.as_os_str().is_empty() {
+                return err("export.path is empty");
+            }
+            e.access()?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        let c = Config::from_toml("").unwrap();
+        assert_eq!(c.server, ServerConfig::default());
+        assert_eq!(c.server.listen, vec!["127.0.0.1:2049".parse().unwrap()]);
+        assert_eq!(c.server.max_io, 1048576);
+        assert_eq!(c.server.max_record(), 1048576 + 65536);
+        assert!(!c.server.allow_auth_none);
+        assert_eq!(c.server.stats, rnfsd_stats::Mode::Percore);
+        assert_eq!(
+            (c.server.metrics, c.server.admin_socket.as_ref()),
+            (None, None)
+        );
+        assert!(c.exports.is_empty());
+        // No exports is legal in a file (added later by a reload).
+        assert_eq!(c.validate(), Ok(()));
+    }
+
+    #[test]
+    fn udp_keys() {
+        let c = Config::from_toml("").unwrap();
+        assert!(c.server.udp);
+        assert_eq!(c.server.udp_threads, 1);
+        let c = Config::from_toml("[server]\nudp = false\nudp_threads = 2\n").unwrap();
+        assert_eq!((c.server.udp, c.server.udp_threads), (false, 2));
+        assert_eq!(c.validate(), Ok(()));
+        for bad in [0, MAX_UDP_THREADS + 1] {
+            let c = Config::from_toml(&format!("[server]\nudp_threads = {bad}\n")).unwrap();
+            assert!(c.validate().is_err(), "udp_threads = {bad}");
+        }
+    }
+
+    #[test]
+    fn full_file() {
+        let c = Config::from_toml(
+            r#"
+            [server]
+            listen = ["127.0.0.1:2049", "[::1]:2049"]
+            threads = 8
+            max_record = 2162688
+            max_io = 2097152
+            state_dir = "/tmp/st"
+            log_level = "debug"
+            allow_auth_none = true
+            path_cache_entries = 1000
+            stats = "shared"
+            metrics = "127.0.0.1:9100"
+            admin_socket = "/run/rnfsd.sock"
+
+            [[export]]
+            path = "/srv/a"
+            read_only = true
+            id = 7
+            handle_mode = "path"
+
+            [[export]]
+            path = "/srv/b"
+            cross_mounts = true
+            "#,
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.server.listen.len(), 2);
+        assert_eq!(c.server.threads, Some(8));
+        assert_eq!(c.server.max_io, 2 << 20);
+        assert_eq!(c.server.state_dir, Some(PathBuf::from("/tmp/st")));
+        assert_eq!(c.server.path_cache_entries, Some(1000));
+        assert_eq!(c.server.stats, rnfsd_stats::Mode::Shared);
+        assert_eq!(c.server.metrics, Some("127.0.0.1:9100".parse().unwrap()));
+        assert_eq!(
+            c.server.admin_socket,
+            Some(PathBuf::from("/run/rnfsd.sock"))
+        );
+        assert_eq!(c.server.min_threads, 2, "unset keys keep defaults");
+        assert_eq!(c.exports.len(), 2);
+        assert_eq!(c.exports[0].id, Some(7));
+        assert!(c.exports[0].read_only);
+        assert_eq!(c.exports[0].handle_mode, HandleMode::Path);
+        assert_eq!(c.exports[1].handle_mode, HandleMode::Auto);
+        assert!(c.exports[1].cross_mounts);
+        assert!(!c.exports[1].read_only);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        for text in [
+            "[server]\nlisten_on = [\"127.0.0.1:1\"]",
+            "[[export]]\npath = \"/a\"\nreadonly = true",
+            "[srever]\n",
+            "threads = 3",
+        ] {
+            let e = Config::from_toml(text).unwrap_err();
+            assert!(e.0.contains("unknown"), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn bad_values_are_clear_errors() {
+        assert!(Config::from_toml("[server]\nlisten = [\"nonsense\"]").is_err());
+        assert!(Config::from_toml("[[export]]\npath = \"/a\"\nhandle_mode = \"fast\"").is_err());
+        assert!(
+            Config::from_toml("[[export]]\nread_only = true").is_err(),
+            "path required"
+        );
+        assert!(Config::from_toml("[server]\nmax_io = -1").is_err());
+        let check = |server: &str| {
+            let mut c = Config::from_toml(server).unwrap();
+            c.exports.push(ExportConfig::new("/x"));
+            c.validate().map_err(|e| e.0)
+        };
+        assert!(check("").is_ok());
+        assert!(check("[server]\nlisten = []")
+            .unwrap_err()
+            .contains("listen"));
+        assert!(
+            check("[server]\nlisten = [\"127.0.0.1:1\", \"127.0.0.1:1\"]")
+                .unwrap_err()
+                .contains("twice")
+        );
+        assert!(check("[server]\nmax_io = 100")
+            .unwrap_err()
+            .contains("max_io"));
+        assert!(check("[server]\nmax_io = 2097152").is_ok());
+        assert!(check("[server]\nmax_record = 8192")
+            .unwrap_err()
+            .contains("max_record"));
+        assert!(check("[server]\nmin_threads = 9\nmax_threads = 4")
+            .unwrap_err()
+            .contains("min_threads"));
+        assert!(check("[server]\nthreads = 0")
+            .unwrap_err()
+            .contains("threads"));
+        assert!(check("[server]\nqueue_limit = 0")
+            .unwrap_err()
+            .contains("queue_limit"));
+    }
+}

@@ -1,0 +1,585 @@
+//! The event loops: accept, read and reassemble records, submit them to the
+//! pool, finish queued replies on writability, apply backpressure.
+//!
+//! Here: starting the loops, the loop itself (poll, phases of a shutdown,
+//! closing, the idle sweep). `accept.rs`: taking connections within the
+//! connection bound. `read.rs`: reading records and answering or
+//! submitting them within the in-flight and buffered-bytes bounds.
+
+use crate::conn::{Conn, Work};
+use crate::record::RecordReader;
+use crate::sys;
+use crate::{
+    bump, Handle, HandleInner, IdleConn, Inline, Limits, LoopNotify, LoopStats, Msg, PoolLayout,
+    Request, Route, Service, Shared, State, TransportConfig, WorkerStats, DRAINING, FINAL, RUNNING,
+};
+use crossbeam_utils::CachePadded;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token, Waker};
+use rnfsd_pool::{affinity, Pool, PoolConfig, SubmitError, Threads};
+use std::collections::VecDeque;
+use std::io::{self, Read};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+const WAKER: Token = Token(usize::MAX);
+
+const LISTENER_BASE: usize = usize::MAX / 2;
+/// Retry interval while the pool queue is full.
+const STALL_RETRY: Duration = Duration::from_millis(1);
+
+pub(crate) fn start(
+    cfg: TransportConfig,
+    pool_cfg: PoolConfig,
+    service: Arc<dyn Service>,
+) -> io::Result<Handle> {
+    let mut listeners = cfg.listeners;
+    for a in &cfg.listen {
+        listeners.push(TcpListener::bind(a)?);
+    }
+    if listeners.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "rnfsd-transport: no listen address",
+        ));
+    }
+    let mut addrs = Vec::with_capacity(listeners.len());
+    for l in &listeners {
+        l.set_nonblocking(true)?;
+        addrs.push(l.local_addr()?);
+    }
+    let n = cfg.event_threads.max(1);
+    let mut polls = Vec::with_capacity(n);
+    let mut loops = Vec::with_capacity(n);
+    for _ in 0..n {
+        let p = Poll::new()?;
+        loops.push(LoopNotify {
+            waker: Waker::new(p.registry(), WAKER)?,
+            inbox: Mutex::new(Vec::new()),
+        });
+        polls.push(p);
+    }
+    if let Some(p) = polls.first() {
+        for (j, l) in listeners.iter().enumerate() {
+            p.registry().register(
+                &mut SourceFd(&l.as_raw_fd()),
+                Token(LISTENER_BASE + j),
+                Interest::READABLE,
+            )?;
+        }
+    }
+    // CPU of each loop (and of its pool, if per loop), when pinning.
+    let cpus: Vec<Option<usize>> = if cfg.pin_loops {
+        match affinity::allowed_cpus() {
+            Ok(c) if !c.is_empty() => (0..n).map(|i| c.get(i % c.len()).copied()).collect(),
+            Ok(_) => vec![None; n],
+            Err(e) => {
+                tracing::warn!("pin_loops: cannot read CPU affinity: {e}; not pinning");
+                vec![None; n]
+            }
+        }
+    } else {
+        vec![None; n]
+    };
+    let pools: Vec<Arc<Pool<Work>>> = match cfg.pools {
+        PoolLayout::Shared => vec![Arc::new(Pool::new(pool_cfg.clone())?)],
+        PoolLayout::PerLoop => {
+            let mut v = Vec::with_capacity(n);
+            for (i, cpu) in cpus.iter().enumerate() {
+                let c = split_pool(&pool_cfg, n, i, *cpu);
+                // On error the pools already made shut down as they drop.
+                v.push(Arc::new(Pool::new(c)?));
+            }
+            v
+        }
+    };
+    // The blocking pool: shared by the loops, not pinned (its threads
+    // mostly sleep in fsync).
+    let blocking = if cfg.blocking_threads > 0 {
+        Some(Arc::new(Pool::new(PoolConfig {
+            threads: Threads::Adaptive {
+                min: 1,
+                max: cfg.blocking_threads,
+            },
+            name: "rnfsd-sync".into(),
+            cpu: None,
+            nice: cfg.blocking_nice,
+            ..pool_cfg.clone()
+        })?))
+    } else {
+        None
+    };
+    let shared = Arc::new(Shared {
+        service,
+        limits: Limits {
+            max_connections: cfg.max_connections.max(1),
+            max_connections_per_client: cfg.max_connections_per_client,
+            max_record: cfg.max_record,
+            max_inflight_per_conn: cfg.max_inflight_per_conn.max(1),
+            max_conn_output: cfg.max_conn_output,
+            max_buffered_bytes: cfg.max_buffered_bytes,
+            idle_timeout: cfg.idle_timeout,
+            shutdown_timeout: cfg.shutdown_timeout,
+            run_inline: cfg.run_inline,
+            reply_batch: cfg.reply_batch,
+        },
+        loops,
+        loop_cpus: cpus.clone(),
+        stats: WorkerStats::default(),
+        loop_stats: (0..n)
+            .map(|_| CachePadded::new(LoopStats::default()))
+            .collect(),
+        open: AtomicUsize::new(0),
+        per_client: Mutex::new(std::collections::HashMap::new()),
+        next_conn_id: AtomicU64::new(1),
+        phase: AtomicU8::new(RUNNING),
+        drained: Mutex::new(0),
+        drained_cv: Condvar::new(),
+    });
+    let mut threads = Vec::with_capacity(n);
+    let mut listeners = Some(listeners);
+    for (idx, poll) in polls.into_iter().enumerate() {
+        let ls = if idx == 0 {
+            listeners.take().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let pool = pools.get(idx % pools.len()).cloned();
+        let cpu = cpus.get(idx).copied().flatten();
+        let Some(pool) = pool else {
+            return Err(io::Error::other("rnfsd-transport: no pool"));
+        };
+        let el = EventLoop::new(idx, poll, shared.clone(), pool, blocking.clone(), ls);
+        let t = std::thread::Builder::new()
+            .name(format!("rnfsd-evloop-{idx}"))
+            .spawn(move || {
+                if let Some(c) = cpu {
+                    if let Err(e) = affinity::pin_current_thread(c) {
+                        tracing::warn!("cannot pin event loop {idx} to cpu {c}: {e}");
+                    }
+                }
+                el.run()
+            });
+        match t {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                // Stop what started; the handle's shutdown does it all.
+                let h = Handle {
+                    inner: Arc::new(HandleInner {
+                        shared,
+                        pools,
+                        addrs,
+                        threads: Mutex::new(threads),
+                        state: Mutex::new(State::Running),
+                        state_cv: Condvar::new(),
+                    }),
+                };
+                h.shutdown();
+                return Err(e);
+            }
+        }
+    }
+    // Shut down and counted with the others.
+    let mut pools = pools;
+    pools.extend(blocking);
+    Ok(Handle {
+        inner: Arc::new(HandleInner {
+            shared,
+            pools,
+            addrs,
+            threads: Mutex::new(threads),
+            state: Mutex::new(State::Running),
+            state_cv: Condvar::new(),
+        }),
+    })
+}
+
+/// Loop `idx`'s share of `cfg` under `PoolLayout::PerLoop` (see there):
+/// counts divided by `loops`, rounded up.
+pub fn split_pool(cfg: &PoolConfig, loops: usize, idx: usize, cpu: Option<usize>) -> PoolConfig {
+    let loops = loops.max(1);
+    let part = |x: usize| x.div_ceil(loops);
+    PoolConfig {
+        threads: match cfg.threads {
+            Threads::Fixed(t) => Threads::Fixed(part(t).max(1)),
+            Threads::Adaptive { min, max } => Threads::Adaptive {
+                min: part(min),
+                max: part(max).max(1),
+            },
+        },
+        queue_limit: part(cfg.queue_limit).max(1),
+        // One loop: exactly the configured pool, name included.
+        name: if loops > 1 {
+            format!("{}{idx}", cfg.name)
+        } else {
+            cfg.name.clone()
+        },
+        cpu: cpu.or(cfg.cpu),
+        ..cfg.clone()
+    }
+}
+
+/// Loop-private state of one connection.
+struct Entry {
+    conn: Arc<Conn>,
+    rd: RecordReader,
+    last_active: Instant,
+    /// In the `run` list (avoid duplicates).
+    scheduled: bool,
+    /// In the `stalled` list (pool queue was full).
+    stalled: bool,
+    /// Peer finished sending.
+    eof: bool,
+    /// Bytes of a partial record counted against `max_buffered_bytes`.
+    held: usize,
+    /// The socket's SO_RCVLOWAT, when above 1 (waiting for a large
+    /// fragment's body in one wakeup).
+    lowat: usize,
+}
+
+struct EventLoop {
+    idx: usize,
+    poll: Poll,
+    shared: Arc<Shared>,
+    pool: Arc<Pool<Work>>,
+    /// Calls that may wait for stable storage go here, when there is one.
+    blocking: Option<Arc<Pool<Work>>>,
+    /// Offer records to `Service::call_inline` (run to completion).
+    run_inline: bool,
+    /// Replies produced on this thread for the connection being read,
+    /// sent together (reused buffer).
+    batch: Vec<crate::Reply>,
+    batch_bytes: usize,
+    listeners: Vec<TcpListener>,
+    conns: Vec<Option<Entry>>,
+    free: Vec<usize>,
+    /// Connections that may have readable data (or ready records) to
+    /// process this turn.
+    run: VecDeque<usize>,
+    /// Connections whose next record the full pool refused, or that hold
+    /// something while the buffered-bytes budget is spent.
+    stalled: Vec<usize>,
+    /// `max_buffered_bytes` is spent (computed once per turn).
+    over_budget: bool,
+    /// Bytes buffered across all loops when last summed, and the reply
+    /// room this loop reserved since: summing every per-CPU cell per call
+    /// would cost a cache line per CPU on each one.
+    buffered_seen: u64,
+    reserved_since: u64,
+    warned_budget: bool,
+    scratch: Box<[u8]>,
+    evbuf: Vec<(Token, bool, bool)>,
+    rr: usize,
+    accept_paused_until: Option<Instant>,
+    warned_limit: bool,
+    next_sweep: Instant,
+    sweep_every: Duration,
+    phase: u8,
+    final_deadline: Option<Instant>,
+}
+
+mod accept;
+mod read;
+
+impl EventLoop {
+    fn new(
+        idx: usize,
+        poll: Poll,
+        shared: Arc<Shared>,
+        pool: Arc<Pool<Work>>,
+        blocking: Option<Arc<Pool<Work>>>,
+        listeners: Vec<TcpListener>,
+    ) -> EventLoop {
+        let sweep_every = (shared.limits.idle_timeout / 4)
+            .clamp(Duration::from_millis(10), Duration::from_secs(1));
+        EventLoop {
+            idx,
+            poll,
+            run_inline: shared.limits.run_inline,
+            batch: Vec::new(),
+            batch_bytes: 0,
+            shared,
+            pool,
+            blocking,
+            listeners,
+            conns: Vec::new(),
+            free: Vec::new(),
+            run: VecDeque::new(),
+            stalled: Vec::new(),
+            over_budget: false,
+            buffered_seen: 0,
+            reserved_since: 0,
+            warned_budget: false,
+            scratch: vec![0u8; read::READ_CHUNK].into_boxed_slice(),
+            evbuf: Vec::with_capacity(256),
+            rr: 0,
+            accept_paused_until: None,
+            warned_limit: false,
+            next_sweep: Instant::now() + sweep_every,
+            sweep_every,
+            phase: RUNNING,
+            final_deadline: None,
+        }
+    }
+
+    fn stats(&self) -> &LoopStats {
+        // `loop_stats` has one cell per loop; idx < loops by construction.
+        &self.shared.loop_stats[self.idx]
+    }
+
+    fn run(mut self) {
+        let mut events = Events::with_capacity(256);
+        loop {
+            let phase = self.shared.phase.load(SeqCst);
+            if phase >= DRAINING && self.phase < DRAINING {
+                self.enter_draining();
+            }
+            if phase >= FINAL && self.phase < FINAL {
+                self.enter_final();
+            }
+            if self.phase == FINAL {
+                let late = self.final_deadline.is_some_and(|d| Instant::now() >= d);
+                if late || self.conns.iter().all(Option::is_none) {
+                    if late {
+                        tracing::warn!("shutdown: closing connections with unsent replies");
+                    }
+                    for i in 0..self.conns.len() {
+                        self.close(i);
+                    }
+                    self.drain_inbox();
+                    return;
+                }
+            }
+            let timeout = self.timeout();
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    tracing::error!("epoll_wait: {e}");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                continue;
+            }
+            self.evbuf.clear();
+            for ev in events.iter() {
+                let r = ev.is_readable() || ev.is_read_closed() || ev.is_error();
+                let w = ev.is_writable() || ev.is_write_closed() || ev.is_error();
+                self.evbuf.push((ev.token(), r, w));
+            }
+            for k in 0..self.evbuf.len() {
+                let Some(&(t, r, w)) = self.evbuf.get(k) else {
+                    break;
+                };
+                if t == WAKER {
+                    continue;
+                }
+                if t.0 >= LISTENER_BASE {
+                    self.accept(t.0 - LISTENER_BASE);
+                } else {
+                    self.conn_event(t.0, r, w);
+                }
+            }
+            self.drain_inbox();
+            if let Some(t) = self.accept_paused_until {
+                if Instant::now() >= t {
+                    self.accept_paused_until = None;
+                    for j in 0..self.listeners.len() {
+                        self.accept(j);
+                    }
+                }
+            }
+            if self.phase == RUNNING {
+                for i in std::mem::take(&mut self.stalled) {
+                    if let Some(Some(e)) = self.conns.get_mut(i) {
+                        e.stalled = false;
+                        self.schedule(i);
+                    }
+                }
+                self.process_run();
+            }
+            if Instant::now() >= self.next_sweep {
+                self.sweep();
+            }
+        }
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        if !self.run.is_empty() {
+            return Some(Duration::ZERO);
+        }
+        let now = Instant::now();
+        let mut t = self.next_sweep.saturating_duration_since(now);
+        if !self.stalled.is_empty() {
+            t = t.min(STALL_RETRY);
+        }
+        if let Some(a) = self.accept_paused_until {
+            t = t.min(a.saturating_duration_since(now));
+        }
+        if let Some(d) = self.final_deadline {
+            t = t.min(d.saturating_duration_since(now));
+        }
+        Some(t)
+    }
+
+    fn enter_draining(&mut self) {
+        self.phase = DRAINING;
+        for l in std::mem::take(&mut self.listeners) {
+            let _ = self
+                .poll
+                .registry()
+                .deregister(&mut SourceFd(&l.as_raw_fd()));
+        }
+        self.run.clear();
+        self.stalled.clear();
+        for e in self.conns.iter_mut().flatten() {
+            // Received but never handed to the pool: not in flight, dropped
+            // (the client retransmits on its next connection).
+            e.rd = RecordReader::default();
+            e.scheduled = false;
+            e.stalled = false;
+        }
+        let mut n = self
+            .shared
+            .drained
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *n += 1;
+        drop(n);
+        self.shared.drained_cv.notify_all();
+    }
+
+    fn enter_final(&mut self) {
+        self.phase = FINAL;
+        self.final_deadline = Some(Instant::now() + self.shared.limits.shutdown_timeout);
+        for i in 0..self.conns.len() {
+            if let Some(Some(e)) = self.conns.get(i) {
+                let c = e.conn.clone();
+                if c.wants_write() {
+                    c.flush();
+                }
+                if c.queued_bytes() == 0 {
+                    self.close(i);
+                }
+            }
+        }
+    }
+
+    fn schedule(&mut self, i: usize) {
+        if let Some(Some(e)) = self.conns.get_mut(i) {
+            if !e.scheduled {
+                e.scheduled = true;
+                self.run.push_back(i);
+            }
+        }
+    }
+
+    fn close(&mut self, i: usize) {
+        let Some(e) = self.conns.get_mut(i).and_then(Option::take) else {
+            return;
+        };
+        let _ = self
+            .poll
+            .registry()
+            .deregister(&mut SourceFd(&e.conn.sock.as_raw_fd()));
+        e.conn.close();
+        self.shared.stats.held_out.add(e.held as u64);
+        self.free.push(i);
+        self.shared.release(&e.conn.peer);
+        self.stats().open.fetch_sub(1, SeqCst);
+        bump(&self.stats().closed, 1);
+        tracing::debug!(conn = e.conn.id, peer = %e.conn.peer, "connection closed");
+    }
+
+    fn drain_inbox(&mut self) {
+        let msgs = match self.shared.loops.get(self.idx) {
+            Some(n) => std::mem::take(&mut *n.inbox.lock().unwrap_or_else(|e| e.into_inner())),
+            None => return,
+        };
+        for m in msgs {
+            match m {
+                Msg::NewConn(s, peer) => self.add_conn(s, peer),
+                Msg::OldestIdle(reply) => {
+                    let _ = reply.send(self.oldest_idle());
+                }
+                Msg::CloseIdle { token, id } => {
+                    let still = matches!(self.conns.get(token), Some(Some(e))
+                        if e.conn.id == id
+                            && e.conn.inflight.load(SeqCst) == 0
+                            && e.conn.queued_bytes() == 0);
+                    let victim = if still {
+                        Some(token)
+                    } else {
+                        self.oldest_idle().map(|c| c.token)
+                    };
+                    if let Some(i) = victim {
+                        tracing::debug!(
+                            "max_connections reached: closing the oldest idle connection"
+                        );
+                        self.close(i);
+                    }
+                }
+                Msg::Check { token, id } => {
+                    let ok = matches!(self.conns.get(token), Some(Some(e)) if e.conn.id == id);
+                    if ok {
+                        self.after_change(token);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Something changed on connection `i` (output drained, a request
+    /// finished, a write failed): close it, or resume reading it.
+    fn after_change(&mut self, i: usize) {
+        let Some(Some(e)) = self.conns.get(i) else {
+            return;
+        };
+        let c = &e.conn;
+        let idle = c.inflight.load(SeqCst) == 0 && c.queued_bytes() == 0;
+        if c.is_closed() || (self.phase == FINAL && c.queued_bytes() == 0) || (e.eof && idle) {
+            self.close(i);
+            return;
+        }
+        if self.phase == RUNNING
+            && !e.eof
+            && (!c.paused.load(SeqCst) || (c.can_read() && c.paused.swap(false, SeqCst)))
+        {
+            self.schedule(i);
+        }
+    }
+
+    fn conn_event(&mut self, i: usize, readable: bool, writable: bool) {
+        let Some(Some(e)) = self.conns.get(i) else {
+            return;
+        };
+        if writable && e.conn.wants_write() {
+            let c = e.conn.clone();
+            c.flush();
+            self.after_change(i);
+        }
+        if readable && self.phase == RUNNING {
+            self.schedule(i);
+        }
+    }
+
+    /// Close connections idle for `idle_timeout` with nothing in flight.
+    fn sweep(&mut self) {
+        let now = Instant::now();
+        self.next_sweep = now + self.sweep_every;
+        let limit = self.shared.limits.idle_timeout;
+        for i in 0..self.conns.len() {
+            let idle = match self.conns.get(i) {
+                Some(Some(e)) => {
+                    now.saturating_duration_since(e.last_active) >= limit
+                        && e.conn.inflight.load(SeqCst) == 0
+                }
+                _ => false,
+            };
+            if idle {
+                tracing::debug!("closing idle connection");
+                self.close(i);
+            }
+        }
+    }
+}

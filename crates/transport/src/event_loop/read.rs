@@ -1,0 +1,375 @@
+//! Reading connections: records reassembled from what the sockets hold,
+//! answered on the loop when they can be (run to completion) or handed to a
+//! pool, within the in-flight, output and buffered-bytes bounds.
+
+use super::*;
+
+/// Bytes per read syscall (one per-loop buffer, reused).
+pub(super) const READ_CHUNK: usize = 64 << 10;
+/// Over the buffered-bytes budget, a connection with nothing outstanding
+/// may still make a call whose reply is at most this large.
+const FREE_REPLY: usize = 64 << 10;
+/// Fragment bodies still owing this much are read straight into the record.
+const DIRECT_MIN: usize = 16 << 10;
+/// Reads per connection per turn, so one flooding client cannot starve the
+/// others of its loop (16 × 64 KiB = 1 MiB).
+const READ_BUDGET: usize = 16;
+/// Reply bytes a loop gathers for one connection before sending them.
+const BATCH_BYTES: usize = 256 << 10;
+
+pub(super) enum ReadOutcome {
+    /// Read something; go on.
+    More,
+    /// Nothing more now (would block, or backpressure).
+    Stop,
+    /// The peer finished sending.
+    Eof,
+    /// Error or protocol violation: close.
+    Close,
+}
+
+pub(super) enum Submitted {
+    /// All ready records are in the pool.
+    All,
+    /// Stopped: in-flight bound, pool full, or pool closed.
+    Blocked,
+}
+
+impl Entry {
+    /// The socket has less than the large fragment still owes: ask the
+    /// kernel not to report it readable before the rest is in, so the body
+    /// is read in one wakeup, not one per segment (1 MiB WRITE, one stream:
+    /// 3.7 -> 2.8 context switches, docs/request-path.md). At most half the
+    /// current receive buffer: a low-water mark the buffer must grow to fit
+    /// also clamps the receive window (`tcp_set_rcvlowat`). It cannot stall
+    /// a connection: the kernel reports readable early when the receive
+    /// memory nears its limit or the window closes (`tcp_epollin_ready`),
+    /// and at end of stream or error.
+    fn wait_for_fragment(&mut self) {
+        let sock = &self.conn.sock;
+        let buf = rustix::net::sockopt::socket_recv_buffer_size(sock).unwrap_or(0);
+        let want = self.rd.frag_owed().min(buf / 2).max(1);
+        if want != self.lowat.max(1) && sys::set_rcvlowat(sock, want).is_ok() {
+            self.lowat = want;
+        }
+    }
+
+    /// Between large fragments: readable again at the first byte.
+    fn end_fragment_wait(&mut self) {
+        if self.lowat > 1 && sys::set_rcvlowat(&self.conn.sock, 1).is_ok() {
+            self.lowat = 0;
+        }
+    }
+}
+
+impl EventLoop {
+    pub(super) fn process_run(&mut self) {
+        let budget = self.shared.limits.max_buffered_bytes as u64;
+        if budget > 0 {
+            self.buffered_seen = self.shared.stats.buffered();
+            self.reserved_since = 0;
+        }
+        self.over_budget = budget > 0 && self.buffered_seen > budget;
+        for _ in 0..self.run.len() {
+            let Some(i) = self.run.pop_front() else {
+                break;
+            };
+            if let Some(Some(e)) = self.conns.get_mut(i) {
+                e.scheduled = false;
+                self.read_conn(i);
+            }
+        }
+    }
+
+    /// Answer or hand ready records to the pool while the bounds allow;
+    /// the replies answered here leave together at the end.
+    pub(super) fn submit_ready(&mut self, i: usize) -> Submitted {
+        let r = self.submit_records(i);
+        if !self.batch.is_empty() {
+            match self.conns.get(i) {
+                Some(Some(e)) => e.conn.send_batch(&mut self.batch),
+                _ => self.batch.clear(),
+            }
+        }
+        self.batch_bytes = 0;
+        r
+    }
+
+    pub(super) fn submit_records(&mut self, i: usize) -> Submitted {
+        let Some(Some(e)) = self.conns.get_mut(i) else {
+            return Submitted::Blocked;
+        };
+        while let Some(mut data) = e.rd.ready.pop_front() {
+            let c = &e.conn;
+            if !c.can_read() {
+                e.rd.ready.push_front(data);
+                // Over a bound (in-flight requests or queued reply bytes):
+                // whoever brings us back under both notifies us.
+                c.paused.store(true, SeqCst);
+                if c.can_read() && c.paused.swap(false, SeqCst) {
+                    continue;
+                }
+                return Submitted::Blocked;
+            }
+            // Budget: a call whose reply could be large is taken from a
+            // connection with calls or replies outstanding only while the
+            // bytes held plus that reply fit (knfsd reserves reply room
+            // before it takes a request); a connection with nothing
+            // outstanding is always served.
+            let bound = self.shared.service.reply_bound(&data);
+            let budget = self.shared.limits.max_buffered_bytes as u64;
+            let outstanding = c.inflight.load(SeqCst) > 0 || c.queued_bytes() > 0;
+            // The turn's sum plus what this loop reserved since, summed
+            // again once that reaches a sixteenth of the budget (other
+            // loops' reservations are seen then).
+            if budget > 0 && bound > 0 && self.reserved_since >= budget / 16 {
+                self.buffered_seen = self.shared.stats.buffered();
+                self.reserved_since = 0;
+            }
+            if budget > 0
+                && (outstanding || bound > FREE_REPLY)
+                && self.buffered_seen + self.reserved_since + bound as u64 > budget
+            {
+                e.rd.ready.push_front(data);
+                if !e.stalled {
+                    e.stalled = true;
+                    self.stalled.push(i);
+                }
+                if !self.warned_budget {
+                    tracing::warn!(
+                        "max_buffered_bytes ({budget}) reached: connections with calls or \
+                         replies outstanding wait until it drains"
+                    );
+                    self.warned_budget = true;
+                }
+                return Submitted::Blocked;
+            }
+            self.reserved_since += bound as u64;
+            let route = self.shared.service.route(&data);
+            let mut deferred = false;
+            // Run to completion: what the service can answer from memory is
+            // answered here, with no handoff and no wakeup (knfsd's thread
+            // that dequeues a request runs it); it takes microseconds, so
+            // the loop's other connections hardly wait for it.
+            if self.run_inline && route == Route::Quick {
+                let req = Request {
+                    data,
+                    peer: c.peer,
+                    local: c.local,
+                    conn_id: c.id,
+                };
+                let st = &self.shared.loop_stats[self.idx];
+                match self.shared.service.call_inline(req) {
+                    Inline::Done(reply) => {
+                        bump(&st.inline, 1);
+                        if let Some(r) = reply {
+                            self.batch_bytes += r.body_len();
+                            self.batch.push(r);
+                        }
+                        // Bounded: past BATCH_BYTES the replies go now and
+                        // count against the connection's output bound.
+                        if self.batch_bytes >= BATCH_BYTES {
+                            c.send_batch(&mut self.batch);
+                            self.batch_bytes = 0;
+                        }
+                        continue;
+                    }
+                    Inline::Defer(req) => {
+                        // It would have waited (a miss, data on disk): such
+                        // calls go where waiting is expected.
+                        bump(&st.deferred, 1);
+                        data = req.data;
+                        deferred = true;
+                    }
+                }
+            }
+            if !self.batch.is_empty() {
+                // Replies before the handoff: keep the pipe moving.
+                c.send_batch(&mut self.batch);
+                self.batch_bytes = 0;
+            }
+            c.inflight.fetch_add(1, SeqCst);
+            let mut w = Work::new(c.clone(), data, bound);
+            // Only a short call's reply may wait for its worker's next call.
+            w.may_hold = route == Route::Pool && !deferred;
+            let pool = match &self.blocking {
+                Some(b) if route == Route::Blocking => b,
+                // A call given up on the loop (a cache miss, data not in
+                // memory) runs on the loop's own pool when nothing waits
+                // there: with pinned loops that is this CPU, where the call
+                // arrived and its client waits, so no wakeup crosses CPUs.
+                // Under load it goes to the blocking pool as before, whose
+                // size does not shrink with the number of loops.
+                Some(b) if deferred => match self.pool.submit_if_free(w) {
+                    Ok(()) => continue,
+                    Err(back) => {
+                        w = back;
+                        b
+                    }
+                },
+                _ => &self.pool,
+            };
+            match pool.submit(w) {
+                Ok(()) => {}
+                Err(SubmitError::Full(mut w)) => {
+                    let d = std::mem::take(&mut w.data);
+                    drop(w); // uncounts the request
+                    e.rd.ready.push_front(d);
+                    if !e.stalled {
+                        e.stalled = true;
+                        self.stalled.push(i);
+                    }
+                    return Submitted::Blocked;
+                }
+                Err(SubmitError::Closed(_)) => {
+                    e.rd.ready.clear();
+                    return Submitted::Blocked;
+                }
+            }
+        }
+        Submitted::All
+    }
+
+    /// Read and submit records from connection `i` within the bounds.
+    pub(super) fn read_conn(&mut self, i: usize) {
+        for _ in 0..READ_BUDGET {
+            if let Submitted::Blocked = self.submit_ready(i) {
+                return;
+            }
+            match self.read_once(i) {
+                ReadOutcome::More => {}
+                ReadOutcome::Stop => return,
+                ReadOutcome::Eof => {
+                    self.after_change(i);
+                    return;
+                }
+                ReadOutcome::Close => {
+                    self.close(i);
+                    return;
+                }
+            }
+        }
+        // Budget used up: hand the ready records over, come back next turn.
+        if let Submitted::All = self.submit_ready(i) {
+            self.schedule(i);
+        }
+    }
+
+    /// One read syscall on connection `i`, fed to its record reader.
+    pub(super) fn read_once(&mut self, i: usize) -> ReadOutcome {
+        let Some(Some(e)) = self.conns.get_mut(i) else {
+            return ReadOutcome::Stop;
+        };
+        if e.eof {
+            return ReadOutcome::Stop;
+        }
+        let c = &e.conn;
+        if !c.can_read() {
+            c.paused.store(true, SeqCst);
+            if !(c.can_read() && c.paused.swap(false, SeqCst)) {
+                return ReadOutcome::Stop; // a worker or our own flush resumes us
+            }
+        }
+        // Budget spent: only a connection with nothing outstanding is read
+        // (knfsd reserves reply room before it takes a request); the
+        // others are retried as it drains.
+        if self.over_budget && (c.inflight.load(SeqCst) > 0 || c.queued_bytes() > 0) {
+            if !e.stalled {
+                e.stalled = true;
+                self.stalled.push(i);
+            }
+            return ReadOutcome::Stop;
+        }
+        let out = self.read_into_record(i);
+        // The partial record's bytes count against the budget.
+        if let Some(Some(e)) = self.conns.get_mut(i) {
+            let now = e.rd.partial_len();
+            let st = &self.shared.stats;
+            if now > e.held {
+                st.held_in.add((now - e.held) as u64);
+            } else {
+                st.held_out.add((e.held - now) as u64);
+            }
+            e.held = now;
+        }
+        out
+    }
+
+    /// The read syscall of `read_once`.
+    pub(super) fn read_into_record(&mut self, i: usize) -> ReadOutcome {
+        let max_record = self.shared.limits.max_record;
+        let Some(Some(e)) = self.conns.get_mut(i) else {
+            return ReadOutcome::Stop;
+        };
+        let c = &e.conn;
+        // A large fragment body goes straight into its record (one copy
+        // from the socket, not two); headers and small calls use scratch.
+        if e.rd.direct_wanted(DIRECT_MIN) {
+            let (d, r) = e.rd.read_direct(|v, max| sys::recv_append(&c.sock, v, max));
+            let st = &self.shared.loop_stats[self.idx];
+            bump(&st.bytes_in, d.bytes as u64);
+            bump(&st.records_in, d.records as u64);
+            if d.bytes > 0 {
+                e.last_active = Instant::now();
+            }
+            return match r {
+                Ok(()) if d.eof => {
+                    e.eof = true;
+                    e.rd = RecordReader::default(); // a partial record is lost
+                    c.eof.store(true, SeqCst);
+                    ReadOutcome::Eof
+                }
+                Ok(()) => ReadOutcome::More,
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                    e.wait_for_fragment();
+                    ReadOutcome::Stop
+                }
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => ReadOutcome::More,
+                Err(err) => {
+                    tracing::debug!(conn = c.id, peer = %c.peer, "read: {err}");
+                    ReadOutcome::Close
+                }
+            };
+        }
+        e.end_fragment_wait();
+        let c = &e.conn;
+        match (&c.sock).read(&mut self.scratch) {
+            Ok(0) => {
+                e.eof = true;
+                e.rd = RecordReader::default(); // a partial record is lost
+                c.eof.store(true, SeqCst);
+                ReadOutcome::Eof
+            }
+            Ok(n) => {
+                e.last_active = Instant::now();
+                let st = &self.shared.loop_stats[self.idx];
+                bump(&st.bytes_in, n as u64);
+                match e
+                    .rd
+                    .feed(self.scratch.get(..n).unwrap_or_default(), max_record)
+                {
+                    Ok(k) => {
+                        bump(&st.records_in, k as u64);
+                        ReadOutcome::More
+                    }
+                    Err(tb) => {
+                        bump(&st.too_big, 1);
+                        tracing::warn!(
+                            conn = c.id,
+                            peer = %c.peer,
+                            "record of {} bytes exceeds max_record {max_record}; closing",
+                            tb.claimed
+                        );
+                        ReadOutcome::Close
+                    }
+                }
+            }
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => ReadOutcome::Stop,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => ReadOutcome::More,
+            Err(err) => {
+                tracing::debug!(conn = c.id, peer = %c.peer, "read: {err}");
+                ReadOutcome::Close
+            }
+        }
+    }
+}
