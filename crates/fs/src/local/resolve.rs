@@ -123,7 +123,12 @@ impl LocalFs {
     /// The kernel handle of `name` in `dir`, checked to name the object
     /// `st` describes (made by name a moment before: a rename in between
     /// gives `Renamed`). Ok(None): no kernel handle for it.
-    fn kernel_fh_at(&self, dir: RawFd, name: &CString, st: &Stat) -> Result<Option<Fh>, Renamed> {
+    pub(super) fn kernel_fh_at(
+        &self,
+        dir: RawFd,
+        name: &CString,
+        st: &Stat,
+    ) -> Result<Option<Fh>, Renamed> {
         if self.handle_layout != Layout::Unknown {
             if let Ok((h, _)) = sys::name_to_handle(dir, name, 0) {
                 match self.handle_layout.ino(h.handle_type, h.bytes()) {

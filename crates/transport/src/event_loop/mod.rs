@@ -167,17 +167,7 @@ pub(crate) fn start(
             Ok(t) => threads.push(t),
             Err(e) => {
                 // Stop what started; the handle's shutdown does it all.
-                let h = Handle {
-                    inner: Arc::new(HandleInner {
-                        shared,
-                        pools,
-                        addrs,
-                        threads: Mutex::new(threads),
-                        state: Mutex::new(State::Running),
-                        state_cv: Condvar::new(),
-                    }),
-                };
-                h.shutdown();
+                handle(shared, pools, addrs, threads).shutdown();
                 return Err(e);
             }
         }
@@ -185,7 +175,16 @@ pub(crate) fn start(
     // Shut down and counted with the others.
     let mut pools = pools;
     pools.extend(blocking);
-    Ok(Handle {
+    Ok(handle(shared, pools, addrs, threads))
+}
+
+fn handle(
+    shared: Arc<Shared>,
+    pools: Vec<Arc<Pool<Work>>>,
+    addrs: Vec<SocketAddr>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+) -> Handle {
+    Handle {
         inner: Arc::new(HandleInner {
             shared,
             pools,
@@ -194,7 +193,7 @@ pub(crate) fn start(
             state: Mutex::new(State::Running),
             state_cv: Condvar::new(),
         }),
-    })
+    }
 }
 
 /// Loop `idx`'s share of `cfg` under `PoolLayout::PerLoop` (see there):
