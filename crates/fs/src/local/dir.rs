@@ -2,6 +2,7 @@
 
 use std::os::fd::AsRawFd;
 
+use super::resolve::Renamed;
 use super::{check_name, errno, sys, LocalFs, Obj, MAX_DIR_ENTRIES};
 use crate::{Attr, Cred, DirEntry, DirPage, Fh, FsError, FsResult};
 
@@ -23,12 +24,14 @@ impl LocalFs {
             if !self.on_export_fs(&st) {
                 return None;
             }
-            if let Some(fh) = self.make_fh_at(dir.raw(), &c, &st) {
-                if name != b".." {
-                    self.locs.insert(st.key(), dir.st.key(), name);
-                }
-                return Some((fh, self.attr(&st)));
+            let fh = match self.make_fh_at(dir.raw(), &c, &st) {
+                Ok(fh) => fh?,
+                Err(Renamed) => continue,
+            };
+            if name != b".." {
+                self.locs.insert(st.key(), dir.st.key(), name);
             }
+            return Some((fh, self.attr(&st)));
         }
         None
     }

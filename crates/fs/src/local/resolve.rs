@@ -88,36 +88,43 @@ impl LocalFs {
         Ok(self.path_fh(st, tag))
     }
 
-    /// The handle of `name` in `dir` whose stat is `st` (server credentials).
-    pub(super) fn make_fh_at(&self, dir: RawFd, name: &CString, st: &Stat) -> Option<Fh> {
+    /// The handle of `name` in `dir` whose stat is `st` (server
+    /// credentials). `st` was taken by name a moment before: both handle
+    /// kinds are checked to name that same object, and a rename in between
+    /// gives `Renamed`. Ok(None): no handle can be made for it.
+    pub(super) fn make_fh_at(
+        &self,
+        dir: RawFd,
+        name: &CString,
+        st: &Stat,
+    ) -> Result<Option<Fh>, Renamed> {
         if st.key() == self.root_key {
-            return Some(self.root_fh.clone());
+            return Ok(Some(self.root_fh.clone()));
         }
         if self.mode == HandleMode::Kernel && st.mnt_id == self.root_mnt {
-            match self.kernel_fh_at(dir, name, st) {
-                Ok(Some(fh)) => return Some(fh),
-                Ok(None) => {}
-                Err(Renamed) => return None,
+            if let Some(fh) = self.kernel_fh_at(dir, name, st)? {
+                return Ok(Some(fh));
             }
         }
         if !(st.is_reg() || st.is_dir()) {
-            return Some(self.path_fh(st, birth_tag(st).unwrap_or(0)));
+            return Ok(Some(self.path_fh(st, birth_tag(st).unwrap_or(0))));
         }
-        let f = sys::openat(
+        let Ok(f) = sys::openat(
             dir,
             name,
             libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY,
             0,
-        )
-        .ok()?;
-        if sys::fstat(f.as_raw_fd()).ok()?.key() != st.key() {
-            return None;
+        ) else {
+            return Ok(None);
+        };
+        if sys::fstat(f.as_raw_fd()).ok().map(|s| s.key()) != Some(st.key()) {
+            return Err(Renamed);
         }
         let tag = sys::generation(f.as_raw_fd())
             .filter(|g| *g != 0)
             .or_else(|| birth_tag(st))
             .unwrap_or(0);
-        Some(self.path_fh(st, tag))
+        Ok(Some(self.path_fh(st, tag)))
     }
 
     /// The kernel handle of `name` in `dir`, checked to name the object
@@ -130,16 +137,17 @@ impl LocalFs {
         st: &Stat,
     ) -> Result<Option<Fh>, Renamed> {
         if self.handle_layout != Layout::Unknown {
-            if let Ok((h, _)) = sys::name_to_handle(dir, name, 0) {
-                match self.handle_layout.ino(h.handle_type, h.bytes()) {
-                    Some(ino) if ino != st.ino => return Err(Renamed),
-                    Some(_) => return Ok(self.sealer.seal_kernel(h.handle_type, h.bytes())),
-                    None => {} // a type this layout does not cover
-                }
+            let Ok((h, _)) = sys::name_to_handle(dir, name, 0) else {
+                return Ok(None); // none by name: none by descriptor either
+            };
+            match self.handle_layout.ino(h.handle_type, h.bytes()) {
+                Some(ino) if ino != st.ino => return Err(Renamed),
+                Some(_) => return Ok(self.sealer.seal_kernel(h.handle_type, h.bytes())),
+                None => {} // a type this layout does not cover
             }
         }
-        // Layout not known: open the name once and ask both of the
-        // descriptor.
+        // Layout (or this handle type) not known: open the name once and
+        // ask both of the descriptor.
         let Ok(f) = sys::openat(dir, name, libc::O_PATH | libc::O_NOFOLLOW, 0) else {
             return Ok(None);
         };

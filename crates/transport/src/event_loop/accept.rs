@@ -9,7 +9,7 @@ use super::*;
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Where `evict_oldest_idle` made room.
-pub(super) enum Evicted {
+enum Evicted {
     Here,
     Elsewhere,
     None,
@@ -41,7 +41,7 @@ impl EventLoop {
         }
     }
 
-    pub(super) fn on_accept(&mut self, s: TcpStream, peer: SocketAddr) {
+    fn on_accept(&mut self, s: TcpStream, peer: SocketAddr) {
         // Strangers never hold a slot: a peer no export lists is closed at
         // once, before it is counted.
         if !self.shared.service.admit(&peer) {
@@ -107,7 +107,7 @@ impl EventLoop {
     /// call, with no wakeup across CPUs (on the 2-vCPU guest of our benchmarks one costs about
     /// 35 µs, three times a whole GETATTR). Otherwise the least loaded
     /// loop; loops not pinned, round-robin.
-    pub(super) fn steer(&mut self, s: &TcpStream) -> usize {
+    fn steer(&mut self, s: &TcpStream) -> usize {
         // Two, not one: a client's idle connection (its MOUNT, or a second
         // one it keeps) must not push its busy one to another CPU.
         const STEER_SLACK: usize = 2;
@@ -225,7 +225,7 @@ impl EventLoop {
     /// iteration; only a loop that is gone misses it). A remote victim
     /// closes when its loop reads the request, which comes before its next
     /// answer to us: the limit is exceeded by at most one, briefly.
-    pub(super) fn evict_oldest_idle(&mut self) -> Evicted {
+    fn evict_oldest_idle(&mut self) -> Evicted {
         const QUERY_WAIT: Duration = Duration::from_millis(50);
         let (tx, rx) = std::sync::mpsc::channel();
         let mut asked = 0;

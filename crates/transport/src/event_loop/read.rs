@@ -17,7 +17,7 @@ const READ_BUDGET: usize = 16;
 /// Reply bytes a loop gathers for one connection before sending them.
 const BATCH_BYTES: usize = 256 << 10;
 
-pub(super) enum ReadOutcome {
+enum ReadOutcome {
     /// Read something; go on.
     More,
     /// Nothing more now (would block, or backpressure).
@@ -28,7 +28,7 @@ pub(super) enum ReadOutcome {
     Close,
 }
 
-pub(super) enum Submitted {
+enum Submitted {
     /// All ready records are in the pool.
     All,
     /// Stopped: in-flight bound, pool full, or pool closed.
@@ -83,7 +83,7 @@ impl EventLoop {
 
     /// Answer or hand ready records to the pool while the bounds allow;
     /// the replies answered here leave together at the end.
-    pub(super) fn submit_ready(&mut self, i: usize) -> Submitted {
+    fn submit_ready(&mut self, i: usize) -> Submitted {
         let r = self.submit_records(i);
         if !self.batch.is_empty() {
             match self.conns.get(i) {
@@ -95,7 +95,7 @@ impl EventLoop {
         r
     }
 
-    pub(super) fn submit_records(&mut self, i: usize) -> Submitted {
+    fn submit_records(&mut self, i: usize) -> Submitted {
         let Some(Some(e)) = self.conns.get_mut(i) else {
             return Submitted::Blocked;
         };
@@ -231,7 +231,7 @@ impl EventLoop {
     }
 
     /// Read and submit records from connection `i` within the bounds.
-    pub(super) fn read_conn(&mut self, i: usize) {
+    fn read_conn(&mut self, i: usize) {
         for _ in 0..READ_BUDGET {
             if let Submitted::Blocked = self.submit_ready(i) {
                 return;
@@ -256,7 +256,7 @@ impl EventLoop {
     }
 
     /// One read syscall on connection `i`, fed to its record reader.
-    pub(super) fn read_once(&mut self, i: usize) -> ReadOutcome {
+    fn read_once(&mut self, i: usize) -> ReadOutcome {
         let Some(Some(e)) = self.conns.get_mut(i) else {
             return ReadOutcome::Stop;
         };
@@ -296,7 +296,7 @@ impl EventLoop {
     }
 
     /// The read syscall of `read_once`.
-    pub(super) fn read_into_record(&mut self, i: usize) -> ReadOutcome {
+    fn read_into_record(&mut self, i: usize) -> ReadOutcome {
         let max_record = self.shared.limits.max_record;
         let Some(Some(e)) = self.conns.get_mut(i) else {
             return ReadOutcome::Stop;
