@@ -6,22 +6,48 @@
 //! EAGAIN and marks the attempt, and the caller runs the call again in the
 //! pool. Only calls that change nothing are run this way, so giving up
 //! halfway leaves no trace.
+//!
+//! One step is allowed on the loop although it may wait: opening an object
+//! by its handle (a handle cache miss), which reads the disk only when the
+//! kernel no longer holds the inode. With a large working set of handles
+//! whose inodes the kernel keeps, handing each miss to a pool thread costs
+//! more than the miss (a wakeup and two context switches). So a loop
+//! *speculates*: it runs the step and sees whether the thread slept in it
+//! (`speculated`); each step that slept keeps this thread from speculating
+//! for a while, from 10 ms doubling up to 1 s while they keep sleeping, so
+//! a loop waits for the disk at most about once a second in a cold storm.
 
 use std::cell::Cell;
+use std::time::{Duration, Instant};
 
 use crate::FsError;
 
 thread_local! {
     /// 0: normal; 1: inline; 2: inline, and gave up.
     static STATE: Cell<u8> = const { Cell::new(0) };
+    /// Whether this inline attempt may speculate (see the module text).
+    static MAY: Cell<bool> = const { Cell::new(false) };
+    /// No speculation on this thread before this instant.
+    static QUIET_UNTIL: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// The quiet time a step that slept sets next.
+    static BACKOFF: Cell<Duration> = const { Cell::new(BACKOFF_MIN) };
 }
+
+const BACKOFF_MIN: Duration = Duration::from_millis(10);
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// Inline mode for this thread until dropped.
 pub struct Inline(());
 
 /// Enters inline mode on this thread.
 pub fn enter() -> Inline {
+    enter_speculating(false)
+}
+
+/// Inline mode that may speculate on handle misses (`speculate`).
+pub fn enter_speculating(may: bool) -> Inline {
     STATE.with(|s| s.set(1));
+    MAY.with(|m| m.set(may));
     Inline(())
 }
 
@@ -35,6 +61,7 @@ impl Inline {
 impl Drop for Inline {
     fn drop(&mut self) {
         STATE.with(|s| s.set(0));
+        MAY.with(|m| m.set(false));
     }
 }
 
@@ -47,4 +74,68 @@ pub fn active() -> bool {
 pub fn give_up() -> FsError {
     STATE.with(|s| s.set(2));
     FsError::Errno(libc::EAGAIN)
+}
+
+/// Whether this inline attempt may run a step that rarely waits (a handle
+/// miss): allowed, and no recent step on this thread slept.
+pub fn may_speculate() -> bool {
+    if !active() || !MAY.with(|m| m.get()) {
+        return false;
+    }
+    match QUIET_UNTIL.with(|q| q.get()) {
+        None => true,
+        Some(t) if Instant::now() >= t => {
+            QUIET_UNTIL.with(|q| q.set(None));
+            true
+        }
+        Some(_) => false,
+    }
+}
+
+/// Records how a speculative step went: one that slept quiets this thread
+/// for the backoff, which doubles (to `BACKOFF_MAX`); one that did not
+/// halves it (to `BACKOFF_MIN`).
+pub fn speculated(slept: bool) {
+    let b = BACKOFF.with(|b| b.get());
+    if slept {
+        QUIET_UNTIL.with(|q| q.set(Some(Instant::now() + b)));
+        BACKOFF.with(|c| c.set((b * 2).min(BACKOFF_MAX)));
+    } else if b > BACKOFF_MIN {
+        BACKOFF.with(|c| c.set((b / 2).max(BACKOFF_MIN)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Speculation needs inline mode and the caller's leave; a step that
+    /// slept quiets the thread for the backoff, which doubles while steps
+    /// keep sleeping and halves when they do not.
+    #[test]
+    fn a_step_that_slept_quiets_the_thread_for_a_doubling_backoff() {
+        assert!(!may_speculate(), "not inline");
+        {
+            let _g = enter();
+            assert!(!may_speculate(), "inline, not allowed");
+        }
+        let _g = enter_speculating(true);
+        assert!(may_speculate());
+        speculated(false);
+        assert_eq!(BACKOFF.with(|b| b.get()), BACKOFF_MIN);
+        speculated(true);
+        assert!(!may_speculate(), "quiet after a step that slept");
+        assert_eq!(BACKOFF.with(|b| b.get()), 2 * BACKOFF_MIN);
+        std::thread::sleep(BACKOFF_MIN + Duration::from_millis(2));
+        assert!(may_speculate(), "quiet time over");
+        for _ in 0..20 {
+            speculated(true);
+        }
+        assert_eq!(BACKOFF.with(|b| b.get()), BACKOFF_MAX);
+        QUIET_UNTIL.with(|q| q.set(None));
+        speculated(false);
+        assert_eq!(BACKOFF.with(|b| b.get()), BACKOFF_MAX / 2);
+        drop(_g);
+        assert!(!may_speculate(), "left inline mode");
+    }
 }

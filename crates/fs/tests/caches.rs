@@ -518,6 +518,63 @@ fn inline_mode_answers_hits_and_gives_up_on_misses() {
     }
 }
 
+/// Speculation (`inline::enter_speculating`): a kernel handle's miss is
+/// opened on the loop when the kernel holds the inode; a path handle's miss
+/// (which may walk directories) still gives up, and so does any miss while
+/// the thread is quiet after a step that slept.
+#[test]
+fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
+    for m in modes() {
+        let d = tmp();
+        let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
+        let f = create(&fs, &fs.root(), "f");
+        fs.write(&root(), &f, 0, b"speculate", Stable::Unstable)
+            .unwrap();
+        let cold = LocalFs::open(d.path(), 7, opts(m)).unwrap();
+        {
+            let g = rnfsd_fs::inline::enter_speculating(true);
+            let r = cold.getattr(&root(), &f);
+            if m == HandleMode::Kernel {
+                assert!(r.is_ok(), "{r:?}");
+                assert!(!g.gave_up(), "a kernel handle's miss, inode cached");
+            } else {
+                assert_eq!(r.err(), Some(FsError::Errno(libc::EAGAIN)));
+                assert!(g.gave_up(), "a path handle's miss");
+            }
+        }
+        // A READ of cached pages on a backend with no descriptor for the
+        // file: the reader is opened on the loop too.
+        let cold = LocalFs::open(d.path(), 7, opts(m)).unwrap();
+        {
+            let g = rnfsd_fs::inline::enter_speculating(true);
+            let mut buf = Vec::new();
+            let r = cold.read(&root(), &f, 0, 9, &mut buf);
+            if m == HandleMode::Kernel {
+                assert!(r.is_ok(), "{r:?}");
+                assert!(!g.gave_up(), "object and reader opened inline");
+                assert_eq!(buf, b"speculate");
+            } else {
+                assert!(g.gave_up(), "a path handle's miss");
+            }
+        }
+        let colder = LocalFs::open(d.path(), 7, opts(m)).unwrap();
+        {
+            let g = rnfsd_fs::inline::enter_speculating(true);
+            rnfsd_fs::inline::speculated(true);
+            assert_eq!(
+                colder.getattr(&root(), &f).err(),
+                Some(FsError::Errno(libc::EAGAIN)),
+                "{m:?}: quiet after a step that slept"
+            );
+            assert!(g.gave_up());
+        }
+        assert!(
+            colder.getattr(&root(), &f).is_ok(),
+            "{m:?}: the pool's retry"
+        );
+    }
+}
+
 /// An export whose handle cache holds 64 objects (4 in the window), under
 /// a descriptor budget of 400, with `n` files in its root.
 fn small_cache_with(m: HandleMode, n: usize) -> (tempfile::TempDir, LocalFs, Vec<Fh>) {

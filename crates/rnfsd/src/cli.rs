@@ -105,6 +105,7 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   blocking_threads = 64          pool for calls that wait for stable storage
   blocking_nice = 0              its threads' nice value (> 0: loops first)
   run_inline = true              answer from-memory calls on the loop thread
+  inline_misses = true           ... and open handle cache misses there too
   reply_batch = 16               a worker's replies of one connection sent together
   splice_pipes = 32              pipes for READ by splice (2 fds each; 0:
                                  READ data is copied)
@@ -296,6 +297,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_run_inline: bool,
 
+    /// Send every handle cache miss to a pool thread instead of opening it
+    /// on the loop (`inline_misses = false`). For comparison.
+    #[arg(long)]
+    pub no_inline_misses: bool,
+
     /// Replies a worker holds back while it runs the next short call of
     /// the same connection (0 or 1 = each alone). [default: 16]
     #[arg(long, value_name = "N")]
@@ -467,6 +473,9 @@ impl ServeArgs {
         }
         if self.no_run_inline {
             s.run_inline = false;
+        }
+        if self.no_inline_misses {
+            s.inline_misses = false;
         }
         for (dst, src) in [
             (&mut s.cache_fds, self.cache_fds),

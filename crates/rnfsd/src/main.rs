@@ -379,7 +379,8 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let nfs_service = Arc::new(
         RpcService::new(server.clone(), nfs_programs.clone(), policy)
             .with_stats(stats.clone())
-            .with_drc(drc),
+            .with_drc(drc)
+            .with_inline_misses(s.inline_misses),
     );
     let portmap_service =
         Arc::new(RpcService::new(server.clone(), vec![&PORTMAP], policy).with_stats(stats.clone()));

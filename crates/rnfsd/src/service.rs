@@ -20,6 +20,9 @@ pub struct RpcService {
     stats: Option<Arc<Registry>>,
     /// Duplicate reply cache (none: every call runs).
     drc: Option<Arc<Drc>>,
+    /// Inline calls may open a handle's object on the loop
+    /// (`rnfsd_fs::inline`, "speculates").
+    inline_misses: bool,
 }
 
 impl RpcService {
@@ -30,7 +33,15 @@ impl RpcService {
             policy,
             stats: None,
             drc: None,
+            inline_misses: false,
         }
+    }
+
+    /// Let inline calls open a handle cache miss's object on the loop
+    /// thread, backing off where that sleeps (`inline_misses`).
+    pub fn with_inline_misses(mut self, on: bool) -> Self {
+        self.inline_misses = on;
+        self
     }
 
     /// Answer retransmitted non-idempotent calls from `drc`.
@@ -155,7 +166,7 @@ impl Service for RpcService {
     /// memory or gives up (`rnfsd_fs::inline`), and a call given up runs
     /// again in the pool, uncounted here.
     fn call_inline(&self, req: Request) -> Inline {
-        let guard = rnfsd_fs::inline::enter();
+        let guard = rnfsd_fs::inline::enter_speculating(self.inline_misses);
         match self.run(&req, || !guard.gave_up()) {
             Some(reply) => Inline::Done(reply),
             None => Inline::Defer(req),

@@ -315,3 +315,98 @@ async fn a_working_set_beyond_the_descriptor_budget_does_not_churn_the_caches() 
     })
     .await;
 }
+
+/// Records sent from an event loop to a pool thread after all, and the
+/// handle cache's misses, so far.
+fn deferred_and_misses(srv: &TestServer) -> (u64, u64) {
+    let snap = snapshot(srv);
+    let deferred = snap
+        .transports
+        .iter()
+        .map(|t| t.connections.records_deferred)
+        .sum();
+    let misses = snap.exports[0]
+        .caches
+        .iter()
+        .find(|c| c.name == "objects")
+        .map_or(0, |c| c.misses);
+    (deferred, misses)
+}
+
+/// `inline_misses`: a GETATTR whose handle the server has never seen (a
+/// restart emptied its caches; the kernel still holds the inodes) is
+/// answered on the event loop, no pool thread woken; with
+/// `--no-inline-misses` every one of them goes to a pool thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handle_misses_are_opened_on_the_loop_unless_turned_off() {
+    // SAFETY: geteuid cannot fail.
+    let why = (unsafe { libc::geteuid() } != 0).then(|| {
+        "kernel handles need CAP_DAC_READ_SEARCH; a path handle's miss may \
+         walk directories and always goes to a pool"
+            .to_string()
+    });
+    if common::skip("inline handle misses", why) {
+        return;
+    }
+    const N: usize = 200;
+    bounded(async {
+        let dir = TempDir::new("inlinemiss");
+        let sub = dir.path().join("d");
+        std::fs::create_dir(&sub).unwrap();
+        for f in 0..N {
+            std::fs::write(sub.join(format!("f{f}")), b"x").unwrap();
+        }
+        for on in [true, false] {
+            let args: &[&str] = if on {
+                &["--no-rpcbind"]
+            } else {
+                &["--no-rpcbind", "--no-inline-misses"]
+            };
+            let mut srv = TestServer::start_with(dir.path(), args);
+            let handles: Vec<NfsFh3> = {
+                let s = mount(&srv).await;
+                let d = s
+                    .nfs
+                    .readdirplus_all(&s.root)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .find(|e| e.name == b"d")
+                    .and_then(|e| e.name_handle)
+                    .unwrap();
+                s.nfs
+                    .readdirplus_all(&d)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .filter(|e| e.name.starts_with(b"f"))
+                    .map(|e| e.name_handle.unwrap())
+                    .collect()
+            };
+            assert_eq!(handles.len(), N);
+            srv.restart();
+            let s = mount(&srv).await;
+            let (d0, m0) = deferred_and_misses(&srv);
+            for fh in &handles {
+                let a = s.nfs.getattr_ok(fh).await.expect("GETATTR");
+                assert_eq!(a.size, 1);
+            }
+            let (d1, m1) = deferred_and_misses(&srv);
+            let (deferred, misses) = (d1 - d0, m1 - m0);
+            assert!(misses >= N as u64, "{misses} misses for {N} cold handles");
+            if on {
+                assert!(
+                    deferred <= N as u64 / 10,
+                    "{deferred} of {N} cold GETATTRs went to a pool thread"
+                );
+            } else {
+                assert!(
+                    deferred >= N as u64 * 9 / 10,
+                    "only {deferred} of {N} cold GETATTRs went to a pool thread"
+                );
+            }
+            eprintln!("inline_misses {on}: {deferred} of {N} deferred, {misses} misses");
+        }
+    })
+    .await;
+}

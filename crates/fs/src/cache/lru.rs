@@ -253,6 +253,16 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
     /// bounded eviction; the evicted values are pushed to `dropped`, for the
     /// caller to drop once no lock is held.
     pub fn insert(&self, k: K, v: Arc<V>, dropped: &mut Vec<Arc<V>>) -> Inserted<V> {
+        self.insert_inner(k, v, Some(dropped))
+    }
+
+    /// As `insert`, but at a bound the value is refused rather than another
+    /// evicted: for a caller that must not close descriptors (an event loop).
+    pub fn insert_no_evict(&self, k: K, v: Arc<V>) -> Inserted<V> {
+        self.insert_inner(k, v, None)
+    }
+
+    fn insert_inner(&self, k: K, v: Arc<V>, dropped: Option<&mut Vec<Arc<V>>>) -> Inserted<V> {
         let mut g = self.lock(self.index(&k));
         if let Some(&i) = g.map.get(&k) {
             if let Some((_, old)) = &g.slots[i as usize].entry {
@@ -261,6 +271,10 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         }
         let reserved = g.map.len() < self.shard_max && self.try_reserve();
         if !reserved {
+            let Some(dropped) = dropped else {
+                g.counts.refused += 1;
+                return Inserted::Refused(v);
+            };
             // At a bound: evict here, and the evicted entry's place in the
             // count passes to the new one.
             let n = dropped.len();
@@ -565,6 +579,35 @@ mod tests {
         assert!(c.remove_if_same(&1, &Arc::new(1)).is_none());
         assert!(c.remove_if_same(&1, &first).is_some());
         assert!(c.get(&1).is_none());
+    }
+
+    #[test]
+    fn insert_no_evict_refuses_at_the_bound_and_evicts_nothing() {
+        let c: Lru<u32, u32> = Lru::new(4);
+        let mut k = 0;
+        while c.len() < c.capacity() && k < 1000 {
+            assert!(matches!(
+                c.insert_no_evict(k, Arc::new(k)),
+                Inserted::Cached(_)
+            ));
+            k += 1;
+        }
+        assert_eq!(c.len(), c.capacity(), "filled below the bound");
+        let before = c.counts();
+        assert!(matches!(
+            c.insert_no_evict(5000, Arc::new(5000)),
+            Inserted::Refused(_)
+        ));
+        let after = c.counts();
+        assert_eq!(c.len(), c.capacity());
+        assert_eq!(after.evicted_inline, before.evicted_inline);
+        assert_eq!(after.refused, before.refused + 1);
+        assert!(c.get(&5000).is_none());
+        // An existing key is still found.
+        assert!(matches!(
+            c.insert_no_evict(0, Arc::new(0)),
+            Inserted::Existing(_)
+        ));
     }
 
     #[test]

@@ -18,11 +18,21 @@ impl LocalFs {
         if let Some(f) = self.files.get(key, access) {
             return Ok(f);
         }
-        if crate::inline::active() {
+        let inline = crate::inline::active();
+        if inline && !(access == Access::Read && crate::inline::may_speculate()) {
             return Err(crate::inline::give_up());
         }
         self.srv()?;
-        let fd = sys::reopen(o.raw(), access.flags())?;
+        // Reopening a pinned inode for reading almost never sleeps; see
+        // `inline` on speculation.
+        let fd = if inline {
+            let before = sys::thread_sleeps();
+            let r = sys::reopen(o.raw(), access.flags());
+            crate::inline::speculated(sys::thread_sleeps() != before);
+            r?
+        } else {
+            sys::reopen(o.raw(), access.flags())?
+        };
         Ok(self.files.insert(key, access, fd, self.verifier.clone()))
     }
 

@@ -188,9 +188,12 @@ impl FileCache {
         // writer always (a writer used once would be flushed at its close).
         let admit =
             access == Access::Write || self.lru.admit(&(key, access), self.caches.budget().full());
+        // An event loop closes nothing (a writer's close may flush): at a
+        // bound its descriptor is used once, and the reclaimer makes room.
+        let inline = crate::inline::active();
         let permit = match admit.then(|| self.caches.acquire()).flatten() {
             Some(p) => Some(p),
-            None if admit => {
+            None if admit && !inline => {
                 self.reclaim(BATCH);
                 self.caches.acquire()
             }
@@ -209,6 +212,9 @@ impl FileCache {
         });
         if !cache {
             return f;
+        }
+        if inline {
+            return self.lru.insert_no_evict((key, access), f).into_arc();
         }
         let mut dropped = Vec::new();
         let r = self.lru.insert((key, access), f, &mut dropped);

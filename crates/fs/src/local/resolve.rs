@@ -186,12 +186,21 @@ impl LocalFs {
         if let Some(o) = self.objects.get(&fh.0) {
             return self.cached(fh, o);
         }
-        if crate::inline::active() {
+        let inline = crate::inline::active();
+        if inline && !crate::inline::may_speculate() {
             // Opening by handle may read the inode from disk.
             return Err(crate::inline::give_up());
         }
         self.srv()?;
-        match self.resolve_uncached(fh)? {
+        let found = if inline {
+            let before = sys::thread_sleeps();
+            let r = self.resolve_uncached(fh);
+            crate::inline::speculated(sys::thread_sleeps() != before);
+            r?
+        } else {
+            self.resolve_uncached(fh)?
+        };
+        match found {
             None => self.root_obj(),
             Some((fd, st, verified)) => {
                 let o = self.objects.insert(&fh.0, fd, verified);
@@ -265,6 +274,10 @@ impl LocalFs {
                 if key == self.root_key {
                     return Ok(None);
                 }
+                if crate::inline::active() {
+                    // A path handle's object may take a walk to find.
+                    return Err(crate::inline::give_up());
+                }
                 let (fd, st) = self.find(key, gen)?;
                 Ok(Some((fd, st, self.verdict_now(&st))))
             }
@@ -317,6 +330,10 @@ impl LocalFs {
         if self.kernel_path_inside(fd) {
             return Ok(());
         }
+        if crate::inline::active() {
+            // Walks and searches read directories: not on the loop.
+            return Err(crate::inline::give_up());
+        }
         if st.is_dir() {
             return self.walk_up(fd, st);
         }
@@ -338,6 +355,7 @@ impl LocalFs {
                 Ok(fd) => return Ok(fd),
                 Err(e) => match io_errno(&e) {
                     libc::ESTALE | libc::ENOENT | libc::EINVAL => return Err(FsError::Stale),
+                    libc::ENOMEM if crate::inline::active() => return Err(crate::inline::give_up()),
                     libc::ENOMEM if tries < ENOMEM_RETRIES => {
                         // 0.1 ms, 1 ms, 10 ms: only this rare path waits.
                         std::thread::sleep(Duration::from_micros(100 * 10u64.pow(tries)));

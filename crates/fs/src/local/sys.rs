@@ -946,9 +946,39 @@ pub fn setgroups_thread(groups: &[u32]) -> io::Result<()> {
     Ok(())
 }
 
+/// Times this thread has given up its CPU to wait (its voluntary context
+/// switches): a step that raised it slept, for example on a disk read.
+pub fn thread_sleeps() -> u64 {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD only reads
+    // the calling thread's counters.
+    let r = unsafe { libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr()) };
+    if r != 0 {
+        return 0;
+    }
+    // SAFETY: getrusage succeeded and filled the struct (it was zeroed
+    // before in any case).
+    let ru = unsafe { ru.assume_init() };
+    ru.ru_nvcsw as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sleep_counts_as_a_voluntary_switch_and_a_quick_syscall_does_not() {
+        let a = thread_sleeps();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = thread_sleeps();
+        assert!(b > a, "slept: {a} -> {b}");
+        // getpid never sleeps; a preemption would be involuntary.
+        let before = thread_sleeps();
+        for _ in 0..100 {
+            std::hint::black_box(std::process::id());
+        }
+        assert_eq!(thread_sleeps(), before);
+    }
 
     #[test]
     fn proc_fd_names_the_fd_in_the_held_directory() {

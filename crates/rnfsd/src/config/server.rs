@@ -260,6 +260,11 @@ pub struct ServerConfig {
     /// thread that read them, with no handoff; replies of one connection
     /// leave together.
     pub run_inline: bool,
+    /// With `run_inline`: a handle cache miss is opened on the loop thread
+    /// too (the kernel almost always holds the inode), and a loop whose
+    /// open slept (read the disk) hands misses to the pool again for 10 ms
+    /// to 1 s. False: every miss goes to a pool thread.
+    pub inline_misses: bool,
     /// Most replies a worker holds back while it runs the next short call
     /// (UNSTABLE WRITE, a change on an `async` export) of the same
     /// connection, so a client's burst is answered in one write, not one
@@ -391,6 +396,7 @@ impl Default for ServerConfig {
             blocking_threads: 64,
             blocking_nice: 0,
             run_inline: true,
+            inline_misses: true,
             reply_batch: 16,
             splice_pipes: 32,
             act_as_caller: None,
