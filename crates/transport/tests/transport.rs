@@ -276,6 +276,39 @@ fn single_fragment_record() {
     sv.h.shutdown();
 }
 
+/// Bytes and the peer's FIN arriving together: a whole call is answered,
+/// and the connection is closed, also after a partial record that gets
+/// no reply (no reply, so no send-side wakeup to bring the loop back). A
+/// read that returned less than asked must not end the turn there, since
+/// no further event comes. Many connections at once, so the loop is busy
+/// while later ones' data and FIN both land.
+#[test]
+fn bytes_sent_with_the_fin_are_answered_then_closed() {
+    let sv = server();
+    let mut socks = Vec::new();
+    for k in 0..100u32 {
+        let mut s = connect(sv.addr);
+        let p = payload(k, 0, 0, 40);
+        let mut wire = record(&p);
+        if k % 2 == 1 {
+            wire.truncate(wire.len() - 1); // a partial record: no reply
+        }
+        s.write_all(&wire).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        socks.push((s, (k % 2 == 0).then_some(p)));
+    }
+    for (s, want) in &mut socks {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        if let Some(p) = want {
+            assert_eq!(&read_record(s).unwrap(), p);
+        }
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).expect("closed, not timed out");
+        assert!(rest.is_empty());
+    }
+    sv.h.shutdown();
+}
+
 #[test]
 fn multi_fragment_record_split_across_writes() {
     let sv = server();

@@ -191,6 +191,7 @@ impl EventLoop {
                 conn,
                 rd: RecordReader::default(),
                 lowat: 0,
+                peer_closed: false,
                 last_active: Instant::now(),
                 scheduled: false,
                 stalled: false,

@@ -232,6 +232,10 @@ struct Entry {
     stalled: bool,
     /// Peer finished sending.
     eof: bool,
+    /// An event said the peer closed or the socket failed: its EOF or
+    /// error may sit behind the data, so reads go on to the end (a short
+    /// read no longer means nothing more will come).
+    peer_closed: bool,
     /// Bytes of a partial record counted against `max_buffered_bytes`.
     held: usize,
     /// The socket's SO_RCVLOWAT, when above 1 (waiting for a large
@@ -270,7 +274,7 @@ struct EventLoop {
     reserved_since: u64,
     warned_budget: bool,
     scratch: Box<[u8]>,
-    evbuf: Vec<(Token, bool, bool)>,
+    evbuf: Vec<(Token, bool, bool, bool)>,
     rr: usize,
     accept_paused_until: Option<Instant>,
     warned_limit: bool,
@@ -362,12 +366,13 @@ impl EventLoop {
             }
             self.evbuf.clear();
             for ev in events.iter() {
-                let r = ev.is_readable() || ev.is_read_closed() || ev.is_error();
+                let closed = ev.is_read_closed() || ev.is_error();
+                let r = ev.is_readable() || closed;
                 let w = ev.is_writable() || ev.is_write_closed() || ev.is_error();
-                self.evbuf.push((ev.token(), r, w));
+                self.evbuf.push((ev.token(), r, w, closed));
             }
             for k in 0..self.evbuf.len() {
-                let Some(&(t, r, w)) = self.evbuf.get(k) else {
+                let Some(&(t, r, w, closed)) = self.evbuf.get(k) else {
                     break;
                 };
                 if t == WAKER {
@@ -376,7 +381,7 @@ impl EventLoop {
                 if t.0 >= LISTENER_BASE {
                     self.accept(t.0 - LISTENER_BASE);
                 } else {
-                    self.conn_event(t.0, r, w);
+                    self.conn_event(t.0, r, w, closed);
                 }
             }
             self.drain_inbox();
@@ -548,10 +553,11 @@ impl EventLoop {
         }
     }
 
-    fn conn_event(&mut self, i: usize, readable: bool, writable: bool) {
-        let Some(Some(e)) = self.conns.get(i) else {
+    fn conn_event(&mut self, i: usize, readable: bool, writable: bool, closed: bool) {
+        let Some(Some(e)) = self.conns.get_mut(i) else {
             return;
         };
+        e.peer_closed |= closed;
         if writable && e.conn.wants_write() {
             let c = e.conn.clone();
             c.flush();

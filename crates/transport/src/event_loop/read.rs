@@ -22,6 +22,12 @@ enum ReadOutcome {
     More,
     /// Nothing more now (would block, or backpressure).
     Stop,
+    /// Read less than asked: the socket is empty for now. Its next bytes
+    /// (or its EOF) raise a new edge-triggered event, so no read is spent
+    /// to see EAGAIN (one syscall per call when each connection carries
+    /// one). Not once an event said the peer closed: an EOF that arrived
+    /// with the data raises no further event.
+    Drained,
     /// The peer finished sending.
     Eof,
     /// Error or protocol violation: close.
@@ -239,6 +245,10 @@ impl EventLoop {
             match self.read_once(i) {
                 ReadOutcome::More => {}
                 ReadOutcome::Stop => return,
+                ReadOutcome::Drained => {
+                    self.submit_ready(i);
+                    return;
+                }
                 ReadOutcome::Eof => {
                     self.after_change(i);
                     return;
@@ -350,7 +360,11 @@ impl EventLoop {
                 {
                     Ok(k) => {
                         bump(&st.records_in, k as u64);
-                        ReadOutcome::More
+                        if n < self.scratch.len() && !e.peer_closed {
+                            ReadOutcome::Drained
+                        } else {
+                            ReadOutcome::More
+                        }
                     }
                     Err(tb) => {
                         bump(&st.too_big, 1);
