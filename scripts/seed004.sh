@@ -222,10 +222,10 @@ cache() { # SNAP NAME FIELD
 }
 WALKED=$(row walk walk count)
 WALK_S=$(row walk walk seconds)
-# The location map is not among the snapshot's caches (objects, files); if
-# a later server lists it, its entries are used, else every walked object
-# (the map holds them all when it is large enough: PATH_CACHE >= walked).
-LOC_SNAP=$(jq -r '[.exports[0].caches[] | select(.name != "objects" and .name != "files") | .entries] | first // empty' "$OUT/snap-walked.json")
+# The location map is the snapshot's "locations" cache where the server
+# lists it (older servers did not: then every walked object counts, which
+# the map holds when it is large enough: PATH_CACHE >= walked).
+LOC_SNAP=$(jq -r '[.exports[0].caches[] | select(.name == "locations") | .entries] | first // empty' "$OUT/snap-walked.json")
 if [ -n "$LOC_SNAP" ]; then
     LOC_ENTRIES=$LOC_SNAP LOC_SRC="snapshot"
 else

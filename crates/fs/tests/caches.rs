@@ -661,3 +661,50 @@ fn a_uniform_load_beyond_the_cache_only_probes_the_window() {
         );
     }
 }
+
+/// A writer evicted with uncommitted data owes a flush: the background one
+/// runs `flush_delay` after the close, not at once (closes of that time
+/// share it, and data written back meanwhile is not forced out again); a
+/// COMMIT does not wait for it, it settles what is owed itself.
+#[test]
+fn an_evicted_writer_is_flushed_after_the_delay_or_by_a_commit() {
+    let flushes = |fs: &LocalFs| fs.stats().flushes;
+    for (delay, commit) in [
+        (Duration::from_millis(300), false),
+        (Duration::from_secs(30), true),
+    ] {
+        let d = tmp();
+        let fs = LocalFs::open(
+            d.path(),
+            7,
+            LocalOptions {
+                open_file_cache_entries: 1,
+                flush_delay: delay,
+                ..opts(HandleMode::Path)
+            },
+        )
+        .unwrap();
+        let a = create(&fs, &fs.root(), "a");
+        let b = create(&fs, &fs.root(), "b");
+        fs.write(&root(), &a, 0, b"one", Stable::Unstable).unwrap();
+        let before = flushes(&fs);
+        // b's writer takes the only slot: a's closes dirty.
+        fs.write(&root(), &b, 0, b"two", Stable::Unstable).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(flushes(&fs), before, "{delay:?}: flushed before the delay");
+        if commit {
+            fs.commit(&root(), &a, 0, 0).unwrap();
+            assert_eq!(
+                flushes(&fs),
+                before + 1,
+                "the COMMIT settled the owed flush"
+            );
+        } else {
+            let end = Instant::now() + Duration::from_secs(10);
+            while flushes(&fs) == before && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert_eq!(flushes(&fs), before + 1, "the background flush ran");
+        }
+    }
+}

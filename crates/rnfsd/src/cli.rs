@@ -99,6 +99,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   handle_scan_wait_ms = 1000     then JUKEBOX (the client retries)
   act_as_caller = (root: true)   run calls as the caller's uid/gids
   max_syncs_in_flight = 64       per export: fsyncs at once (group commit)
+  flush_delay_ms = 5000          per export: closed uncommitted writers flushed
+                                 in the background after this (COMMIT: at once)
   ceph_call_timeout_ms = 5000    CephFS: a libcephfs call's limit, then JUKEBOX
   ceph_call_threads = 32         CephFS, per export: libcephfs calls at once
   ceph_inode_cache_entries = 16384  CephFS, per export: cached inodes
@@ -292,6 +294,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub max_syncs_in_flight: Option<usize>,
 
+    /// Per export: milliseconds after a written file was closed with
+    /// uncommitted data before its filesystem is flushed in the background
+    /// (a COMMIT flushes at once). [default: 5000]
+    #[arg(long, value_name = "MS")]
+    pub flush_delay_ms: Option<u64>,
+
     /// Do not answer calls on the event loop thread (run to completion);
     /// every call goes to a worker. For comparison.
     #[arg(long)]
@@ -476,6 +484,9 @@ impl ServeArgs {
         }
         if self.no_inline_misses {
             s.inline_misses = false;
+        }
+        if self.flush_delay_ms.is_some() {
+            s.flush_delay_ms = self.flush_delay_ms;
         }
         for (dst, src) in [
             (&mut s.cache_fds, self.cache_fds),

@@ -152,6 +152,9 @@ impl Opener {
         if let Some(ms) = s.handle_scan_wait_ms {
             o.handle_scan_wait = std::time::Duration::from_millis(ms);
         }
+        if let Some(ms) = s.flush_delay_ms {
+            o.flush_delay = std::time::Duration::from_millis(ms);
+        }
         LocalFs::open(&e.path, e.id, o)
     }
 }

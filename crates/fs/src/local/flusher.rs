@@ -27,9 +27,6 @@ use crate::WriteVerifier;
 
 use super::sys;
 
-/// How long closed writers wait for their flush when no COMMIT asks.
-const TICK: Duration = Duration::from_millis(100);
-
 struct Shared {
     /// Written descriptors closed dirty since the last flush started.
     owed: AtomicU64,
@@ -43,6 +40,9 @@ struct Shared {
     stop: Mutex<bool>,
     cv: Condvar,
     flushes: AtomicU64,
+    /// How long closes gather before the background flush (a COMMIT
+    /// settles at once).
+    delay: Duration,
 }
 
 pub(super) struct Flusher {
@@ -71,7 +71,9 @@ impl Shared {
 impl Flusher {
     /// `root`: a fresh open of the export root (not a duplicate of another
     /// descriptor, so no one else advances its error cursor).
-    pub fn new(root: OwnedFd, verifier: Arc<WriteVerifier>) -> Arc<Flusher> {
+    /// `delay`: how long after the first unflushed close the background
+    /// flush runs (`flush_delay_ms`).
+    pub fn new(root: OwnedFd, verifier: Arc<WriteVerifier>, delay: Duration) -> Arc<Flusher> {
         let s = Arc::new(Shared {
             owed: AtomicU64::new(0),
             root,
@@ -80,6 +82,7 @@ impl Flusher {
             stop: Mutex::new(false),
             cv: Condvar::new(),
             flushes: AtomicU64::new(0),
+            delay,
         });
         let t = s.clone();
         // Without the thread only COMMITs flush what is owed: still never
@@ -93,6 +96,9 @@ impl Flusher {
     /// A written descriptor is being closed with data not yet committed.
     pub fn closed_dirty(&self) {
         if self.s.owed.fetch_add(1, Ordering::AcqRel) == 0 {
+            // Under the lock the thread checks `owed` with: it has either
+            // not checked yet or already waits, so the wakeup is not lost.
+            let _g = self.s.stop.lock().unwrap_or_else(|e| e.into_inner());
             self.s.cv.notify_one();
         }
     }
@@ -117,21 +123,31 @@ impl Drop for Flusher {
     }
 }
 
+/// How often the idle thread looks at `owed` even without a wakeup (a
+/// safety net: `closed_dirty` wakes it under the lock).
+const IDLE_CHECK: Duration = Duration::from_secs(1);
+
+/// Waits for a close that owes a flush, then `delay` more (so the closes
+/// of that time share one `syncfs`, and data the kernel's own writeback
+/// or a COMMIT flushed meanwhile is not flushed again), then flushes.
+/// Stopping flushes what is owed at once.
 fn run(s: &Shared) {
     loop {
-        let stop = {
-            let g = s.stop.lock().unwrap_or_else(|e| e.into_inner());
-            let (g, _) =
-                s.cv.wait_timeout_while(g, TICK, |stop| {
-                    !*stop && s.owed.load(Ordering::Acquire) == 0
-                })
-                .unwrap_or_else(|e| e.into_inner());
-            *g
-        };
-        // A short pause lets closes that come together share one flush.
-        if !stop {
-            std::thread::sleep(Duration::from_millis(5));
+        let mut g = s.stop.lock().unwrap_or_else(|e| e.into_inner());
+        while !*g && s.owed.load(Ordering::Acquire) == 0 {
+            g =
+                s.cv.wait_timeout(g, IDLE_CHECK)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
         }
+        if !*g {
+            g =
+                s.cv.wait_timeout_while(g, s.delay, |stop| !*stop)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+        }
+        let stop = *g;
+        drop(g);
         let _ = s.settle();
         if stop {
             return;

@@ -142,7 +142,14 @@ pub struct LocalOptions {
     /// Syncs (fsync) running at once for this export; more requests queue
     /// or share a running one's successor (group commit).
     pub max_syncs_in_flight: usize,
+    /// How long after a written descriptor was closed uncommitted the
+    /// background `syncfs` runs (`flusher.rs`); a COMMIT does not wait for
+    /// it.
+    pub flush_delay: Duration,
 }
+
+/// `LocalOptions::flush_delay` by default.
+pub const DEFAULT_FLUSH_DELAY: Duration = Duration::from_secs(5);
 
 /// The descriptor budget of a backend opened without a shared one.
 pub const DEFAULT_CACHE_FDS: usize = 4096;
@@ -165,6 +172,7 @@ impl std::fmt::Debug for LocalOptions {
             .field("open_file_cache_entries", &self.open_file_cache_entries)
             .field("sync", &self.sync)
             .field("max_syncs_in_flight", &self.max_syncs_in_flight)
+            .field("flush_delay", &self.flush_delay)
             .finish()
     }
 }
@@ -192,6 +200,7 @@ impl Default for LocalOptions {
             // and 1.16x of 16 with fewer context switches per file and less
             // spread; 4 ran 0.57x-0.70x (docs/durability.md).
             max_syncs_in_flight: 64,
+            flush_delay: DEFAULT_FLUSH_DELAY,
         }
     }
 }
@@ -377,6 +386,7 @@ impl LocalFs {
                 flusher::Flusher::new(
                     sys::reopen(rootfd_raw, libc::O_RDONLY | libc::O_DIRECTORY)?,
                     verifier.clone(),
+                    opts.flush_delay,
                 ),
                 epoch,
             ),

@@ -223,6 +223,9 @@ impl Config {
         if s.ceph_inode_cache_entries == 0 {
             return err("server.ceph_inode_cache_entries must be at least 1");
         }
+        if s.flush_delay_ms.is_some_and(|v| v > 60_000) {
+            return err("server.flush_delay_ms must be at most 60000");
+        }
         if s.handle_scan_wait_ms.is_some_and(|v| v > 60_000) {
             return err("server.handle_scan_wait_ms must be at most 60000");
         }

@@ -235,6 +235,10 @@ pub struct ServerConfig {
     /// Local backend, per export: syncs (fsync) running at once; more
     /// requests queue or share a sync (group commit). None: backend default.
     pub max_syncs_in_flight: Option<usize>,
+    /// Local backend, per export: how long after a written file was closed
+    /// with uncommitted data its filesystem is flushed in the background
+    /// (a COMMIT flushes at once). None: backend default (5 s).
+    pub flush_delay_ms: Option<u64>,
     /// CephFS exports: how long one libcephfs call may take before the
     /// client gets JUKEBOX and retries (libcephfs waits, with no limit of
     /// its own, while no MDS is active).
@@ -390,6 +394,7 @@ impl Default for ServerConfig {
             open_file_cache_entries: None,
             cache_fds: None,
             max_syncs_in_flight: None,
+            flush_delay_ms: None,
             ceph_call_timeout_ms: 5000,
             ceph_call_threads: 32,
             ceph_inode_cache_entries: 16384,
