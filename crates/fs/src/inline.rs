@@ -7,9 +7,10 @@
 //! pool. Only calls that change nothing are run this way, so giving up
 //! halfway leaves no trace.
 //!
-//! One step is allowed on the loop although it may wait: opening an object
-//! by its handle (a handle cache miss), which reads the disk only when the
-//! kernel no longer holds the inode. With a large working set of handles
+//! Two steps are allowed on the loop although they may wait: opening an
+//! object by its kernel handle (a handle cache miss), which reads the disk
+//! only when the kernel no longer holds the inode, and reopening a cached
+//! object to read it (an open-file cache miss; the inode is pinned). With a large working set of handles
 //! whose inodes the kernel keeps, handing each miss to a pool thread costs
 //! more than the miss (a wakeup and two context switches). So a loop
 //! *speculates*: it runs the step and sees whether the thread slept in it
@@ -76,8 +77,8 @@ pub fn give_up() -> FsError {
     FsError::Errno(libc::EAGAIN)
 }
 
-/// Whether this inline attempt may run a step that rarely waits (a handle
-/// miss): allowed, and no recent step on this thread slept.
+/// Whether this inline attempt may run a step that rarely waits (see the
+/// module text): allowed, and no recent step on this thread slept.
 pub fn may_speculate() -> bool {
     if !active() || !MAY.with(|m| m.get()) {
         return false;

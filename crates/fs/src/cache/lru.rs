@@ -251,18 +251,13 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
 
     /// Caches `v` under `k`. When the shard is full, frees room first by a
     /// bounded eviction; the evicted values are pushed to `dropped`, for the
-    /// caller to drop once no lock is held.
+    /// caller to drop once no lock is held. On an event loop
+    /// (`crate::inline`) nothing is evicted: at the bound the value is
+    /// refused, since dropping an evicted descriptor may be the last
+    /// reference to a deleted file (its close frees the inode, which can
+    /// wait for the journal) or a writer's close; the reclaimer keeps the
+    /// margin.
     pub fn insert(&self, k: K, v: Arc<V>, dropped: &mut Vec<Arc<V>>) -> Inserted<V> {
-        self.insert_inner(k, v, Some(dropped))
-    }
-
-    /// As `insert`, but at a bound the value is refused rather than another
-    /// evicted: for a caller that must not close descriptors (an event loop).
-    pub fn insert_no_evict(&self, k: K, v: Arc<V>) -> Inserted<V> {
-        self.insert_inner(k, v, None)
-    }
-
-    fn insert_inner(&self, k: K, v: Arc<V>, dropped: Option<&mut Vec<Arc<V>>>) -> Inserted<V> {
         let mut g = self.lock(self.index(&k));
         if let Some(&i) = g.map.get(&k) {
             if let Some((_, old)) = &g.slots[i as usize].entry {
@@ -271,10 +266,10 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         }
         let reserved = g.map.len() < self.shard_max && self.try_reserve();
         if !reserved {
-            let Some(dropped) = dropped else {
+            if crate::inline::active() {
                 g.counts.refused += 1;
                 return Inserted::Refused(v);
-            };
+            }
             // At a bound: evict here, and the evicted entry's place in the
             // count passes to the new one.
             let n = dropped.len();
@@ -582,12 +577,14 @@ mod tests {
     }
 
     #[test]
-    fn insert_no_evict_refuses_at_the_bound_and_evicts_nothing() {
+    fn an_insert_on_an_event_loop_refuses_at_the_bound_and_evicts_nothing() {
         let c: Lru<u32, u32> = Lru::new(4);
+        let _g = crate::inline::enter();
+        let mut dropped = Vec::new();
         let mut k = 0;
         while c.len() < c.capacity() && k < 1000 {
             assert!(matches!(
-                c.insert_no_evict(k, Arc::new(k)),
+                c.insert(k, Arc::new(k), &mut dropped),
                 Inserted::Cached(_)
             ));
             k += 1;
@@ -595,19 +592,27 @@ mod tests {
         assert_eq!(c.len(), c.capacity(), "filled below the bound");
         let before = c.counts();
         assert!(matches!(
-            c.insert_no_evict(5000, Arc::new(5000)),
+            c.insert(5000, Arc::new(5000), &mut dropped),
             Inserted::Refused(_)
         ));
         let after = c.counts();
+        assert!(dropped.is_empty());
         assert_eq!(c.len(), c.capacity());
         assert_eq!(after.evicted_inline, before.evicted_inline);
         assert_eq!(after.refused, before.refused + 1);
         assert!(c.get(&5000).is_none());
         // An existing key is still found.
         assert!(matches!(
-            c.insert_no_evict(0, Arc::new(0)),
+            c.insert(0, Arc::new(0), &mut dropped),
             Inserted::Existing(_)
         ));
+        // Off the loop the same insert evicts.
+        drop(_g);
+        assert!(matches!(
+            c.insert(5000, Arc::new(5000), &mut dropped),
+            Inserted::Cached(_)
+        ));
+        assert_eq!(dropped.len(), 1);
     }
 
     #[test]

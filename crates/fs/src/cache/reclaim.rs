@@ -81,6 +81,21 @@ impl Caches {
         p
     }
 
+    /// A permit for a descriptor `own` is about to cache: at the budget's
+    /// limit `own` first frees a batch of its unused entries, except on an
+    /// event loop (`crate::inline`), which closes nothing (see
+    /// `Lru::insert`). None: the descriptor is used once.
+    pub fn acquire_for(&self, own: &dyn Reclaim) -> Option<Permit> {
+        if let Some(p) = self.acquire() {
+            return Some(p);
+        }
+        if crate::inline::active() {
+            return None;
+        }
+        own.reclaim(BATCH);
+        self.acquire()
+    }
+
     pub fn register(&self, c: Weak<dyn Reclaim>) {
         self.lock().caches.push(c);
     }

@@ -23,16 +23,8 @@ impl LocalFs {
             return Err(crate::inline::give_up());
         }
         self.srv()?;
-        // Reopening a pinned inode for reading almost never sleeps; see
-        // `inline` on speculation.
-        let fd = if inline {
-            let before = sys::thread_sleeps();
-            let r = sys::reopen(o.raw(), access.flags());
-            crate::inline::speculated(sys::thread_sleeps() != before);
-            r?
-        } else {
-            sys::reopen(o.raw(), access.flags())?
-        };
+        // Reopening a pinned inode for reading almost never sleeps.
+        let fd = super::speculating(|| sys::reopen(o.raw(), access.flags()))?;
         Ok(self.files.insert(key, access, fd, self.verifier.clone()))
     }
 

@@ -18,7 +18,6 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::cache::reclaim::BATCH;
 use crate::cache::{Caches, Counts, Lru, Permit, Reclaim};
 use crate::WriteVerifier;
 
@@ -133,7 +132,8 @@ impl Drop for OpenFile {
     }
 }
 
-/// Written descriptors idle this long are flushed and closed (knfsd's
+/// Written descriptors idle this long are closed, their flush owed to the
+/// flusher (knfsd's
 /// laundrette closes unused v3 files within about two seconds): a held
 /// writer blocks exec (ETXTBSY) and lease holders.
 const WRITE_IDLE_MS: u64 = 2000;
@@ -188,16 +188,10 @@ impl FileCache {
         // writer always (a writer used once would be flushed at its close).
         let admit =
             access == Access::Write || self.lru.admit(&(key, access), self.caches.budget().full());
-        // An event loop closes nothing (a writer's close may flush): at a
-        // bound its descriptor is used once, and the reclaimer makes room.
-        let inline = crate::inline::active();
-        let permit = match admit.then(|| self.caches.acquire()).flatten() {
-            Some(p) => Some(p),
-            None if admit && !inline => {
-                self.reclaim(BATCH);
-                self.caches.acquire()
-            }
-            None => None,
+        let permit = if admit {
+            self.caches.acquire_for(self)
+        } else {
+            None
         };
         let cache = permit.is_some();
         let f = Arc::new(OpenFile {
@@ -212,9 +206,6 @@ impl FileCache {
         });
         if !cache {
             return f;
-        }
-        if inline {
-            return self.lru.insert_no_evict((key, access), f).into_arc();
         }
         let mut dropped = Vec::new();
         let r = self.lru.insert((key, access), f, &mut dropped);

@@ -123,10 +123,6 @@ impl Drop for Flusher {
     }
 }
 
-/// How often the idle thread looks at `owed` even without a wakeup (a
-/// safety net: `closed_dirty` wakes it under the lock).
-const IDLE_CHECK: Duration = Duration::from_secs(1);
-
 /// Waits for a close that owes a flush, then `delay` more (so the closes
 /// of that time share one `syncfs`, and data the kernel's own writeback
 /// or a COMMIT flushed meanwhile is not flushed again), then flushes.
@@ -135,10 +131,7 @@ fn run(s: &Shared) {
     loop {
         let mut g = s.stop.lock().unwrap_or_else(|e| e.into_inner());
         while !*g && s.owed.load(Ordering::Acquire) == 0 {
-            g =
-                s.cv.wait_timeout(g, IDLE_CHECK)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
+            g = s.cv.wait(g).unwrap_or_else(|e| e.into_inner());
         }
         if !*g {
             g =

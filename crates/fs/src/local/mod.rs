@@ -205,6 +205,19 @@ impl Default for LocalOptions {
     }
 }
 
+/// Runs `step`, which almost never sleeps; on an event loop it is a
+/// speculation (`crate::inline`): whether the thread slept in it is
+/// recorded, and one that did quiets the loop's speculation for a while.
+fn speculating<T>(step: impl FnOnce() -> T) -> T {
+    if !crate::inline::active() {
+        return step();
+    }
+    let before = sys::thread_sleeps();
+    let r = step();
+    crate::inline::speculated(sys::thread_sleeps() != before);
+    r
+}
+
 /// Longest chain of directories followed when walking or verifying a path.
 const MAX_DEPTH: usize = 2048;
 /// Extra open_by_handle_at attempts after a transient ENOMEM.

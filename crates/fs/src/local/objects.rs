@@ -26,7 +26,6 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::cache::reclaim::BATCH;
 use crate::cache::{Caches, Counts, Inserted, Lru, Permit, Reclaim};
 
 use super::sys;
@@ -201,11 +200,7 @@ impl ObjCache {
     /// A descriptor permit; at the budget's limit, first frees a batch of
     /// this cache's own unused entries (inline only when the bound is hit).
     fn permit(&self) -> Option<Permit> {
-        if let Some(p) = self.caches.acquire() {
-            return Some(p);
-        }
-        self.reclaim(BATCH);
-        self.caches.acquire()
+        self.caches.acquire_for(self)
     }
 
     /// Forgets `fh` if it still maps to `o` (found stale by its user).

@@ -186,21 +186,16 @@ impl LocalFs {
         if let Some(o) = self.objects.get(&fh.0) {
             return self.cached(fh, o);
         }
-        let inline = crate::inline::active();
-        if inline && !crate::inline::may_speculate() {
-            // Opening by handle may read the inode from disk.
+        // Opening by handle may read the inode from disk: on an event loop
+        // only a kernel handle's open is tried (`inline` on speculation); a
+        // path handle's object may take a walk.
+        if crate::inline::active()
+            && !(self.mode == HandleMode::Kernel && crate::inline::may_speculate())
+        {
             return Err(crate::inline::give_up());
         }
         self.srv()?;
-        let found = if inline {
-            let before = sys::thread_sleeps();
-            let r = self.resolve_uncached(fh);
-            crate::inline::speculated(sys::thread_sleeps() != before);
-            r?
-        } else {
-            self.resolve_uncached(fh)?
-        };
-        match found {
+        match super::speculating(|| self.resolve_uncached(fh))? {
             None => self.root_obj(),
             Some((fd, st, verified)) => {
                 let o = self.objects.insert(&fh.0, fd, verified);
