@@ -174,6 +174,28 @@ fn raise_nofile() -> u64 {
     cur
 }
 
+/// Grows this process's descriptor table now to hold `want` descriptors
+/// (at most 65,536), and returns the number asked for. The kernel grows it
+/// on demand, and a growth in a process with threads waits for an RCU grace
+/// period (milliseconds; `expand_fdtable`): on an event loop opening a
+/// handle cache miss, that is a stall, and it quiets the loop's
+/// speculation (`rnfsd_fs::inline`). The table never shrinks, so once is
+/// enough. Failure costs only those stalls later.
+fn presize_fd_table(want: u64) -> u64 {
+    let want = want.min(1 << 16);
+    let top = want.saturating_sub(1) as i32;
+    let grown = rustix::fs::open(
+        "/",
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .and_then(|fd| rustix::io::fcntl_dupfd_cloexec(&fd, top));
+    if let Err(e) = grown {
+        tracing::warn!(want, "could not grow the descriptor table up front: {e}");
+    }
+    want
+}
+
 /// SIGHUP: re-read the configuration (and the exports file) and put its
 /// exports in force: added, removed, reopened or given new client options,
 /// with connections kept (see `live`). `running` becomes the new file's
@@ -263,7 +285,13 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         );
     }
     let cache_fds = s.cache_fd_budget(nofile).map_err(config_err)?;
-    tracing::info!(nofile, cache_fds, "descriptor budget of the caches");
+    let fd_table = presize_fd_table((cache_fds as u64 + s.fd_reserve()).min(nofile));
+    tracing::info!(
+        nofile,
+        cache_fds,
+        fd_table,
+        "descriptor budget of the caches"
+    );
     // The counters belong to the process, not to a configuration: a reload
     // keeps them.
     let stats = Arc::new(rnfsd_stats::Registry::new(

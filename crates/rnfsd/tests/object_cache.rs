@@ -336,7 +336,10 @@ fn deferred_and_misses(srv: &TestServer) -> (u64, u64) {
 /// `inline_misses`: a GETATTR whose handle the server has never seen (a
 /// restart emptied its caches; the kernel still holds the inodes) is
 /// answered on the event loop, no pool thread woken; with
-/// `--no-inline-misses` every one of them goes to a pool thread.
+/// `--no-inline-misses` every one of them goes to a pool thread. N is well
+/// past the descriptor table a started process has (256): the server grows
+/// its table up front, since a growth on a loop sleeps (an RCU grace
+/// period) and quiets its speculation for 10 ms, about 100 calls here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handle_misses_are_opened_on_the_loop_unless_turned_off() {
     // SAFETY: geteuid cannot fail.
@@ -348,7 +351,7 @@ async fn handle_misses_are_opened_on_the_loop_unless_turned_off() {
     if common::skip("inline handle misses", why) {
         return;
     }
-    const N: usize = 200;
+    const N: usize = 1200;
     bounded(async {
         let dir = TempDir::new("inlinemiss");
         let sub = dir.path().join("d");

@@ -314,15 +314,7 @@ impl ServerConfig {
     /// else half of what connections and per-call use leave. Per-call use:
     /// a few descriptors per worker, and one per level of a handle walk.
     pub fn cache_fd_budget(&self, nofile: u64) -> Result<usize, ConfigError> {
-        let reserve = self.max_connections as u64
-            + 4 * self.max_threads.max(self.threads.unwrap_or(0)) as u64
-            + 2 * self.splice_pipes as u64
-            + if self.nlm {
-                self.nlm_max_files as u64
-            } else {
-                0
-            }
-            + 1024;
+        let reserve = self.fd_reserve();
         let room = nofile.saturating_sub(reserve);
         match self.cache_fds {
             Some(n) if n as u64 > room => Err(ConfigError(format!(
@@ -338,6 +330,20 @@ impl ServerConfig {
             ))),
             None => Ok(((room / 2) as usize).min(1 << 20)),
         }
+    }
+
+    /// Descriptors connections and per-call use may hold beside the
+    /// caches' `cache_fd_budget`.
+    pub fn fd_reserve(&self) -> u64 {
+        self.max_connections as u64
+            + 4 * self.max_threads.max(self.threads.unwrap_or(0)) as u64
+            + 2 * self.splice_pipes as u64
+            + if self.nlm {
+                self.nlm_max_files as u64
+            } else {
+                0
+            }
+            + 1024
     }
 
     /// `max_record`, or its default from `max_io`.
