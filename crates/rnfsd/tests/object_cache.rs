@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -105,8 +105,12 @@ async fn bounds_hold_under_load_from_inside_and_outside() {
         let base_rss = rss_kib(pid);
 
         let stop = Arc::new(AtomicBool::new(false));
+        // The load runs 3 s and until the sampler has seen it 25 times (a
+        // loaded machine starves the sampler), at most 30 s.
+        let sampled = Arc::new(AtomicU32::new(0));
         let sampler = {
             let stop = stop.clone();
+            let sampled = sampled.clone();
             let srv_state = srv.state.path().to_path_buf();
             std::thread::spawn(move || {
                 let mut peak = Peak::default();
@@ -124,6 +128,7 @@ async fn bounds_hold_under_load_from_inside_and_outside() {
                         }
                     }
                     n += 1;
+                    sampled.store(n, Ordering::Relaxed);
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 (peak, n)
@@ -135,11 +140,20 @@ async fn bounds_hold_under_load_from_inside_and_outside() {
             let client = connect(&srv).await;
             let nfs = NfsClient::new(client);
             let items = items.clone();
+            let sampled = sampled.clone();
             tasks.push(tokio::spawn(async move {
-                let end = Instant::now() + Duration::from_secs(3);
+                let start = Instant::now();
+                let (end, cap) = (
+                    start + Duration::from_secs(3),
+                    start + Duration::from_secs(30),
+                );
                 let mut i = c * 7919;
                 let mut calls = 0u64;
-                while Instant::now() < end {
+                let more = || {
+                    let now = Instant::now();
+                    now < cap && (now < end || sampled.load(Ordering::Relaxed) < 25)
+                };
+                while more() {
                     let (d, f, name) = &items[i % items.len()];
                     let (file, offset) = (f.clone(), 0);
                     let ok = match i % 6 {
