@@ -5,7 +5,7 @@
 #
 #   scripts/percall.sh [--mixes LIST] [--handles N] [--streams S]
 #       [--conns C] [--rounds R] [--seconds S] [--files F] [--dirs D]
-#       [--no-strace] [--out DIR] [--work DIR]
+#       [--no-strace] [--perf] [--out DIR] [--work DIR]
 #       LABEL=BINARY [LABEL=BINARY...]
 #
 # In order: a fresh ext4 filesystem on a loop device; a tree of F (20,000)
@@ -16,7 +16,9 @@
 # Around each measured run the server's counters are reset and read
 # (`rnfsd stats`), giving each cache's hit rate where the build has caches.
 # Last, unless --no-strace, one traced run per build and mix
-# (scripts/syscalls.sh, 3 s): syscalls per call. Defaults: --handles 1000
+# (scripts/syscalls.sh, 3 s): syscalls per call (--perf: counted with
+# perf's syscall tracepoints, which unlike strace do not stop the server
+# and so leave its speculative misses alone). Defaults: --handles 1000
 # (a working set inside the caches), --streams 16 on --conns 1 (one client
 # host, many calls).
 #
@@ -38,6 +40,7 @@ SECS=5
 FILES=20000
 DIRS=1000
 STRACE=1
+TRACER=
 WORK=/tmp/rnfsd-percall
 OUT=
 BENCH=$ROOT/target/release/rnfsd-bench
@@ -45,7 +48,7 @@ RNFSD=$ROOT/target/release/rnfsd
 
 log() { echo "percall.sh: $*" >&2; }
 die() { log "$*"; exit 2; }
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -58,6 +61,7 @@ while [ $# -gt 0 ]; do
     --files) FILES=$2; shift 2 ;;
     --dirs) DIRS=$2; shift 2 ;;
     --no-strace) STRACE=; shift ;;
+    --perf) TRACER=--perf; shift ;;
     --out) OUT=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     -h | --help) usage 0 ;;
@@ -147,7 +151,7 @@ for l in "${LABELS[@]}"; do
         log "strace: $l $m"
         h=$HANDLES
         case $m in null | traverse) h=0 ;; esac
-        s=$("$HERE/syscalls.sh" --pid "$SERVER_PID" --seconds 3 --out "$OUT/strace-$l-$m" -- \
+        s=$("$HERE/syscalls.sh" --pid "$SERVER_PID" --seconds 3 --out "$OUT/strace-$l-$m" $TRACER -- \
             "$BENCH" run --addr "127.0.0.1:$SERVER_PORT" --export "$FS/export" \
             --label "$l" --mix "$m" --handles "$h" --streams "$STREAMS" \
             --conns "$CONNS" --tree-limit "$TREE" 2>/dev/null) || s=

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Server syscalls per NFS call: `strace -f -c` on a running server while one
-# `rnfsd-bench run` drives it. See docs/benchmarks.md ("Syscalls per call").
+# Server syscalls per NFS call: `strace -f -c` (or, with --perf, perf's
+# syscall tracepoints) on a running server while one `rnfsd-bench run`
+# drives it. See docs/benchmarks.md ("Syscalls per call").
 #
-#   scripts/syscalls.sh --pid PID [--seconds S] [--out DIR] -- BENCH run ARGS...
+#   scripts/syscalls.sh --pid PID [--seconds S] [--out DIR] [--perf] -- BENCH run ARGS...
 #
 # PID: the server (rnfsd, or ganesha's real PID). BENCH run ARGS: an
 # `rnfsd-bench run` command line (one --mix; one --streams value is best);
@@ -22,8 +23,12 @@
 #
 # Prints, per syscall, its count and count per NFS call, then one line
 # "syscalls per call: X". Under strace the server runs several times
-# slower: read the counts, not the bench's rates. Needs root (ptrace of
-# another user's process); installs strace with apt-get if missing. Bounded:
+# slower: read the counts, not the bench's rates; and every syscall stops
+# the thread, so speculative handle misses back off (docs/benchmarks.md).
+# --perf counts with `perf stat -e 'syscalls:sys_enter_*'` instead, which
+# stops nothing: the counts are what the server does untraced. Needs root
+# (ptrace, or perf on another user's process); installs strace with
+# apt-get if missing. Bounded:
 # the bench by timeout(1) (S x 10 + 660 s: its 60 s start wait and a walk),
 # strace by timeout -s INT at the same bound plus 30 s.
 set -euo pipefail
@@ -34,13 +39,15 @@ OUT=
 
 die() { echo "syscalls.sh: $*" >&2; exit 2; }
 log() { echo "syscalls.sh: $*" >&2; }
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+PERF=0
 
 while [ $# -gt 0 ]; do
     case "$1" in
     --pid) PID=$2; shift 2 ;;
     --seconds) SECONDS_=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
+    --perf) PERF=1; shift ;;
     -h | --help) usage 0 ;;
     --) shift; break ;;
     *) die "unknown argument: $1 (the bench command goes after --)" ;;
@@ -58,7 +65,11 @@ for a in "$@"; do
     esac
 done
 [ "$(id -u)" = 0 ] || die "must run as root (strace attaches to the server)"
-if ! command -v strace >/dev/null; then
+if [ "$PERF" = 1 ]; then
+    command -v perf >/dev/null || die "--perf: perf is not installed (Debian: linux-perf)"
+    perf list 2>/dev/null | grep -q 'syscalls:sys_enter_' ||
+        die "--perf: this kernel has no syscalls:sys_enter_* tracepoints"
+elif ! command -v strace >/dev/null; then
     log "installing strace"
     DEBIAN_FRONTEND=noninteractive apt-get install -y strace >&2 ||
         { apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y strace >&2; }
@@ -93,17 +104,28 @@ until grep -q 'rnfsd-bench: ready' "$BENCH_ERR" 2>/dev/null; do
 done
 
 THREADS=$(ls "/proc/$PID/task" | wc -l)
-timeout -s INT $((BOUND + 30)) strace -f -c -p "$PID" -o "$STRACE_OUT" 2>"$WORK/strace.err" &
-STRACE_PID=$!
-# Wait (at most 10 s) until strace says it attached to every thread: one
-# "attached with N threads" line, or (older strace) a line per thread.
-for _ in $(seq 1 200); do
-    grep -q 'attached with' "$WORK/strace.err" 2>/dev/null && break
-    [ "$(grep -c 'attached' "$WORK/strace.err" 2>/dev/null || true)" -ge "$THREADS" ] && break
-    kill -0 "$STRACE_PID" 2>/dev/null || { cat "$WORK/strace.err" >&2; die "strace failed"; }
-    sleep 0.05
-done
-log "$(grep -m1 attached "$WORK/strace.err" || echo "strace: no attach message yet") ($THREADS threads)"
+if [ "$PERF" = 1 ]; then
+    # Every thread that exists now (perf stat -p attaches to each); the
+    # server starts none under load. CSV: count,unit,event,...
+    timeout -s INT $((BOUND + 30)) perf stat -x, -e 'syscalls:sys_enter_*' -p "$PID" \
+        -o "$STRACE_OUT" 2>"$WORK/strace.err" &
+    STRACE_PID=$!
+    sleep 1
+    kill -0 "$STRACE_PID" 2>/dev/null || { cat "$WORK/strace.err" >&2; die "perf stat failed"; }
+    log "perf stat attached ($THREADS threads)"
+else
+    timeout -s INT $((BOUND + 30)) strace -f -c -p "$PID" -o "$STRACE_OUT" 2>"$WORK/strace.err" &
+    STRACE_PID=$!
+    # Wait (at most 10 s) until strace says it attached to every thread: one
+    # "attached with N threads" line, or (older strace) a line per thread.
+    for _ in $(seq 1 200); do
+        grep -q 'attached with' "$WORK/strace.err" 2>/dev/null && break
+        [ "$(grep -c 'attached' "$WORK/strace.err" 2>/dev/null || true)" -ge "$THREADS" ] && break
+        kill -0 "$STRACE_PID" 2>/dev/null || { cat "$WORK/strace.err" >&2; die "strace failed"; }
+        sleep 0.05
+    done
+    log "$(grep -m1 attached "$WORK/strace.err" || echo "strace: no attach message yet") ($THREADS threads)"
+fi
 touch "$GO"
 
 st=0
@@ -120,13 +142,20 @@ kill -0 "$PID" 2>/dev/null || log "warning: the server $PID is no longer running
 CALLS=$(grep -o -E '"(warmup_)?calls":[0-9]+' "$ROWS" | awk -F: '{ n += $2 } END { print n + 0 }')
 [ "$CALLS" -gt 0 ] || die "the bench reported no calls (rows: $ROWS)"
 
-# strace -c's table: "% time seconds usecs/call calls [errors] syscall",
-# a "total" line last. calls is the 4th field with or without errors.
 echo "server $PID: syscalls per NFS call over $CALLS NFS calls (measured + warm-up)"
 echo "bench: $*"
-awk '$1 ~ /^[0-9.]+$/ && NF >= 5 && $4 ~ /^[0-9]+$/ { print $NF, $4 }' "$STRACE_OUT" >"$WORK/counts"
+if [ "$PERF" = 1 ]; then
+    # perf's CSV: "count,,syscalls:sys_enter_NAME,..."; a total line added.
+    awk -F, '$3 ~ /^syscalls:sys_enter_/ && $1 ~ /^[0-9]+$/ && $1 > 0 {
+        n = $3; sub(/^syscalls:sys_enter_/, "", n); print n, $1; t += $1 }
+        END { print "total", t + 0 }' "$STRACE_OUT" >"$WORK/counts"
+else
+    # strace -c's table: "% time seconds usecs/call calls [errors] syscall",
+    # a "total" line last. calls is the 4th field with or without errors.
+    awk '$1 ~ /^[0-9.]+$/ && NF >= 5 && $4 ~ /^[0-9]+$/ { print $NF, $4 }' "$STRACE_OUT" >"$WORK/counts"
+fi
 TOTAL=$(awk '$1 == "total" { print $2 }' "$WORK/counts")
-[ -n "$TOTAL" ] || die "no strace summary in $STRACE_OUT"
+[ -n "$TOTAL" ] || die "no summary in $STRACE_OUT"
 printf "%-24s %12s %10s\n" syscall count per-call
 awk '$1 != "total"' "$WORK/counts" | sort -k2,2nr |
     awk -v c="$CALLS" '{ printf "%-24s %12d %10.3f\n", $1, $2, $2 / c }'
