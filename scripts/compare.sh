@@ -11,6 +11,7 @@
 #       [--variant NAME=ARGS]... [--variant-bin NAME=PATH]... [--mount-files N]
 #       [--seed-size] [--no-pin-client]
 #       [--handles N[,M]] [--io-streams 1,4,16] [--io-mib 256] [--io-passes 4]
+#       [--io-block-kib 1024]
 #       [--fsmark-streams 16]
 #
 # Workloads (default all): getattr traverse create mkdir fsmark mount write
@@ -43,7 +44,9 @@
 # --io-streams LIST: streams of the read and write workloads (default
 # 1,4,16; each its own fresh file; read reads it 4 times over, from the
 # page cache). --io-mib N: size of each stream's file (default 256);
-# --io-passes N: times read reads it (default 4). --fsmark-streams LIST: fsmark's streams (default 16).
+# --io-passes N: times read reads it (default 4). --io-block-kib N: bytes
+# per READ and WRITE call (default 1024, at most the server's rtmax/wtmax).
+# --fsmark-streams LIST: fsmark's streams (default 16).
 # --no-pin-client: the one-stream shape's client thread is not kept on one
 # CPU (it is by default: rnfsd-bench --pin-one-stream).
 # --seed-size: getattr/traverse/mount on seed 000's tree (161,480 files in
@@ -81,7 +84,7 @@ SEED_SIZE=
 # --pin-one-stream; --no-pin-client: not): unpinned, the scheduler moves it
 # to whichever vCPU is idle at each wakeup and the figure is bimodal.
 PIN_ONE=(--pin-one-stream)
-IO_MIB_ARG= IO_PASSES_ARG=
+IO_MIB_ARG= IO_PASSES_ARG= IO_BLOCK_KIB=1024
 HANDLES=1000
 IO_STREAMS_ARG=
 FSMARK_STREAMS_ARG=
@@ -119,8 +122,9 @@ while [ $# -gt 0 ]; do
     --io-streams) IO_STREAMS_ARG=$2; shift 2 ;;
     --io-mib) IO_MIB_ARG=$2; shift 2 ;;
     --io-passes) IO_PASSES_ARG=$2; shift 2 ;;
+    --io-block-kib) IO_BLOCK_KIB=$2; shift 2 ;;
     --fsmark-streams) FSMARK_STREAMS_ARG=$2; shift 2 ;;
-    -h | --help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,64p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1" ;;
     esac
 done
@@ -267,8 +271,8 @@ bench_args() { # WORKLOAD LABEL -> STEPS
         --streams "$FSMARK_STREAMS" --file-sync --label "$l" --max-seconds "$MAX_SECONDS" ;;
     mount) step mount --reps "$MOUNT_REPS" --warm-tree $((${MOUNT_FILES:-$TREE_FILES} * 2 + 1)) \
         --label "$l" --max-seconds "$MAX_SECONDS" ;;
-    write) step write --size "$IO_MIB" --streams "$IO_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
-    read) step read --size "$IO_MIB" --streams "$IO_STREAMS" --passes "$IO_PASSES" --label "$l" \
+    write) step write --size "$IO_MIB" --streams "$IO_STREAMS" --block-kib "$IO_BLOCK_KIB" --label "$l" --max-seconds "$MAX_SECONDS" ;;
+    read) step read --size "$IO_MIB" --streams "$IO_STREAMS" --passes "$IO_PASSES" --block-kib "$IO_BLOCK_KIB" --label "$l" \
         --max-seconds "$MAX_SECONDS" ;;
     null)
         # The three shapes: 1 and SHAPE_STREAMS streams on one connection,

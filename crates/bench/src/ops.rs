@@ -800,6 +800,10 @@ pub struct IoArgs {
     /// page cache, e.g. for profiling the server).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub passes: u64,
+    /// Bytes per READ or WRITE call in KiB (a client's rsize/wsize), at
+    /// most the server's rtmax/wtmax.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub block_kib: u64,
 }
 
 const CHUNK: u64 = 1 << 20;
@@ -834,6 +838,7 @@ pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
     let json = a.target.json.clone();
     let total = a.size.clamp(1, 1 << 20) * CHUNK;
     let (rsize, wsize) = io_sizes(&c.nfs, &c.root).await;
+    let (rsize, wsize) = (rsize.min(a.block_kib << 10), wsize.min(a.block_kib << 10));
     let buf = Arc::new(vec![0x5au8; wsize as usize]);
     print_header();
     for &streams in &a.streams {
