@@ -158,7 +158,7 @@ for l in "${LABELS[@]}"; do
         per=$(awk '/^syscalls per call:/ { print $4 }' <<<"$s")
         # The five most frequent, as name=count-per-call.
         top=$(grep -E '^[a-z_0-9]+ +[0-9]+ +[0-9.]+$' <<<"$s" | grep -v '^total ' | head -5 |
-            awk '{ printf "%s%s=%s", (NR > 1 ? " " : ""), $1, $3 }')
+            awk '{ printf "%s%s=%s", (NR > 1 ? " " : ""), $1, $3 }') || top=
         printf '%s\t%s\t%s\t%s\n' "$l" "$m" "${per:--}" "$top" >>"$OUT/syscalls.tsv"
     done
     stop_rnfsd
@@ -174,7 +174,9 @@ done
     tail -n +2 "$OUT/hits.tsv" | awk -F'\t' '$4 + $5 > 0 {
         printf "| %s | %s | %s | %d | %d | %.1f %% |\n", $1, $2, $3, $4, $5, 100 * $4 / ($4 + $5) }'
     echo
-    echo "Syscalls per call (strace -f -c, all server threads):"
+    how="strace -f -c"
+    [ -z "$TRACER" ] || how="perf's syscall tracepoints"
+    echo "Syscalls per call ($how, all server threads):"
     echo
     echo "| build | mix | syscalls per call | most frequent (per call) |"
     echo "|---|---|---:|---|"

@@ -67,7 +67,9 @@ done
 [ "$(id -u)" = 0 ] || die "must run as root (strace attaches to the server)"
 if [ "$PERF" = 1 ]; then
     command -v perf >/dev/null || die "--perf: perf is not installed (Debian: linux-perf)"
-    perf list 2>/dev/null | grep -q 'syscalls:sys_enter_' ||
+    # Not `perf list | grep -q`: under pipefail grep's early exit kills
+    # perf with SIGPIPE and the test fails whatever the kernel has.
+    [ -n "$(perf list tracepoint 2>/dev/null | grep -m1 'syscalls:sys_enter_')" ] ||
         die "--perf: this kernel has no syscalls:sys_enter_* tracepoints"
 elif ! command -v strace >/dev/null; then
     log "installing strace"
