@@ -17,6 +17,16 @@
 //! (`speculated`); each step that slept keeps this thread from speculating
 //! for a while, from 10 ms doubling up to 1 s while they keep sleeping, so
 //! a loop waits for the disk at most about once a second in a cold storm.
+//!
+//! The one change allowed on the loop is an UNSTABLE WRITE (`Leave::writes`):
+//! a write into the page cache rarely sleeps (dirty throttling, a journal
+//! handle while a commit locks its transaction), and handing it to a pool
+//! costs two context switches where the write of 4 KiB costs a few
+//! microseconds. Its writer is opened on the loop on a miss when misses may
+//! be too (a handoff would open the handle's object again: a loop cannot
+//! cache it at a full bound). It is decided before anything changes (given
+//! up, nothing is done) and then runs to its end; a write or an open that
+//! slept quiets the loop as a miss does.
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -26,8 +36,8 @@ use crate::FsError;
 thread_local! {
     /// 0: normal; 1: inline; 2: inline, and gave up.
     static STATE: Cell<u8> = const { Cell::new(0) };
-    /// Whether this inline attempt may speculate (see the module text).
-    static MAY: Cell<bool> = const { Cell::new(false) };
+    /// What this inline attempt may do beyond memory (see the module text).
+    static MAY: Cell<Leave> = const { Cell::new(Leave::NONE) };
     /// No speculation on this thread before this instant.
     static QUIET_UNTIL: Cell<Option<Instant>> = const { Cell::new(None) };
     /// The quiet time a step that slept sets next.
@@ -40,15 +50,33 @@ const BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// Inline mode for this thread until dropped.
 pub struct Inline(());
 
-/// Enters inline mode on this thread.
-pub fn enter() -> Inline {
-    enter_speculating(false)
+/// The steps an inline attempt may take although they may sleep, each
+/// watched and backed off (see the module text).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Leave {
+    /// Open a kernel handle's object on a handle cache miss, and reopen a
+    /// cached object for reading.
+    pub misses: bool,
+    /// An UNSTABLE WRITE; with `misses`, its writer is opened on a miss.
+    pub writes: bool,
 }
 
-/// Inline mode that may speculate on handle misses (`speculate`).
-pub fn enter_speculating(may: bool) -> Inline {
+impl Leave {
+    pub const NONE: Leave = Leave {
+        misses: false,
+        writes: false,
+    };
+}
+
+/// Enters inline mode on this thread: memory only.
+pub fn enter() -> Inline {
+    enter_with(Leave::NONE)
+}
+
+/// Inline mode that may also take the steps `leave` allows.
+pub fn enter_with(leave: Leave) -> Inline {
     STATE.with(|s| s.set(1));
-    MAY.with(|m| m.set(may));
+    MAY.with(|m| m.set(leave));
     Inline(())
 }
 
@@ -62,7 +90,7 @@ impl Inline {
 impl Drop for Inline {
     fn drop(&mut self) {
         STATE.with(|s| s.set(0));
-        MAY.with(|m| m.set(false));
+        MAY.with(|m| m.set(Leave::NONE));
     }
 }
 
@@ -77,10 +105,27 @@ pub fn give_up() -> FsError {
     FsError::Errno(libc::EAGAIN)
 }
 
-/// Whether this inline attempt may run a step that rarely waits (see the
-/// module text): allowed, and no recent step on this thread slept.
+/// Whether the inline attempt under way on this thread gave up (its reply
+/// is thrown away and the call runs again in a pool: a reply cache must
+/// not keep it).
+pub fn gave_up() -> bool {
+    STATE.with(|s| s.get() == 2)
+}
+
+/// Whether this inline attempt may open a miss (see the module text):
+/// allowed, and no recent step on this thread slept.
 pub fn may_speculate() -> bool {
-    if !active() || !MAY.with(|m| m.get()) {
+    may(|l| l.misses)
+}
+
+/// Whether this inline attempt may write (see the module text): allowed,
+/// and no recent step on this thread slept.
+pub fn may_write() -> bool {
+    may(|l| l.writes)
+}
+
+fn may(allowed: impl FnOnce(Leave) -> bool) -> bool {
+    if !active() || !allowed(MAY.with(|m| m.get())) {
         return false;
     }
     match QUIET_UNTIL.with(|q| q.get()) {
@@ -120,12 +165,23 @@ mod tests {
             let _g = enter();
             assert!(!may_speculate(), "inline, not allowed");
         }
-        let _g = enter_speculating(true);
-        assert!(may_speculate());
+        {
+            let _g = enter_with(Leave {
+                misses: false,
+                writes: true,
+            });
+            assert!(may_write() && !may_speculate(), "each leave alone");
+        }
+        let _g = enter_with(Leave {
+            misses: true,
+            writes: true,
+        });
+        assert!(may_speculate() && may_write());
         speculated(false);
         assert_eq!(BACKOFF.with(|b| b.get()), BACKOFF_MIN);
         speculated(true);
         assert!(!may_speculate(), "quiet after a step that slept");
+        assert!(!may_write(), "a write is quiet too");
         assert_eq!(BACKOFF.with(|b| b.get()), 2 * BACKOFF_MIN);
         std::thread::sleep(BACKOFF_MIN + Duration::from_millis(2));
         assert!(may_speculate(), "quiet time over");

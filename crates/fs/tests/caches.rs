@@ -8,8 +8,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rnfsd_fs::cache::Caches;
+use rnfsd_fs::inline::Leave;
 use rnfsd_fs::local::{HandleMode, LocalFs, LocalOptions};
 use rnfsd_fs::{Backend, CreateHow, Cred, Fh, FsError, SetAttr, Stable};
+
+/// The event loop's leave with `inline_misses` on, `inline_writes` off.
+const MISSES: Leave = Leave {
+    misses: true,
+    writes: false,
+};
 
 fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.
@@ -518,12 +525,17 @@ fn inline_mode_answers_hits_and_gives_up_on_misses() {
     }
 }
 
-/// Speculation (`inline::enter_speculating`): a kernel handle's miss is
+/// Speculation (`inline::enter_with`): a kernel handle's miss is
 /// opened on the loop when the kernel holds the inode; a path handle's miss
 /// (which may walk directories) still gives up, and so does any miss while
 /// the thread is quiet after a step that slept.
 #[test]
 fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
+    // As the server does at start: a descriptor table growth waits for an
+    // RCU grace period (a sleep) when this test's open crosses its size.
+    let grown =
+        std::fs::File::open("/").and_then(|f| Ok(rustix::io::fcntl_dupfd_cloexec(&f, 4095)?));
+    assert!(grown.is_ok(), "{grown:?}");
     for m in modes() {
         let d = tmp();
         let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
@@ -532,7 +544,7 @@ fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
             .unwrap();
         let cold = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         {
-            let g = rnfsd_fs::inline::enter_speculating(true);
+            let g = rnfsd_fs::inline::enter_with(MISSES);
             let r = cold.getattr(&root(), &f);
             if m == HandleMode::Kernel {
                 assert!(r.is_ok(), "{r:?}");
@@ -546,7 +558,7 @@ fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
         // file: the reader is opened on the loop too.
         let cold = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         {
-            let g = rnfsd_fs::inline::enter_speculating(true);
+            let g = rnfsd_fs::inline::enter_with(MISSES);
             let mut buf = Vec::new();
             let r = cold.read(&root(), &f, 0, 9, &mut buf);
             if m == HandleMode::Kernel {
@@ -559,7 +571,7 @@ fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
         }
         let colder = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         {
-            let g = rnfsd_fs::inline::enter_speculating(true);
+            let g = rnfsd_fs::inline::enter_with(MISSES);
             rnfsd_fs::inline::speculated(true);
             assert_eq!(
                 colder.getattr(&root(), &f).err(),
@@ -571,6 +583,102 @@ fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
         assert!(
             colder.getattr(&root(), &f).is_ok(),
             "{m:?}: the pool's retry"
+        );
+    }
+}
+
+/// Runs `f` on a thread of its own: a loop thread's quiet time after a
+/// step that slept is per thread, so one attempt's must not reach the next.
+fn alone<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| s.spawn(f).join().unwrap())
+}
+
+/// Inline writes (`Leave::writes`): an UNSTABLE WRITE runs on the loop,
+/// its writer opened there on a miss only when misses may run too (a
+/// kernel handle); a stable WRITE, a write on a quiet thread, and any
+/// write the leave does not allow give up before anything changes.
+#[test]
+fn inline_mode_writes_unstable_data_and_gives_up_before_any_change() {
+    const WRITES: Leave = Leave {
+        misses: false,
+        writes: true,
+    };
+    const BOTH: Leave = Leave {
+        misses: true,
+        writes: true,
+    };
+    for m in modes() {
+        let d = tmp();
+        let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
+        let f = create(&fs, &fs.root(), "f");
+        let on_disk = || fs::read(d.path().join("f")).unwrap();
+        let eagain = Some(FsError::Errno(libc::EAGAIN));
+        // An attempt on the loop: the write's result, and whether it gave up.
+        let inline = |fs: &LocalFs, leave: Leave, off: u64, data: &[u8], stable: Stable| {
+            alone(|| {
+                let g = rnfsd_fs::inline::enter_with(leave);
+                let r = fs.write(&root(), &f, off, data, stable);
+                (r.map(|(n, s, _)| (n, s)), g.gave_up())
+            })
+        };
+        // Each attempt that must give up writes "no" at offset 0.
+        let refused = |fs: &LocalFs, leave: Leave, stable: Stable, why: &str| {
+            assert_eq!(
+                inline(fs, leave, 0, b"no", stable),
+                (Err(FsError::Errno(libc::EAGAIN)), true),
+                "{m:?}: {why}"
+            );
+        };
+        let cold = LocalFs::open(d.path(), 7, opts(m)).unwrap();
+        refused(
+            &cold,
+            WRITES,
+            Stable::Unstable,
+            "a writer miss, misses not allowed",
+        );
+        refused(&cold, MISSES, Stable::Unstable, "writes not allowed");
+        refused(&cold, Leave::NONE, Stable::Unstable, "memory only");
+        let (r, gave_up) = inline(&cold, BOTH, 0, b"cold", Stable::Unstable);
+        if m == HandleMode::Kernel {
+            assert_eq!(
+                r,
+                Ok((4, Stable::Unstable)),
+                "object and writer opened inline"
+            );
+            assert!(!gave_up);
+        } else {
+            assert_eq!((r.err(), gave_up), (eagain, true), "a path handle's miss");
+        }
+        let cold_data = if m == HandleMode::Kernel {
+            &b"cold"[..]
+        } else {
+            b""
+        };
+        assert_eq!(on_disk(), cold_data);
+        // A cached writer: writes alone suffice.
+        fs.write(&root(), &f, 0, b"warm", Stable::Unstable).unwrap();
+        assert_eq!(
+            inline(&fs, WRITES, 4, b"+hit", Stable::Unstable),
+            (Ok((4, Stable::Unstable)), false),
+            "{m:?}: a cached writer"
+        );
+        refused(&fs, BOTH, Stable::FileSync, "FILE_SYNC waits for the disk");
+        refused(&fs, BOTH, Stable::DataSync, "DATA_SYNC waits for the disk");
+        let quiet = alone(|| {
+            let g = rnfsd_fs::inline::enter_with(BOTH);
+            rnfsd_fs::inline::speculated(true);
+            let r = fs.write(&root(), &f, 0, b"no", Stable::Unstable);
+            (r.err(), g.gave_up())
+        });
+        assert_eq!(
+            quiet,
+            (eagain, true),
+            "{m:?}: quiet after a step that slept"
+        );
+        assert_eq!(
+            on_disk(),
+            b"warm+hit",
+            "{m:?}: nothing given up was written"
         );
     }
 }

@@ -108,6 +108,7 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   blocking_nice = 0              its threads' nice value (> 0: loops first)
   run_inline = true              answer from-memory calls on the loop thread
   inline_misses = true           ... and open handle cache misses there too
+  inline_writes = true           ... and write UNSTABLE WRITEs there
   reply_batch = 16               a worker's replies of one connection sent together
   splice_pipes = 32              pipes for READ by splice (2 fds each; 0:
                                  READ data is copied)
@@ -310,6 +311,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_inline_misses: bool,
 
+    /// Send every WRITE to a pool thread instead of writing UNSTABLE data
+    /// on the event loop (`inline_writes = false`). For comparison.
+    #[arg(long)]
+    pub no_inline_writes: bool,
+
     /// Replies a worker holds back while it runs the next short call of
     /// the same connection (0 or 1 = each alone). [default: 16]
     #[arg(long, value_name = "N")]
@@ -484,6 +490,9 @@ impl ServeArgs {
         }
         if self.no_inline_misses {
             s.inline_misses = false;
+        }
+        if self.no_inline_writes {
+            s.inline_writes = false;
         }
         if self.flush_delay_ms.is_some() {
             s.flush_delay_ms = self.flush_delay_ms;

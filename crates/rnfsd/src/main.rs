@@ -408,7 +408,10 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         RpcService::new(server.clone(), nfs_programs.clone(), policy)
             .with_stats(stats.clone())
             .with_drc(drc)
-            .with_inline_misses(s.inline_misses),
+            .with_inline(rnfsd_fs::inline::Leave {
+                misses: s.inline_misses,
+                writes: s.inline_writes,
+            }),
     );
     let portmap_service =
         Arc::new(RpcService::new(server.clone(), vec![&PORTMAP], policy).with_stats(stats.clone()));

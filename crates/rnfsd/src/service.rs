@@ -20,9 +20,9 @@ pub struct RpcService {
     stats: Option<Arc<Registry>>,
     /// Duplicate reply cache (none: every call runs).
     drc: Option<Arc<Drc>>,
-    /// Inline calls may open a handle's object on the loop
-    /// (`rnfsd_fs::inline`, "speculates").
-    inline_misses: bool,
+    /// What inline calls may do beyond memory: open a handle's object,
+    /// write UNSTABLE data (`rnfsd_fs::inline`, "speculates").
+    leave: rnfsd_fs::inline::Leave,
 }
 
 impl RpcService {
@@ -33,14 +33,15 @@ impl RpcService {
             policy,
             stats: None,
             drc: None,
-            inline_misses: false,
+            leave: rnfsd_fs::inline::Leave::NONE,
         }
     }
 
-    /// Let inline calls open a handle cache miss's object on the loop
-    /// thread, backing off where that sleeps (`inline_misses`).
-    pub fn with_inline_misses(mut self, on: bool) -> Self {
-        self.inline_misses = on;
+    /// Let inline calls open a handle cache miss's object, and write
+    /// UNSTABLE data to a cached writer, on the loop thread, backing off
+    /// where that sleeps (`inline_misses`, `inline_writes`).
+    pub fn with_inline(mut self, leave: rnfsd_fs::inline::Leave) -> Self {
+        self.leave = leave;
         self
     }
 
@@ -166,7 +167,7 @@ impl Service for RpcService {
     /// memory or gives up (`rnfsd_fs::inline`), and a call given up runs
     /// again in the pool, uncounted here.
     fn call_inline(&self, req: Request) -> Inline {
-        let guard = rnfsd_fs::inline::enter_speculating(self.inline_misses);
+        let guard = rnfsd_fs::inline::enter_with(self.leave);
         match self.run(&req, || !guard.gave_up()) {
             Some(reply) => Inline::Done(reply),
             None => Inline::Defer(req),

@@ -275,18 +275,6 @@ async fn write_res(
     r
 }
 
-async fn commit(nfs: &NfsClient, fh: &NfsFh3) -> Commit3ResOk {
-    ok(
-        "COMMIT",
-        nfs.commit(&Commit3Args {
-            file: fh.clone(),
-            offset: 0,
-            count: 0,
-        })
-        .await,
-    )
-}
-
 async fn rename(
     nfs: &NfsClient,
     fd: &NfsFh3,

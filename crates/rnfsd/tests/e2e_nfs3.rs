@@ -759,16 +759,7 @@ async fn write_stability_and_commit() {
             verfs.windows(2).all(|w| w[0] == w[1]),
             "write verifier changed between calls: {verfs:?}"
         );
-        let c = ok(
-            "COMMIT",
-            s.nfs
-                .commit(&Commit3Args {
-                    file: fh.clone(),
-                    offset: 0,
-                    count: 0,
-                })
-                .await,
-        );
+        let c = commit(&s.nfs, &fh).await;
         assert_eq!(c.verf, verfs[0], "COMMIT verifier differs from WRITE's");
         assert!(c.file_wcc.after.is_some());
         let c = ok(

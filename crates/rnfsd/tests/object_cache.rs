@@ -347,6 +347,57 @@ fn deferred_and_misses(srv: &TestServer) -> (u64, u64) {
     (deferred, misses)
 }
 
+/// Skips (saying why) unless kernel handles can be used: a path handle's
+/// miss may walk directories and always goes to a pool.
+fn skip_without_kernel_handles(what: &str) -> bool {
+    // SAFETY: geteuid cannot fail.
+    let why = (unsafe { libc::geteuid() } != 0).then(|| {
+        "kernel handles need CAP_DAC_READ_SEARCH; a path handle's miss may \
+         walk directories and always goes to a pool"
+            .to_string()
+    });
+    common::skip(what, why)
+}
+
+/// A directory "d" of `n` files holding `content`.
+fn files_in_d(dir: &TempDir, n: usize, content: &[u8]) -> std::path::PathBuf {
+    let sub = dir.path().join("d");
+    std::fs::create_dir(&sub).unwrap();
+    for f in 0..n {
+        std::fs::write(sub.join(format!("f{f}")), content).unwrap();
+    }
+    sub
+}
+
+/// The server on `dir` with `args`, restarted (its caches empty, the
+/// kernel still holding the inodes) after it gave out the handles of
+/// `dir/d`'s files, returned with their names.
+async fn cold_server(dir: &TempDir, args: &[&str]) -> (TestServer, Vec<(Vec<u8>, NfsFh3)>) {
+    let mut srv = TestServer::start_with(dir.path(), args);
+    let files = {
+        let s = mount(&srv).await;
+        let d = s
+            .nfs
+            .readdirplus_all(&s.root)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|e| e.name == b"d")
+            .and_then(|e| e.name_handle)
+            .unwrap();
+        s.nfs
+            .readdirplus_all(&d)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.name.starts_with(b"f"))
+            .map(|e| (e.name, e.name_handle.unwrap()))
+            .collect()
+    };
+    srv.restart();
+    (srv, files)
+}
+
 /// `inline_misses`: a GETATTR whose handle the server has never seen (a
 /// restart emptied its caches; the kernel still holds the inodes) is
 /// answered on the event loop, no pool thread woken; with
@@ -356,55 +407,24 @@ fn deferred_and_misses(srv: &TestServer) -> (u64, u64) {
 /// period) and quiets its speculation for 10 ms, about 100 calls here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handle_misses_are_opened_on_the_loop_unless_turned_off() {
-    // SAFETY: geteuid cannot fail.
-    let why = (unsafe { libc::geteuid() } != 0).then(|| {
-        "kernel handles need CAP_DAC_READ_SEARCH; a path handle's miss may \
-         walk directories and always goes to a pool"
-            .to_string()
-    });
-    if common::skip("inline handle misses", why) {
+    if skip_without_kernel_handles("inline handle misses") {
         return;
     }
     const N: usize = 1200;
     bounded(async {
         let dir = TempDir::new("inlinemiss");
-        let sub = dir.path().join("d");
-        std::fs::create_dir(&sub).unwrap();
-        for f in 0..N {
-            std::fs::write(sub.join(format!("f{f}")), b"x").unwrap();
-        }
+        files_in_d(&dir, N, b"x");
         for on in [true, false] {
             let args: &[&str] = if on {
                 &["--no-rpcbind"]
             } else {
                 &["--no-rpcbind", "--no-inline-misses"]
             };
-            let mut srv = TestServer::start_with(dir.path(), args);
-            let handles: Vec<NfsFh3> = {
-                let s = mount(&srv).await;
-                let d = s
-                    .nfs
-                    .readdirplus_all(&s.root)
-                    .await
-                    .unwrap()
-                    .into_iter()
-                    .find(|e| e.name == b"d")
-                    .and_then(|e| e.name_handle)
-                    .unwrap();
-                s.nfs
-                    .readdirplus_all(&d)
-                    .await
-                    .unwrap()
-                    .into_iter()
-                    .filter(|e| e.name.starts_with(b"f"))
-                    .map(|e| e.name_handle.unwrap())
-                    .collect()
-            };
-            assert_eq!(handles.len(), N);
-            srv.restart();
+            let (srv, files) = cold_server(&dir, args).await;
+            assert_eq!(files.len(), N);
             let s = mount(&srv).await;
             let (d0, m0) = deferred_and_misses(&srv);
-            for fh in &handles {
+            for (_, fh) in &files {
                 let a = s.nfs.getattr_ok(fh).await.expect("GETATTR");
                 assert_eq!(a.size, 1);
             }
@@ -423,6 +443,67 @@ async fn handle_misses_are_opened_on_the_loop_unless_turned_off() {
                 );
             }
             eprintln!("inline_misses {on}: {deferred} of {N} deferred, {misses} misses");
+        }
+    })
+    .await;
+}
+
+/// `inline_writes`: UNSTABLE WRITEs to files the server has never opened
+/// (a restart emptied its caches) are written on the event loop, the writer
+/// opened there, no pool thread woken; with `--no-inline-writes` every one
+/// goes to a pool thread after the loop gave it up, and the reply cache
+/// must not keep that attempt's reply (the pool's run would meet it and
+/// answer with it). Either way every byte lands and a COMMIT's verifier
+/// matches the WRITEs'.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unstable_writes_run_on_the_loop_unless_turned_off() {
+    if skip_without_kernel_handles("inline writes") {
+        return;
+    }
+    const N: usize = 400;
+    bounded(async {
+        let dir = TempDir::new("inlinewrite");
+        let sub = files_in_d(&dir, N, b"");
+        for on in [true, false] {
+            let args: &[&str] = if on {
+                &["--no-rpcbind"]
+            } else {
+                &["--no-rpcbind", "--no-inline-writes"]
+            };
+            let (srv, files) = cold_server(&dir, args).await;
+            assert_eq!(files.len(), N);
+            let s = mount(&srv).await;
+            let content = |name: &[u8]| format!("{on}:{}", String::from_utf8_lossy(name));
+            let (d0, _) = deferred_and_misses(&srv);
+            let mut verfs = Vec::new();
+            for (name, fh) in &files {
+                let w = s
+                    .nfs
+                    .write_at(fh, 0, content(name).as_bytes(), StableHow::Unstable)
+                    .await
+                    .expect("WRITE");
+                verfs.push(w.verf);
+            }
+            let (d1, _) = deferred_and_misses(&srv);
+            let deferred = d1 - d0;
+            if on {
+                assert!(
+                    deferred <= N as u64 / 10,
+                    "{deferred} of {N} cold UNSTABLE WRITEs went to a pool thread"
+                );
+            } else {
+                assert!(
+                    deferred >= N as u64 * 9 / 10,
+                    "only {deferred} of {N} UNSTABLE WRITEs went to a pool thread"
+                );
+            }
+            for ((name, fh), verf) in files.iter().zip(&verfs) {
+                let c = commit(&s.nfs, fh).await;
+                assert_eq!(&c.verf, verf, "COMMIT's verifier against the WRITE's");
+                let got = std::fs::read(sub.join(String::from_utf8_lossy(name).as_ref())).unwrap();
+                assert_eq!(got, content(name).as_bytes());
+            }
+            eprintln!("inline_writes {on}: {deferred} of {N} deferred");
         }
     })
     .await;

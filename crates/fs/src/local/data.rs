@@ -18,12 +18,17 @@ impl LocalFs {
         if let Some(f) = self.files.get(key, access) {
             return Ok(f);
         }
-        let inline = crate::inline::active();
-        if inline && !(access == Access::Read && crate::inline::may_speculate()) {
+        // On the event loop a miss opens for reading, or for an UNSTABLE
+        // write when writes may run there too: a handoff would redo the
+        // handle's open, which the loop could not cache at a full bound.
+        if crate::inline::active()
+            && !(crate::inline::may_speculate()
+                && (access == Access::Read || crate::inline::may_write()))
+        {
             return Err(crate::inline::give_up());
         }
         self.srv()?;
-        // Reopening a pinned inode for reading almost never sleeps.
+        // Reopening a pinned inode almost never sleeps.
         let fd = super::speculating(|| sys::reopen(o.raw(), access.flags()))?;
         Ok(self.files.insert(key, access, fd, self.verifier.clone()))
     }
@@ -143,9 +148,15 @@ pub(super) fn write(
     if u32::try_from(data.len()).is_err() {
         return Err(errno(libc::EINVAL));
     }
+    // On the event loop (`crate::inline`): only an UNSTABLE write, decided
+    // before anything changes (`open_file` opens a missing writer there
+    // only when misses may run too); its pwrite is watched like an open.
+    if crate::inline::active() && !(stable == Stable::Unstable && crate::inline::may_write()) {
+        return Err(crate::inline::give_up());
+    }
     let (o, f) = fs.open_regular(cred, fh, Access::Write)?;
     let fd = f.fd.as_raw_fd();
-    let n = match sys::pwrite_full(fd, offset, data) {
+    let n = match super::speculating(|| sys::pwrite_full(fd, offset, data)) {
         Ok(n) => n,
         Err(e) => {
             f.write_failed(&e);

@@ -206,7 +206,12 @@ pub fn dispatch(
             // Only a handler's own reply is kept; RPC-level failures run
             // again if retransmitted (knfsd: RC_NOCACHE on those paths).
             // Replies of cached procedures are all bytes (nothing spliced).
-            Some(r) if ran && r.spliced.is_none() => c.finish(&key, &r.buf),
+            // Nor the reply of an attempt on the event loop that gave up
+            // (an UNSTABLE WRITE on a quiet loop): the call runs again in
+            // a pool and must not meet its own entry there.
+            Some(r) if ran && r.spliced.is_none() && !rnfsd_fs::inline::gave_up() => {
+                c.finish(&key, &r.buf)
+            }
             _ => c.abandon(&key),
         }
     }

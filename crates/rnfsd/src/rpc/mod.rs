@@ -79,6 +79,10 @@ pub enum Class {
     /// change on a `sync` export), else the loop's pool. Must be cheap: it
     /// runs on the event loop for every such record.
     SlowIf(fn(&Server, &mut Dec<'_>) -> bool),
+    /// Wherever the arguments say (WRITE: a small UNSTABLE one is tried on
+    /// the loop thread, whose backend decides before it changes anything
+    /// whether it may write there). Must be cheap, as for `SlowIf`.
+    By(fn(&Server, &mut Dec<'_>) -> Route),
 }
 
 /// Where the call in a record goes (see [`Class`]).
@@ -119,6 +123,7 @@ pub fn route(server: &Server, programs: &[&Program], record: &[u8]) -> Route {
         Some(Class::Slow) => Route::Blocking,
         Some(Class::SlowIf(f)) if f(server, &mut d) => Route::Blocking,
         Some(Class::SlowIf(_)) => Route::Pool,
+        Some(Class::By(f)) => f(server, &mut d),
     }
 }
 

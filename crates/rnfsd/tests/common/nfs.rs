@@ -188,6 +188,19 @@ pub async fn write(nfs: &NfsClient, fh: &NfsFh3, offset: u64, data: &[u8]) {
     assert_eq!(s.written, data.len() as u64);
 }
 
+/// COMMIT of the whole file that must succeed.
+pub async fn commit(nfs: &NfsClient, fh: &NfsFh3) -> Commit3ResOk {
+    ok(
+        "COMMIT",
+        nfs.commit(&Commit3Args {
+            file: fh.clone(),
+            offset: 0,
+            count: 0,
+        })
+        .await,
+    )
+}
+
 /// LOOKUP that must succeed; returns the handle.
 pub async fn lookup(nfs: &NfsClient, dir: &NfsFh3, name: &str) -> NfsFh3 {
     nfs.lookup_name(dir, name)

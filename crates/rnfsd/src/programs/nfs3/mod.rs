@@ -12,7 +12,7 @@ use rnfsd_proto::nfs3::*;
 use rnfsd_xdr::Dec;
 
 use crate::proc_entry;
-use crate::rpc::{CacheClass, CallCtx, Class, Proc, Program, Version};
+use crate::rpc::{CacheClass, CallCtx, Class, Proc, Program, Route, Version};
 use crate::state::Server;
 
 mod attr;
@@ -106,7 +106,7 @@ static PROCS: [Proc; 22] = [
         data::write_run,
         CacheClass::Reply,
         ST + WCC + 4 + 4 + 8,
-        Class::SlowIf(write_is_stable)
+        Class::By(write_route)
     ),
     proc_entry!(
         "CREATE",
@@ -222,14 +222,24 @@ static PROCS: [Proc; 22] = [
     ),
 ];
 
+/// Largest UNSTABLE WRITE tried on the event loop thread (`inline_writes`).
+/// A larger one goes to the loop's pool, whose copy into the page cache
+/// overlaps the loop's read of the next record: 1 MiB WRITEs on the loop
+/// ran 0.42x, 16-256 KiB ones 1.1x-1.3x (docs/request-path.md).
+const INLINE_WRITE_MAX: u32 = 64 << 10;
+
 /// WRITE args: a handle, offset, count, then stable_how (RFC 1813 §3.3.7).
-fn write_is_stable(_: &Server, d: &mut Dec<'_>) -> bool {
-    let stable = d
+/// A stable WRITE waits for the disk: the blocking pool.
+fn write_route(_: &Server, d: &mut Dec<'_>) -> Route {
+    let args = d
         .opaque(NFS3_FHSIZE)
         .and_then(|_| d.u64())
-        .and_then(|_| d.u32())
-        .and_then(|_| d.u32());
-    matches!(stable, Ok(s) if s != StableHow::Unstable as u32)
+        .and_then(|_| Ok((d.u32()?, d.u32()?)));
+    match args {
+        Ok((_, stable)) if stable != StableHow::Unstable as u32 => Route::Blocking,
+        Ok((count, _)) if count <= INLINE_WRITE_MAX => Route::Quick,
+        _ => Route::Pool,
+    }
 }
 
 /// The first argument of a namespace change or SETATTR is a handle (of the

@@ -1931,3 +1931,32 @@ mod access_checks {
         );
     }
 }
+
+/// WRITE's row picks its route from the arguments: a stable WRITE waits for
+/// the disk (the blocking pool), a small UNSTABLE one is tried on the loop,
+/// a large one goes to the loop's pool, and arguments that do not decode go
+/// to the pool, where dispatch refuses them.
+#[test]
+fn write_routes_by_stability_and_size() {
+    let fs = FakeFs::new(1, 1);
+    let srv = server(&fs, false);
+    let route = |count: u32, stable: StableHow| {
+        let args = Write3Args {
+            file: nfh(&fs, 1),
+            offset: 0,
+            count,
+            stable,
+            data: Vec::new(),
+        };
+        write_route(&srv, &mut Dec::new(&to_vec(&args)))
+    };
+    assert_eq!(route(4096, StableHow::Unstable), Route::Quick);
+    assert_eq!(route(INLINE_WRITE_MAX, StableHow::Unstable), Route::Quick);
+    assert_eq!(
+        route(INLINE_WRITE_MAX + 1, StableHow::Unstable),
+        Route::Pool
+    );
+    assert_eq!(route(4096, StableHow::FileSync), Route::Blocking);
+    assert_eq!(route(4096, StableHow::DataSync), Route::Blocking);
+    assert_eq!(write_route(&srv, &mut Dec::new(&[0, 0])), Route::Pool);
+}
