@@ -12,7 +12,7 @@ use rnfsd_fs::inline::Leave;
 use rnfsd_fs::local::{HandleMode, LocalFs, LocalOptions};
 use rnfsd_fs::{Backend, CreateHow, Cred, Fh, FsError, SetAttr, Stable};
 
-/// The event loop's leave with `inline_misses` on, `inline_writes` off.
+/// The event loop's leave with `inline_misses` on, `inline_write_max` 0.
 const MISSES: Leave = Leave {
     misses: true,
     writes: false,

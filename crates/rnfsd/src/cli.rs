@@ -108,7 +108,7 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   blocking_nice = 0              its threads' nice value (> 0: loops first)
   run_inline = true              answer from-memory calls on the loop thread
   inline_misses = true           ... and open handle cache misses there too
-  inline_writes = true           ... and write UNSTABLE WRITEs there
+  inline_write_max = 65536       ... and UNSTABLE WRITEs up to this size (0: none)
   reply_batch = 16               a worker's replies of one connection sent together
   splice_pipes = 32              pipes for READ by splice (2 fds each; 0:
                                  READ data is copied)
@@ -311,9 +311,14 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_inline_misses: bool,
 
-    /// Send every WRITE to a pool thread instead of writing UNSTABLE data
-    /// on the event loop (`inline_writes = false`). For comparison.
-    #[arg(long)]
+    /// Largest UNSTABLE WRITE written on the event loop thread, bytes
+    /// (0: every WRITE goes to a pool thread). [default: 65536]
+    #[arg(long, value_name = "BYTES")]
+    pub inline_write_max: Option<u32>,
+
+    /// Send every WRITE to a pool thread (`inline_write_max = 0`). For
+    /// comparison.
+    #[arg(long, conflicts_with = "inline_write_max")]
     pub no_inline_writes: bool,
 
     /// Replies a worker holds back while it runs the next short call of
@@ -491,8 +496,11 @@ impl ServeArgs {
         if self.no_inline_misses {
             s.inline_misses = false;
         }
+        if let Some(n) = self.inline_write_max {
+            s.inline_write_max = n;
+        }
         if self.no_inline_writes {
-            s.inline_writes = false;
+            s.inline_write_max = 0;
         }
         if self.flush_delay_ms.is_some() {
             s.flush_delay_ms = self.flush_delay_ms;

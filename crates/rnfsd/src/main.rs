@@ -321,14 +321,17 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
              configuration, then reload (SIGHUP)"
         );
     }
-    let server = Arc::new(Server::new(
-        Vec::new(),
-        opener.verifier.clone(),
-        s.max_io,
-        // A pipe holds the largest READ's data.
-        (s.splice_pipes > 0)
-            .then(|| rnfsd_transport::PipePool::new(s.splice_pipes, s.max_io as usize)),
-    ));
+    let server = Arc::new(
+        Server::new(
+            Vec::new(),
+            opener.verifier.clone(),
+            s.max_io,
+            // A pipe holds the largest READ's data.
+            (s.splice_pipes > 0)
+                .then(|| rnfsd_transport::PipePool::new(s.splice_pipes, s.max_io as usize)),
+        )
+        .with_inline_write_max(s.inline_write_max),
+    );
     server.set_exports(opened);
     // The lock manager: hosts that took locks before a restart get a grace
     // period to reclaim them and a notice that we restarted.
@@ -410,7 +413,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
             .with_drc(drc)
             .with_inline(rnfsd_fs::inline::Leave {
                 misses: s.inline_misses,
-                writes: s.inline_writes,
+                writes: s.inline_write_max > 0,
             }),
     );
     let portmap_service =

@@ -39,7 +39,7 @@ impl RpcService {
 
     /// Let inline calls open a handle cache miss's object, and write
     /// UNSTABLE data to a cached writer, on the loop thread, backing off
-    /// where that sleeps (`inline_misses`, `inline_writes`).
+    /// where that sleeps (`inline_misses`, `inline_write_max`).
     pub fn with_inline(mut self, leave: rnfsd_fs::inline::Leave) -> Self {
         self.leave = leave;
         self

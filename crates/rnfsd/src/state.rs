@@ -108,6 +108,8 @@ pub struct Server {
     pub max_io: u32,
     /// Pipes for READs answered by splice (None: READ data is copied).
     pub pipes: Option<Arc<rnfsd_transport::PipePool>>,
+    /// Largest UNSTABLE WRITE tried on the event loop (`inline_write_max`).
+    pub inline_write_max: u32,
     /// The lock manager (NLM), when it is served.
     locks: std::sync::OnceLock<Arc<crate::lockd::LockManager>>,
 }
@@ -124,8 +126,15 @@ impl Server {
             write_verifier,
             max_io,
             pipes,
+            inline_write_max: crate::config::ServerConfig::default().inline_write_max,
             locks: std::sync::OnceLock::new(),
         }
+    }
+
+    /// UNSTABLE WRITEs of at most `n` bytes are tried on the event loop.
+    pub fn with_inline_write_max(mut self, n: u32) -> Server {
+        self.inline_write_max = n;
+        self
     }
 
     /// Serve NLM with `m` (once, at start).

@@ -359,10 +359,10 @@ fn skip_without_kernel_handles(what: &str) -> bool {
     common::skip(what, why)
 }
 
-/// A directory "d" of `n` files holding `content`.
+/// A directory "d" of `n` files holding `content` (made, or rewritten).
 fn files_in_d(dir: &TempDir, n: usize, content: &[u8]) -> std::path::PathBuf {
     let sub = dir.path().join("d");
-    std::fs::create_dir(&sub).unwrap();
+    std::fs::create_dir_all(&sub).unwrap();
     for f in 0..n {
         std::fs::write(sub.join(format!("f{f}")), content).unwrap();
     }
@@ -448,33 +448,49 @@ async fn handle_misses_are_opened_on_the_loop_unless_turned_off() {
     .await;
 }
 
-/// `inline_writes`: UNSTABLE WRITEs to files the server has never opened
-/// (a restart emptied its caches) are written on the event loop, the writer
-/// opened there, no pool thread woken; with `--no-inline-writes` every one
-/// goes to a pool thread after the loop gave it up, and the reply cache
-/// must not keep that attempt's reply (the pool's run would meet it and
-/// answer with it). Either way every byte lands and a COMMIT's verifier
-/// matches the WRITEs'.
+/// Records answered on an event loop, and sent from one to a pool thread
+/// after all, so far.
+fn inline_and_deferred(srv: &TestServer) -> (u64, u64) {
+    let snap = snapshot(srv);
+    let conns = || snap.transports.iter().map(|t| &t.connections);
+    (
+        conns().map(|c| c.records_inline).sum(),
+        conns().map(|c| c.records_deferred).sum(),
+    )
+}
+
+/// `inline_write_max`: UNSTABLE WRITEs to files the server has never
+/// opened (a restart emptied its caches) are written on the event loop,
+/// the writer opened there, no pool thread woken. With
+/// `--no-inline-misses` the loop may not open the writer: each WRITE gives
+/// up there and runs in a pool, and the reply cache must not keep the
+/// attempt's reply (the pool's run would meet it and answer with it). With
+/// `--no-inline-writes` they go straight to a pool. Every byte lands, and a
+/// COMMIT's verifier matches the WRITEs'.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unstable_writes_run_on_the_loop_unless_turned_off() {
     if skip_without_kernel_handles("inline writes") {
         return;
     }
     const N: usize = 400;
+    const N64: u64 = N as u64;
     bounded(async {
         let dir = TempDir::new("inlinewrite");
-        let sub = files_in_d(&dir, N, b"");
-        for on in [true, false] {
-            let args: &[&str] = if on {
-                &["--no-rpcbind"]
-            } else {
-                &["--no-rpcbind", "--no-inline-writes"]
-            };
-            let (srv, files) = cold_server(&dir, args).await;
+        let sub = dir.path().join("d");
+        for (how, extra) in [
+            ("on the loop", None),
+            ("given up", Some("--no-inline-misses")),
+            ("off", Some("--no-inline-writes")),
+        ] {
+            let mut args = vec!["--no-rpcbind"];
+            args.extend(extra);
+            // Each configuration writes into empty files.
+            files_in_d(&dir, N, b"");
+            let (srv, files) = cold_server(&dir, &args).await;
             assert_eq!(files.len(), N);
             let s = mount(&srv).await;
-            let content = |name: &[u8]| format!("{on}:{}", String::from_utf8_lossy(name));
-            let (d0, _) = deferred_and_misses(&srv);
+            let content = |name: &[u8]| format!("{how}:{}", String::from_utf8_lossy(name));
+            let (i0, d0) = inline_and_deferred(&srv);
             let mut verfs = Vec::new();
             for (name, fh) in &files {
                 let w = s
@@ -484,18 +500,22 @@ async fn unstable_writes_run_on_the_loop_unless_turned_off() {
                     .expect("WRITE");
                 verfs.push(w.verf);
             }
-            let (d1, _) = deferred_and_misses(&srv);
-            let deferred = d1 - d0;
-            if on {
-                assert!(
-                    deferred <= N as u64 / 10,
-                    "{deferred} of {N} cold UNSTABLE WRITEs went to a pool thread"
-                );
-            } else {
-                assert!(
-                    deferred >= N as u64 * 9 / 10,
+            let (i1, d1) = inline_and_deferred(&srv);
+            let (inline, deferred) = (i1 - i0, d1 - d0);
+            match how {
+                "on the loop" => assert!(
+                    inline >= N64 && deferred <= N64 / 10,
+                    "{inline} answered on the loop, {deferred} of {N} cold UNSTABLE WRITEs \
+                     went to a pool thread"
+                ),
+                "given up" => assert!(
+                    deferred >= N64 * 9 / 10,
                     "only {deferred} of {N} UNSTABLE WRITEs went to a pool thread"
-                );
+                ),
+                _ => assert!(
+                    inline < N64 / 10 && deferred == 0,
+                    "{inline} answered on the loop, {deferred} given up there"
+                ),
             }
             for ((name, fh), verf) in files.iter().zip(&verfs) {
                 let c = commit(&s.nfs, fh).await;
@@ -503,7 +523,7 @@ async fn unstable_writes_run_on_the_loop_unless_turned_off() {
                 let got = std::fs::read(sub.join(String::from_utf8_lossy(name).as_ref())).unwrap();
                 assert_eq!(got, content(name).as_bytes());
             }
-            eprintln!("inline_writes {on}: {deferred} of {N} deferred");
+            eprintln!("inline writes {how}: {inline} on the loop, {deferred} of {N} deferred");
         }
     })
     .await;

@@ -269,12 +269,14 @@ pub struct ServerConfig {
     /// open slept (read the disk) hands misses to the pool again for 10 ms
     /// to 1 s. False: every miss goes to a pool thread.
     pub inline_misses: bool,
-    /// With `run_inline`: an UNSTABLE WRITE is written on the loop thread
-    /// (into the page cache; with `inline_misses` its writer is opened
-    /// there on a miss), and a loop whose write slept (dirty throttling,
-    /// the journal) hands writes to the pool again for 10 ms to 1 s.
-    /// False: every WRITE goes to a pool thread.
-    pub inline_writes: bool,
+    /// With `run_inline`: an UNSTABLE WRITE of at most this many bytes is
+    /// written on the loop thread (into the page cache; with
+    /// `inline_misses` its writer is opened there on a miss), and a loop
+    /// whose write slept (dirty throttling, the journal) hands writes to
+    /// the pool again for 10 ms to 1 s. Larger WRITEs go to the loop's
+    /// pool: a loop copying 1 MiB makes its other connections wait
+    /// (docs/request-path.md). 0: every WRITE goes to a pool thread.
+    pub inline_write_max: u32,
     /// Most replies a worker holds back while it runs the next short call
     /// (UNSTABLE WRITE, a change on an `async` export) of the same
     /// connection, so a client's burst is answered in one write, not one
@@ -414,7 +416,7 @@ impl Default for ServerConfig {
             blocking_nice: 0,
             run_inline: true,
             inline_misses: true,
-            inline_writes: true,
+            inline_write_max: 64 << 10,
             reply_batch: 16,
             splice_pipes: 32,
             act_as_caller: None,

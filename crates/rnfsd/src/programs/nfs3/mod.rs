@@ -222,22 +222,19 @@ static PROCS: [Proc; 22] = [
     ),
 ];
 
-/// Largest UNSTABLE WRITE tried on the event loop thread (`inline_writes`).
-/// A larger one goes to the loop's pool, whose copy into the page cache
-/// overlaps the loop's read of the next record: 1 MiB WRITEs on the loop
-/// ran 0.42x, 16-256 KiB ones 1.1x-1.3x (docs/request-path.md).
-const INLINE_WRITE_MAX: u32 = 64 << 10;
-
 /// WRITE args: a handle, offset, count, then stable_how (RFC 1813 §3.3.7).
-/// A stable WRITE waits for the disk: the blocking pool.
-fn write_route(_: &Server, d: &mut Dec<'_>) -> Route {
+/// A stable WRITE waits for the disk: the blocking pool. An UNSTABLE one
+/// up to `inline_write_max` is tried on the loop, a larger one goes to the
+/// loop's pool, so a loop does not copy megabytes while its other
+/// connections wait.
+fn write_route(server: &Server, d: &mut Dec<'_>) -> Route {
     let args = d
         .opaque(NFS3_FHSIZE)
         .and_then(|_| d.u64())
         .and_then(|_| Ok((d.u32()?, d.u32()?)));
     match args {
         Ok((_, stable)) if stable != StableHow::Unstable as u32 => Route::Blocking,
-        Ok((count, _)) if count <= INLINE_WRITE_MAX => Route::Quick,
+        Ok((count, _)) if count > 0 && count <= server.inline_write_max => Route::Quick,
         _ => Route::Pool,
     }
 }

@@ -1933,14 +1933,14 @@ mod access_checks {
 }
 
 /// WRITE's row picks its route from the arguments: a stable WRITE waits for
-/// the disk (the blocking pool), a small UNSTABLE one is tried on the loop,
-/// a large one goes to the loop's pool, and arguments that do not decode go
-/// to the pool, where dispatch refuses them.
+/// the disk (the blocking pool), an UNSTABLE one up to `inline_write_max`
+/// is tried on the loop, a larger one goes to the loop's pool, and
+/// arguments that do not decode go to the pool, where dispatch refuses them.
 #[test]
 fn write_routes_by_stability_and_size() {
     let fs = FakeFs::new(1, 1);
-    let srv = server(&fs, false);
-    let route = |count: u32, stable: StableHow| {
+    let srv = server(&fs, false).with_inline_write_max(64 << 10);
+    let route = |srv: &Server, count: u32, stable: StableHow| {
         let args = Write3Args {
             file: nfh(&fs, 1),
             offset: 0,
@@ -1948,15 +1948,18 @@ fn write_routes_by_stability_and_size() {
             stable,
             data: Vec::new(),
         };
-        write_route(&srv, &mut Dec::new(&to_vec(&args)))
+        write_route(srv, &mut Dec::new(&to_vec(&args)))
     };
-    assert_eq!(route(4096, StableHow::Unstable), Route::Quick);
-    assert_eq!(route(INLINE_WRITE_MAX, StableHow::Unstable), Route::Quick);
+    assert_eq!(route(&srv, 4096, StableHow::Unstable), Route::Quick);
+    assert_eq!(route(&srv, 64 << 10, StableHow::Unstable), Route::Quick);
     assert_eq!(
-        route(INLINE_WRITE_MAX + 1, StableHow::Unstable),
+        route(&srv, (64 << 10) + 1, StableHow::Unstable),
         Route::Pool
     );
-    assert_eq!(route(4096, StableHow::FileSync), Route::Blocking);
-    assert_eq!(route(4096, StableHow::DataSync), Route::Blocking);
+    assert_eq!(route(&srv, 4096, StableHow::FileSync), Route::Blocking);
+    assert_eq!(route(&srv, 4096, StableHow::DataSync), Route::Blocking);
     assert_eq!(write_route(&srv, &mut Dec::new(&[0, 0])), Route::Pool);
+    let off = server(&fs, false).with_inline_write_max(0);
+    assert_eq!(route(&off, 4096, StableHow::Unstable), Route::Pool);
+    assert_eq!(route(&off, 0, StableHow::Unstable), Route::Pool);
 }
