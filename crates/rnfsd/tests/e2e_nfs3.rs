@@ -1976,15 +1976,7 @@ async fn concurrent_unstable_writes_then_commit() {
             verfs.insert(w.verf);
         }
         assert_eq!(verfs.len(), 1, "verifier changed under load");
-        let c = ok(
-            "COMMIT",
-            nfs.commit(&Commit3Args {
-                file: fh.clone(),
-                offset: 0,
-                count: 0,
-            })
-            .await,
-        );
+        let c = commit(&nfs, &fh).await;
         assert!(verfs.contains(&c.verf));
         let back = nfs.read_all(&fh).await.expect("READ back");
         assert_eq!(back.len(), BLOCK * BLOCKS);
