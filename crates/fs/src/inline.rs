@@ -4,7 +4,8 @@
 //! dentry cache); at the first step that could wait (a cache miss, data not
 //! in the page cache, a name not in the dentry cache) it gives up with
 //! EAGAIN and marks the attempt, and the caller runs the call again in the
-//! pool. Only calls that change nothing are run this way, so giving up
+//! pool. Only calls that change nothing, and UNSTABLE WRITEs (below), are
+//! run this way, and each gives up before it changes anything, so giving up
 //! halfway leaves no trace.
 //!
 //! Two steps are allowed on the loop although they may wait: opening an
