@@ -45,7 +45,8 @@
 # 1,4,16; each its own fresh file; read reads it 4 times over, from the
 # page cache). --io-mib N: size of each stream's file (default 256);
 # --io-passes N: times read reads it (default 4). --io-block-kib N: bytes
-# per READ and WRITE call (default 1024, at most the server's rtmax/wtmax).
+# per READ and WRITE call (default 1024, at most the server's rtmax/wtmax;
+# other sizes name the rows write-Nk, read-Nk).
 # --fsmark-streams LIST: fsmark's streams (default 16).
 # --no-pin-client: the one-stream shape's client thread is not kept on one
 # CPU (it is by default: rnfsd-bench --pin-one-stream).

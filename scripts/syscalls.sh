@@ -108,7 +108,7 @@ done
 THREADS=$(ls "/proc/$PID/task" | wc -l)
 if [ "$PERF" = 1 ]; then
     # Every thread that exists now (perf stat -p attaches to each); the
-    # server starts none under load. CSV: count,unit,event,...
+    # threads they start later inherit the counters. CSV: count,unit,event,...
     timeout -s INT $((BOUND + 30)) perf stat -x, -e 'syscalls:sys_enter_*' -p "$PID" \
         -o "$STRACE_OUT" 2>"$WORK/strace.err" &
     STRACE_PID=$!

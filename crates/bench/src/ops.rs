@@ -801,7 +801,8 @@ pub struct IoArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub passes: u64,
     /// Bytes per READ or WRITE call in KiB (a client's rsize/wsize), at
-    /// most the server's rtmax/wtmax.
+    /// most the server's rtmax/wtmax. Other than 1024, the rows' workload
+    /// names carry it ("write-64k"), so a report never mixes block sizes.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub block_kib: u64,
 }
@@ -840,6 +841,10 @@ pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
     let (rsize, wsize) = io_sizes(&c.nfs, &c.root).await;
     let (rsize, wsize) = (rsize.min(a.block_kib << 10), wsize.min(a.block_kib << 10));
     let buf = Arc::new(vec![0x5au8; wsize as usize]);
+    let sized = |w: &str| match a.block_kib {
+        1024 => w.to_string(),
+        k => format!("{w}-{k}k"),
+    };
     print_header();
     for &streams in &a.streams {
         let streams = streams.max(1);
@@ -907,7 +912,7 @@ pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
                 p.errors += 1;
             }
             let mut r = row(&a.target, "write", streams, &p, "MB/s");
-            r.workload = if a.file_sync { "write-sync" } else { "write" }.into();
+            r.workload = sized(if a.file_sync { "write-sync" } else { "write" });
             r.commit_seconds = Some(commit_time.as_secs_f64());
             r.rate = stats::mb_per_s(wbytes.load(Ordering::Relaxed), p.elapsed.as_secs_f64());
             emit(&r, json.as_deref());
@@ -945,6 +950,7 @@ pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
                 })
                 .await;
             let mut r = row(&a.target, "read", streams, &p, "MB/s");
+            r.workload = sized("read");
             r.rate = stats::mb_per_s(rbytes.load(Ordering::Relaxed), p.elapsed.as_secs_f64());
             emit(&r, json.as_deref());
         }

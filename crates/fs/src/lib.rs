@@ -447,6 +447,13 @@ pub trait Backend: Send + Sync {
     fn open_for_locks(&self, _cred: &Cred, _fh: &Fh) -> FsResult<Arc<dyn lock::LockFile>> {
         Err(FsError::NotSupported)
     }
+    /// Whether a change (an UNSTABLE WRITE) may be tried on an event loop
+    /// (`inline`): the backend gives up there before changing anything at
+    /// any step that may wait. One that always gives up (a remote service)
+    /// says no, and its WRITEs go straight to a pool.
+    fn writes_inline(&self) -> bool {
+        false
+    }
     /// Cache and background-work counters (none by default).
     fn stats(&self) -> BackendStats {
         BackendStats::default()

@@ -38,8 +38,8 @@ impl RpcService {
     }
 
     /// Let inline calls open a handle cache miss's object, and write
-    /// UNSTABLE data to a cached writer, on the loop thread, backing off
-    /// where that sleeps (`inline_misses`, `inline_write_max`).
+    /// UNSTABLE data, on the loop thread, backing off where that sleeps
+    /// (`inline_misses`, `inline_write_max`).
     pub fn with_inline(mut self, leave: rnfsd_fs::inline::Leave) -> Self {
         self.leave = leave;
         self

@@ -126,7 +126,7 @@ impl Server {
             write_verifier,
             max_io,
             pipes,
-            inline_write_max: crate::config::ServerConfig::default().inline_write_max,
+            inline_write_max: crate::config::DEFAULT_INLINE_WRITE_MAX,
             locks: std::sync::OnceLock::new(),
         }
     }

@@ -104,7 +104,8 @@ impl Caches {
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn kick(&self) {
+    /// Wakes the reclaimer now (it also runs every tick).
+    pub fn kick(&self) {
         let mut g = self.lock();
         if !g.kicked {
             g.kicked = true;

@@ -160,6 +160,7 @@ pub(super) fn write(
         Ok(n) => n,
         Err(e) => {
             f.write_failed(&e);
+            fs.files.release(f);
             return Err(e.into());
         }
     };
@@ -173,7 +174,9 @@ pub(super) fn write(
         Stable::DataSync => fs.commit_with(key, false, || f.sync(true))?,
         Stable::FileSync => fs.commit_with(key, true, || f.sync(false))?,
     }
-    Ok((n as u32, stable, fs.wcc(&o.st, fd)))
+    let wcc = fs.wcc(&o.st, fd);
+    fs.files.release(f);
+    Ok((n as u32, stable, wcc))
 }
 
 pub(super) fn commit(

@@ -117,18 +117,27 @@ impl OpenFile {
     }
 }
 
-impl Drop for OpenFile {
-    fn drop(&mut self) {
+impl OpenFile {
+    /// Its writes leave uncommitted (it is being closed): the export owes
+    /// a flush, counted now, so a COMMIT that starts after this settles it
+    /// (flusher.rs); nothing is owed for it again.
+    fn leave_dirty(&self) {
         if self.access != Access::Write || !self.is_dirty() {
             return;
         }
+        let w = self.written.load(Ordering::Acquire);
         // A deleted file's data matters to nobody: nothing is owed for it.
         let linked = sys::fstat(self.fd.as_raw_fd()).is_ok_and(|s| s.nlink > 0);
         if linked {
-            // Counted before the descriptor closes: a COMMIT that starts
-            // after this close settles the flush it owes (flusher.rs).
             self.flusher.closed_dirty();
         }
+        self.synced.fetch_max(w, Ordering::AcqRel);
+    }
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        self.leave_dirty();
     }
 }
 
@@ -139,12 +148,20 @@ impl Drop for OpenFile {
 const WRITE_IDLE_MS: u64 = 2000;
 /// Idle writers one tick closes at most (each may cost a flush).
 const MAX_IDLE_CLOSES: usize = 64;
+/// Writers an event loop let go of, waiting for the reclaimer to close
+/// them (`release`), at most; past it the loop closes them itself. Well
+/// inside the descriptors `fd_reserve` leaves beside the caches' budget.
+const LATER_MAX: usize = 64;
+/// Waiting writers at which the reclaimer is woken before its tick.
+const LATER_KICK: usize = 16;
 
 pub(super) struct FileCache {
     lru: Lru<(Key, Access), OpenFile>,
     caches: Arc<Caches>,
     flusher: Arc<Flusher>,
     epoch: std::time::Instant,
+    /// Writers released on an event loop, closed by the reclaimer.
+    later: std::sync::Mutex<Vec<OpenFile>>,
 }
 
 impl FileCache {
@@ -159,6 +176,7 @@ impl FileCache {
             caches,
             flusher,
             epoch,
+            later: std::sync::Mutex::new(Vec::with_capacity(LATER_MAX)),
         });
         let w: std::sync::Weak<dyn Reclaim> = Arc::downgrade(&(c.clone() as Arc<dyn Reclaim>));
         c.caches.register(w);
@@ -211,6 +229,35 @@ impl FileCache {
         let r = self.lru.insert((key, access), f, &mut dropped);
         drop(dropped);
         r.into_arc()
+    }
+
+    /// Done with `f`. On an event loop (`crate::inline`) the last reference
+    /// to a writer is not closed there: a writer's release may start
+    /// writeback (ext4 flushes a file truncated to zero at its close), the
+    /// sleep the loop must not take, so the reclaimer closes it (at its
+    /// next tick, or sooner when `LATER_KICK` wait). The flush its writes
+    /// owe is counted at once, before the call's reply. Anywhere else, or
+    /// not the last reference, an ordinary drop.
+    pub fn release(&self, f: Arc<OpenFile>) {
+        if f.access != Access::Write || !crate::inline::active() {
+            return;
+        }
+        let Ok(f) = Arc::try_unwrap(f) else {
+            return;
+        };
+        f.leave_dirty();
+        let mut g = self.later.lock().unwrap_or_else(|e| e.into_inner());
+        if g.len() >= LATER_MAX {
+            drop(g);
+            drop(f);
+            return;
+        }
+        g.push(f);
+        let kick = g.len() == LATER_KICK;
+        drop(g);
+        if kick {
+            self.caches.kick();
+        }
     }
 
     /// Forgets every descriptor of `key` (its last name was removed): each
@@ -269,6 +316,92 @@ impl Reclaim for FileCache {
         let mut out = Vec::new();
         self.lru.trim(&mut out);
         drop(out);
+        let mut g = self.later.lock().unwrap_or_else(|e| e.into_inner());
+        if !g.is_empty() {
+            let later = std::mem::replace(&mut *g, Vec::with_capacity(LATER_MAX));
+            drop(g);
+            drop(later);
+        }
         self.sweep();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inline::Leave;
+    use std::time::{Duration, Instant};
+
+    /// A file cache whose descriptor budget is taken, so nothing it opens
+    /// can be cached: every writer is used once (as on a loop at a bound).
+    fn full_cache(dir: &std::path::Path) -> (Arc<FileCache>, Arc<Flusher>, Permit) {
+        let caches = Caches::new(1);
+        let taken = caches.acquire().expect("the one descriptor");
+        let root = std::fs::File::open(dir).unwrap().into();
+        let verifier = Arc::new(WriteVerifier::new([1; 8]));
+        let flusher = Flusher::new(root, verifier, Duration::from_secs(3600));
+        let files = FileCache::new(16, caches, flusher.clone(), Instant::now());
+        (files, flusher, taken)
+    }
+
+    fn written_writer(files: &FileCache, path: &std::path::Path) -> Arc<OpenFile> {
+        let fd: OwnedFd = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .into();
+        let key = sys::fstat(fd.as_raw_fd()).unwrap().key();
+        let verifier = Arc::new(WriteVerifier::new([1; 8]));
+        let f = files.insert(key, Access::Write, fd, verifier);
+        sys::pwrite_full(f.fd.as_raw_fd(), 0, b"data").unwrap();
+        f.wrote();
+        f
+    }
+
+    fn waiting(files: &FileCache) -> usize {
+        files.later.lock().unwrap().len()
+    }
+
+    /// An event loop lets go of the last reference to a written writer
+    /// the cache could not keep: the writer is not closed there but left
+    /// to the reclaimer, which closes it within a tick, and the flush its
+    /// data owes is counted before `release` returns, so a COMMIT right
+    /// after settles it. Off a loop, `release` is an ordinary drop.
+    #[test]
+    fn a_loop_leaves_a_writers_close_to_the_reclaimer() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f");
+        std::fs::write(&path, b"").unwrap();
+        let (files, flusher, _taken) = full_cache(d.path());
+
+        let f = written_writer(&files, &path);
+        files.release(f);
+        assert_eq!(waiting(&files), 0, "off a loop: closed at once");
+        assert_eq!(flusher.settle(), Ok(()));
+        let settled = flusher.flushes();
+        assert_eq!(settled, 1, "the close counted the flush it owes");
+
+        {
+            let _g = crate::inline::enter_with(Leave {
+                misses: true,
+                writes: true,
+            });
+            let f = written_writer(&files, &path);
+            files.release(f);
+        }
+        // The reclaimer ticks every 100 ms: this check lands in its tick
+        // about once in 100,000 runs.
+        assert_eq!(waiting(&files), 1, "on a loop: left to the reclaimer");
+        assert_eq!(flusher.settle(), Ok(()));
+        assert_eq!(
+            flusher.flushes(),
+            settled + 1,
+            "owed before release returned"
+        );
+        let end = Instant::now() + Duration::from_secs(5);
+        while waiting(&files) > 0 {
+            assert!(Instant::now() < end, "the reclaimer never closed it");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }

@@ -547,6 +547,10 @@ impl Backend for LocalFs {
         self.root_fh.clone()
     }
 
+    fn writes_inline(&self) -> bool {
+        true
+    }
+
     fn getattr(&self, cred: &Cred, fh: &Fh) -> FsResult<Attr> {
         attr::getattr(self, cred, fh)
     }

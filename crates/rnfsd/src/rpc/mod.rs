@@ -75,13 +75,10 @@ pub enum Class {
     /// May wait for the disk or stable storage (COMMIT, READDIR): the
     /// blocking pool.
     Slow,
-    /// The blocking pool when the arguments say so (a stable WRITE; a
-    /// change on a `sync` export), else the loop's pool. Must be cheap: it
-    /// runs on the event loop for every such record.
-    SlowIf(fn(&Server, &mut Dec<'_>) -> bool),
-    /// Wherever the arguments say (WRITE: a small UNSTABLE one is tried on
-    /// the loop thread, whose backend decides before it changes anything
-    /// whether it may write there). Must be cheap, as for `SlowIf`.
+    /// Wherever the arguments say: a change on a `sync` export in the
+    /// blocking pool, else the loop's pool; a stable WRITE in the blocking
+    /// pool, a small UNSTABLE one tried on the loop thread. Must be cheap:
+    /// it runs on the event loop for every such record.
     By(fn(&Server, &mut Dec<'_>) -> Route),
 }
 
@@ -121,8 +118,6 @@ pub fn route(server: &Server, programs: &[&Program], record: &[u8]) -> Route {
         None | Some(Class::Pool) => Route::Pool,
         Some(Class::Quick) => Route::Quick,
         Some(Class::Slow) => Route::Blocking,
-        Some(Class::SlowIf(f)) if f(server, &mut d) => Route::Blocking,
-        Some(Class::SlowIf(_)) => Route::Pool,
         Some(Class::By(f)) => f(server, &mut d),
     }
 }

@@ -69,7 +69,7 @@ static PROCS: [Proc; 22] = [
         attr::setattr,
         CacheClass::Reply,
         ST + WCC,
-        Class::SlowIf(on_sync_export)
+        Class::By(sync_route)
     ),
     proc_entry!(
         "LOOKUP",
@@ -114,7 +114,7 @@ static PROCS: [Proc; 22] = [
         namespace::create,
         CacheClass::Reply,
         CREATE_MAX,
-        Class::SlowIf(on_sync_export)
+        Class::By(sync_route)
     ),
     proc_entry!(
         "MKDIR",
@@ -122,7 +122,7 @@ static PROCS: [Proc; 22] = [
         namespace::mkdir,
         CacheClass::Reply,
         CREATE_MAX,
-        Class::SlowIf(on_sync_export)
+        Class::By(sync_route)
     ),
     proc_entry!(
         "SYMLINK",
@@ -130,7 +130,7 @@ static PROCS: [Proc; 22] = [
         namespace::symlink,
         CacheClass::Reply,
         CREATE_MAX,
-        Class::SlowIf(on_sync_export)
+        Class::By(sync_route)
     ),
     proc_entry!(
         "MKNOD",
@@ -138,7 +138,7 @@ static PROCS: [Proc; 22] = [
         namespace::mknod,
         CacheClass::Reply,
         CREATE_MAX,
-        Class::SlowIf(on_sync_export)
+        Class::By(sync_route)
     ),
     proc_entry!(
         "REMOVE",
@@ -146,7 +146,7 @@ static PROCS: [Proc; 22] = [
         namespace::remove,
         CacheClass::Reply,
         ST + WCC,
-        Class::SlowIf(on_sync_export)
+        Class::By(sync_route)
     ),
     proc_entry!(
         "RMDIR",
@@ -154,7 +154,7 @@ static PROCS: [Proc; 22] = [
         namespace::rmdir,
         CacheClass::Reply,
         ST + WCC,
-        Class::SlowIf(on_sync_export)
+        Class::By(sync_route)
     ),
     proc_entry!(
         "RENAME",
@@ -162,7 +162,7 @@ static PROCS: [Proc; 22] = [
         namespace::rename,
         CacheClass::Reply,
         ST + 2 * WCC,
-        Class::SlowIf(on_sync_export)
+        Class::By(sync_route)
     ),
     proc_entry!(
         "LINK",
@@ -170,7 +170,7 @@ static PROCS: [Proc; 22] = [
         namespace::link,
         CacheClass::Reply,
         ST + PATTR + WCC,
-        Class::SlowIf(on_sync_export)
+        Class::By(sync_route)
     ),
     proc_entry!(
         "READDIR",
@@ -224,26 +224,42 @@ static PROCS: [Proc; 22] = [
 
 /// WRITE args: a handle, offset, count, then stable_how (RFC 1813 §3.3.7).
 /// A stable WRITE waits for the disk: the blocking pool. An UNSTABLE one
-/// up to `inline_write_max` is tried on the loop, a larger one goes to the
-/// loop's pool, so a loop does not copy megabytes while its other
-/// connections wait.
+/// up to `inline_write_max` is tried on the loop where its export's
+/// backend can write there, a larger one goes to the loop's pool, so a
+/// loop does not copy megabytes while its other connections wait.
 fn write_route(server: &Server, d: &mut Dec<'_>) -> Route {
     let args = d
         .opaque(NFS3_FHSIZE)
-        .and_then(|_| d.u64())
-        .and_then(|_| Ok((d.u32()?, d.u32()?)));
-    match args {
-        Ok((_, stable)) if stable != StableHow::Unstable as u32 => Route::Blocking,
-        Ok((count, _)) if count > 0 && count <= server.inline_write_max => Route::Quick,
-        _ => Route::Pool,
+        .and_then(|fh| Ok((fh, d.u64()?, d.u32()?, d.u32()?)));
+    let Ok((fh, _offset, count, stable)) = args else {
+        return Route::Pool;
+    };
+    if stable != StableHow::Unstable as u32 {
+        Route::Blocking
+    } else if count > 0
+        && count <= server.inline_write_max
+        && server
+            .export_of(fh)
+            .is_some_and(|e| e.backend.writes_inline())
+    {
+        Route::Quick
+    } else {
+        Route::Pool
     }
 }
 
 /// The first argument of a namespace change or SETATTR is a handle (of the
-/// directory, or of the object); its export says whether it syncs.
-fn on_sync_export(server: &Server, d: &mut Dec<'_>) -> bool {
-    d.opaque(NFS3_FHSIZE)
+/// directory, or of the object); on a `sync` export the change waits for
+/// stable storage (the blocking pool), else it goes to the loop's pool.
+fn sync_route(server: &Server, d: &mut Dec<'_>) -> Route {
+    let sync = d
+        .opaque(NFS3_FHSIZE)
         .ok()
         .and_then(|fh| server.export_of(fh))
-        .is_some_and(|e| e.sync)
+        .is_some_and(|e| e.sync);
+    if sync {
+        Route::Blocking
+    } else {
+        Route::Pool
+    }
 }

@@ -125,6 +125,11 @@ impl FakeFs {
 }
 
 impl Backend for FakeFs {
+    /// In memory: nothing waits.
+    fn writes_inline(&self) -> bool {
+        true
+    }
+
     fn root(&self) -> Fh {
         self.fh(ROOT)
     }
@@ -1959,6 +1964,18 @@ fn write_routes_by_stability_and_size() {
     assert_eq!(route(&srv, 4096, StableHow::FileSync), Route::Blocking);
     assert_eq!(route(&srv, 4096, StableHow::DataSync), Route::Blocking);
     assert_eq!(write_route(&srv, &mut Dec::new(&[0, 0])), Route::Pool);
+    // A handle of no export here: no backend said it can write on a loop.
+    let stranger = Write3Args {
+        file: nfh(&FakeFs::new(99, 1), 1),
+        offset: 0,
+        count: 4096,
+        stable: StableHow::Unstable,
+        data: Vec::new(),
+    };
+    assert_eq!(
+        write_route(&srv, &mut Dec::new(&to_vec(&stranger))),
+        Route::Pool
+    );
     let off = server(&fs, false).with_inline_write_max(0);
     assert_eq!(route(&off, 4096, StableHow::Unstable), Route::Pool);
     assert_eq!(route(&off, 0, StableHow::Unstable), Route::Pool);
