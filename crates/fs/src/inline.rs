@@ -15,7 +15,7 @@
 //! whose inodes the kernel keeps, handing each miss to a pool thread costs
 //! more than the miss (a wakeup and two context switches). So a loop
 //! *speculates*: it runs the step and sees whether the thread slept in it
-//! (`speculated`); each step that slept keeps this thread from speculating
+//! (`watch`: a step of `SLOW_STEP` or more that slept); each step that slept keeps this thread from speculating
 //! for a while, from 10 ms doubling up to 1 s while they keep sleeping, so
 //! a loop waits for the disk at most about once a second in a cold storm.
 //!
@@ -43,7 +43,15 @@ thread_local! {
     static QUIET_UNTIL: Cell<Option<Instant>> = const { Cell::new(None) };
     /// The quiet time a step that slept sets next.
     static BACKOFF: Cell<Duration> = const { Cell::new(BACKOFF_MIN) };
+    /// This thread's voluntary sleeps when this loop turn's first
+    /// speculative step began (None: none began yet this turn).
+    static TURN_BASE: Cell<Option<u64>> = const { Cell::new(None) };
 }
+
+/// A speculative step that took at least this long is checked for a
+/// sleep; a shorter one held the loop's other calls for less than a
+/// handoff's wakeup across CPUs costs (about 35 µs here), sleep or not.
+pub const SLOW_STEP: Duration = Duration::from_micros(50);
 
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
@@ -139,6 +147,40 @@ fn may(allowed: impl FnOnce(Leave) -> bool) -> bool {
     }
 }
 
+/// A new loop turn: the next speculative step reads the thread's sleeps
+/// afresh (the loop slept in epoll_wait since the last one).
+pub fn new_turn() {
+    TURN_BASE.with(|b| b.set(None));
+}
+
+/// Runs a speculative step and records whether it slept, reading the
+/// thread's voluntary sleeps (`sleeps`, a syscall) once per loop turn and
+/// again only after a step that took `SLOW_STEP` or longer: two reads per
+/// step cost two of an inline WRITE's seven syscalls, while a step that
+/// slept long enough to matter (the disk) is always that slow. A sleep
+/// elsewhere in the turn (a contended lock) is blamed on the next slow
+/// step; a slow step that did not sleep (the CPU was taken) is not.
+pub fn watch<T>(sleeps: impl Fn() -> u64, step: impl FnOnce() -> T) -> T {
+    let base = TURN_BASE.with(|b| match b.get() {
+        Some(v) => v,
+        None => {
+            let v = sleeps();
+            b.set(Some(v));
+            v
+        }
+    });
+    let t = Instant::now();
+    let r = step();
+    if t.elapsed() < SLOW_STEP {
+        speculated(false);
+        return r;
+    }
+    let now = sleeps();
+    TURN_BASE.with(|b| b.set(Some(now)));
+    speculated(now != base);
+    r
+}
+
 /// Records how a speculative step went: one that slept quiets this thread
 /// for the backoff, which doubles (to `BACKOFF_MAX`); one that did not
 /// halves it (to `BACKOFF_MIN`).
@@ -195,5 +237,56 @@ mod tests {
         assert_eq!(BACKOFF.with(|b| b.get()), BACKOFF_MAX / 2);
         drop(_g);
         assert!(!may_speculate(), "left inline mode");
+    }
+
+    /// The sleeps are read once per turn and after a slow step only; a
+    /// slow step that slept quiets the thread, one that did not (the CPU
+    /// was taken) does not.
+    #[test]
+    fn watch_reads_sleeps_once_a_turn_and_after_slow_steps() {
+        let sleeps = Cell::new(0u64);
+        let reads = Cell::new(0u32);
+        let read = || {
+            reads.set(reads.get() + 1);
+            sleeps.get()
+        };
+        let _g = enter_with(Leave {
+            misses: true,
+            writes: true,
+        });
+        new_turn();
+        for _ in 0..3 {
+            assert_eq!(watch(read, || 7), 7);
+        }
+        assert_eq!(reads.get(), 1, "one read for three fast steps");
+        assert!(may_speculate());
+        // Slow, no sleep of its own: not quieted.
+        watch(read, || spin(SLOW_STEP + Duration::from_millis(1)));
+        assert_eq!(reads.get(), 2);
+        assert!(may_speculate(), "a slow step that did not sleep");
+        // Slow, and slept.
+        watch(read, || {
+            spin(SLOW_STEP + Duration::from_millis(1));
+            sleeps.set(sleeps.get() + 1);
+        });
+        assert!(!may_speculate(), "a slow step that slept");
+        QUIET_UNTIL.with(|q| q.set(None));
+        // A new turn reads again; the loop's own sleep in between (epoll)
+        // is not blamed on the next slow step.
+        sleeps.set(sleeps.get() + 5);
+        new_turn();
+        watch(read, || spin(SLOW_STEP + Duration::from_millis(1)));
+        assert_eq!(reads.get(), 5);
+        assert!(
+            may_speculate(),
+            "the sleep before the turn is not the step's"
+        );
+    }
+
+    fn spin(d: Duration) {
+        let t = Instant::now();
+        while t.elapsed() < d {
+            std::hint::spin_loop();
+        }
     }
 }

@@ -166,6 +166,10 @@ impl Service for RpcService {
     /// A quick call on the event loop thread: the backend answers from
     /// memory or gives up (`rnfsd_fs::inline`), and a call given up runs
     /// again in the pool, uncounted here.
+    fn turn_begins(&self) {
+        rnfsd_fs::inline::new_turn();
+    }
+
     fn call_inline(&self, req: Request) -> Inline {
         let guard = rnfsd_fs::inline::enter_with(self.leave);
         match self.run(&req, || !guard.gave_up()) {

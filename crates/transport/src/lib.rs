@@ -125,6 +125,11 @@ pub trait Service: Send + Sync + 'static {
         Inline::Defer(req)
     }
 
+    /// The event loop woke (from epoll_wait) and is about to read its
+    /// ready connections: the `call_inline` calls until the next wakeup
+    /// form one turn. Called only when `run_inline` is on; must be cheap.
+    fn turn_begins(&self) {}
+
     /// The largest reply this record's call may produce, when that is
     /// large (READ, READDIR): room reserved against `max_buffered_bytes`
     /// while the call runs. 0 for small replies. Must be cheap.

@@ -206,16 +206,13 @@ impl Default for LocalOptions {
 }
 
 /// Runs `step`, which almost never sleeps; on an event loop it is a
-/// speculation (`crate::inline`): whether the thread slept in it is
-/// recorded, and one that did quiets the loop's speculation for a while.
+/// speculation (`crate::inline::watch`): a step that slept is recorded,
+/// and quiets the loop's speculation for a while.
 fn speculating<T>(step: impl FnOnce() -> T) -> T {
     if !crate::inline::active() {
         return step();
     }
-    let before = sys::thread_sleeps();
-    let r = step();
-    crate::inline::speculated(sys::thread_sleeps() != before);
-    r
+    crate::inline::watch(sys::thread_sleeps, step)
 }
 
 /// Longest chain of directories followed when walking or verifying a path.

@@ -364,6 +364,9 @@ impl EventLoop {
                 }
                 continue;
             }
+            if self.run_inline {
+                self.shared.service.turn_begins();
+            }
             self.evbuf.clear();
             for ev in events.iter() {
                 let closed = ev.is_read_closed() || ev.is_error();
