@@ -222,6 +222,22 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         slot.entry.as_ref().map(|(_, v)| v.clone())
     }
 
+    /// Whether `k` is cached, marking it recently used, without counting a
+    /// hit or a miss (a call that found its object otherwise and only
+    /// keeps the entry warm).
+    pub fn touch<Q>(&self, k: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let mut g = self.lock(self.index(k));
+        let Some(i) = g.map.get(k).copied() else {
+            return false;
+        };
+        g.slots[i as usize].referenced = true;
+        true
+    }
+
     /// Takes `k`'s value out of the cache (a hit) or counts a miss: for a
     /// cache whose entries move elsewhere on their next use.
     pub fn take<Q>(&self, k: &Q) -> Option<Arc<V>>

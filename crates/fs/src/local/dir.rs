@@ -31,6 +31,7 @@ impl LocalFs {
             if name != b".." {
                 self.locs.insert(st.key(), dir.st.key(), name);
             }
+            self.seen_inside(&st, dir);
             return Some((fh, self.attr(&st)));
         }
         None

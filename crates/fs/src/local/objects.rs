@@ -125,6 +125,26 @@ impl ObjCache {
         Some(self.put(fh, o))
     }
 
+    /// Whether `fh` is cached (its entry marked used; a window entry is
+    /// promoted, this being its second use). Counted nowhere: the caller
+    /// found the object by other means.
+    pub fn touch(&self, fh: &[u8]) -> bool {
+        if self.lru.touch(fh) {
+            return true;
+        }
+        if self.window.is_empty() || !self.window.touch(fh) {
+            return false;
+        }
+        match self.window.take(fh) {
+            Some(o) => {
+                self.score(WINDOW_USEFUL);
+                drop(self.put(fh, o));
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Caches a freshly resolved object and returns it: in the main cache
     /// when admitted, else in the window (uncached when the descriptor
     /// budget or the cache bound cannot make room).

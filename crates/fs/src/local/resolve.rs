@@ -216,13 +216,41 @@ impl LocalFs {
         if fh.0 == self.root_fh.0 {
             return;
         }
-        let verified = if dir.verified == FOREVER {
+        // Already cached (a client that LOOKUPs what it just used): a use
+        // of that entry; `fd` closes without taking a permit or a slot.
+        if self.objects.touch(&fh.0) {
+            return;
+        }
+        let o = self
+            .objects
+            .insert(&fh.0, fd, self.inherited_verdict(st, dir));
+        drop(o);
+    }
+
+    /// The verdict of an object found by name in `dir`: inside the export
+    /// as long as the directory is (the root's permanent verdict holds for
+    /// the root alone).
+    fn inherited_verdict(&self, st: &Stat, dir: &Obj<'_>) -> u64 {
+        if dir.verified == FOREVER {
             self.verdict_now(st)
         } else {
             dir.verified
-        };
-        let o = self.objects.insert(&fh.0, fd, verified);
-        drop(o);
+        }
+    }
+
+    /// Records that an object listed in `dir` (a READDIRPLUS entry, which
+    /// gets no descriptor) lies inside the export, so that its handle's
+    /// first use, which a client makes soon after, is not proven again by
+    /// a readlink of its /proc link. Nothing to record where the whole
+    /// filesystem is exported: no proof is ever made there.
+    pub(super) fn seen_inside(&self, st: &Stat, dir: &Obj<'_>) {
+        if self.whole_fs {
+            return;
+        }
+        let at = self.inherited_verdict(st, dir);
+        if at != FOREVER {
+            self.verdicts.insert(st.key(), at);
+        }
     }
 
     /// A cache hit: one statx; the object is released if it was deleted,
