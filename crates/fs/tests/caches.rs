@@ -816,3 +816,50 @@ fn an_evicted_writer_is_flushed_after_the_delay_or_by_a_commit() {
         }
     }
 }
+
+/// LOOKUP and READDIRPLUS take a cached object's handle by identity (one
+/// statx by name), and only while that object's descriptor pins the inode:
+/// a name removed and created again, renamed, or hard-linked gets the
+/// handle of what it names now.
+#[test]
+fn lookups_take_cached_handles_by_identity_only_for_the_same_object() {
+    for m in modes() {
+        let d = tmp();
+        let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
+        let r = fs.root();
+        let f = create(&fs, &r, "f");
+        let ids = |fs: &LocalFs| cache(fs, "identities");
+        let look = |name: &str| fs.lookup(&root(), &r, name.as_bytes());
+        // CREATE cached it: LOOKUP finds it by identity.
+        let i0 = ids(&fs);
+        let (fh, attr, _) = look("f").unwrap();
+        assert_eq!(fh, f, "{m:?}");
+        assert_eq!(ids(&fs).hits - i0.hits, 1, "{m:?}: by identity");
+        // A rename keeps the object: the same handle under the new name.
+        fs::rename(d.path().join("f"), d.path().join("g")).unwrap();
+        assert_eq!(look("g").unwrap().0, f, "{m:?}");
+        assert_eq!(look("f").err(), Some(FsError::Errno(libc::ENOENT)), "{m:?}");
+        // A hard link is the same object.
+        fs::hard_link(d.path().join("g"), d.path().join("h")).unwrap();
+        let (lh, la, _) = look("h").unwrap();
+        assert_eq!(lh, f, "{m:?}");
+        assert_eq!(la.fileid, attr.fileid);
+        // Removed and created again under the same name: another object
+        // (our descriptor pins the old inode, so the number differs), whose
+        // handle is made afresh and reaches the new file.
+        fs::remove_file(d.path().join("g")).unwrap();
+        fs::remove_file(d.path().join("h")).unwrap();
+        fs::write(d.path().join("g"), b"new").unwrap();
+        let i1 = ids(&fs);
+        let (nh, na, _) = look("g").unwrap();
+        assert_ne!(nh, f, "{m:?}: a new file's handle");
+        assert_eq!(ids(&fs).hits, i1.hits, "{m:?}: not by identity");
+        assert_eq!(fs.getattr(&root(), &nh).unwrap().size, 3);
+        assert_eq!(na.size, 3);
+        assert_eq!(fs.getattr(&root(), &f).err(), Some(FsError::Stale));
+        // READDIRPLUS gives the cached object's handle too.
+        let page = fs.readdir(&root(), &r, 0, [0; 8], 64, true).unwrap();
+        let e = page.entries.iter().find(|e| e.name == b"g").unwrap();
+        assert_eq!(e.plus.as_ref().unwrap().0, nh, "{m:?}");
+    }
+}

@@ -23,6 +23,10 @@ pub struct GenMap<K, V> {
 struct Gens<K, V> {
     cur: HashMap<K, V>,
     old: HashMap<K, V>,
+    /// What `get_counted` found (kept under the shard's lock, which it
+    /// takes anyway: no shared line written).
+    hits: u64,
+    misses: u64,
 }
 
 /// Shards at most, and the fewest entries per shard: a rotation clears one
@@ -41,6 +45,8 @@ impl<K: Hash + Eq + Clone, V: Clone> GenMap<K, V> {
                     Mutex::new(Gens {
                         cur: HashMap::new(),
                         old: HashMap::new(),
+                        hits: 0,
+                        misses: 0,
                     })
                 })
                 .collect(),
@@ -93,11 +99,26 @@ impl<K: Hash + Eq + Clone, V: Clone> GenMap<K, V> {
     }
 
     pub fn get(&self, k: &K) -> Option<V> {
+        self.get_in(k, false)
+    }
+
+    /// As `get`, counting a hit or a miss (`counts`).
+    pub fn get_counted(&self, k: &K) -> Option<V> {
+        self.get_in(k, true)
+    }
+
+    fn get_in(&self, k: &K, count: bool) -> Option<V> {
         let mut g = self.shard(k);
         if let Some(v) = g.cur.get(k) {
-            return Some(v.clone());
+            let v = v.clone();
+            g.hits += u64::from(count);
+            return Some(v);
         }
-        let v = g.old.remove(k)?;
+        let Some(v) = g.old.remove(k) else {
+            g.misses += u64::from(count);
+            return None;
+        };
+        g.hits += u64::from(count);
         let dead = Self::put(&mut g, self.half, k.clone(), v.clone());
         drop(g);
         drop(dead);
@@ -123,6 +144,15 @@ impl<K: Hash + Eq + Clone, V: Clone> GenMap<K, V> {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// (entries held, hits, misses of `get_counted`): locks every shard in
+    /// turn (statistics, not the request path).
+    pub fn counts(&self) -> (usize, u64, u64) {
+        self.shards.iter().fold((0, 0, 0), |(n, h, m), s| {
+            let g = s.lock().unwrap_or_else(|e| e.into_inner());
+            (n + g.cur.len() + g.old.len(), h + g.hits, m + g.misses)
+        })
     }
 
     /// Entries held: locks every shard in turn (statistics, not the request
@@ -189,6 +219,17 @@ mod tests {
         m.insert_changed(1, 11);
         assert_eq!(m.get(&1), Some(11));
         assert_eq!(m.len(), 1);
+    }
+
+    #[test]
+    fn get_counted_counts_and_get_does_not() {
+        let m: GenMap<u64, u64> = GenMap::new(4096);
+        m.insert(1, 10);
+        assert_eq!(m.get_counted(&1), Some(10));
+        assert_eq!(m.get_counted(&2), None);
+        assert_eq!(m.get(&1), Some(10));
+        assert_eq!(m.get(&3), None);
+        assert_eq!(m.counts(), (1, 1, 1));
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! Directories: LOOKUP, READDIR, READDIRPLUS.
 
+use std::cell::Cell;
+use std::ffi::CStr;
 use std::os::fd::AsRawFd;
+use std::time::Instant;
 
 use super::resolve::Renamed;
 use super::{check_name, errno, sys, LocalFs, Obj, MAX_DIR_ENTRIES};
@@ -20,13 +23,18 @@ impl LocalFs {
         // other; when a rename in between is seen, once more, then the
         // entry goes without them (the client LOOKUPs it).
         for _ in 0..2 {
+            let before = Instant::now();
             let st = sys::statx_at(dir.raw(), &c, 0).ok()?;
             if !self.on_export_fs(&st) {
                 return None;
             }
-            let fh = match self.make_fh_at(dir.raw(), &c, &st) {
-                Ok(fh) => fh?,
-                Err(Renamed) => continue,
+            // A cached object's handle is the cache's (no second walk).
+            let fh = match self.objects.by_identity(&st.key(), before) {
+                Some(o) => Fh(o.fh().to_vec()),
+                None => match self.make_fh_at(dir.raw(), &c, &st) {
+                    Ok(fh) => fh?,
+                    Err(Renamed) => continue,
+                },
             };
             if name != b".." {
                 self.locs.insert(st.key(), dir.st.key(), name);
@@ -36,6 +44,62 @@ impl LocalFs {
         }
         None
     }
+
+    /// LOOKUP of a name whose object the handle cache holds: one `statx`
+    /// by name as the caller (the directory's search check, as the open in
+    /// `lookup` makes) and the handle from the cache, found by identity
+    /// (`ObjCache::by_identity`), instead of an open, a `statx`, a
+    /// `name_to_handle_at` and a close. None: not cached (the `statx` was
+    /// one syscall too many): the caller opens the name. Not called where
+    /// `identity_first` says misses are frequent, or on a loop that may
+    /// not speculate (the `statx` may read the directory from disk).
+    fn lookup_cached(
+        &self,
+        d: &Obj<'_>,
+        c: &CStr,
+        name: &[u8],
+    ) -> FsResult<Option<(Fh, Attr, Option<Attr>)>> {
+        let before = Instant::now();
+        let st = super::speculating(|| sys::statx_at(d.raw(), c, 0))?;
+        if !self.on_export_fs(&st) {
+            return Ok(None);
+        }
+        let found = self.objects.by_identity(&st.key(), before);
+        identity_seen(found.is_some());
+        let Some(o) = found else {
+            return Ok(None);
+        };
+        let fh = Fh(o.fh().to_vec());
+        drop(o);
+        self.objects.touch(&fh.0);
+        self.locs.insert(st.key(), d.st.key(), name);
+        Ok(Some((fh, self.attr(&st), Some(self.attr(&d.st)))))
+    }
+}
+
+thread_local! {
+    /// Whether this thread's LOOKUPs lately found their objects in the
+    /// handle cache by identity: +2 a hit, -1 a miss, within
+    /// +-`IDENTITY_MEMORY`. Per thread: no shared line written per call.
+    static IDENTITY_SCORE: Cell<i32> = const { Cell::new(0) };
+}
+
+const IDENTITY_MEMORY: i32 = 64;
+
+/// Whether LOOKUP tries the handle cache by identity before it opens the
+/// name: a hit saves two syscalls (the open and its close) and a miss
+/// costs one (the `statx`), so it pays while more than one in three hit.
+/// Both ways see whether the object was cached, so the score follows the
+/// load either way.
+fn identity_first() -> bool {
+    IDENTITY_SCORE.with(|s| s.get() >= 0)
+}
+
+fn identity_seen(hit: bool) {
+    IDENTITY_SCORE.with(|s| {
+        let d = if hit { 2 } else { -1 };
+        s.set((s.get() + d).clamp(-IDENTITY_MEMORY, IDENTITY_MEMORY));
+    });
 }
 
 pub(super) fn lookup(
@@ -47,6 +111,14 @@ pub(super) fn lookup(
     let c = check_name(name, true)?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
+    let plain = name != b"." && name != b"..";
+    let tried =
+        plain && identity_first() && (!crate::inline::active() || crate::inline::may_speculate());
+    if tried {
+        if let Some(found) = fs.lookup_cached(&d, &c, name)? {
+            return Ok(found);
+        }
+    }
     // Every lookup needs search permission on the directory; opening
     // "." through it checks that for "." and ".." too.
     let (what, flags) = if name == b".." && d.st.key() == fs.root_key {
@@ -72,8 +144,20 @@ pub(super) fn lookup(
     if !fs.on_export_fs(&st) {
         return Err(errno(libc::EACCES));
     }
-    let fh = fs.make_fh(fd.as_raw_fd(), &st)?;
-    if name != b"." && name != b".." {
+    // Not tried by identity first: asked now, with no syscall. Our own
+    // descriptor pins the inode, so a live cached object of the same
+    // identity is this object (no name_to_handle_at).
+    let cached = (plain && !tried)
+        .then(|| fs.objects.by_identity(&st.key(), Instant::now()))
+        .flatten();
+    if plain && !tried {
+        identity_seen(cached.is_some());
+    }
+    let fh = match cached {
+        Some(o) => Fh(o.fh().to_vec()),
+        None => fs.make_fh(fd.as_raw_fd(), &st)?,
+    };
+    if plain {
         fs.locs.insert(st.key(), d.st.key(), name);
     }
     let attr = fs.attr(&st);

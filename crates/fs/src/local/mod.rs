@@ -708,6 +708,17 @@ impl Backend for LocalFs {
                     capacity: self.files.capacity() as u64,
                     counts: self.files.counts(),
                 },
+                // Cached objects found by identity after a statx by name
+                // (LOOKUP, READDIRPLUS): a hit saves an open or a
+                // name_to_handle_at.
+                {
+                    let (capacity, counts) = self.objects.identity_counts();
+                    CacheStat {
+                        name: "identities",
+                        capacity: capacity as u64,
+                        counts,
+                    }
+                },
                 // Entries only: the location map counts nothing on its
                 // (miss-path) lookups.
                 CacheStat {

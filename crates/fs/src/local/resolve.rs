@@ -198,7 +198,7 @@ impl LocalFs {
         match super::speculating(|| self.resolve_uncached(fh))? {
             None => self.root_obj(),
             Some((fd, st, verified)) => {
-                let o = self.objects.insert(&fh.0, fd, verified);
+                let o = self.objects.insert(&fh.0, st.key(), fd, verified);
                 Ok(Obj {
                     fd: FdRef::Cached(o),
                     st,
@@ -221,9 +221,8 @@ impl LocalFs {
         if self.objects.touch(&fh.0) {
             return;
         }
-        let o = self
-            .objects
-            .insert(&fh.0, fd, self.inherited_verdict(st, dir));
+        let verified = self.inherited_verdict(st, dir);
+        let o = self.objects.insert(&fh.0, st.key(), fd, verified);
         drop(o);
     }
 
