@@ -8,10 +8,12 @@
 //! run this way, and each gives up before it changes anything, so giving up
 //! halfway leaves no trace.
 //!
-//! Two steps are allowed on the loop although they may wait: opening an
+//! Three steps are allowed on the loop although they may wait: opening an
 //! object by its kernel handle (a handle cache miss), which reads the disk
-//! only when the kernel no longer holds the inode, and reopening a cached
-//! object to read it (an open-file cache miss; the inode is pinned). With a large working set of handles
+//! only when the kernel no longer holds the inode; reopening a cached
+//! object to read it (an open-file cache miss; the inode is pinned); and
+//! LOOKUP's `statx` of a name whose object is likely cached (its dentry
+//! then mostly is too). With a large working set of handles
 //! whose inodes the kernel keeps, handing each miss to a pool thread costs
 //! more than the miss (a wakeup and two context switches). So a loop
 //! *speculates*: it runs the step and sees whether the thread slept in it
