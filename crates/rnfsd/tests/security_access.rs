@@ -440,6 +440,13 @@ async fn access_is_the_kernels_answer() {
     std::fs::write(d.join("two-groups"), b"t").unwrap();
     std::os::unix::fs::chown(d.join("two-groups"), None, Some(3001)).unwrap();
     set_acl(&d.join("two-groups"), 6, &[], 4, &[(3002, 2)], 6, 0);
+    // Execute: an ACL entry grants uid 1000 rwx, with the mask (the group
+    // bits) giving x; capped by a mask without x (mode 0664: no x bit at
+    // all), nobody may execute, root included.
+    std::fs::write(d.join("acl-exec"), b"x").unwrap();
+    set_acl(&d.join("acl-exec"), 6, &[(1000, 7)], 4, &[], 7, 4);
+    std::fs::write(d.join("no-exec"), b"n").unwrap();
+    set_acl(&d.join("no-exec"), 6, &[(1000, 7)], 6, &[], 6, 4);
     // World-writable but immutable.
     std::fs::write(d.join("immutable"), b"i").unwrap();
     std::fs::set_permissions(d.join("immutable"), std::fs::Permissions::from_mode(0o666)).unwrap();
@@ -482,6 +489,18 @@ async fn access_is_the_kernels_answer() {
             "ACL denies uid 1000"
         );
         assert_eq!(access_as(&srv, 1001, "denied", rw).await, rw);
+        let rx = ACCESS3_READ | ACCESS3_EXECUTE;
+        assert_eq!(
+            access_as(&srv, 1000, "acl-exec", rx).await,
+            rx,
+            "ACL grants uid 1000 x through the mask"
+        );
+        assert_eq!(access_as(&srv, 1001, "acl-exec", rx).await, ACCESS3_READ);
+        assert_eq!(
+            access_as(&srv, 1000, "no-exec", rx).await,
+            ACCESS3_READ,
+            "a mask without x caps the ACL entry"
+        );
         assert_eq!(
             access_with(&srv, Auth::sys(1000, 3001, &[3002], "t"), "two-groups", rw).await,
             rw,
