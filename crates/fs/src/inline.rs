@@ -17,9 +17,10 @@
 //! whose inodes the kernel keeps, handing each miss to a pool thread costs
 //! more than the miss (a wakeup and two context switches). So a loop
 //! *speculates*: it runs the step and sees whether the thread slept in it
-//! (`watch`: a step of `SLOW_STEP` or more that slept); each step that slept keeps this thread from speculating
-//! for a while, from 10 ms doubling up to 1 s while they keep sleeping, so
-//! a loop waits for the disk at most about once a second in a cold storm.
+//! (`watch`: a step of `SLOW_STEP` or more that slept); each step that
+//! slept keeps this thread from speculating for a while, from 10 ms
+//! doubling up to 1 s while they keep sleeping, so a loop waits for the
+//! disk at most about once a second in a cold storm.
 //!
 //! The one change allowed on the loop is an UNSTABLE WRITE (`Leave::writes`):
 //! a write into the page cache rarely sleeps (dirty throttling, a journal

@@ -47,9 +47,12 @@ pub(super) struct Object {
     /// Backend clock (ms) when confinement was last proven; `FOREVER` when
     /// the whole filesystem is exported and nothing can leave it.
     verified: AtomicU64,
-    _permit: Option<Permit>,
-    /// The handle it is cached under, and when it was (its descriptor was
-    /// open by then): for `by_identity`.
+    /// Its descriptor's place in the budget; None: not cached (used by
+    /// one call, never found by identity).
+    permit: Option<Permit>,
+    /// The handle it is cached under (empty when not cached: no copy made
+    /// on the miss path), and when it was (its descriptor was open by
+    /// then): for `by_identity`.
     fh: Box<[u8]>,
     born: Instant,
 }
@@ -61,8 +64,12 @@ impl Object {
         Object {
             fd,
             verified: AtomicU64::new(verified),
-            _permit: permit,
-            fh: fh.into(),
+            fh: if permit.is_some() {
+                fh.into()
+            } else {
+                Box::default()
+            },
+            permit,
             born: Instant::now(),
         }
     }
@@ -209,7 +216,7 @@ impl ObjCache {
     /// the descriptor budget or the cache bound cannot make room).
     pub fn insert(&self, fh: &[u8], key: Key, fd: OwnedFd, verified: u64) -> Arc<Object> {
         let o = self.insert_keyless(fh, fd, verified);
-        if o._permit.is_some() {
+        if o.permit.is_some() {
             self.ids.insert(key, Arc::downgrade(&o));
         }
         o

@@ -91,7 +91,7 @@ impl LocalFs {
         // execute on a non-directory only with an x bit somewhere
         // (generic_permission). Most files, asked EXECUTE by every Linux
         // client's ACCESS, then cost one question, not two.
-        let never = if !dir && st.is_reg() && st.mode & 0o111 == 0 {
+        let never = if st.is_reg() && st.mode & 0o111 == 0 {
             libc::X_OK
         } else {
             0
