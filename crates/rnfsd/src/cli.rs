@@ -109,6 +109,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   run_inline = true              answer from-memory calls on the loop thread
   inline_misses = true           ... and open handle cache misses there too
   inline_write_max = 65536       ... and UNSTABLE WRITEs up to this size (0: none)
+  inline_write_alone_max = 1048576  ... and up to this size when nothing else
+                                 of that loop is ready (0: none)
   reply_batch = 16               a worker's replies of one connection sent together
   splice_pipes = 32              pipes for READ by splice (2 fds each; 0:
                                  READ data is copied)
@@ -321,6 +323,13 @@ pub struct ServeArgs {
     #[arg(long, conflicts_with = "inline_write_max")]
     pub no_inline_writes: bool,
 
+    /// Largest UNSTABLE WRITE written on the event loop when nothing else
+    /// of that loop is ready, bytes (0: none above `inline_write_max`;
+    /// `inline_write_max = 0` turns this off too).
+    /// [default: 1048576]
+    #[arg(long, value_name = "BYTES")]
+    pub inline_write_alone_max: Option<u32>,
+
     /// Replies a worker holds back while it runs the next short call of
     /// the same connection (0 or 1 = each alone). [default: 16]
     #[arg(long, value_name = "N")]
@@ -499,8 +508,12 @@ impl ServeArgs {
         if let Some(n) = self.inline_write_max {
             s.inline_write_max = n;
         }
+        if let Some(n) = self.inline_write_alone_max {
+            s.inline_write_alone_max = n;
+        }
         if self.no_inline_writes {
             s.inline_write_max = 0;
+            s.inline_write_alone_max = 0;
         }
         if self.flush_delay_ms.is_some() {
             s.flush_delay_ms = self.flush_delay_ms;

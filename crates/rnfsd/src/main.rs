@@ -330,7 +330,8 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
             (s.splice_pipes > 0)
                 .then(|| rnfsd_transport::PipePool::new(s.splice_pipes, s.max_io as usize)),
         )
-        .with_inline_write_max(s.inline_write_max),
+        .with_inline_write_max(s.inline_write_max)
+        .with_inline_write_alone_max(s.inline_write_alone_max),
     );
     server.set_exports(opened);
     // The lock manager: hosts that took locks before a restart get a grace

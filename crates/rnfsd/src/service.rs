@@ -121,6 +121,7 @@ impl Service for RpcService {
     fn route(&self, record: &[u8]) -> Route {
         match crate::rpc::route(&self.server, &self.programs, record) {
             crate::rpc::Route::Quick => Route::Quick,
+            crate::rpc::Route::Alone => Route::Alone,
             crate::rpc::Route::Pool => Route::Pool,
             crate::rpc::Route::Blocking => Route::Blocking,
         }

@@ -110,6 +110,9 @@ pub struct Server {
     pub pipes: Option<Arc<rnfsd_transport::PipePool>>,
     /// Largest UNSTABLE WRITE tried on the event loop (`inline_write_max`).
     pub inline_write_max: u32,
+    /// Largest tried there when nothing else of the loop is ready
+    /// (`inline_write_alone_max`).
+    pub inline_write_alone_max: u32,
     /// The lock manager (NLM), when it is served.
     locks: std::sync::OnceLock<Arc<crate::lockd::LockManager>>,
 }
@@ -127,6 +130,7 @@ impl Server {
             max_io,
             pipes,
             inline_write_max: crate::config::DEFAULT_INLINE_WRITE_MAX,
+            inline_write_alone_max: crate::config::DEFAULT_INLINE_WRITE_ALONE_MAX,
             locks: std::sync::OnceLock::new(),
         }
     }
@@ -134,6 +138,13 @@ impl Server {
     /// UNSTABLE WRITEs of at most `n` bytes are tried on the event loop.
     pub fn with_inline_write_max(mut self, n: u32) -> Server {
         self.inline_write_max = n;
+        self
+    }
+
+    /// Larger UNSTABLE WRITEs of at most `n` bytes are tried on the event
+    /// loop when nothing else of it is ready.
+    pub fn with_inline_write_alone_max(mut self, n: u32) -> Server {
+        self.inline_write_alone_max = n;
         self
     }
 

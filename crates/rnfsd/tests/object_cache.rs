@@ -459,6 +459,61 @@ fn inline_and_deferred(srv: &TestServer) -> (u64, u64) {
     )
 }
 
+/// `inline_write_alone_max`: a 512 KiB UNSTABLE WRITE (above
+/// `inline_write_max`) sent one at a time on one connection, so nothing
+/// else of its loop is ready, is written on the event loop; with
+/// `--inline-write-alone-max 0` it goes to a pool. Every byte lands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_unstable_writes_run_on_the_loop_when_alone() {
+    if skip_without_kernel_handles("inline writes") {
+        return;
+    }
+    const N: usize = 12;
+    const N64: u64 = N as u64;
+    bounded(async {
+        let dir = TempDir::new("alonewrite");
+        let sub = dir.path().join("d");
+        for (how, extra) in [("alone", None), ("off", Some("--inline-write-alone-max=0"))] {
+            let mut args = vec!["--no-rpcbind"];
+            args.extend(extra);
+            files_in_d(&dir, N, b"");
+            let (srv, files) = cold_server(&dir, &args).await;
+            let s = mount(&srv).await;
+            let content = |i: usize| -> Vec<u8> {
+                (0..512 << 10)
+                    .map(|j: usize| (j.wrapping_mul(7) ^ i) as u8)
+                    .collect()
+            };
+            let (i0, _) = inline_and_deferred(&srv);
+            for (i, (_, fh)) in files.iter().enumerate() {
+                s.nfs
+                    .write_at(fh, 0, &content(i), StableHow::Unstable)
+                    .await
+                    .expect("WRITE");
+            }
+            let (i1, _) = inline_and_deferred(&srv);
+            let inline = i1 - i0;
+            if how == "alone" {
+                assert!(
+                    inline >= N64 - 1,
+                    "{inline} of {N} large WRITEs sent one at a time ran on the loop"
+                );
+            } else {
+                assert_eq!(inline, 0, "large WRITEs ran on the loop with the limit 0");
+            }
+            for (i, (name, fh)) in files.iter().enumerate() {
+                commit(&s.nfs, fh).await;
+                let got = std::fs::read(sub.join(String::from_utf8_lossy(name).as_ref())).unwrap();
+                assert!(
+                    got == content(i),
+                    "{how}: file {i} does not hold what was written"
+                );
+            }
+        }
+    })
+    .await;
+}
+
 /// `inline_write_max`: UNSTABLE WRITEs to files the server has never
 /// opened (a restart emptied its caches) are written on the event loop,
 /// the writer opened there, no pool thread woken. With

@@ -149,6 +149,12 @@ pub trait Service: Send + Sync + 'static {
 pub enum Route {
     /// Usually answered from memory: offered to `Service::call_inline`.
     Quick,
+    /// Offered to `Service::call_inline` only when nothing else of its loop
+    /// is ready in this turn (no other connection to read, no other record
+    /// of this one), else the loop's pool: a call that can finish without
+    /// sleeping but copies long enough (a 1 MiB WRITE) that other calls
+    /// should not wait behind it.
+    Alone,
     /// The loop's pool.
     Pool,
     /// May wait for the disk or stable storage: the blocking pool, if

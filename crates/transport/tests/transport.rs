@@ -7,7 +7,8 @@
 //! "quick": replies with the id and the running thread's name, answered on
 //! the loop thread (`call_inline`) unless `arg` is 1 (given back: a worker
 //! runs it); 6 "spliced": replies with the id, then `arg` pattern bytes
-//! sent from a pipe (splice), then pad to 4 bytes.
+//! sent from a pipe (splice), then pad to 4 bytes; 7 "alone": as 5, but
+//! routed `Alone` (on the loop only when nothing else there is ready).
 
 use rnfsd_pool::Threads;
 use rnfsd_transport::{
@@ -60,6 +61,7 @@ impl Service for Toy {
         match record.get(4) {
             Some(4) => Route::Blocking,
             Some(5) => Route::Quick,
+            Some(7) => Route::Alone,
             _ => Route::Pool,
         }
     }
@@ -135,7 +137,7 @@ impl Toy {
                 Some(r)
             }
             3 => None,
-            5 => {
+            5 | 7 => {
                 let mut r = reply_buffer(64);
                 r.extend_from_slice(d.get(..4).unwrap_or(&[0; 4]));
                 r.extend_from_slice(thread::current().name().unwrap_or("").as_bytes());
@@ -1105,6 +1107,38 @@ fn quick_calls_run_on_the_loop_thread() {
         sv.h.shutdown();
         sv.h.wait();
     }
+}
+
+/// `Route::Alone`: a call is answered on the loop when nothing else of the
+/// loop is ready (one call at a time), and goes to a worker when more
+/// records of its connection wait behind it (a pipelined burst read in one
+/// go: all but the last).
+#[test]
+fn alone_calls_run_on_the_loop_only_when_nothing_else_waits() {
+    let sv = server_with(TransportConfig::default(), pool(2));
+    let mut s = connect(sv.addr);
+    let ran_on_loop = |r: &[u8]| String::from_utf8_lossy(&r[4..]).starts_with("rnfsd-evloop");
+    for id in 0..20u32 {
+        s.write_all(&record(&payload(id, 7, 0, 0))).unwrap();
+        let r = read_record(&mut s).unwrap();
+        assert_eq!(id_of(&r), id);
+        assert!(ran_on_loop(&r), "call {id} alone did not run on the loop");
+    }
+    let mut burst = Vec::new();
+    for id in 100..120u32 {
+        burst.extend(record(&payload(id, 7, 0, 0)));
+    }
+    s.write_all(&burst).unwrap();
+    let mut on_loop = 0;
+    for _ in 100..120 {
+        let r = read_record(&mut s).unwrap();
+        on_loop += usize::from(ran_on_loop(&r));
+    }
+    // 20 small records arrive in one read: only the last has nothing
+    // behind it (a few more if the kernel split the burst).
+    assert!(on_loop <= 4, "{on_loop} of a burst of 20 ran on the loop");
+    sv.h.shutdown();
+    sv.h.wait();
 }
 
 /// What op 6 answers for `id` with `n` data bytes (pad included).

@@ -117,6 +117,9 @@ pub const MAX_REPLY_BATCH: usize = 256;
 /// `inline_write_max`'s default: 4 KiB WRITEs gain 1.2x-1.5x on the loop,
 /// 1 MiB ones make a loop's other calls wait (docs/request-path.md).
 pub const DEFAULT_INLINE_WRITE_MAX: u32 = 64 << 10;
+/// `inline_write_alone_max`'s default: `max_io`'s, so every UNSTABLE WRITE
+/// may run on a loop that has nothing else ready (docs/request-path.md).
+pub const DEFAULT_INLINE_WRITE_ALONE_MAX: u32 = DEFAULT_MAX_IO;
 
 /// The `[server]` table. Every bound the server enforces has a key here.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -281,6 +284,12 @@ pub struct ServerConfig {
     /// pool: a loop copying 1 MiB makes its other connections wait
     /// (docs/request-path.md). 0: every WRITE goes to a pool thread.
     pub inline_write_max: u32,
+    /// With `inline_write_max` above 0: an UNSTABLE WRITE larger than it and
+    /// of at most this many bytes is written on the loop too, but only when
+    /// nothing else of that loop is ready in its turn (no other connection
+    /// to read, no other call of this one), so it makes no call wait that
+    /// had already arrived; else the loop's pool. 0: none.
+    pub inline_write_alone_max: u32,
     /// Most replies a worker holds back while it runs the next short call
     /// (UNSTABLE WRITE, a change on an `async` export) of the same
     /// connection, so a client's burst is answered in one write, not one
@@ -421,6 +430,7 @@ impl Default for ServerConfig {
             run_inline: true,
             inline_misses: true,
             inline_write_max: DEFAULT_INLINE_WRITE_MAX,
+            inline_write_alone_max: DEFAULT_INLINE_WRITE_ALONE_MAX,
             reply_batch: 16,
             splice_pipes: 32,
             act_as_caller: None,

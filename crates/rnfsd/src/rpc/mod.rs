@@ -77,7 +77,8 @@ pub enum Class {
     Slow,
     /// Wherever the arguments say: a change on a `sync` export in the
     /// blocking pool, else the loop's pool; a stable WRITE in the blocking
-    /// pool, a small UNSTABLE one tried on the loop thread. Must be cheap:
+    /// pool, a small UNSTABLE one tried on the loop thread, a large one
+    /// there only when nothing else of the loop is ready. Must be cheap:
     /// it runs on the event loop for every such record.
     By(fn(&Server, &mut Dec<'_>) -> Route),
 }
@@ -86,6 +87,9 @@ pub enum Class {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
     Quick,
+    /// Tried on the loop thread only when nothing else of that loop is
+    /// ready (a large UNSTABLE WRITE), else the loop's pool.
+    Alone,
     Pool,
     Blocking,
 }

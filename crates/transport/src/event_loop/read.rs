@@ -157,7 +157,11 @@ impl EventLoop {
             // answered here, with no handoff and no wakeup (knfsd's thread
             // that dequeues a request runs it); it takes microseconds, so
             // the loop's other connections hardly wait for it.
-            if self.run_inline && route == Route::Quick {
+            // `Alone`: inline only when no other connection of this loop
+            // (the rest of the turn's run queue) and no other record of
+            // this one waits for it.
+            let alone = route == Route::Alone && self.run.is_empty() && e.rd.ready.is_empty();
+            if self.run_inline && (route == Route::Quick || alone) {
                 let req = Request {
                     data,
                     peer: c.peer,

@@ -225,8 +225,10 @@ static PROCS: [Proc; 22] = [
 /// WRITE args: a handle, offset, count, then stable_how (RFC 1813 §3.3.7).
 /// A stable WRITE waits for the disk: the blocking pool. An UNSTABLE one
 /// up to `inline_write_max` is tried on the loop where its export's
-/// backend can write there, a larger one goes to the loop's pool, so a
-/// loop does not copy megabytes while its other connections wait.
+/// backend can write there; a larger one up to `inline_write_alone_max`
+/// too, but only when nothing else of that loop is ready (a loop does not
+/// copy a megabyte while its other connections wait); else the loop's pool.
+/// `inline_write_max` 0 turns both off.
 fn write_route(server: &Server, d: &mut Dec<'_>) -> Route {
     let args = d
         .opaque(NFS3_FHSIZE)
@@ -235,14 +237,22 @@ fn write_route(server: &Server, d: &mut Dec<'_>) -> Route {
         return Route::Pool;
     };
     if stable != StableHow::Unstable as u32 {
-        Route::Blocking
-    } else if count > 0
-        && count <= server.inline_write_max
-        && server
-            .export_of(fh)
-            .is_some_and(|e| e.backend.writes_inline())
-    {
+        return Route::Blocking;
+    }
+    let route = if count == 0 || server.inline_write_max == 0 {
+        return Route::Pool;
+    } else if count <= server.inline_write_max {
         Route::Quick
+    } else if count <= server.inline_write_alone_max {
+        Route::Alone
+    } else {
+        return Route::Pool;
+    };
+    if server
+        .export_of(fh)
+        .is_some_and(|e| e.backend.writes_inline())
+    {
+        route
     } else {
         Route::Pool
     }

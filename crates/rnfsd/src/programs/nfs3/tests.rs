@@ -1939,12 +1939,15 @@ mod access_checks {
 
 /// WRITE's row picks its route from the arguments: a stable WRITE waits for
 /// the disk (the blocking pool), an UNSTABLE one up to `inline_write_max`
-/// is tried on the loop, a larger one goes to the loop's pool, and
+/// is tried on the loop, a larger one up to `inline_write_alone_max` there
+/// when nothing else is ready, a larger one still goes to the loop's pool, and
 /// arguments that do not decode go to the pool, where dispatch refuses them.
 #[test]
 fn write_routes_by_stability_and_size() {
     let fs = FakeFs::new(1, 1);
-    let srv = server(&fs, false).with_inline_write_max(64 << 10);
+    let srv = server(&fs, false)
+        .with_inline_write_max(64 << 10)
+        .with_inline_write_alone_max(1 << 20);
     let route = |srv: &Server, count: u32, stable: StableHow| {
         let args = Write3Args {
             file: nfh(&fs, 1),
@@ -1959,8 +1962,11 @@ fn write_routes_by_stability_and_size() {
     assert_eq!(route(&srv, 64 << 10, StableHow::Unstable), Route::Quick);
     assert_eq!(
         route(&srv, (64 << 10) + 1, StableHow::Unstable),
-        Route::Pool
+        Route::Alone
     );
+    assert_eq!(route(&srv, 1 << 20, StableHow::Unstable), Route::Alone);
+    assert_eq!(route(&srv, (1 << 20) + 1, StableHow::Unstable), Route::Pool);
+    assert_eq!(route(&srv, 1 << 20, StableHow::FileSync), Route::Blocking);
     assert_eq!(route(&srv, 4096, StableHow::FileSync), Route::Blocking);
     assert_eq!(route(&srv, 4096, StableHow::DataSync), Route::Blocking);
     assert_eq!(write_route(&srv, &mut Dec::new(&[0, 0])), Route::Pool);
@@ -1976,7 +1982,24 @@ fn write_routes_by_stability_and_size() {
         write_route(&srv, &mut Dec::new(&to_vec(&stranger))),
         Route::Pool
     );
-    let off = server(&fs, false).with_inline_write_max(0);
+    let big = Write3Args {
+        count: 1 << 20,
+        ..stranger
+    };
+    assert_eq!(write_route(&srv, &mut Dec::new(&to_vec(&big))), Route::Pool);
+    // inline_write_max 0 turns the larger ones off too.
+    let off = server(&fs, false)
+        .with_inline_write_max(0)
+        .with_inline_write_alone_max(1 << 20);
     assert_eq!(route(&off, 4096, StableHow::Unstable), Route::Pool);
+    assert_eq!(route(&off, 1 << 20, StableHow::Unstable), Route::Pool);
+    let small_only = server(&fs, false)
+        .with_inline_write_max(64 << 10)
+        .with_inline_write_alone_max(0);
+    assert_eq!(route(&small_only, 4096, StableHow::Unstable), Route::Quick);
+    assert_eq!(
+        route(&small_only, 1 << 20, StableHow::Unstable),
+        Route::Pool
+    );
     assert_eq!(route(&off, 0, StableHow::Unstable), Route::Pool);
 }
