@@ -200,11 +200,14 @@ mod tests {
         });
         let w: Weak<dyn Reclaim> = Arc::downgrade(&(f.clone() as Arc<dyn Reclaim>));
         c.register(w);
-        for _ in 0..100 {
-            let p = c.acquire().expect("under the limit");
-            f.held.lock().unwrap().push(p);
-        }
+        // Held here, out of the reclaimer's reach, until the limit is
+        // checked: it runs as soon as the high-water mark is crossed.
+        let mine: Vec<Permit> = (0..100)
+            .map(|_| c.acquire().expect("under the limit"))
+            .collect();
         assert!(c.acquire().is_none(), "the limit is hard");
+        f.held.lock().unwrap().extend(mine);
+        c.kick();
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while c.budget().used() > c.budget().target() {
             assert!(std::time::Instant::now() < deadline, "reclaimer never ran");
