@@ -329,6 +329,9 @@ pub struct BackendStats {
     /// Flushes (one `syncfs` each) run for written descriptors closed
     /// before their data was committed.
     pub flushes: u64,
+    /// Writebacks started early for files that gathered
+    /// `write_behind_bytes` of UNSTABLE data (local backend).
+    pub write_behinds: u64,
     /// Handles whose location was searched for by a walk of the export;
     /// of them, answered JUKEBOX because the walk was still running.
     pub scans_waited: u64,

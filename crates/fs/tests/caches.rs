@@ -817,6 +817,50 @@ fn an_evicted_writer_is_flushed_after_the_delay_or_by_a_commit() {
     }
 }
 
+/// Write-behind: a writer that gathered `write_behind_bytes` of UNSTABLE
+/// data has its writeback started in the background (counted), at most
+/// once per threshold crossed while none is queued; with 0, never. The
+/// data stays what was written, and a COMMIT still succeeds.
+#[test]
+fn write_behind_starts_writeback_past_its_threshold_only() {
+    for threshold in [64u64 << 10, 0] {
+        let d = tmp();
+        let fs = LocalFs::open(
+            d.path(),
+            7,
+            LocalOptions {
+                write_behind_bytes: threshold,
+                ..opts(HandleMode::Path)
+            },
+        )
+        .unwrap();
+        let f = create(&fs, &fs.root(), "big");
+        let chunk: Vec<u8> = (0..32 << 10).map(|i: usize| (i % 251) as u8).collect();
+        for i in 0..32u64 {
+            fs.write(&root(), &f, i * (32 << 10), &chunk, Stable::Unstable)
+                .unwrap();
+        }
+        let end = Instant::now() + Duration::from_secs(10);
+        while threshold > 0 && fs.stats().write_behinds == 0 && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let started = fs.stats().write_behinds;
+        if threshold > 0 {
+            // 1 MiB in 64 KiB steps: 16 crossings, each queued unless one is.
+            assert!((1..=16).contains(&started), "{started} write-behinds");
+        } else {
+            assert_eq!(started, 0, "write-behind ran with the threshold 0");
+        }
+        fs.commit(&root(), &f, 0, 0).unwrap();
+        let got = std::fs::read(d.path().join("big")).unwrap();
+        assert_eq!(got.len(), 1 << 20);
+        assert!(
+            got.chunks(32 << 10).all(|c| c == &chunk[..]),
+            "data changed"
+        );
+    }
+}
+
 /// LOOKUP and READDIRPLUS take a cached object's handle by identity (one
 /// statx by name), and only while that object's descriptor pins the inode:
 /// a name removed and created again, renamed, or hard-linked gets the

@@ -99,6 +99,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   handle_scan_wait_ms = 1000     then JUKEBOX (the client retries)
   act_as_caller = (root: true)   run calls as the caller's uid/gids
   max_syncs_in_flight = 64       per export: fsyncs at once (group commit)
+  write_behind_bytes = 0         per export: UNSTABLE bytes of a file before
+                                 its writeback starts in the background (0: off)
   flush_delay_ms = 5000          per export: closed uncommitted writers flushed
                                  in the background after this (COMMIT: at once)
   ceph_call_timeout_ms = 5000    CephFS: a libcephfs call's limit, then JUKEBOX
@@ -302,6 +304,12 @@ pub struct ServeArgs {
     /// (a COMMIT flushes at once). [default: 5000]
     #[arg(long, value_name = "MS")]
     pub flush_delay_ms: Option<u64>,
+
+    /// Per export: UNSTABLE bytes one open file gathers before their
+    /// writeback is started in the background (0: a COMMIT flushes
+    /// everything). [default: 0]
+    #[arg(long, value_name = "BYTES")]
+    pub write_behind_bytes: Option<u64>,
 
     /// Do not answer calls on the event loop thread (run to completion);
     /// every call goes to a worker. For comparison.
@@ -517,6 +525,9 @@ impl ServeArgs {
         }
         if self.flush_delay_ms.is_some() {
             s.flush_delay_ms = self.flush_delay_ms;
+        }
+        if self.write_behind_bytes.is_some() {
+            s.write_behind_bytes = self.write_behind_bytes;
         }
         for (dst, src) in [
             (&mut s.cache_fds, self.cache_fds),

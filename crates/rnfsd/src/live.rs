@@ -155,6 +155,9 @@ impl Opener {
         if let Some(ms) = s.flush_delay_ms {
             o.flush_delay = std::time::Duration::from_millis(ms);
         }
+        if let Some(n) = s.write_behind_bytes {
+            o.write_behind_bytes = n;
+        }
         LocalFs::open(&e.path, e.id, o)
     }
 }

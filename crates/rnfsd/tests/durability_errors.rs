@@ -84,8 +84,10 @@ async fn commit(nfs: &NfsClient, fh: &NfsFh3) -> Result<Verf3, Nfsstat3> {
     }
 }
 
+/// Write-behind off: the data must still be in the page cache when the
+/// volume fills, so the injected error meets a COMMIT's flush.
 fn start(tag: &str) -> Option<(LoopFs, TestServer)> {
-    start_with(tag, &[])
+    start_with(tag, &["--write-behind-bytes", "0"])
 }
 
 /// The export on a thin volume with `data` preallocated; `extra` server
@@ -125,6 +127,75 @@ async fn an_error_seen_by_another_commit_still_reaches_the_writer() {
         let ra = commit(&a.nfs, &fh).await;
         assert_not_lost(&ra, v1, &fs);
         eprintln!("B's COMMIT: {rb:?}; A's COMMIT: {ra:?} (A's writes carried {v1:?})");
+    })
+    .await;
+}
+
+/// The volume is full before the writes: write-behind (`write_behind_bytes`
+/// 4 KiB) starts their writeback in the background and meets the error
+/// first, seen by no COMMIT; the test waits until that writeback is done,
+/// so the COMMIT has nothing left to write and learns of the error only
+/// from the writer's error cursor. It must still fail or carry a new
+/// verifier: starting writeback consumes no error (a write-behind that
+/// waited for it through the writer would, and this test then fails).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_met_by_write_behind_still_reaches_the_commit() {
+    let Some((fs, srv)) = start_with("wberr-behind", &["--write-behind-bytes", "4096"]) else {
+        return;
+    };
+    bounded(async {
+        let a = mount(&srv).await;
+        let fh = lookup(&a.nfs, &a.root, "data").await;
+        fs.exhaust();
+        let v1 = write_unstable(&a.nfs, &fh, MIB).await;
+        let behinds = || {
+            let a = rnfsd::admin::query(&srv.state.path().join("admin.sock"), "snapshot")
+                .expect("admin socket");
+            let snap = rnfsd_stats::Snapshot::from_json(&a).expect("snapshot JSON");
+            snap.exports.iter().map(|e| e.write_behinds).sum::<u64>()
+        };
+        let settle = |n: u64| async move {
+            let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while behinds() < n && std::time::Instant::now() < end {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            assert!(behinds() >= n, "write-behind did not run");
+        };
+        settle(1).await;
+        // One more WRITE of the same bytes, queued on its own: its
+        // writeback covers whatever the earlier ones left dirty.
+        let n = behinds();
+        let last = (MIB - 1) % 251;
+        let w = ok(
+            "WRITE UNSTABLE",
+            a.nfs
+                .write(&Write3Args {
+                    file: fh.clone(),
+                    offset: ((MIB - 1) * CHUNK) as u64,
+                    count: 4096,
+                    stable: StableHow::Unstable,
+                    data: vec![last as u8; 4096],
+                })
+                .await,
+        );
+        assert_eq!(w.verf, v1);
+        settle(n + 1).await;
+        // Wait (through a descriptor of the test's own, whose error cursor
+        // is its own) for that writeback to end; start none.
+        let local = std::fs::File::open(fs.mnt.join("export/data")).expect("open data");
+        use std::os::fd::AsRawFd;
+        // SAFETY: sync_file_range on a descriptor this test owns.
+        let waited = unsafe {
+            libc::sync_file_range(local.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WAIT_BEFORE)
+        };
+        eprintln!("waiting for the writeback: {waited}");
+        let ra = commit(&a.nfs, &fh).await;
+        assert!(
+            !matches!(ra, Ok(v) if v == v1),
+            "COMMIT answered OK with the writes' verifier after their writeback failed"
+        );
+        assert_not_lost(&ra, v1, &fs);
+        eprintln!("COMMIT after write-behind met the error: {ra:?} (writes carried {v1:?})");
     })
     .await;
 }

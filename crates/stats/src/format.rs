@@ -445,7 +445,7 @@ fn cache_families(o: &mut String, s: &Snapshot) {
         }
     }
     type EGet = fn(&crate::snapshot::ExportCounts) -> u64;
-    let ex: [(&str, &str, &str, EGet); 10] = [
+    let ex: [(&str, &str, &str, EGet); 11] = [
         (
             "rnfsd_sync_requests_total",
             "counter",
@@ -463,6 +463,12 @@ fn cache_families(o: &mut String, s: &Snapshot) {
             "counter",
             "Syncs that failed.",
             |e| e.sync_errors,
+        ),
+        (
+            "rnfsd_write_behinds_total",
+            "counter",
+            "Writebacks started early for files that gathered write_behind_bytes of UNSTABLE data.",
+            |e| e.write_behinds,
         ),
         (
             "rnfsd_cache_fds",
@@ -757,13 +763,15 @@ pub fn report(s: &Snapshot) -> String {
         }
         let _ = writeln!(
             o,
-            " descriptors {}/{}; handle walks {} ({} waits, {} jukebox); verifier resets {}",
+            " descriptors {}/{}; handle walks {} ({} waits, {} jukebox); verifier resets {}; \
+             write-behinds {}",
             e.fds_cached,
             e.fd_limit,
             e.scan_passes,
             e.scans_waited,
             e.scans_busy,
-            e.verifier_resets
+            e.verifier_resets,
+            e.write_behinds
         );
         if e.calls_jukebox + e.stalls > 0 {
             let _ = writeln!(

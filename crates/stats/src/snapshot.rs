@@ -72,6 +72,10 @@ pub struct ExportCounts {
     /// data was committed (evicted, idle).
     #[serde(default)]
     pub flushes: u64,
+    /// Writebacks started early for files that gathered
+    /// `write_behind_bytes` of UNSTABLE data.
+    #[serde(default)]
+    pub write_behinds: u64,
     /// Calls that waited for a walk of the export; of them, answered
     /// JUKEBOX because it had not found the object yet (or too many waited).
     pub scans_waited: u64,
@@ -151,6 +155,7 @@ impl ExportCounts {
             sync_errors: self.sync_errors.saturating_sub(base.sync_errors),
             syncs_peak_in_flight: self.syncs_peak_in_flight,
             flushes: self.flushes.saturating_sub(base.flushes),
+            write_behinds: self.write_behinds.saturating_sub(base.write_behinds),
             scans_waited: self.scans_waited.saturating_sub(base.scans_waited),
             scans_busy: self.scans_busy.saturating_sub(base.scans_busy),
             scan_passes: self.scan_passes.saturating_sub(base.scan_passes),

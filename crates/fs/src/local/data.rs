@@ -165,6 +165,9 @@ pub(super) fn write(
         }
     };
     f.wrote();
+    if stable == Stable::Unstable {
+        fs.files.behind().wrote(&f, n as u64);
+    }
     // A stable write syncs everything written through this descriptor so
     // far (earlier UNSTABLE writes count as committed too), sharing the
     // sync with concurrent stable writes and COMMITs of the file.

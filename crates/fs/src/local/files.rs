@@ -15,12 +15,13 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::cache::{Caches, Counts, Lru, Permit, Reclaim};
 use crate::WriteVerifier;
 
+use super::behind::WriteBehind;
 use super::flusher::Flusher;
 use super::objects::sweep_batch;
 use super::sys::{self, Key};
@@ -49,6 +50,10 @@ pub(super) struct OpenFile {
     synced: AtomicU64,
     /// Backend clock (ms) of the last use, for closing idle writers.
     last_used: AtomicU64,
+    /// UNSTABLE bytes written since it was last queued for write-behind,
+    /// and whether it is queued now (`behind.rs`).
+    behind: AtomicU64,
+    behind_queued: AtomicBool,
     verifier: Arc<WriteVerifier>,
     flusher: Arc<Flusher>,
     _permit: Option<Permit>,
@@ -75,6 +80,23 @@ impl OpenFile {
     /// Records an UNSTABLE write that completed.
     pub fn wrote(&self) {
         self.written.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Counts `n` UNSTABLE bytes toward write-behind: true when they reach
+    /// `threshold` and the writer was not queued yet (the caller queues
+    /// it). Advisory: bytes added by a racing write may go uncounted.
+    pub fn gather_behind(&self, n: u64, threshold: u64) -> bool {
+        let total = self.behind.fetch_add(n, Ordering::AcqRel).saturating_add(n);
+        if total < threshold || self.behind_queued.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        self.behind.store(0, Ordering::Release);
+        true
+    }
+
+    /// Its write-behind ran (or was dropped): it may be queued again.
+    pub fn behind_done(&self) {
+        self.behind_queued.store(false, Ordering::Release);
     }
 
     pub fn is_dirty(&self) -> bool {
@@ -159,6 +181,7 @@ pub(super) struct FileCache {
     lru: Lru<(Key, Access), OpenFile>,
     caches: Arc<Caches>,
     flusher: Arc<Flusher>,
+    behind: Arc<WriteBehind>,
     epoch: std::time::Instant,
     /// Writers released on an event loop, closed by the reclaimer.
     later: std::sync::Mutex<Vec<OpenFile>>,
@@ -169,12 +192,14 @@ impl FileCache {
         cap: usize,
         caches: Arc<Caches>,
         flusher: Arc<Flusher>,
+        behind: Arc<WriteBehind>,
         epoch: std::time::Instant,
     ) -> Arc<FileCache> {
         let c = Arc::new(FileCache {
             lru: Lru::new(cap),
             caches,
             flusher,
+            behind,
             epoch,
             later: std::sync::Mutex::new(Vec::with_capacity(LATER_MAX)),
         });
@@ -218,6 +243,8 @@ impl FileCache {
             written: AtomicU64::new(0),
             synced: AtomicU64::new(0),
             last_used: AtomicU64::new(self.now()),
+            behind: AtomicU64::new(0),
+            behind_queued: AtomicBool::new(false),
             verifier,
             flusher: self.flusher.clone(),
             _permit: permit,
@@ -282,6 +309,10 @@ impl FileCache {
         &self.flusher
     }
 
+    pub fn behind(&self) -> &WriteBehind {
+        &self.behind
+    }
+
     /// Closes descriptors of deleted files and idle writers, a bounded
     /// batch per tick; statx, flushes and closes happen outside the lock.
     fn sweep(&self) {
@@ -340,7 +371,13 @@ mod tests {
         let root = std::fs::File::open(dir).unwrap().into();
         let verifier = Arc::new(WriteVerifier::new([1; 8]));
         let flusher = Flusher::new(root, verifier, Duration::from_secs(3600));
-        let files = FileCache::new(16, caches, flusher.clone(), Instant::now());
+        let files = FileCache::new(
+            16,
+            caches,
+            flusher.clone(),
+            super::super::behind::WriteBehind::new(0),
+            Instant::now(),
+        );
         (files, flusher, taken)
     }
 

@@ -736,6 +736,16 @@ pub fn fdatasync(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Starts writeback of the file's dirty pages and waits for none of it
+/// (`SYNC_FILE_RANGE_WRITE` alone: no wait, so no writeback error is
+/// consumed; a later fsync still reports it).
+pub fn start_writeback(fd: RawFd) -> io::Result<()> {
+    // SAFETY: plain sync_file_range on a descriptor the caller owns; offset
+    // and length 0 mean the whole file.
+    cvt(unsafe { libc::sync_file_range(fd, 0, 0, libc::SYNC_FILE_RANGE_WRITE) })?;
+    Ok(())
+}
+
 /// Flushes the whole filesystem `fd` is on.
 pub fn syncfs(fd: RawFd) -> io::Result<()> {
     // SAFETY: plain syncfs on a descriptor the caller owns.

@@ -246,6 +246,11 @@ pub struct ServerConfig {
     /// with uncommitted data its filesystem is flushed in the background
     /// (a COMMIT flushes at once). None: backend default (5 s).
     pub flush_delay_ms: Option<u64>,
+    /// Local backend, per export: UNSTABLE bytes one open file gathers
+    /// before a background thread starts their writeback, so a COMMIT
+    /// finds most of a large transfer already on its way to the disk
+    /// (0: the COMMIT flushes everything). None: backend default (0).
+    pub write_behind_bytes: Option<u64>,
     /// CephFS exports: how long one libcephfs call may take before the
     /// client gets JUKEBOX and retries (libcephfs waits, with no limit of
     /// its own, while no MDS is active).
@@ -422,6 +427,7 @@ impl Default for ServerConfig {
             cache_fds: None,
             max_syncs_in_flight: None,
             flush_delay_ms: None,
+            write_behind_bytes: None,
             ceph_call_timeout_ms: 5000,
             ceph_call_threads: 32,
             ceph_inode_cache_entries: 16384,

@@ -1,0 +1,128 @@
+//! Write-behind: once a writer holds `write_behind_bytes` of UNSTABLE data
+//! not yet handed to the disk, a background thread starts the file's
+//! writeback (`sync_file_range(SYNC_FILE_RANGE_WRITE)`, which waits for
+//! nothing), so the COMMIT that ends a large transfer finds most of it
+//! written instead of flushing all of it while its client waits, and the
+//! disk works while the data still arrives.
+//!
+//! Durability does not depend on it: COMMIT still syncs, and starting
+//! writeback consumes no writeback error (only a wait does), so the
+//! COMMIT's fsync still reports one and resets the verifier (files.rs).
+//!
+//! Bounds: a writer is queued at most once at a time (`OpenFile::behind`),
+//! so the queue never holds more than the live writers, which the
+//! descriptor budget bounds; a queued writer keeps its descriptor until
+//! the thread is done with it. Handing a writer over is an atomic add and,
+//! past the threshold, one push and one wakeup: never a wait, so an event
+//! loop may do it.
+
+use std::collections::VecDeque;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::files::OpenFile;
+use super::sys;
+
+struct State {
+    jobs: VecDeque<Arc<OpenFile>>,
+    stop: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    cv: Condvar,
+    /// Writebacks started so far.
+    started: AtomicU64,
+}
+
+pub(super) struct WriteBehind {
+    /// Bytes a writer gathers before its writeback starts (0: never).
+    threshold: u64,
+    s: Arc<Shared>,
+}
+
+impl WriteBehind {
+    pub fn new(threshold: u64) -> Arc<WriteBehind> {
+        let s = Arc::new(Shared {
+            state: Mutex::new(State {
+                jobs: VecDeque::new(),
+                stop: false,
+            }),
+            cv: Condvar::new(),
+            started: AtomicU64::new(0),
+        });
+        if threshold > 0 {
+            let t = s.clone();
+            // Without the thread nothing is queued past what it would have
+            // taken; COMMIT flushes everything as before.
+            let spawned = std::thread::Builder::new()
+                .name("rnfsd-behind".into())
+                .spawn(move || run(&t));
+            if spawned.is_err() {
+                tracing::warn!("write-behind thread did not start: COMMIT flushes all");
+                return Arc::new(WriteBehind { threshold: 0, s });
+            }
+        }
+        Arc::new(WriteBehind { threshold, s })
+    }
+
+    /// `f` wrote `n` bytes UNSTABLE: queued for writeback once it has
+    /// gathered the threshold since it was last queued.
+    pub fn wrote(&self, f: &Arc<OpenFile>, n: u64) {
+        if self.threshold == 0 || !f.gather_behind(n, self.threshold) {
+            return;
+        }
+        let mut g = self.s.state.lock().unwrap_or_else(|e| e.into_inner());
+        if g.stop {
+            drop(g);
+            f.behind_done();
+            return;
+        }
+        g.jobs.push_back(f.clone());
+        drop(g);
+        self.s.cv.notify_one();
+    }
+
+    /// Writebacks started so far.
+    pub fn started(&self) -> u64 {
+        self.s.started.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for WriteBehind {
+    fn drop(&mut self) {
+        let mut g = self.s.state.lock().unwrap_or_else(|e| e.into_inner());
+        g.stop = true;
+        let jobs = std::mem::take(&mut g.jobs);
+        drop(g);
+        self.s.cv.notify_one();
+        // Dropped outside the lock: a last reference closes its writer.
+        drop(jobs);
+    }
+}
+
+fn run(s: &Shared) {
+    loop {
+        let mut g = s.state.lock().unwrap_or_else(|e| e.into_inner());
+        let f = loop {
+            if g.stop {
+                return;
+            }
+            if let Some(f) = g.jobs.pop_front() {
+                break f;
+            }
+            g = s.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        };
+        drop(g);
+        // An error here is the COMMIT's to report (its fsync sees it).
+        if let Err(e) = sys::start_writeback(f.fd.as_raw_fd()) {
+            tracing::debug!(error = %e, "write-behind: starting writeback failed");
+        }
+        s.started.fetch_add(1, Ordering::Relaxed);
+        f.behind_done();
+        // The last reference to an evicted writer closes it here, off the
+        // request path.
+        drop(f);
+    }
+}
