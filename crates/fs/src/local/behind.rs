@@ -9,10 +9,11 @@
 //! writeback consumes no writeback error (only a wait does), so the
 //! COMMIT's fsync still reports one and resets the verifier (files.rs).
 //!
-//! Bounds: a writer is queued at most once at a time (`OpenFile::behind`),
-//! so the queue never holds more than the live writers, which the
-//! descriptor budget bounds; a queued writer keeps its descriptor until
-//! the thread is done with it. Handing a writer over is an atomic add and,
+//! Bounds: only a cached writer (one holding a descriptor permit) is
+//! queued, and at most once at a time (`OpenFile::gather_behind`), so the
+//! queue never holds more writers than the descriptor budget has permits;
+//! a queued writer keeps its descriptor, and its permit, until the thread
+//! is done with it. Handing a writer over is an atomic add and,
 //! past the threshold, one push and one wakeup: never a wait, so an event
 //! loop may do it.
 

@@ -56,7 +56,9 @@ pub(super) struct OpenFile {
     behind_queued: AtomicBool,
     verifier: Arc<WriteVerifier>,
     flusher: Arc<Flusher>,
-    _permit: Option<Permit>,
+    /// Its descriptor's place in the budget; None: not cached (used by one
+    /// call and closed, never queued for write-behind).
+    permit: Option<Permit>,
 }
 
 /// Whether an error from writing or syncing says stable storage may have
@@ -84,8 +86,14 @@ impl OpenFile {
 
     /// Counts `n` UNSTABLE bytes toward write-behind: true when they reach
     /// `threshold` and the writer was not queued yet (the caller queues
-    /// it). Advisory: bytes added by a racing write may go uncounted.
+    /// it). Only a cached writer (one holding a budget permit) is ever
+    /// queued, so queued writers never hold descriptors past the budget;
+    /// an uncached one is closed after its call, its flush owed to the
+    /// flusher. Advisory: bytes added by a racing write may go uncounted.
     pub fn gather_behind(&self, n: u64, threshold: u64) -> bool {
+        if self.permit.is_none() {
+            return false;
+        }
         let total = self.behind.fetch_add(n, Ordering::AcqRel).saturating_add(n);
         if total < threshold || self.behind_queued.swap(true, Ordering::AcqRel) {
             return false;
@@ -247,7 +255,7 @@ impl FileCache {
             behind_queued: AtomicBool::new(false),
             verifier,
             flusher: self.flusher.clone(),
-            _permit: permit,
+            permit,
         });
         if !cache {
             return f;
@@ -359,6 +367,7 @@ impl Reclaim for FileCache {
 
 #[cfg(test)]
 mod tests {
+    use super::super::behind::WriteBehind;
     use super::*;
     use crate::inline::Leave;
     use std::time::{Duration, Instant};
@@ -375,7 +384,7 @@ mod tests {
             16,
             caches,
             flusher.clone(),
-            super::super::behind::WriteBehind::new(0),
+            WriteBehind::new(0),
             Instant::now(),
         );
         (files, flusher, taken)
@@ -393,6 +402,36 @@ mod tests {
         sys::pwrite_full(f.fd.as_raw_fd(), 0, b"data").unwrap();
         f.wrote();
         f
+    }
+
+    /// A writer the cache could not keep (the budget is taken) is never
+    /// queued for write-behind, however much it writes: a queued writer
+    /// keeps its descriptor, which only a permit may do.
+    #[test]
+    fn an_uncached_writer_is_not_queued_for_write_behind() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f");
+        std::fs::write(&path, b"").unwrap();
+        let (files, _flusher, taken) = full_cache(d.path());
+        let f = written_writer(&files, &path);
+        assert!(f.permit.is_none(), "the budget is taken: not cached");
+        assert!(
+            !f.gather_behind(1 << 30, 1),
+            "an uncached writer was queued"
+        );
+        drop(taken);
+        let cached = written_writer(&files, &path);
+        assert!(cached.permit.is_some(), "a descriptor is free: cached");
+        assert!(
+            cached.gather_behind(1 << 20, 1),
+            "a cached writer past the threshold"
+        );
+        assert!(
+            !cached.gather_behind(1 << 20, 1),
+            "queued at most once at a time"
+        );
+        cached.behind_done();
+        assert!(cached.gather_behind(1 << 20, 1), "queued again once done");
     }
 
     fn waiting(files: &FileCache) -> usize {

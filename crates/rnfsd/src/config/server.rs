@@ -285,9 +285,10 @@ pub struct ServerConfig {
     /// written on the loop thread (into the page cache; with
     /// `inline_misses` its writer is opened there on a miss), and a loop
     /// whose write slept (dirty throttling, the journal) hands writes to
-    /// the pool again for 10 ms to 1 s. Larger WRITEs go to the loop's
-    /// pool: a loop copying 1 MiB makes its other connections wait
-    /// (docs/request-path.md). 0: every WRITE goes to a pool thread.
+    /// the pool again for 10 ms to 1 s. Larger WRITEs follow
+    /// `inline_write_alone_max`: a loop copying 1 MiB makes its other
+    /// connections wait (docs/request-path.md). 0: every WRITE goes to a
+    /// pool thread.
     pub inline_write_max: u32,
     /// With `inline_write_max` above 0: an UNSTABLE WRITE larger than it and
     /// of at most this many bytes is written on the loop too, but only when

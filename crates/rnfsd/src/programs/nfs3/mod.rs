@@ -239,22 +239,16 @@ fn write_route(server: &Server, d: &mut Dec<'_>) -> Route {
     if stable != StableHow::Unstable as u32 {
         return Route::Blocking;
     }
-    let route = if count == 0 || server.inline_write_max == 0 {
-        return Route::Pool;
-    } else if count <= server.inline_write_max {
-        Route::Quick
-    } else if count <= server.inline_write_alone_max {
-        Route::Alone
-    } else {
-        return Route::Pool;
-    };
-    if server
-        .export_of(fh)
-        .is_some_and(|e| e.backend.writes_inline())
-    {
-        route
-    } else {
-        Route::Pool
+    let on_loop = count > 0
+        && server.inline_write_max > 0
+        && server
+            .export_of(fh)
+            .is_some_and(|e| e.backend.writes_inline());
+    match count {
+        _ if !on_loop => Route::Pool,
+        c if c <= server.inline_write_max => Route::Quick,
+        c if c <= server.inline_write_alone_max => Route::Alone,
+        _ => Route::Pool,
     }
 }
 
