@@ -32,6 +32,10 @@
 # With create and fsmark the local-filesystem reference (local-create,
 # local-fsmark: the same work done with syscalls) runs in each round too,
 # unless --no-local. --quick: small counts, for checking the script.
+# --servers ceiling adds `rnfsd-bench ceiling`, a no-work RPC server (MNT
+# and empty successes only), to the null workload: the machine's ceiling
+# for calls/s at each shape, measured in the same alternation (other
+# workloads skip it).
 # --variant NAME=ARGS adds a server `rnfsd-NAME`: rnfsd with extra serve
 # arguments (e.g. --variant nopin=--no-pin-loops), alternated like the rest;
 # name it in --servers to choose its place in the order.
@@ -153,7 +157,7 @@ for n in "${HL[@]}"; do
 done
 for s in "${SV[@]}"; do
     case $s in
-    rnfsd | ganesha) ;;
+    rnfsd | ganesha | ceiling) ;;
     rnfsd-*) [ -n "${VARIANT[${s#rnfsd-}]+x}" ] || die "server $s needs --variant ${s#rnfsd-}=ARGS" ;;
     *) die "unknown server: $s" ;;
     esac
@@ -352,6 +356,33 @@ run_ganesha() { # WORKLOAD
         bash "$WORK/steps.sh" --addr 127.0.0.1:2049 --mount-addr 127.0.0.1:20048 \
         --export "$FS/export" --json "$RESULTS" \
         2> >(grep -v -E '^ +[0-9]+ +[0-9]+ +(tcp|udp)|program vers' >&2) || st=$?
+    return "$st"
+}
+
+# The no-work RPC server (`rnfsd-bench ceiling`): the machine's ceiling,
+# for the null workload only (it answers nothing else).
+run_ceiling() { # WORKLOAD
+    local w=$1 pid st=0
+    [ "$w" = null ] || { log "ceiling runs the null workload only: $w skipped"; return 0; }
+    rm -f "$WORK/port"
+    "$BENCH" ceiling --listen 127.0.0.1:0 --port-file "$WORK/port" >>"$OUT/ceiling.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 100); do
+        [ -s "$WORK/port" ] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ -s "$WORK/port" ]; then
+        bench_args "$w" ceiling
+        write_steps
+        BENCH=$BENCH bash "$WORK/steps.sh" --addr "127.0.0.1:$(cat "$WORK/port")" \
+            --export "$FS/export" --server-pid "$pid" --json "$RESULTS" || st=$?
+    else
+        log "the ceiling server did not start"
+        st=1
+    fi
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
     return "$st"
 }
 

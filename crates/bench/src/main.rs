@@ -2,6 +2,7 @@
 //! library. Every run is bounded in time and count and talks to 127.0.0.1
 //! unless told otherwise.
 
+mod ceiling;
 mod chart;
 mod handles;
 mod local;
@@ -84,6 +85,9 @@ enum Cmd {
     Read(ops::IoArgs),
     /// Sequential 1 MiB WRITE throughput (UNSTABLE + COMMIT, or FILE_SYNC).
     Write(ops::IoArgs),
+    /// A no-work RPC server (MNT and empty successes only): the machine's
+    /// ceiling for calls/s, run beside the servers by compare.sh.
+    Ceiling(ceiling::CeilingArgs),
     /// Local-filesystem reference for `create`: std::fs creates + removes.
     LocalCreate(local::LocalArgs),
     /// Local-filesystem reference for `fsmark`: 4 KiB write + fsync per file.
@@ -637,6 +641,19 @@ fn chart_cmd(json: &Path, out: &Path, title: &str, only: Option<&str>) -> Result
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // No runtime for the ceiling server: idle threads of its own only.
+    let cli = match cli.cmd {
+        Cmd::Ceiling(a) => {
+            return match ceiling::ceiling_cmd(a) {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("rnfsd-bench: {e}");
+                    std::process::ExitCode::FAILURE
+                }
+            }
+        }
+        cmd => Cli { cmd },
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -677,6 +694,7 @@ fn main() -> std::process::ExitCode {
         Cmd::Mount(a) => rt.block_on(ops::mount_cmd(a)),
         Cmd::Read(a) => rt.block_on(ops::io_cmd(a, true)),
         Cmd::Write(a) => rt.block_on(ops::io_cmd(a, false)),
+        Cmd::Ceiling(_) => Ok(()), // returned above
         Cmd::LocalCreate(a) => local::create_cmd(a),
         Cmd::LocalFsmark(a) => local::fsmark_cmd(a),
         Cmd::Report { json, labels, out } => report::report_cmd(&json, &labels, out.as_deref()),

@@ -1,0 +1,297 @@
+//! `rnfsd-bench ceiling`: a no-work RPC server, the machine's ceiling for
+//! calls/s at a load shape. It answers MOUNT's MNT with a fixed handle and
+//! every other call with an empty success (NULL's reply, RFC 5531 §9), and
+//! does nothing else: no decoding past the header, no credentials, no
+//! filesystem. `scripts/compare.sh --servers ...,ceiling` runs the `null`
+//! workload against it beside rnfsd, so "the machine, not the server, is the
+//! limit" is measured in the same run instead of assumed. Not a server for
+//! clients.
+//!
+//! Written by hand, not with a framework: a ceiling must cost less than the
+//! servers it bounds, so it is a few event loops (mio, as rnfsd's) that read
+//! what a socket holds, answer every whole record in it and write the
+//! answers in one `write`.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token, Waker};
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct CeilingArgs {
+    /// Address to listen on (port 0: any free port; see --port-file).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: String,
+    /// Write the bound port here once listening.
+    #[arg(long)]
+    pub port_file: Option<PathBuf>,
+    /// Event loops (default: one per CPU, as rnfsd).
+    #[arg(long)]
+    pub loops: Option<usize>,
+    /// Connections held at most; more are closed at once.
+    #[arg(long, default_value_t = 1024)]
+    pub max_conns: usize,
+}
+
+/// A record larger than this closes its connection: NULL and MNT calls
+/// are a few hundred bytes.
+const MAX_RECORD: usize = 64 * 1024;
+/// Bytes read per `read`.
+const READ_CHUNK: usize = 64 * 1024;
+/// Handle returned by MNT (any fixed bytes do: nothing is resolved).
+const FAKE_FH: [u8; 32] = [7; 32];
+const MOUNT_PROG: u32 = 100_005;
+const MOUNTPROC3_MNT: u32 = 1;
+const AUTH_SYS: u32 = 1;
+const WAKE: Token = Token(usize::MAX);
+
+pub fn ceiling_cmd(a: CeilingArgs) -> Result<(), String> {
+    let listener = TcpListener::bind(&a.listen).map_err(|e| format!("bind {}: {e}", a.listen))?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let loops = a
+        .loops
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, 64);
+    let mut handoff: Vec<(Sender<TcpStream>, Arc<Waker>)> = Vec::with_capacity(loops);
+    let conns = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for i in 0..loops {
+        let poll = Poll::new().map_err(|e| e.to_string())?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKE).map_err(|e| e.to_string())?);
+        let (tx, rx) = channel();
+        handoff.push((tx, waker));
+        let conns = conns.clone();
+        std::thread::Builder::new()
+            .name(format!("ceiling-{i}"))
+            .spawn(move || event_loop(poll, rx, &conns))
+            .map_err(|e| e.to_string())?;
+    }
+    if let Some(p) = &a.port_file {
+        std::fs::write(p, port.to_string()).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    eprintln!("rnfsd-bench ceiling: listening on port {port}, {loops} loops");
+    let mut next = 0usize;
+    for s in listener.incoming() {
+        let Ok(s) = s else { continue };
+        if conns.load(std::sync::atomic::Ordering::Relaxed) >= a.max_conns {
+            continue; // dropped: closed
+        }
+        if s.set_nodelay(true).is_err() || s.set_nonblocking(true).is_err() {
+            continue;
+        }
+        conns.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (tx, waker) = &handoff[next % loops];
+        next = next.wrapping_add(1);
+        if tx.send(s).is_ok() {
+            let _ = waker.wake();
+        }
+    }
+    Ok(())
+}
+
+struct Conn {
+    s: TcpStream,
+    inb: Vec<u8>,
+    out: Vec<u8>,
+    /// Bytes of `out` already written (the rest waits for WRITABLE).
+    sent: usize,
+}
+
+fn event_loop(mut poll: Poll, rx: Receiver<TcpStream>, count: &std::sync::atomic::AtomicUsize) {
+    let mut events = Events::with_capacity(256);
+    let mut conns: HashMap<usize, Conn> = HashMap::new();
+    let mut next_token = 0usize;
+    loop {
+        if poll.poll(&mut events, None).is_err() {
+            continue;
+        }
+        for ev in events.iter() {
+            if ev.token() == WAKE {
+                while let Ok(s) = rx.try_recv() {
+                    let t = next_token;
+                    next_token = (next_token + 1) % (usize::MAX - 1);
+                    let fd = s.as_raw_fd();
+                    if poll
+                        .registry()
+                        .register(
+                            &mut SourceFd(&fd),
+                            Token(t),
+                            // Edge-triggered (mio): WRITABLE fires only
+                            // once a full socket drains, so it stays on.
+                            Interest::READABLE | Interest::WRITABLE,
+                        )
+                        .is_ok()
+                    {
+                        let c = Conn {
+                            s,
+                            inb: Vec::with_capacity(READ_CHUNK),
+                            out: Vec::with_capacity(4096),
+                            sent: 0,
+                        };
+                        conns.insert(t, c);
+                    } else {
+                        count.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+                continue;
+            }
+            let t = ev.token().0;
+            let Some(c) = conns.get_mut(&t) else { continue };
+            if serve(c).is_err() {
+                let fd = c.s.as_raw_fd();
+                let _ = poll.registry().deregister(&mut SourceFd(&fd));
+                conns.remove(&t);
+                count.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Reads what the socket holds, answers each whole record, writes the
+/// answers. Err: close the connection (EOF, error, or a bad record).
+fn serve(c: &mut Conn) -> io::Result<()> {
+    flush(c)?;
+    if c.sent < c.out.len() {
+        return Ok(()); // the client reads slower than it sends: wait
+    }
+    let mut buf = [0u8; READ_CHUNK];
+    loop {
+        match c.s.read(&mut buf) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                c.inb.extend_from_slice(&buf[..n]);
+                answer(&mut c.inb, &mut c.out)?;
+                if n < buf.len() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    flush(c)
+}
+
+fn flush(c: &mut Conn) -> io::Result<()> {
+    while c.sent < c.out.len() {
+        match c.s.write(&c.out[c.sent..]) {
+            Ok(n) => c.sent += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    c.out.clear();
+    c.sent = 0;
+    Ok(())
+}
+
+fn be32(b: &[u8], at: usize) -> Option<u32> {
+    let w = b.get(at..at + 4)?;
+    Some(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+}
+
+/// Answers every whole single-fragment record at the front of `inb`
+/// (RFC 5531 §11 record marking) into `out`, and drops them from `inb`.
+fn answer(inb: &mut Vec<u8>, out: &mut Vec<u8>) -> io::Result<()> {
+    let bad = || io::Error::from(io::ErrorKind::InvalidData);
+    let mut at = 0;
+    while let Some(mark) = be32(inb, at) {
+        // Only single-fragment records: the last-fragment bit must be set.
+        if mark & 0x8000_0000 == 0 {
+            return Err(bad());
+        }
+        let len = (mark & 0x7fff_ffff) as usize;
+        if len > MAX_RECORD {
+            return Err(bad());
+        }
+        if inb.len() - at - 4 < len {
+            break;
+        }
+        let rec = &inb[at + 4..at + 4 + len];
+        // Call header: xid, CALL, rpcvers, prog, vers, proc.
+        let (Some(xid), Some(prog), Some(proc_)) = (be32(rec, 0), be32(rec, 12), be32(rec, 20))
+        else {
+            return Err(bad());
+        };
+        reply(out, xid, prog == MOUNT_PROG && proc_ == MOUNTPROC3_MNT);
+        at += 4 + len;
+    }
+    inb.drain(..at);
+    Ok(())
+}
+
+/// An accepted, successful reply (AUTH_NONE verifier); MNT's carries a
+/// handle and AUTH_SYS as its one flavour (RFC 1813 §5.2.1).
+fn reply(out: &mut Vec<u8>, xid: u32, mnt: bool) {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]); // record mark, patched below
+    for w in [xid, 1, 0, 0, 0, 0] {
+        out.extend_from_slice(&w.to_be_bytes());
+    }
+    if mnt {
+        out.extend_from_slice(&0u32.to_be_bytes()); // MNT3_OK
+        out.extend_from_slice(&(FAKE_FH.len() as u32).to_be_bytes());
+        out.extend_from_slice(&FAKE_FH);
+        out.extend_from_slice(&1u32.to_be_bytes());
+        out.extend_from_slice(&AUTH_SYS.to_be_bytes());
+    }
+    let len = (out.len() - start - 4) as u32;
+    out[start..start + 4].copy_from_slice(&(0x8000_0000 | len).to_be_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(xid: u32, prog: u32, proc_: u32) -> Vec<u8> {
+        let mut body = Vec::new();
+        for w in [xid, 0, 2, prog, 3, proc_, 0, 0, 0, 0] {
+            body.extend_from_slice(&w.to_be_bytes());
+        }
+        let mut r = (0x8000_0000u32 | body.len() as u32).to_be_bytes().to_vec();
+        r.extend_from_slice(&body);
+        r
+    }
+
+    #[test]
+    fn answers_whole_records_and_keeps_a_partial_one() {
+        let mut inb = call(5, 100_003, 0);
+        inb.extend_from_slice(&call(6, MOUNT_PROG, MOUNTPROC3_MNT));
+        let third = call(7, 100_003, 0);
+        inb.extend_from_slice(&third[..10]);
+        let mut out = Vec::new();
+        answer(&mut inb, &mut out).unwrap();
+        assert_eq!(inb, third[..10]);
+        // NULL: mark + 6 words; MNT: + status, handle, one flavour.
+        assert_eq!(be32(&out, 0), Some(0x8000_0000 | 24));
+        assert_eq!(be32(&out, 4), Some(5));
+        let mnt = &out[28..];
+        assert_eq!(be32(mnt, 0), Some(0x8000_0000 | (24 + 8 + 32 + 8)));
+        assert_eq!(be32(mnt, 4), Some(6));
+        assert_eq!(be32(mnt, 28), Some(0));
+        assert_eq!(be32(mnt, 32), Some(32));
+    }
+
+    #[test]
+    fn refuses_fragments_and_oversized_records() {
+        let mut out = Vec::new();
+        let mut frag = call(1, 100_003, 0);
+        frag[0] &= 0x7f;
+        assert!(answer(&mut frag, &mut out).is_err());
+        let mut big = (0x8000_0000u32 | (MAX_RECORD as u32 + 1))
+            .to_be_bytes()
+            .to_vec();
+        assert!(answer(&mut big, &mut out).is_err());
+        let mut short = (0x8000_0000u32 | 8).to_be_bytes().to_vec();
+        short.extend_from_slice(&[0; 8]);
+        assert!(answer(&mut short, &mut out).is_err());
+        assert!(out.is_empty());
+    }
+}
