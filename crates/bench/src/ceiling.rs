@@ -279,6 +279,60 @@ mod tests {
         assert_eq!(be32(mnt, 32), Some(32));
     }
 
+    /// Over real TCP: a burst of calls in one write gets every answer, in
+    /// order, and a bad record closes only its own connection.
+    #[test]
+    fn answers_over_tcp() {
+        let dir = std::env::temp_dir().join(format!("ceiling-test-{}", std::process::id()));
+        let _ = std::fs::remove_file(&dir);
+        let args = CeilingArgs {
+            listen: "127.0.0.1:0".into(),
+            port_file: Some(dir.clone()),
+            loops: Some(2),
+            max_conns: 8,
+        };
+        std::thread::spawn(move || ceiling_cmd(args));
+        let port = (0..200)
+            .find_map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                std::fs::read_to_string(&dir)
+                    .ok()?
+                    .trim()
+                    .parse::<u16>()
+                    .ok()
+            })
+            .expect("port file");
+        let _ = std::fs::remove_file(&dir);
+        let addr = ("127.0.0.1", port);
+        let mut bad = TcpStream::connect(addr).unwrap();
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut burst = Vec::new();
+        for xid in 0..100 {
+            burst.extend_from_slice(&call(xid, 100_003, 0));
+        }
+        burst.extend_from_slice(&call(100, MOUNT_PROG, MOUNTPROC3_MNT));
+        s.write_all(&burst).unwrap();
+        bad.write_all(&[0, 0, 0, 4, 1, 2, 3, 4]).unwrap();
+        let mut got = vec![0u8; 100 * 28 + 28 + 8 + 32 + 8];
+        s.read_exact(&mut got).unwrap();
+        for xid in 0..100u32 {
+            assert_eq!(be32(&got, xid as usize * 28 + 4), Some(xid));
+        }
+        assert_eq!(be32(&got, 100 * 28 + 4), Some(100));
+        assert_eq!(be32(&got, 100 * 28 + 28), Some(0));
+        assert_eq!(be32(&got, 100 * 28 + 32), Some(32));
+        // The bad connection is closed (EOF); the good one still answers.
+        bad.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        assert_eq!(bad.read(&mut [0u8; 4]).unwrap(), 0);
+        s.write_all(&call(7, 100_003, 0)).unwrap();
+        let mut one = [0u8; 28];
+        s.read_exact(&mut one).unwrap();
+        assert_eq!(be32(&one, 4), Some(7));
+    }
+
     #[test]
     fn refuses_fragments_and_oversized_records() {
         let mut out = Vec::new();
