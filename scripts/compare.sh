@@ -6,7 +6,7 @@
 # See docs/benchmarks.md ("rnfsd against nfs-ganesha").
 #
 #   scripts/compare.sh [--rounds 3] [--workloads getattr,traverse,...]
-#       [--servers rnfsd,ganesha] [--no-local] [--quick] [--fresh-fs yes|no]
+#       [--servers rnfsd,ganesha] [--no-local] [--quick] [--fresh-fs yes|no] [--loop-dio]
 #       [--out DIR] [--work DIR] [--bench PATH] [--rnfsd PATH]
 #       [--variant NAME=ARGS]... [--variant-bin NAME=PATH]... [--mount-files N]
 #       [--seed-size] [--no-pin-client]
@@ -52,6 +52,9 @@
 # per READ and WRITE call (default 1024, at most the server's rtmax/wtmax;
 # other sizes name the rows write-Nk, read-Nk).
 # --fsmark-streams LIST: fsmark's streams (default 16).
+# --loop-dio: the loop device under each fresh filesystem uses direct I/O
+# (losetup --direct-io=on): a journal commit's cache flush then does not
+# wait for the host to write back every page of the image file.
 # --no-pin-client: the one-stream shape's client thread is not kept on one
 # CPU (it is by default: rnfsd-bench --pin-one-stream).
 # --seed-size: getattr/traverse/mount on seed 000's tree (161,480 files in
@@ -79,6 +82,7 @@ SERVERS=rnfsd,ganesha
 LOCAL=1
 QUICK=
 FRESH_FS=yes
+LOOP_DIO=
 WORK=/tmp/rnfsd-compare
 OUT=
 declare -A VARIANT=()
@@ -104,6 +108,7 @@ while [ $# -gt 0 ]; do
     --no-local) LOCAL=; shift ;;
     --quick) QUICK=1; shift ;;
     --fresh-fs) FRESH_FS=$2; shift 2 ;;
+    --loop-dio) LOOP_DIO=yes; shift ;;
     --out) OUT=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --bench) BENCH=$2; shift 2 ;;
@@ -241,6 +246,10 @@ fresh_fs() {
         mkfs.ext4 -q -F -N "$INODES" -E lazy_itable_init=0,lazy_journal_init=0 "$WORK/fs.img"
         mkdir -p "$FS"
         mount -o loop "$WORK/fs.img" "$FS"
+        # --loop-dio: the loop device reads and writes the image with
+        # O_DIRECT, so a cache flush of the filesystem is not an fsync of
+        # every page the host holds for the image (closer to a disk).
+        [ -z "$LOOP_DIO" ] || losetup --direct-io=on "$(findmnt -no SOURCE "$FS")"
     else
         rm -rf "$FS"
         mkdir -p "$FS"
@@ -402,7 +411,7 @@ run_local() { # WORKLOAD (create or fsmark)
     echo "host: $(uname -srm), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
     echo "rnfsd: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' (modified tree)')"
     echo "ganesha: $(dpkg-query -W -f '${Version}' nfs-ganesha 2>/dev/null || echo 'not installed yet')"
-    echo "fresh filesystem per run: $FRESH_FS (ext4 on a loop device under $WORK)"
+    echo "fresh filesystem per run: $FRESH_FS (ext4 on a loop device under $WORK${LOOP_DIO:+, direct I/O})"
     echo "one-stream client pinned to one CPU: $([ ${#PIN_ONE[@]} -gt 0 ] && echo yes || echo no)"
     echo "rounds: $ROUNDS; workloads: $WORKLOADS; servers: $SERVERS; local: ${LOCAL:-no}; quick: ${QUICK:-no}"
     echo "handles: $HANDLES (tree of $HTREE_FILES files in $HTREE_DIRS dirs for the -h workloads)"

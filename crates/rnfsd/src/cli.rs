@@ -99,7 +99,7 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   handle_scan_wait_ms = 1000     then JUKEBOX (the client retries)
   act_as_caller = (root: true)   run calls as the caller's uid/gids
   max_syncs_in_flight = 64       per export: fsyncs at once (group commit)
-  write_behind_bytes = 0         per export: UNSTABLE bytes of a file before
+  write_behind_bytes = 4194304   per export: UNSTABLE bytes of a file before
                                  its writeback starts in the background (0: off)
   flush_delay_ms = 5000          per export: closed uncommitted writers flushed
                                  in the background after this (COMMIT: at once)
@@ -307,7 +307,7 @@ pub struct ServeArgs {
 
     /// Per export: UNSTABLE bytes one open file gathers before their
     /// writeback is started in the background (0: a COMMIT flushes
-    /// everything). [default: 0]
+    /// everything). [default: 4194304]
     #[arg(long, value_name = "BYTES")]
     pub write_behind_bytes: Option<u64>,
 

@@ -339,7 +339,17 @@ async fn round(r: u64) {
         LoopFs::new("crash", 512)
     };
     let export = fs.subdir("export");
-    let mut srv = TestServer::start_with(&export, &["--no-rpcbind"]);
+    // Write-behind after two blocks (its default, 4 MiB, is more than a
+    // round writes to a file): the cut then also meets writeback that
+    // write-behind started, which no acknowledged COMMIT may rely on.
+    let mut srv = TestServer::start_with(
+        &export,
+        &[
+            "--no-rpcbind",
+            "--write-behind-bytes",
+            &(2 * BLOCK).to_string(),
+        ],
+    );
     let acked = Arc::new(Mutex::new(Acked::default()));
     let mut tasks = Vec::new();
     // Odd rounds change names only: no data sync commits the journal for
