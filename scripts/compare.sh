@@ -317,8 +317,31 @@ write_steps() { # -> $WORK/steps.sh
     } >"$WORK/steps.sh"
 }
 
+# Waits (10 s at most) for the port file of the server just started as
+# PID, runs the workload's bench steps against it, then stops it.
+drive_server() { # PID WORKLOAD LABEL
+    local pid=$1 w=$2 label=$3 st=0
+    for _ in $(seq 1 100); do
+        [ -s "$WORK/port" ] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ -s "$WORK/port" ]; then
+        bench_args "$w" "$label"
+        write_steps
+        BENCH=$BENCH bash "$WORK/steps.sh" --addr "127.0.0.1:$(cat "$WORK/port")" \
+            --export "$FS/export" --server-pid "$pid" --json "$RESULTS" || st=$?
+    else
+        log "$label did not start"
+        st=1
+    fi
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    return "$st"
+}
+
 run_rnfsd() { # WORKLOAD [LABEL [EXTRA SERVE ARGS [BINARY]]]
-    local w=$1 label=${2:-rnfsd} pid st=0 extra=() bin=${4:-$RNFSD}
+    local w=$1 label=${2:-rnfsd} extra=() bin=${4:-$RNFSD}
     [ -n "${3:-}" ] && read -r -a extra <<<"$3"
     rm -f "$WORK/port"
     rm -rf "$WORK/rnfsd-state"
@@ -332,24 +355,7 @@ run_rnfsd() { # WORKLOAD [LABEL [EXTRA SERVE ARGS [BINARY]]]
     "$bin" serve "$FS/export" --listen 127.0.0.1:0 --port-file "$WORK/port" \
         --state-dir "$WORK/rnfsd-state" --no-rpcbind --no-root-squash --log-level warn \
         $ins "${extra[@]}" >>"$OUT/rnfsd.log" 2>&1 &
-    pid=$!
-    for _ in $(seq 1 100); do
-        [ -s "$WORK/port" ] && break
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if [ -s "$WORK/port" ]; then
-        bench_args "$w" "$label"
-        write_steps
-        BENCH=$BENCH bash "$WORK/steps.sh" --addr "127.0.0.1:$(cat "$WORK/port")" \
-            --export "$FS/export" --server-pid "$pid" --json "$RESULTS" || st=$?
-    else
-        log "rnfsd did not start"
-        st=1
-    fi
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    return "$st"
+    drive_server $! "$w" "$label"
 }
 
 run_ganesha() { # WORKLOAD
@@ -371,28 +377,10 @@ run_ganesha() { # WORKLOAD
 # The no-work RPC server (`rnfsd-bench ceiling`): the machine's ceiling,
 # for the null workload only (it answers nothing else).
 run_ceiling() { # WORKLOAD
-    local w=$1 pid st=0
-    [ "$w" = null ] || { log "ceiling runs the null workload only: $w skipped"; return 0; }
+    [ "$1" = null ] || { log "ceiling runs the null workload only: $1 skipped"; return 0; }
     rm -f "$WORK/port"
     "$BENCH" ceiling --listen 127.0.0.1:0 --port-file "$WORK/port" >>"$OUT/ceiling.log" 2>&1 &
-    pid=$!
-    for _ in $(seq 1 100); do
-        [ -s "$WORK/port" ] && break
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if [ -s "$WORK/port" ]; then
-        bench_args "$w" ceiling
-        write_steps
-        BENCH=$BENCH bash "$WORK/steps.sh" --addr "127.0.0.1:$(cat "$WORK/port")" \
-            --export "$FS/export" --server-pid "$pid" --json "$RESULTS" || st=$?
-    else
-        log "the ceiling server did not start"
-        st=1
-    fi
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    return "$st"
+    drive_server $! "$1" ceiling
 }
 
 run_local() { # WORKLOAD (create or fsmark)
