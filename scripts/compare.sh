@@ -249,7 +249,8 @@ fresh_fs() {
         # --loop-dio: the loop device reads and writes the image with
         # O_DIRECT, so a cache flush of the filesystem is not an fsync of
         # every page the host holds for the image (closer to a disk).
-        [ -z "$LOOP_DIO" ] || losetup --direct-io=on "$(findmnt -no SOURCE "$FS")"
+        [ -z "$LOOP_DIO" ] || losetup --direct-io=on "$(findmnt -no SOURCE "$FS")" \
+            || die "--loop-dio: losetup --direct-io=on failed for $FS"
     else
         rm -rf "$FS"
         mkdir -p "$FS"

@@ -7,10 +7,12 @@
 //! limit" is measured in the same run instead of assumed. Not a server for
 //! clients.
 //!
-//! Written by hand, not with a framework: a ceiling must cost less than the
-//! servers it bounds, so it is a few event loops (mio, as rnfsd's) that read
-//! what a socket holds, answer every whole record in it and write the
-//! answers in one `write`.
+//! The loop is written by hand, not taken from rnfsd's transport or a
+//! framework: a ceiling must cost less than the servers it bounds, so it is
+//! a few event loops (mio, as rnfsd's) that read what a socket holds, answer
+//! every whole record in it and write the answers together (one `write` per
+//! 256 KiB of them). The
+//! replies are encoded with the project's own `rnfsd-proto` encoders.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -22,6 +24,10 @@ use std::sync::Arc;
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
+use rnfsd_client::record::LAST_FRAGMENT;
+use rnfsd_proto::mount::{self, FHandle3, MountRes3};
+use rnfsd_proto::rpc::{encode_accepted, AcceptStat, AUTH_SYS};
+use rnfsd_xdr::{Enc, Xdr};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct CeilingArgs {
@@ -49,9 +55,6 @@ const READ_CHUNK: usize = 64 * 1024;
 const MAX_OUT: usize = 256 * 1024;
 /// Handle returned by MNT (any fixed bytes do: nothing is resolved).
 const FAKE_FH: [u8; 32] = [7; 32];
-const MOUNT_PROG: u32 = 100_005;
-const MOUNTPROC3_MNT: u32 = 1;
-const AUTH_SYS: u32 = 1;
 const WAKE: Token = Token(usize::MAX);
 
 pub fn ceiling_cmd(a: CeilingArgs) -> Result<(), String> {
@@ -218,10 +221,10 @@ fn answer(inb: &mut Vec<u8>, out: &mut Vec<u8>) -> io::Result<()> {
     let mut at = 0;
     while let Some(mark) = be32(inb, at) {
         // Only single-fragment records: the last-fragment bit must be set.
-        if mark & 0x8000_0000 == 0 {
+        if mark & LAST_FRAGMENT == 0 {
             return Err(bad());
         }
-        let len = (mark & 0x7fff_ffff) as usize;
+        let len = (mark & !LAST_FRAGMENT) as usize;
         if len > MAX_RECORD {
             return Err(bad());
         }
@@ -234,7 +237,7 @@ fn answer(inb: &mut Vec<u8>, out: &mut Vec<u8>) -> io::Result<()> {
         else {
             return Err(bad());
         };
-        reply(out, xid, prog == MOUNT_PROG && proc_ == MOUNTPROC3_MNT);
+        reply(out, xid, prog == mount::PROGRAM && proc_ == mount::PROC_MNT);
         at += 4 + len;
     }
     inb.drain(..at);
@@ -245,33 +248,45 @@ fn answer(inb: &mut Vec<u8>, out: &mut Vec<u8>) -> io::Result<()> {
 /// handle and AUTH_SYS as its one flavour (RFC 1813 §5.2.1).
 fn reply(out: &mut Vec<u8>, xid: u32, mnt: bool) {
     let start = out.len();
-    out.extend_from_slice(&[0; 4]); // record mark, patched below
-    for w in [xid, 1, 0, 0, 0, 0] {
-        out.extend_from_slice(&w.to_be_bytes());
-    }
+    let mut e = Enc::from_vec(std::mem::take(out));
+    e.u32(0); // record mark, patched below
+    encode_accepted(&mut e, xid, AcceptStat::Success);
     if mnt {
-        out.extend_from_slice(&0u32.to_be_bytes()); // MNT3_OK
-        out.extend_from_slice(&(FAKE_FH.len() as u32).to_be_bytes());
-        out.extend_from_slice(&FAKE_FH);
-        out.extend_from_slice(&1u32.to_be_bytes());
-        out.extend_from_slice(&AUTH_SYS.to_be_bytes());
+        MountRes3::Ok {
+            fhandle: FHandle3(FAKE_FH.to_vec()),
+            auth_flavors: vec![AUTH_SYS],
+        }
+        .encode(&mut e);
     }
-    let len = (out.len() - start - 4) as u32;
-    out[start..start + 4].copy_from_slice(&(0x8000_0000 | len).to_be_bytes());
+    let len = (e.len() - start - 4) as u32;
+    e.patch_u32(start, LAST_FRAGMENT | len);
+    *out = e.into_vec();
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rnfsd_proto::rpc::{CallHeader, OpaqueAuth};
+
+    const MOUNT_PROG: u32 = mount::PROGRAM;
+    const MOUNTPROC3_MNT: u32 = mount::PROC_MNT;
 
     fn call(xid: u32, prog: u32, proc_: u32) -> Vec<u8> {
-        let mut body = Vec::new();
-        for w in [xid, 0, 2, prog, 3, proc_, 0, 0, 0, 0] {
-            body.extend_from_slice(&w.to_be_bytes());
+        let mut e = Enc::new();
+        e.u32(0); // record mark
+        CallHeader {
+            xid,
+            rpcvers: 2,
+            prog,
+            vers: 3,
+            proc_,
+            cred: OpaqueAuth::NONE,
+            verf: OpaqueAuth::NONE,
         }
-        let mut r = (0x8000_0000u32 | body.len() as u32).to_be_bytes().to_vec();
-        r.extend_from_slice(&body);
-        r
+        .encode(&mut e);
+        let len = e.len() as u32 - 4;
+        e.patch_u32(0, LAST_FRAGMENT | len);
+        e.into_vec()
     }
 
     #[test]
@@ -284,10 +299,10 @@ mod tests {
         answer(&mut inb, &mut out).unwrap();
         assert_eq!(inb, third[..10]);
         // NULL: mark + 6 words; MNT: + status, handle, one flavour.
-        assert_eq!(be32(&out, 0), Some(0x8000_0000 | 24));
+        assert_eq!(be32(&out, 0), Some(LAST_FRAGMENT | 24));
         assert_eq!(be32(&out, 4), Some(5));
         let mnt = &out[28..];
-        assert_eq!(be32(mnt, 0), Some(0x8000_0000 | (24 + 8 + 32 + 8)));
+        assert_eq!(be32(mnt, 0), Some(LAST_FRAGMENT | (24 + 8 + 32 + 8)));
         assert_eq!(be32(mnt, 4), Some(6));
         assert_eq!(be32(mnt, 28), Some(0));
         assert_eq!(be32(mnt, 32), Some(32));
@@ -408,11 +423,11 @@ mod tests {
         let mut frag = call(1, 100_003, 0);
         frag[0] &= 0x7f;
         assert!(answer(&mut frag, &mut out).is_err());
-        let mut big = (0x8000_0000u32 | (MAX_RECORD as u32 + 1))
+        let mut big = (LAST_FRAGMENT | (MAX_RECORD as u32 + 1))
             .to_be_bytes()
             .to_vec();
         assert!(answer(&mut big, &mut out).is_err());
-        let mut short = (0x8000_0000u32 | 8).to_be_bytes().to_vec();
+        let mut short = (LAST_FRAGMENT | 8).to_be_bytes().to_vec();
         short.extend_from_slice(&[0; 8]);
         assert!(answer(&mut short, &mut out).is_err());
         assert!(out.is_empty());

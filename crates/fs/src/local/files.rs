@@ -390,6 +390,19 @@ mod tests {
         (files, flusher, taken)
     }
 
+    /// An empty file "f" in a fresh directory, and `full_cache` there.
+    fn file_and_full_cache() -> (
+        tempfile::TempDir,
+        std::path::PathBuf,
+        (Arc<FileCache>, Arc<Flusher>, Permit),
+    ) {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f");
+        std::fs::write(&path, b"").unwrap();
+        let cache = full_cache(d.path());
+        (d, path, cache)
+    }
+
     fn written_writer(files: &FileCache, path: &std::path::Path) -> Arc<OpenFile> {
         let fd: OwnedFd = std::fs::OpenOptions::new()
             .write(true)
@@ -409,10 +422,7 @@ mod tests {
     /// keeps its descriptor, which only a permit may do.
     #[test]
     fn an_uncached_writer_is_not_queued_for_write_behind() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("f");
-        std::fs::write(&path, b"").unwrap();
-        let (files, _flusher, taken) = full_cache(d.path());
+        let (_d, path, (files, _flusher, taken)) = file_and_full_cache();
         let f = written_writer(&files, &path);
         assert!(f.permit.is_none(), "the budget is taken: not cached");
         assert!(
@@ -445,10 +455,7 @@ mod tests {
     /// after settles it. Off a loop, `release` is an ordinary drop.
     #[test]
     fn a_loop_leaves_a_writers_close_to_the_reclaimer() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("f");
-        std::fs::write(&path, b"").unwrap();
-        let (files, flusher, _taken) = full_cache(d.path());
+        let (_d, path, (files, flusher, _taken)) = file_and_full_cache();
 
         let f = written_writer(&files, &path);
         files.release(f);
