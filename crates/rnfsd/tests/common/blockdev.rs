@@ -75,11 +75,13 @@ impl LoopFs {
         Self::make(dir, image, size_mib, None, "xfs")
     }
 
-    /// An image of `size_mib` (sparse) on a tmpfs of `room_mib`: once the
-    /// tmpfs is full, writes to not yet allocated blocks of the device fail
+    /// An image of `size_mib` on a tmpfs of `room_mib`: once the tmpfs is
+    /// full, writes to blocks of the device the image does not hold fail
     /// (EIO to the filesystem above), as a thin-provisioned volume that ran
-    /// out of space does. mkfs writes every metadata block up front, so
-    /// only data writes can fail.
+    /// out of space does. Every block of the image is held after mkfs, so
+    /// no metadata write can fail (a failed one aborts ext4's journal and
+    /// the filesystem turns read-only); `preallocated` gives back the
+    /// blocks of the one file whose data writes are meant to fail.
     pub fn thin(tag: &str, size_mib: u64, room_mib: u64) -> LoopFs {
         let dir = TempDir::new(tag);
         let t = dir.path().join("tmpfs");
@@ -96,7 +98,18 @@ impl LoopFs {
             ],
         );
         let image = t.join("fs.img");
-        Self::make(dir, image, size_mib, Some(t), "ext4")
+        let fs = Self::make(dir, image, size_mib, Some(t), "ext4");
+        // mkfs may leave blocks unwritten (or discard them, which punches
+        // holes in the image): hold them all now. Content is unchanged.
+        run(
+            "fallocate",
+            &[
+                "-l",
+                &format!("{}", size_mib << 20),
+                fs.image.to_str().unwrap(),
+            ],
+        );
+        fs
     }
 
     fn make(
@@ -130,7 +143,7 @@ impl LoopFs {
                     "-q",
                     "-F",
                     "-E",
-                    "lazy_itable_init=0,lazy_journal_init=0",
+                    "lazy_itable_init=0,lazy_journal_init=0,nodiscard",
                     &fs.dev,
                 ],
             );
@@ -187,9 +200,9 @@ impl LoopFs {
     }
 
     /// A file of `len` bytes whose blocks are allocated (unwritten extents)
-    /// and whose metadata is on the device: writing its data later changes
-    /// no metadata block the image does not hold already, so on a thin
-    /// image only the data writes can fail.
+    /// and whose metadata is on the device. On a thin image its blocks are
+    /// then given back (holes in the image, found with `filefrag`), so once
+    /// the image's tmpfs is full only this file's data writes fail.
     pub fn preallocated(&self, rel: &str, len: u64) -> PathBuf {
         let p = self.mnt.join(rel);
         let f = std::fs::File::create(&p).expect("file");
@@ -200,8 +213,39 @@ impl LoopFs {
         f.sync_all().expect("fsync");
         drop(f);
         run("sync", &[]);
+        if self.tmpfs.is_some() {
+            for (off, len) in physical_extents(&p) {
+                let (off, len) = (off.to_string(), len.to_string());
+                let image = self.image.to_str().unwrap();
+                run("fallocate", &["-p", "-o", &off, "-l", &len, image]);
+            }
+        }
         p
     }
+}
+
+/// The byte ranges of the device that hold `path`'s blocks, from
+/// `filefrag -v` (whose table gives physical block ranges).
+fn physical_extents(path: &Path) -> Vec<(u64, u64)> {
+    let out = run("filefrag", &["-v", path.to_str().unwrap()]);
+    let block: u64 = out
+        .split("blocks of ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("filefrag: block size");
+    let ranges: Vec<(u64, u64)> = out
+        .lines()
+        .filter_map(|l| {
+            // "   0:        0..    2047:      34816..     36863:   2048: ..."
+            let cols: Vec<&str> = l.split(':').map(str::trim).collect();
+            let (first, last) = cols.get(2)?.split_once("..")?;
+            let (first, last): (u64, u64) = (first.trim().parse().ok()?, last.trim().parse().ok()?);
+            Some((first * block, (last - first + 1) * block))
+        })
+        .collect();
+    assert!(!ranges.is_empty(), "filefrag found no extent:\n{out}");
+    ranges
 }
 
 impl Drop for LoopFs {
