@@ -76,24 +76,46 @@ impl Journal {
 
 /// XFS always; ext4 (whose magic ext2 and ext3 share) only when the
 /// filesystem has a jbd2 journal, which the kernel lists under
-/// /proc/fs/jbd2/<device>-<journal inode>.
+/// /proc/fs/jbd2/<device>-<journal inode>, and does not use fast commits.
 fn ordered_journal(root: RawFd, dev: u64) -> bool {
     match sys::fs_type(root) {
         Ok(XFS_SUPER_MAGIC) => true,
-        Ok(EXT4_SUPER_MAGIC) => has_jbd2(dev),
+        Ok(EXT4_SUPER_MAGIC) => block_name(dev).is_some_and(|n| has_jbd2(&n) && !fast_commits(&n)),
         _ => false,
     }
 }
 
-/// `dev` as `sys::Stat` encodes it: major in the high 32 bits.
-fn has_jbd2(dev: u64) -> bool {
+/// Whether the export's filesystem is ext4 making fsyncs fast commits,
+/// where an `O_TMPFILE` file must not be made (its replay fails:
+/// `fast_commits`); unknown counts as yes.
+pub(super) fn fast_commits_at(root: RawFd, dev: u64) -> bool {
+    matches!(sys::fs_type(root), Ok(EXT4_SUPER_MAGIC))
+        && block_name(dev).is_none_or(|n| fast_commits(&n))
+}
+
+/// The block device's kernel name ("loop1", "vda2") of `dev`, as
+/// `sys::Stat` encodes it: major in the high 32 bits.
+fn block_name(dev: u64) -> Option<String> {
     let (major, minor) = (dev >> 32, dev & 0xffff_ffff);
-    let Ok(link) = std::fs::read_link(format!("/sys/dev/block/{major}:{minor}")) else {
-        return false;
-    };
-    let Some(name) = link.file_name().and_then(|n| n.to_str()) else {
-        return false;
-    };
+    let link = std::fs::read_link(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    Some(link.file_name()?.to_str()?.to_owned())
+}
+
+/// Whether ext4 on `name` makes fsyncs fast commits (the `fast_commit`
+/// feature, or the mount option of that name, both of which ext4 lists as
+/// `fc_debug_force` in its options). There an fsync of an unlinked inode,
+/// which the marker is, or of a file made with `O_TMPFILE` then linked,
+/// leaves a journal that Linux 6.18 cannot replay after a crash ("JBD2:
+/// journal recovery failed": the filesystem no longer mounts;
+/// docs/durability.md), so such a filesystem syncs per object and makes
+/// EXCLUSIVE creates by name. Unreadable options count as fast commits.
+fn fast_commits(name: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/fs/ext4/{name}/options")).map_or(true, |o| {
+        o.split_whitespace().any(|w| w == "fc_debug_force")
+    })
+}
+
+fn has_jbd2(name: &str) -> bool {
     let prefix = format!("{name}-");
     std::fs::read_dir("/proc/fs/jbd2")
         .map(|d| {

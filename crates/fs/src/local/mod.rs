@@ -315,6 +315,9 @@ pub struct LocalFs {
     /// The export filesystem's journal, where one commit covers every
     /// metadata change before it (`sync` exports on ext4 and XFS).
     journal: Option<journal::Journal>,
+    /// EXCLUSIVE creates may make the file unnamed first (`O_TMPFILE`):
+    /// not on ext4 with fast commits (`journal::fast_commits_at`).
+    tmpfile_creates: bool,
 }
 
 use crate::access::check_name;
@@ -423,6 +426,7 @@ impl LocalFs {
             } else {
                 None
             },
+            tmpfile_creates: !journal::fast_commits_at(rootfd_raw, st.dev),
             opts,
         })
     }

@@ -77,15 +77,22 @@ impl LocalFs {
 /// An EXCLUSIVE create whose file appears with its verifier already in its
 /// times: made unnamed (O_TMPFILE), stamped, then linked in, so no crash or
 /// failure can leave the name without the verifier (a retry would then get
-/// EEXIST for its own create). Where the filesystem has no O_TMPFILE, a
+/// EEXIST for its own create). Where the filesystem has no O_TMPFILE, or
+/// must not be given one (`tmpfile` false: ext4 with fast commits), a
 /// mknod then the times (a failure in between removes the file).
 fn exclusive_create(
     d: &Obj<'_>,
     c: &CString,
     atime: &SetTime,
     mtime: &SetTime,
+    tmpfile: bool,
 ) -> std::io::Result<()> {
-    match sys::openat(d.raw(), sys::DOT, libc::O_TMPFILE | libc::O_WRONLY, 0) {
+    let tmp = if tmpfile {
+        sys::openat(d.raw(), sys::DOT, libc::O_TMPFILE | libc::O_WRONLY, 0)
+    } else {
+        Err(std::io::Error::from_raw_os_error(libc::EOPNOTSUPP))
+    };
+    match tmp {
         Ok(tmp) => {
             sys::set_times(tmp.as_raw_fd(), atime, mtime)?;
             sys::link_fd(tmp.as_raw_fd(), d.raw(), c)
@@ -168,7 +175,7 @@ pub(super) fn create(
                     nsec: 0,
                 })
             };
-            match exclusive_create(&d, &c, &t(va), &t(vm)) {
+            match exclusive_create(&d, &c, &t(va), &t(vm), fs.tmpfile_creates) {
                 Ok(()) => {
                     let fd = sys::open_path(d.raw(), &c)?;
                     let st = sys::fstat(fd.as_raw_fd())?;

@@ -67,6 +67,14 @@ impl LoopFs {
         Self::make(dir, image, size_mib, None, "ext4")
     }
 
+    /// ext4 with fast commits (`-O fast_commit`): its fsyncs log changed
+    /// inodes in fast-commit blocks instead of committing the journal.
+    pub fn ext4_fast_commit(tag: &str, size_mib: u64) -> LoopFs {
+        let dir = TempDir::new(tag);
+        let image = dir.path().join("fs.img");
+        Self::make(dir, image, size_mib, None, "ext4-fc")
+    }
+
     /// XFS instead of ext4 (XFS reuses a freed inode number at once, which
     /// ext4 avoids for a while). Needs mkfs.xfs; at least 300 MiB.
     pub fn xfs(tag: &str, size_mib: u64) -> LoopFs {
@@ -137,6 +145,11 @@ impl LoopFs {
         if fstype == "xfs" {
             run("mkfs.xfs", &["-q", "-f", &fs.dev]);
         } else {
+            let features = if fstype == "ext4-fc" {
+                "fast_commit"
+            } else {
+                "has_journal"
+            };
             run(
                 "mkfs.ext4",
                 &[
@@ -144,9 +157,12 @@ impl LoopFs {
                     "-F",
                     "-E",
                     "lazy_itable_init=0,lazy_journal_init=0,nodiscard",
+                    "-O",
+                    features,
                     &fs.dev,
                 ],
             );
+            fs.fstype = "ext4";
         }
         fs.mount();
         fs
