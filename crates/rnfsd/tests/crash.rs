@@ -176,13 +176,21 @@ async fn stable_writer(nfs: NfsClient, root: NfsFh3, name: String, acked: Arc<Mu
     }
 }
 
-/// CREATE c{n}; every third is then renamed to r{n}, every third removed.
+/// CREATE c{n} (GUARDED and EXCLUSIVE in turn); every third is then
+/// renamed to r{n}, every third removed.
 async fn namespace(nfs: NfsClient, root: NfsFh3, tag: String, acked: Arc<Mutex<Acked>>) {
     for n in 0u64.. {
         let c = format!("{tag}c{n}");
         let r = format!("{tag}r{n}");
         acked.lock().unwrap().uncertain.insert(c.clone());
-        if !made(&nfs, &root, &c, &Make::Guarded).await {
+        // GUARDED and EXCLUSIVE creates in turn (the Linux client's
+        // O_EXCL opens are EXCLUSIVE).
+        let what = if n % 2 == 0 {
+            Make::Guarded
+        } else {
+            Make::Exclusive(exclusive_verifier(n))
+        };
+        if !made(&nfs, &root, &c, &what).await {
             return;
         }
         {
@@ -256,6 +264,11 @@ enum Make {
     Exclusive([u8; 8]),
 }
 
+/// A verifier for EXCLUSIVE create `n` (distinct per `n`).
+fn exclusive_verifier(n: u64) -> [u8; 8] {
+    (n.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1).to_be_bytes()
+}
+
 /// The (mtime, atime) seconds an EXCLUSIVE create's verifier leaves in
 /// its file (the server's encoding, as knfsd's: the top bit cleared).
 fn verifier_times(v: &[u8; 8]) -> (i64, i64) {
@@ -299,7 +312,7 @@ async fn creates_only(nfs: NfsClient, root: NfsFh3, tag: String, acked: Arc<Mute
         let what = match n % 4 {
             1 | 3 => Make::Dir,
             0 => Make::Guarded,
-            _ => Make::Exclusive((n.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1).to_be_bytes()),
+            _ => Make::Exclusive(exclusive_verifier(n)),
         };
         if !made(&nfs, &root, &c, &what).await {
             return;
