@@ -389,6 +389,32 @@ fn moment(round: u64) -> Duration {
     Duration::from_millis(300 + x % 1200)
 }
 
+/// The power cut: the filesystem shut down without a log flush, the load
+/// left to fail (bounded), the server killed, then the filesystem
+/// remounted, which replays its journal (and panics, "Structure needs
+/// cleaning", when the journal cannot be replayed).
+async fn power_cut(
+    fs: &mut LoopFs,
+    srv: &mut TestServer,
+    acked: &Mutex<Acked>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+) {
+    acked.lock().unwrap().cutting = true;
+    run(
+        "xfs_io",
+        &["-x", "-c", "shutdown", fs.mnt.to_str().unwrap()],
+    );
+    // Calls now fail (EIO); the load ends by itself. Bounded all the same.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for t in tasks {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let _ = tokio::time::timeout(left, t).await;
+    }
+    srv.kill();
+    fs.umount();
+    fs.mount();
+}
+
 /// Whether rounds on ext4 with fast commits run: in the full run only
 /// (`RNFSD_CRASH_ROUNDS` given), where the kernel has them. After
 /// `xfs_io -x -c shutdown`, fast commits now and then leave a journal
@@ -455,21 +481,7 @@ async fn round(r: u64) {
         }));
     }
     tokio::time::sleep(moment(r)).await;
-    // The power cut: no log flush.
-    acked.lock().unwrap().cutting = true;
-    run(
-        "xfs_io",
-        &["-x", "-c", "shutdown", fs.mnt.to_str().unwrap()],
-    );
-    // Calls now fail (EIO); the load ends by itself. Bounded all the same.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    for t in tasks {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let _ = tokio::time::timeout(left, t).await;
-    }
-    srv.kill();
-    fs.umount();
-    fs.mount();
+    power_cut(&mut fs, &mut srv, &acked, tasks).await;
     let (blocks, names, ops, verfs) = {
         let a = acked.lock().unwrap();
         let (b, n) = verify(&export, &a);
@@ -664,21 +676,7 @@ async fn exclusive_creates_on_fast_commits_survive_a_power_cut() {
             }));
         }
         tokio::time::sleep(moment(r + 100)).await;
-        acked.lock().unwrap().cutting = true;
-        run(
-            "xfs_io",
-            &["-x", "-c", "shutdown", fs.mnt.to_str().unwrap()],
-        );
-        let deadline = Instant::now() + Duration::from_secs(30);
-        for t in tasks {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let _ = tokio::time::timeout(left, t).await;
-        }
-        srv.kill();
-        fs.umount();
-        // Panics ("Structure needs cleaning") when the journal cannot be
-        // replayed.
-        fs.mount();
+        power_cut(&mut fs, &mut srv, &acked, tasks).await;
         let a = acked.lock().unwrap();
         assert!(
             a.ops > 0,

@@ -102,13 +102,14 @@ fn block_name(dev: u64) -> Option<String> {
 }
 
 /// Whether ext4 on `name` makes fsyncs fast commits (the `fast_commit`
-/// feature, or the mount option of that name, both of which ext4 lists as
-/// `fc_debug_force` in its options). There an fsync of an unlinked inode,
-/// which the marker is, or of a file made with `O_TMPFILE` then linked,
-/// leaves a journal that Linux 6.18 cannot replay after a crash ("JBD2:
-/// journal recovery failed": the filesystem no longer mounts;
-/// docs/durability.md), so such a filesystem syncs per object and makes
-/// EXCLUSIVE creates by name. Unreadable options count as fast commits.
+/// feature, or the debug mount option `fc_debug_force`; ext4 lists the
+/// latter in its options either way). There an fsync of an unlinked
+/// inode, which the marker is, or of a file made with `O_TMPFILE` then
+/// linked, leaves a journal that Linux 6.18 cannot replay after a
+/// simulated crash (`xfs_io -x -c shutdown`; "JBD2: journal recovery
+/// failed": the filesystem no longer mounts; docs/durability.md), so such
+/// a filesystem syncs per object and makes EXCLUSIVE creates by name.
+/// Unreadable options count as fast commits.
 fn fast_commits(name: &str) -> bool {
     std::fs::read_to_string(format!("/proc/fs/ext4/{name}/options")).map_or(true, |o| {
         o.split_whitespace().any(|w| w == "fc_debug_force")
