@@ -388,6 +388,15 @@ impl LocalFs {
                 cross_mounts: opts.cross_mounts,
             },
         );
+        // An operator sees why syncs cost more here (docs/durability.md).
+        let fast_commits = journal::fast_commits_at(rootfd_raw, st.dev);
+        if fast_commits {
+            tracing::info!(
+                export = %root.display(),
+                "ext4 with fast commits: syncs per object, EXCLUSIVE creates by name \
+                 (its journal does not replay after an fsync of an unnamed file)"
+            );
+        }
         Ok(LocalFs {
             root: rootfd,
             root_prefix,
@@ -426,7 +435,7 @@ impl LocalFs {
             } else {
                 None
             },
-            tmpfile_creates: !journal::fast_commits_at(rootfd_raw, st.dev),
+            tmpfile_creates: !fast_commits,
             opts,
         })
     }
