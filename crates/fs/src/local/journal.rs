@@ -76,18 +76,20 @@ impl Journal {
 
 /// XFS always; ext4 (whose magic ext2 and ext3 share) only when the
 /// filesystem has a jbd2 journal, which the kernel lists under
-/// /proc/fs/jbd2/<device>-<journal inode>, and does not use fast commits.
+/// /proc/fs/jbd2/<device>-<journal inode>. (ext4 with fast commits never
+/// gets here: `LocalFs::open` asks `fast_commits_at` first.)
 fn ordered_journal(root: RawFd, dev: u64) -> bool {
     match sys::fs_type(root) {
         Ok(XFS_SUPER_MAGIC) => true,
-        Ok(EXT4_SUPER_MAGIC) => block_name(dev).is_some_and(|n| has_jbd2(&n) && !fast_commits(&n)),
+        Ok(EXT4_SUPER_MAGIC) => block_name(dev).is_some_and(|n| has_jbd2(&n)),
         _ => false,
     }
 }
 
 /// Whether the export's filesystem is ext4 making fsyncs fast commits,
-/// where an `O_TMPFILE` file must not be made (its replay fails:
-/// `fast_commits`); unknown counts as yes.
+/// where no `O_TMPFILE` file may be made, neither the marker nor an
+/// EXCLUSIVE create's (its replay fails: `fast_commits`); unknown counts
+/// as yes.
 pub(super) fn fast_commits_at(root: RawFd, dev: u64) -> bool {
     matches!(sys::fs_type(root), Ok(EXT4_SUPER_MAGIC))
         && block_name(dev).is_none_or(|n| fast_commits(&n))

@@ -430,7 +430,7 @@ impl LocalFs {
             caches,
             verifier,
             committer: Committer::new(opts.max_syncs_in_flight),
-            journal: if opts.sync {
+            journal: if opts.sync && !fast_commits {
                 journal::Journal::open(rootfd_raw, st.dev)
             } else {
                 None

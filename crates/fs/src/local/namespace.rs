@@ -87,12 +87,19 @@ fn exclusive_create(
     mtime: &SetTime,
     tmpfile: bool,
 ) -> std::io::Result<()> {
-    let tmp = if tmpfile {
-        sys::openat(d.raw(), sys::DOT, libc::O_TMPFILE | libc::O_WRONLY, 0)
-    } else {
-        Err(std::io::Error::from_raw_os_error(libc::EOPNOTSUPP))
+    let by_name = || {
+        sys::mknodat(d.raw(), c, libc::S_IFREG, 0)?;
+        let fd = sys::open_path(d.raw(), c)?;
+        if let Err(e) = sys::set_times(fd.as_raw_fd(), atime, mtime) {
+            let _ = sys::unlinkat(d.raw(), c, 0);
+            return Err(e);
+        }
+        Ok(())
     };
-    match tmp {
+    if !tmpfile {
+        return by_name();
+    }
+    match sys::openat(d.raw(), sys::DOT, libc::O_TMPFILE | libc::O_WRONLY, 0) {
         Ok(tmp) => {
             sys::set_times(tmp.as_raw_fd(), atime, mtime)?;
             sys::link_fd(tmp.as_raw_fd(), d.raw(), c)
@@ -103,13 +110,7 @@ fn exclusive_create(
                 Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
             ) =>
         {
-            sys::mknodat(d.raw(), c, libc::S_IFREG, 0)?;
-            let fd = sys::open_path(d.raw(), c)?;
-            if let Err(e) = sys::set_times(fd.as_raw_fd(), atime, mtime) {
-                let _ = sys::unlinkat(d.raw(), c, 0);
-                return Err(e);
-            }
-            Ok(())
+            by_name()
         }
         Err(e) => Err(e),
     }
