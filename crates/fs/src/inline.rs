@@ -31,6 +31,17 @@
 //! cache it at a full bound). It is decided before anything changes (given
 //! up, nothing is done) and then runs to its end; a write or an open that
 //! slept quiets the loop as a miss does.
+//!
+//! A namespace change or SETATTR of an `async` export (`Leave::changes`)
+//! runs on the loop too: on ext4 it costs tens of microseconds, nothing of
+//! it waits for stable storage, and a handoff costs a wakeup and two
+//! context switches. It is decided once its handles are resolved, before
+//! anything changes (`run_to_end`); from there the call is no longer
+//! inline for the backend (nothing in it can give up: the call would be
+//! done twice) but stays on a loop for the caches (`on_loop`: nothing is
+//! reclaimed or closed there), and the whole rest of it is watched as one
+//! step when the guard drops. A `sync` export's changes never come here:
+//! they wait for a journal commit in the blocking pool.
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -38,8 +49,11 @@ use std::time::{Duration, Instant};
 use crate::FsError;
 
 thread_local! {
-    /// 0: normal; 1: inline; 2: inline, and gave up.
+    /// 0: normal; 1: inline; 2: inline, and gave up; 3: on a loop, running
+    /// a change to its end (`run_to_end`).
     static STATE: Cell<u8> = const { Cell::new(0) };
+    /// While in state 3: the change under way.
+    static CHANGE: Cell<Option<Change>> = const { Cell::new(None) };
     /// What this inline attempt may do beyond memory (see the module text).
     static MAY: Cell<Leave> = const { Cell::new(Leave::NONE) };
     /// No speculation on this thread before this instant.
@@ -50,6 +64,10 @@ thread_local! {
     /// speculative step began (None: none began yet this turn).
     static TURN_BASE: Cell<Option<u64>> = const { Cell::new(None) };
 }
+
+/// A change run to its end (`run_to_end`): when it began, the thread's
+/// sleeps then, and how to read them again.
+type Change = (Instant, u64, fn() -> u64);
 
 /// A speculative step that took at least this long is checked for a
 /// sleep; a shorter one held the loop's other calls for less than a
@@ -71,12 +89,15 @@ pub struct Leave {
     pub misses: bool,
     /// An UNSTABLE WRITE; with `misses`, its writer is opened on a miss.
     pub writes: bool,
+    /// A namespace change or SETATTR of an `async` export.
+    pub changes: bool,
 }
 
 impl Leave {
     pub const NONE: Leave = Leave {
         misses: false,
         writes: false,
+        changes: false,
     };
 }
 
@@ -101,20 +122,62 @@ impl Inline {
 
 impl Drop for Inline {
     fn drop(&mut self) {
+        if let Some((t, base, sleeps)) = CHANGE.with(|c| c.take()) {
+            judge(t, base, sleeps);
+        }
         STATE.with(|s| s.set(0));
         MAY.with(|m| m.set(Leave::NONE));
     }
 }
 
-/// Whether this thread must not wait.
+/// Whether this thread must not wait: the backend answers from memory or
+/// gives up.
 pub fn active() -> bool {
+    STATE.with(|s| matches!(s.get(), 1 | 2))
+}
+
+/// Whether this thread is an event loop running a call (inline, or a
+/// change run to its end): nothing may be reclaimed or closed here.
+pub fn on_loop() -> bool {
     STATE.with(|s| s.get() != 0)
 }
 
-/// Gives up the inline attempt: the error to return up the call.
+/// Gives up the inline attempt: the error to return up the call. Never
+/// once a change has begun (`run_to_end`): the call would run twice, so
+/// the client gets the error (a retry) instead.
 pub fn give_up() -> FsError {
-    STATE.with(|s| s.set(2));
+    STATE.with(|s| {
+        if s.get() != 3 {
+            s.set(2)
+        }
+    });
     FsError::Errno(libc::EAGAIN)
+}
+
+/// Whether this inline attempt may make a change (see the module text):
+/// allowed, and no recent step on this thread slept.
+pub fn may_change() -> bool {
+    may(|l| l.changes)
+}
+
+/// A change begins on this loop thread (`may_change` said yes, nothing
+/// changed yet): from here the call runs to its end as if in a pool, and
+/// when the guard drops the whole of it is judged as one speculative step
+/// (`watch`), with the thread's sleeps read by `sleeps`.
+pub fn run_to_end(sleeps: fn() -> u64) {
+    if !active() {
+        return;
+    }
+    let base = TURN_BASE.with(|b| match b.get() {
+        Some(v) => v,
+        None => {
+            let v = sleeps();
+            b.set(Some(v));
+            v
+        }
+    });
+    STATE.with(|s| s.set(3));
+    CHANGE.with(|c| c.set(Some((Instant::now(), base, sleeps))));
 }
 
 /// Whether the inline attempt under way on this thread gave up (its reply
@@ -174,14 +237,20 @@ pub fn watch<T>(sleeps: impl Fn() -> u64, step: impl FnOnce() -> T) -> T {
     });
     let t = Instant::now();
     let r = step();
+    judge(t, base, &sleeps);
+    r
+}
+
+/// A step that began at `t` with the thread at `base` sleeps is over:
+/// recorded as slept only if it was slow and the sleeps moved.
+fn judge(t: Instant, base: u64, sleeps: impl Fn() -> u64) {
     if t.elapsed() < SLOW_STEP {
         speculated(false);
-        return r;
+        return;
     }
     let now = sleeps();
     TURN_BASE.with(|b| b.set(Some(now)));
     speculated(now != base);
-    r
 }
 
 /// Records how a speculative step went: one that slept quiets this thread
@@ -215,12 +284,14 @@ mod tests {
             let _g = enter_with(Leave {
                 misses: false,
                 writes: true,
+                changes: false,
             });
             assert!(may_write() && !may_speculate(), "each leave alone");
         }
         let _g = enter_with(Leave {
             misses: true,
             writes: true,
+            changes: false,
         });
         assert!(may_speculate() && may_write());
         speculated(false);
@@ -242,6 +313,45 @@ mod tests {
         assert!(!may_speculate(), "left inline mode");
     }
 
+    /// A change run to its end: no longer inline for the backend (nothing
+    /// gives up, not even by mistake), still on a loop for the caches, and
+    /// judged as one step when the guard drops.
+    #[test]
+    fn a_change_runs_to_its_end_and_is_judged_when_the_guard_drops() {
+        fn sleeping() -> u64 {
+            SLEPT.with(|s| s.get())
+        }
+        thread_local! {
+            static SLEPT: Cell<u64> = const { Cell::new(0) };
+        }
+        let changes = Leave {
+            changes: true,
+            ..Leave::NONE
+        };
+        {
+            let _g = enter();
+            assert!(!may_change(), "not allowed");
+        }
+        {
+            let g = enter_with(changes);
+            new_turn();
+            assert!(may_change());
+            run_to_end(sleeping);
+            assert!(!active() && on_loop());
+            let _ = give_up();
+            assert!(!g.gave_up(), "a change begun is never given up");
+            // Slow, and the thread slept: quiet after the guard drops.
+            std::thread::sleep(SLOW_STEP * 2);
+            SLEPT.with(|s| s.set(1));
+        }
+        assert!(!on_loop() && !active());
+        let g = enter_with(changes);
+        assert!(!may_change(), "quiet after a change that slept");
+        drop(g);
+        QUIET_UNTIL.with(|q| q.set(None));
+        BACKOFF.with(|b| b.set(BACKOFF_MIN));
+    }
+
     /// The sleeps are read once per turn and after a slow step only; a
     /// slow step that slept quiets the thread, one that did not (the CPU
     /// was taken) does not.
@@ -256,6 +366,7 @@ mod tests {
         let _g = enter_with(Leave {
             misses: true,
             writes: true,
+            changes: false,
         });
         new_turn();
         for _ in 0..3 {

@@ -450,11 +450,12 @@ pub trait Backend: Send + Sync {
     fn open_for_locks(&self, _cred: &Cred, _fh: &Fh) -> FsResult<Arc<dyn lock::LockFile>> {
         Err(FsError::NotSupported)
     }
-    /// Whether a change (an UNSTABLE WRITE) may be tried on an event loop
-    /// (`inline`): the backend gives up there before changing anything at
-    /// any step that may wait. One that always gives up (a remote service)
-    /// says no, and its WRITEs go straight to a pool.
-    fn writes_inline(&self) -> bool {
+    /// Whether a change (an UNSTABLE WRITE; a namespace change or SETATTR
+    /// of an `async` export) may be tried on an event loop (`inline`): the
+    /// backend gives up there before changing anything at any step that
+    /// may wait. One that always gives up (a remote service) says no, and
+    /// its changes go straight to a pool.
+    fn changes_inline(&self) -> bool {
         false
     }
     /// Cache and background-work counters (none by default).

@@ -16,6 +16,7 @@ use rnfsd_fs::{Backend, CreateHow, Cred, Fh, FsError, SetAttr, Stable};
 const MISSES: Leave = Leave {
     misses: true,
     writes: false,
+    changes: false,
 };
 
 fn is_root() -> bool {
@@ -602,10 +603,12 @@ fn inline_mode_writes_unstable_data_and_gives_up_before_any_change() {
     const WRITES: Leave = Leave {
         misses: false,
         writes: true,
+        changes: false,
     };
     const BOTH: Leave = Leave {
         misses: true,
         writes: true,
+        changes: false,
     };
     for m in modes() {
         let d = tmp();
@@ -679,6 +682,129 @@ fn inline_mode_writes_unstable_data_and_gives_up_before_any_change() {
             on_disk(),
             b"warm+hit",
             "{m:?}: nothing given up was written"
+        );
+    }
+}
+
+/// Inline changes (`Leave::changes`): on an `async` export a namespace
+/// change or SETATTR runs on the loop once its handles are resolved, and
+/// runs to its end there (a failure after it began is the call's answer,
+/// never a give-up); on a `sync` export, on a quiet thread, without the
+/// leave, for a new size, and for a REMOVE that would free a large file's
+/// blocks, it gives up before anything changes.
+#[test]
+fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
+    const CHANGES: Leave = Leave {
+        misses: true,
+        writes: false,
+        changes: true,
+    };
+    for m in modes() {
+        let d = tmp();
+        let sync = LocalFs::open(d.path(), 7, opts(m)).unwrap();
+        let fs = LocalFs::open(
+            d.path(),
+            7,
+            LocalOptions {
+                sync: false,
+                ..opts(m)
+            },
+        )
+        .unwrap();
+        let dir = fs.root();
+        let exists = |n: &str| d.path().join(n).symlink_metadata().is_ok();
+        let eagain = Some(FsError::Errno(libc::EAGAIN));
+        let guarded = CreateHow::Guarded(SetAttr::default());
+        // An attempt on the loop: its error (if any), and whether it gave up.
+        let on_loop = |leave: Leave, quiet: bool, f: &(dyn Fn() -> Option<FsError> + Sync)| {
+            alone(|| {
+                let g = rnfsd_fs::inline::enter_with(leave);
+                if quiet {
+                    rnfsd_fs::inline::speculated(true);
+                }
+                (f(), g.gave_up())
+            })
+        };
+        let make =
+            |fs: &LocalFs, n: &str| fs.create(&root(), &fs.root(), n.as_bytes(), &guarded).err();
+        assert_eq!(
+            on_loop(CHANGES, false, &|| make(&fs, "a")),
+            (None, false),
+            "{m:?}: an async create on the loop"
+        );
+        assert!(exists("a"));
+        assert_eq!(
+            on_loop(CHANGES, false, &|| make(&fs, "a")),
+            (Some(FsError::Errno(libc::EEXIST)), false),
+            "{m:?}: a GUARDED create's EEXIST is its answer"
+        );
+        for (fs, leave, quiet, why) in [
+            (&sync, CHANGES, false, "a sync export"),
+            (&fs, MISSES, false, "changes not allowed"),
+            (&fs, CHANGES, true, "quiet after a step that slept"),
+        ] {
+            assert_eq!(
+                on_loop(leave, quiet, &|| make(fs, "b")),
+                (eagain, true),
+                "{m:?}: {why}"
+            );
+            assert!(!exists("b"), "{m:?}: {why}: nothing made");
+        }
+        let a = fs.lookup(&root(), &dir, b"a").unwrap().0;
+        let set = |size: Option<u64>| SetAttr {
+            mode: Some(0o600),
+            size,
+            ..SetAttr::default()
+        };
+        assert_eq!(
+            on_loop(CHANGES, false, &|| fs
+                .setattr(&root(), &a, &set(Some(1)), None)
+                .err()),
+            (eagain, true),
+            "{m:?}: a new size is not set on the loop"
+        );
+        let mode = || fs::metadata(d.path().join("a")).unwrap().permissions();
+        assert_ne!(
+            std::os::unix::fs::PermissionsExt::mode(&mode()) & 0o777,
+            0o600
+        );
+        assert_eq!(
+            on_loop(CHANGES, false, &|| fs
+                .setattr(&root(), &a, &set(None), None)
+                .err()),
+            (None, false),
+            "{m:?}: a mode on the loop"
+        );
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode()) & 0o777,
+            0o600
+        );
+        assert_eq!(
+            on_loop(CHANGES, false, &|| fs
+                .rename(&root(), &dir, b"a", &dir, b"c")
+                .err()),
+            (None, false),
+            "{m:?}: a rename on the loop"
+        );
+        assert!(!exists("a") && exists("c"));
+        fs::write(d.path().join("big"), vec![7u8; 17 << 20]).unwrap();
+        let remove = |n: &str| fs.remove(&root(), &dir, n.as_bytes()).err();
+        assert_eq!(
+            on_loop(CHANGES, false, &|| remove("big")),
+            (eagain, true),
+            "{m:?}: a large file's last link is removed in a pool"
+        );
+        assert!(exists("big"));
+        assert_eq!(
+            on_loop(CHANGES, false, &|| remove("c")),
+            (None, false),
+            "{m:?}"
+        );
+        assert!(!exists("c"));
+        assert_eq!(
+            fs.remove(&root(), &dir, b"big").err(),
+            None,
+            "{m:?}: the pool's retry"
         );
     }
 }

@@ -113,6 +113,7 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   inline_write_max = 65536       ... and UNSTABLE WRITEs up to this size (0: none)
   inline_write_alone_max = 1048576  ... and up to this size when nothing else
                                  of that loop is ready (0: none)
+  inline_changes = true          ... and `async` exports' namespace changes
   reply_batch = 16               a worker's replies of one connection sent together
   splice_pipes = 32              pipes for READ by splice (2 fds each; 0:
                                  READ data is copied)
@@ -331,6 +332,11 @@ pub struct ServeArgs {
     #[arg(long, conflicts_with = "inline_write_max")]
     pub no_inline_writes: bool,
 
+    /// Send every namespace change and SETATTR of an `async` export to a
+    /// pool thread (`inline_changes = false`). For comparison.
+    #[arg(long)]
+    pub no_inline_changes: bool,
+
     /// Largest UNSTABLE WRITE written on the event loop when nothing else
     /// of that loop is ready, bytes (0: none above `inline_write_max`;
     /// `inline_write_max = 0` turns this off too).
@@ -518,6 +524,9 @@ impl ServeArgs {
         }
         if let Some(n) = self.inline_write_alone_max {
             s.inline_write_alone_max = n;
+        }
+        if self.no_inline_changes {
+            s.inline_changes = false;
         }
         if self.no_inline_writes {
             s.inline_write_max = 0;

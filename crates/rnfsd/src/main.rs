@@ -331,7 +331,8 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
                 .then(|| rnfsd_transport::PipePool::new(s.splice_pipes, s.max_io as usize)),
         )
         .with_inline_write_max(s.inline_write_max)
-        .with_inline_write_alone_max(s.inline_write_alone_max),
+        .with_inline_write_alone_max(s.inline_write_alone_max)
+        .with_inline_changes(s.inline_changes),
     );
     server.set_exports(opened);
     // The lock manager: hosts that took locks before a restart get a grace
@@ -415,6 +416,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
             .with_inline(rnfsd_fs::inline::Leave {
                 misses: s.inline_misses,
                 writes: s.inline_write_max > 0,
+                changes: s.inline_changes,
             }),
     );
     let portmap_service =

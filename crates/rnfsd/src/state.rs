@@ -113,6 +113,9 @@ pub struct Server {
     /// Largest tried there when nothing else of the loop is ready
     /// (`inline_write_alone_max`).
     pub inline_write_alone_max: u32,
+    /// Namespace changes and SETATTR of `async` exports are tried on the
+    /// event loop (`inline_changes`).
+    pub inline_changes: bool,
     /// The lock manager (NLM), when it is served.
     locks: std::sync::OnceLock<Arc<crate::lockd::LockManager>>,
 }
@@ -131,6 +134,7 @@ impl Server {
             pipes,
             inline_write_max: crate::config::DEFAULT_INLINE_WRITE_MAX,
             inline_write_alone_max: crate::config::DEFAULT_INLINE_WRITE_ALONE_MAX,
+            inline_changes: true,
             locks: std::sync::OnceLock::new(),
         }
     }
@@ -145,6 +149,13 @@ impl Server {
     /// loop when nothing else of it is ready.
     pub fn with_inline_write_alone_max(mut self, n: u32) -> Server {
         self.inline_write_alone_max = n;
+        self
+    }
+
+    /// Whether namespace changes and SETATTR of `async` exports are tried
+    /// on the event loop.
+    pub fn with_inline_changes(mut self, on: bool) -> Server {
+        self.inline_changes = on;
         self
     }
 

@@ -592,3 +592,67 @@ async fn unstable_writes_run_on_the_loop_unless_turned_off() {
     })
     .await;
 }
+
+/// `inline_changes`: on an `async` export CREATE, RENAME and REMOVE are
+/// offered to the event loop (made there, or given up when a change that
+/// slept has quieted the loop: counted either way); with
+/// `--no-inline-changes`, and on a `sync` export (the default), none is.
+/// Every change lands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_namespace_changes_run_on_the_loop() {
+    const N: usize = 40;
+    bounded(async {
+        for (how, args) in [
+            ("async", &["--no-rpcbind", "--async"][..]),
+            (
+                "off",
+                &["--no-rpcbind", "--async", "--no-inline-changes"][..],
+            ),
+            ("sync", &["--no-rpcbind"][..]),
+        ] {
+            let dir = TempDir::new("inlinechange");
+            let srv = TestServer::start_with(dir.path(), args);
+            let s = mount(&srv).await;
+            let (i0, d0) = inline_and_deferred(&srv);
+            for i in 0..N {
+                let (f, g) = (format!("f{i}"), format!("g{i}"));
+                ok("CREATE", create_res(&s.nfs, &s.root, &f).await);
+                let moved = s
+                    .nfs
+                    .rename(&Rename3Args {
+                        from: dirop(&s.root, &f),
+                        to: dirop(&s.root, &g),
+                    })
+                    .await;
+                ok("RENAME", moved);
+                if i % 2 == 0 {
+                    ok("REMOVE", remove_res(&s.nfs, &s.root, &g).await);
+                }
+            }
+            let (i1, d1) = inline_and_deferred(&srv);
+            let (inline, deferred) = (i1 - i0, d1 - d0);
+            let calls = (N * 5 / 2) as u64;
+            if how == "async" {
+                assert_eq!(
+                    inline + deferred,
+                    calls,
+                    "{inline} changes ran on the loop, {deferred} were given up there"
+                );
+                assert!(inline > 0, "no change ran on the loop");
+            } else {
+                assert_eq!(
+                    (inline, deferred),
+                    (0, 0),
+                    "{how}: changes were offered to the loop"
+                );
+            }
+            eprintln!("changes {how}: {inline} on the loop, {deferred} given up there");
+            for i in 0..N {
+                let there = |n: String| dir.path().join(n).exists();
+                assert!(!there(format!("f{i}")), "{how}: f{i} not renamed");
+                assert_eq!(there(format!("g{i}")), i % 2 == 1, "{how}: g{i}");
+            }
+        }
+    })
+    .await;
+}

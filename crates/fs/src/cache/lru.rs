@@ -282,7 +282,7 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         }
         let reserved = g.map.len() < self.shard_max && self.try_reserve();
         if !reserved {
-            if crate::inline::active() {
+            if crate::inline::on_loop() {
                 g.counts.refused += 1;
                 return Inserted::Refused(v);
             }

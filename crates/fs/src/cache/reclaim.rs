@@ -89,7 +89,7 @@ impl Caches {
         if let Some(p) = self.acquire() {
             return Some(p);
         }
-        if crate::inline::active() {
+        if crate::inline::on_loop() {
             return None;
         }
         own.reclaim(BATCH);

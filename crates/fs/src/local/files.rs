@@ -274,7 +274,7 @@ impl FileCache {
     /// owe is counted at once, before the call's reply. Anywhere else, or
     /// not the last reference, an ordinary drop.
     pub fn release(&self, f: Arc<OpenFile>) {
-        if f.access != Access::Write || !crate::inline::active() {
+        if f.access != Access::Write || !crate::inline::on_loop() {
             return;
         }
         let Ok(f) = Arc::try_unwrap(f) else {
@@ -468,6 +468,7 @@ mod tests {
             let _g = crate::inline::enter_with(Leave {
                 misses: true,
                 writes: true,
+                changes: false,
             });
             let f = written_writer(&files, &path);
             files.release(f);

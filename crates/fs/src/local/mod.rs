@@ -228,6 +228,27 @@ fn speculating<T>(step: impl FnOnce() -> T) -> T {
     crate::inline::watch(sys::thread_sleeps, step)
 }
 
+impl LocalFs {
+    /// A change is about to be made (handles resolved, nothing changed
+    /// yet). On an event loop (`crate::inline`) it is made there only on an
+    /// `async` export, when the loop may change; else given up here. From
+    /// here the call runs to its end, watched as one step.
+    fn changing(&self) -> FsResult<()> {
+        if !crate::inline::active() {
+            return Ok(());
+        }
+        if self.opts.sync || !crate::inline::may_change() {
+            return Err(crate::inline::give_up());
+        }
+        crate::inline::run_to_end(sys::thread_sleeps);
+        Ok(())
+    }
+}
+
+/// A REMOVE whose last link goes from a file larger than this is not made
+/// on an event loop: freeing its blocks may take milliseconds.
+const INLINE_REMOVE_MAX: u64 = 16 << 20;
+
 /// Longest chain of directories followed when walking or verifying a path.
 const MAX_DEPTH: usize = 2048;
 /// Extra open_by_handle_at attempts after a transient ENOMEM.
@@ -571,7 +592,7 @@ impl Backend for LocalFs {
         self.root_fh.clone()
     }
 
-    fn writes_inline(&self) -> bool {
+    fn changes_inline(&self) -> bool {
         true
     }
 

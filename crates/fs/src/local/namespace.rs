@@ -137,6 +137,7 @@ pub(super) fn create(
     let c = check_name(name, false)?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
+    fs.changing()?;
     let mknod = |mode: u32| sys::mknodat(d.raw(), &c, libc::S_IFREG | mode, 0);
     match how {
         CreateHow::Unchecked(set) | CreateHow::Guarded(set) => {
@@ -210,6 +211,7 @@ pub(super) fn mkdir(
     let c = check_name(name, false)?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
+    fs.changing()?;
     sys::mkdirat(d.raw(), &c, set.mode.unwrap_or(0o777) & 0o7777)?;
     fs.finish_create(cred, &d, name, &c, set)
 }
@@ -229,6 +231,7 @@ pub(super) fn symlink(
     let t = sys::cstr(target)?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
+    fs.changing()?;
     sys::symlinkat(&t, d.raw(), &c)?;
     let set = SetAttr {
         mode: None,
@@ -254,6 +257,7 @@ pub(super) fn mknod(
     };
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
+    fs.changing()?;
     sys::mknodat(d.raw(), &c, fmt | (set.mode.unwrap_or(0o666) & 0o7777), dev)?;
     fs.finish_create(cred, &d, name, &c, set)
 }
@@ -262,10 +266,17 @@ pub(super) fn remove(fs: &LocalFs, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResu
     let c = check_name(name, false)?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
-    let st = sys::statx_at(d.raw(), &c, 0)?;
+    let st = super::speculating(|| sys::statx_at(d.raw(), &c, 0))?;
     if st.is_dir() {
         return Err(errno(libc::EISDIR));
     }
+    if crate::inline::active()
+        && st.nlink <= 1
+        && st.blocks.saturating_mul(512) > super::INLINE_REMOVE_MAX
+    {
+        return Err(crate::inline::give_up());
+    }
+    fs.changing()?;
     sys::unlinkat(d.raw(), &c, 0)?;
     fs.unlinked(&d, name, &st);
     fs.sync_change(&d, None)?;
@@ -276,6 +287,7 @@ pub(super) fn rmdir(fs: &LocalFs, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResul
     let c = check_name(name, false)?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
+    fs.changing()?;
     let st = sys::statx_at(d.raw(), &c, 0)?;
     if !st.is_dir() {
         return Err(errno(libc::ENOTDIR));
@@ -299,6 +311,7 @@ pub(super) fn rename(
     let d1 = fs.dir(from_dir)?;
     let d2 = fs.dir(to_dir)?;
     fs.usr(cred)?;
+    fs.changing()?;
     let moved = sys::statx_at(d1.raw(), &cf, 0)?;
     let replaced = sys::statx_at(d2.raw(), &ct, 0).ok();
     // Renaming a name onto a link of the same inode is a successful no-op
@@ -328,6 +341,7 @@ pub(super) fn link(
     }
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
+    fs.changing()?;
     sys::link_fd(f.raw(), d.raw(), &c)?;
     fs.sync_change(&d, Some(&f))?;
     let st = sys::fstat(f.raw())?;

@@ -296,6 +296,15 @@ pub struct ServerConfig {
     /// to read, no other call of this one), so it makes no call wait that
     /// had already arrived; else the loop's pool. 0: none.
     pub inline_write_alone_max: u32,
+    /// With `run_inline`: a namespace change or SETATTR of an `async`
+    /// export (CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK;
+    /// SETATTR without a new size) is made on the loop thread once its
+    /// handles are resolved there (nothing of it waits for stable storage),
+    /// and a loop whose change slept hands changes to the pool again for
+    /// 10 ms to 1 s. A REMOVE of a file's last link over 16 MiB goes to the
+    /// pool. False: every change goes to a pool thread. `sync` exports'
+    /// changes always wait in the blocking pool.
+    pub inline_changes: bool,
     /// Most replies a worker holds back while it runs the next short call
     /// (UNSTABLE WRITE, a change on an `async` export) of the same
     /// connection, so a client's burst is answered in one write, not one
@@ -438,6 +447,7 @@ impl Default for ServerConfig {
             inline_misses: true,
             inline_write_max: DEFAULT_INLINE_WRITE_MAX,
             inline_write_alone_max: DEFAULT_INLINE_WRITE_ALONE_MAX,
+            inline_changes: true,
             reply_batch: 16,
             splice_pipes: 32,
             act_as_caller: None,

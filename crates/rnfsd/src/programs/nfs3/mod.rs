@@ -243,7 +243,7 @@ fn write_route(server: &Server, d: &mut Dec<'_>) -> Route {
         && server.inline_write_max > 0
         && server
             .export_of(fh)
-            .is_some_and(|e| e.backend.writes_inline());
+            .is_some_and(|e| e.backend.changes_inline());
     match count {
         _ if !on_loop => Route::Pool,
         c if c <= server.inline_write_max => Route::Quick,
@@ -254,15 +254,21 @@ fn write_route(server: &Server, d: &mut Dec<'_>) -> Route {
 
 /// The first argument of a namespace change or SETATTR is a handle (of the
 /// directory, or of the object); on a `sync` export the change waits for
-/// stable storage (the blocking pool), else it goes to the loop's pool.
+/// stable storage (the blocking pool); on an `async` one it is tried on the
+/// loop (`inline_changes`) where the backend can make it there, else it
+/// goes to the loop's pool.
 fn sync_route(server: &Server, d: &mut Dec<'_>) -> Route {
-    let sync = d
+    let Some(e) = d
         .opaque(NFS3_FHSIZE)
         .ok()
         .and_then(|fh| server.export_of(fh))
-        .is_some_and(|e| e.sync);
-    if sync {
+    else {
+        return Route::Pool;
+    };
+    if e.sync {
         Route::Blocking
+    } else if server.inline_changes && e.backend.changes_inline() {
+        Route::Quick
     } else {
         Route::Pool
     }

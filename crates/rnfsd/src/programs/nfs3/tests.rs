@@ -126,7 +126,7 @@ impl FakeFs {
 
 impl Backend for FakeFs {
     /// In memory: nothing waits.
-    fn writes_inline(&self) -> bool {
+    fn changes_inline(&self) -> bool {
         true
     }
 
@@ -2002,4 +2002,44 @@ fn write_routes_by_stability_and_size() {
         Route::Pool
     );
     assert_eq!(route(&off, 0, StableHow::Unstable), Route::Pool);
+}
+
+/// A namespace change or SETATTR routes by its export: on a `sync` export
+/// it waits for stable storage (the blocking pool); on an `async` one it is
+/// tried on the loop where the backend can change there (`inline_changes`),
+/// else the loop's pool; a handle of no export, or arguments that do not
+/// decode, go to the pool, where dispatch refuses them.
+#[test]
+fn namespace_changes_route_by_their_export() {
+    let fs = FakeFs::new(1, 1);
+    let export = |sync: bool| {
+        Server::new(
+            vec![Export::new(
+                fs.export_id,
+                "/export1".to_string(),
+                fs.clone(),
+                ExportAccess::allow_all(false),
+            )
+            .with_sync(sync)],
+            std::sync::Arc::new(rnfsd_fs::WriteVerifier::new(WVERF)),
+            64 * 1024,
+            None,
+        )
+    };
+    let create = |srv: &Server, fs: &Arc<FakeFs>| {
+        let args = Create3Args {
+            where_: dirop(fs, "f"),
+            how: CreateHow3::Guarded(Sattr3::default()),
+        };
+        sync_route(srv, &mut Dec::new(&to_vec(&args)))
+    };
+    assert_eq!(create(&export(true), &fs), Route::Blocking);
+    assert_eq!(create(&export(false), &fs), Route::Quick);
+    let off = export(false).with_inline_changes(false);
+    assert_eq!(create(&off, &fs), Route::Pool);
+    assert_eq!(create(&export(false), &FakeFs::new(99, 1)), Route::Pool);
+    assert_eq!(
+        sync_route(&export(false), &mut Dec::new(&[0, 0])),
+        Route::Pool
+    );
 }
