@@ -155,9 +155,11 @@ pub fn give_up() -> FsError {
 }
 
 /// Whether this inline attempt may make a change (see the module text):
-/// allowed, and no recent step on this thread slept.
+/// allowed, no recent step on this thread slept, and the attempt has not
+/// given up already (a step's give-up that its caller swallowed: the call
+/// runs again in a pool, and must not have changed anything by then).
 pub fn may_change() -> bool {
-    may(|l| l.changes)
+    STATE.with(|s| s.get() == 1) && may(|l| l.changes)
 }
 
 /// A change begins on this loop thread (`may_change` said yes, nothing
@@ -165,7 +167,7 @@ pub fn may_change() -> bool {
 /// when the guard drops the whole of it is judged as one speculative step
 /// (`watch`), with the thread's sleeps read by `sleeps`.
 pub fn run_to_end(sleeps: fn() -> u64) {
-    if !active() {
+    if STATE.with(|s| s.get() != 1) {
         return;
     }
     let base = TURN_BASE.with(|b| match b.get() {
@@ -331,6 +333,13 @@ mod tests {
         {
             let _g = enter();
             assert!(!may_change(), "not allowed");
+        }
+        {
+            let g = enter_with(changes);
+            let _ = give_up();
+            assert!(!may_change(), "an attempt that gave up changes nothing");
+            run_to_end(sleeping);
+            assert!(g.gave_up() && active(), "still given up");
         }
         {
             let g = enter_with(changes);

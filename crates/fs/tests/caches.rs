@@ -696,8 +696,8 @@ fn inline_mode_writes_unstable_data_and_gives_up_before_any_change() {
 fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
     const CHANGES: Leave = Leave {
         misses: true,
-        writes: false,
         changes: true,
+        ..Leave::NONE
     };
     for m in modes() {
         let d = tmp();
