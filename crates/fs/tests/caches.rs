@@ -690,8 +690,8 @@ fn inline_mode_writes_unstable_data_and_gives_up_before_any_change() {
 /// change or SETATTR runs on the loop once its handles are resolved, and
 /// runs to its end there (a failure after it began is the call's answer,
 /// never a give-up); on a `sync` export, on a quiet thread, without the
-/// leave, for a new size, and for a REMOVE that would free a large file's
-/// blocks, it gives up before anything changes.
+/// leave, for a new size, and for a REMOVE or RENAME that would free a
+/// large file's blocks, it gives up before anything changes.
 #[test]
 fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
     const CHANGES: Leave = Leave {
@@ -795,6 +795,15 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
             "{m:?}: a large file's last link is removed in a pool"
         );
         assert!(exists("big"));
+        // A RENAME over it would free them as well.
+        assert_eq!(
+            on_loop(CHANGES, false, &|| fs
+                .rename(&root(), &dir, b"c", &dir, b"big")
+                .err()),
+            (eagain, true),
+            "{m:?}: a large file's last link is renamed over in a pool"
+        );
+        assert!(exists("c") && exists("big"));
         assert_eq!(
             on_loop(CHANGES, false, &|| remove("c")),
             (None, false),

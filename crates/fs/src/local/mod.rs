@@ -245,10 +245,6 @@ impl LocalFs {
     }
 }
 
-/// A REMOVE whose last link goes from a file larger than this is not made
-/// on an event loop: freeing its blocks may take milliseconds.
-const INLINE_REMOVE_MAX: u64 = 16 << 20;
-
 /// Longest chain of directories followed when walking or verifying a path.
 const MAX_DEPTH: usize = 2048;
 /// Extra open_by_handle_at attempts after a transient ENOMEM.

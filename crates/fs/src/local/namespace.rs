@@ -262,6 +262,17 @@ pub(super) fn mknod(
     fs.finish_create(cred, &d, name, &c, set)
 }
 
+/// A name whose removal frees more than this (its last link) is not
+/// removed or renamed over on an event loop: freeing the blocks may take
+/// milliseconds.
+const INLINE_FREE_MAX: u64 = 16 << 20;
+
+/// Whether removing the name of `st` frees a large file's blocks in the
+/// call (`INLINE_FREE_MAX`).
+fn frees_much(st: &Stat) -> bool {
+    st.is_reg() && st.nlink <= 1 && st.blocks.saturating_mul(512) > INLINE_FREE_MAX
+}
+
 pub(super) fn remove(fs: &LocalFs, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
     let c = check_name(name, false)?;
     let d = fs.dir(dir)?;
@@ -270,10 +281,7 @@ pub(super) fn remove(fs: &LocalFs, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResu
     if st.is_dir() {
         return Err(errno(libc::EISDIR));
     }
-    if crate::inline::active()
-        && st.nlink <= 1
-        && st.blocks.saturating_mul(512) > super::INLINE_REMOVE_MAX
-    {
+    if crate::inline::active() && frees_much(&st) {
         return Err(crate::inline::give_up());
     }
     fs.changing()?;
@@ -311,9 +319,15 @@ pub(super) fn rename(
     let d1 = fs.dir(from_dir)?;
     let d2 = fs.dir(to_dir)?;
     fs.usr(cred)?;
+    let moved = super::speculating(|| sys::statx_at(d1.raw(), &cf, 0))?;
+    let replaced = super::speculating(|| sys::statx_at(d2.raw(), &ct, 0)).ok();
+    let frees = replaced
+        .as_ref()
+        .is_some_and(|r| r.key() != moved.key() && frees_much(r));
+    if crate::inline::active() && frees {
+        return Err(crate::inline::give_up());
+    }
     fs.changing()?;
-    let moved = sys::statx_at(d1.raw(), &cf, 0)?;
-    let replaced = sys::statx_at(d2.raw(), &ct, 0).ok();
     // Renaming a name onto a link of the same inode is a successful no-op
     // in the kernel, as POSIX asks.
     sys::renameat(d1.raw(), &cf, d2.raw(), &ct)?;

@@ -301,8 +301,8 @@ pub struct ServerConfig {
     /// SETATTR without a new size) is made on the loop thread once its
     /// handles are resolved there (nothing of it waits for stable storage),
     /// and a loop whose change slept hands changes to the pool again for
-    /// 10 ms to 1 s. A REMOVE of a file's last link over 16 MiB goes to the
-    /// pool. False: every change goes to a pool thread. `sync` exports'
+    /// 10 ms to 1 s. A REMOVE or RENAME that would free the last link of a
+    /// file over 16 MiB goes to the pool. False: every change goes to a pool thread. `sync` exports'
     /// changes always wait in the blocking pool.
     pub inline_changes: bool,
     /// Most replies a worker holds back while it runs the next short call
