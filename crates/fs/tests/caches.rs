@@ -779,10 +779,12 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
             std::os::unix::fs::PermissionsExt::mode(&mode()) & 0o777,
             0o600
         );
+        let rename = |from: &str, to: &str| {
+            fs.rename(&root(), &dir, from.as_bytes(), &dir, to.as_bytes())
+                .err()
+        };
         assert_eq!(
-            on_loop(CHANGES, false, &|| fs
-                .rename(&root(), &dir, b"a", &dir, b"c")
-                .err()),
+            on_loop(CHANGES, false, &|| rename("a", "c")),
             (None, false),
             "{m:?}: a rename on the loop"
         );
@@ -797,9 +799,7 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
         assert!(exists("big"));
         // A RENAME over it would free them as well.
         assert_eq!(
-            on_loop(CHANGES, false, &|| fs
-                .rename(&root(), &dir, b"c", &dir, b"big")
-                .err()),
+            on_loop(CHANGES, false, &|| rename("c", "big")),
             (eagain, true),
             "{m:?}: a large file's last link is renamed over in a pool"
         );
