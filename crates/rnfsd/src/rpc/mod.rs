@@ -76,7 +76,8 @@ pub enum Class {
     /// blocking pool.
     Slow,
     /// Wherever the arguments say: a change on a `sync` export in the
-    /// blocking pool, else the loop's pool; a stable WRITE in the blocking
+    /// blocking pool, on an `async` one tried on the loop thread
+    /// (`inline_changes`) or else the loop's pool; a stable WRITE in the blocking
     /// pool, a small UNSTABLE one tried on the loop thread, a large one
     /// there only when nothing else of the loop is ready. Must be cheap:
     /// it runs on the event loop for every such record.
