@@ -690,8 +690,9 @@ fn inline_mode_writes_unstable_data_and_gives_up_before_any_change() {
 /// change or SETATTR runs on the loop once its handles are resolved, and
 /// runs to its end there (a failure after it began is the call's answer,
 /// never a give-up); on a `sync` export, on a quiet thread, without the
-/// leave, for a new size, and for a REMOVE or RENAME that would free a
-/// large file's blocks, it gives up before anything changes.
+/// leave, for a new size (SETATTR, or a CREATE that may truncate), and for
+/// a REMOVE or RENAME that would free a large file's blocks, it gives up
+/// before anything changes.
 #[test]
 fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
     const CHANGES: Leave = Leave {
@@ -763,6 +764,20 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
             (eagain, true),
             "{m:?}: a new size is not set on the loop"
         );
+        // Nor by a CREATE: UNCHECKED over a file truncates it.
+        fs::write(d.path().join("full"), b"data").unwrap();
+        let truncating = CreateHow::Unchecked(SetAttr {
+            size: Some(0),
+            ..SetAttr::default()
+        });
+        assert_eq!(
+            on_loop(CHANGES, false, &|| fs
+                .create(&root(), &dir, b"full", &truncating)
+                .err()),
+            (eagain, true),
+            "{m:?}: a CREATE with a size is made in a pool"
+        );
+        assert_eq!(fs::read(d.path().join("full")).unwrap(), b"data");
         let mode = || fs::metadata(d.path().join("a")).unwrap().permissions();
         assert_ne!(
             std::os::unix::fs::PermissionsExt::mode(&mode()) & 0o777,

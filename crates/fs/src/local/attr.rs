@@ -60,13 +60,8 @@ pub(super) fn setattr(
     if guard.is_some_and(|g| g != o.st.ctime) {
         return Err(FsError::NotSync);
     }
-    // A new size is not set on an event loop: a truncation may free many
-    // blocks, and it needs the file's writer.
-    if crate::inline::active() && set.size.is_some() {
-        return Err(crate::inline::give_up());
-    }
     fs.usr(cred)?;
-    fs.changing()?;
+    fs.changing(set.size.is_some())?;
     fs.apply_set(cred, &o, set)?;
     fs.sync_attrs(&o)?;
     Ok(fs.wcc(&o.st, o.raw()))

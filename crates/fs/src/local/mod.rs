@@ -231,13 +231,16 @@ fn speculating<T>(step: impl FnOnce() -> T) -> T {
 impl LocalFs {
     /// A change is about to be made (handles resolved, nothing changed
     /// yet). On an event loop (`crate::inline`) it is made there only on an
-    /// `async` export, when the loop may change; else given up here. From
-    /// here the call runs to its end, watched as one step.
-    fn changing(&self) -> FsResult<()> {
+    /// `async` export, when the loop may change, and when it frees no
+    /// blocks (`frees`: a size set, which may truncate; a large file's last
+    /// link removed or renamed over), which may take milliseconds; else
+    /// given up here. From here the call runs to its end, watched as one
+    /// step.
+    fn changing(&self, frees: bool) -> FsResult<()> {
         if !crate::inline::active() {
             return Ok(());
         }
-        if self.opts.sync || !crate::inline::may_change() {
+        if self.opts.sync || frees || !crate::inline::may_change() {
             return Err(crate::inline::give_up());
         }
         crate::inline::run_to_end(sys::thread_sleeps);

@@ -137,7 +137,9 @@ pub(super) fn create(
     let c = check_name(name, false)?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
-    fs.changing()?;
+    // A size may truncate the file UNCHECKED finds there.
+    let sized = matches!(how, CreateHow::Unchecked(s) | CreateHow::Guarded(s) if s.size.is_some());
+    fs.changing(sized)?;
     let mknod = |mode: u32| sys::mknodat(d.raw(), &c, libc::S_IFREG | mode, 0);
     match how {
         CreateHow::Unchecked(set) | CreateHow::Guarded(set) => {
@@ -211,7 +213,7 @@ pub(super) fn mkdir(
     let c = check_name(name, false)?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
-    fs.changing()?;
+    fs.changing(false)?;
     sys::mkdirat(d.raw(), &c, set.mode.unwrap_or(0o777) & 0o7777)?;
     fs.finish_create(cred, &d, name, &c, set)
 }
@@ -231,7 +233,7 @@ pub(super) fn symlink(
     let t = sys::cstr(target)?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
-    fs.changing()?;
+    fs.changing(false)?;
     sys::symlinkat(&t, d.raw(), &c)?;
     let set = SetAttr {
         mode: None,
@@ -257,14 +259,13 @@ pub(super) fn mknod(
     };
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
-    fs.changing()?;
+    fs.changing(false)?;
     sys::mknodat(d.raw(), &c, fmt | (set.mode.unwrap_or(0o666) & 0o7777), dev)?;
     fs.finish_create(cred, &d, name, &c, set)
 }
 
 /// A name whose removal frees more than this (its last link) is not
-/// removed or renamed over on an event loop: freeing the blocks may take
-/// milliseconds.
+/// removed or renamed over on an event loop (`LocalFs::changing`).
 const INLINE_FREE_MAX: u64 = 16 << 20;
 
 /// Whether removing the name of `st` frees a large file's blocks in the
@@ -281,10 +282,7 @@ pub(super) fn remove(fs: &LocalFs, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResu
     if st.is_dir() {
         return Err(errno(libc::EISDIR));
     }
-    if crate::inline::active() && frees_much(&st) {
-        return Err(crate::inline::give_up());
-    }
-    fs.changing()?;
+    fs.changing(frees_much(&st))?;
     sys::unlinkat(d.raw(), &c, 0)?;
     fs.unlinked(&d, name, &st);
     fs.sync_change(&d, None)?;
@@ -295,7 +293,7 @@ pub(super) fn rmdir(fs: &LocalFs, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResul
     let c = check_name(name, false)?;
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
-    fs.changing()?;
+    fs.changing(false)?;
     let st = sys::statx_at(d.raw(), &c, 0)?;
     if !st.is_dir() {
         return Err(errno(libc::ENOTDIR));
@@ -324,10 +322,7 @@ pub(super) fn rename(
     let frees = replaced
         .as_ref()
         .is_some_and(|r| r.key() != moved.key() && frees_much(r));
-    if crate::inline::active() && frees {
-        return Err(crate::inline::give_up());
-    }
-    fs.changing()?;
+    fs.changing(frees)?;
     // Renaming a name onto a link of the same inode is a successful no-op
     // in the kernel, as POSIX asks.
     sys::renameat(d1.raw(), &cf, d2.raw(), &ct)?;
@@ -355,7 +350,7 @@ pub(super) fn link(
     }
     let d = fs.dir(dir)?;
     fs.usr(cred)?;
-    fs.changing()?;
+    fs.changing(false)?;
     sys::link_fd(f.raw(), d.raw(), &c)?;
     fs.sync_change(&d, Some(&f))?;
     let st = sys::fstat(f.raw())?;

@@ -298,12 +298,13 @@ pub struct ServerConfig {
     pub inline_write_alone_max: u32,
     /// With `run_inline`: a namespace change or SETATTR of an `async`
     /// export (CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK;
-    /// SETATTR without a new size) is made on the loop thread once its
-    /// handles are resolved there (nothing of it waits for stable storage),
-    /// and a loop whose change slept hands changes to the pool again for
-    /// 10 ms to 1 s. A REMOVE or RENAME that would free the last link of a
-    /// file over 16 MiB goes to the pool. False: every change goes to a pool thread. `sync` exports'
-    /// changes always wait in the blocking pool.
+    /// SETATTR) is made on the loop thread once its handles are resolved
+    /// there (nothing of it waits for stable storage), and a loop whose
+    /// change slept hands changes to the pool again for 10 ms to 1 s. A
+    /// change that sets a size (SETATTR, CREATE) or would free the last
+    /// link of a file over 16 MiB (REMOVE, RENAME) goes to the pool. False:
+    /// every change goes to a pool thread. `sync` exports' changes always
+    /// wait in the blocking pool.
     pub inline_changes: bool,
     /// Most replies a worker holds back while it runs the next short call
     /// (UNSTABLE WRITE, a change on an `async` export) of the same
