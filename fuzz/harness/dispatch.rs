@@ -37,7 +37,7 @@ use rnfsd_xdr::{Dec, Enc, Xdr};
 /// A server with one `LocalFs` export and the root handle MNT gave.
 pub struct Env {
     server: Server,
-    drc: Drc,
+    drc: std::sync::Arc<Drc>,
     root_fh: Vec<u8>,
     peer: SocketAddr,
     local: SocketAddr,
@@ -68,7 +68,7 @@ impl Env {
         );
         let mut env = Env {
             server,
-            drc: Drc::new(DrcConfig::default()),
+            drc: std::sync::Arc::new(Drc::new(DrcConfig::default())),
             root_fh: Vec::new(),
             peer: "127.0.0.1:700".parse().expect("addr"),
             local: "127.0.0.1:2049".parse().expect("addr"),

@@ -86,6 +86,23 @@ pub struct CommitCounts {
     pub errors: u64,
     /// Most syncs running at once.
     pub peak_in_flight: u64,
+    /// Requests whose reply waited for the sync with no thread waiting
+    /// (`crate::owed`).
+    pub parked: u64,
+}
+
+impl CommitCounts {
+    /// Both sets of counts (the most in flight: at most their sum).
+    pub fn plus(&self, o: &CommitCounts) -> CommitCounts {
+        CommitCounts {
+            requests: self.requests + o.requests,
+            syncs: self.syncs + o.syncs,
+            joined: self.joined + o.joined,
+            errors: self.errors + o.errors,
+            peak_in_flight: self.peak_in_flight + o.peak_in_flight,
+            parked: self.parked + o.parked,
+        }
+    }
 }
 
 pub struct Committer<K> {

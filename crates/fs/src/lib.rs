@@ -13,6 +13,7 @@ pub mod handle;
 pub mod inline;
 pub mod local;
 pub mod lock;
+pub mod owed;
 
 use std::fmt;
 use std::os::fd::BorrowedFd;

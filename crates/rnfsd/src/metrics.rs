@@ -170,6 +170,7 @@ pub fn export_counts(
         syncs: b.commits.syncs,
         sync_errors: b.commits.errors,
         syncs_peak_in_flight: b.commits.peak_in_flight,
+        sync_requests_parked: b.commits.parked,
         flushes: b.flushes,
         write_behinds: b.write_behinds,
         scans_waited: b.scans_waited,

@@ -8,7 +8,7 @@ use rnfsd_stats::Registry;
 use rnfsd_transport::{Inline, Reply, Request, Route, Service};
 
 use crate::drc::Drc;
-use crate::rpc::dispatch::{dispatch, Policy};
+use crate::rpc::dispatch::{dispatch_call, Answer, Policy};
 use crate::rpc::Program;
 use crate::state::Server;
 
@@ -67,31 +67,41 @@ impl RpcService {
     /// the call, whether it counts (an inline attempt given up does not).
     fn run(&self, req: &Request, keep: impl FnOnce() -> bool) -> Option<Option<Reply>> {
         let run = || {
-            dispatch(
+            dispatch_call(
                 &self.server,
                 &self.programs,
                 &self.policy,
-                self.drc.as_deref(),
+                self.drc.as_ref(),
                 &req.data,
                 req.peer,
                 req.local,
             )
         };
-        let Some((reg, shard)) = self
+        let stats = self
             .stats
             .as_deref()
-            .and_then(|r| r.shard().map(|s| (r, s)))
-        else {
-            let reply = run();
-            return keep().then_some(reply);
+            .and_then(|r| r.shard().map(|s| (r, s)));
+        let t0 = stats.map(|_| Instant::now());
+        let answer = run();
+        // A parked reply (it waits for the journal commit its call owes) is
+        // counted now, as it will leave if that commit succeeds; its time
+        // is the handler's, not the commit's.
+        let (reply, parked) = match answer {
+            Answer::Now(r) => (r, None),
+            Answer::Parked(p) => (None, Some(p)),
         };
-        let t0 = Instant::now();
-        let reply = run();
-        if !keep() {
+        // Only a pool job's call parks, never an inline attempt.
+        if parked.is_none() && !keep() {
             return None;
         }
-        let us = u64::try_from(t0.elapsed().as_micros()).unwrap_or(u64::MAX);
-        reg.record(shard, &req.data, reply.as_ref().map(|r| &r.buf[..]), us);
+        if let (Some((reg, shard)), Some(t0)) = (stats, t0) {
+            let us = u64::try_from(t0.elapsed().as_micros()).unwrap_or(u64::MAX);
+            let bytes = parked.as_ref().map(|p| p.reply()).or(reply.as_ref());
+            reg.record(shard, &req.data, bytes.map(|r| &r.buf[..]), us);
+        }
+        if let Some(p) = parked {
+            p.park();
+        }
         Some(reply)
     }
 }

@@ -445,12 +445,18 @@ fn cache_families(o: &mut String, s: &Snapshot) {
         }
     }
     type EGet = fn(&crate::snapshot::ExportCounts) -> u64;
-    let ex: [(&str, &str, &str, EGet); 11] = [
+    let ex: [(&str, &str, &str, EGet); 12] = [
         (
             "rnfsd_sync_requests_total",
             "counter",
             "Requests for durability (COMMIT, stable WRITE, synced namespace changes).",
             |e| e.sync_requests,
+        ),
+        (
+            "rnfsd_sync_requests_parked_total",
+            "counter",
+            "Durability requests whose reply waited for a journal commit with no thread waiting.",
+            |e| e.sync_requests_parked,
         ),
         (
             "rnfsd_syncs_total",

@@ -68,6 +68,10 @@ pub struct ExportCounts {
     pub sync_errors: u64,
     #[serde(default)]
     pub syncs_peak_in_flight: u64,
+    /// Of `sync_requests`, those whose reply waited for a journal commit
+    /// with no thread waiting (sent by the thread that made the commit).
+    #[serde(default)]
+    pub sync_requests_parked: u64,
     /// Flushes (one syncfs each) run for written files closed before their
     /// data was committed (evicted, idle).
     #[serde(default)]
@@ -154,6 +158,9 @@ impl ExportCounts {
             syncs: self.syncs.saturating_sub(base.syncs),
             sync_errors: self.sync_errors.saturating_sub(base.sync_errors),
             syncs_peak_in_flight: self.syncs_peak_in_flight,
+            sync_requests_parked: self
+                .sync_requests_parked
+                .saturating_sub(base.sync_requests_parked),
             flushes: self.flushes.saturating_sub(base.flushes),
             write_behinds: self.write_behinds.saturating_sub(base.write_behinds),
             scans_waited: self.scans_waited.saturating_sub(base.scans_waited),

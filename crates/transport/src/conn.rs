@@ -102,7 +102,10 @@ impl Job for Work {
             local: c.local,
             conn_id: c.id,
         };
-        let Some(reply) = c.shared.service.call(req) else {
+        // A reply taken to be sent later (`later.rs`) keeps the call in
+        // flight itself.
+        let reply = crate::later::run_offering(c, || c.shared.service.call(req));
+        let Some(reply) = reply else {
             return;
         };
         if !may_hold {

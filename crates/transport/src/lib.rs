@@ -70,12 +70,14 @@
 mod conn;
 mod cork;
 mod event_loop;
+mod later;
 mod pipe;
 mod record;
 mod sys;
 mod udp;
 
 pub use event_loop::split_pool;
+pub use later::{offered as later_offered, take as take_later, Later};
 pub use pipe::{PipeLease, PipePool};
 pub use udp::{UdpConfig, UdpHandle, UdpStats, UdpTransport, UDP_CONN_ID};
 

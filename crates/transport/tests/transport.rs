@@ -8,7 +8,9 @@
 //! the loop thread (`call_inline`) unless `arg` is 1 (given back: a worker
 //! runs it); 6 "spliced": replies with the id, then `arg` pattern bytes
 //! sent from a pipe (splice), then pad to 4 bytes; 7 "alone": as 5, but
-//! routed `Alone` (on the loop only when nothing else there is ready).
+//! routed `Alone` (on the loop only when nothing else there is ready); 8
+//! "later": the reply is taken (`take_later`) and sent by another thread
+//! `arg` ms later.
 
 use rnfsd_pool::Threads;
 use rnfsd_transport::{
@@ -67,6 +69,8 @@ impl Service for Toy {
     }
 
     fn call_inline(&self, req: Request) -> Inline {
+        // Only a pool job's call may be answered later.
+        assert!(!rnfsd_transport::later_offered());
         if req.data.get(8) == Some(&1) {
             return Inline::Defer(req);
         }
@@ -137,6 +141,17 @@ impl Toy {
                 Some(r)
             }
             3 => None,
+            8 => {
+                let later = rnfsd_transport::take_later().expect("a pool job's call");
+                assert!(rnfsd_transport::take_later().is_none(), "taken twice");
+                let mut r = reply_buffer(d.len());
+                r.extend_from_slice(d);
+                thread::spawn(move || {
+                    thread::sleep(Duration::from_millis(arg as u64));
+                    later.send(Some(r.into()));
+                });
+                None
+            }
             5 | 7 => {
                 let mut r = reply_buffer(64);
                 r.extend_from_slice(d.get(..4).unwrap_or(&[0; 4]));
@@ -711,6 +726,41 @@ fn half_closed_client_gets_all_replies_then_eof() {
     wait_until("closed", Duration::from_secs(5), || {
         sv.h.stats().connections_open == 0
     });
+    sv.h.shutdown();
+}
+
+/// Replies taken to be sent later by another thread (`take_later`: a
+/// journal commit's replies) all arrive, and the connection stays open
+/// until the last is sent: a half-closed client gets every reply, then EOF.
+/// Meanwhile the calls count as in flight, so they bound what the loop
+/// reads (`max_inflight_per_conn`).
+#[test]
+fn replies_sent_later_by_another_thread_arrive_before_the_close() {
+    let sv = server_with(
+        TransportConfig {
+            max_inflight_per_conn: 4,
+            ..TransportConfig::default()
+        },
+        pool(2),
+    );
+    let mut s = connect(sv.addr);
+    s.write_all(&burst(16, 8, 30)).unwrap();
+    s.write_all(&record(&payload(99, 0, 0, 0))).unwrap();
+    // At most 4 in flight: 16 calls parked 30 ms each take 4 rounds.
+    let t0 = Instant::now();
+    s.shutdown(Shutdown::Write).unwrap();
+    let got = read_ids(&mut s, 17);
+    assert_eq!(got, (0..16).chain([99]).collect::<Vec<u32>>());
+    assert!(
+        t0.elapsed() >= Duration::from_millis(110),
+        "{:?}: more than max_inflight_per_conn calls were parked at once",
+        t0.elapsed()
+    );
+    assert_closed(&mut s);
+    wait_until("closed", Duration::from_secs(5), || {
+        sv.h.stats().connections_open == 0
+    });
+    assert_eq!(sv.svc.calls.load(Ordering::SeqCst), 17);
     sv.h.shutdown();
 }
 

@@ -73,6 +73,13 @@ impl LocalFs {
         else {
             return Ok(false);
         };
+        // The call's thread need not sleep for the commit when its caller
+        // can send the reply once the commit is done (`crate::owed`).
+        if let Some(c) = &self.journal_commits {
+            if crate::owed::owe(c) {
+                return Ok(true);
+            }
+        }
         // As the server: the marker is its own, and a caller who may change
         // a directory may not be allowed to touch it.
         self.srv()?;

@@ -16,7 +16,10 @@
 //! The marker is an unnamed file (O_TMPFILE) in the export root: on the
 //! same filesystem, invisible to clients, freed at exit or by the journal
 //! replay after a crash; one descriptor per export, held like the export
-//! root's own (outside the caches' descriptor budget). Metadata only: file
+//! root's own (outside the caches' descriptor budget). Calls served by the
+//! transport's pools do not wait for the commit: they owe it to the
+//! export's commit threads (`commit_threads`, `crate::owed`), which send
+//! their replies once it is done. Metadata only: file
 //! data still needs its own fsync (COMMIT, stable WRITE). Other
 //! filesystems (btrfs, whose fsync logs one inode; ext2 or ext4 without a
 //! journal; tmpfs; FUSE) keep one sync per object.
@@ -24,8 +27,11 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
+use std::sync::Arc;
+
 use super::sys;
-use crate::SetTime;
+use crate::owed::Commits;
+use crate::{SetTime, WriteVerifier};
 
 const EXT4_SUPER_MAGIC: i64 = 0xEF53;
 const XFS_SUPER_MAGIC: i64 = 0x5846_5342;
@@ -72,6 +78,26 @@ impl Journal {
         sys::set_times(fd, &SetTime::ServerTime, &SetTime::ServerTime)?;
         sys::fsync(fd)
     }
+}
+
+/// The threads that commit `j` for calls that owe a commit
+/// (`crate::owed`): as the server (the marker is its own); a failure
+/// resets the write verifier, as a failed sync does (`commit.rs`).
+pub(super) fn commit_threads(
+    j: &Arc<Journal>,
+    verifier: &Arc<WriteVerifier>,
+    uid: u32,
+    gid: u32,
+) -> io::Result<Arc<Commits>> {
+    let (j, v) = (j.clone(), verifier.clone());
+    Commits::start(
+        "rnfsd-journal",
+        move || {
+            let _ = super::creds::become_server(uid, gid);
+        },
+        move || j.commit(),
+        move |e| v.reset(e),
+    )
 }
 
 /// XFS always; ext4 (whose magic ext2 and ext3 share) only when the

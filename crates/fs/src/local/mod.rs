@@ -334,13 +334,24 @@ pub struct LocalFs {
     committer: Committer<commit::SyncOf>,
     /// The export filesystem's journal, where one commit covers every
     /// metadata change before it (`sync` exports on ext4 and XFS).
-    journal: Option<journal::Journal>,
+    journal: Option<Arc<journal::Journal>>,
+    /// Its commit threads, for calls that owe a commit rather than wait
+    /// for one (`crate::owed`).
+    journal_commits: Option<Arc<crate::owed::Commits>>,
     /// EXCLUSIVE creates may make the file unnamed first (`O_TMPFILE`):
     /// not on ext4 with fast commits (`journal::fast_commits_at`).
     tmpfile_creates: bool,
 }
 
 use crate::access::check_name;
+
+impl Drop for LocalFs {
+    fn drop(&mut self) {
+        if let Some(c) = &self.journal_commits {
+            c.stop();
+        }
+    }
+}
 
 impl LocalFs {
     /// Opens `root` for export under `export_id`.
@@ -417,6 +428,15 @@ impl LocalFs {
                  (its journal does not replay after an fsync of an unnamed file)"
             );
         }
+        let journal = if opts.sync && !fast_commits {
+            journal::Journal::open(rootfd_raw, st.dev).map(Arc::new)
+        } else {
+            None
+        };
+        let journal_commits = match &journal {
+            Some(j) => Some(journal::commit_threads(j, &verifier, euid, egid)?),
+            None => None,
+        };
         Ok(LocalFs {
             root: rootfd,
             root_prefix,
@@ -450,11 +470,8 @@ impl LocalFs {
             caches,
             verifier,
             committer: Committer::new(opts.max_syncs_in_flight),
-            journal: if opts.sync && !fast_commits {
-                journal::Journal::open(rootfd_raw, st.dev)
-            } else {
-                None
-            },
+            journal_commits,
+            journal,
             tmpfile_creates: !fast_commits,
             opts,
         })
@@ -779,7 +796,12 @@ impl Backend for LocalFs {
             ],
             fds_cached: budget.used() as u64,
             fd_limit: budget.limit() as u64,
-            commits: self.committer.counts(),
+            commits: self
+                .journal_commits
+                .as_ref()
+                .map_or(self.committer.counts(), |c| {
+                    self.committer.counts().plus(&c.counts())
+                }),
             flushes: self.files.flusher().flushes(),
             write_behinds: self.files.behind().started(),
             scans_waited,

@@ -451,6 +451,7 @@ mod tests {
             }),
             server: s,
             spliced: Default::default(),
+            owed_fail: Default::default(),
         }
     }
 

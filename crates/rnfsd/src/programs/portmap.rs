@@ -290,6 +290,7 @@ mod tests {
             auth: Auth::None,
             server: &s,
             spliced: Default::default(),
+            owed_fail: Default::default(),
         };
         let q = |prog, vers, prot| Mapping {
             prog,

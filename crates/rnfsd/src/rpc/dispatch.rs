@@ -6,6 +6,7 @@
 
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use rnfsd_proto::rpc::{
     encode_accepted, encode_denied, AcceptStat, AuthStat, AuthSys, RejectStat, AUTH_NONE, AUTH_SYS,
@@ -13,7 +14,8 @@ use rnfsd_proto::rpc::{
 };
 use rnfsd_xdr::{Dec, Enc};
 
-use rnfsd_transport::Reply;
+use rnfsd_fs::owed::Owed;
+use rnfsd_transport::{Later, Reply};
 
 use super::{Auth, CacheClass, CallCtx, Proc, ProcError, Program};
 use crate::drc::{Drc, Key, Lookup};
@@ -107,40 +109,121 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> &str {
     }
 }
 
+/// What dispatch answers a call with.
+pub enum Answer {
+    /// The reply to send now (None: nothing to send).
+    Now(Option<Reply>),
+    /// A reply that may leave only once the journal commit its call owes
+    /// is done (`rnfsd_fs::owed`): its worker goes on meanwhile.
+    Parked(Parked),
+}
+
+/// A reply waiting for the journal commit its call owes, with what to send
+/// instead if that commit fails, and the duplicate reply cache entry the
+/// call still holds in progress (so a retransmission meanwhile is dropped).
+pub struct Parked {
+    reply: Reply,
+    fail: Reply,
+    owed: Owed,
+    later: Later,
+    drc: Option<(Arc<Drc>, Key)>,
+}
+
+impl Parked {
+    /// The reply that leaves if the commit succeeds.
+    pub fn reply(&self) -> &Reply {
+        &self.reply
+    }
+
+    /// Send the reply (or the failure) from the thread that sees the commit
+    /// end, and keep it in the duplicate reply cache then.
+    pub fn park(self) {
+        let Parked {
+            reply,
+            fail,
+            owed,
+            later,
+            drc,
+        } = self;
+        owed.then(Box::new(move |r| {
+            let reply = if r.is_ok() { reply } else { fail };
+            if let Some((c, key)) = drc {
+                c.finish(&key, &reply.buf);
+            }
+            later.send(Some(reply));
+        }));
+    }
+}
+
+/// As [`dispatch_call`], for callers that count nothing: a parked reply
+/// is sent when its commit ends, and None returned now.
+pub fn dispatch(
+    server: &Server,
+    programs: &[&Program],
+    policy: &Policy,
+    drc: Option<&Arc<Drc>>,
+    req: &[u8],
+    peer: SocketAddr,
+    local: SocketAddr,
+) -> Option<Reply> {
+    match dispatch_call(server, programs, policy, drc, req, peer, local) {
+        Answer::Now(r) => r,
+        Answer::Parked(p) => {
+            p.park();
+            None
+        }
+    }
+}
+
 /// Handle one request record. Returns the reply with 4 bytes reserved at
 /// the front for the record mark, or None to send nothing.
 ///
 /// With a duplicate reply cache, a retransmitted non-idempotent call
 /// (`CacheClass::Reply`) gets the first execution's reply, or no reply
 /// while that execution still runs (see `crate::drc`).
-#[allow(clippy::too_many_arguments)]
-pub fn dispatch(
+pub fn dispatch_call(
     server: &Server,
     programs: &[&Program],
     policy: &Policy,
-    drc: Option<&Drc>,
+    drc: Option<&Arc<Drc>>,
     req: &[u8],
     peer: SocketAddr,
     local: SocketAddr,
-) -> Option<Reply> {
+) -> Answer {
+    match dispatch_inner(server, programs, policy, drc, req, peer, local) {
+        Ok(a) => a,
+        Err(r) => Answer::Now(r),
+    }
+}
+
+/// Err: an answer decided before the handler (or none).
+fn dispatch_inner(
+    server: &Server,
+    programs: &[&Program],
+    policy: &Policy,
+    drc: Option<&Arc<Drc>>,
+    req: &[u8],
+    peer: SocketAddr,
+    local: SocketAddr,
+) -> Result<Answer, Option<Reply>> {
     let mut d = Dec::new(req);
     // Without an xid there is nothing to answer to.
-    let xid = d.u32().ok()?;
-    let mtype = d.u32().ok()?;
+    let xid = d.u32().map_err(|_| None)?;
+    let mtype = d.u32().map_err(|_| None)?;
     if mtype != MSG_CALL {
         tracing::debug!(xid, mtype, %peer, "dropping non-CALL message");
-        return None;
+        return Err(None);
     }
     // knfsd drops a call whose fixed header is short (svc.c err_short_len).
     let (rpcvers, prog, vers, proc_) = match (d.u32(), d.u32(), d.u32(), d.u32()) {
         (Ok(a), Ok(b), Ok(c), Ok(e)) => (a, b, c, e),
         _ => {
             tracing::debug!(xid, %peer, "dropping call with short header");
-            return None;
+            return Err(None);
         }
     };
     if rpcvers != RPC_VERSION {
-        return Some(
+        return Err(Some(
             denied(
                 xid,
                 RejectStat::RpcMismatch {
@@ -149,29 +232,33 @@ pub fn dispatch(
                 },
             )
             .into(),
-        );
+        ));
     }
     let auth = match decode_auth(&mut d) {
         Ok(a) => a,
-        Err(AuthFail::Garbage) => return Some(accepted(xid, AcceptStat::GarbageArgs).into()),
+        Err(AuthFail::Garbage) => return Err(Some(accepted(xid, AcceptStat::GarbageArgs).into())),
         Err(AuthFail::Denied(s)) => {
             tracing::debug!(xid, %peer, ?s, "credential rejected");
-            return Some(denied(xid, RejectStat::AuthError(s)).into());
+            return Err(Some(denied(xid, RejectStat::AuthError(s)).into()));
         }
     };
     let Some(program) = programs.iter().find(|p| p.prog == prog) else {
-        return Some(accepted(xid, AcceptStat::ProgUnavail).into());
+        return Err(Some(accepted(xid, AcceptStat::ProgUnavail).into()));
     };
     let Some(version) = program.versions.iter().find(|v| v.vers == vers) else {
         let low = program.versions.iter().map(|v| v.vers).min().unwrap_or(0);
         let high = program.versions.iter().map(|v| v.vers).max().unwrap_or(0);
-        return Some(accepted(xid, AcceptStat::ProgMismatch { low, high }).into());
+        return Err(Some(
+            accepted(xid, AcceptStat::ProgMismatch { low, high }).into(),
+        ));
     };
     let Some(proc) = version.procs.get(proc_ as usize) else {
-        return Some(accepted(xid, AcceptStat::ProcUnavail).into());
+        return Err(Some(accepted(xid, AcceptStat::ProcUnavail).into()));
     };
     if auth == Auth::None && !policy.allow_auth_none && !auth_none_always_ok(prog, proc_) {
-        return Some(denied(xid, RejectStat::AuthError(AuthStat::TooWeak)).into());
+        return Err(Some(
+            denied(xid, RejectStat::AuthError(AuthStat::TooWeak)).into(),
+        ));
     }
 
     // As knfsd's nfsd_cache_lookup: after auth, before the handler.
@@ -182,11 +269,11 @@ pub fn dispatch(
                 Lookup::New => Some((c, key)),
                 Lookup::Replay(r) => {
                     tracing::debug!(xid, %peer, proc = proc.name, "duplicate: replaying reply");
-                    return Some(r.into());
+                    return Err(Some(r.into()));
                 }
                 Lookup::InProgress => {
                     tracing::debug!(xid, %peer, proc = proc.name, "duplicate in progress: dropped");
-                    return None;
+                    return Err(None);
                 }
             }
         }
@@ -199,23 +286,67 @@ pub fn dispatch(
         auth,
         server,
         spliced: Default::default(),
+        owed_fail: Default::default(),
     };
-    let (reply, ran) = execute(&ctx, program, vers, proc, &mut d);
+    // A call run by a pool job may leave the journal commit it owes to its
+    // export's commit threads, and its reply with it (`rnfsd_fs::owed`).
+    let offer = rnfsd_transport::later_offered().then(rnfsd_fs::owed::offer);
+    let (mut reply, ran) = execute(&ctx, program, vers, proc, &mut d);
+    let owed = rnfsd_fs::owed::take();
+    drop(offer);
+    // Only a handler's own reply is kept; RPC-level failures run again if
+    // retransmitted (knfsd: RC_NOCACHE on those paths). Replies of cached
+    // procedures are all bytes (nothing spliced). Nor the reply of an
+    // attempt on the event loop that gave up (an UNSTABLE WRITE on a quiet
+    // loop): the call runs again in a pool and must not meet its own entry
+    // there.
+    let keep =
+        ran && reply.as_ref().is_some_and(|r| r.spliced.is_none()) && !rnfsd_fs::inline::gave_up();
+    if let Some(owed) = owed {
+        let fail = failure(xid, ctx.owed_fail.take());
+        match (reply, rnfsd_transport::take_later()) {
+            (Some(reply), Some(later)) => {
+                let drc = match cached {
+                    Some((c, key)) if keep => Some((c.clone(), key)),
+                    Some((c, key)) => {
+                        c.abandon(&key);
+                        None
+                    }
+                    None => None,
+                };
+                return Ok(Answer::Parked(Parked {
+                    reply,
+                    fail,
+                    owed,
+                    later,
+                    drc,
+                }));
+            }
+            // No reply, or no one to send it later: wait here.
+            (r, _) => reply = if owed.wait().is_ok() { r } else { Some(fail) },
+        }
+    }
     if let Some((c, key)) = cached {
         match &reply {
-            // Only a handler's own reply is kept; RPC-level failures run
-            // again if retransmitted (knfsd: RC_NOCACHE on those paths).
-            // Replies of cached procedures are all bytes (nothing spliced).
-            // Nor the reply of an attempt on the event loop that gave up
-            // (an UNSTABLE WRITE on a quiet loop): the call runs again in
-            // a pool and must not meet its own entry there.
-            Some(r) if ran && r.spliced.is_none() && !rnfsd_fs::inline::gave_up() => {
-                c.finish(&key, &r.buf)
-            }
+            Some(r) if keep => c.finish(&key, &r.buf),
             _ => c.abandon(&key),
         }
     }
-    reply
+    Ok(Answer::Now(reply))
+}
+
+/// The reply of a call whose owed journal commit failed: the result body
+/// its handler left for that (`CallCtx::owed_fail`), or else SYSTEM_ERR.
+fn failure(xid: u32, body: Option<Vec<u8>>) -> Reply {
+    let Some(b) = body else {
+        return accepted(xid, AcceptStat::SystemErr).into();
+    };
+    let mut e = Enc::from_vec(rnfsd_transport::reply_buffer(
+        MAX_REPLY_HEADER.saturating_add(b.len()),
+    ));
+    encode_accepted(&mut e, xid, AcceptStat::Success);
+    e.raw(&b);
+    e.into_vec().into()
 }
 
 /// Bytes first reserved for a reply body.
@@ -720,6 +851,7 @@ mod tests {
         let drc = Drc::new(crate::drc::DrcConfig::default());
         let peer: SocketAddr = "127.0.0.1:900".parse().unwrap();
         let local: SocketAddr = "127.0.0.1:2049".parse().unwrap();
+        let drc = Arc::new(drc);
         let go = |req: &[u8], peer| {
             let r = dispatch(
                 &s,
@@ -752,6 +884,20 @@ mod tests {
         go(&fails, peer);
         assert_eq!(RUNS.load(std::sync::atomic::Ordering::SeqCst), n + 2);
         assert_eq!(drc.entries(), 3);
+    }
+
+    /// A call whose owed journal commit failed answers the failure its
+    /// handler left (after a SUCCESS header: it is the procedure's own
+    /// error), or SYSTEM_ERR if it left none.
+    #[test]
+    fn a_failed_commit_answers_the_failure_the_handler_left() {
+        let (xid, h, body) = reply(&failure(7, Some(vec![0, 0, 0, 5, 0, 0, 0, 0])).buf);
+        assert_eq!(xid, 7);
+        assert_eq!(h, ReplyHeader::Accepted(AcceptStat::Success));
+        assert_eq!(body, vec![0, 0, 0, 5, 0, 0, 0, 0]);
+        let (_, h, body) = reply(&failure(8, None).buf);
+        assert_eq!(h, ReplyHeader::Accepted(AcceptStat::SystemErr));
+        assert!(body.is_empty());
     }
 
     #[test]

@@ -29,6 +29,10 @@ pub struct CallCtx<'a> {
     /// Set by a handler whose result ends in data waiting in a pipe (READ
     /// by splice): it follows the encoded result on the wire.
     pub spliced: Cell<Option<Spliced>>,
+    /// Set by a handler whose call owes a journal commit
+    /// (`rnfsd_fs::owed`): the result body to answer instead should that
+    /// commit fail.
+    pub owed_fail: Cell<Option<Vec<u8>>>,
 }
 
 /// An RPC-level failure a handler reports instead of a result.

@@ -3,7 +3,7 @@
 
 use rnfsd_proto::nfs3::*;
 
-use super::common::{fail_wcc, post_attr, resolve_or_fail};
+use super::common::{fail_wcc, owing, post_attr, resolve_or_fail};
 use super::convert::*;
 use super::{max_io, DTPREF};
 use crate::rpc::{CallCtx, ProcError};
@@ -31,12 +31,13 @@ pub(super) fn setattr(ctx: &CallCtx<'_>, a: SetAttr3Args) -> Result<SetAttr3Res,
     }
     let set = setattr_of(&a.new_attributes);
     let guard = a.guard.map(time_of);
-    Ok(match exp.backend.setattr(&cred, &fh, &set, guard) {
+    let res = match exp.backend.setattr(&cred, &fh, &set, guard) {
         Ok(w) => NfsRes::Ok(SetAttr3ResOk {
             obj_wcc: wcc_data_of(&w),
         }),
         Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &cred, &fh)),
-    })
+    };
+    Ok(owing(ctx, res))
 }
 
 pub(super) fn access(ctx: &CallCtx<'_>, a: Access3Args) -> Result<Access3Res, ProcError> {

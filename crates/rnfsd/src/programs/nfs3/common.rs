@@ -4,6 +4,7 @@
 
 use rnfsd_fs::{Cred, Fh};
 use rnfsd_proto::nfs3::*;
+use rnfsd_xdr::{Enc, Xdr};
 
 use super::convert::fattr3_of;
 use crate::access::{Denied, Grant};
@@ -19,6 +20,23 @@ use crate::state::{Export, ExportRef};
 /// export lookup fails with ENOENT in `nfsd_set_fh_dentry`), and one calling
 /// from an unprivileged port on a `secure` export gets NFS3ERR_PERM
 /// (`nfsd_setuser_and_check_port`).
+/// A change on a `sync` export may leave its call owing a journal commit
+/// (`rnfsd_fs::owed`): its reply then leaves once that commit is done. If
+/// the commit fails, the call answers NFS3ERR_IO with no attributes
+/// instead (RFC 1813 §4.8; knfsd answers a failed `commit_metadata` with
+/// the error), which is what this leaves in `ctx` for it.
+pub(super) fn owing<T: Xdr, F: Xdr + Default>(
+    ctx: &CallCtx<'_>,
+    res: NfsRes<T, F>,
+) -> NfsRes<T, F> {
+    if rnfsd_fs::owed::owing() {
+        let mut e = Enc::new();
+        NfsRes::<T, F>::Fail(Nfsstat3::Io, F::default()).encode(&mut e);
+        ctx.owed_fail.set(Some(e.into_vec()));
+    }
+    res
+}
+
 pub(super) fn resolve(ctx: &CallCtx<'_>, fh: NfsFh3) -> Result<(ExportRef, Fh, Grant), Nfsstat3> {
     if fh.data.len() < 5 {
         return Err(Nfsstat3::BadHandle);

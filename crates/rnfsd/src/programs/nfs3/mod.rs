@@ -254,7 +254,9 @@ fn write_route(server: &Server, d: &mut Dec<'_>) -> Route {
 
 /// The first argument of a namespace change or SETATTR is a handle (of the
 /// directory, or of the object); on a `sync` export the change waits for
-/// stable storage (the blocking pool); on an `async` one it is tried on the
+/// stable storage (the blocking pool, where its reply may wait without its
+/// thread: `rnfsd_fs::owed`; on the loop it measured slower, its changes
+/// meeting the directory's lock); on an `async` one it is tried on the
 /// loop (`inline_changes`) where the backend can make it there, else it
 /// goes to the loop's pool.
 fn sync_route(server: &Server, d: &mut Dec<'_>) -> Route {

@@ -4,7 +4,7 @@
 use rnfsd_fs::{Backend, CreateHow, Created, Cred, Fh, NodeKind, SetAttr};
 use rnfsd_proto::nfs3::*;
 
-use super::common::{check_name, fail_wcc, post_attr, resolve, resolve_or_fail};
+use super::common::{check_name, fail_wcc, owing, post_attr, resolve, resolve_or_fail};
 use super::convert::*;
 use crate::rpc::{CallCtx, ProcError};
 
@@ -26,14 +26,15 @@ pub(super) fn make_node(
     if let Err(s) = check_name(&where_.name) {
         return NfsRes::Fail(s, fail_wcc(&exp, &cred, &dir));
     }
-    match op(exp.backend.as_ref(), &cred, &dir, &where_.name) {
+    let res = match op(exp.backend.as_ref(), &cred, &dir, &where_.name) {
         Ok(c) => NfsRes::Ok(Create3ResOk {
             obj: Some(fh3_of(c.fh)),
             obj_attributes: Some(fattr3_of(&c.attr)),
             dir_wcc: wcc_data_of(&c.dir),
         }),
         Err(s) => NfsRes::Fail(s, fail_wcc(&exp, &cred, &dir)),
-    }
+    };
+    owing(ctx, res)
 }
 
 pub(super) fn create(ctx: &CallCtx<'_>, a: Create3Args) -> Result<Create3Res, ProcError> {
@@ -113,12 +114,13 @@ pub(super) fn unlink(ctx: &CallCtx<'_>, what: Diropargs3, is_dir: bool) -> Remov
     } else {
         exp.backend.remove(&cred, &dir, &what.name)
     };
-    match r {
+    let res = match r {
         Ok(w) => NfsRes::Ok(Remove3ResOk {
             dir_wcc: wcc_data_of(&w),
         }),
         Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &cred, &dir)),
-    }
+    };
+    owing(ctx, res)
 }
 
 pub(super) fn remove(ctx: &CallCtx<'_>, a: Remove3Args) -> Result<Remove3Res, ProcError> {
@@ -168,18 +170,17 @@ pub(super) fn rename(ctx: &CallCtx<'_>, a: Rename3Args) -> Result<Rename3Res, Pr
     if let Err(s) = check_name(&a.from.name).and_then(|_| check_name(&a.to.name)) {
         return Ok(fail(s));
     }
-    Ok(
-        match fexp
-            .backend
-            .rename(&cred, &fdir, &a.from.name, &tdir, &a.to.name)
-        {
-            Ok((fw, tw)) => NfsRes::Ok(Rename3Wcc {
-                fromdir_wcc: wcc_data_of(&fw),
-                todir_wcc: wcc_data_of(&tw),
-            }),
-            Err(e) => fail(nfsstat3_of(e)),
-        },
-    )
+    let res = match fexp
+        .backend
+        .rename(&cred, &fdir, &a.from.name, &tdir, &a.to.name)
+    {
+        Ok((fw, tw)) => NfsRes::Ok(Rename3Wcc {
+            fromdir_wcc: wcc_data_of(&fw),
+            todir_wcc: wcc_data_of(&tw),
+        }),
+        Err(e) => fail(nfsstat3_of(e)),
+    };
+    Ok(owing(ctx, res))
 }
 
 pub(super) fn link(ctx: &CallCtx<'_>, a: Link3Args) -> Result<Link3Res, ProcError> {
@@ -215,11 +216,12 @@ pub(super) fn link(ctx: &CallCtx<'_>, a: Link3Args) -> Result<Link3Res, ProcErro
     if let Err(s) = check_name(&a.link.name) {
         return Ok(fail(s));
     }
-    Ok(match dexp.backend.link(&cred, &file, &dir, &a.link.name) {
+    let res = match dexp.backend.link(&cred, &file, &dir, &a.link.name) {
         Ok((attr, w)) => NfsRes::Ok(Link3Body {
             file_attributes: Some(fattr3_of(&attr)),
             linkdir_wcc: wcc_data_of(&w),
         }),
         Err(e) => fail(nfsstat3_of(e)),
-    })
+    };
+    Ok(owing(ctx, res))
 }

@@ -44,6 +44,9 @@ struct FakeFs {
     /// Bytes the file holds.
     file_len: u64,
     seen: Mutex<Seen>,
+    /// When set, every change owes a journal commit of these, as the
+    /// local backend's do on a `sync` export (`rnfsd_fs::owed`).
+    owes: Mutex<Option<Arc<rnfsd_fs::owed::Commits>>>,
 }
 
 impl FakeFs {
@@ -58,7 +61,15 @@ impl FakeFs {
             getattr_fails: Mutex::new(false),
             file_len: 10_000,
             seen: Mutex::new(Seen::default()),
+            owes: Mutex::new(None),
         })
+    }
+
+    /// A change was made: owe its commit when told to.
+    fn changed(&self) {
+        if let Some(c) = &*self.owes.lock().unwrap() {
+            assert!(rnfsd_fs::owed::owe(c), "the table offered no commit to owe");
+        }
     }
 
     fn fh(&self, id: u64) -> Fh {
@@ -142,6 +153,7 @@ impl Backend for FakeFs {
     }
     fn setattr(&self, _c: &Cred, fh: &Fh, set: &SetAttr, guard: Option<Time>) -> FsResult<Wcc> {
         let id = self.check(fh)?;
+        self.changed();
         self.seen.lock().unwrap().setattr = Some((set.clone(), guard));
         Ok(self.wcc(id))
     }
@@ -191,11 +203,13 @@ impl Backend for FakeFs {
     }
     fn create(&self, _c: &Cred, dir: &Fh, _n: &[u8], how: &CreateHow) -> FsResult<Created> {
         let d = self.check(dir)?;
+        self.changed();
         self.seen.lock().unwrap().create = Some(how.clone());
         Ok(self.created(d))
     }
     fn mkdir(&self, _c: &Cred, dir: &Fh, _n: &[u8], _s: &SetAttr) -> FsResult<Created> {
         let d = self.check(dir)?;
+        self.changed();
         Ok(self.created(d))
     }
     fn symlink(
@@ -207,6 +221,7 @@ impl Backend for FakeFs {
         _s: &SetAttr,
     ) -> FsResult<Created> {
         let d = self.check(dir)?;
+        self.changed();
         Ok(self.created(d))
     }
     fn mknod(
@@ -218,25 +233,30 @@ impl Backend for FakeFs {
         _s: &SetAttr,
     ) -> FsResult<Created> {
         let d = self.check(dir)?;
+        self.changed();
         self.seen.lock().unwrap().mknod = Some(kind);
         Ok(self.created(d))
     }
     fn remove(&self, _c: &Cred, dir: &Fh, _n: &[u8]) -> FsResult<Wcc> {
         let d = self.check(dir)?;
+        self.changed();
         Ok(self.wcc(d))
     }
     fn rmdir(&self, _c: &Cred, dir: &Fh, _n: &[u8]) -> FsResult<Wcc> {
         let d = self.check(dir)?;
+        self.changed();
         Ok(self.wcc(d))
     }
     fn rename(&self, _c: &Cred, from: &Fh, _f: &[u8], to: &Fh, _t: &[u8]) -> FsResult<(Wcc, Wcc)> {
         let f = self.check(from)?;
         let t = self.check(to)?;
+        self.changed();
         Ok((self.wcc(f), self.wcc(t)))
     }
     fn link(&self, _c: &Cred, file: &Fh, dir: &Fh, _n: &[u8]) -> FsResult<(Attr, Wcc)> {
         let f = self.check(file)?;
         let d = self.check(dir)?;
+        self.changed();
         Ok((self.attr(f), self.wcc(d)))
     }
     fn readdir(
@@ -357,6 +377,7 @@ fn ctx(server: &Server) -> CallCtx<'_> {
         }),
         server,
         spliced: Default::default(),
+        owed_fail: Default::default(),
     }
 }
 
@@ -2042,4 +2063,115 @@ fn namespace_changes_route_by_their_export() {
         sync_route(&export(false), &mut Dec::new(&[0, 0])),
         Route::Pool
     );
+}
+
+/// Every change that may owe its journal commit leaves, beside its reply,
+/// the result it answers if that commit fails: its own resfail with
+/// NFS3ERR_IO and no attributes (RFC 1813 §4.8). Run through the table
+/// with an offer in force, as dispatch makes one for a pool job's call.
+#[test]
+fn changes_owing_a_commit_leave_an_io_failure_to_answer_with() {
+    let fs = FakeFs::new(1, 0);
+    let commits = rnfsd_fs::owed::Commits::start("test-commit", || {}, || Ok(()), |_| {}).unwrap();
+    *fs.owes.lock().unwrap() = Some(commits.clone());
+    let srv = server(&fs, false);
+    let c = ctx(&srv);
+    let sattr = Sattr3::default();
+    let fail_of = |what: &str, run: &dyn Fn() -> bool| -> Vec<u8> {
+        let offer = rnfsd_fs::owed::offer();
+        assert!(run(), "{what} failed");
+        let owed = rnfsd_fs::owed::take().unwrap_or_else(|| panic!("{what} owes no commit"));
+        assert_eq!(owed.wait(), Ok(()));
+        drop(offer);
+        c.owed_fail
+            .take()
+            .unwrap_or_else(|| panic!("{what} left no failure"))
+    };
+    fn io_fail<T: Xdr, F: Xdr + Default + PartialEq + std::fmt::Debug>(what: &str, b: &[u8]) {
+        match from_slice::<NfsRes<T, F>>(b) {
+            Ok(NfsRes::Fail(Nfsstat3::Io, f)) => assert_eq!(f, F::default(), "{what}"),
+            _ => panic!("{what}: not an NFS3ERR_IO resfail"),
+        }
+    }
+    let ok = |r: Create3Res| matches!(r, NfsRes::Ok(_));
+    let b = fail_of("CREATE", &|| {
+        let a = Create3Args {
+            where_: dirop(&fs, "n"),
+            how: CreateHow3::Unchecked(sattr.clone()),
+        };
+        ok(call(&c, NFSPROC3_CREATE, &a).0)
+    });
+    io_fail::<Create3ResOk, WccData>("CREATE", &b);
+    let b = fail_of("MKDIR", &|| {
+        let a = Mkdir3Args {
+            where_: dirop(&fs, "n"),
+            attributes: sattr.clone(),
+        };
+        ok(call(&c, NFSPROC3_MKDIR, &a).0)
+    });
+    io_fail::<Create3ResOk, WccData>("MKDIR", &b);
+    let b = fail_of("SYMLINK", &|| {
+        let a = Symlink3Args {
+            where_: dirop(&fs, "n"),
+            symlink_attributes: sattr.clone(),
+            symlink_data: b"t".to_vec(),
+        };
+        ok(call(&c, NFSPROC3_SYMLINK, &a).0)
+    });
+    io_fail::<Create3ResOk, WccData>("SYMLINK", &b);
+    let b = fail_of("MKNOD", &|| {
+        let a = Mknod3Args {
+            where_: dirop(&fs, "n"),
+            what: MknodData3::Fifo(sattr.clone()),
+        };
+        ok(call(&c, NFSPROC3_MKNOD, &a).0)
+    });
+    io_fail::<Create3ResOk, WccData>("MKNOD", &b);
+    let b = fail_of("REMOVE", &|| {
+        matches!(remove3(&c, dirop(&fs, "n")), NfsRes::Ok(_))
+    });
+    io_fail::<Remove3ResOk, WccData>("REMOVE", &b);
+    let b = fail_of("RMDIR", &|| {
+        matches!(rmdir3(&c, dirop(&fs, "n")), NfsRes::Ok(_))
+    });
+    io_fail::<Remove3ResOk, WccData>("RMDIR", &b);
+    let b = fail_of("RENAME", &|| {
+        let a = Rename3Args {
+            from: dirop(&fs, "n"),
+            to: dirop(&fs, "m"),
+        };
+        matches!(
+            call::<_, Rename3Res>(&c, NFSPROC3_RENAME, &a).0,
+            NfsRes::Ok(_)
+        )
+    });
+    io_fail::<Rename3Wcc, Rename3Wcc>("RENAME", &b);
+    let b = fail_of("LINK", &|| {
+        let a = Link3Args {
+            file: nfh(&fs, FILE),
+            link: dirop(&fs, "m"),
+        };
+        matches!(call::<_, Link3Res>(&c, NFSPROC3_LINK, &a).0, NfsRes::Ok(_))
+    });
+    io_fail::<Link3Body, Link3Body>("LINK", &b);
+    let b = fail_of("SETATTR", &|| {
+        let a = SetAttr3Args {
+            object: nfh(&fs, FILE),
+            new_attributes: Sattr3 {
+                mode: Some(0o600),
+                ..Sattr3::default()
+            },
+            guard: None,
+        };
+        matches!(
+            call::<_, SetAttr3Res>(&c, NFSPROC3_SETATTR, &a).0,
+            NfsRes::Ok(_)
+        )
+    });
+    io_fail::<SetAttr3ResOk, WccData>("SETATTR", &b);
+    // Without an offer nothing is owed, and nothing is left.
+    *fs.owes.lock().unwrap() = None;
+    assert!(matches!(remove3(&c, dirop(&fs, "n")), NfsRes::Ok(_)));
+    assert!(c.owed_fail.take().is_none());
+    commits.stop();
 }

@@ -1,0 +1,326 @@
+//! Journal commits that no request thread sleeps for.
+//!
+//! On a `sync` export a namespace change or SETATTR is durable before its
+//! reply (RFC 1813 §4.8). Where one journal commit covers it
+//! (`local/journal.rs`), the call's thread need not sleep until that
+//! commit ends: when its caller offered (`offer`: the reply can be sent by
+//! another thread), the backend notes the commit as owed (`owe`) and
+//! returns at once. The caller takes it (`take`) and gives it what to do
+//! once the commit is done (`Owed::then`: send the reply), and its thread
+//! goes on to the next call. A few commit threads per filesystem
+//! (`Commits`) run journal commits back to back: each takes every call
+//! waiting when it starts, commits once, and finishes them all. So a
+//! synced change costs its thread no sleep, and a commit one wakeup for
+//! all it answers (seed 002: batched wakeups, nobody woken when nobody
+//! waits).
+//!
+//! Hand-written: the rule (a commit answers only calls queued before it
+//! began) is the point, and the jobs are our own replies.
+
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use crate::durable::CommitCounts;
+
+thread_local! {
+    /// The running call may owe a commit instead of waiting for it.
+    static OFFERED: Cell<bool> = const { Cell::new(false) };
+    /// The commit it owes.
+    static OWED: RefCell<Option<Owed>> = const { RefCell::new(None) };
+}
+
+/// While held, the backend may leave this thread's call owing a journal
+/// commit rather than waiting for it. Whoever offers must `take` after the
+/// call and honour what it finds; one never taken is waited for when the
+/// offer drops (so no reply can leave before its commit).
+pub struct Offer(());
+
+/// See [`Offer`].
+pub fn offer() -> Offer {
+    OFFERED.set(true);
+    Offer(())
+}
+
+impl Drop for Offer {
+    fn drop(&mut self) {
+        OFFERED.set(false);
+        if let Some(o) = OWED.take() {
+            let _ = o.wait();
+        }
+    }
+}
+
+/// The commit the call that just ran on this thread owes, if any.
+pub fn take() -> Option<Owed> {
+    OWED.take()
+}
+
+/// Whether the call running on this thread owes a commit now.
+pub fn owing() -> bool {
+    OWED.with(|o| o.borrow().is_some())
+}
+
+/// Called by a backend instead of waiting for a commit of `commits`:
+/// true if the caller offered (the commit is now owed), false if the
+/// backend must wait itself.
+pub fn owe(commits: &Arc<Commits>) -> bool {
+    if !OFFERED.get() {
+        return false;
+    }
+    OWED.with(|o| {
+        let mut o = o.borrow_mut();
+        // A second change of the same call: the one commit after the call
+        // covers both. (A call changes one export, so one filesystem.)
+        if o.is_none() {
+            *o = Some(Owed {
+                commits: commits.clone(),
+            });
+        }
+    });
+    true
+}
+
+/// A journal commit a call owes before its reply.
+pub struct Owed {
+    commits: Arc<Commits>,
+}
+
+/// What to run once the commit is done: Ok, or the errno it failed with
+/// (the write verifier has been reset by then).
+pub type Then = Box<dyn FnOnce(Result<(), i32>) + Send>;
+
+impl Owed {
+    /// Run `f` once a commit that began after now has ended, on the thread
+    /// that made it.
+    pub fn then(self, f: Then) {
+        self.commits.push(f);
+    }
+
+    /// Wait here for that commit (when nobody else can send the reply).
+    pub fn wait(self) -> Result<(), i32> {
+        let done = Arc::new((Mutex::new(None), Condvar::new()));
+        let d = done.clone();
+        self.then(Box::new(move |r| {
+            *d.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            d.1.notify_one();
+        }));
+        let mut g = done.0.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(r) = g.take() {
+                return r;
+            }
+            g = done.1.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+struct State {
+    /// Calls waiting for the next commit. Bounded by the calls in flight
+    /// (the transport's `max_inflight_per_conn` per connection).
+    queued: Vec<Then>,
+    stop: bool,
+    counts: CommitCounts,
+    running: u64,
+}
+
+/// The commit threads of one filesystem's journal.
+pub struct Commits {
+    state: Mutex<State>,
+    cv: Condvar,
+}
+
+/// Commit threads per filesystem, so commits in flight: one committing
+/// while the next gathers calls and is asked of the kernel, which starts
+/// it as soon as the running one ends. Measured as fast as no limit
+/// (fs_mark, 16 streams: docs/durability.md, "Where fs_mark's context
+/// switches go").
+pub const THREADS: usize = 2;
+
+impl Commits {
+    /// Starts `THREADS` threads named `name`, each running `setup` once and
+    /// then `commit` whenever calls wait; `failed` learns of each failure
+    /// before the calls do.
+    pub fn start(
+        name: &str,
+        setup: impl Fn() + Send + Sync + 'static,
+        commit: impl Fn() -> io::Result<()> + Send + Sync + 'static,
+        failed: impl Fn(&io::Error) + Send + Sync + 'static,
+    ) -> io::Result<Arc<Commits>> {
+        let c = Arc::new(Commits {
+            state: Mutex::new(State {
+                queued: Vec::new(),
+                stop: false,
+                counts: CommitCounts::default(),
+                running: 0,
+            }),
+            cv: Condvar::new(),
+        });
+        let work = Arc::new((setup, commit, failed));
+        for i in 0..THREADS {
+            let (c2, w) = (c.clone(), work.clone());
+            let spawned = std::thread::Builder::new()
+                .name(format!("{name}-{i}"))
+                .spawn(move || {
+                    (w.0)();
+                    c2.run(&w.1, &w.2)
+                });
+            if let Err(e) = spawned {
+                c.stop();
+                return Err(e);
+            }
+        }
+        Ok(c)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Nothing panics under this lock but allocation.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(&self, f: Then) {
+        let mut s = self.lock();
+        s.counts.requests += 1;
+        s.counts.parked += 1;
+        let first = s.queued.is_empty();
+        s.queued.push(f);
+        drop(s);
+        // Only the first call of a batch wakes a thread; the rest join it.
+        // With every thread committing, none is woken: the first to end
+        // takes the batch.
+        if first {
+            self.cv.notify_one();
+        }
+    }
+
+    fn run(
+        &self,
+        commit: &(impl Fn() -> io::Result<()> + ?Sized),
+        failed: &(impl Fn(&io::Error) + ?Sized),
+    ) {
+        loop {
+            let batch = {
+                let mut s = self.lock();
+                while s.queued.is_empty() && !s.stop {
+                    s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+                }
+                if s.queued.is_empty() {
+                    return;
+                }
+                s.running += 1;
+                s.counts.syncs += 1;
+                s.counts.joined += s.queued.len() as u64 - 1;
+                s.counts.peak_in_flight = s.counts.peak_in_flight.max(s.running);
+                std::mem::take(&mut s.queued)
+            };
+            // Every call of the batch changed what it changed before it
+            // was queued, so before this commit's change to the marker.
+            let r = commit().map_err(|e| {
+                failed(&e);
+                e.raw_os_error().unwrap_or(libc::EIO)
+            });
+            {
+                let mut s = self.lock();
+                s.running -= 1;
+                if r.is_err() {
+                    s.counts.errors += 1;
+                }
+            }
+            for f in batch {
+                f(r);
+            }
+        }
+    }
+
+    /// Stop the threads once the calls queued now are answered.
+    pub fn stop(&self) {
+        self.lock().stop = true;
+        self.cv.notify_all();
+    }
+
+    pub fn counts(&self) -> CommitCounts {
+        self.lock().counts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    #[test]
+    fn owed_only_when_offered_and_answered_after_a_later_commit() {
+        let commits_run = Arc::new(AtomicUsize::new(0));
+        let n = commits_run.clone();
+        let c = Commits::start(
+            "test-commit",
+            || {},
+            move || {
+                std::thread::sleep(Duration::from_millis(2));
+                n.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            },
+            |_| {},
+        )
+        .unwrap();
+        // Not offered: the backend must wait itself.
+        assert!(!owe(&c));
+        assert!(take().is_none());
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..20 {
+            let offer = offer();
+            assert!(owe(&c));
+            assert!(owe(&c), "a second change joins the first");
+            let o = take().expect("owed");
+            drop(offer);
+            let before = commits_run.load(Ordering::SeqCst);
+            let (tx, n) = (tx.clone(), commits_run.clone());
+            o.then(Box::new(move |r| {
+                // Answered only after a commit that ended after it was owed.
+                tx.send((r, before, n.load(Ordering::SeqCst))).unwrap();
+            }));
+        }
+        for _ in 0..20 {
+            let (r, before, after) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+            assert_eq!(r, Ok(()));
+            assert!(after > before);
+        }
+        let k = c.counts();
+        assert_eq!(k.requests, 20);
+        assert!(k.syncs >= 1 && k.syncs <= 20, "{k:?}");
+        assert_eq!(k.syncs + k.joined, 20);
+        assert!(k.peak_in_flight <= THREADS as u64);
+        c.stop();
+    }
+
+    #[test]
+    fn a_failed_commit_fails_its_calls_and_an_unclaimed_offer_waits() {
+        let seen = Arc::new(AtomicUsize::new(0));
+        let s = seen.clone();
+        let c = Commits::start(
+            "test-commit",
+            || {},
+            || Err(io::Error::from_raw_os_error(libc::EIO)),
+            move |_| {
+                s.fetch_add(1, Ordering::SeqCst);
+            },
+        )
+        .unwrap();
+        {
+            let _offer = offer();
+            assert!(owe(&c));
+            assert_eq!(take().expect("owed").wait(), Err(libc::EIO));
+        }
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+        // Owed and never taken: the offer's drop waits for the commit.
+        {
+            let _offer = offer();
+            assert!(owe(&c));
+        }
+        assert_eq!(seen.load(Ordering::SeqCst), 2);
+        assert_eq!(c.counts().errors, 2);
+        c.stop();
+    }
+}

@@ -1,0 +1,129 @@
+//! On a `sync` export every namespace change and SETATTR is durable before
+//! its reply (RFC 1813 §4.8). Where one journal commit covers it (ext4 with
+//! a journal, XFS), the reply waits for that commit without a thread
+//! (`rnfsd_fs::owed`): the export's commit threads send it once the commit
+//! is done. Over TCP against the real server, on loop devices. (That the
+//! replies only leave after their commit is the power-cut test's to prove:
+//! `crash.rs`.)
+
+mod common;
+
+use common::blockdev::{unavailable, LoopFs};
+use common::nfs::*;
+use common::TestServer;
+use rnfsd_client::nfs3::*;
+use rnfsd_stats::Snapshot;
+
+fn snapshot(srv: &TestServer) -> Snapshot {
+    let a = rnfsd::admin::query(&srv.state.path().join("admin.sock"), "snapshot")
+        .expect("admin socket");
+    Snapshot::from_json(&a).expect("snapshot JSON")
+}
+
+/// (durability requests, of them parked, syncs run) over all exports.
+fn sync_counts(srv: &TestServer) -> (u64, u64, u64) {
+    let s = snapshot(srv);
+    s.exports.iter().fold((0, 0, 0), |(r, p, n), e| {
+        (r + e.sync_requests, p + e.sync_requests_parked, n + e.syncs)
+    })
+}
+
+const STREAMS: usize = 8;
+const ROUNDS: usize = 12;
+/// Changes per round of one stream: CREATE, SETATTR, RENAME, MKDIR, RMDIR,
+/// and a REMOVE every other round.
+fn changes() -> u64 {
+    (STREAMS * (ROUNDS * 5 + ROUNDS / 2)) as u64
+}
+
+async fn changes_answered_after_shared_commits(fs: &LoopFs, how: &str) {
+    let export = fs.subdir("export");
+    let srv = TestServer::start_with(&export, &["--no-rpcbind"]);
+    let s = mount(&srv).await;
+    let c = connect_n(&srv, 4).await;
+    let nfs = rnfsd_client::NfsClient::new(c);
+    let (r0, p0, n0) = sync_counts(&srv);
+    let mut tasks = Vec::new();
+    for t in 0..STREAMS {
+        let (nfs, root) = (nfs.clone(), s.root.clone());
+        tasks.push(tokio::spawn(async move {
+            for k in 0..ROUNDS {
+                let (f, g, d) = (
+                    format!("f{t}-{k}"),
+                    format!("g{t}-{k}"),
+                    format!("d{t}-{k}"),
+                );
+                let fh = ok("CREATE", create_res(&nfs, &root, &f).await)
+                    .obj
+                    .expect("CREATE returns a handle");
+                ok(
+                    "SETATTR",
+                    setattr_res(&nfs, &fh, sattr_mode(0o600), SattrGuard3::default()).await,
+                );
+                ok(
+                    "RENAME",
+                    nfs.rename(&Rename3Args {
+                        from: dirop(&root, &f),
+                        to: dirop(&root, &g),
+                    })
+                    .await,
+                );
+                ok(
+                    "MKDIR",
+                    nfs.mkdir(&Mkdir3Args {
+                        where_: dirop(&root, &d),
+                        attributes: sattr_mode(0o755),
+                    })
+                    .await,
+                );
+                ok("RMDIR", rmdir_res(&nfs, &root, &d).await);
+                if k % 2 == 0 {
+                    ok("REMOVE", remove_res(&nfs, &root, &g).await);
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("stream");
+    }
+    let (r1, p1, n1) = sync_counts(&srv);
+    let (requests, parked, syncs) = (r1 - r0, p1 - p0, n1 - n0);
+    eprintln!(
+        "{how}: {} changes, {requests} durability requests, {parked} parked, {syncs} commits",
+        changes()
+    );
+    // Every change owed its commit to the commit threads, once.
+    assert_eq!(parked, changes(), "{how}: changes whose reply was parked");
+    assert_eq!(requests, parked, "{how}: a change waited for a sync itself");
+    // Calls that arrived together shared a commit.
+    assert!(
+        syncs < parked,
+        "{how}: {syncs} commits for {parked} changes"
+    );
+    for t in 0..STREAMS {
+        for k in 0..ROUNDS {
+            let there = |n: String| export.join(n).exists();
+            assert!(!there(format!("f{t}-{k}")), "{how}: f{t}-{k} not renamed");
+            assert!(!there(format!("d{t}-{k}")), "{how}: d{t}-{k} not removed");
+            assert_eq!(there(format!("g{t}-{k}")), k % 2 == 1, "{how}: g{t}-{k}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_changes_are_answered_by_the_journal_commit_threads() {
+    if common::skip("sync replies", unavailable(&[])) {
+        return;
+    }
+    bounded(async {
+        let fs = LoopFs::new("syncreplies", 128);
+        changes_answered_after_shared_commits(&fs, "ext4").await;
+        if unavailable(&["mkfs.xfs"]).is_none() {
+            let fs = LoopFs::xfs("syncrepliesxfs", 320);
+            changes_answered_after_shared_commits(&fs, "xfs").await;
+        } else {
+            eprintln!("skipped: sync replies on XFS (mkfs.xfs is not installed)");
+        }
+    })
+    .await;
+}
