@@ -130,19 +130,22 @@ pub struct Commits {
     cv: Condvar,
 }
 
-/// Commit threads per filesystem, so commits in flight: one committing
-/// while the next gathers calls and is asked of the kernel, which starts
-/// it as soon as the running one ends. Measured as fast as no limit
-/// (fs_mark, 16 streams: docs/durability.md, "Where fs_mark's context
-/// switches go").
+/// Commit threads per filesystem at most, so commits in flight: one
+/// committing while the next gathers calls and is asked of the kernel,
+/// which starts it as soon as the running one ends. Two measured as fast
+/// as no limit (fs_mark, 16 streams: docs/durability.md, "Where fs_mark's
+/// context switches go"), and 4 or 8 here no faster (more switches).
+/// Fewer when the export allows fewer syncs at once
+/// (`max_syncs_in_flight`).
 pub const THREADS: usize = 2;
 
 impl Commits {
-    /// Starts `THREADS` threads named `name`, each running `setup` once and
-    /// then `commit` whenever calls wait; `failed` learns of each failure
-    /// before the calls do.
+    /// Starts `threads` threads (1 to `THREADS`) named `name`, each
+    /// running `setup` once and then `commit` whenever calls wait;
+    /// `failed` learns of each failure before the calls do.
     pub fn start(
         name: &str,
+        threads: usize,
         setup: impl Fn() + Send + Sync + 'static,
         commit: impl Fn() -> io::Result<()> + Send + Sync + 'static,
         failed: impl Fn(&io::Error) + Send + Sync + 'static,
@@ -157,7 +160,7 @@ impl Commits {
             cv: Condvar::new(),
         });
         let work = Arc::new((setup, commit, failed));
-        for i in 0..THREADS {
+        for i in 0..threads.clamp(1, THREADS) {
             let (c2, w) = (c.clone(), work.clone());
             let spawned = std::thread::Builder::new()
                 .name(format!("{name}-{i}"))
@@ -256,6 +259,7 @@ mod tests {
         let n = commits_run.clone();
         let c = Commits::start(
             "test-commit",
+            THREADS,
             || {},
             move || {
                 std::thread::sleep(Duration::from_millis(2));
@@ -301,6 +305,7 @@ mod tests {
         let s = seen.clone();
         let c = Commits::start(
             "test-commit",
+            THREADS,
             || {},
             || Err(io::Error::from_raw_os_error(libc::EIO)),
             move |_| {

@@ -85,6 +85,7 @@ impl Journal {
 /// resets the write verifier, as a failed sync does (`commit.rs`).
 pub(super) fn commit_threads(
     j: &Arc<Journal>,
+    threads: usize,
     verifier: &Arc<WriteVerifier>,
     uid: u32,
     gid: u32,
@@ -92,6 +93,7 @@ pub(super) fn commit_threads(
     let (j, v) = (j.clone(), verifier.clone());
     Commits::start(
         "rnfsd-journal",
+        threads,
         move || {
             let _ = super::creds::become_server(uid, gid);
         },

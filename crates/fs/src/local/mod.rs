@@ -434,7 +434,13 @@ impl LocalFs {
             None
         };
         let journal_commits = match &journal {
-            Some(j) => Some(journal::commit_threads(j, &verifier, euid, egid)?),
+            Some(j) => Some(journal::commit_threads(
+                j,
+                opts.max_syncs_in_flight,
+                &verifier,
+                euid,
+                egid,
+            )?),
             None => None,
         };
         Ok(LocalFs {

@@ -2072,7 +2072,8 @@ fn namespace_changes_route_by_their_export() {
 #[test]
 fn changes_owing_a_commit_leave_an_io_failure_to_answer_with() {
     let fs = FakeFs::new(1, 0);
-    let commits = rnfsd_fs::owed::Commits::start("test-commit", || {}, || Ok(()), |_| {}).unwrap();
+    let commits =
+        rnfsd_fs::owed::Commits::start("test-commit", 1, || {}, || Ok(()), |_| {}).unwrap();
     *fs.owes.lock().unwrap() = Some(commits.clone());
     let srv = server(&fs, false);
     let c = ctx(&srv);
