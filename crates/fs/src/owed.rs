@@ -1,9 +1,11 @@
 //! Journal commits that no request thread sleeps for.
 //!
 //! On a `sync` export a namespace change or SETATTR is durable before its
-//! reply (RFC 1813 §4.8). Where one journal commit covers it
-//! (`local/journal.rs`), the call's thread need not sleep until that
-//! commit ends: when its caller offered (`offer`: the reply can be sent by
+//! reply (RFC 1813 §4.8), as is a COMMIT's or stable WRITE's data on
+//! every export. Where one journal commit covers it (`local/journal.rs`; for
+//! data, on a `sync` export on ext4, once the data is written back:
+//! `local/commit.rs`), the
+//! call's thread need not sleep until that commit ends: when its caller offered (`offer`: the reply can be sent by
 //! another thread), the backend notes the commit as owed (`owe`) and
 //! returns at once. The caller takes it (`take`) and gives it what to do
 //! once the commit is done (`Owed::then`: send the reply), and its thread
@@ -49,6 +51,11 @@ impl Drop for Offer {
             let _ = o.wait();
         }
     }
+}
+
+/// Whether the running call may owe a commit (`offer`).
+pub fn offered() -> bool {
+    OFFERED.get()
 }
 
 /// The commit the call that just ran on this thread owes, if any.
@@ -130,14 +137,13 @@ pub struct Commits {
     cv: Condvar,
 }
 
-/// Commit threads per filesystem at most, so commits in flight: one
-/// committing while the next gathers calls and is asked of the kernel,
-/// which starts it as soon as the running one ends. Two measured as fast
-/// as no limit (fs_mark, 16 streams: docs/durability.md, "Where fs_mark's
-/// context switches go"), and 4 or 8 here no faster (more switches).
-/// Fewer when the export allows fewer syncs at once
-/// (`max_syncs_in_flight`).
-pub const THREADS: usize = 2;
+/// Commit threads per filesystem at most, so commits in flight: while
+/// one commits, the next batch is asked of the kernel, which starts it as
+/// soon as the running one ends. With data syncs owed too, 2 threads ran
+/// fs_mark at 16 streams 0.88x-0.90x of 4, and 8 no faster than 4 with
+/// more switches (docs/durability.md, "Data syncs owed too"). Fewer when
+/// the export allows fewer syncs at once (`max_syncs_in_flight`).
+pub const THREADS: usize = 4;
 
 impl Commits {
     /// Starts `threads` threads (1 to `THREADS`) named `name`, each

@@ -91,14 +91,29 @@ async fn try_create(nfs: &NfsClient, root: &NfsFh3, name: &str) -> Option<NfsFh3
     }
 }
 
-async fn unstable_writer(nfs: NfsClient, root: NfsFh3, name: String, acked: Arc<Mutex<Acked>>) {
+/// Rewrites the file's BLOCKS blocks UNSTABLE, then COMMITs, again and
+/// again; `append`: writes one new block past the end each time instead
+/// (so each COMMIT also makes a new size and new blocks durable: the
+/// metadata its writeback changed).
+async fn unstable_writer(
+    nfs: NfsClient,
+    root: NfsFh3,
+    name: String,
+    append: bool,
+    acked: Arc<Mutex<Acked>>,
+) {
     let Some(fh) = try_create(&nfs, &root, &name).await else {
         return;
     };
     let id = file_id(&name);
     for gen in 1u32.. {
         let mut verfs = HashSet::new();
-        for b in 0..BLOCKS {
+        let blocks = if append {
+            u64::from(gen - 1)..u64::from(gen)
+        } else {
+            0..BLOCKS
+        };
+        for b in blocks.clone() {
             match nfs
                 .write(&Write3Args {
                     file: fh.clone(),
@@ -132,7 +147,7 @@ async fn unstable_writer(nfs: NfsClient, root: NfsFh3, name: String, acked: Arc<
                 // Acknowledged only if every WRITE carried the COMMIT's
                 // verifier (otherwise a client would resend them).
                 if verfs.len() == 1 && verfs.contains(&r.verf.0) {
-                    for b in 0..BLOCKS {
+                    for b in blocks {
                         a.blocks.insert((name.clone(), b), gen);
                     }
                     a.ops += 1;
@@ -143,13 +158,25 @@ async fn unstable_writer(nfs: NfsClient, root: NfsFh3, name: String, acked: Arc<
     }
 }
 
-async fn stable_writer(nfs: NfsClient, root: NfsFh3, name: String, acked: Arc<Mutex<Acked>>) {
+/// FILE_SYNC writes of one block each, over the file's BLOCKS blocks in
+/// turn; `append`: each one past the end.
+async fn stable_writer(
+    nfs: NfsClient,
+    root: NfsFh3,
+    name: String,
+    append: bool,
+    acked: Arc<Mutex<Acked>>,
+) {
     let Some(fh) = try_create(&nfs, &root, &name).await else {
         return;
     };
     let id = file_id(&name);
     for gen in 1u32.. {
-        let b = u64::from(gen) % BLOCKS;
+        let b = if append {
+            u64::from(gen - 1)
+        } else {
+            u64::from(gen) % BLOCKS
+        };
         match nfs
             .write(&Write3Args {
                 file: fh.clone(),
@@ -467,16 +494,24 @@ async fn round(r: u64) {
     // Rounds 4 and 5 of every 6 only make files and directories.
     let made_only = r % 6 >= 4;
     let names_only = r % 2 == 1;
+    // Rounds 0 and 8 of every 12 (ext4) only write data: no namespace
+    // change commits the journal meanwhile, so a COMMIT or stable WRITE
+    // acknowledged before the journal carried its new size and blocks is
+    // lost at the cut.
+    let data_only = matches!(r % 12, 0 | 8);
     for k in 0..6 {
         let s = mount(&srv).await;
         let (nfs, root, a) = (s.nfs.clone(), s.root.clone(), acked.clone());
         tasks.push(tokio::spawn(async move {
+            let name = |p: &str| format!("{p}{k}");
             match k {
-                _ if made_only => creates_only(nfs, root, format!("m{k}"), a).await,
-                _ if names_only => namespace(nfs, root, format!("n{k}"), a).await,
-                0 | 1 => unstable_writer(nfs, root, format!("u{k}"), a).await,
-                2 | 3 => stable_writer(nfs, root, format!("s{k}"), a).await,
-                _ => namespace(nfs, root, format!("n{k}"), a).await,
+                _ if made_only => creates_only(nfs, root, name("m"), a).await,
+                _ if names_only => namespace(nfs, root, name("n"), a).await,
+                0 | 1 => unstable_writer(nfs, root, name("u"), k == 1, a).await,
+                2 | 3 => stable_writer(nfs, root, name("s"), k == 3, a).await,
+                4 if data_only => unstable_writer(nfs, root, name("u"), true, a).await,
+                5 if data_only => stable_writer(nfs, root, name("s"), true, a).await,
+                _ => namespace(nfs, root, name("n"), a).await,
             }
         }));
     }

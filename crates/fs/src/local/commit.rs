@@ -11,9 +11,9 @@
 
 use std::os::fd::AsRawFd;
 
-use super::files::Access;
+use super::files::{Access, OpenFile};
 use super::sys::{self, Key};
-use super::{errno, LocalFs, Obj};
+use super::{errno, io_errno, LocalFs, Obj};
 use crate::FsResult;
 
 /// What one sync makes durable.
@@ -98,6 +98,30 @@ impl LocalFs {
             })
             .map_err(|e| self.sync_failed(e))?;
         Ok(true)
+    }
+
+    /// Makes what `f` wrote durable without this thread waiting for a
+    /// journal commit (a COMMIT, a stable WRITE): the file's data is written
+    /// back here and waited for (`OpenFile::write_back`), then the journal
+    /// commit that carries what the writeback changed (size, block map,
+    /// unwritten extents converted before the pages' writeback ended) is
+    /// owed to the export's commit threads (`crate::owed`), which send the
+    /// reply once it is done. As ext4's own fsync (`ext4_sync_file`: write
+    /// and wait, then commit the inode's transaction): the commit comes
+    /// after the data reached the device, and its commit block's cache
+    /// flush (REQ_PREFLUSH) covers that data. ext4 with a jbd2 journal only
+    /// (XFS keeps fsync: a realtime file's data device is flushed by its
+    /// own fsync alone); Ok(false) when this cannot be done (then sync as
+    /// before).
+    pub(super) fn sync_data_owing(&self, o: &Obj<'_>, f: &OpenFile) -> FsResult<bool> {
+        let (Some(j), Some(c)) = (&self.journal, &self.journal_commits) else {
+            return Ok(false);
+        };
+        if !j.ext4 || j.dev != o.st.key().dev || !crate::owed::offered() {
+            return Ok(false);
+        }
+        f.write_back().map_err(|e| self.sync_failed(io_errno(&e)))?;
+        Ok(crate::owed::owe(c))
     }
 
     /// Makes an object's metadata (and data) durable: through its cached

@@ -174,6 +174,7 @@ pub(super) fn write(
     let key = o.st.key();
     match stable {
         Stable::Unstable => {}
+        _ if fs.sync_data_owing(&o, &f)? => {}
         Stable::DataSync => fs.commit_with(key, false, || f.sync(true))?,
         Stable::FileSync => fs.commit_with(key, true, || f.sync(false))?,
     }
@@ -204,7 +205,9 @@ pub(super) fn commit(
         Some(f) => f,
         None => fs.open_file(&o, Access::Read)?,
     };
-    fs.commit_with(o.st.key(), true, || f.sync(false))?;
+    if !fs.sync_data_owing(&o, &f)? {
+        fs.commit_with(o.st.key(), true, || f.sync(false))?;
+    }
     // Writers closed before their data was committed (this file's among
     // them, perhaps) owe a flush whose error must show in this reply.
     fs.files.flusher().settle().map_err(errno)?;

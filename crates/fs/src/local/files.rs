@@ -121,6 +121,21 @@ impl OpenFile {
         } else {
             sys::fsync(self.fd.as_raw_fd())
         };
+        self.synced_to(w, r)
+    }
+
+    /// Writes back this descriptor's file data and waits for it: the first
+    /// half of a sync, whose second, the journal commit, the caller then
+    /// owes (`commit.rs`). Errors as `sync`'s. Its writes count as synced
+    /// here: should that commit fail, the verifier is reset, which makes
+    /// clients resend them anyway.
+    pub fn write_back(&self) -> io::Result<()> {
+        let w = self.written.load(Ordering::Acquire);
+        self.synced_to(w, sys::write_back(self.fd.as_raw_fd()))
+    }
+
+    /// A sync that began after write number `w` ended with `r`.
+    fn synced_to(&self, w: u64, r: io::Result<()>) -> io::Result<()> {
         match r {
             Ok(()) => {
                 self.synced.fetch_max(w, Ordering::AcqRel);

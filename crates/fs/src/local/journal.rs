@@ -19,8 +19,9 @@
 //! root's own (outside the caches' descriptor budget). Calls served by the
 //! transport's pools do not wait for the commit: they owe it to the
 //! export's commit threads (`commit_threads`, `crate::owed`), which send
-//! their replies once it is done. Metadata only: file
-//! data still needs its own fsync (COMMIT, stable WRITE). Other
+//! their replies once it is done. Metadata only: file data is written
+//! back first (on ext4, then the commit after it covers it:
+//! `commit.rs`, `sync_data_owing`; elsewhere its own fsync). Other
 //! filesystems (btrfs, whose fsync logs one inode; ext2 or ext4 without a
 //! journal; tmpfs; FUSE) keep one sync per object.
 
@@ -50,6 +51,9 @@ pub(super) struct Journal {
     /// The filesystem (st_dev) the marker is on; only changes there are
     /// covered.
     pub(super) dev: u64,
+    /// ext4 (jbd2), where a commit after a file's data was written back
+    /// makes that data durable too (`commit.rs`, `sync_data_owing`).
+    pub(super) ext4: bool,
 }
 
 impl Journal {
@@ -60,6 +64,7 @@ impl Journal {
         if !ordered_journal(root, dev) {
             return None;
         }
+        let ext4 = matches!(sys::fs_type(root), Ok(EXT4_SUPER_MAGIC));
         let marker = sys::openat(
             root,
             c".",
@@ -67,7 +72,7 @@ impl Journal {
             0o600,
         )
         .ok()?;
-        Some(Journal { marker, dev })
+        Some(Journal { marker, dev, ext4 })
     }
 
     /// Commits the journal: a fresh change to the marker (in the running

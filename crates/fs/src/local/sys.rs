@@ -736,6 +736,21 @@ pub fn fdatasync(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Writes back the file's dirty pages and waits for that writeback,
+/// reporting (and, as fsync does, consuming for this descriptor) a
+/// writeback error it has not seen yet. Data only: what the writeback
+/// changed in the file's metadata (size, block map) becomes durable with
+/// the next journal commit (`journal.rs`).
+pub fn write_back(fd: RawFd) -> io::Result<()> {
+    let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+        | libc::SYNC_FILE_RANGE_WRITE
+        | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+    // SAFETY: plain sync_file_range on a descriptor the caller owns; offset
+    // and length 0 mean the whole file.
+    cvt(unsafe { libc::sync_file_range(fd, 0, 0, flags) })?;
+    Ok(())
+}
+
 /// Starts writeback of the file's dirty pages and waits for none of it
 /// (`SYNC_FILE_RANGE_WRITE` alone: no wait, so no writeback error is
 /// consumed; a later fsync still reports it).

@@ -6,7 +6,7 @@ use rnfsd_proto::nfs3::*;
 use rnfsd_transport::Spliced;
 use rnfsd_xdr::{pad4, Dec, Enc, Xdr};
 
-use super::common::{fail_wcc, post_attr, resolve, resolve_or_fail};
+use super::common::{fail_wcc, owing, post_attr, resolve, resolve_or_fail};
 use super::convert::*;
 use super::{max_io, PATTR, ST};
 use crate::rpc::{CallCtx, ProcError};
@@ -134,7 +134,7 @@ pub(super) fn write(ctx: &CallCtx<'_>, a: Write3ArgsRef<'_>) -> Write3Res {
     // Read before writing: a verifier reset while this write is under way
     // (a storage error that may have lost it) then shows at COMMIT.
     let verf = Verf3(ctx.server.write_verifier.get());
-    match exp
+    let res = match exp
         .backend
         .write(&cred, &fh, a.offset, data, stable_of(a.stable))
     {
@@ -146,7 +146,9 @@ pub(super) fn write(ctx: &CallCtx<'_>, a: Write3ArgsRef<'_>) -> Write3Res {
             verf,
         }),
         Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &cred, &fh)),
-    }
+    };
+    // A stable write may owe the journal commit that makes it durable.
+    owing(ctx, res)
 }
 
 pub(super) fn commit(ctx: &CallCtx<'_>, a: Commit3Args) -> Result<Commit3Res, ProcError> {
@@ -156,13 +158,15 @@ pub(super) fn commit(ctx: &CallCtx<'_>, a: Commit3Args) -> Result<Commit3Res, Pr
         // knfsd verifies COMMIT's handle with MAY_WRITE, so ROFS.
         return Ok(NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &cred, &fh)));
     }
-    Ok(match exp.backend.commit(&cred, &fh, a.offset, a.count) {
-        // Read after the sync: a reset it caused (or that happened while
-        // it ran) is in this reply.
+    let res = match exp.backend.commit(&cred, &fh, a.offset, a.count) {
+        // Read after the sync (or its writeback, when the journal commit
+        // is owed: a failure of that answers NFS3ERR_IO instead): a reset
+        // it caused (or that happened while it ran) is in this reply.
         Ok(w) => NfsRes::Ok(Commit3ResOk {
             file_wcc: wcc_data_of(&w),
             verf: Verf3(ctx.server.write_verifier.get()),
         }),
         Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &cred, &fh)),
-    })
+    };
+    Ok(owing(ctx, res))
 }
