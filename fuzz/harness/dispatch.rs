@@ -103,6 +103,7 @@ impl Env {
             self.peer,
             self.local,
         )
+        .now_or_park()
         .map(|r| r.buf)
     }
 }

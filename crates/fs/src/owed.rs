@@ -3,7 +3,7 @@
 //! On a `sync` export a namespace change or SETATTR is durable before its
 //! reply (RFC 1813 §4.8), as is a COMMIT's or stable WRITE's data on
 //! every export. Where one journal commit covers it (`local/journal.rs`; for
-//! data, on a `sync` export on ext4, once the data is written back:
+//! data, on a `sync` export, once the data is written back:
 //! `local/commit.rs`), the
 //! call's thread need not sleep until that commit ends: when its caller offered (`offer`: the reply can be sent by
 //! another thread), the backend notes the commit as owed (`owe`) and
@@ -80,17 +80,28 @@ pub fn owe(commits: &Arc<Commits>) -> bool {
         // A second change of the same call: the one commit after the call
         // covers both. (A call changes one export, so one filesystem.)
         if o.is_none() {
+            commits.lock().owed += 1;
             *o = Some(Owed {
-                commits: commits.clone(),
+                commits: Some(commits.clone()),
             });
         }
     });
     true
 }
 
-/// A journal commit a call owes before its reply.
+/// A journal commit a call owes before its reply. The commit threads
+/// outlive every one (`Commits::stop`).
 pub struct Owed {
-    commits: Arc<Commits>,
+    /// None once handed its job.
+    commits: Option<Arc<Commits>>,
+}
+
+impl Drop for Owed {
+    fn drop(&mut self) {
+        if let Some(c) = self.commits.take() {
+            c.settled(c.lock());
+        }
+    }
 }
 
 /// What to run once the commit is done: Ok, or the errno it failed with
@@ -100,8 +111,10 @@ pub type Then = Box<dyn FnOnce(Result<(), i32>) + Send>;
 impl Owed {
     /// Run `f` once a commit that began after now has ended, on the thread
     /// that made it.
-    pub fn then(self, f: Then) {
-        self.commits.push(f);
+    pub fn then(mut self, f: Then) {
+        if let Some(c) = self.commits.take() {
+            c.push(f);
+        }
     }
 
     /// Wait here for that commit (when nobody else can send the reply).
@@ -126,6 +139,9 @@ struct State {
     /// Calls waiting for the next commit. Bounded by the calls in flight
     /// (the transport's `max_inflight_per_conn` per connection).
     queued: Vec<Then>,
+    /// Calls owing a commit not queued yet: the threads stop only once
+    /// none is left (an export dropped while a call still runs).
+    owed: usize,
     stop: bool,
     counts: CommitCounts,
     running: u64,
@@ -159,6 +175,7 @@ impl Commits {
         let c = Arc::new(Commits {
             state: Mutex::new(State {
                 queued: Vec::new(),
+                owed: 0,
                 stop: false,
                 counts: CommitCounts::default(),
                 running: 0,
@@ -193,12 +210,21 @@ impl Commits {
         s.counts.parked += 1;
         let first = s.queued.is_empty();
         s.queued.push(f);
-        drop(s);
         // Only the first call of a batch wakes a thread; the rest join it.
         // With every thread committing, none is woken: the first to end
         // takes the batch.
         if first {
             self.cv.notify_one();
+        }
+        self.settled(s);
+    }
+
+    /// An owed commit was queued or given up.
+    fn settled(&self, mut s: MutexGuard<'_, State>) {
+        s.owed = s.owed.saturating_sub(1);
+        if s.stop && s.owed == 0 {
+            // Threads waiting for the last owed call may end now.
+            self.cv.notify_all();
         }
     }
 
@@ -210,7 +236,7 @@ impl Commits {
         loop {
             let batch = {
                 let mut s = self.lock();
-                while s.queued.is_empty() && !s.stop {
+                while s.queued.is_empty() && !(s.stop && s.owed == 0) {
                     s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
                 }
                 if s.queued.is_empty() {
@@ -241,7 +267,7 @@ impl Commits {
         }
     }
 
-    /// Stop the threads once the calls queued now are answered.
+    /// Stop the threads once every call queued or owing is answered.
     pub fn stop(&self) {
         self.lock().stop = true;
         self.cv.notify_all();
@@ -333,5 +359,32 @@ mod tests {
         assert_eq!(seen.load(Ordering::SeqCst), 2);
         assert_eq!(c.counts().errors, 2);
         c.stop();
+    }
+
+    /// A call that owes a commit when its export stops (dropped by a
+    /// reload) is still answered: the threads wait for it.
+    #[test]
+    fn threads_stopped_still_answer_a_call_owing_then() {
+        let c = Commits::start("test-commit", 1, || {}, || Ok(()), |_| {}).unwrap();
+        let owed = {
+            let _offer = offer();
+            assert!(owe(&c));
+            take().expect("owed")
+        };
+        c.stop();
+        std::thread::sleep(Duration::from_millis(20));
+        let (tx, rx) = mpsc::channel();
+        owed.then(Box::new(move |r| tx.send(r).unwrap()));
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(Ok(())));
+        // And one given up lets them end.
+        let owed = {
+            let _offer = offer();
+            let c2 = Commits::start("test-commit", 1, || {}, || Ok(()), |_| {}).unwrap();
+            assert!(owe(&c2));
+            let o = take().expect("owed");
+            c2.stop();
+            o
+        };
+        drop(owed);
     }
 }

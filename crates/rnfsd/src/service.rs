@@ -8,7 +8,7 @@ use rnfsd_stats::Registry;
 use rnfsd_transport::{Inline, Reply, Request, Route, Service};
 
 use crate::drc::Drc;
-use crate::rpc::dispatch::{dispatch_call, Answer, Policy};
+use crate::rpc::dispatch::{dispatch, Answer, Policy};
 use crate::rpc::Program;
 use crate::state::Server;
 
@@ -67,7 +67,7 @@ impl RpcService {
     /// the call, whether it counts (an inline attempt given up does not).
     fn run(&self, req: &Request, keep: impl FnOnce() -> bool) -> Option<Option<Reply>> {
         let run = || {
-            dispatch_call(
+            dispatch(
                 &self.server,
                 &self.programs,
                 &self.policy,

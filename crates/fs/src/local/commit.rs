@@ -109,15 +109,14 @@ impl LocalFs {
     /// reply once it is done. As ext4's own fsync (`ext4_sync_file`: write
     /// and wait, then commit the inode's transaction): the commit comes
     /// after the data reached the device, and its commit block's cache
-    /// flush (REQ_PREFLUSH) covers that data. ext4 with a jbd2 journal only
-    /// (XFS keeps fsync: a realtime file's data device is flushed by its
-    /// own fsync alone); Ok(false) when this cannot be done (then sync as
-    /// before).
+    /// flush (REQ_PREFLUSH) covers that data; XFS's likewise with its log
+    /// force (`journal::data_covered`: not with a realtime device). Ok(false)
+    /// when this cannot be done (then sync as before).
     pub(super) fn sync_data_owing(&self, o: &Obj<'_>, f: &OpenFile) -> FsResult<bool> {
         let (Some(j), Some(c)) = (&self.journal, &self.journal_commits) else {
             return Ok(false);
         };
-        if !j.ext4 || j.dev != o.st.key().dev || !crate::owed::offered() {
+        if !j.covers_data || j.dev != o.st.key().dev || !crate::owed::offered() {
             return Ok(false);
         }
         f.write_back().map_err(|e| self.sync_failed(io_errno(&e)))?;

@@ -51,20 +51,21 @@ pub(super) struct Journal {
     /// The filesystem (st_dev) the marker is on; only changes there are
     /// covered.
     pub(super) dev: u64,
-    /// ext4 (jbd2), where a commit after a file's data was written back
-    /// makes that data durable too (`commit.rs`, `sync_data_owing`).
-    pub(super) ext4: bool,
+    /// A commit after a file's data was written back makes that data
+    /// durable too (`commit.rs`, `sync_data_owing`): ext4 (jbd2), and XFS
+    /// without a realtime device (`data_covered`).
+    pub(super) covers_data: bool,
 }
 
 impl Journal {
     /// A marker for the filesystem of `root`, if its journal commits every
     /// change in order; None otherwise (or if no marker can be made there,
     /// for example a read-only export).
-    pub(super) fn open(root: RawFd, dev: u64) -> Option<Journal> {
+    pub(super) fn open(root: RawFd, dev: u64, mnt_id: u64) -> Option<Journal> {
         if !ordered_journal(root, dev) {
             return None;
         }
-        let ext4 = matches!(sys::fs_type(root), Ok(EXT4_SUPER_MAGIC));
+        let covers_data = data_covered(root, mnt_id);
         let marker = sys::openat(
             root,
             c".",
@@ -72,7 +73,11 @@ impl Journal {
             0o600,
         )
         .ok()?;
-        Some(Journal { marker, dev, ext4 })
+        Some(Journal {
+            marker,
+            dev,
+            covers_data,
+        })
     }
 
     /// Commits the journal: a fresh change to the marker (in the running
@@ -105,6 +110,22 @@ pub(super) fn commit_threads(
         move || j.commit(),
         move |e| v.reset(e),
     )
+}
+
+/// Whether the marker's commit, after a file's data was written back,
+/// makes that data durable as the file's own fsync would. ext4's fsync
+/// (`ext4_sync_file`) is that: write and wait, then a commit whose commit
+/// block's cache flush covers the data. XFS's (`xfs_file_fsync`) is that
+/// too, except that a realtime file's data on a separate realtime device
+/// needs that device's cache flushed, which only the file's own fsync
+/// does: so not on XFS mounted with a realtime device (`rtdev=`).
+fn data_covered(root: RawFd, mnt_id: u64) -> bool {
+    match sys::fs_type(root) {
+        Ok(EXT4_SUPER_MAGIC) => true,
+        Ok(XFS_SUPER_MAGIC) => sys::super_options(mnt_id)
+            .is_some_and(|o| !o.split(',').any(|w| w.starts_with("rtdev="))),
+        _ => false,
+    }
 }
 
 /// XFS always; ext4 (whose magic ext2 and ext3 share) only when the

@@ -429,7 +429,7 @@ impl LocalFs {
             );
         }
         let journal = if opts.sync && !fast_commits {
-            journal::Journal::open(rootfd_raw, st.dev).map(Arc::new)
+            journal::Journal::open(rootfd_raw, st.dev, st.mnt_id).map(Arc::new)
         } else {
             None
         };

@@ -876,16 +876,26 @@ pub fn may_access(fd: RawFd, mode: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
+/// Mount `mnt_id`'s line of /proc/self/mountinfo, if it is listed.
+fn mountinfo_line(mnt_id: u64) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    text.lines()
+        .find(|l| l.split(' ').next().and_then(|id| id.parse::<u64>().ok()) == Some(mnt_id))
+        .map(str::to_owned)
+}
+
 /// Whether mount `mnt_id` shows its filesystem's own root (the fourth field
 /// of /proc/self/mountinfo is "/"), rather than a bind-mounted subtree.
 pub fn mount_shows_fs_root(mnt_id: u64) -> bool {
-    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return false;
-    };
-    text.lines().any(|l| {
-        let mut f = l.split(' ');
-        f.next().and_then(|id| id.parse::<u64>().ok()) == Some(mnt_id) && f.nth(2) == Some("/")
-    })
+    mountinfo_line(mnt_id).is_some_and(|l| l.split(' ').nth(3) == Some("/"))
+}
+
+/// The superblock options of mount `mnt_id` (the last field of its
+/// /proc/self/mountinfo line: "... - fstype source superoptions").
+pub fn super_options(mnt_id: u64) -> Option<String> {
+    let line = mountinfo_line(mnt_id)?;
+    let (_, tail) = line.split_once(" - ")?;
+    tail.split(' ').nth(2).map(str::to_owned)
 }
 
 /// fcntl OFD lock commands (locks owned by the open file description, not

@@ -129,6 +129,20 @@ pub struct Parked {
     drc: Option<(Arc<Drc>, Key)>,
 }
 
+impl Answer {
+    /// The reply to send now, for callers that count nothing: a parked
+    /// one is left to be sent when its commit ends (None now).
+    pub fn now_or_park(self) -> Option<Reply> {
+        match self {
+            Answer::Now(r) => r,
+            Answer::Parked(p) => {
+                p.park();
+                None
+            }
+        }
+    }
+}
+
 impl Parked {
     /// The reply that leaves if the commit succeeds.
     pub fn reply(&self) -> &Reply {
@@ -155,8 +169,13 @@ impl Parked {
     }
 }
 
-/// As [`dispatch_call`], for callers that count nothing: a parked reply
-/// is sent when its commit ends, and None returned now.
+/// Handle one request record: the reply (with 4 bytes reserved at the
+/// front for the record mark), None to send nothing, or a reply parked
+/// until the journal commit its call owes is done.
+///
+/// With a duplicate reply cache, a retransmitted non-idempotent call
+/// (`CacheClass::Reply`) gets the first execution's reply, or no reply
+/// while that execution still runs (see `crate::drc`).
 pub fn dispatch(
     server: &Server,
     programs: &[&Program],
@@ -165,65 +184,29 @@ pub fn dispatch(
     req: &[u8],
     peer: SocketAddr,
     local: SocketAddr,
-) -> Option<Reply> {
-    match dispatch_call(server, programs, policy, drc, req, peer, local) {
-        Answer::Now(r) => r,
-        Answer::Parked(p) => {
-            p.park();
-            None
-        }
-    }
-}
-
-/// Handle one request record. Returns the reply with 4 bytes reserved at
-/// the front for the record mark, or None to send nothing.
-///
-/// With a duplicate reply cache, a retransmitted non-idempotent call
-/// (`CacheClass::Reply`) gets the first execution's reply, or no reply
-/// while that execution still runs (see `crate::drc`).
-pub fn dispatch_call(
-    server: &Server,
-    programs: &[&Program],
-    policy: &Policy,
-    drc: Option<&Arc<Drc>>,
-    req: &[u8],
-    peer: SocketAddr,
-    local: SocketAddr,
 ) -> Answer {
-    match dispatch_inner(server, programs, policy, drc, req, peer, local) {
-        Ok(a) => a,
-        Err(r) => Answer::Now(r),
-    }
-}
-
-/// Err: an answer decided before the handler (or none).
-fn dispatch_inner(
-    server: &Server,
-    programs: &[&Program],
-    policy: &Policy,
-    drc: Option<&Arc<Drc>>,
-    req: &[u8],
-    peer: SocketAddr,
-    local: SocketAddr,
-) -> Result<Answer, Option<Reply>> {
     let mut d = Dec::new(req);
     // Without an xid there is nothing to answer to.
-    let xid = d.u32().map_err(|_| None)?;
-    let mtype = d.u32().map_err(|_| None)?;
+    let Ok(xid) = d.u32() else {
+        return Answer::Now(None);
+    };
+    let Ok(mtype) = d.u32() else {
+        return Answer::Now(None);
+    };
     if mtype != MSG_CALL {
         tracing::debug!(xid, mtype, %peer, "dropping non-CALL message");
-        return Err(None);
+        return Answer::Now(None);
     }
     // knfsd drops a call whose fixed header is short (svc.c err_short_len).
     let (rpcvers, prog, vers, proc_) = match (d.u32(), d.u32(), d.u32(), d.u32()) {
         (Ok(a), Ok(b), Ok(c), Ok(e)) => (a, b, c, e),
         _ => {
             tracing::debug!(xid, %peer, "dropping call with short header");
-            return Err(None);
+            return Answer::Now(None);
         }
     };
     if rpcvers != RPC_VERSION {
-        return Err(Some(
+        return Answer::Now(Some(
             denied(
                 xid,
                 RejectStat::RpcMismatch {
@@ -236,27 +219,29 @@ fn dispatch_inner(
     }
     let auth = match decode_auth(&mut d) {
         Ok(a) => a,
-        Err(AuthFail::Garbage) => return Err(Some(accepted(xid, AcceptStat::GarbageArgs).into())),
+        Err(AuthFail::Garbage) => {
+            return Answer::Now(Some(accepted(xid, AcceptStat::GarbageArgs).into()))
+        }
         Err(AuthFail::Denied(s)) => {
             tracing::debug!(xid, %peer, ?s, "credential rejected");
-            return Err(Some(denied(xid, RejectStat::AuthError(s)).into()));
+            return Answer::Now(Some(denied(xid, RejectStat::AuthError(s)).into()));
         }
     };
     let Some(program) = programs.iter().find(|p| p.prog == prog) else {
-        return Err(Some(accepted(xid, AcceptStat::ProgUnavail).into()));
+        return Answer::Now(Some(accepted(xid, AcceptStat::ProgUnavail).into()));
     };
     let Some(version) = program.versions.iter().find(|v| v.vers == vers) else {
         let low = program.versions.iter().map(|v| v.vers).min().unwrap_or(0);
         let high = program.versions.iter().map(|v| v.vers).max().unwrap_or(0);
-        return Err(Some(
+        return Answer::Now(Some(
             accepted(xid, AcceptStat::ProgMismatch { low, high }).into(),
         ));
     };
     let Some(proc) = version.procs.get(proc_ as usize) else {
-        return Err(Some(accepted(xid, AcceptStat::ProcUnavail).into()));
+        return Answer::Now(Some(accepted(xid, AcceptStat::ProcUnavail).into()));
     };
     if auth == Auth::None && !policy.allow_auth_none && !auth_none_always_ok(prog, proc_) {
-        return Err(Some(
+        return Answer::Now(Some(
             denied(xid, RejectStat::AuthError(AuthStat::TooWeak)).into(),
         ));
     }
@@ -269,11 +254,11 @@ fn dispatch_inner(
                 Lookup::New => Some((c, key)),
                 Lookup::Replay(r) => {
                     tracing::debug!(xid, %peer, proc = proc.name, "duplicate: replaying reply");
-                    return Err(Some(r.into()));
+                    return Answer::Now(Some(r.into()));
                 }
                 Lookup::InProgress => {
                     tracing::debug!(xid, %peer, proc = proc.name, "duplicate in progress: dropped");
-                    return Err(None);
+                    return Answer::Now(None);
                 }
             }
         }
@@ -314,13 +299,13 @@ fn dispatch_inner(
                     }
                     None => None,
                 };
-                return Ok(Answer::Parked(Parked {
+                return Answer::Parked(Parked {
                     reply,
                     fail,
                     owed,
                     later,
                     drc,
-                }));
+                });
             }
             // No reply, or no one to send it later: wait here.
             (r, _) => reply = if owed.wait().is_ok() { r } else { Some(fail) },
@@ -332,7 +317,7 @@ fn dispatch_inner(
             _ => c.abandon(&key),
         }
     }
-    Ok(Answer::Now(reply))
+    Answer::Now(reply)
 }
 
 /// The reply of a call whose owed journal commit failed: the result body
@@ -559,7 +544,9 @@ mod tests {
         let s = server();
         let a: SocketAddr = "127.0.0.1:700".parse().unwrap();
         let b: SocketAddr = "127.0.0.1:2049".parse().unwrap();
-        dispatch(&s, &[&TEST_PROG, &FAIL_PROG], &policy, None, req, a, b).map(|r| r.buf)
+        dispatch(&s, &[&TEST_PROG, &FAIL_PROG], &policy, None, req, a, b)
+            .now_or_park()
+            .map(|r| r.buf)
     }
 
     fn run(req: &[u8]) -> Option<Vec<u8>> {
@@ -861,7 +848,8 @@ mod tests {
                 req,
                 peer,
                 local,
-            );
+            )
+            .now_or_park();
             reply(&r.unwrap().buf).2
         };
         let c = sys(1);
