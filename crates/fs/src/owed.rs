@@ -2,19 +2,18 @@
 //!
 //! On a `sync` export a namespace change or SETATTR is durable before its
 //! reply (RFC 1813 §4.8), as is a COMMIT's or stable WRITE's data on
-//! every export. Where one journal commit covers it (`local/journal.rs`; for
-//! data, on a `sync` export, once the data is written back:
-//! `local/commit.rs`), the
-//! call's thread need not sleep until that commit ends: when its caller offered (`offer`: the reply can be sent by
-//! another thread), the backend notes the commit as owed (`owe`) and
-//! returns at once. The caller takes it (`take`) and gives it what to do
-//! once the commit is done (`Owed::then`: send the reply), and its thread
-//! goes on to the next call. A few commit threads per filesystem
-//! (`Commits`) run journal commits back to back: each takes every call
-//! waiting when it starts, commits once, and finishes them all. So a
-//! synced change costs its thread no sleep, and a commit one wakeup for
-//! all it answers (seed 002: batched wakeups, nobody woken when nobody
-//! waits).
+//! every export. Where one journal commit covers it (`local/journal.rs`;
+//! data once it is written back, `local/commit.rs`), the call's thread
+//! need not sleep until that commit ends. When its caller offered
+//! (`offer`: the reply can be sent by another thread), the backend notes
+//! the commit as owed (`owe`) and returns at once; the caller takes it
+//! (`take`) and gives it what to do once the commit is done
+//! (`Owed::then`: send the reply), and its thread goes on to the next
+//! call. A few commit threads per filesystem (`Commits`) run journal
+//! commits back to back: each takes every call waiting when it starts,
+//! commits once, and finishes them all. So a synced change costs its
+//! thread no sleep, and a commit one wakeup for all it answers (seed 002:
+//! batched wakeups, nobody woken when nobody waits).
 //!
 //! Hand-written: the rule (a commit answers only calls queued before it
 //! began) is the point, and the jobs are our own replies.

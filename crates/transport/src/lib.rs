@@ -101,7 +101,8 @@ pub struct Request {
 
 /// What the transport calls, on a worker thread, for each request.
 pub trait Service: Send + Sync + 'static {
-    /// Handle one record. Return the reply, or None to send nothing.
+    /// Handle one record. Return the reply, or None to send nothing (or
+    /// to send it later: a call taken with [`take_later`]).
     /// The returned buffer's first 4 bytes are reserved for the record mark:
     /// the transport overwrites them (saves a copy on the hot path), so the
     /// reply body starts at byte 4. Use `reply_buffer()` to start one.
