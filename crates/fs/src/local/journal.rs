@@ -20,8 +20,9 @@
 //! transport's pools do not wait for the commit: they owe it to the
 //! export's commit threads (`commit_threads`, `crate::owed`), which send
 //! their replies once it is done. Metadata only: file data is written
-//! back first (on ext4, then the commit after it covers it:
-//! `commit.rs`, `sync_data_owing`; elsewhere its own fsync). Other
+//! back first, then the commit after it covers it (ext4, and XFS without
+//! a realtime device: `commit.rs`, `sync_data_owing`; elsewhere the
+//! file's own fsync). Other
 //! filesystems (btrfs, whose fsync logs one inode; ext2 or ext4 without a
 //! journal; tmpfs; FUSE) keep one sync per object.
 

@@ -240,7 +240,8 @@ pub struct ServerConfig {
     /// RLIMIT_NOFILE, see `cache_fd_budget`).
     pub cache_fds: Option<usize>,
     /// Local backend, per export: syncs (fsync) running at once; more
-    /// requests queue or share a sync (group commit). None: backend default.
+    /// requests queue or share a sync (group commit); also caps a `sync`
+    /// export's journal commit threads (at most 4). None: backend default.
     pub max_syncs_in_flight: Option<usize>,
     /// Local backend, per export: how long after a written file was closed
     /// with uncommitted data its filesystem is flushed in the background
