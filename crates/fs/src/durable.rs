@@ -89,6 +89,9 @@ pub struct CommitCounts {
     /// Requests whose reply waited for the sync with no thread waiting
     /// (`crate::owed`).
     pub parked: u64,
+    /// Commits a calling thread made itself, nothing else committing
+    /// (`crate::owed::Commits::lead`; its sync counted with the rest).
+    pub led: u64,
 }
 
 impl CommitCounts {
@@ -101,6 +104,7 @@ impl CommitCounts {
             errors: self.errors + o.errors,
             peak_in_flight: self.peak_in_flight + o.peak_in_flight,
             parked: self.parked + o.parked,
+            led: self.led + o.led,
         }
     }
 }

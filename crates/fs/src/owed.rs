@@ -134,6 +134,16 @@ impl Owed {
     }
 }
 
+/// A commit made by the calling thread (`Commits::lead`).
+pub struct Lead(Arc<Commits>);
+
+impl Drop for Lead {
+    fn drop(&mut self) {
+        let mut s = self.0.lock();
+        s.running = s.running.saturating_sub(1);
+    }
+}
+
 struct State {
     /// Calls waiting for the next commit. Bounded by the calls in flight
     /// (the transport's `max_inflight_per_conn` per connection).
@@ -266,6 +276,22 @@ impl Commits {
         }
     }
 
+    /// When nothing is committing or waiting (one client calling alone),
+    /// the calling thread had better make the commit itself: it would
+    /// sleep for its next call anyway, where a commit thread woken for it
+    /// costs two more switches. Held while it commits, the lead counts as
+    /// a commit running, so calls meanwhile owe theirs to the threads and
+    /// batch there as before. None when anything commits or waits.
+    pub fn lead(self: &Arc<Self>) -> Option<Lead> {
+        let mut s = self.lock();
+        if s.running > 0 || !s.queued.is_empty() {
+            return None;
+        }
+        s.running += 1;
+        s.counts.led += 1;
+        Some(Lead(self.clone()))
+    }
+
     /// Stop the threads once every call queued or owing is answered.
     pub fn stop(&self) {
         self.lock().stop = true;
@@ -358,6 +384,58 @@ mod tests {
         assert_eq!(seen.load(Ordering::SeqCst), 2);
         assert_eq!(c.counts().errors, 2);
         c.stop();
+    }
+
+    /// The calling thread leads a commit only when nothing else commits or
+    /// waits; while it does, calls owe theirs to the threads.
+    #[test]
+    fn a_call_alone_leads_and_others_owe_meanwhile() {
+        let (started_tx, started) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel::<()>();
+        let go_rx = Mutex::new(go_rx);
+        let c = Commits::start(
+            "test-commit",
+            1,
+            || {},
+            move || {
+                started_tx.send(()).unwrap();
+                go_rx.lock().unwrap().recv().unwrap();
+                Ok(())
+            },
+            |_| {},
+        )
+        .unwrap();
+        let lead = c.lead().expect("alone: lead");
+        assert!(c.lead().is_none(), "one leads at a time");
+        // A call meanwhile owes its commit to the thread, which starts it.
+        let (tx, rx) = mpsc::channel();
+        {
+            let _offer = offer();
+            assert!(owe(&c));
+            take()
+                .expect("owed")
+                .then(Box::new(move |r| tx.send(r).unwrap()));
+        }
+        started.recv_timeout(Duration::from_secs(10)).unwrap();
+        drop(lead);
+        assert!(c.lead().is_none(), "the thread commits: no lead");
+        go.send(()).unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(Ok(())));
+        // Nothing commits or waits any more: a call leads again.
+        let mut lead = None;
+        for _ in 0..1000 {
+            lead = c.lead();
+            if lead.is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(lead.is_some(), "alone again: lead");
+        drop(lead);
+        let k = c.counts();
+        assert_eq!((k.led, k.parked, k.syncs), (2, 1, 1), "{k:?}");
+        c.stop();
+        drop(go);
     }
 
     /// A call that owes a commit when its export stops (dropped by a

@@ -171,6 +171,7 @@ pub fn export_counts(
         sync_errors: b.commits.errors,
         syncs_peak_in_flight: b.commits.peak_in_flight,
         sync_requests_parked: b.commits.parked,
+        syncs_led: b.commits.led,
         flushes: b.flushes,
         write_behinds: b.write_behinds,
         scans_waited: b.scans_waited,

@@ -491,7 +491,8 @@ async fn round(r: u64) {
     // Odd rounds change names only: no data sync commits the journal for
     // them, so a namespace change acknowledged before it was durable is
     // lost at the cut.
-    // Rounds 4 and 5 of every 6 only make files and directories.
+    // Rounds 4 and 5 of every 6 only make files and directories (round 5
+    // of every 6 is one client alone, below).
     let made_only = r % 6 >= 4;
     let names_only = r % 2 == 1;
     // Rounds 0 and 8 (ext4) and 2 (XFS) of every 12 only write data: no
@@ -499,12 +500,19 @@ async fn round(r: u64) {
     // stable WRITE acknowledged before the journal carried its new size
     // and blocks is lost at the cut.
     let data_only = matches!(r % 12, 0 | 2 | 8);
-    for k in 0..6 {
+    // Rounds 5 and 11 of every 12: one client calling alone, so each
+    // change's own thread commits (nothing else is committing:
+    // `owed::Commits::lead`): names in the first, FILE_SYNC appends in
+    // the second.
+    let alone = r % 6 == 5;
+    for k in 0..if alone { 1 } else { 6 } {
         let s = mount(&srv).await;
         let (nfs, root, a) = (s.nfs.clone(), s.root.clone(), acked.clone());
         tasks.push(tokio::spawn(async move {
             let name = |p: &str| format!("{p}{k}");
             match k {
+                _ if alone && r % 12 == 5 => namespace(nfs, root, name("n"), a).await,
+                _ if alone => stable_writer(nfs, root, name("s"), true, a).await,
                 _ if made_only => creates_only(nfs, root, name("m"), a).await,
                 _ if names_only => namespace(nfs, root, name("n"), a).await,
                 0 | 1 => unstable_writer(nfs, root, name("u"), k == 1, a).await,

@@ -22,11 +22,17 @@ fn snapshot(srv: &TestServer) -> Snapshot {
     Snapshot::from_json(&a).expect("snapshot JSON")
 }
 
-/// (durability requests, of them parked, syncs run) over all exports.
-fn sync_counts(srv: &TestServer) -> (u64, u64, u64) {
+/// (durability requests, of them parked, syncs run, of them led by a
+/// call's own thread) over all exports.
+fn sync_counts(srv: &TestServer) -> (u64, u64, u64, u64) {
     let s = snapshot(srv);
-    s.exports.iter().fold((0, 0, 0), |(r, p, n), e| {
-        (r + e.sync_requests, p + e.sync_requests_parked, n + e.syncs)
+    s.exports.iter().fold((0, 0, 0, 0), |(r, p, n, l), e| {
+        (
+            r + e.sync_requests,
+            p + e.sync_requests_parked,
+            n + e.syncs,
+            l + e.syncs_led,
+        )
     })
 }
 
@@ -44,7 +50,7 @@ async fn changes_answered_after_shared_commits(fs: &LoopFs, how: &str) {
     let s = mount(&srv).await;
     let c = connect_n(&srv, 4).await;
     let nfs = rnfsd_client::NfsClient::new(c);
-    let (r0, p0, n0) = sync_counts(&srv);
+    let (r0, p0, n0, l0) = sync_counts(&srv);
     let mut tasks = Vec::new();
     for t in 0..STREAMS {
         let (nfs, root) = (nfs.clone(), s.root.clone());
@@ -88,24 +94,31 @@ async fn changes_answered_after_shared_commits(fs: &LoopFs, how: &str) {
     for t in tasks {
         t.await.expect("stream");
     }
-    let (r1, p1, n1) = sync_counts(&srv);
-    let (requests, parked, syncs) = (r1 - r0, p1 - p0, n1 - n0);
+    let (r1, p1, n1, l1) = sync_counts(&srv);
+    let (requests, parked, syncs, led) = (r1 - r0, p1 - p0, n1 - n0, l1 - l0);
     eprintln!(
-        "{how}: {} changes, {requests} durability requests, {parked} parked, {syncs} commits",
+        "{how}: {} changes, {requests} durability requests, {parked} parked, {led} led, {syncs} commits",
         changes()
     );
-    // Every change owed its commit to the commit threads, once.
-    assert_eq!(parked, changes(), "{how}: changes whose reply was parked");
-    assert_eq!(requests, parked, "{how}: a change waited for a sync itself");
+    // Every change asked for one commit: owed to the commit threads, or
+    // made by its own thread when nothing else committed. Under 8 streams
+    // most owe theirs.
+    assert_eq!(requests, changes(), "{how}: durability requests");
+    assert_eq!(parked + led, requests, "{how}: parked or led");
+    assert!(
+        parked > requests / 2,
+        "{how}: {parked} of {requests} parked"
+    );
     // Calls that arrived together shared a commit.
     assert!(
-        syncs < parked,
-        "{how}: {syncs} commits for {parked} changes"
+        syncs < requests,
+        "{how}: {syncs} commits for {requests} changes"
     );
-    // Data syncs: the data is written back by the call's thread and the
-    // journal commit owed (parked).
+    // Data syncs, one call at a time: nothing else commits, so each call's
+    // thread syncs itself (led); beside a commit in flight it would write
+    // the data back and owe the journal commit (parked).
     let (fh, _) = create_file(&s.nfs, &s.root, "data").await;
-    let (r0, p0, _) = sync_counts(&srv);
+    let (r0, p0, _, l0) = sync_counts(&srv);
     let write = |offset: u64, data: Vec<u8>, stable: StableHow| {
         let (nfs, fh) = (s.nfs.clone(), fh.clone());
         async move {
@@ -128,16 +141,61 @@ async fn changes_answered_after_shared_commits(fs: &LoopFs, how: &str) {
     let u = write(0, vec![7u8; 8192], StableHow::Unstable).await;
     assert_eq!(commit(&s.nfs, &fh).await.verf, u.verf);
     write(8192, vec![9u8; 4096], StableHow::FileSync).await;
-    let (r1, p1, _) = sync_counts(&srv);
+    let (r1, p1, _, l1) = sync_counts(&srv);
     assert_eq!(
-        (r1 - r0, p1 - p0),
+        (r1 - r0, (p1 - p0) + (l1 - l0)),
         (2, 2),
-        "{how}: data syncs (requests, parked)"
+        "{how}: data syncs (requests, parked or led)"
     );
     let d = std::fs::read(export.join("data")).expect("data file");
     assert!(
         d.len() == 12288 && d[..8192].iter().all(|&b| b == 7) && d[8192..].iter().all(|&b| b == 9)
     );
+    // Stable writes of many streams at once: most owe the journal commit
+    // after writing their data back (parked).
+    let (r0, p0, _, l0) = sync_counts(&srv);
+    let mut tasks = Vec::new();
+    for t in 0..STREAMS {
+        let (nfs, root) = (nfs.clone(), s.root.clone());
+        tasks.push(tokio::spawn(async move {
+            let fh = ok("CREATE", create_res(&nfs, &root, &format!("w{t}")).await)
+                .obj
+                .expect("CREATE returns a handle");
+            for k in 0..ROUNDS as u64 {
+                let w = ok(
+                    "WRITE",
+                    nfs.write(&Write3Args {
+                        file: fh.clone(),
+                        offset: k * 4096,
+                        count: 4096,
+                        stable: StableHow::FileSync,
+                        data: vec![t as u8; 4096],
+                    })
+                    .await,
+                );
+                assert_eq!(w.committed, StableHow::FileSync);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("stream");
+    }
+    let (r1, p1, _, l1) = sync_counts(&srv);
+    let (requests, parked, led) = (r1 - r0, p1 - p0, l1 - l0);
+    eprintln!("{how}: stable writes: {requests} durability requests, {parked} parked, {led} led");
+    assert_eq!(requests, (STREAMS * (ROUNDS + 1)) as u64, "{how}");
+    assert_eq!(parked + led, requests, "{how}: parked or led");
+    assert!(
+        parked > requests / 2,
+        "{how}: {parked} of {requests} parked"
+    );
+    for t in 0..STREAMS {
+        let d = std::fs::read(export.join(format!("w{t}"))).expect("written file");
+        assert!(
+            d.len() == 4096 * ROUNDS && d.iter().all(|&b| b == t as u8),
+            "{how}: w{t}"
+        );
+    }
     for t in 0..STREAMS {
         for k in 0..ROUNDS {
             let there = |n: String| export.join(n).exists();

@@ -445,7 +445,7 @@ fn cache_families(o: &mut String, s: &Snapshot) {
         }
     }
     type EGet = fn(&crate::snapshot::ExportCounts) -> u64;
-    let ex: [(&str, &str, &str, EGet); 12] = [
+    let ex: [(&str, &str, &str, EGet); 13] = [
         (
             "rnfsd_sync_requests_total",
             "counter",
@@ -457,6 +457,12 @@ fn cache_families(o: &mut String, s: &Snapshot) {
             "counter",
             "Durability requests whose reply waited for a journal commit with no thread waiting.",
             |e| e.sync_requests_parked,
+        ),
+        (
+            "rnfsd_syncs_led_total",
+            "counter",
+            "Journal commits a calling thread made itself, nothing else committing.",
+            |e| e.syncs_led,
         ),
         (
             "rnfsd_syncs_total",

@@ -72,6 +72,10 @@ pub struct ExportCounts {
     /// with no thread waiting (sent by the thread that made the commit).
     #[serde(default)]
     pub sync_requests_parked: u64,
+    /// Journal commits a calling thread made itself, nothing else
+    /// committing or waiting (counted in `syncs` too).
+    #[serde(default)]
+    pub syncs_led: u64,
     /// Flushes (one syncfs each) run for written files closed before their
     /// data was committed (evicted, idle).
     #[serde(default)]
@@ -161,6 +165,7 @@ impl ExportCounts {
             sync_requests_parked: self
                 .sync_requests_parked
                 .saturating_sub(base.sync_requests_parked),
+            syncs_led: self.syncs_led.saturating_sub(base.syncs_led),
             flushes: self.flushes.saturating_sub(base.flushes),
             write_behinds: self.write_behinds.saturating_sub(base.write_behinds),
             scans_waited: self.scans_waited.saturating_sub(base.scans_waited),

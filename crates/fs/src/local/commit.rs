@@ -78,12 +78,15 @@ impl LocalFs {
             return Ok(false);
         };
         // The call's thread need not sleep for the commit when its caller
-        // can send the reply once the commit is done (`crate::owed`).
-        if let Some(c) = &self.journal_commits {
-            if crate::owed::owe(c) {
-                return Ok(true);
-            }
-        }
+        // can send the reply once the commit is done (`crate::owed`),
+        // unless nothing else commits: then it commits itself (`lead`).
+        let _lead = match &self.journal_commits {
+            Some(c) => match c.lead() {
+                None if crate::owed::owe(c) => return Ok(true),
+                lead => lead,
+            },
+            None => None,
+        };
         // As the server: the marker is its own, and a caller who may change
         // a directory may not be allowed to touch it.
         self.srv()?;
@@ -104,8 +107,9 @@ impl LocalFs {
         Ok(true)
     }
 
-    /// Makes what `f` wrote durable without this thread waiting for a
-    /// journal commit (a COMMIT, a stable WRITE): the file's data is written
+    /// Makes what `f` wrote durable (a COMMIT, a stable WRITE; `full`: fsync
+    /// rather than fdatasync), where it can without this thread waiting for
+    /// a journal commit: the file's data is written
     /// back here and waited for (`OpenFile::write_back`), then the journal
     /// commit that carries what the writeback changed (size, block map,
     /// unwritten extents converted before the pages' writeback ended) is
@@ -114,17 +118,31 @@ impl LocalFs {
     /// and wait, then commit the inode's transaction): the commit comes
     /// after the data reached the device, and its commit block's cache
     /// flush (REQ_PREFLUSH) covers that data; XFS's likewise with its log
-    /// force (`journal::data_covered`: not with a realtime device). Ok(false)
-    /// when this cannot be done (then sync as before).
-    pub(super) fn sync_data_owing(&self, o: &Obj<'_>, f: &OpenFile) -> FsResult<bool> {
-        let (Some(j), Some(c)) = (&self.journal, &self.journal_commits) else {
-            return Ok(false);
+    /// force (`journal::data_covered`: not with a realtime device).
+    /// Otherwise, and when nothing else commits (`owed::Commits::lead`),
+    /// the file is synced here through the group committer.
+    pub(super) fn sync_data(&self, o: &Obj<'_>, f: &OpenFile, full: bool) -> FsResult<()> {
+        let key = o.st.key();
+        let owing = match (&self.journal, &self.journal_commits) {
+            (Some(j), Some(c)) if j.covers_data && j.dev == key.dev && crate::owed::offered() => {
+                Some(c)
+            }
+            _ => None,
         };
-        if !j.covers_data || j.dev != o.st.key().dev || !crate::owed::offered() {
-            return Ok(false);
-        }
-        f.write_back().map_err(|e| self.sync_failed(io_errno(&e)))?;
-        Ok(crate::owed::owe(c))
+        let _lead = match owing {
+            Some(c) => match c.lead() {
+                None => {
+                    f.write_back().map_err(|e| self.sync_failed(io_errno(&e)))?;
+                    if crate::owed::owe(c) {
+                        return Ok(());
+                    }
+                    None
+                }
+                lead => lead,
+            },
+            None => None,
+        };
+        self.commit_with(key, full, || f.sync(!full))
     }
 
     /// Makes an object's metadata (and data) durable: through its cached

@@ -171,12 +171,10 @@ pub(super) fn write(
     // A stable write syncs everything written through this descriptor so
     // far (earlier UNSTABLE writes count as committed too), sharing the
     // sync with concurrent stable writes and COMMITs of the file.
-    let key = o.st.key();
     match stable {
         Stable::Unstable => {}
-        _ if fs.sync_data_owing(&o, &f)? => {}
-        Stable::DataSync => fs.commit_with(key, false, || f.sync(true))?,
-        Stable::FileSync => fs.commit_with(key, true, || f.sync(false))?,
+        Stable::DataSync => fs.sync_data(&o, &f, false)?,
+        Stable::FileSync => fs.sync_data(&o, &f, true)?,
     }
     let wcc = fs.wcc(&o.st, fd);
     fs.files.release(f);
@@ -205,9 +203,7 @@ pub(super) fn commit(
         Some(f) => f,
         None => fs.open_file(&o, Access::Read)?,
     };
-    if !fs.sync_data_owing(&o, &f)? {
-        fs.commit_with(o.st.key(), true, || f.sync(false))?;
-    }
+    fs.sync_data(&o, &f, true)?;
     // Writers closed before their data was committed (this file's among
     // them, perhaps) owe a flush whose error must show in this reply.
     fs.files.flusher().settle().map_err(errno)?;

@@ -21,7 +21,7 @@
 //! export's commit threads (`commit_threads`, `crate::owed`), which send
 //! their replies once it is done. Metadata only: file data is written
 //! back first, then the commit after it covers it (ext4, and XFS without
-//! a realtime device: `commit.rs`, `sync_data_owing`; elsewhere the
+//! a realtime device: `commit.rs`, `sync_data`; elsewhere the
 //! file's own fsync). Other
 //! filesystems (btrfs, whose fsync logs one inode; ext2 or ext4 without a
 //! journal; tmpfs; FUSE) keep one sync per object.
@@ -53,7 +53,7 @@ pub(super) struct Journal {
     /// covered.
     pub(super) dev: u64,
     /// A commit after a file's data was written back makes that data
-    /// durable too (`commit.rs`, `sync_data_owing`): ext4 (jbd2), and XFS
+    /// durable too (`commit.rs`, `sync_data`): ext4 (jbd2), and XFS
     /// without a realtime device (`data_covered`).
     pub(super) covers_data: bool,
 }
