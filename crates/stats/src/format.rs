@@ -445,7 +445,7 @@ fn cache_families(o: &mut String, s: &Snapshot) {
         }
     }
     type EGet = fn(&crate::snapshot::ExportCounts) -> u64;
-    let ex: [(&str, &str, &str, EGet); 13] = [
+    let ex: [(&str, &str, &str, EGet); 14] = [
         (
             "rnfsd_sync_requests_total",
             "counter",
@@ -475,6 +475,12 @@ fn cache_families(o: &mut String, s: &Snapshot) {
             "counter",
             "Syncs that failed.",
             |e| e.sync_errors,
+        ),
+        (
+            "rnfsd_syncs_peak_in_flight",
+            "gauge",
+            "Most syncs running at once.",
+            |e| e.syncs_peak_in_flight,
         ),
         (
             "rnfsd_write_behinds_total",
@@ -785,6 +791,21 @@ pub fn report(s: &Snapshot) -> String {
             e.verifier_resets,
             e.write_behinds
         );
+        if e.sync_requests > 0 {
+            // Group commit at a glance: syncs per durability request.
+            let _ = writeln!(
+                o,
+                " durability: {} requests, {} syncs ({:.2} per request; {} led by a call alone), \
+                 {} replies parked on a journal commit, {} errors, at most {} at once",
+                e.sync_requests,
+                e.syncs,
+                e.syncs as f64 / e.sync_requests as f64,
+                e.syncs_led,
+                e.sync_requests_parked,
+                e.sync_errors,
+                e.syncs_peak_in_flight
+            );
+        }
         if e.calls_jukebox + e.stalls > 0 {
             let _ = writeln!(
                 o,

@@ -231,6 +231,11 @@ fn sample() -> Snapshot {
             fds_cached: 40,
             fd_limit: 64,
             scans_busy: 2,
+            sync_requests: 40,
+            syncs: 10,
+            syncs_led: 2,
+            sync_requests_parked: 36,
+            syncs_peak_in_flight: 4,
             ..ExportCounts::default()
         })
     });
@@ -380,6 +385,13 @@ fn raw_and_report_lines() {
     assert!(ex.contains("objects 40/100 hit 75.0%"), "{ex}");
     assert!(ex.contains("descriptors 40/64"), "{ex}");
     assert!(ex.contains("(0 waits, 2 jukebox)"), "{ex}");
+    assert!(
+        rep.contains(
+            " durability: 40 requests, 10 syncs (0.25 per request; 2 led by a call alone), \
+             36 replies parked on a journal commit, 0 errors, at most 4 at once"
+        ),
+        "{rep}"
+    );
 
     let mut later = n.clone();
     later.since_reset_secs += 2.0;
