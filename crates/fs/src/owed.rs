@@ -281,8 +281,13 @@ impl Commits {
     /// sleep for its next call anyway, where a commit thread woken for it
     /// costs two more switches. Held while it commits, the lead counts as
     /// a commit running, so calls meanwhile owe theirs to the threads and
-    /// batch there as before. None when anything commits or waits.
+    /// batch there as before. None when anything commits or waits, or
+    /// when this thread's call owes a commit already (which covers this
+    /// change too).
     pub fn lead(self: &Arc<Self>) -> Option<Lead> {
+        if owing() {
+            return None;
+        }
         let mut s = self.lock();
         if s.running > 0 || !s.queued.is_empty() {
             return None;
@@ -421,6 +426,19 @@ mod tests {
         assert!(c.lead().is_none(), "the thread commits: no lead");
         go.send(()).unwrap();
         assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(Ok(())));
+        // A call that owes a commit joins it rather than lead another.
+        {
+            let _offer = offer();
+            assert!(owe(&c));
+            assert!(c.lead().is_none(), "owing: no lead");
+            let (tx, rx) = mpsc::channel();
+            take()
+                .expect("owed")
+                .then(Box::new(move |r| tx.send(r).unwrap()));
+            started.recv_timeout(Duration::from_secs(10)).unwrap();
+            go.send(()).unwrap();
+            assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(Ok(())));
+        }
         // Nothing commits or waits any more: a call leads again.
         let mut lead = None;
         for _ in 0..1000 {
@@ -433,7 +451,7 @@ mod tests {
         assert!(lead.is_some(), "alone again: lead");
         drop(lead);
         let k = c.counts();
-        assert_eq!((k.led, k.parked, k.syncs), (2, 1, 1), "{k:?}");
+        assert_eq!((k.led, k.parked, k.syncs), (2, 2, 2), "{k:?}");
         c.stop();
         drop(go);
     }
