@@ -13,7 +13,9 @@
 //! commits back to back: each takes every call waiting when it starts,
 //! commits once, and finishes them all. So a synced change costs its
 //! thread no sleep, and a commit one wakeup for all it answers (seed 002:
-//! batched wakeups, nobody woken when nobody waits).
+//! batched wakeups, nobody woken when nobody waits). A call that finds
+//! nothing committing or waiting commits on its own thread instead
+//! (`Commits::lead`): alone, it would sleep for its next call anyway.
 //!
 //! Hand-written: the rule (a commit answers only calls queued before it
 //! began) is the point, and the jobs are our own replies.

@@ -53,9 +53,11 @@ impl LocalFs {
     /// journal commit, if the export's filesystem is `dev` and has an
     /// ordered journal; Ok(false) if it cannot (sync per object then).
     /// A call served by the transport's pools owes that commit to the
-    /// export's commit threads (`crate::owed`); the rest of this (leading
-    /// or joining a commit through the group committer) is for a caller
-    /// that waits for it itself, such as the library's own tests.
+    /// export's commit threads (`crate::owed`) while anything else commits;
+    /// the rest of this (leading or joining a commit through the group
+    /// committer) is for a call that commits alone (`Commits::lead`) and
+    /// for a caller that cannot be answered later, such as the library's
+    /// own tests.
     ///
     /// `made`: an object this call made, whose last change is the call's.
     /// When it is a regular file (CREATE) and the request leads a commit

@@ -17,9 +17,10 @@
 //! same filesystem, invisible to clients, freed at exit or by the journal
 //! replay after a crash; one descriptor per export, held like the export
 //! root's own (outside the caches' descriptor budget). Calls served by the
-//! transport's pools do not wait for the commit: they owe it to the
-//! export's commit threads (`commit_threads`, `crate::owed`), which send
-//! their replies once it is done. Metadata only: file data is written
+//! transport's pools do not wait for the commit while anything else
+//! commits: they owe it to the export's commit threads (`commit_threads`,
+//! `crate::owed`), which send their replies once it is done; a call alone
+//! commits itself. Metadata only: file data is written
 //! back first, then the commit after it covers it (ext4, and XFS without
 //! a realtime device: `commit.rs`, `sync_data`; elsewhere the
 //! file's own fsync). Other
