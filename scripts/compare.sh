@@ -31,7 +31,11 @@
 # export root's handle and its old stream counts, as before.
 # With create and fsmark the local-filesystem reference (local-create,
 # local-fsmark: the same work done with syscalls) runs in each round too,
-# unless --no-local. --quick: small counts, for checking the script.
+# unless --no-local. With create also `local-sync`: the same creates and
+# removes each waiting for a journal commit begun after it, shared by
+# concurrent ones (local-create --group-commit $LOCAL_COMMITTERS, default
+# 1 committer thread): what a `sync` export's creates can reach on this
+# disk. --quick: small counts, for checking the script.
 # --servers ceiling adds `rnfsd-bench ceiling`, a no-work RPC server (MNT
 # and empty successes only), to the null workload: the machine's ceiling
 # for calls/s at each shape, measured in the same alternation (other
@@ -392,7 +396,11 @@ run_local() { # WORKLOAD (create or fsmark)
     *) return 0 ;;
     esac
     timeout "$RUN_TIMEOUT" "$BENCH" "${BARGS[@]}" --dir "$FS/export" --label local \
-        --max-seconds "$MAX_SECONDS" --json "$RESULTS"
+        --max-seconds "$MAX_SECONDS" --json "$RESULTS" || return 1
+    [ "$w" = create ] || return 0
+    fresh_fs
+    timeout "$RUN_TIMEOUT" "$BENCH" "${BARGS[@]}" --dir "$FS/export" --label local-sync \
+        --group-commit "${LOCAL_COMMITTERS:-1}" --max-seconds "$MAX_SECONDS" --json "$RESULTS"
 }
 
 {
@@ -442,9 +450,11 @@ done
 cleanup
 log "all runs done in $(( $(date +%s) - T0 )) s"
 
-# The local column only when a local reference ran (create, fsmark).
+# The local columns only when a local reference ran (create, fsmark).
 grep -q '"label":"local"' "$RESULTS" || LOCAL=
-"$BENCH" report --json "$RESULTS" --labels "$SERVERS${LOCAL:+,local}" \
+LOCALS=${LOCAL:+,local}
+grep -q '"label":"local-sync"' "$RESULTS" && LOCALS+=,local-sync
+"$BENCH" report --json "$RESULTS" --labels "$SERVERS$LOCALS" \
     --out "$OUT/summary.json" >"$OUT/report.md"
 for m in getattr traverse null access lookup; do
     grep -qi "\"mix\":\"$m\"" "$RESULTS" || continue
