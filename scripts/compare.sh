@@ -35,7 +35,9 @@
 # removes each waiting for a journal commit begun after it, shared by
 # concurrent ones (local-create --group-commit $LOCAL_COMMITTERS, default
 # 1 committer thread): what a `sync` export's creates can reach on this
-# disk. --quick: small counts, for checking the script.
+# disk. With fsmark, `local-sync` is local-fsmark --sync-create: each file
+# fsynced once made, then written and fsynced, the two syncs a `sync`
+# export owes for a CREATE and a COMMIT. --quick: small counts, for checking the script.
 # --servers ceiling adds `rnfsd-bench ceiling`, a no-work RPC server (MNT
 # and empty successes only), to the null workload: the machine's ceiling
 # for calls/s at each shape, measured in the same alternation (other
@@ -397,10 +399,14 @@ run_local() { # WORKLOAD (create or fsmark)
     esac
     timeout "$RUN_TIMEOUT" "$BENCH" "${BARGS[@]}" --dir "$FS/export" --label local \
         --max-seconds "$MAX_SECONDS" --json "$RESULTS" || return 1
-    [ "$w" = create ] || return 0
+    # local-sync: what a `sync` export owes, done locally.
+    case $w in
+    create) BARGS+=(--group-commit "${LOCAL_COMMITTERS:-1}") ;;
+    *) BARGS+=(--sync-create) ;;
+    esac
     fresh_fs
     timeout "$RUN_TIMEOUT" "$BENCH" "${BARGS[@]}" --dir "$FS/export" --label local-sync \
-        --group-commit "${LOCAL_COMMITTERS:-1}" --max-seconds "$MAX_SECONDS" --json "$RESULTS"
+        --max-seconds "$MAX_SECONDS" --json "$RESULTS"
 }
 
 {

@@ -44,6 +44,11 @@ pub struct LocalArgs {
     /// server's `sync` creates can do on this disk.
     #[arg(long, default_value_t = 0)]
     pub group_commit: usize,
+    /// local-fsmark: fsync each file once made, before its write, as a
+    /// `sync` export must answer the CREATE (RFC 1813 §4.8): two syncs per
+    /// file, the least a `sync` export's fs_mark can cost.
+    #[arg(long)]
+    pub sync_create: bool,
 }
 
 /// Group commit with nothing around it: callers wait for a commit that
@@ -304,7 +309,11 @@ pub fn fsmark_cmd(a: LocalArgs) -> Result<(), String> {
                 let path = d.join(format!("i{it:03}-f{i:07}"));
                 let f = OpenOptions::new().write(true).create_new(true).open(path);
                 match f {
-                    Ok(mut f) => f.write_all(&data).is_ok() && f.sync_all().is_ok(),
+                    Ok(mut f) => {
+                        (!a.sync_create || f.sync_all().is_ok())
+                            && f.write_all(&data).is_ok()
+                            && f.sync_all().is_ok()
+                    }
                     Err(_) => false,
                 }
             });
