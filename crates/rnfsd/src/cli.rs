@@ -99,6 +99,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   handle_scan_wait_ms = 1000     then JUKEBOX (the client retries)
   act_as_caller = (root: true)   run calls as the caller's uid/gids
   max_syncs_in_flight = 64       per export: fsyncs at once (group commit)
+  journal_commit_threads = 1     per export: threads committing a sync
+                                 export's journal (ext4, XFS; 1 to 8)
   write_behind_bytes = 4194304   per export: UNSTABLE bytes of a file before
                                  its writeback starts in the background (0: off)
   flush_delay_ms = 5000          per export: closed uncommitted writers flushed
@@ -299,6 +301,11 @@ pub struct ServeArgs {
     /// share one (group commit). [default: 64]
     #[arg(long, value_name = "N")]
     pub max_syncs_in_flight: Option<usize>,
+
+    /// Per export: threads committing the journal of a `sync` export on
+    /// ext4 or XFS for calls whose replies wait for it (1 to 8). [default: 1]
+    #[arg(long, value_name = "N")]
+    pub journal_commit_threads: Option<usize>,
 
     /// Per export: milliseconds after a written file was closed with
     /// uncommitted data before its filesystem is flushed in the background
@@ -545,6 +552,7 @@ impl ServeArgs {
             (&mut s.path_cache_entries, self.path_cache_entries),
             (&mut s.verdict_cache_entries, self.verdict_cache_entries),
             (&mut s.max_syncs_in_flight, self.max_syncs_in_flight),
+            (&mut s.journal_commit_threads, self.journal_commit_threads),
         ] {
             if src.is_some() {
                 *dst = src;

@@ -144,6 +144,7 @@ impl Opener {
             (&mut o.object_cache_entries, s.object_cache_entries),
             (&mut o.open_file_cache_entries, s.open_file_cache_entries),
             (&mut o.max_syncs_in_flight, s.max_syncs_in_flight),
+            (&mut o.journal_commit_threads, s.journal_commit_threads),
         ] {
             if let Some(v) = src {
                 *dst = v;

@@ -44,9 +44,33 @@ fn changes() -> u64 {
     (STREAMS * (ROUNDS * 5 + ROUNDS / 2)) as u64
 }
 
-async fn changes_answered_after_shared_commits(fs: &LoopFs, how: &str) {
+/// The server's threads whose name starts with `prefix`.
+fn threads_named(srv: &TestServer, prefix: &str) -> usize {
+    let pid = srv.pid().expect("server pid");
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("/proc/PID/task")
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with(prefix))
+        })
+        .count()
+}
+
+/// `threads`: `journal_commit_threads`, None for the default (1).
+async fn changes_answered_after_shared_commits(fs: &LoopFs, how: &str, threads: Option<usize>) {
     let export = fs.subdir("export");
-    let srv = TestServer::start_with(&export, &["--no-rpcbind"]);
+    let n = threads.map(|n| n.to_string());
+    let mut args = vec!["--no-rpcbind"];
+    if let Some(n) = &n {
+        args.extend(["--journal-commit-threads", n]);
+    }
+    let srv = TestServer::start_with(&export, &args);
+    // The export's journal gets the commit threads it was given.
+    assert_eq!(
+        threads_named(&srv, "rnfsd-journal"),
+        threads.unwrap_or(1),
+        "{how}: journal commit threads"
+    );
     let s = mount(&srv).await;
     let c = connect_n(&srv, 4).await;
     let nfs = rnfsd_client::NfsClient::new(c);
@@ -213,10 +237,10 @@ async fn sync_changes_are_answered_by_the_journal_commit_threads() {
     }
     bounded(async {
         let fs = LoopFs::new("syncreplies", 128);
-        changes_answered_after_shared_commits(&fs, "ext4").await;
+        changes_answered_after_shared_commits(&fs, "ext4", None).await;
         if unavailable(&["mkfs.xfs"]).is_none() {
             let fs = LoopFs::xfs("syncrepliesxfs", 320);
-            changes_answered_after_shared_commits(&fs, "xfs").await;
+            changes_answered_after_shared_commits(&fs, "xfs", Some(3)).await;
         } else {
             eprintln!("skipped: sync replies on XFS (mkfs.xfs is not installed)");
         }

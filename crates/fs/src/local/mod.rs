@@ -143,6 +143,10 @@ pub struct LocalOptions {
     /// Syncs (fsync) running at once for this export; more requests queue
     /// or share a running one's successor (group commit).
     pub max_syncs_in_flight: usize,
+    /// Threads committing the journal of a `sync` export on ext4 or XFS for
+    /// calls whose replies wait for it (`journal.rs`); 1 to
+    /// `owed::MAX_THREADS`, and at most `max_syncs_in_flight`.
+    pub journal_commit_threads: usize,
     /// How long after a written descriptor was closed uncommitted the
     /// background `syncfs` runs (`flusher.rs`); a COMMIT does not wait for
     /// it.
@@ -183,6 +187,7 @@ impl std::fmt::Debug for LocalOptions {
             .field("open_file_cache_entries", &self.open_file_cache_entries)
             .field("sync", &self.sync)
             .field("max_syncs_in_flight", &self.max_syncs_in_flight)
+            .field("journal_commit_threads", &self.journal_commit_threads)
             .field("flush_delay", &self.flush_delay)
             .field("write_behind_bytes", &self.write_behind_bytes)
             .finish()
@@ -212,6 +217,8 @@ impl Default for LocalOptions {
             // and 1.16x of 16 with fewer context switches per file and less
             // spread; 4 ran 0.57x-0.70x (docs/durability.md).
             max_syncs_in_flight: 64,
+            // One gathers bigger batches than four (`owed::MAX_THREADS`).
+            journal_commit_threads: 1,
             flush_delay: DEFAULT_FLUSH_DELAY,
             write_behind_bytes: DEFAULT_WRITE_BEHIND_BYTES,
         }
@@ -436,7 +443,7 @@ impl LocalFs {
         let journal_commits = match &journal {
             Some(j) => Some(journal::commit_threads(
                 j,
-                opts.max_syncs_in_flight,
+                opts.journal_commit_threads.min(opts.max_syncs_in_flight),
                 &verifier,
                 euid,
                 egid,

@@ -223,6 +223,13 @@ impl Config {
         if s.ceph_inode_cache_entries == 0 {
             return err("server.ceph_inode_cache_entries must be at least 1");
         }
+        if s.journal_commit_threads
+            .is_some_and(|v| !(1..=MAX_JOURNAL_COMMIT_THREADS).contains(&v))
+        {
+            return err(format!(
+                "server.journal_commit_threads must be 1 to {MAX_JOURNAL_COMMIT_THREADS}"
+            ));
+        }
         if s.flush_delay_ms.is_some_and(|v| v > 60_000) {
             return err("server.flush_delay_ms must be at most 60000");
         }
@@ -275,6 +282,20 @@ mod tests {
         for bad in [0, MAX_UDP_THREADS + 1] {
             let c = Config::from_toml(&format!("[server]\nudp_threads = {bad}\n")).unwrap();
             assert!(c.validate().is_err(), "udp_threads = {bad}");
+        }
+    }
+
+    #[test]
+    fn journal_commit_threads_bounded() {
+        let c = Config::from_toml("").unwrap();
+        assert_eq!(c.server.journal_commit_threads, None);
+        let c = Config::from_toml("[server]\njournal_commit_threads = 4\n").unwrap();
+        assert_eq!(c.server.journal_commit_threads, Some(4));
+        assert_eq!(c.validate(), Ok(()));
+        for bad in [0, MAX_JOURNAL_COMMIT_THREADS + 1] {
+            let t = format!("[server]\njournal_commit_threads = {bad}\n");
+            let c = Config::from_toml(&t).unwrap();
+            assert!(c.validate().is_err(), "journal_commit_threads = {bad}");
         }
     }
 

@@ -111,6 +111,9 @@ pub const MAX_MAX_IO: u32 = 16 << 20;
 /// Port mapper and lock calls are few and quick: more UDP threads than
 /// this per address would only sit idle.
 pub const MAX_UDP_THREADS: usize = 16;
+/// The journal's commits run one after another; more threads asking for
+/// them would only wait (`rnfsd_fs::owed::MAX_THREADS`).
+pub const MAX_JOURNAL_COMMIT_THREADS: usize = rnfsd_fs::owed::MAX_THREADS;
 /// Bound of `server.reply_batch` (replies one worker may hold back).
 pub const MAX_REPLY_BATCH: usize = 256;
 
@@ -241,8 +244,12 @@ pub struct ServerConfig {
     pub cache_fds: Option<usize>,
     /// Local backend, per export: syncs (fsync) running at once; more
     /// requests queue or share a sync (group commit); also caps a `sync`
-    /// export's journal commit threads (at most 4). None: backend default.
+    /// export's journal commit threads. None: backend default.
     pub max_syncs_in_flight: Option<usize>,
+    /// Local backend, per export: threads committing the journal of a
+    /// `sync` export on ext4 or XFS for calls whose replies wait for it (1
+    /// to 8). None: backend default (1).
+    pub journal_commit_threads: Option<usize>,
     /// Local backend, per export: how long after a written file was closed
     /// with uncommitted data its filesystem is flushed in the background
     /// (a COMMIT flushes at once). None: backend default (5 s).
@@ -438,6 +445,7 @@ impl Default for ServerConfig {
             open_file_cache_entries: None,
             cache_fds: None,
             max_syncs_in_flight: None,
+            journal_commit_threads: None,
             flush_delay_ms: None,
             write_behind_bytes: None,
             ceph_call_timeout_ms: 5000,
