@@ -34,7 +34,7 @@
 # unless --no-local. With create also `local-sync`: the same creates and
 # removes each waiting for a journal commit begun after it, shared by
 # concurrent ones (local-create --group-commit $LOCAL_COMMITTERS, default
-# 1 committer thread): what a `sync` export's creates can reach on this
+# 1 commit thread, the server's own `rnfsd_fs::owed`): what a `sync` export's creates can reach on this
 # disk. With fsmark, `local-sync` is local-fsmark --sync-create: each file
 # fsynced once made, then written and fsynced, the two syncs a `sync`
 # export owes for a CREATE and a COMMIT. --quick: small counts, for checking the script.

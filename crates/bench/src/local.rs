@@ -7,7 +7,9 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::Arc;
+
+use rnfsd_fs::owed::{self, Commits};
 use std::time::{Duration, Instant};
 
 use crate::ops::{emit, fresh_name, print_header, progress, OpResult, Phase};
@@ -37,11 +39,11 @@ pub struct LocalArgs {
     #[arg(long, default_value_t = 300.0)]
     pub max_seconds: f64,
     /// local-create: also make each create and remove durable as a `sync`
-    /// export must, the cheapest way the filesystem allows: it waits for
-    /// a journal commit begun after it, made by this many committer
-    /// threads (a marker file's change, then its fsync), so concurrent
-    /// calls share one (0: none, the `async` reference). The best a
-    /// server's `sync` creates can do on this disk.
+    /// export must, the way the server does: it waits for a journal commit
+    /// begun after it, made by this many commit threads (1 to 8, as the
+    /// server's `journal_commit_threads`: a marker file's change, then its
+    /// fsync), so concurrent calls share one (0: none, the `async`
+    /// reference). The best a server's `sync` creates can do on this disk.
     #[arg(long, default_value_t = 0)]
     pub group_commit: usize,
     /// local-fsmark: fsync each file once made, before its write, as a
@@ -51,92 +53,14 @@ pub struct LocalArgs {
     pub sync_create: bool,
 }
 
-/// Group commit with nothing around it: callers wait for a commit that
-/// began after their change (jbd2 and the XFS log commit in order, so it
-/// covers the change whatever it touched; `rnfsd-fs`'s `journal.rs`).
-/// Hand-written: the point is to have nothing between the callers and the
-/// filesystem.
-struct GroupCommit {
-    marker: fs::File,
-    /// (changes announced, changes a commit has begun for, changes
-    /// committed, stop)
-    state: Mutex<(u64, u64, u64, bool)>,
-    want: Condvar,
-    done: Condvar,
-    commits: AtomicU64,
-}
-
-impl GroupCommit {
-    fn new(dir: &Path) -> Result<GroupCommit, String> {
-        let p = dir.join(".marker");
-        let marker = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&p)
-            .map_err(|e| format!("{}: {e}", p.display()))?;
-        Ok(GroupCommit {
-            marker,
-            state: Mutex::new((0, 0, 0, false)),
-            want: Condvar::new(),
-            done: Condvar::new(),
-            commits: AtomicU64::new(0),
-        })
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, u64, u64, bool)> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// After a change: wait until a commit begun after it ended; false if
-    /// that commit failed.
-    fn wait(&self) -> bool {
-        let mut s = self.lock();
-        s.0 += 1;
-        let ticket = s.0;
-        self.want.notify_one();
-        while s.2 < ticket && !s.3 {
-            s = self.done.wait(s).unwrap_or_else(|e| e.into_inner());
-        }
-        s.2 >= ticket
-    }
-
-    /// A committer: takes every change announced, commits once, answers
-    /// them all; ends when stopped.
-    fn run(&self) {
-        loop {
-            let upto = {
-                let mut s = self.lock();
-                while s.0 == s.1 && !s.3 {
-                    s = self.want.wait(s).unwrap_or_else(|e| e.into_inner());
-                }
-                if s.3 {
-                    return;
-                }
-                s.1 = s.0;
-                s.0
-            };
-            self.commits.fetch_add(1, Ordering::Relaxed);
-            let ok = self
-                .marker
-                .set_modified(std::time::SystemTime::now())
-                .and_then(|()| self.marker.sync_all())
-                .is_ok();
-            let mut s = self.lock();
-            if ok {
-                s.2 = s.2.max(upto);
-            } else {
-                // Fail every waiter rather than answer them untrue.
-                s.3 = true;
-            }
-            self.done.notify_all();
-        }
-    }
-
-    fn stop(&self) {
-        self.lock().3 = true;
-        self.want.notify_all();
-        self.done.notify_all();
-    }
+/// After a change: wait for a journal commit begun after it, made by
+/// `commits`' threads and shared with every change that arrived
+/// meanwhile: the server's own group commit (`rnfsd_fs::owed`, as a pool
+/// call that owes its commit), with no RPC around it. False if that
+/// commit failed.
+fn synced(commits: &Arc<Commits>) -> bool {
+    let _offer = owed::offer();
+    owed::owe(commits) && owed::take().is_some_and(|o| o.wait().is_ok())
 }
 
 /// `parallel`, each op then waiting for a group commit when `committers` > 0.
@@ -155,17 +79,31 @@ where
     if committers == 0 {
         return Ok((parallel(n, threads, limit, msg, op), 0));
     }
-    let gc = GroupCommit::new(dir)?;
-    let p = std::thread::scope(|s| {
-        for _ in 0..committers {
-            s.spawn(|| gc.run());
-        }
-        let p = parallel(n, threads, limit, msg, |i| op(i) && gc.wait());
-        gc.stop();
-        p
-    });
-    let _ = fs::remove_file(dir.join(".marker"));
-    Ok((p, gc.commits.load(Ordering::Relaxed)))
+    let path = dir.join(".marker");
+    let marker = Arc::new(
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?,
+    );
+    // The commit of `journal.rs`: a change to the marker, then its fsync.
+    let commits = Commits::start(
+        "local-commit",
+        committers,
+        || {},
+        move || {
+            marker.set_modified(std::time::SystemTime::now())?;
+            marker.sync_all()
+        },
+        |_| {},
+    )
+    .map_err(|e| format!("commit threads: {e}"))?;
+    let p = parallel(n, threads, limit, msg, |i| op(i) && synced(&commits));
+    let syncs = commits.counts().syncs;
+    commits.stop();
+    let _ = fs::remove_file(&path);
+    Ok((p, syncs))
 }
 
 /// Run `op(i)` for i in 0..n on `threads` OS threads until done or `limit`.
@@ -266,7 +204,10 @@ fn name(d: &Path, i: u64) -> PathBuf {
 pub fn create_cmd(a: LocalArgs) -> Result<(), String> {
     print_header();
     let json = a.json.clone();
-    let k = a.group_commit.min(64);
+    if a.sync_create {
+        return Err("--sync-create is local-fsmark's; local-create has --group-commit".into());
+    }
+    let k = a.group_commit;
     for &streams in &a.streams {
         let streams = streams.max(1);
         let d = a.dir.join(fresh_name("local"));
@@ -291,6 +232,9 @@ pub fn create_cmd(a: LocalArgs) -> Result<(), String> {
 
 /// fs_mark's default: per file create, write `file_size` bytes, fsync, close.
 pub fn fsmark_cmd(a: LocalArgs) -> Result<(), String> {
+    if a.group_commit > 0 {
+        return Err("--group-commit is local-create's; local-fsmark has --sync-create".into());
+    }
     print_header();
     let json = a.json.clone();
     let data = vec![0xa5u8; a.file_size.min(1 << 20)];
@@ -387,13 +331,17 @@ mod tests {
     }
 
     #[test]
-    fn a_stopped_group_commit_fails_its_waiters() {
-        let d = std::env::temp_dir().join(fresh_name("gc-stop"));
-        fs::create_dir_all(&d).unwrap();
-        let gc = GroupCommit::new(&d).unwrap();
-        gc.stop();
-        // No committer runs: the waiter is told its change is not durable.
-        assert!(!gc.wait());
-        fs::remove_dir_all(&d).unwrap();
+    fn a_failed_group_commit_fails_its_waiters() {
+        let c = Commits::start(
+            "gc-fail",
+            1,
+            || {},
+            || Err(std::io::Error::from_raw_os_error(libc::EIO)),
+            |_| {},
+        )
+        .unwrap();
+        // The commit failed: the waiter is told its change is not durable.
+        assert!(!synced(&c));
+        c.stop();
     }
 }
