@@ -208,6 +208,12 @@ pub fn create_cmd(a: LocalArgs) -> Result<(), String> {
         return Err("--sync-create is local-fsmark's; local-create has --group-commit".into());
     }
     let k = a.group_commit;
+    if k > owed::MAX_THREADS {
+        return Err(format!(
+            "--group-commit: 0 to {} threads",
+            owed::MAX_THREADS
+        ));
+    }
     for &streams in &a.streams {
         let streams = streams.max(1);
         let d = a.dir.join(fresh_name("local"));
