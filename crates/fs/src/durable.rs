@@ -92,6 +92,9 @@ pub struct CommitCounts {
     /// Commits a calling thread made itself, nothing else committing
     /// (`crate::owed::Commits::lead`; its sync counted with the rest).
     pub led: u64,
+    /// Parked requests whose data write-back the commit thread waited for
+    /// before its commit (`crate::owed::Before`).
+    pub waited_before: u64,
 }
 
 impl CommitCounts {
@@ -105,6 +108,7 @@ impl CommitCounts {
             peak_in_flight: self.peak_in_flight + o.peak_in_flight,
             parked: self.parked + o.parked,
             led: self.led + o.led,
+            waited_before: self.waited_before + o.waited_before,
         }
     }
 }

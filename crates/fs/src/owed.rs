@@ -16,6 +16,10 @@
 //! batched wakeups, nobody woken when nobody waits). A call that finds
 //! nothing committing or waiting commits on its own thread instead
 //! (`Commits::lead`): alone, it would sleep for its next call anyway.
+//! A COMMIT or stable WRITE starts its file's writeback and owes the wait
+//! for it too (`owe_after`, `Before`): the commit thread waits for every
+//! call's writeback of its batch before the commit, one sleep for all,
+//! where each call's thread slept for its own.
 //!
 //! Hand-written: the rule (a commit answers only calls queued before it
 //! began) is the point, and the jobs are our own replies.
@@ -73,21 +77,56 @@ pub fn owing() -> bool {
 /// true if the caller offered (the commit is now owed), false if the
 /// backend must wait itself.
 pub fn owe(commits: &Arc<Commits>) -> bool {
+    owe_with(commits, None).is_ok()
+}
+
+/// As `owe`, for a commit that must follow `before` (a file's data written
+/// back: `Before`), which the commit thread then does for the call. Given
+/// back if the caller did not offer, or if the call owes a commit with
+/// work before it already: the backend does it itself then (and `owe`s).
+pub fn owe_after(commits: &Arc<Commits>, before: Box<dyn Before>) -> Result<(), Box<dyn Before>> {
+    owe_with(commits, Some(before)).map_err(|b| b.expect("given back as given"))
+}
+
+fn owe_with(
+    commits: &Arc<Commits>,
+    before: Option<Box<dyn Before>>,
+) -> Result<(), Option<Box<dyn Before>>> {
     if !OFFERED.get() {
-        return false;
+        return Err(before);
     }
     OWED.with(|o| {
         let mut o = o.borrow_mut();
-        // A second change of the same call: the one commit after the call
-        // covers both. (A call changes one export, so one filesystem.)
-        if o.is_none() {
-            commits.lock().owed += 1;
-            *o = Some(Owed {
-                commits: Some(commits.clone()),
-            });
+        match &mut *o {
+            // A second change of the same call: the one commit after the
+            // call covers both. (A call changes one export, so one
+            // filesystem.)
+            Some(owed) => match (&owed.before, before) {
+                (Some(_), Some(b)) => return Err(Some(b)),
+                (None, Some(b)) => owed.before = Some(b),
+                (_, None) => {}
+            },
+            None => {
+                commits.lock().owed += 1;
+                *o = Some(Owed {
+                    commits: Some(commits.clone()),
+                    before,
+                });
+            }
         }
-    });
-    true
+        Ok(())
+    })
+}
+
+/// What must reach the disk before a call's commit can cover it: a file's
+/// data, whose writeback the call started and the commit thread waits for
+/// (for every call of its batch, one after another, before the commit),
+/// so no request thread sleeps on that I/O, and it runs while the commit
+/// before is still being made.
+pub trait Before: Send {
+    /// Waits for it: Err(errno) fails this call alone (its reply goes at
+    /// once; whatever must rotate the write verifier has done so).
+    fn finish(&self) -> Result<(), i32>;
 }
 
 /// A journal commit a call owes before its reply. The commit threads
@@ -95,6 +134,8 @@ pub fn owe(commits: &Arc<Commits>) -> bool {
 pub struct Owed {
     /// None once handed its job.
     commits: Option<Arc<Commits>>,
+    /// Done by the commit thread before the commit (`owe_after`).
+    before: Option<Box<dyn Before>>,
 }
 
 impl Drop for Owed {
@@ -114,7 +155,7 @@ impl Owed {
     /// that made it.
     pub fn then(mut self, f: Then) {
         if let Some(c) = self.commits.take() {
-            c.push(f);
+            c.push(f, self.before.take());
         }
     }
 
@@ -146,10 +187,13 @@ impl Drop for Lead {
     }
 }
 
+/// A call waiting for the next commit, and what must be done before it.
+type Queued = (Then, Option<Box<dyn Before>>);
+
 struct State {
     /// Calls waiting for the next commit. Bounded by the calls in flight
     /// (the transport's `max_inflight_per_conn` per connection).
-    queued: Vec<Then>,
+    queued: Vec<Queued>,
     /// Calls owing a commit not queued yet: the threads stop only once
     /// none is left (an export dropped while a call still runs).
     owed: usize,
@@ -217,12 +261,13 @@ impl Commits {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn push(&self, f: Then) {
+    fn push(&self, f: Then, before: Option<Box<dyn Before>>) {
         let mut s = self.lock();
         s.counts.requests += 1;
         s.counts.parked += 1;
+        s.counts.waited_before += u64::from(before.is_some());
         let first = s.queued.is_empty();
-        s.queued.push(f);
+        s.queued.push((f, before));
         // Only the first call of a batch wakes a thread; the rest join it.
         // With every thread committing, none is woken: the first to end
         // takes the batch.
@@ -261,8 +306,18 @@ impl Commits {
                 s.counts.peak_in_flight = s.counts.peak_in_flight.max(s.running);
                 std::mem::take(&mut s.queued)
             };
+            // Work before the commit; a call whose work failed is
+            // answered now and needs no commit.
+            let mut ready = Vec::with_capacity(batch.len());
+            for (f, b) in batch {
+                match b.map_or(Ok(()), |b| b.finish()) {
+                    Ok(()) => ready.push(f),
+                    Err(e) => f(Err(e)),
+                }
+            }
             // Every call of the batch changed what it changed before it
-            // was queued, so before this commit's change to the marker.
+            // was queued (its data written back just now), so before this
+            // commit's change to the marker.
             let r = commit().map_err(|e| {
                 failed(&e);
                 e.raw_os_error().unwrap_or(libc::EIO)
@@ -274,7 +329,7 @@ impl Commits {
                     s.counts.errors += 1;
                 }
             }
-            for f in batch {
+            for f in ready {
                 f(r);
             }
         }
@@ -395,6 +450,66 @@ mod tests {
         }
         assert_eq!(seen.load(Ordering::SeqCst), 2);
         assert_eq!(c.counts().errors, 2);
+        c.stop();
+    }
+
+    /// Work owed before a commit is finished by the commit thread before
+    /// that commit; a call whose work fails is answered with its error and
+    /// no commit, the others after the commit.
+    #[test]
+    fn work_before_the_commit_runs_first_and_fails_its_call_alone() {
+        /// Its result, and the commits made when it finished.
+        struct Work(Arc<AtomicUsize>, Arc<Mutex<Option<usize>>>, Result<(), i32>);
+        impl Before for Work {
+            fn finish(&self) -> Result<(), i32> {
+                *self.1.lock().unwrap() = Some(self.0.load(Ordering::SeqCst));
+                self.2
+            }
+        }
+        let commits_run = Arc::new(AtomicUsize::new(0));
+        let n = commits_run.clone();
+        let c = Commits::start(
+            "test-commit",
+            1,
+            || {},
+            move || {
+                n.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            },
+            |_| {},
+        )
+        .unwrap();
+        let work = |r| {
+            let at = Arc::new(Mutex::new(None));
+            (Box::new(Work(commits_run.clone(), at.clone(), r)), at)
+        };
+        // Not offered: given back, for the backend to do itself.
+        assert!(owe_after(&c, work(Ok(())).0).is_err());
+        let (tx, rx) = mpsc::channel();
+        for r in [Ok(()), Err(libc::EIO), Ok(())] {
+            let _offer = offer();
+            let (w, at) = work(r);
+            assert!(owe_after(&c, w).is_ok());
+            // A second piece of work for the same call: given back.
+            assert!(owe_after(&c, work(Ok(())).0).is_err());
+            assert!(owe(&c), "a plain change joins it");
+            let (tx, n) = (tx.clone(), commits_run.clone());
+            take().expect("owed").then(Box::new(move |res| {
+                let finished_at = at.lock().unwrap().expect("finished before the answer");
+                tx.send((r, res, finished_at, n.load(Ordering::SeqCst)))
+                    .unwrap()
+            }));
+        }
+        for _ in 0..3 {
+            let (r, res, finished_at, answered_at) =
+                rx.recv_timeout(Duration::from_secs(10)).unwrap();
+            assert_eq!(r, res);
+            if r.is_ok() {
+                assert!(answered_at > finished_at, "a commit after the work");
+            }
+        }
+        let k = c.counts();
+        assert_eq!(k.requests, 3);
         c.stop();
     }
 

@@ -172,6 +172,7 @@ pub fn export_counts(
         syncs_peak_in_flight: b.commits.peak_in_flight,
         sync_requests_parked: b.commits.parked,
         syncs_led: b.commits.led,
+        sync_writebacks_waited: b.commits.waited_before,
         flushes: b.flushes,
         write_behinds: b.write_behinds,
         scans_waited: b.scans_waited,

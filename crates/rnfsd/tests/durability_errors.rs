@@ -133,6 +133,73 @@ async fn an_error_seen_by_another_commit_still_reaches_the_writer() {
     .await;
 }
 
+/// Write-backs a commit thread waited for before its journal commit, over
+/// all exports (`rnfsd_sync_writebacks_waited_total`).
+fn writebacks_waited(srv: &TestServer) -> u64 {
+    let a = rnfsd::admin::query(&srv.state.path().join("admin.sock"), "snapshot")
+        .expect("admin socket");
+    let snap = rnfsd_stats::Snapshot::from_json(&a).expect("snapshot JSON");
+    snap.exports.iter().map(|e| e.sync_writebacks_waited).sum()
+}
+
+/// While other clients' creates keep the journal commit thread busy, a
+/// COMMIT starts its write-back and leaves the wait for it to that thread
+/// (`rnfsd_fs::owed::Before`); the error that write-back meets must still
+/// fail that COMMIT. Until it is seen on that path (a COMMIT that finds
+/// nothing committing makes its own sync), the data is written again and
+/// committed again, every COMMIT failing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_reaches_a_commit_whose_write_back_the_commit_thread_waits_for() {
+    let Some((fs, srv)) = start("wberr-owed") else {
+        return;
+    };
+    bounded(async {
+        let a = mount(&srv).await;
+        let fh = lookup(&a.nfs, &a.root, "data").await;
+        fs.exhaust();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut load = Vec::new();
+        for i in 0..8 {
+            let (c, stop) = (mount(&srv).await, stop.clone());
+            load.push(tokio::spawn(async move {
+                // Bounded: the test's own time limit ends it otherwise.
+                for n in 0..100_000 {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    create_file(&c.nfs, &c.root, &format!("load-{i}-{n}")).await;
+                }
+            }));
+        }
+        let mut seen = false;
+        for attempt in 0..20 {
+            // All of `MIB` each time: the loop device reports a write that
+            // fitted only partly into the image as done (it fails only the
+            // requests that found no room at all).
+            let v = write_unstable(&a.nfs, &fh, MIB).await;
+            let before = writebacks_waited(&srv);
+            let r = commit(&a.nfs, &fh).await;
+            let owed = writebacks_waited(&srv) > before;
+            eprintln!("attempt {attempt}: COMMIT {r:?}, on the commit thread's path: {owed}");
+            assert_not_lost(&r, v, &fs);
+            if owed {
+                assert!(
+                    matches!(r, Err(Nfsstat3::Io | Nfsstat3::NoSpc)),
+                    "attempt {attempt}: the failed write-back must fail the COMMIT: {r:?}"
+                );
+                seen = true;
+                break;
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for l in load {
+            l.await.expect("create load");
+        }
+        assert!(seen, "no COMMIT in 20 took the commit thread's path");
+    })
+    .await;
+}
+
 /// The volume is full before the writes: write-behind (`write_behind_bytes`
 /// 4 KiB) starts their writeback in the background and meets the error
 /// first, seen by no COMMIT; the test waits until that writeback is done,

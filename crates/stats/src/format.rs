@@ -445,7 +445,7 @@ fn cache_families(o: &mut String, s: &Snapshot) {
         }
     }
     type EGet = fn(&crate::snapshot::ExportCounts) -> u64;
-    let ex: [(&str, &str, &str, EGet); 14] = [
+    let ex: [(&str, &str, &str, EGet); 15] = [
         (
             "rnfsd_sync_requests_total",
             "counter",
@@ -457,6 +457,12 @@ fn cache_families(o: &mut String, s: &Snapshot) {
             "counter",
             "Durability requests whose reply waited for a journal commit with no thread waiting.",
             |e| e.sync_requests_parked,
+        ),
+        (
+            "rnfsd_sync_writebacks_waited_total",
+            "counter",
+            "Parked requests whose data write-back a commit thread waited for before its commit.",
+            |e| e.sync_writebacks_waited,
         ),
         (
             "rnfsd_syncs_led_total",
@@ -796,12 +802,14 @@ pub fn report(s: &Snapshot) -> String {
             let _ = writeln!(
                 o,
                 " durability: {} requests, {} syncs ({:.2} per request; {} led by a call alone), \
-                 {} replies parked on a journal commit, {} errors, at most {} at once",
+                 {} replies parked on a journal commit ({} after a write-back the commit \
+                 thread waited for), {} errors, at most {} at once",
                 e.sync_requests,
                 e.syncs,
                 e.syncs as f64 / e.sync_requests as f64,
                 e.syncs_led,
                 e.sync_requests_parked,
+                e.sync_writebacks_waited,
                 e.sync_errors,
                 e.syncs_peak_in_flight
             );

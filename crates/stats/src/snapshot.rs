@@ -76,6 +76,10 @@ pub struct ExportCounts {
     /// committing or waiting (counted in `syncs` too).
     #[serde(default)]
     pub syncs_led: u64,
+    /// Of `sync_requests_parked`, those whose data write-back a commit
+    /// thread waited for before its commit (COMMIT, stable WRITE).
+    #[serde(default)]
+    pub sync_writebacks_waited: u64,
     /// Flushes (one syncfs each) run for written files closed before their
     /// data was committed (evicted, idle).
     #[serde(default)]
@@ -166,6 +170,9 @@ impl ExportCounts {
                 .sync_requests_parked
                 .saturating_sub(base.sync_requests_parked),
             syncs_led: self.syncs_led.saturating_sub(base.syncs_led),
+            sync_writebacks_waited: self
+                .sync_writebacks_waited
+                .saturating_sub(base.sync_writebacks_waited),
             flushes: self.flushes.saturating_sub(base.flushes),
             write_behinds: self.write_behinds.saturating_sub(base.write_behinds),
             scans_waited: self.scans_waited.saturating_sub(base.scans_waited),

@@ -235,6 +235,7 @@ fn sample() -> Snapshot {
             syncs: 10,
             syncs_led: 2,
             sync_requests_parked: 36,
+            sync_writebacks_waited: 7,
             syncs_peak_in_flight: 4,
             ..ExportCounts::default()
         })
@@ -388,7 +389,8 @@ fn raw_and_report_lines() {
     assert!(
         rep.contains(
             " durability: 40 requests, 10 syncs (0.25 per request; 2 led by a call alone), \
-             36 replies parked on a journal commit, 0 errors, at most 4 at once"
+             36 replies parked on a journal commit (7 after a write-back the commit thread \
+             waited for), 0 errors, at most 4 at once"
         ),
         "{rep}"
     );

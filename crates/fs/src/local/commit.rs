@@ -10,6 +10,7 @@
 //! commit, whatever objects they touched.
 
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 
 use super::files::{Access, OpenFile};
 use super::sys::{self, Key};
@@ -111,8 +112,9 @@ impl LocalFs {
 
     /// Makes what `f` wrote durable (a COMMIT, a stable WRITE; `full`: fsync
     /// rather than fdatasync), where it can without this thread waiting for
-    /// a journal commit: the file's data is written
-    /// back here and waited for (`OpenFile::write_back`), then the journal
+    /// a journal commit: the file's data is written back and waited for
+    /// (`OpenFile::write_back`; by the commit thread, with the rest of its
+    /// batch, for a cached writer: `WriteBack`), then the journal
     /// commit that carries what the writeback changed (size, block map,
     /// unwritten extents converted before the pages' writeback ended) is
     /// owed to the export's commit threads (`crate::owed`), which send the
@@ -123,7 +125,7 @@ impl LocalFs {
     /// force (`journal::data_covered`: not with a realtime device).
     /// Otherwise, and when nothing else commits (`owed::Commits::lead`),
     /// the file is synced here through the group committer.
-    pub(super) fn sync_data(&self, o: &Obj<'_>, f: &OpenFile, full: bool) -> FsResult<()> {
+    pub(super) fn sync_data(&self, o: &Obj<'_>, f: &Arc<OpenFile>, full: bool) -> FsResult<()> {
         let key = o.st.key();
         let owing = match (&self.journal, &self.journal_commits) {
             (Some(j), Some(c)) if j.covers_data && j.dev == key.dev && crate::owed::offered() => {
@@ -134,6 +136,18 @@ impl LocalFs {
         let _lead = match owing {
             Some(c) => match c.lead() {
                 None => {
+                    // A cached writer's writeback is started here and
+                    // waited for by the commit thread; its descriptor
+                    // stays inside the cache's budget meanwhile (an entry
+                    // in use is never evicted). An uncached one, or one
+                    // of a call owing already, is waited for here.
+                    if f.is_cached() && !crate::owed::owing() {
+                        sys::start_writeback(f.fd.as_raw_fd())
+                            .map_err(|e| self.sync_failed(io_errno(&e)))?;
+                        if crate::owed::owe_after(c, Box::new(WriteBack(f.clone()))).is_ok() {
+                            return Ok(());
+                        }
+                    }
                     f.write_back().map_err(|e| self.sync_failed(io_errno(&e)))?;
                     if crate::owed::owe(c) {
                         return Ok(());
@@ -215,5 +229,19 @@ impl LocalFs {
             return Ok(());
         }
         self.sync_object(o)
+    }
+}
+
+/// A cached writer's data, whose writeback the call started and the commit
+/// thread waits for before the journal commit that covers it
+/// (`crate::owed::Before`). A failure
+/// answers the call NFS3ERR_IO (its owed failure reply), the write
+/// verifier reset for a storage error (`OpenFile::write_back`), as knfsd's
+/// `nfsd_commit` resets it on a failed fsync.
+struct WriteBack(Arc<OpenFile>);
+
+impl crate::owed::Before for WriteBack {
+    fn finish(&self) -> Result<(), i32> {
+        self.0.write_back().map_err(|e| io_errno(&e))
     }
 }

@@ -107,6 +107,11 @@ impl OpenFile {
         self.behind_queued.store(false, Ordering::Release);
     }
 
+    /// Whether it holds a place in the cache's descriptor budget.
+    pub fn is_cached(&self) -> bool {
+        self.permit.is_some()
+    }
+
     pub fn is_dirty(&self) -> bool {
         self.written.load(Ordering::Acquire) != self.synced.load(Ordering::Acquire)
     }

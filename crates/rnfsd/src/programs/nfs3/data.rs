@@ -159,9 +159,10 @@ pub(super) fn commit(ctx: &CallCtx<'_>, a: Commit3Args) -> Result<Commit3Res, Pr
         return Ok(NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &cred, &fh)));
     }
     let res = match exp.backend.commit(&cred, &fh, a.offset, a.count) {
-        // Read after the sync (or its writeback, when the journal commit
-        // is owed: a failure of that answers NFS3ERR_IO instead): a reset
-        // it caused (or that happened while it ran) is in this reply.
+        // Read after the sync: a reset it caused (or that happened while
+        // it ran) is in this reply. When the journal commit is owed, its
+        // writeback may be too (waited for by the commit thread): a
+        // failure of either answers NFS3ERR_IO instead.
         Ok(w) => NfsRes::Ok(Commit3ResOk {
             file_wcc: wcc_data_of(&w),
             verf: Verf3(ctx.server.write_verifier.get()),
