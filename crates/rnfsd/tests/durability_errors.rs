@@ -133,12 +133,17 @@ async fn an_error_seen_by_another_commit_still_reaches_the_writer() {
     .await;
 }
 
+/// The server's counters, through its admin socket.
+fn snapshot(srv: &TestServer) -> rnfsd_stats::Snapshot {
+    let a = rnfsd::admin::query(&srv.state.path().join("admin.sock"), "snapshot")
+        .expect("admin socket");
+    rnfsd_stats::Snapshot::from_json(&a).expect("snapshot JSON")
+}
+
 /// Write-backs a commit thread waited for before its journal commit, over
 /// all exports (`rnfsd_sync_writebacks_waited_total`).
 fn writebacks_waited(srv: &TestServer) -> u64 {
-    let a = rnfsd::admin::query(&srv.state.path().join("admin.sock"), "snapshot")
-        .expect("admin socket");
-    let snap = rnfsd_stats::Snapshot::from_json(&a).expect("snapshot JSON");
+    let snap = snapshot(srv);
     snap.exports.iter().map(|e| e.sync_writebacks_waited).sum()
 }
 
@@ -218,9 +223,7 @@ async fn an_error_met_by_write_behind_still_reaches_the_commit() {
         fs.exhaust();
         let v1 = write_unstable(&a.nfs, &fh, MIB).await;
         let behinds = || {
-            let a = rnfsd::admin::query(&srv.state.path().join("admin.sock"), "snapshot")
-                .expect("admin socket");
-            let snap = rnfsd_stats::Snapshot::from_json(&a).expect("snapshot JSON");
+            let snap = snapshot(&srv);
             snap.exports.iter().map(|e| e.write_behinds).sum::<u64>()
         };
         let settle = |n: u64| async move {
