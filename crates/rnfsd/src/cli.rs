@@ -101,6 +101,9 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   max_syncs_in_flight = 64       per export: fsyncs at once (group commit)
   journal_commit_threads = 1     per export: threads committing a sync
                                  export's journal (ext4, XFS; 1 to 8)
+  owed_writeback_bytes = 1048576 per export: a file's unsynced bytes up to
+                                 which that thread waits for a COMMIT's
+                                 writeback (more: the call's own thread)
   write_behind_bytes = 4194304   per export: UNSTABLE bytes of a file before
                                  its writeback starts in the background (0: off)
   flush_delay_ms = 5000          per export: closed uncommitted writers flushed
@@ -318,6 +321,13 @@ pub struct ServeArgs {
     /// everything). [default: 4194304]
     #[arg(long, value_name = "BYTES")]
     pub write_behind_bytes: Option<u64>,
+
+    /// Per export: the most unsynced bytes of one file whose writeback a
+    /// COMMIT or stable WRITE leaves to the journal commit thread to wait
+    /// for; more are waited for by the call's own thread (0: always).
+    /// [default: 1048576]
+    #[arg(long, value_name = "BYTES")]
+    pub owed_writeback_bytes: Option<u64>,
 
     /// Do not answer calls on the event loop thread (run to completion);
     /// every call goes to a worker. For comparison.
@@ -544,6 +554,9 @@ impl ServeArgs {
         }
         if self.write_behind_bytes.is_some() {
             s.write_behind_bytes = self.write_behind_bytes;
+        }
+        if self.owed_writeback_bytes.is_some() {
+            s.owed_writeback_bytes = self.owed_writeback_bytes;
         }
         for (dst, src) in [
             (&mut s.cache_fds, self.cache_fds),

@@ -156,6 +156,9 @@ impl Opener {
         if let Some(ms) = s.flush_delay_ms {
             o.flush_delay = std::time::Duration::from_millis(ms);
         }
+        if let Some(n) = s.owed_writeback_bytes {
+            o.owed_writeback_bytes = n;
+        }
         if let Some(n) = s.write_behind_bytes {
             o.write_behind_bytes = n;
         }

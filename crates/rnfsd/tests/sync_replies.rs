@@ -247,3 +247,86 @@ async fn sync_changes_are_answered_by_the_journal_commit_threads() {
     })
     .await;
 }
+
+/// Write-backs a commit thread waited for (`sync_writebacks_waited`).
+fn writebacks_waited(srv: &TestServer) -> u64 {
+    let s = snapshot(srv);
+    s.exports.iter().map(|e| e.sync_writebacks_waited).sum()
+}
+
+/// UNSTABLE WRITEs of `bytes` to `fh` from offset 0 in 64 KiB pieces,
+/// then its COMMIT; whether a commit thread waited for its writeback.
+async fn write_and_commit(c: &Session, srv: &TestServer, fh: &NfsFh3, bytes: usize) -> bool {
+    const PIECE: usize = 64 << 10;
+    for off in (0..bytes).step_by(PIECE) {
+        let data = vec![0x5a; PIECE.min(bytes - off)];
+        let w = c
+            .nfs
+            .write_at(fh, off as u64, &data, StableHow::Unstable)
+            .await
+            .unwrap_or_else(|e| panic!("WRITE at {off}: {e}"));
+        assert_eq!(w.written, data.len() as u64);
+    }
+    let before = writebacks_waited(srv);
+    commit(&c.nfs, fh).await;
+    writebacks_waited(srv) > before
+}
+
+/// While other clients' creates keep the journal commit thread busy, a
+/// COMMIT of a small file leaves the wait for its writeback to that thread;
+/// one of a file with more than `owed_writeback_bytes` unsynced waits on
+/// its own thread, so that it never holds back the others' commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_small_writeback_is_left_to_the_commit_thread() {
+    if common::skip("owed writeback bound", unavailable(&[])) {
+        return;
+    }
+    let fs = LoopFs::new("owedwb", 128);
+    let export = fs.subdir("export");
+    let srv = TestServer::start_with(&export, &["--no-rpcbind"]);
+    bounded(async {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut load = Vec::new();
+        for i in 0..8 {
+            let (c, stop) = (mount(&srv).await, stop.clone());
+            load.push(tokio::spawn(async move {
+                for n in 0..100_000 {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    create_file(&c.nfs, &c.root, &format!("load-{i}-{n}")).await;
+                }
+            }));
+        }
+        let a = mount(&srv).await;
+        let (small, _) = create_file(&a.nfs, &a.root, "small").await;
+        let (large, _) = create_file(&a.nfs, &a.root, "large").await;
+        // A COMMIT that finds nothing committing makes its own sync: try
+        // until one was left to the thread (the load keeps it busy).
+        let mut left = false;
+        for _ in 0..50 {
+            if write_and_commit(&a, &srv, &small, 4096).await {
+                left = true;
+                break;
+            }
+        }
+        // 4 MiB unsynced, four times the default bound: never left over.
+        let mut large_left = 0;
+        for _ in 0..5 {
+            large_left += usize::from(write_and_commit(&a, &srv, &large, 4 << 20).await);
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for l in load {
+            l.await.expect("create load");
+        }
+        assert!(
+            left,
+            "no small file's COMMIT in 50 left its wait to the commit thread"
+        );
+        assert_eq!(
+            large_left, 0,
+            "a 4 MiB writeback was left to the commit thread"
+        );
+    })
+    .await;
+}

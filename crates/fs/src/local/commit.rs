@@ -139,9 +139,15 @@ impl LocalFs {
                     // A cached writer's writeback is started here and
                     // waited for by the commit thread; its descriptor
                     // stays inside the cache's budget meanwhile (an entry
-                    // in use is never evicted). An uncached one, or one
-                    // of a call owing already, is waited for here.
-                    if f.is_cached() && !crate::owed::owing() {
+                    // in use is never evicted). An uncached one, one with
+                    // more unsynced than `owed_writeback_bytes` (its wait
+                    // would hold back every call of the batch), or one of
+                    // a call owing already, is waited for here.
+                    if f.is_cached()
+                        && f.unsynced_bytes() <= self.opts.owed_writeback_bytes
+                        && self.opts.owed_writeback_bytes > 0
+                        && !crate::owed::owing()
+                    {
                         sys::start_writeback(f.fd.as_raw_fd())
                             .map_err(|e| self.sync_failed(io_errno(&e)))?;
                         if crate::owed::owe_after(c, Box::new(WriteBack(f.clone()))).is_ok() {

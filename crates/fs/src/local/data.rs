@@ -164,7 +164,7 @@ pub(super) fn write(
             return Err(e.into());
         }
     };
-    f.wrote();
+    f.wrote(n as u64);
     if stable == Stable::Unstable {
         fs.files.behind().wrote(&f, n as u64);
     }

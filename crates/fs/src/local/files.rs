@@ -48,6 +48,9 @@ pub(super) struct OpenFile {
     /// the last successful sync covered: dirty while they differ.
     written: AtomicU64,
     synced: AtomicU64,
+    /// Bytes written through it since the last sync that succeeded began
+    /// (at most: the kernel may have written some back meanwhile).
+    unsynced: AtomicU64,
     /// Backend clock (ms) of the last use, for closing idle writers.
     last_used: AtomicU64,
     /// UNSTABLE bytes written since it was last queued for write-behind,
@@ -79,9 +82,16 @@ impl OpenFile {
         }
     }
 
-    /// Records an UNSTABLE write that completed.
-    pub fn wrote(&self) {
+    /// Records a write of `n` bytes that completed.
+    pub fn wrote(&self, n: u64) {
+        self.unsynced.fetch_add(n, Ordering::AcqRel);
         self.written.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Bytes written through it that no sync begun since covered (an upper
+    /// bound on what its next sync writes back).
+    pub fn unsynced_bytes(&self) -> u64 {
+        self.unsynced.load(Ordering::Acquire)
     }
 
     /// Counts `n` UNSTABLE bytes toward write-behind: true when they reach
@@ -121,12 +131,13 @@ impl OpenFile {
     /// write verifier before it is returned.
     pub fn sync(&self, data_only: bool) -> io::Result<()> {
         let w = self.written.load(Ordering::Acquire);
+        let u = self.unsynced.load(Ordering::Acquire);
         let r = if data_only {
             sys::fdatasync(self.fd.as_raw_fd())
         } else {
             sys::fsync(self.fd.as_raw_fd())
         };
-        self.synced_to(w, r)
+        self.synced_to(w, u, r)
     }
 
     /// Writes back this descriptor's file data and waits for it: the first
@@ -136,14 +147,23 @@ impl OpenFile {
     /// clients resend them anyway.
     pub fn write_back(&self) -> io::Result<()> {
         let w = self.written.load(Ordering::Acquire);
-        self.synced_to(w, sys::write_back(self.fd.as_raw_fd()))
+        let u = self.unsynced.load(Ordering::Acquire);
+        self.synced_to(w, u, sys::write_back(self.fd.as_raw_fd()))
     }
 
-    /// A sync that began after write number `w` ended with `r`.
-    fn synced_to(&self, w: u64, r: io::Result<()>) -> io::Result<()> {
+    /// A sync that began after write number `w`, with `u` bytes unsynced,
+    /// ended with `r`.
+    fn synced_to(&self, w: u64, u: u64, r: io::Result<()>) -> io::Result<()> {
         match r {
             Ok(()) => {
                 self.synced.fetch_max(w, Ordering::AcqRel);
+                // Writes since it began stay counted (a concurrent sync may
+                // have taken some off already).
+                let _ = self
+                    .unsynced
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                        Some(v.saturating_sub(u))
+                    });
                 Ok(())
             }
             Err(e) => {
@@ -270,6 +290,7 @@ impl FileCache {
             access,
             written: AtomicU64::new(0),
             synced: AtomicU64::new(0),
+            unsynced: AtomicU64::new(0),
             last_used: AtomicU64::new(self.now()),
             behind: AtomicU64::new(0),
             behind_queued: AtomicBool::new(false),
@@ -433,7 +454,7 @@ mod tests {
         let verifier = Arc::new(WriteVerifier::new([1; 8]));
         let f = files.insert(key, Access::Write, fd, verifier);
         sys::pwrite_full(f.fd.as_raw_fd(), 0, b"data").unwrap();
-        f.wrote();
+        f.wrote(4);
         f
     }
 

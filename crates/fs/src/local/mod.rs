@@ -147,6 +147,12 @@ pub struct LocalOptions {
     /// calls whose replies wait for it (`journal.rs`); 1 to
     /// `owed::MAX_THREADS`, and at most `max_syncs_in_flight`.
     pub journal_commit_threads: usize,
+    /// The most unsynced bytes of one file (`OpenFile::unsynced_bytes`)
+    /// whose writeback a COMMIT or stable WRITE leaves the journal commit
+    /// thread to wait for (`commit.rs`); a file with more is waited for by
+    /// its call's own thread, so one large COMMIT never holds back the
+    /// commits other calls wait for. 0: every call waits for its own.
+    pub owed_writeback_bytes: u64,
     /// How long after a written descriptor was closed uncommitted the
     /// background `syncfs` runs (`flusher.rs`); a COMMIT does not wait for
     /// it.
@@ -158,6 +164,11 @@ pub struct LocalOptions {
 
 /// `LocalOptions::flush_delay` by default.
 pub const DEFAULT_FLUSH_DELAY: Duration = Duration::from_secs(5);
+
+/// `LocalOptions::owed_writeback_bytes` by default: 1 MiB, one WRITE of
+/// the largest size we offer, a few milliseconds of a disk's time; a
+/// COMMIT of small files (fs_mark's 4 KiB) always hands its wait over.
+pub const DEFAULT_OWED_WRITEBACK_BYTES: u64 = 1 << 20;
 
 /// `LocalOptions::write_behind_bytes` by default: 4 MiB. With the loop
 /// device under the export doing direct I/O (as a disk), 1 MiB WRITEs +
@@ -188,6 +199,7 @@ impl std::fmt::Debug for LocalOptions {
             .field("sync", &self.sync)
             .field("max_syncs_in_flight", &self.max_syncs_in_flight)
             .field("journal_commit_threads", &self.journal_commit_threads)
+            .field("owed_writeback_bytes", &self.owed_writeback_bytes)
             .field("flush_delay", &self.flush_delay)
             .field("write_behind_bytes", &self.write_behind_bytes)
             .finish()
@@ -219,6 +231,7 @@ impl Default for LocalOptions {
             max_syncs_in_flight: 64,
             // One gathers bigger batches than four (`owed::MAX_THREADS`).
             journal_commit_threads: 1,
+            owed_writeback_bytes: DEFAULT_OWED_WRITEBACK_BYTES,
             flush_delay: DEFAULT_FLUSH_DELAY,
             write_behind_bytes: DEFAULT_WRITE_BEHIND_BYTES,
         }

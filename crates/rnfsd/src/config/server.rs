@@ -250,6 +250,13 @@ pub struct ServerConfig {
     /// `sync` export on ext4 or XFS for calls whose replies wait for it (1
     /// to 8). None: backend default (1).
     pub journal_commit_threads: Option<usize>,
+    /// Local backend, per export: the most unsynced bytes of one file
+    /// whose writeback a COMMIT or stable WRITE leaves to the journal
+    /// commit thread to wait for (with the rest of its batch); a file with
+    /// more is waited for by the call's own thread, so one large COMMIT
+    /// never holds back the other calls' commits (0: every call waits for
+    /// its own). None: backend default (1 MiB).
+    pub owed_writeback_bytes: Option<u64>,
     /// Local backend, per export: how long after a written file was closed
     /// with uncommitted data its filesystem is flushed in the background
     /// (a COMMIT flushes at once). None: backend default (5 s).
@@ -446,6 +453,7 @@ impl Default for ServerConfig {
             cache_fds: None,
             max_syncs_in_flight: None,
             journal_commit_threads: None,
+            owed_writeback_bytes: None,
             flush_delay_ms: None,
             write_behind_bytes: None,
             ceph_call_timeout_ms: 5000,
