@@ -162,31 +162,45 @@ async fn an_error_reaches_a_commit_whose_write_back_the_commit_thread_waits_for(
         let a = mount(&srv).await;
         let fh = lookup(&a.nfs, &a.root, "data").await;
         fs.exhaust();
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let mut load = Vec::new();
-        for i in 0..8 {
-            let (c, stop) = (mount(&srv).await, stop.clone());
-            load.push(tokio::spawn(async move {
-                // Bounded: the test's own time limit ends it otherwise.
-                for n in 0..100_000 {
-                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        break;
-                    }
-                    create_file(&c.nfs, &c.root, &format!("load-{i}-{n}")).await;
-                }
-            }));
-        }
+        // First all of `MIB`, which takes whatever room was left: the loop
+        // device reports a write that fitted only partly into the image as
+        // done (it fails only the requests that found no room at all), and
+        // the blocks it wrote take writes again.
+        let v = write_unstable(&a.nfs, &fh, MIB).await;
+        let r = commit(&a.nfs, &fh).await;
+        assert_not_lost(&r, v, &fs);
+        let load = create_load(&srv, 8).await;
+        // Then the last MiB (where no room was left), at most
+        // `owed_writeback_bytes` (1 MiB by default), whose wait the commit
+        // thread may take; a byte of its own each time.
+        let last = ((MIB - 1) * CHUNK) as u64;
         let mut seen = false;
-        for attempt in 0..20 {
-            // All of `MIB` each time: the loop device reports a write that
-            // fitted only partly into the image as done (it fails only the
-            // requests that found no room at all).
-            let v = write_unstable(&a.nfs, &fh, MIB).await;
+        for attempt in 0..20u8 {
+            let byte = 0x40 + attempt;
+            let w = ok(
+                "WRITE UNSTABLE",
+                a.nfs
+                    .write(&Write3Args {
+                        file: fh.clone(),
+                        offset: last,
+                        count: CHUNK as u32,
+                        stable: StableHow::Unstable,
+                        data: vec![byte; CHUNK],
+                    })
+                    .await,
+            );
             let before = writebacks_waited(&srv);
             let r = commit(&a.nfs, &fh).await;
             let owed = writebacks_waited(&srv) > before;
             eprintln!("attempt {attempt}: COMMIT {r:?}, on the commit thread's path: {owed}");
-            assert_not_lost(&r, v, &fs);
+            if matches!(r, Ok(v) if v == w.verf) {
+                drop_caches();
+                let d = std::fs::read(fs.mnt.join("export/data")).expect("read back");
+                assert!(
+                    d[last as usize..].iter().all(|&b| b == byte),
+                    "attempt {attempt}: COMMIT answered OK with the WRITE's verifier, its data lost"
+                );
+            }
             if owed {
                 assert!(
                     matches!(r, Err(Nfsstat3::Io | Nfsstat3::NoSpc)),
@@ -196,10 +210,7 @@ async fn an_error_reaches_a_commit_whose_write_back_the_commit_thread_waits_for(
                 break;
             }
         }
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        for l in load {
-            l.await.expect("create load");
-        }
+        load.stop().await;
         assert!(seen, "no COMMIT in 20 took the commit thread's path");
     })
     .await;

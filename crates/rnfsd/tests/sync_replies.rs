@@ -285,19 +285,7 @@ async fn only_a_small_writeback_is_left_to_the_commit_thread() {
     let export = fs.subdir("export");
     let srv = TestServer::start_with(&export, &["--no-rpcbind"]);
     bounded(async {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let mut load = Vec::new();
-        for i in 0..8 {
-            let (c, stop) = (mount(&srv).await, stop.clone());
-            load.push(tokio::spawn(async move {
-                for n in 0..100_000 {
-                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        break;
-                    }
-                    create_file(&c.nfs, &c.root, &format!("load-{i}-{n}")).await;
-                }
-            }));
-        }
+        let load = create_load(&srv, 8).await;
         let a = mount(&srv).await;
         let (small, _) = create_file(&a.nfs, &a.root, "small").await;
         let (large, _) = create_file(&a.nfs, &a.root, "large").await;
@@ -315,10 +303,7 @@ async fn only_a_small_writeback_is_left_to_the_commit_thread() {
         for _ in 0..5 {
             large_left += usize::from(write_and_commit(&a, &srv, &large, 4 << 20).await);
         }
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        for l in load {
-            l.await.expect("create load");
-        }
+        load.stop().await;
         assert!(
             left,
             "no small file's COMMIT in 50 left its wait to the commit thread"

@@ -154,16 +154,18 @@ impl OpenFile {
     /// A sync that began after write number `w`, with `u` bytes unsynced,
     /// ended with `r`.
     fn synced_to(&self, w: u64, u: u64, r: io::Result<()>) -> io::Result<()> {
+        // Its bytes left the page cache's dirty set either way (written, or
+        // lost and reported: clients resend them as new writes). Writes
+        // since it began stay counted (a concurrent sync may have taken
+        // some off already).
+        let _ = self
+            .unsynced
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                Some(v.saturating_sub(u))
+            });
         match r {
             Ok(()) => {
                 self.synced.fetch_max(w, Ordering::AcqRel);
-                // Writes since it began stay counted (a concurrent sync may
-                // have taken some off already).
-                let _ = self
-                    .unsynced
-                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
-                        Some(v.saturating_sub(u))
-                    });
                 Ok(())
             }
             Err(e) => {

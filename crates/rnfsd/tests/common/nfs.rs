@@ -399,3 +399,40 @@ pub async fn unlock(
     .expect("UNLOCK")
     .stat
 }
+
+/// Clients creating files (`load-I-N`) in the export root until stopped,
+/// each on its own connection: on a `sync` export they keep the journal
+/// commit thread busy, so a call meanwhile finds a commit running.
+pub struct CreateLoad {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Starts `clients` creating clients (see [`CreateLoad`]).
+pub async fn create_load(srv: &TestServer, clients: usize) -> CreateLoad {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for i in 0..clients {
+        let (c, stop) = (mount(srv).await, stop.clone());
+        tasks.push(tokio::spawn(async move {
+            // Bounded: the test's own time limit ends it otherwise.
+            for n in 0..100_000 {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                create_file(&c.nfs, &c.root, &format!("load-{i}-{n}")).await;
+            }
+        }));
+    }
+    CreateLoad { stop, tasks }
+}
+
+impl CreateLoad {
+    /// Stops the clients and waits for them (a failed create fails here).
+    pub async fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.tasks {
+            t.await.expect("create load");
+        }
+    }
+}
