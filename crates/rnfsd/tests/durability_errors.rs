@@ -22,22 +22,29 @@ use rnfsd_client::NfsClient;
 const CHUNK: usize = 1 << 20;
 const MIB: usize = 8;
 
+/// One UNSTABLE WRITE of `len` bytes of `byte` at `offset`, which must be
+/// written whole.
+async fn write_at(nfs: &NfsClient, fh: &NfsFh3, offset: u64, len: usize, byte: u8) -> Write3ResOk {
+    let r = ok(
+        "WRITE UNSTABLE",
+        nfs.write(&Write3Args {
+            file: fh.clone(),
+            offset,
+            count: len as u32,
+            stable: StableHow::Unstable,
+            data: vec![byte; len],
+        })
+        .await,
+    );
+    assert_eq!(r.count as usize, len);
+    r
+}
+
 /// UNSTABLE writes of `mib` MiB; returns the verifier they all carried.
 async fn write_unstable(nfs: &NfsClient, fh: &NfsFh3, mib: usize) -> Verf3 {
     let mut verf = None;
     for i in 0..mib {
-        let r = ok(
-            "WRITE UNSTABLE",
-            nfs.write(&Write3Args {
-                file: fh.clone(),
-                offset: (i * CHUNK) as u64,
-                count: CHUNK as u32,
-                stable: StableHow::Unstable,
-                data: vec![(i % 251) as u8; CHUNK],
-            })
-            .await,
-        );
-        assert_eq!(r.count as usize, CHUNK);
+        let r = write_at(nfs, fh, (i * CHUNK) as u64, CHUNK, (i % 251) as u8).await;
         if let Some(v) = verf {
             assert_eq!(r.verf, v, "the verifier changed between writes");
         }
@@ -177,18 +184,7 @@ async fn an_error_reaches_a_commit_whose_write_back_the_commit_thread_waits_for(
         let mut seen = false;
         for attempt in 0..20u8 {
             let byte = 0x40 + attempt;
-            let w = ok(
-                "WRITE UNSTABLE",
-                a.nfs
-                    .write(&Write3Args {
-                        file: fh.clone(),
-                        offset: last,
-                        count: CHUNK as u32,
-                        stable: StableHow::Unstable,
-                        data: vec![byte; CHUNK],
-                    })
-                    .await,
-            );
+            let w = write_at(&a.nfs, &fh, last, CHUNK, byte).await;
             let before = writebacks_waited(&srv);
             let r = commit(&a.nfs, &fh).await;
             let owed = writebacks_waited(&srv) > before;
@@ -249,18 +245,7 @@ async fn an_error_met_by_write_behind_still_reaches_the_commit() {
         // writeback covers whatever the earlier ones left dirty.
         let n = behinds();
         let last = (MIB - 1) % 251;
-        let w = ok(
-            "WRITE UNSTABLE",
-            a.nfs
-                .write(&Write3Args {
-                    file: fh.clone(),
-                    offset: ((MIB - 1) * CHUNK) as u64,
-                    count: 4096,
-                    stable: StableHow::Unstable,
-                    data: vec![last as u8; 4096],
-                })
-                .await,
-        );
+        let w = write_at(&a.nfs, &fh, ((MIB - 1) * CHUNK) as u64, 4096, last as u8).await;
         assert_eq!(w.verf, v1);
         settle(n + 1).await;
         // Wait (through a descriptor of the test's own, whose error cursor
@@ -335,18 +320,7 @@ async fn an_error_of_an_evicted_writer_still_reaches_the_client() {
         fs.exhaust();
         // Another file's writer takes the only slot: data's writer closes
         // with its data still in memory, and its flush fails.
-        ok(
-            "WRITE other",
-            a.nfs
-                .write(&Write3Args {
-                    file: other,
-                    offset: 0,
-                    count: 1,
-                    stable: StableHow::Unstable,
-                    data: vec![1],
-                })
-                .await,
-        );
+        write_at(&a.nfs, &other, 0, 1, 1).await;
         let r = commit(&a.nfs, &fh).await;
         // Nothing started the data's writeback before the volume filled
         // (write-behind off, no sync since the writes): the flush owed by
