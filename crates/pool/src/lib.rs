@@ -53,6 +53,7 @@
 
 pub mod affinity;
 pub mod counter;
+pub mod sched;
 mod sys;
 
 pub use counter::StripedCounter;
@@ -155,6 +156,10 @@ pub struct PoolConfig {
     /// other threads (the event loops) when CPUs are short. A failure (a
     /// lower value without CAP_SYS_NICE) is logged once. Default `None`.
     pub nice: Option<i32>,
+    /// Every worker runs under SCHED_BATCH ([`sched`]): its wakeup does not
+    /// preempt a running thread. Threads a worker starts inherit it. A
+    /// failure is logged once. Default false.
+    pub sched_batch: bool,
 }
 
 impl Default for PoolConfig {
@@ -170,6 +175,7 @@ impl Default for PoolConfig {
             stack_size: None,
             cpu: None,
             nice: None,
+            sched_batch: false,
         }
     }
 }
@@ -344,7 +350,8 @@ struct Shared<J> {
     adaptive: bool,
     /// A pin failure was logged (log it once, not per worker).
     pin_warned: AtomicBool,
-    nice_warned: AtomicBool,
+    /// A nice value or policy failure was logged (once).
+    sched_warned: AtomicBool,
 }
 
 /// What to do, after dropping the lock, to get queued work moving.
@@ -468,8 +475,15 @@ fn worker_main<J: Job>(shared: Arc<Shared<J>>, mut just_woken: bool) {
     }
     if let Some(n) = shared.cfg.nice {
         if let Err(e) = sys::set_thread_nice(n) {
-            if !shared.nice_warned.swap(true, Ordering::Relaxed) {
+            if !shared.sched_warned.swap(true, Ordering::Relaxed) {
                 tracing::warn!("rnfsd-pool: cannot set worker nice value {n}: {e}");
+            }
+        }
+    }
+    if shared.cfg.sched_batch {
+        if let Err(e) = sched::batch_current_thread() {
+            if !shared.sched_warned.swap(true, Ordering::Relaxed) {
+                tracing::warn!("rnfsd-pool: cannot set SCHED_BATCH on a worker: {e}");
             }
         }
     }
@@ -650,7 +664,7 @@ impl<J: Job> Pool<J> {
             max_threads: max,
             adaptive,
             pin_warned: AtomicBool::new(false),
-            nice_warned: AtomicBool::new(false),
+            sched_warned: AtomicBool::new(false),
             cfg,
         });
         for _ in 0..min {

@@ -1,5 +1,6 @@
 //! The pool crate's thin syscall module: safe wrappers over the few libc
-//! calls it needs (CPU affinity, CPU count, current CPU, nice value); its only `unsafe`.
+//! calls it needs (CPU affinity, CPU count, current CPU, nice value,
+//! scheduling policy); its only `unsafe`.
 
 use std::io;
 
@@ -49,6 +50,20 @@ pub fn sched_setaffinity(set: &CpuSet) -> io::Result<()> {
 pub fn set_thread_nice(nice: i32) -> io::Result<()> {
     // SAFETY: no pointers; acts on the calling thread only.
     let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Puts the calling thread under SCHED_BATCH (static priority 0; the nice
+/// value stays). No privilege is needed to move from SCHED_OTHER.
+pub fn set_thread_sched_batch() -> io::Result<()> {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 = the calling thread (Linux applies the policy per
+    // thread); `p` is a valid sched_param the kernel only reads.
+    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &p) };
     if r == 0 {
         Ok(())
     } else {

@@ -645,3 +645,39 @@ fn workers_take_the_configured_nice_value_and_others_keep_theirs() {
         .unwrap();
     assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), before);
 }
+
+/// The calling thread's scheduling policy, from /proc (field 41 of its
+/// stat: 0 SCHED_OTHER, 3 SCHED_BATCH).
+fn own_policy() -> u32 {
+    let s = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    let rest = &s[s.rfind(')').unwrap() + 2..];
+    rest.split(' ').nth(38).unwrap().parse().unwrap()
+}
+
+#[test]
+fn workers_run_under_sched_batch_when_configured_and_others_keep_theirs() {
+    let before = own_policy();
+    assert_ne!(before, 3, "the test thread starts under SCHED_BATCH");
+    let p: Pool<BoxJob> = Pool::new(PoolConfig {
+        sched_batch: true,
+        ..fixed(2)
+    })
+    .unwrap();
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..4 {
+        let tx = tx.clone();
+        p.submit(job(move || tx.send(own_policy()).unwrap()))
+            .ok()
+            .unwrap();
+    }
+    for _ in 0..4 {
+        let n = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(n, 3, "a worker's policy (SCHED_BATCH)");
+    }
+    assert_eq!(own_policy(), before, "only the pool's threads changed");
+    let q: Pool<BoxJob> = Pool::new(fixed(1)).unwrap();
+    q.submit(job(move || tx.send(own_policy()).unwrap()))
+        .ok()
+        .unwrap();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), before);
+}

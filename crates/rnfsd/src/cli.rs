@@ -113,6 +113,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   ceph_inode_cache_entries = 16384  CephFS, per export: cached inodes
   blocking_threads = 64          pool for calls that wait for stable storage
   blocking_nice = 0              its threads' nice value (> 0: loops first)
+  sync_sched_batch = true        its and the journal commit threads' wakeups
+                                 do not preempt the loops (SCHED_BATCH)
   run_inline = true              answer from-memory calls on the loop thread
   inline_misses = true           ... and open handle cache misses there too
   inline_write_max = 65536       ... and UNSTABLE WRITEs up to this size (0: none)
@@ -354,6 +356,12 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_inline_changes: bool,
 
+    /// Run the blocking pool's and the journal commit threads under
+    /// SCHED_OTHER, so their wakeups preempt the event loops
+    /// (`sync_sched_batch = false`). For comparison.
+    #[arg(long)]
+    pub no_sync_sched_batch: bool,
+
     /// Largest UNSTABLE WRITE written on the event loop when nothing else
     /// of that loop is ready, bytes (0: none above `inline_write_max`;
     /// `inline_write_max = 0` turns this off too).
@@ -544,6 +552,9 @@ impl ServeArgs {
         }
         if self.no_inline_changes {
             s.inline_changes = false;
+        }
+        if self.no_sync_sched_batch {
+            s.sync_sched_batch = false;
         }
         if self.no_inline_writes {
             s.inline_write_max = 0;

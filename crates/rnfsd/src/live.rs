@@ -150,6 +150,7 @@ impl Opener {
                 *dst = v;
             }
         }
+        o.journal_commit_batch = s.sync_sched_batch;
         if let Some(ms) = s.handle_scan_wait_ms {
             o.handle_scan_wait = std::time::Duration::from_millis(ms);
         }

@@ -96,6 +96,7 @@ fn transport_config(s: &config::ServerConfig, listen: Vec<SocketAddr>) -> Transp
         pin_loops: s.pin(),
         blocking_threads: s.blocking_threads,
         blocking_nice: (s.blocking_nice != 0).then_some(s.blocking_nice),
+        blocking_sched_batch: s.sync_sched_batch,
         run_inline: s.run_inline,
         reply_batch: s.reply_batch,
         ..TransportConfig::default()

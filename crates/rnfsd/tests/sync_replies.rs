@@ -56,6 +56,24 @@ fn threads_named(srv: &TestServer, prefix: &str) -> usize {
         .count()
 }
 
+/// The scheduling policies (field 41 of /proc/PID/task/TID/stat: 0
+/// SCHED_OTHER, 3 SCHED_BATCH) of the server's threads named `prefix`*.
+fn policies(srv: &TestServer, prefix: &str) -> Vec<u32> {
+    let pid = srv.pid().expect("server pid");
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("/proc/PID/task")
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with(prefix))
+        })
+        .filter_map(|t| {
+            let s = std::fs::read_to_string(t.path().join("stat")).ok()?;
+            let rest = &s[s.rfind(')')? + 2..];
+            rest.split(' ').nth(38)?.parse().ok()
+        })
+        .collect()
+}
+
 /// `threads`: `journal_commit_threads`, None for the default (1).
 async fn changes_answered_after_shared_commits(fs: &LoopFs, how: &str, threads: Option<usize>) {
     let export = fs.subdir("export");
@@ -71,6 +89,15 @@ async fn changes_answered_after_shared_commits(fs: &LoopFs, how: &str, threads: 
         threads.unwrap_or(1),
         "{how}: journal commit threads"
     );
+    // Threads that wait for stable storage do not preempt the loops
+    // (`sync_sched_batch`, default true): SCHED_BATCH.
+    for group in ["rnfsd-journal", "rnfsd-sync"] {
+        let p = policies(&srv, group);
+        assert!(
+            !p.is_empty() && p.iter().all(|&x| x == 3),
+            "{how}: {group} threads' policies {p:?}, not all SCHED_BATCH"
+        );
+    }
     let s = mount(&srv).await;
     let c = connect_n(&srv, 4).await;
     let nfs = rnfsd_client::NfsClient::new(c);
@@ -238,6 +265,19 @@ async fn sync_changes_are_answered_by_the_journal_commit_threads() {
     bounded(async {
         let fs = LoopFs::new("syncreplies", 128);
         changes_answered_after_shared_commits(&fs, "ext4", None).await;
+        // Off: the threads keep the server's SCHED_OTHER.
+        let srv = TestServer::start_with(
+            &fs.subdir("export"),
+            &["--no-rpcbind", "--no-sync-sched-batch"],
+        );
+        for group in ["rnfsd-journal", "rnfsd-sync", "rnfsd-evloop"] {
+            let p = policies(&srv, group);
+            assert!(
+                !p.is_empty() && p.iter().all(|&x| x == 0),
+                "--no-sync-sched-batch: {group} threads' policies {p:?}"
+            );
+        }
+        drop(srv);
         if unavailable(&["mkfs.xfs"]).is_none() {
             let fs = LoopFs::xfs("syncrepliesxfs", 320);
             changes_answered_after_shared_commits(&fs, "xfs", Some(3)).await;

@@ -287,6 +287,10 @@ pub struct TransportConfig {
     /// The blocking pool's threads' nice value (`PoolConfig::nice`); None:
     /// the process's. Default None.
     pub blocking_nice: Option<i32>,
+    /// The blocking pool's threads run under SCHED_BATCH
+    /// (`PoolConfig::sched_batch`): their wakeups do not preempt the loops.
+    /// Default false.
+    pub blocking_sched_batch: bool,
     /// Offer `Quick` records to `Service::call_inline` on the loop thread;
     /// the replies a loop produces for one connection in one turn leave in
     /// one write. Default true.
@@ -315,6 +319,7 @@ impl Default for TransportConfig {
             pin_loops: false,
             blocking_threads: 0,
             blocking_nice: None,
+            blocking_sched_batch: false,
             run_inline: true,
             reply_batch: 16,
         }

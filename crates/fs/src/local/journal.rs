@@ -95,9 +95,11 @@ impl Journal {
 /// The threads that commit `j` for calls that owe a commit
 /// (`crate::owed`): as the server (the marker is its own); a failure
 /// resets the write verifier, as a failed sync does (`commit.rs`).
+/// `batch`: the threads run under SCHED_BATCH (`rnfsd_pool::sched`).
 pub(super) fn commit_threads(
     j: &Arc<Journal>,
     threads: usize,
+    batch: bool,
     verifier: &Arc<WriteVerifier>,
     uid: u32,
     gid: u32,
@@ -108,6 +110,11 @@ pub(super) fn commit_threads(
         threads,
         move || {
             let _ = super::creds::become_server(uid, gid);
+            if batch {
+                if let Err(e) = rnfsd_pool::sched::batch_current_thread() {
+                    tracing::warn!("cannot set SCHED_BATCH on a journal commit thread: {e}");
+                }
+            }
         },
         move || j.commit(),
         move |e| v.reset(e),

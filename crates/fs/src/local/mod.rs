@@ -147,6 +147,10 @@ pub struct LocalOptions {
     /// calls whose replies wait for it (`journal.rs`); 1 to
     /// `owed::MAX_THREADS`, and at most `max_syncs_in_flight`.
     pub journal_commit_threads: usize,
+    /// The journal commit threads run under SCHED_BATCH
+    /// (`rnfsd_pool::sched`): their wakeups do not preempt a running
+    /// thread.
+    pub journal_commit_batch: bool,
     /// The most unsynced bytes of one file (`OpenFile::unsynced_bytes`)
     /// whose writeback a COMMIT or stable WRITE leaves the journal commit
     /// thread to wait for (`commit.rs`); a file with more is waited for by
@@ -199,6 +203,7 @@ impl std::fmt::Debug for LocalOptions {
             .field("sync", &self.sync)
             .field("max_syncs_in_flight", &self.max_syncs_in_flight)
             .field("journal_commit_threads", &self.journal_commit_threads)
+            .field("journal_commit_batch", &self.journal_commit_batch)
             .field("owed_writeback_bytes", &self.owed_writeback_bytes)
             .field("flush_delay", &self.flush_delay)
             .field("write_behind_bytes", &self.write_behind_bytes)
@@ -231,6 +236,7 @@ impl Default for LocalOptions {
             max_syncs_in_flight: 64,
             // One gathers bigger batches than four (`owed::MAX_THREADS`).
             journal_commit_threads: 1,
+            journal_commit_batch: false,
             owed_writeback_bytes: DEFAULT_OWED_WRITEBACK_BYTES,
             flush_delay: DEFAULT_FLUSH_DELAY,
             write_behind_bytes: DEFAULT_WRITE_BEHIND_BYTES,
@@ -457,6 +463,7 @@ impl LocalFs {
             Some(j) => Some(journal::commit_threads(
                 j,
                 opts.journal_commit_threads.min(opts.max_syncs_in_flight),
+                opts.journal_commit_batch,
                 &verifier,
                 euid,
                 egid,

@@ -286,6 +286,13 @@ mod tests {
     }
 
     #[test]
+    fn sync_sched_batch_key() {
+        assert!(Config::from_toml("").unwrap().server.sync_sched_batch);
+        let c = Config::from_toml("[server]\nsync_sched_batch = false\n").unwrap();
+        assert!(!c.server.sync_sched_batch);
+    }
+
+    #[test]
     fn journal_commit_threads_bounded() {
         let c = Config::from_toml("").unwrap();
         assert_eq!(c.server.journal_commit_threads, None);

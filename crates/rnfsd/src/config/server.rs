@@ -286,6 +286,11 @@ pub struct ServerConfig {
     /// over them when CPUs are short, so warm calls answered on the loops
     /// keep their latency beside a storm of misses or syncs.
     pub blocking_nice: i32,
+    /// The threads that wait for stable storage (the blocking pool's and
+    /// the journal commit threads) run under SCHED_BATCH: their wakeups
+    /// do not preempt a running thread, so an event loop finishes its turn
+    /// first. False: SCHED_OTHER, as the server was started.
+    pub sync_sched_batch: bool,
     /// Run to completion: answer calls that need nothing but memory (cached
     /// GETATTR, ACCESS, LOOKUP, READ of cached pages, ...) on the event loop
     /// thread that read them, with no handoff; replies of one connection
@@ -461,6 +466,7 @@ impl Default for ServerConfig {
             ceph_inode_cache_entries: 16384,
             blocking_threads: 64,
             blocking_nice: 0,
+            sync_sched_batch: true,
             run_inline: true,
             inline_misses: true,
             inline_write_max: DEFAULT_INLINE_WRITE_MAX,

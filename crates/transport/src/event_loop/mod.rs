@@ -107,6 +107,7 @@ pub(crate) fn start(
             name: "rnfsd-sync".into(),
             cpu: None,
             nice: cfg.blocking_nice,
+            sched_batch: cfg.blocking_sched_batch,
             ..pool_cfg.clone()
         })?))
     } else {
