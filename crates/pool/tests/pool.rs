@@ -610,74 +610,75 @@ fn stats_add_sums_and_keeps_peak_max() {
     );
 }
 
-/// The calling thread's nice value, from /proc (field 19 of its stat).
-fn own_nice() -> i32 {
+/// Field `n` (1-based, as proc(5) numbers them) of the calling thread's
+/// /proc stat.
+fn own_stat_field(n: usize) -> i64 {
     let s = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
     // The command name (field 2) may hold spaces: count from its ')'.
     let rest = &s[s.rfind(')').unwrap() + 2..];
-    rest.split(' ').nth(16).unwrap().parse().unwrap()
+    rest.split(' ').nth(n - 3).unwrap().parse().unwrap()
+}
+
+/// The calling thread's nice value (field 19).
+fn own_nice() -> i64 {
+    own_stat_field(19)
+}
+
+/// The calling thread's scheduling policy (field 41: 0 SCHED_OTHER, 3
+/// SCHED_BATCH).
+fn own_policy() -> i64 {
+    own_stat_field(41)
+}
+
+/// What `probe` reads on four jobs of a 2-worker pool made with `cfg`,
+/// and on one job of a default pool.
+fn seen_by_workers(cfg: PoolConfig, probe: fn() -> i64) -> (Vec<i64>, i64) {
+    let p: Pool<BoxJob> = Pool::new(cfg).unwrap();
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..4 {
+        let tx = tx.clone();
+        p.submit(job(move || tx.send(probe()).unwrap()))
+            .ok()
+            .unwrap();
+    }
+    let seen = (0..4)
+        .map(|_| rx.recv_timeout(Duration::from_secs(5)).unwrap())
+        .collect();
+    let q: Pool<BoxJob> = Pool::new(fixed(1)).unwrap();
+    q.submit(job(move || tx.send(probe()).unwrap()))
+        .ok()
+        .unwrap();
+    (seen, rx.recv_timeout(Duration::from_secs(5)).unwrap())
 }
 
 #[test]
 fn workers_take_the_configured_nice_value_and_others_keep_theirs() {
     let before = own_nice();
-    let p: Pool<BoxJob> = Pool::new(PoolConfig {
-        nice: Some(before + 7),
+    let cfg = PoolConfig {
+        nice: Some(before as i32 + 7),
         ..fixed(2)
-    })
-    .unwrap();
-    let (tx, rx) = mpsc::channel();
-    for _ in 0..4 {
-        let tx = tx.clone();
-        p.submit(job(move || tx.send(own_nice()).unwrap()))
-            .ok()
-            .unwrap();
-    }
-    for _ in 0..4 {
-        let n = rx.recv_timeout(Duration::from_secs(5)).unwrap();
-        assert_eq!(n, (before + 7).min(19), "a worker's nice value");
-    }
+    };
+    let (seen, default) = seen_by_workers(cfg, own_nice);
+    assert_eq!(
+        seen,
+        vec![(before + 7).min(19); 4],
+        "the workers' nice values"
+    );
     assert_eq!(own_nice(), before, "only the pool's threads changed");
     // Default: the workers keep what they inherit.
-    let q: Pool<BoxJob> = Pool::new(fixed(1)).unwrap();
-    q.submit(job(move || tx.send(own_nice()).unwrap()))
-        .ok()
-        .unwrap();
-    assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), before);
-}
-
-/// The calling thread's scheduling policy, from /proc (field 41 of its
-/// stat: 0 SCHED_OTHER, 3 SCHED_BATCH).
-fn own_policy() -> u32 {
-    let s = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-    let rest = &s[s.rfind(')').unwrap() + 2..];
-    rest.split(' ').nth(38).unwrap().parse().unwrap()
+    assert_eq!(default, before);
 }
 
 #[test]
 fn workers_run_under_sched_batch_when_configured_and_others_keep_theirs() {
     let before = own_policy();
     assert_ne!(before, 3, "the test thread starts under SCHED_BATCH");
-    let p: Pool<BoxJob> = Pool::new(PoolConfig {
+    let cfg = PoolConfig {
         sched_batch: true,
         ..fixed(2)
-    })
-    .unwrap();
-    let (tx, rx) = mpsc::channel();
-    for _ in 0..4 {
-        let tx = tx.clone();
-        p.submit(job(move || tx.send(own_policy()).unwrap()))
-            .ok()
-            .unwrap();
-    }
-    for _ in 0..4 {
-        let n = rx.recv_timeout(Duration::from_secs(5)).unwrap();
-        assert_eq!(n, 3, "a worker's policy (SCHED_BATCH)");
-    }
+    };
+    let (seen, default) = seen_by_workers(cfg, own_policy);
+    assert_eq!(seen, vec![3; 4], "the workers' policies (SCHED_BATCH)");
     assert_eq!(own_policy(), before, "only the pool's threads changed");
-    let q: Pool<BoxJob> = Pool::new(fixed(1)).unwrap();
-    q.submit(job(move || tx.send(own_policy()).unwrap()))
-        .ok()
-        .unwrap();
-    assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), before);
+    assert_eq!(default, before);
 }

@@ -44,34 +44,46 @@ fn changes() -> u64 {
     (STREAMS * (ROUNDS * 5 + ROUNDS / 2)) as u64
 }
 
-/// The server's threads whose name starts with `prefix`.
-fn threads_named(srv: &TestServer, prefix: &str) -> usize {
+/// The /proc task directories of the server's threads whose name starts
+/// with `prefix`.
+fn threads_named(srv: &TestServer, prefix: &str) -> Vec<std::path::PathBuf> {
     let pid = srv.pid().expect("server pid");
     std::fs::read_dir(format!("/proc/{pid}/task"))
         .expect("/proc/PID/task")
         .flatten()
-        .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with(prefix))
-        })
-        .count()
+        .map(|t| t.path())
+        .filter(|t| std::fs::read_to_string(t.join("comm")).is_ok_and(|c| c.starts_with(prefix)))
+        .collect()
 }
 
 /// The scheduling policies (field 41 of /proc/PID/task/TID/stat: 0
 /// SCHED_OTHER, 3 SCHED_BATCH) of the server's threads named `prefix`*.
 fn policies(srv: &TestServer, prefix: &str) -> Vec<u32> {
-    let pid = srv.pid().expect("server pid");
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .expect("/proc/PID/task")
-        .flatten()
-        .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with(prefix))
-        })
+    threads_named(srv, prefix)
+        .iter()
         .filter_map(|t| {
-            let s = std::fs::read_to_string(t.path().join("stat")).ok()?;
+            let s = std::fs::read_to_string(t.join("stat")).ok()?;
             let rest = &s[s.rfind(')')? + 2..];
             rest.split(' ').nth(38)?.parse().ok()
         })
         .collect()
+}
+
+/// Whether the server's threads named `prefix`* come to all run under
+/// `policy` within 10 s (a thread sets its own when it starts, so one just
+/// started may not have yet); the last policies seen.
+fn all_under(srv: &TestServer, prefix: &str, policy: u32) -> (bool, Vec<u32>) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let p = policies(srv, prefix);
+        if !p.is_empty() && p.iter().all(|&x| x == policy) {
+            return (true, p);
+        }
+        if std::time::Instant::now() > end {
+            return (false, p);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// `threads`: `journal_commit_threads`, None for the default (1).
@@ -85,16 +97,16 @@ async fn changes_answered_after_shared_commits(fs: &LoopFs, how: &str, threads: 
     let srv = TestServer::start_with(&export, &args);
     // The export's journal gets the commit threads it was given.
     assert_eq!(
-        threads_named(&srv, "rnfsd-journal"),
+        threads_named(&srv, "rnfsd-journal").len(),
         threads.unwrap_or(1),
         "{how}: journal commit threads"
     );
     // Threads that wait for stable storage do not preempt the loops
     // (`sync_sched_batch`, default true): SCHED_BATCH.
     for group in ["rnfsd-journal", "rnfsd-sync"] {
-        let p = policies(&srv, group);
+        let (ok, p) = all_under(&srv, group, 3);
         assert!(
-            !p.is_empty() && p.iter().all(|&x| x == 3),
+            ok,
             "{how}: {group} threads' policies {p:?}, not all SCHED_BATCH"
         );
     }
@@ -271,11 +283,8 @@ async fn sync_changes_are_answered_by_the_journal_commit_threads() {
             &["--no-rpcbind", "--no-sync-sched-batch"],
         );
         for group in ["rnfsd-journal", "rnfsd-sync", "rnfsd-evloop"] {
-            let p = policies(&srv, group);
-            assert!(
-                !p.is_empty() && p.iter().all(|&x| x == 0),
-                "--no-sync-sched-batch: {group} threads' policies {p:?}"
-            );
+            let (ok, p) = all_under(&srv, group, 0);
+            assert!(ok, "--no-sync-sched-batch: {group} threads' policies {p:?}");
         }
         drop(srv);
         if unavailable(&["mkfs.xfs"]).is_none() {
