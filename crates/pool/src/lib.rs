@@ -157,8 +157,9 @@ pub struct PoolConfig {
     /// lower value without CAP_SYS_NICE) is logged once. Default `None`.
     pub nice: Option<i32>,
     /// Every worker runs under SCHED_BATCH ([`sched`]): its wakeup does not
-    /// preempt a running thread. Threads a worker starts inherit it. A
-    /// failure is logged once. Default false.
+    /// preempt a running thread. Threads a worker starts inherit it (a
+    /// handle walk begun by a miss it resolves, for one). A failure is
+    /// logged once. Default false.
     pub sched_batch: bool,
 }
 

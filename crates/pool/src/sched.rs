@@ -2,12 +2,12 @@
 //! blocking pool's workers, the journal commit threads).
 //!
 //! Under SCHED_BATCH a thread's wakeup does not preempt the thread running
-//! on its CPU (the kernel skips wakeup preemption for it); it runs when that
-//! thread sleeps or its slice ends. A thread that has just handed a reply to
-//! a journal commit, or answers a batch after one, gains nothing by cutting
-//! into an event loop that is answering warm calls: on 2 vCPUs at 16
-//! fs_mark streams this took 0.4-0.9 context switches per file off
-//! (docs/durability.md, "Sync threads under SCHED_BATCH").
+//! on its CPU (the kernel skips wakeup preemption for it): it runs when that
+//! thread sleeps or its slice ends. A create whose reply waits for a journal
+//! commit anyway, or a batch of replies after one, gains nothing by cutting
+//! into an event loop's turn. On 2 vCPUs at 16 fs_mark streams this took
+//! 0.14-0.46 context switches per file off, files/s unchanged within the
+//! spread (docs/durability.md, "Sync threads under SCHED_BATCH").
 
 use std::io;
 
