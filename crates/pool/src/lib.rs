@@ -15,6 +15,9 @@
 //! - A worker that finishes a job takes the next queued one before it
 //!   sleeps, so under load most jobs run "inline", with no wakeup at all.
 //! - A job is handed over with at most one wakeup ([`Handoff::Direct`]).
+//! - With [`PoolConfig::lazy_wake`], a job queued alone while a worker
+//!   runs wakes nobody: the running worker takes it (seed 001), and a
+//!   timer wakes a worker for jobs left longer than the bound.
 //! - Threads: fixed, or adaptive (default: 2..=128): one more thread starts
 //!   only when work waits, no worker is idle and none is being woken or
 //!   started; a worker idle for [`PoolConfig::idle_timeout`] (default 30 s)
@@ -161,6 +164,17 @@ pub struct PoolConfig {
     /// handle walk begun by a miss it resolves, for one). A failure is
     /// logged once. Default false.
     pub sched_batch: bool,
+    /// Seed 001's one handoff: a job queued alone while a worker runs is
+    /// left to that worker, which takes it when its job ends, instead of
+    /// waking an idle one; and a worker that takes a job wakes nobody for
+    /// those queued behind it. Jobs left so for longer than this are woken
+    /// for by [`Pool::kick_overdue`] (then the woken worker wakes the next,
+    /// until the queue empties), which the owner calls at least as often
+    /// as [`Pool::lazy_deadline`] asks (the transport's event loops do,
+    /// around their sleep): a running job that sleeps long holds those
+    /// behind it this long at most. `None`: every job wakes a worker at
+    /// once (as far as `max_waking` allows). Default `None`.
+    pub lazy_wake: Option<Duration>,
 }
 
 impl Default for PoolConfig {
@@ -177,6 +191,7 @@ impl Default for PoolConfig {
             cpu: None,
             nice: None,
             sched_batch: false,
+            lazy_wake: None,
         }
     }
 }
@@ -230,6 +245,10 @@ pub struct PoolStats {
     pub queue_time_ns: u64,
     /// Submissions refused because the queue was full.
     pub rejected_full: u64,
+    /// Jobs left to a running worker ([`PoolConfig::lazy_wake`]).
+    pub jobs_left: u64,
+    /// Wakeups for a job left longer than the bound ([`Pool::kick_overdue`]).
+    pub overdue_kicks: u64,
     pub threads_started: u64,
     pub threads_retired: u64,
     pub spawn_failures: u64,
@@ -258,6 +277,8 @@ impl PoolStats {
         self.jobs_panicked += o.jobs_panicked;
         self.queue_time_ns += o.queue_time_ns;
         self.rejected_full += o.rejected_full;
+        self.jobs_left += o.jobs_left;
+        self.overdue_kicks += o.overdue_kicks;
         self.threads_started += o.threads_started;
         self.threads_retired += o.threads_retired;
         self.spawn_failures += o.spawn_failures;
@@ -335,6 +356,11 @@ struct Inner<J> {
     threads_retired: u64,
     spawn_failures: u64,
     rejected_full: u64,
+    jobs_left: u64,
+    overdue_kicks: u64,
+    /// `lazy_wake`: a job was left longer than the bound; until the queue
+    /// empties, jobs wake workers as without `lazy_wake`.
+    overdue: bool,
     /// Join handles; finished ones are pruned at each spawn.
     handles: Vec<JoinHandle<()>>,
     next_id: u64,
@@ -353,6 +379,17 @@ struct Shared<J> {
     pin_warned: AtomicBool,
     /// A nice value or policy failure was logged (once).
     sched_warned: AtomicBool,
+    /// Origin of `left_since`.
+    epoch: Instant,
+    /// `lazy_wake`: 1 + nanoseconds from `epoch` to when a job was first
+    /// left queued for a running worker; 0 when none is. Written under the
+    /// lock, read without it by `lazy_deadline` and `kick_overdue`.
+    left_since: AtomicU64,
+    /// `lazy_wake`: armed (one shot, `lazy_wake` ahead) while jobs are
+    /// left, so the owner's poll wakes for an overdue one even when
+    /// nothing else would wake it ([`Pool::lazy_timer`]). Set under the
+    /// lock, so arming and disarming keep the order of the changes.
+    timer: Option<std::os::fd::OwnedFd>,
 }
 
 /// What to do, after dropping the lock, to get queued work moving.
@@ -413,6 +450,56 @@ impl<J: Job> Shared<J> {
 
     fn queued(g: &Inner<J>) -> usize {
         g.queue.len() + g.proc_queue.len()
+    }
+
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX - 1)
+    }
+
+    /// Jobs are left from now (under the lock): note when, and arm the
+    /// timer one bound ahead.
+    fn mark_left(&self) {
+        self.left_since.store(1 + self.now_ns(), Ordering::Release);
+        if let Some(t) = &self.timer {
+            let _ = sys::timerfd_set(t, self.cfg.lazy_wake);
+        }
+    }
+
+    /// Nothing is left (under the lock): disarm the timer.
+    fn clear_left(&self) {
+        if self.left_since.swap(0, Ordering::AcqRel) != 0 {
+            if let Some(t) = &self.timer {
+                let _ = sys::timerfd_set(t, None);
+            }
+        }
+    }
+
+    /// Work is queued by `submit`, or remains after a worker took a job
+    /// (`by_worker`). With `lazy_wake`, unless a job was left overdue:
+    /// leave it to a running worker when it is the only job queued and no
+    /// worker is on its way; and a worker that took a job wakes nobody for
+    /// the rest (it takes them itself; `kick_overdue` wakes another if its
+    /// job sleeps long). Otherwise `kick`.
+    fn kick_or_leave(&self, g: &mut Inner<J>, by_worker: bool) -> Kick {
+        if self.cfg.lazy_wake.is_some() && !g.overdue && !g.shutdown {
+            let running = g.threads > g.idle.len() + g.waking;
+            if by_worker || (g.waking == 0 && running && Self::queued(g) == 1) {
+                g.jobs_left += 1;
+                if self.left_since.load(Ordering::Relaxed) == 0 {
+                    self.mark_left();
+                }
+                return Kick::None;
+            }
+        }
+        self.kick(g)
+    }
+
+    /// A job was taken: once the queue is empty nothing is left waiting.
+    fn taken(&self, g: &mut Inner<J>) {
+        if Self::queued(g) == 0 {
+            g.overdue = false;
+            self.clear_left();
+        }
     }
 }
 
@@ -534,10 +621,11 @@ fn worker_main<J: Job>(shared: Arc<Shared<J>>, mut just_woken: bool) {
             g.queue.pop_front()
         };
         if let Some(q) = next {
+            shared.taken(&mut g);
             let k = if g.queue.is_empty() {
                 Kick::None
             } else {
-                shared.kick(&mut g)
+                shared.kick_or_leave(&mut g, true)
             };
             drop(g);
             do_kick(&shared, k);
@@ -636,6 +724,10 @@ fn exit_worker<J: Job>(shared: &Arc<Shared<J>>, mut g: MutexGuard<'_, Inner<J>>,
 impl<J: Job> Pool<J> {
     /// Start the pool (fixed threads, or adaptive `min` threads).
     pub fn new(cfg: PoolConfig) -> std::io::Result<Pool<J>> {
+        let timer = match cfg.lazy_wake {
+            Some(_) => Some(sys::timerfd()?),
+            None => None,
+        };
         let (min, max, adaptive) = match cfg.threads {
             Threads::Fixed(n) => (n.max(1), n.max(1), false),
             Threads::Adaptive { min, max } => (min, max.max(min).max(1), true),
@@ -656,6 +748,9 @@ impl<J: Job> Pool<J> {
                 threads_retired: 0,
                 spawn_failures: 0,
                 rejected_full: 0,
+                jobs_left: 0,
+                overdue_kicks: 0,
+                overdue: false,
                 handles: Vec::new(),
                 next_id: 0,
             }),
@@ -666,6 +761,9 @@ impl<J: Job> Pool<J> {
             adaptive,
             pin_warned: AtomicBool::new(false),
             sched_warned: AtomicBool::new(false),
+            epoch: Instant::now(),
+            left_since: AtomicU64::new(0),
+            timer,
             cfg,
         });
         for _ in 0..min {
@@ -701,10 +799,77 @@ impl<J: Job> Pool<J> {
             return Err(SubmitError::Full(job));
         }
         g.queue.push_back(Queued { job, at });
-        let k = sh.kick(&mut g);
+        let k = sh.kick_or_leave(&mut g, false);
         drop(g);
         do_kick(sh, k);
         Ok(())
+    }
+
+    /// When a job left for a running worker ([`PoolConfig::lazy_wake`])
+    /// becomes overdue, if one is; None otherwise (and always without
+    /// `lazy_wake`). No lock: an atomic load.
+    pub fn lazy_deadline(&self) -> Option<Instant> {
+        let sh = &self.shared;
+        let bound = sh.cfg.lazy_wake?;
+        let since = sh.left_since.load(Ordering::Acquire);
+        (since != 0).then(|| sh.epoch + Duration::from_nanos(since - 1) + bound)
+    }
+
+    /// Wake a worker for jobs left longer than `lazy_wake` (their running
+    /// worker may be asleep in a long job), as far as `max_waking` and the
+    /// thread bound allow; the bound starts again for what stays queued.
+    /// Cheap when nothing is overdue: an atomic load.
+    pub fn kick_overdue(&self) {
+        let sh = &self.shared;
+        let Some(bound) = sh.cfg.lazy_wake else {
+            return;
+        };
+        let since = sh.left_since.load(Ordering::Acquire);
+        if since == 0 {
+            return;
+        }
+        let bound_ns = u64::try_from(bound.as_nanos()).unwrap_or(u64::MAX);
+        if sh.now_ns().saturating_sub(since - 1) < bound_ns {
+            return;
+        }
+        self.wake_for_left();
+    }
+
+    /// The descriptor to poll for readable ([`PoolConfig::lazy_wake`]): it
+    /// fires one bound after jobs were first left, unless they were taken
+    /// first. Then call [`Pool::on_lazy_timer`]. None without `lazy_wake`.
+    pub fn lazy_timer(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.shared.timer.as_ref().map(|t| t.as_raw_fd())
+    }
+
+    /// The timer fired: consume it and wake a worker for what is left.
+    pub fn on_lazy_timer(&self) {
+        if let Some(t) = &self.shared.timer {
+            sys::timerfd_clear(t);
+        }
+        if self.shared.left_since.load(Ordering::Acquire) != 0 {
+            self.wake_for_left();
+        }
+    }
+
+    fn wake_for_left(&self) {
+        let sh = &self.shared;
+        let mut g = sh.lock();
+        if Shared::queued(&g) == 0 {
+            g.overdue = false;
+            sh.clear_left();
+            return;
+        }
+        // Until the queue empties, the woken worker wakes the next as
+        // without `lazy_wake`, so a burst of slow jobs all start.
+        g.overdue = true;
+        let k = sh.kick(&mut g);
+        g.overdue_kicks += 1;
+        // What stays queued gets another bound.
+        sh.mark_left();
+        drop(g);
+        do_kick(sh, k);
     }
 
     /// Queue a job only if nothing waits in this pool: it then starts on
@@ -750,6 +915,8 @@ impl<J: Job> Pool<J> {
             jobs_panicked: t.jobs_panicked,
             queue_time_ns: t.queue_time_ns,
             rejected_full: g.rejected_full,
+            jobs_left: g.jobs_left,
+            overdue_kicks: g.overdue_kicks,
             threads_started: g.threads_started,
             threads_retired: g.threads_retired,
             spawn_failures: g.spawn_failures,

@@ -1,8 +1,10 @@
 //! The pool crate's thin syscall module: safe wrappers over the few libc
 //! calls it needs (CPU affinity, CPU count, current CPU, nice value,
-//! scheduling policy); its only `unsafe`.
+//! scheduling policy, the `lazy_wake` timer); its only `unsafe`.
 
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
 
 /// Number of CPUs a `CpuSet` can name.
 pub const CPU_SETSIZE: usize = libc::CPU_SETSIZE as usize;
@@ -69,6 +71,56 @@ pub fn set_thread_sched_batch() -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// A non-blocking CLOCK_MONOTONIC timerfd.
+pub fn timerfd() -> io::Result<OwnedFd> {
+    // SAFETY: no pointers; a new descriptor or -1.
+    let fd = unsafe {
+        libc::timerfd_create(
+            libc::CLOCK_MONOTONIC,
+            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just created and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Arms `fd` to expire once, `after` from now; `None` disarms it.
+pub fn timerfd_set(fd: &OwnedFd, after: Option<Duration>) -> io::Result<()> {
+    let d = after.unwrap_or(Duration::ZERO);
+    let mut v = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: libc::timespec {
+            tv_sec: libc::time_t::try_from(d.as_secs()).unwrap_or(libc::time_t::MAX),
+            tv_nsec: d.subsec_nanos() as libc::c_long,
+        },
+    };
+    if after.is_some() && d.is_zero() {
+        v.it_value.tv_nsec = 1; // zero would disarm
+    }
+    // SAFETY: `fd` is a live timerfd; `v` is a valid itimerspec the kernel
+    // reads; the old value is not asked for (null).
+    let r = unsafe { libc::timerfd_settime(fd.as_raw_fd(), 0, &v, std::ptr::null_mut()) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Consumes `fd`'s expirations (so it stops polling readable); EAGAIN
+/// (none) is fine.
+pub fn timerfd_clear(fd: &OwnedFd) {
+    let mut n = [0u8; 8];
+    // SAFETY: reads at most 8 bytes into `n`, which is 8 bytes long.
+    let _ = unsafe { libc::read(fd.as_raw_fd(), n.as_mut_ptr().cast(), n.len()) };
 }
 
 /// The CPUs the calling thread may run on.

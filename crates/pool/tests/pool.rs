@@ -682,3 +682,141 @@ fn workers_run_under_sched_batch_when_configured_and_others_keep_theirs() {
     assert_eq!(own_policy(), before, "only the pool's threads changed");
     assert_eq!(default, before);
 }
+
+/// A job that says it started (with its thread) and then waits for `go`.
+fn held_job(started: mpsc::Sender<ThreadId>, go: Arc<Mutex<mpsc::Receiver<()>>>) -> BoxJob {
+    job(move || {
+        started.send(thread::current().id()).unwrap();
+        let _ = go.lock().unwrap().recv_timeout(Duration::from_secs(10));
+    })
+}
+
+/// Waits (up to 5 s) for `n` workers parked: a worker starting up takes
+/// what is queued before it parks, and counts as running until then.
+fn wait_idle(p: &Pool<BoxJob>, n: usize) {
+    let end = Instant::now() + Duration::from_secs(5);
+    while p.stats().idle < n && Instant::now() < end {
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn lazy(bound: Duration, threads: usize) -> PoolConfig {
+    PoolConfig {
+        lazy_wake: Some(bound),
+        ..fixed(threads)
+    }
+}
+
+/// A pool of `threads` parked workers then runs one held job; the rest
+/// park again. Returns where jobs report their start, the sender that
+/// releases the held job, its receiver (for more held jobs) and the held
+/// job's thread.
+type Held = (
+    mpsc::Sender<ThreadId>,
+    mpsc::Receiver<ThreadId>,
+    mpsc::Sender<()>,
+    Arc<Mutex<mpsc::Receiver<()>>>,
+    ThreadId,
+);
+fn one_held(p: &Pool<BoxJob>, threads: usize) -> Held {
+    wait_idle(p, threads);
+    let (started, seen) = mpsc::channel();
+    let (go, hold) = mpsc::channel();
+    let hold = Arc::new(Mutex::new(hold));
+    p.submit(held_job(started.clone(), hold.clone()))
+        .ok()
+        .unwrap();
+    let first = seen.recv_timeout(Duration::from_secs(5)).unwrap();
+    wait_idle(p, threads - 1);
+    (started, seen, go, hold, first)
+}
+
+/// `lazy_wake`: a job queued alone while a worker runs is left to that
+/// worker, which runs it when its own job ends: no second thread woken.
+#[test]
+fn a_job_queued_behind_a_running_one_is_left_to_it() {
+    let p: Pool<BoxJob> = Pool::new(lazy(Duration::from_secs(60), 4)).unwrap();
+    let (started, seen, go, hold, first) = one_held(&p, 4);
+    let s2 = started.clone();
+    p.submit(job(move || s2.send(thread::current().id()).unwrap()))
+        .ok()
+        .unwrap();
+    assert!(
+        seen.recv_timeout(Duration::from_millis(100)).is_err(),
+        "the job behind woke another worker"
+    );
+    assert!(p.lazy_deadline().is_some(), "a job is left");
+    p.kick_overdue(); // not overdue: nothing happens
+    assert!(seen.recv_timeout(Duration::from_millis(50)).is_err());
+    go.send(()).unwrap();
+    let second = seen.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(second, first, "the running worker took the job left to it");
+    let s = p.stats();
+    assert_eq!((s.jobs_left, s.overdue_kicks), (1, 0));
+    assert!(p.lazy_deadline().is_none(), "nothing left once taken");
+    // Without lazy_wake the job behind starts on another worker at once.
+    let q: Pool<BoxJob> = Pool::new(fixed(4)).unwrap();
+    q.submit(held_job(started.clone(), hold.clone()))
+        .ok()
+        .unwrap();
+    seen.recv_timeout(Duration::from_secs(5)).unwrap();
+    let s3 = started.clone();
+    q.submit(job(move || s3.send(thread::current().id()).unwrap()))
+        .ok()
+        .unwrap();
+    assert!(seen.recv_timeout(Duration::from_secs(5)).is_ok());
+    assert_eq!(q.lazy_deadline(), None);
+    go.send(()).unwrap();
+}
+
+/// A running job that sleeps long does not hold the jobs left behind it
+/// past the bound: once overdue, `kick_overdue` wakes a worker, and that
+/// one wakes the next, so a whole burst starts.
+#[test]
+fn jobs_left_behind_a_long_job_start_once_overdue() {
+    let bound = Duration::from_millis(100);
+    let p: Pool<BoxJob> = Pool::new(lazy(bound, 8)).unwrap();
+    let (started, seen, go, _hold, _) = one_held(&p, 8);
+    // A burst of five more long jobs, each holding its worker: one queued
+    // alone is left to the running worker, two queued wake one, and a
+    // worker that takes one wakes nobody for the rest.
+    let (go2, hold2) = mpsc::channel::<()>();
+    let hold2 = Arc::new(Mutex::new(hold2));
+    let t0 = Instant::now();
+    for _ in 0..5 {
+        p.submit(held_job(started.clone(), hold2.clone()))
+            .ok()
+            .unwrap();
+    }
+    let deadline = p.lazy_deadline().expect("jobs are left");
+    assert!(
+        deadline <= Instant::now() + bound,
+        "the deadline is at most one bound away"
+    );
+    let mut early = 0;
+    while Instant::now() < t0 + bound / 2 {
+        if seen.recv_timeout(Duration::from_millis(5)).is_ok() {
+            early += 1;
+        }
+    }
+    // How many start early depends on when the woken workers run against
+    // the submits (two queued wake one); at least one waits for the bound.
+    assert!(
+        (1..5).contains(&early),
+        "{early} of 5 started before the bound"
+    );
+    // The owner (the event loops) calls kick_overdue when the deadline comes.
+    let mut n = early;
+    let end = Instant::now() + Duration::from_secs(10);
+    while n < 5 && Instant::now() < end {
+        p.kick_overdue();
+        if seen.recv_timeout(Duration::from_millis(5)).is_ok() {
+            n += 1;
+        }
+    }
+    assert_eq!(n, 5, "every job left behind the long ones started");
+    let s = p.stats();
+    assert!(s.overdue_kicks >= 1 && s.jobs_left >= 2, "{s:?}");
+    drop(go2);
+    go.send(()).unwrap();
+}

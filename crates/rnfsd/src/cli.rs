@@ -115,6 +115,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   blocking_nice = 0              its threads' nice value (> 0: loops first)
   sync_sched_batch = true        its and the journal commit threads' wakeups
                                  do not preempt the loops (SCHED_BATCH)
+  blocking_lazy_wake_us = 2000   a call queued alone there waits this long at
+                                 most for the running worker (0: wake one)
   run_inline = true              answer from-memory calls on the loop thread
   inline_misses = true           ... and open handle cache misses there too
   inline_write_max = 65536       ... and UNSTABLE WRITEs up to this size (0: none)
@@ -362,6 +364,12 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_sync_sched_batch: bool,
 
+    /// Microseconds a call queued alone in the blocking pool may wait for
+    /// its running worker before the loops wake another (0: at once).
+    /// [default: 2000]
+    #[arg(long, value_name = "US")]
+    pub blocking_lazy_wake_us: Option<u64>,
+
     /// Largest UNSTABLE WRITE written on the event loop when nothing else
     /// of that loop is ready, bytes (0: none above `inline_write_max`;
     /// `inline_write_max = 0` turns this off too).
@@ -555,6 +563,9 @@ impl ServeArgs {
         }
         if self.no_sync_sched_batch {
             s.sync_sched_batch = false;
+        }
+        if let Some(n) = self.blocking_lazy_wake_us {
+            s.blocking_lazy_wake_us = n;
         }
         if self.no_inline_writes {
             s.inline_write_max = 0;

@@ -97,6 +97,8 @@ fn transport_config(s: &config::ServerConfig, listen: Vec<SocketAddr>) -> Transp
         blocking_threads: s.blocking_threads,
         blocking_nice: (s.blocking_nice != 0).then_some(s.blocking_nice),
         blocking_sched_batch: s.sync_sched_batch,
+        blocking_lazy_wake: (s.blocking_lazy_wake_us > 0)
+            .then(|| Duration::from_micros(s.blocking_lazy_wake_us)),
         run_inline: s.run_inline,
         reply_batch: s.reply_batch,
         ..TransportConfig::default()

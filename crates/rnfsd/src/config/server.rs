@@ -291,6 +291,12 @@ pub struct ServerConfig {
     /// do not preempt a running thread, so an event loop finishes its turn
     /// first. False: SCHED_OTHER, as the server was started.
     pub sync_sched_batch: bool,
+    /// Microseconds a call left to the blocking pool's running worker may
+    /// wait for it, before a timer wakes another (seed 001's one handoff:
+    /// a call queued alone while a worker runs, and the calls behind one a
+    /// worker takes, wake nobody; a running call that sleeps long delays
+    /// them this long at most). 0: every call wakes a worker at once.
+    pub blocking_lazy_wake_us: u64,
     /// Run to completion: answer calls that need nothing but memory (cached
     /// GETATTR, ACCESS, LOOKUP, READ of cached pages, ...) on the event loop
     /// thread that read them, with no handoff; replies of one connection
@@ -467,6 +473,7 @@ impl Default for ServerConfig {
             blocking_threads: 64,
             blocking_nice: 0,
             sync_sched_batch: true,
+            blocking_lazy_wake_us: 2000,
             run_inline: true,
             inline_misses: true,
             inline_write_max: DEFAULT_INLINE_WRITE_MAX,

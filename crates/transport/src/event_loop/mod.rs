@@ -26,6 +26,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 const WAKER: Token = Token(usize::MAX);
+/// The blocking pool's `lazy_wake` timer (`Pool::lazy_timer`), on loop 0.
+const LAZY_TIMER: Token = Token(usize::MAX - 1);
 
 const LISTENER_BASE: usize = usize::MAX / 2;
 /// Retry interval while the pool queue is full.
@@ -108,11 +110,20 @@ pub(crate) fn start(
             cpu: None,
             nice: cfg.blocking_nice,
             sched_batch: cfg.blocking_sched_batch,
+            lazy_wake: cfg.blocking_lazy_wake,
             ..pool_cfg.clone()
         })?))
     } else {
         None
     };
+    // Loop 0 polls the blocking pool's lazy_wake timer: a job left to a
+    // running worker is woken for once overdue, even with no traffic.
+    if let (Some(b), Some(p)) = (&blocking, polls.first()) {
+        if let Some(fd) = b.lazy_timer() {
+            p.registry()
+                .register(&mut SourceFd(&fd), LAZY_TIMER, Interest::READABLE)?;
+        }
+    }
     let shared = Arc::new(Shared {
         service,
         limits: Limits {
@@ -365,6 +376,11 @@ impl EventLoop {
                 }
                 continue;
             }
+            // Cheap (an atomic load) and saves the timer's own wakeup when
+            // this loop is awake anyway.
+            if let Some(b) = &self.blocking {
+                b.kick_overdue();
+            }
             if self.run_inline {
                 self.shared.service.turn_begins();
             }
@@ -380,6 +396,12 @@ impl EventLoop {
                     break;
                 };
                 if t == WAKER {
+                    continue;
+                }
+                if t == LAZY_TIMER {
+                    if let Some(b) = &self.blocking {
+                        b.on_lazy_timer();
+                    }
                     continue;
                 }
                 if t.0 >= LISTENER_BASE {
