@@ -167,13 +167,14 @@ pub struct PoolConfig {
     /// Seed 001's one handoff: a job queued alone while a worker runs is
     /// left to that worker, which takes it when its job ends, instead of
     /// waking an idle one; and a worker that takes a job wakes nobody for
-    /// those queued behind it. Jobs left so for longer than this are woken
-    /// for by [`Pool::kick_overdue`] (then the woken worker wakes the next,
-    /// until the queue empties), which the owner calls at least as often
-    /// as [`Pool::lazy_deadline`] asks (the transport's event loops do,
-    /// around their sleep): a running job that sleeps long holds those
-    /// behind it this long at most. `None`: every job wakes a worker at
-    /// once (as far as `max_waking` allows). Default `None`.
+    /// those queued behind it. Jobs left so for longer than this get a
+    /// worker woken (then the woken worker wakes the next, until the queue
+    /// empties): the owner polls [`Pool::lazy_timer`] and calls
+    /// [`Pool::on_lazy_timer`] when it fires (the transport's first event
+    /// loop does), and may call [`Pool::kick_overdue`] whenever it is
+    /// awake anyway. A running job that sleeps long holds those behind it
+    /// this long at most. `None`: every job wakes a worker at once (as far
+    /// as `max_waking` allows). Default `None`.
     pub lazy_wake: Option<Duration>,
 }
 
@@ -807,7 +808,8 @@ impl<J: Job> Pool<J> {
 
     /// When a job left for a running worker ([`PoolConfig::lazy_wake`])
     /// becomes overdue, if one is; None otherwise (and always without
-    /// `lazy_wake`). No lock: an atomic load.
+    /// `lazy_wake`). No lock: an atomic load. (The timer fires then; this
+    /// is for owners and tests that keep their own time.)
     pub fn lazy_deadline(&self) -> Option<Instant> {
         let sh = &self.shared;
         let bound = sh.cfg.lazy_wake?;
