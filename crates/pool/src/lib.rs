@@ -468,7 +468,9 @@ impl<J: Job> Shared<J> {
 
     /// Nothing is left (under the lock): disarm the timer.
     fn clear_left(&self) {
-        if self.left_since.swap(0, Ordering::AcqRel) != 0 {
+        // A load first: most takes find nothing left, and write no line.
+        if self.left_since.load(Ordering::Relaxed) != 0 {
+            self.left_since.store(0, Ordering::Release);
             if let Some(t) = &self.timer {
                 let _ = sys::timerfd_set(t, None);
             }
@@ -496,8 +498,9 @@ impl<J: Job> Shared<J> {
     }
 
     /// A job was taken: once the queue is empty nothing is left waiting.
+    /// Without `lazy_wake` nothing is ever left: no write at all.
     fn taken(&self, g: &mut Inner<J>) {
-        if Self::queued(g) == 0 {
+        if self.timer.is_some() && Self::queued(g) == 0 {
             g.overdue = false;
             self.clear_left();
         }

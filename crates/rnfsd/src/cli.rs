@@ -364,8 +364,9 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_sync_sched_batch: bool,
 
-    /// Microseconds a call queued alone in the blocking pool may wait for
-    /// its running worker before the loops wake another (0: at once).
+    /// Microseconds a call left to the blocking pool's running worker may
+    /// wait for it before a timer wakes another (0: at once; at most
+    /// 100000).
     /// [default: 2000]
     #[arg(long, value_name = "US")]
     pub blocking_lazy_wake_us: Option<u64>,

@@ -269,7 +269,7 @@ pub fn prometheus(s: &Snapshot) -> String {
             );
         }
     }
-    let pool: [(&str, &str, &str, Get<crate::snapshot::PoolCounts>); 15] = [
+    let pool: [(&str, &str, &str, Get<crate::snapshot::PoolCounts>); 17] = [
         ("rnfsd_pool_threads", "gauge", "Live worker threads.", |p| {
             p.threads
         }),
@@ -326,6 +326,18 @@ pub fn prometheus(s: &Snapshot) -> String {
             "counter",
             "Jobs run without a wakeup.",
             |p| p.jobs_inline,
+        ),
+        (
+            "rnfsd_pool_jobs_left_total",
+            "counter",
+            "Jobs left to a running worker instead of waking one (blocking_lazy_wake_us).",
+            |p| p.jobs_left,
+        ),
+        (
+            "rnfsd_pool_overdue_kicks_total",
+            "counter",
+            "Wakeups for jobs left longer than blocking_lazy_wake_us.",
+            |p| p.overdue_kicks,
         ),
         (
             "rnfsd_pool_jobs_panicked_total",
@@ -745,7 +757,8 @@ pub fn report(s: &Snapshot) -> String {
             o,
             "{}: connections open {} opened {} closed {} refused {} evicted {}; calls on the loop thread {} \
              ({} sent on to a worker); threads {} (idle {}, running {}, waking {}), queued {}, \
-             jobs {} ({} inline), wakeups {} ({} idle), rejected {}",
+             jobs {} ({} inline, {} left to a running worker), wakeups {} ({} idle, \
+             {} for jobs left overdue), rejected {}",
             t.name,
             c.open,
             c.opened,
@@ -761,8 +774,10 @@ pub fn report(s: &Snapshot) -> String {
             p.queued,
             p.jobs_woken + p.jobs_inline,
             p.jobs_inline,
+            p.jobs_left,
             p.wakeups,
             p.wakeups_no_work,
+            p.overdue_kicks,
             p.rejected_full
         );
     }

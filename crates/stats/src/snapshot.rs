@@ -302,6 +302,12 @@ pub struct PoolCounts {
     pub jobs_panicked: u64,
     pub queue_time_ns: u64,
     pub rejected_full: u64,
+    /// Jobs left to a running worker (`lazy_wake`, the blocking pool).
+    #[serde(default)]
+    pub jobs_left: u64,
+    /// Wakeups for jobs left longer than the bound.
+    #[serde(default)]
+    pub overdue_kicks: u64,
     pub threads_started: u64,
     pub threads_retired: u64,
     pub spawn_failures: u64,
@@ -439,6 +445,8 @@ pub(crate) fn take(r: &Registry) -> Snapshot {
                         jobs_panicked: p.jobs_panicked.saturating_sub(bp.jobs_panicked),
                         queue_time_ns: p.queue_time_ns.saturating_sub(bp.queue_time_ns),
                         rejected_full: p.rejected_full.saturating_sub(bp.rejected_full),
+                        jobs_left: p.jobs_left.saturating_sub(bp.jobs_left),
+                        overdue_kicks: p.overdue_kicks.saturating_sub(bp.overdue_kicks),
                         threads_started: p.threads_started.saturating_sub(bp.threads_started),
                         threads_retired: p.threads_retired.saturating_sub(bp.threads_retired),
                         spawn_failures: p.spawn_failures.saturating_sub(bp.spawn_failures),

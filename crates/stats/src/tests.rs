@@ -176,6 +176,8 @@ fn off_counts_nothing_and_reset_zeroes() {
         let p = rnfsd_transport::PoolStats {
             threads: 3,
             wakeups: 7,
+            jobs_left: 5,
+            overdue_kicks: 1,
             ..Default::default()
         };
         (t, p)
@@ -183,6 +185,23 @@ fn off_counts_nothing_and_reset_zeroes() {
     let n = r.snapshot();
     assert_eq!(n.rpc.records, 1);
     assert_eq!(n.transports[0].connections.opened, 10);
+    // The blocking pool's one-handoff counters reach every output.
+    assert_eq!(
+        (
+            n.transports[0].pool.jobs_left,
+            n.transports[0].pool.overdue_kicks
+        ),
+        (5, 1)
+    );
+    let prom = crate::format::prometheus(&n);
+    assert!(
+        prom.contains("rnfsd_pool_jobs_left_total{pool=\"nfs\"} 5"),
+        "{prom}"
+    );
+    assert!(
+        prom.contains("rnfsd_pool_overdue_kicks_total{pool=\"nfs\"} 1"),
+        "{prom}"
+    );
     r.reset();
     let n = r.snapshot();
     assert_eq!(n.rpc.records, 0);

@@ -291,9 +291,10 @@ pub struct TransportConfig {
     /// (`PoolConfig::sched_batch`): their wakeups do not preempt the loops.
     /// Default false.
     pub blocking_sched_batch: bool,
-    /// The blocking pool leaves a job queued alone to a running worker,
-    /// and the loops wake one for it after this long (`PoolConfig::lazy_wake`).
-    /// None: every such job wakes a worker at once. Default None.
+    /// The blocking pool leaves a job queued alone to a running worker, and
+    /// a timer polled by loop 0 wakes one for it after this long
+    /// (`PoolConfig::lazy_wake`). None: every job wakes a worker at once.
+    /// Default None.
     pub blocking_lazy_wake: Option<Duration>,
     /// Offer `Quick` records to `Service::call_inline` on the loop thread;
     /// the replies a loop produces for one connection in one turn leave in

@@ -230,6 +230,12 @@ impl Config {
                 "server.journal_commit_threads must be 1 to {MAX_JOURNAL_COMMIT_THREADS}"
             ));
         }
+        if s.blocking_lazy_wake_us > MAX_BLOCKING_LAZY_WAKE_US {
+            // A call behind a long one waits this long at most: keep it short.
+            return err(format!(
+                "server.blocking_lazy_wake_us must be at most {MAX_BLOCKING_LAZY_WAKE_US}"
+            ));
+        }
         if s.flush_delay_ms.is_some_and(|v| v > 60_000) {
             return err("server.flush_delay_ms must be at most 60000");
         }
@@ -283,6 +289,20 @@ mod tests {
             let c = Config::from_toml(&format!("[server]\nudp_threads = {bad}\n")).unwrap();
             assert!(c.validate().is_err(), "udp_threads = {bad}");
         }
+    }
+
+    #[test]
+    fn blocking_lazy_wake_us_bounded() {
+        let c = Config::from_toml("").unwrap();
+        assert_eq!(c.server.blocking_lazy_wake_us, 2000);
+        for ok in [0, MAX_BLOCKING_LAZY_WAKE_US] {
+            let c =
+                Config::from_toml(&format!("[server]\nblocking_lazy_wake_us = {ok}\n")).unwrap();
+            assert_eq!(c.validate(), Ok(()), "blocking_lazy_wake_us = {ok}");
+        }
+        let bad = MAX_BLOCKING_LAZY_WAKE_US + 1;
+        let c = Config::from_toml(&format!("[server]\nblocking_lazy_wake_us = {bad}\n")).unwrap();
+        assert!(c.validate().is_err());
     }
 
     #[test]
