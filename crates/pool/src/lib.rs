@@ -55,11 +55,19 @@
 //! rnfsd-pool --release stress`.
 
 pub mod affinity;
+mod config;
 pub mod counter;
+mod lazy;
 pub mod sched;
+mod stats;
 mod sys;
 
+pub use config::{Handoff, PoolConfig, SubmitError, Threads, WakeOrder, UNLIMITED};
 pub use counter::StripedCounter;
+pub use stats::PoolStats;
+
+use counter::bump;
+use stats::{Counters, Totals};
 
 use crossbeam_utils::CachePadded;
 use std::collections::VecDeque;
@@ -67,7 +75,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle, Thread};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Work the pool runs. Implement it on a small struct to avoid boxing on the
 /// hot path; [`BoxJob`] covers closures.
@@ -91,234 +99,6 @@ pub type BoxJob = Box<dyn FnOnce() + Send + 'static>;
 impl Job for BoxJob {
     fn run(self) {
         self()
-    }
-}
-
-/// `max_waking` value meaning "no bound": wake an idle worker for every
-/// submitted job (experiment switch; the pre-SVC_MAX_WAKING behaviour).
-pub const UNLIMITED: usize = usize::MAX;
-
-/// How many worker threads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Threads {
-    /// Exactly this many (at least 1), started up front, never retired.
-    Fixed(usize),
-    /// Start `min` (may be 0); grow one at a time to `max` (at least 1) when
-    /// work waits and nobody is idle; retire idle ones down to `min`.
-    Adaptive { min: usize, max: usize },
-}
-
-/// Which idle worker to wake (experiment switch; `Lifo` is the design).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WakeOrder {
-    /// Most recently idle first: its stack and caches are still hot.
-    Lifo,
-    /// Longest idle first (what a FIFO wait queue does; seed thread 001).
-    Fifo,
-}
-
-/// How a job reaches the thread that runs it (experiment switch).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Handoff {
-    /// The woken worker runs the job: at most one wakeup per job.
-    Direct,
-    /// The naive two-step: a woken "receiver" moves the job from the
-    /// incoming queue to a processing queue and wakes ANOTHER idle worker
-    /// (unconditionally, ignoring `max_waking`), then loops and may well run
-    /// the job itself, so the second wakeup often finds nothing. Exists only
-    /// so a benchmark can show what it costs.
-    Double,
-}
-
-/// Pool configuration. `Default` is the production setting.
-#[derive(Clone, Debug)]
-pub struct PoolConfig {
-    /// Default `Adaptive { min: 2, max: 128 }` (128 = the knfsd thread count
-    /// in seed thread 000; threads block on disk I/O, so more than cores).
-    pub threads: Threads,
-    /// Adaptive only: retire a worker idle this long. Default 30 s.
-    pub idle_timeout: Duration,
-    /// Bound on queued (not yet taken) jobs. Default 1024.
-    pub queue_limit: usize,
-    /// Bound on woken-but-not-yet-running workers (0 is taken as 1);
-    /// [`UNLIMITED`] for the experiment. Default 1.
-    pub max_waking: usize,
-    /// Default `Lifo`.
-    pub wake_order: WakeOrder,
-    /// Default `Direct`.
-    pub handoff: Handoff,
-    /// Thread name prefix. Default "rnfsd-worker".
-    pub name: String,
-    /// Worker stack size; `None` = the std default (2 MiB).
-    pub stack_size: Option<usize>,
-    /// Pin every worker to this CPU (kernel CPU number) when it starts; a
-    /// failure is logged once and the worker runs unpinned. Default `None`.
-    pub cpu: Option<usize>,
-    /// Every worker's nice value (-20 to 19), set when it starts; `None`
-    /// leaves the process's. A higher value lets the scheduler favour
-    /// other threads (the event loops) when CPUs are short. A failure (a
-    /// lower value without CAP_SYS_NICE) is logged once. Default `None`.
-    pub nice: Option<i32>,
-    /// Every worker runs under SCHED_BATCH ([`sched`]): its wakeup does not
-    /// preempt a running thread. Threads a worker starts inherit it (a
-    /// handle walk begun by a miss it resolves, for one). A failure is
-    /// logged once. Default false.
-    pub sched_batch: bool,
-    /// Seed 001's one handoff: a job queued alone while a worker runs is
-    /// left to that worker, which takes it when its job ends, instead of
-    /// waking an idle one; and a worker that takes a job wakes nobody for
-    /// those queued behind it. Jobs left so for longer than this get a
-    /// worker woken (then the woken worker wakes the next, until the queue
-    /// empties): the owner polls [`Pool::lazy_timer`] and calls
-    /// [`Pool::on_lazy_timer`] when it fires (the transport's first event
-    /// loop does), and may call [`Pool::kick_overdue`] whenever it is
-    /// awake anyway. A running job that sleeps long holds those behind it
-    /// this long at most. `None`: every job wakes a worker at once (as far
-    /// as `max_waking` allows). Default `None`.
-    pub lazy_wake: Option<Duration>,
-}
-
-impl Default for PoolConfig {
-    fn default() -> Self {
-        PoolConfig {
-            threads: Threads::Adaptive { min: 2, max: 128 },
-            idle_timeout: Duration::from_secs(30),
-            queue_limit: 1024,
-            max_waking: 1,
-            wake_order: WakeOrder::Lifo,
-            handoff: Handoff::Direct,
-            name: "rnfsd-worker".into(),
-            stack_size: None,
-            cpu: None,
-            nice: None,
-            sched_batch: false,
-            lazy_wake: None,
-        }
-    }
-}
-
-/// Why [`Pool::submit`] refused a job; the job comes back.
-#[derive(Debug)]
-pub enum SubmitError<J> {
-    /// `queue_limit` jobs already wait: retry later (backpressure).
-    Full(J),
-    /// The pool is shutting down.
-    Closed(J),
-}
-
-impl<J> SubmitError<J> {
-    pub fn into_job(self) -> J {
-        match self {
-            SubmitError::Full(j) | SubmitError::Closed(j) => j,
-        }
-    }
-}
-
-/// Pool counters, summed on read. Gauges are read under the queue lock, so
-/// they are consistent with each other; event counts may lag by in-flight
-/// increments.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PoolStats {
-    /// Live worker threads (including ones being started).
-    pub threads: usize,
-    /// Workers parked on the idle stack.
-    pub idle: usize,
-    /// Workers woken (or started) but not yet running.
-    pub waking: usize,
-    /// Workers neither idle nor waking: running jobs or about to.
-    pub running: usize,
-    /// Jobs queued, not yet taken.
-    pub queued: usize,
-    /// Highest `waking` ever seen (excluding shutdown and `Handoff::Double`'s
-    /// second wakeup): the instrument for the `max_waking` bound.
-    pub peak_waking: usize,
-    /// Wakeups observed by workers (each woken or started worker counts 1).
-    pub wakeups: u64,
-    /// Wakeups that found no work (someone else took it).
-    pub wakeups_no_work: u64,
-    /// Jobs taken by a worker right after a wakeup.
-    pub jobs_woken: u64,
-    /// Jobs taken by an already-running worker, with no wakeup.
-    pub jobs_inline: u64,
-    /// Jobs that panicked (the worker survives).
-    pub jobs_panicked: u64,
-    /// Total time jobs spent queued, in ns.
-    pub queue_time_ns: u64,
-    /// Submissions refused because the queue was full.
-    pub rejected_full: u64,
-    /// Jobs left to a running worker ([`PoolConfig::lazy_wake`]).
-    pub jobs_left: u64,
-    /// Wakeups for a job left longer than the bound ([`Pool::kick_overdue`]).
-    pub overdue_kicks: u64,
-    pub threads_started: u64,
-    pub threads_retired: u64,
-    pub spawn_failures: u64,
-}
-
-impl PoolStats {
-    /// All jobs taken for running.
-    pub fn jobs_run(&self) -> u64 {
-        self.jobs_woken + self.jobs_inline
-    }
-
-    /// Fold in another pool's stats (several pools serving one transport):
-    /// gauges and counts add; `peak_waking` takes the maximum, since the
-    /// `max_waking` bound it checks is per pool.
-    pub fn add(&mut self, o: &PoolStats) {
-        self.threads += o.threads;
-        self.idle += o.idle;
-        self.waking += o.waking;
-        self.running += o.running;
-        self.queued += o.queued;
-        self.peak_waking = self.peak_waking.max(o.peak_waking);
-        self.wakeups += o.wakeups;
-        self.wakeups_no_work += o.wakeups_no_work;
-        self.jobs_woken += o.jobs_woken;
-        self.jobs_inline += o.jobs_inline;
-        self.jobs_panicked += o.jobs_panicked;
-        self.queue_time_ns += o.queue_time_ns;
-        self.rejected_full += o.rejected_full;
-        self.jobs_left += o.jobs_left;
-        self.overdue_kicks += o.overdue_kicks;
-        self.threads_started += o.threads_started;
-        self.threads_retired += o.threads_retired;
-        self.spawn_failures += o.spawn_failures;
-    }
-}
-
-/// A worker's own counters: written only by that worker (plain load+store,
-/// no locked instruction), read by `stats`.
-#[derive(Default)]
-struct Counters {
-    wakeups: AtomicU64,
-    wakeups_no_work: AtomicU64,
-    jobs_woken: AtomicU64,
-    jobs_inline: AtomicU64,
-    jobs_panicked: AtomicU64,
-    queue_time_ns: AtomicU64,
-}
-
-use counter::bump;
-
-#[derive(Default, Clone, Copy)]
-struct Totals {
-    wakeups: u64,
-    wakeups_no_work: u64,
-    jobs_woken: u64,
-    jobs_inline: u64,
-    jobs_panicked: u64,
-    queue_time_ns: u64,
-}
-
-impl Totals {
-    fn add(&mut self, c: &Counters) {
-        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        self.wakeups += r(&c.wakeups);
-        self.wakeups_no_work += r(&c.wakeups_no_work);
-        self.jobs_woken += r(&c.jobs_woken);
-        self.jobs_inline += r(&c.jobs_inline);
-        self.jobs_panicked += r(&c.jobs_panicked);
-        self.queue_time_ns += r(&c.queue_time_ns);
     }
 }
 
@@ -451,59 +231,6 @@ impl<J: Job> Shared<J> {
 
     fn queued(g: &Inner<J>) -> usize {
         g.queue.len() + g.proc_queue.len()
-    }
-
-    fn now_ns(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX - 1)
-    }
-
-    /// Jobs are left from now (under the lock): note when, and arm the
-    /// timer one bound ahead.
-    fn mark_left(&self) {
-        self.left_since.store(1 + self.now_ns(), Ordering::Release);
-        if let Some(t) = &self.timer {
-            let _ = sys::timerfd_set(t, self.cfg.lazy_wake);
-        }
-    }
-
-    /// Nothing is left (under the lock): disarm the timer.
-    fn clear_left(&self) {
-        // A load first: most takes find nothing left, and write no line.
-        if self.left_since.load(Ordering::Relaxed) != 0 {
-            self.left_since.store(0, Ordering::Release);
-            if let Some(t) = &self.timer {
-                let _ = sys::timerfd_set(t, None);
-            }
-        }
-    }
-
-    /// Work is queued by `submit`, or remains after a worker took a job
-    /// (`by_worker`). With `lazy_wake`, unless a job was left overdue:
-    /// leave it to a running worker when it is the only job queued and no
-    /// worker is on its way; and a worker that took a job wakes nobody for
-    /// the rest (it takes them itself; `kick_overdue` wakes another if its
-    /// job sleeps long). Otherwise `kick`.
-    fn kick_or_leave(&self, g: &mut Inner<J>, by_worker: bool) -> Kick {
-        if self.cfg.lazy_wake.is_some() && !g.overdue && !g.shutdown {
-            let running = g.threads > g.idle.len() + g.waking;
-            if by_worker || (g.waking == 0 && running && Self::queued(g) == 1) {
-                g.jobs_left += 1;
-                if self.left_since.load(Ordering::Relaxed) == 0 {
-                    self.mark_left();
-                }
-                return Kick::None;
-            }
-        }
-        self.kick(g)
-    }
-
-    /// A job was taken: once the queue is empty nothing is left waiting.
-    /// Without `lazy_wake` nothing is ever left: no write at all.
-    fn taken(&self, g: &mut Inner<J>) {
-        if self.timer.is_some() && Self::queued(g) == 0 {
-            g.overdue = false;
-            self.clear_left();
-        }
     }
 }
 
@@ -807,74 +534,6 @@ impl<J: Job> Pool<J> {
         drop(g);
         do_kick(sh, k);
         Ok(())
-    }
-
-    /// When a job left for a running worker ([`PoolConfig::lazy_wake`])
-    /// becomes overdue, if one is; None otherwise (and always without
-    /// `lazy_wake`). No lock: an atomic load. (The timer fires then; this
-    /// is for owners and tests that keep their own time.)
-    pub fn lazy_deadline(&self) -> Option<Instant> {
-        let sh = &self.shared;
-        let bound = sh.cfg.lazy_wake?;
-        let since = sh.left_since.load(Ordering::Acquire);
-        (since != 0).then(|| sh.epoch + Duration::from_nanos(since - 1) + bound)
-    }
-
-    /// Wake a worker for jobs left longer than `lazy_wake` (their running
-    /// worker may be asleep in a long job), as far as `max_waking` and the
-    /// thread bound allow; the bound starts again for what stays queued.
-    /// Cheap when nothing is overdue: an atomic load.
-    pub fn kick_overdue(&self) {
-        let sh = &self.shared;
-        let Some(bound) = sh.cfg.lazy_wake else {
-            return;
-        };
-        let since = sh.left_since.load(Ordering::Acquire);
-        if since == 0 {
-            return;
-        }
-        let bound_ns = u64::try_from(bound.as_nanos()).unwrap_or(u64::MAX);
-        if sh.now_ns().saturating_sub(since - 1) < bound_ns {
-            return;
-        }
-        self.wake_for_left();
-    }
-
-    /// The descriptor to poll for readable ([`PoolConfig::lazy_wake`]): it
-    /// fires one bound after jobs were first left, unless they were taken
-    /// first. Then call [`Pool::on_lazy_timer`]. None without `lazy_wake`.
-    pub fn lazy_timer(&self) -> Option<std::os::fd::RawFd> {
-        use std::os::fd::AsRawFd;
-        self.shared.timer.as_ref().map(|t| t.as_raw_fd())
-    }
-
-    /// The timer fired: consume it and wake a worker for what is left.
-    pub fn on_lazy_timer(&self) {
-        if let Some(t) = &self.shared.timer {
-            sys::timerfd_clear(t);
-        }
-        if self.shared.left_since.load(Ordering::Acquire) != 0 {
-            self.wake_for_left();
-        }
-    }
-
-    fn wake_for_left(&self) {
-        let sh = &self.shared;
-        let mut g = sh.lock();
-        if Shared::queued(&g) == 0 {
-            g.overdue = false;
-            sh.clear_left();
-            return;
-        }
-        // Until the queue empties, the woken worker wakes the next as
-        // without `lazy_wake`, so a burst of slow jobs all start.
-        g.overdue = true;
-        let k = sh.kick(&mut g);
-        g.overdue_kicks += 1;
-        // What stays queued gets another bound.
-        sh.mark_left();
-        drop(g);
-        do_kick(sh, k);
     }
 
     /// Queue a job only if nothing waits in this pool: it then starts on
