@@ -188,7 +188,7 @@ pub struct Pool<J: Job> {
 impl<J: Job> Shared<J> {
     fn lock(&self) -> MutexGuard<'_, Inner<J>> {
         // Jobs never run under this lock, so poisoning would mean a bug in
-        // this file; the state is still consistent enough to keep going.
+        // this crate; the state is still consistent enough to keep going.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
