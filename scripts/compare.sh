@@ -12,7 +12,7 @@
 #       [--seed-size] [--no-pin-client]
 #       [--handles N[,M]] [--io-streams 1,4,16] [--io-mib 256] [--io-passes 4]
 #       [--io-block-kib 1024]
-#       [--fsmark-streams 16]
+#       [--fsmark-streams 16] [--fsmark-conns 4]
 #
 # Workloads (default all): getattr traverse create mkdir fsmark mount write
 # (and, when named, fsmark-sync: fsmark with one FILE_SYNC WRITE per file
@@ -58,6 +58,9 @@
 # per READ and WRITE call (default 1024, at most the server's rtmax/wtmax;
 # other sizes name the rows write-Nk, read-Nk).
 # --fsmark-streams LIST: fsmark's streams (default 16).
+# --fsmark-conns N: the connections fsmark's (and fsmark-sync's) streams
+# share (default 4: one client host); 0: a connection per stream (many
+# hosts, one process each), rows marked "(1/stream)".
 # --loop-dio: the loop device under each fresh filesystem uses direct I/O
 # (losetup --direct-io=on): a journal commit's cache flush then does not
 # wait for the host to write back every page of the image file.
@@ -103,6 +106,7 @@ IO_MIB_ARG= IO_PASSES_ARG= IO_BLOCK_KIB=1024
 HANDLES=1000
 IO_STREAMS_ARG=
 FSMARK_STREAMS_ARG=
+FSMARK_CONNS=4
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
 log() { echo "compare.sh $(date +%T): $*" >&2; }
@@ -140,11 +144,13 @@ while [ $# -gt 0 ]; do
     --io-passes) IO_PASSES_ARG=$2; shift 2 ;;
     --io-block-kib) IO_BLOCK_KIB=$2; shift 2 ;;
     --fsmark-streams) FSMARK_STREAMS_ARG=$2; shift 2 ;;
-    -h | --help) sed -n '2,64p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --fsmark-conns) FSMARK_CONNS=$2; shift 2 ;;
+    -h | --help) awk 'NR > 1 && /^set -euo/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1" ;;
     esac
 done
 [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 10 ] || die "--rounds must be 1..10"
+[[ $FSMARK_CONNS =~ ^[0-9]+$ ]] && [ "$FSMARK_CONNS" -le 64 ] || die "--fsmark-conns must be 0..64"
 if [ -n "$MOUNT_FILES" ]; then
     [ "$MOUNT_FILES" -ge 1 ] && [ "$MOUNT_FILES" -le 2000000 ] || die "--mount-files must be 1..2000000"
 fi
@@ -287,9 +293,9 @@ bench_args() { # WORKLOAD LABEL -> STEPS
     create) step create --files "$CREATE_FILES" --streams "$CREATE_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
     mkdir) step mkdir --files "$MKDIR_FILES" --streams "$MKDIR_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
     fsmark) step fsmark --iterations "$FSMARK_ITER" --files-per-iteration "$FSMARK_FILES" \
-        --streams "$FSMARK_STREAMS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
+        --streams "$FSMARK_STREAMS" --conns "$FSMARK_CONNS" --label "$l" --max-seconds "$MAX_SECONDS" ;;
     fsmark-sync) step fsmark --iterations "$FSMARK_ITER" --files-per-iteration "$FSMARK_FILES" \
-        --streams "$FSMARK_STREAMS" --file-sync --label "$l" --max-seconds "$MAX_SECONDS" ;;
+        --streams "$FSMARK_STREAMS" --conns "$FSMARK_CONNS" --file-sync --label "$l" --max-seconds "$MAX_SECONDS" ;;
     mount) step mount --reps "$MOUNT_REPS" --warm-tree $((${MOUNT_FILES:-$TREE_FILES} * 2 + 1)) \
         --label "$l" --max-seconds "$MAX_SECONDS" ;;
     write) step write --size "$IO_MIB" --streams "$IO_STREAMS" --block-kib "$IO_BLOCK_KIB" --label "$l" --max-seconds "$MAX_SECONDS" ;;

@@ -288,6 +288,7 @@ pub fn fsmark_cmd(a: LocalArgs) -> Result<(), String> {
                 kind: "summary".into(),
                 streams,
                 conns: None,
+                conn_per_stream: false,
                 count: total,
                 errors,
                 seconds: secs,

@@ -259,7 +259,10 @@ fn bench_config(conns: usize) -> ClientConfig {
 /// One client of one connection per stream (`--conns 0`). The library's
 /// `Client` spreads calls round-robin over its connections, so a stream
 /// keeps to its own connection only through a client of its own.
-async fn per_stream_clients(addr: SocketAddr, streams: usize) -> Result<Vec<NfsClient>, String> {
+pub(crate) async fn per_stream_clients(
+    addr: SocketAddr,
+    streams: usize,
+) -> Result<Vec<NfsClient>, String> {
     check_streams(0, streams)?;
     let cfg = bench_config(1);
     let mut v = Vec::with_capacity(streams);

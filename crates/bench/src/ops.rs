@@ -34,7 +34,9 @@ pub struct Target {
     /// Absolute export path to MNT.
     #[arg(long)]
     pub export: String,
-    /// TCP connections the streams share.
+    /// TCP connections the streams share; 0 (create, mkdir and fsmark
+    /// only): a connection of its own per stream, as many client hosts
+    /// with one process each would open.
     #[arg(long, default_value_t = 4)]
     pub conns: usize,
     /// Series name in the table, JSON and chart (e.g. rnfsd, ganesha).
@@ -61,7 +63,7 @@ impl Target {
     /// over the phase when `--server-pid` is given.
     pub async fn phase<F, Fut>(&self, n: u64, streams: usize, msg: &str, op: F) -> Phase
     where
-        F: Fn(u64) -> Fut + Send + Sync + 'static,
+        F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), String>> + Send,
     {
         let sample = || self.server_pid.and_then(|p| ProcSample::read(p).ok());
@@ -83,6 +85,9 @@ pub struct OpResult {
     /// TCP connections the streams shared (none for local rows).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conns: Option<usize>,
+    /// True when each stream had a connection of its own (`--conns 0`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub conn_per_stream: bool,
     pub count: u64,
     pub errors: u64,
     pub seconds: f64,
@@ -129,6 +134,7 @@ impl OpResult {
             kind: "summary".into(),
             streams,
             conns: None,
+            conn_per_stream: false,
             count,
             errors,
             seconds: secs,
@@ -223,13 +229,51 @@ pub struct Conn {
     pub root: NfsFh3,
 }
 
+/// Connect and MNT for a command whose streams share the connections.
 pub async fn connect(t: &Target) -> Result<Conn, String> {
+    if t.conns == 0 {
+        return Err("--conns 0 (a connection per stream) is for create, mkdir and fsmark".into());
+    }
+    connect_any(t).await
+}
+
+/// Connect and MNT; with `--conns 0` one connection for the MNT and the
+/// setup, the streams' own opened per phase ([`StreamClients`]).
+async fn connect_any(t: &Target) -> Result<Conn, String> {
     let (client, mnt, root) = crate::mount(t.addr, t.mount_addr, &t.export, t.conns).await?;
     Ok(Conn {
         mnt,
         nfs: NfsClient::new(client),
         root,
     })
+}
+
+/// The clients a phase's streams call through: the shared one, or with
+/// `--conns 0` one client of one connection per stream (many client hosts,
+/// as `run --conns 0`), opened before the phase and not timed.
+#[derive(Clone)]
+pub struct StreamClients {
+    shared: NfsClient,
+    own: Arc<Vec<NfsClient>>,
+}
+
+impl StreamClients {
+    pub async fn open(t: &Target, c: &Conn, streams: usize) -> Result<StreamClients, String> {
+        let own = if t.conns == 0 {
+            crate::per_stream_clients(t.addr, streams.max(1)).await?
+        } else {
+            Vec::new()
+        };
+        Ok(StreamClients {
+            shared: c.nfs.clone(),
+            own: Arc::new(own),
+        })
+    }
+
+    /// Stream `s`'s client.
+    pub fn get(&self, s: usize) -> NfsClient {
+        self.own.get(s).unwrap_or(&self.shared).clone()
+    }
 }
 
 /// A name no earlier run used: ext4 reuses freed inodes slowly, so a
@@ -361,12 +405,12 @@ fn why(e: impl std::fmt::Display) -> String {
 /// Distinct error kinds kept per phase; the rest are counted as "other".
 const MAX_ERROR_KINDS: usize = 8;
 
-/// Run `op(i)` for i in 0..n on `streams` concurrent tasks pulling from one
-/// counter, until all are done or `limit` has passed. `op` returns why it
-/// failed, if it did.
+/// Run `op(s, i)` for i in 0..n on `streams` concurrent tasks (s: the
+/// task's number) pulling from one counter, until all are done or `limit`
+/// has passed. `op` returns why it failed, if it did.
 pub async fn parallel<F, Fut>(n: u64, streams: usize, limit: Duration, msg: &str, op: F) -> Phase
 where
-    F: Fn(u64) -> Fut + Send + Sync + 'static,
+    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), String>> + Send,
 {
     let pb = progress(n, msg);
@@ -377,7 +421,7 @@ where
     let start = Instant::now();
     let deadline = start + limit;
     let mut tasks = Vec::new();
-    for _ in 0..streams.max(1) {
+    for s in 0..streams.max(1) {
         let (op, next, errors, pb) = (op.clone(), next.clone(), errors.clone(), pb.clone());
         let kinds = kinds.clone();
         tasks.push(tokio::spawn(async move {
@@ -394,7 +438,7 @@ where
                     break;
                 }
                 let t = Instant::now();
-                match op(i).await {
+                match op(s, i).await {
                     Ok(()) => done += 1,
                     Err(e) => {
                         errors.fetch_add(1, Ordering::Relaxed);
@@ -438,7 +482,8 @@ where
 
 fn row(t: &Target, workload: &str, streams: usize, p: &Phase, unit: &str) -> OpResult {
     let mut r = p.row(&t.label, workload, streams, unit);
-    r.conns = Some(t.conns.clamp(1, rnfsd_client::MAX_CONNECTIONS));
+    r.conns = Some(crate::actual_conns(t.conns, streams));
+    r.conn_per_stream = t.conns == 0;
     r
 }
 
@@ -453,6 +498,7 @@ impl Phase {
             kind: "summary".into(),
             streams,
             conns: None,
+            conn_per_stream: false,
             count: p.done,
             errors: p.errors,
             seconds: secs,
@@ -491,7 +537,7 @@ pub struct CreateArgs {
 /// `create` (CREATE then REMOVE) or `mkdir` (MKDIR then RMDIR) of N entries
 /// in one fresh directory per stream count.
 pub async fn create_cmd(a: CreateArgs, dirs: bool) -> Result<(), String> {
-    let c = connect(&a.target).await?;
+    let c = connect_any(&a.target).await?;
     let json = a.target.json.clone();
     print_header();
     let (w1, w2, u1, u2) = if dirs {
@@ -505,11 +551,12 @@ pub async fn create_cmd(a: CreateArgs, dirs: bool) -> Result<(), String> {
         let dir = mkdir(&c.nfs, &c.root, &top)
             .await
             .map_err(|e| format!("MKDIR {top}: {e}"))?;
-        let (nfs, d, g) = (c.nfs.clone(), dir.clone(), a.guarded);
+        let cl = StreamClients::open(&a.target, &c, streams).await?;
+        let (nfs, d, g) = (cl.clone(), dir.clone(), a.guarded);
         let p = a
             .target
-            .phase(a.files, streams, w1, move |i| {
-                let (nfs, d) = (nfs.clone(), d.clone());
+            .phase(a.files, streams, w1, move |s, i| {
+                let (nfs, d) = (nfs.get(s), d.clone());
                 async move {
                     let name = format!("f{i:07}");
                     if dirs {
@@ -523,11 +570,11 @@ pub async fn create_cmd(a: CreateArgs, dirs: bool) -> Result<(), String> {
         emit(&row(&a.target, w1, streams, &p, u1), json.as_deref());
         // Remove every name tried (the counter may have passed `done`).
         let tried = (p.done + p.errors).min(a.files);
-        let (nfs, d) = (c.nfs.clone(), dir.clone());
+        let (nfs, d) = (cl.clone(), dir.clone());
         let p = a
             .target
-            .phase(tried, streams, w2, move |i| {
-                let (nfs, d) = (nfs.clone(), d.clone());
+            .phase(tried, streams, w2, move |s, i| {
+                let (nfs, d) = (nfs.get(s), d.clone());
                 async move {
                     let name = format!("f{i:07}");
                     if dirs {
@@ -572,7 +619,7 @@ pub struct FsmarkArgs {
 /// COMMIT (the NFS counterpart of write + fsync), on all streams at once;
 /// with `--file-sync`, CREATE and one WRITE FILE_SYNC.
 pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
-    let c = connect(&a.target).await?;
+    let c = connect_any(&a.target).await?;
     let lim = a.target.deadline();
     let json = a.target.json.clone();
     let size = a.file_size.min(rnfsd_client::nfs3::MAX_DATA);
@@ -596,12 +643,13 @@ pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
         };
         let mut made: Vec<String> = Vec::new();
         let workload = if a.file_sync { "fsmark-sync" } else { "fsmark" };
+        let cl = StreamClients::open(&a.target, &c, streams).await?;
         for it in 0..a.iterations.max(1) {
-            let (nfs, d, data, fsync) = (c.nfs.clone(), dir.clone(), data.clone(), a.file_sync);
+            let (nfs, d, data, fsync) = (cl.clone(), dir.clone(), data.clone(), a.file_sync);
             let p = a
                 .target
-                .phase(a.files_per_iteration, streams, workload, move |i| {
-                    let (nfs, d, data) = (nfs.clone(), d.clone(), data.clone());
+                .phase(a.files_per_iteration, streams, workload, move |s, i| {
+                    let (nfs, d, data) = (nfs.get(s), d.clone(), data.clone());
                     async move {
                         let name = format!("i{it:03}-f{i:07}");
                         fsmark_file(&nfs, &d, &name, &data, fsync)
@@ -642,9 +690,9 @@ pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
         emit(&r, json.as_deref());
         if !a.keep {
             let names = Arc::new(made);
-            let (nfs, d, ns) = (c.nfs.clone(), dir.clone(), names.clone());
-            let _ = parallel(names.len() as u64, streams, lim, "cleanup", move |i| {
-                let (nfs, d, ns) = (nfs.clone(), d.clone(), ns.clone());
+            let (nfs, d, ns) = (cl.clone(), dir.clone(), names.clone());
+            let _ = parallel(names.len() as u64, streams, lim, "cleanup", move |s, i| {
+                let (nfs, d, ns) = (nfs.get(s), d.clone(), ns.clone());
                 async move {
                     match ns.get(i as usize) {
                         Some(n) => remove(&nfs, &d, n).await.map_err(why),
@@ -735,7 +783,7 @@ pub async fn mount_cmd(a: MountArgs) -> Result<(), String> {
         let (ml, gl) = (mnt_lat.clone(), ga_lat.clone());
         let p = a
             .target
-            .phase(a.reps, streams, "mnt+getattr", move |_| {
+            .phase(a.reps, streams, "mnt+getattr", move |_, _| {
                 let (m, nfs, ex) = (MountClient::new(cl.clone()), nfs.clone(), ex.clone());
                 let (ml, gl) = (ml.clone(), gl.clone());
                 async move {
@@ -863,7 +911,7 @@ pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
         // sequential, with several each stream advances in order.
         let wp = a
             .target
-            .phase(total.div_ceil(wsize), streams, "write", move |i| {
+            .phase(total.div_ceil(wsize), streams, "write", move |_, i| {
                 let (nfs, f, b, wb) = (nfs.clone(), f.clone(), b.clone(), wb.clone());
                 async move {
                     let off = i * wsize;
@@ -923,7 +971,7 @@ pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
             let chunks = written.div_ceil(rsize);
             let p = a
                 .target
-                .phase(chunks * a.passes, streams, "read", move |i| {
+                .phase(chunks * a.passes, streams, "read", move |_, i| {
                     let (nfs, f, rb) = (nfs.clone(), f.clone(), rb.clone());
                     async move {
                         let off = (i % chunks.max(1)) * rsize;
@@ -959,4 +1007,78 @@ pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(conns: usize) -> Target {
+        Target {
+            addr: "127.0.0.1:9".parse().unwrap(),
+            mount_addr: None,
+            export: "/x".into(),
+            conns,
+            label: "t".into(),
+            json: None,
+            max_seconds: 1.0,
+            server_pid: None,
+        }
+    }
+
+    fn phase() -> Phase {
+        Phase {
+            done: 10,
+            errors: 0,
+            elapsed: Duration::from_secs(1),
+            lat: histogram(),
+            truncated: false,
+            cost: None,
+            error_kinds: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn rows_say_whether_each_stream_had_its_own_connection() {
+        let r = row(&target(0), "fsmark", 16, &phase(), "files/s");
+        assert_eq!((r.conns, r.conn_per_stream), (Some(16), true));
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["conn_per_stream"], true);
+        let r = row(&target(4), "fsmark", 16, &phase(), "files/s");
+        assert_eq!((r.conns, r.conn_per_stream), (Some(4), false));
+        let j = serde_json::to_value(&r).unwrap();
+        assert!(j.get("conn_per_stream").is_none());
+    }
+
+    #[test]
+    fn a_connection_per_stream_is_refused_where_streams_share_one() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let e = rt.block_on(connect(&target(0))).err().unwrap();
+        assert!(e.contains("--conns 0"), "{e}");
+    }
+
+    #[test]
+    fn parallel_gives_each_task_its_own_stream_number() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .unwrap();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        let p = rt.block_on(parallel(40, 4, Duration::from_secs(10), "t", move |s, i| {
+            let seen = s2.clone();
+            async move {
+                seen.lock().unwrap().push((s, i));
+                tokio::task::yield_now().await;
+                Ok(())
+            }
+        }));
+        assert_eq!(p.done, 40);
+        let v = seen.lock().unwrap().clone();
+        assert!(v.iter().all(|&(s, _)| s < 4), "{v:?}");
+        let mut is: Vec<u64> = v.iter().map(|&(_, i)| i).collect();
+        is.sort_unstable();
+        assert_eq!(is, (0..40).collect::<Vec<_>>());
+    }
 }
