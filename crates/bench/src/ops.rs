@@ -1052,7 +1052,9 @@ mod tests {
 
     #[test]
     fn a_connection_per_stream_is_refused_where_streams_share_one() {
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         let e = rt.block_on(connect(&target(0))).err().unwrap();
         assert!(e.contains("--conns 0"), "{e}");
     }
@@ -1066,14 +1068,20 @@ mod tests {
             .unwrap();
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
         let s2 = seen.clone();
-        let p = rt.block_on(parallel(40, 4, Duration::from_secs(10), "t", move |s, i| {
-            let seen = s2.clone();
-            async move {
-                seen.lock().unwrap().push((s, i));
-                tokio::task::yield_now().await;
-                Ok(())
-            }
-        }));
+        let p = rt.block_on(parallel(
+            40,
+            4,
+            Duration::from_secs(10),
+            "t",
+            move |s, i| {
+                let seen = s2.clone();
+                async move {
+                    seen.lock().unwrap().push((s, i));
+                    tokio::task::yield_now().await;
+                    Ok(())
+                }
+            },
+        ));
         assert_eq!(p.done, 40);
         let v = seen.lock().unwrap().clone();
         assert!(v.iter().all(|&(s, _)| s < 4), "{v:?}");

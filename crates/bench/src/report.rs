@@ -17,8 +17,9 @@ struct Row {
     workload: String,
     /// The grouping key beside workload and streams.
     shape: Shape,
-    /// Connections as recorded, also where they are not part of `shape`.
-    conns_seen: Option<u64>,
+    /// Connections as recorded (and whether each stream had its own), also
+    /// where they are not part of `shape`.
+    conns_seen: Option<(u64, bool)>,
     streams: u64,
     label: String,
     unit: String,
@@ -130,7 +131,10 @@ fn parse(v: &serde_json::Value) -> Option<Row> {
     Some(Row {
         workload,
         shape: key_shape(v),
-        conns_seen: Shape::of(v).conns,
+        conns_seen: {
+            let sh = Shape::of(v);
+            sh.conns.map(|c| (c, sh.conn_per_stream))
+        },
         streams: v.get("streams").and_then(|s| s.as_u64())?,
         label: v.get("label").and_then(|l| l.as_str())?.to_string(),
         unit: v
@@ -287,10 +291,11 @@ pub fn build(text: &str, labels: &[String]) -> Report {
             // Show the connections of unkeyed rows when they all agree.
             let mut shape = shape;
             if shape.conns.is_none() {
-                let seen: std::collections::BTreeSet<u64> =
+                let seen: std::collections::BTreeSet<(u64, bool)> =
                     here.iter().filter_map(|r| r.conns_seen).collect();
-                if seen.len() == 1 {
-                    shape.conns = seen.first().copied();
+                if let (1, Some(&(c, own))) = (seen.len(), seen.first()) {
+                    shape.conns = Some(c);
+                    shape.conn_per_stream = own;
                 }
             }
             let mut ratios = BTreeMap::new();
@@ -541,6 +546,22 @@ not json
         assert!(md.contains("| getattr | 16 | calls/s | 1000 (900–1200, 3) |"));
         assert!(md.contains("2.00x"));
         assert!(md.contains("(!) fsmark 4 streams, rnfsd: 2 errors (2 × NFS3ERR_IO), 1 of 1 runs"));
+    }
+
+    #[test]
+    fn workload_rows_with_a_connection_per_stream_stay_beside_their_local_reference() {
+        let lines = r#"
+{"label":"rnfsd","workload":"fsmark","kind":"summary","streams":16,"conns":16,"conn_per_stream":true,"rate":300.0,"unit":"files/s","p50_us":1,"p99_us":2,"errors":0,"truncated":false}
+{"label":"ganesha","workload":"fsmark","kind":"summary","streams":16,"conns":16,"conn_per_stream":true,"rate":200.0,"unit":"files/s","p50_us":1,"p99_us":2,"errors":0,"truncated":false}
+{"label":"local","workload":"fsmark","kind":"summary","streams":16,"rate":600.0,"unit":"files/s","p50_us":1,"p99_us":2,"errors":0,"truncated":false}
+"#;
+        let labels = vec!["rnfsd".into(), "ganesha".into(), "local".into()];
+        let r = build(lines, &labels);
+        assert_eq!(r.lines.len(), 1);
+        let f = &r.lines[0];
+        assert_eq!(f.ratios["rnfsd/ganesha"], 1.5);
+        assert_eq!(f.ratios["rnfsd/local"], 0.5);
+        assert_eq!(f.shape.conns_cell(), "16 (1/stream)");
     }
 
     #[test]
