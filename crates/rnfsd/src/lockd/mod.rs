@@ -20,7 +20,7 @@ pub mod ranges;
 mod waiters;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use rnfsd_fs::lock::{LockFile, LockKind, LockRange};
@@ -222,12 +222,18 @@ pub struct LockManager {
     limits: Limits,
     /// Until when only reclaims are granted (None: no grace period).
     grace_until: Mutex<Option<Instant>>,
-    /// Wakes the retry thread (an unlock, a new waiter, shutdown).
-    kick: Condvar,
+    /// Wakes the retry thread (an unlock, a new waiter, a cancel, shutdown).
+    wake: Arc<waiters::Wake>,
     /// Hosts that took locks, kept across restarts (None: not kept).
     hosts: Option<hosts::Hosts>,
     /// This run's NSM state number (odd: up).
     state: i32,
+}
+
+impl Drop for LockManager {
+    fn drop(&mut self) {
+        self.wake.stop();
+    }
 }
 
 fn fs_outcome(e: &FsError) -> Outcome {
@@ -267,7 +273,7 @@ impl LockManager {
             table: Mutex::new(Table::default()),
             limits,
             grace_until: Mutex::new(grace.map(|g| Instant::now() + g)),
-            kick: Condvar::new(),
+            wake: Arc::default(),
             hosts,
             state,
         });
@@ -385,7 +391,7 @@ impl LockManager {
                         fh: f.fh.clone(),
                         granted,
                     });
-                    self.kick.notify_one();
+                    self.wake.kick();
                 }
                 Outcome::Blocked
             }
@@ -468,7 +474,7 @@ impl LockManager {
             // Closing the descriptor drops whatever is left in the kernel.
             t.remove_held(&hk);
         }
-        self.kick.notify_one();
+        self.wake.kick();
         Outcome::Granted
     }
 
@@ -485,6 +491,8 @@ impl LockManager {
         let before = t.waiters.len();
         t.waiters.retain(|w| !(w.file == key && w.req == *req));
         t.maybe_idle = true;
+        // The retry pass closes what the cancelled wait had opened.
+        self.wake.kick();
         if t.waiters.len() < before {
             Outcome::Granted
         } else {
@@ -537,7 +545,7 @@ impl LockManager {
         if let Some(l) = &self.hosts {
             l.remove(host);
         }
-        self.kick.notify_one();
+        self.wake.kick();
         tracing::info!(host = %String::from_utf8_lossy(host), files = n, "lock manager: host's locks freed");
     }
 

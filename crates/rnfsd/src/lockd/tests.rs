@@ -209,6 +209,75 @@ fn a_blocked_lock_is_granted_when_freed_and_calls_back() {
 }
 
 #[test]
+fn a_wait_on_a_local_lock_is_retried_and_an_idle_retry_thread_sleeps() {
+    let e = env(None);
+    let passes = || e.m.wake.passes.load(Ordering::Relaxed);
+    // Nothing waits: after its first pass the thread sleeps until kicked
+    // (it used to pass every `retry`, 20 ms here).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while passes() == 0 {
+        assert!(Instant::now() < deadline, "the retry thread never ran");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let idle = passes();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        passes() <= idle + 1,
+        "{} passes while idle",
+        passes() - idle
+    );
+    // A local program's lock: no unlock here kicks the thread, so the
+    // wait is granted by a periodic retry once the program is gone.
+    let script = "import fcntl, sys\nf = open(sys.argv[1], 'r+')\n\
+                  fcntl.lockf(f, fcntl.LOCK_EX)\n\
+                  print('locked', flush=True)\nsys.stdin.read()\n";
+    let mut local = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&e.path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("python3 (the local program)");
+    let mut line = String::new();
+    use std::io::BufRead;
+    let _ = std::io::BufReader::new(local.stdout.take().unwrap()).read_line(&mut line);
+    assert_eq!(line.trim(), "locked");
+    let called = Arc::new(AtomicUsize::new(0));
+    let c = called.clone();
+    let then = Box::new(move || {
+        c.fetch_add(1, Ordering::SeqCst);
+    });
+    let b = owner("b", 2);
+    assert_eq!(e.lock_then(&b, X, r(0, 1), true, then), Outcome::Blocked);
+    let waiting = passes();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        passes() >= waiting + 3,
+        "a wait must be retried every `retry`"
+    );
+    assert_eq!(called.load(Ordering::SeqCst), 0);
+    let _ = local.kill();
+    let _ = local.wait();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while called.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "GRANTED never called");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Dropping the manager ends the thread (it holds no strong reference).
+    let wake = Arc::downgrade(&e.m.wake);
+    drop(e);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while wake.upgrade().is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "the retry thread outlived its manager"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
 fn grace_period_refuses_all_but_reclaims() {
     let e = env(Some(Duration::from_millis(300)));
     let a = owner("a", 1);

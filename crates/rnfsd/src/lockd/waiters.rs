@@ -2,25 +2,81 @@
 //! once when an unlock here (or a new waiter) kicks it. A lock freed by a
 //! local program is seen at the next retry: the kernel has no way to tell
 //! us of it short of a thread per waiter sleeping in F_OFD_SETLKW, which
-//! a bounded pool could not cancel cleanly.
+//! a bounded pool could not cancel cleanly. With nothing blocked the
+//! thread sleeps until kicked: an idle server makes no wakeups for it.
 
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::Duration;
 
 use super::{Held, LockManager, Ranges};
 
+/// Wakes the retry thread. Its own flag and condvar, not the table's, so
+/// the thread sleeps holding only a weak reference to the manager, and
+/// the manager's drop stops it.
+#[derive(Default)]
+pub(super) struct Wake {
+    /// (kicked since the last wait, stopped).
+    state: Mutex<(bool, bool)>,
+    cv: Condvar,
+    /// Retry passes made (for the tests).
+    pub(super) passes: std::sync::atomic::AtomicU64,
+}
+
+impl Wake {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (bool, bool)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new waiter, an unlock, a cancel or a host's locks freed.
+    pub(super) fn kick(&self) {
+        self.lock().0 = true;
+        self.cv.notify_one();
+    }
+
+    pub(super) fn stop(&self) {
+        self.lock().1 = true;
+        self.cv.notify_one();
+    }
+
+    /// Sleeps until kicked, stopped or `timeout` has passed (None: no
+    /// timeout). False once stopped.
+    fn wait(&self, timeout: Option<Duration>) -> bool {
+        let mut g = self.lock();
+        if !g.0 && !g.1 {
+            g = match timeout {
+                Some(t) => self
+                    .cv
+                    .wait_timeout(g, t)
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|e| e.into_inner().0),
+                None => self.cv.wait(g).unwrap_or_else(|e| e.into_inner()),
+            };
+        }
+        g.0 = false;
+        !g.1
+    }
+}
+
 pub(super) fn start(m: &Arc<LockManager>) {
     let w: Weak<LockManager> = Arc::downgrade(m);
+    let wake = m.wake.clone();
+    let retry = m.limits.retry;
     let spawned = std::thread::Builder::new()
         .name("rnfsd-lockd".into())
         .spawn(move || loop {
-            let Some(m) = w.upgrade() else {
-                return;
+            // The manager is held only for the pass, never while asleep.
+            let busy = match w.upgrade() {
+                Some(m) => {
+                    m.retry_waiters();
+                    wake.passes
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    !m.lock_table().waiters.is_empty()
+                }
+                None => return,
             };
-            {
-                let t = m.lock_table();
-                let _ = m.kick.wait_timeout(t, m.limits.retry);
+            if !wake.wait(busy.then_some(retry)) {
+                return;
             }
-            m.retry_waiters();
         });
     if let Err(e) = spawned {
         // Blocked requests then wait for the client's own retry (the
