@@ -186,13 +186,17 @@ impl EventLoop {
             self.shared.clone(),
         ));
         tracing::debug!(conn = id, %peer, "connection opened");
+        let now = Instant::now();
+        if let Some(t) = now.checked_add(self.shared.limits.idle_timeout) {
+            self.sweep_by(t);
+        }
         if let Some(slot) = self.conns.get_mut(i) {
             *slot = Some(Entry {
                 conn,
                 rd: RecordReader::default(),
                 lowat: 0,
                 peer_closed: false,
-                last_active: Instant::now(),
+                last_active: now,
                 scheduled: false,
                 stalled: false,
                 held: 0,

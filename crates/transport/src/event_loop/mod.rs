@@ -290,7 +290,11 @@ struct EventLoop {
     rr: usize,
     accept_paused_until: Option<Instant>,
     warned_limit: bool,
-    next_sweep: Instant,
+    /// When a connection could first have been idle for `idle_timeout`
+    /// (None: no connection): the loop sleeps until then, not a fixed tick,
+    /// so a loop with no client or only busy ones makes no idle wakeups.
+    next_sweep: Option<Instant>,
+    /// The least time between two sweeps.
     sweep_every: Duration,
     phase: u8,
     final_deadline: Option<Instant>,
@@ -333,7 +337,7 @@ impl EventLoop {
             rr: 0,
             accept_paused_until: None,
             warned_limit: false,
-            next_sweep: Instant::now() + sweep_every,
+            next_sweep: None,
             sweep_every,
             phase: RUNNING,
             final_deadline: None,
@@ -428,7 +432,7 @@ impl EventLoop {
                 }
                 self.process_run();
             }
-            if Instant::now() >= self.next_sweep {
+            if self.next_sweep.is_some_and(|t| Instant::now() >= t) {
                 self.sweep();
             }
         }
@@ -439,17 +443,23 @@ impl EventLoop {
             return Some(Duration::ZERO);
         }
         let now = Instant::now();
-        let mut t = self.next_sweep.saturating_duration_since(now);
-        if !self.stalled.is_empty() {
-            t = t.min(STALL_RETRY);
-        }
-        if let Some(a) = self.accept_paused_until {
-            t = t.min(a.saturating_duration_since(now));
-        }
-        if let Some(d) = self.final_deadline {
-            t = t.min(d.saturating_duration_since(now));
-        }
-        Some(t)
+        let stall = (!self.stalled.is_empty()).then(|| now + STALL_RETRY);
+        [
+            self.next_sweep,
+            stall,
+            self.accept_paused_until,
+            self.final_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|t| t.saturating_duration_since(now))
+    }
+
+    /// A connection just opened expires no sooner than `idle_timeout` from
+    /// now.
+    fn sweep_by(&mut self, t: Instant) {
+        self.next_sweep = Some(self.next_sweep.map_or(t, |s| s.min(t)));
     }
 
     fn enter_draining(&mut self) {
@@ -594,16 +604,23 @@ impl EventLoop {
         }
     }
 
-    /// Close connections idle for `idle_timeout` with nothing in flight.
+    /// Close connections idle for `idle_timeout` with nothing in flight;
+    /// the next sweep is due when the first of the others could be (their
+    /// `last_active` only moves forward), and at least `sweep_every` on.
     fn sweep(&mut self) {
         let now = Instant::now();
-        self.next_sweep = now + self.sweep_every;
         let limit = self.shared.limits.idle_timeout;
+        let mut first: Option<Instant> = None;
         for i in 0..self.conns.len() {
             let idle = match self.conns.get(i) {
                 Some(Some(e)) => {
-                    now.saturating_duration_since(e.last_active) >= limit
-                        && e.conn.inflight.load(SeqCst) == 0
+                    let idle = now.saturating_duration_since(e.last_active) >= limit
+                        && e.conn.inflight.load(SeqCst) == 0;
+                    // None past what an Instant holds: never due.
+                    if let Some(due) = e.last_active.checked_add(limit).filter(|_| !idle) {
+                        first = Some(first.map_or(due, |f| f.min(due)));
+                    }
+                    idle
                 }
                 _ => false,
             };
@@ -612,5 +629,6 @@ impl EventLoop {
                 self.close(i);
             }
         }
+        self.next_sweep = first.map(|f| f.max(now + self.sweep_every));
     }
 }
