@@ -67,6 +67,46 @@ fn req(o: &Owner, kind: LockKind, range: LockRange) -> LockReq {
     }
 }
 
+/// A local program (another process) that tries an exclusive POSIX lock
+/// on `path` without waiting and, if it got it, holds it until killed.
+/// Returns the process and whether it locked.
+fn local_lock(path: &std::path::Path) -> (std::process::Child, bool) {
+    let script = "import fcntl, sys\nf = open(sys.argv[1], 'r+')\n\
+                  fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n\
+                  print('locked', flush=True)\nsys.stdin.read()\n";
+    let mut c = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("python3 (the local program)");
+    let mut line = String::new();
+    use std::io::BufRead;
+    let _ = std::io::BufReader::new(c.stdout.take().unwrap()).read_line(&mut line);
+    (c, line.trim() == "locked")
+}
+
+/// A GRANTED callback that counts its calls.
+fn counting_callback() -> (Arc<AtomicUsize>, Box<dyn FnOnce() + Send>) {
+    let called = Arc::new(AtomicUsize::new(0));
+    let c = called.clone();
+    let then = Box::new(move || {
+        c.fetch_add(1, Ordering::SeqCst);
+    });
+    (called, then)
+}
+
+/// Waits (at most 5 s) for `called` to be called.
+fn wait_called(called: &AtomicUsize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while called.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "GRANTED never called");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 impl Env {
     fn file(&self) -> FileRef<'_> {
         FileRef {
@@ -141,23 +181,7 @@ fn local_programs_and_nfs_clients_see_each_other() {
     assert_eq!(e.lock(&a, X, r(0, 0), false), Outcome::Granted);
     // A local program (another process) meets the client's lock, then
     // takes its own POSIX lock once the client unlocked.
-    let local = || {
-        let script = "import fcntl, sys\nf = open(sys.argv[1], 'r+')\n\
-                      fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n\
-                      print('locked', flush=True)\nsys.stdin.read()\n";
-        let mut c = std::process::Command::new("python3")
-            .args(["-c", script])
-            .arg(&e.path)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("python3 (the local program)");
-        let mut line = String::new();
-        use std::io::BufRead;
-        let _ = std::io::BufReader::new(c.stdout.take().unwrap()).read_line(&mut line);
-        (c, line.trim() == "locked")
-    };
+    let local = || local_lock(&e.path);
     let (mut c, locked) = local();
     assert!(!locked, "the local lock must conflict with the client's");
     let _ = c.wait();
@@ -179,11 +203,7 @@ fn a_blocked_lock_is_granted_when_freed_and_calls_back() {
     let e = env(None);
     let (a, b) = (owner("a", 1), owner("b", 2));
     assert_eq!(e.lock(&a, X, r(0, 0), false), Outcome::Granted);
-    let called = Arc::new(AtomicUsize::new(0));
-    let c = called.clone();
-    let then = Box::new(move || {
-        c.fetch_add(1, Ordering::SeqCst);
-    });
+    let (called, then) = counting_callback();
     assert_eq!(e.lock_then(&b, X, r(2, 2), true, then), Outcome::Blocked);
     // A retransmission is the same wait.
     assert_eq!(e.lock(&b, X, r(2, 2), true), Outcome::Blocked);
@@ -191,11 +211,7 @@ fn a_blocked_lock_is_granted_when_freed_and_calls_back() {
     std::thread::sleep(Duration::from_millis(60));
     assert_eq!(called.load(Ordering::SeqCst), 0);
     assert_eq!(e.m.unlock(7, &e.fh, &a, r(0, 0)), Outcome::Granted);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while called.load(Ordering::SeqCst) == 0 {
-        assert!(Instant::now() < deadline, "GRANTED never called");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_called(&called);
     assert_eq!(e.m.counts().waiters, 0);
     assert_eq!(
         e.lock(&a, S, r(2, 1), false),
@@ -228,26 +244,9 @@ fn a_wait_on_a_local_lock_is_retried_and_an_idle_retry_thread_sleeps() {
     );
     // A local program's lock: no unlock here kicks the thread, so the
     // wait is granted by a periodic retry once the program is gone.
-    let script = "import fcntl, sys\nf = open(sys.argv[1], 'r+')\n\
-                  fcntl.lockf(f, fcntl.LOCK_EX)\n\
-                  print('locked', flush=True)\nsys.stdin.read()\n";
-    let mut local = std::process::Command::new("python3")
-        .args(["-c", script])
-        .arg(&e.path)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("python3 (the local program)");
-    let mut line = String::new();
-    use std::io::BufRead;
-    let _ = std::io::BufReader::new(local.stdout.take().unwrap()).read_line(&mut line);
-    assert_eq!(line.trim(), "locked");
-    let called = Arc::new(AtomicUsize::new(0));
-    let c = called.clone();
-    let then = Box::new(move || {
-        c.fetch_add(1, Ordering::SeqCst);
-    });
+    let (mut local, locked) = local_lock(&e.path);
+    assert!(locked);
+    let (called, then) = counting_callback();
     let b = owner("b", 2);
     assert_eq!(e.lock_then(&b, X, r(0, 1), true, then), Outcome::Blocked);
     let waiting = passes();
@@ -259,11 +258,7 @@ fn a_wait_on_a_local_lock_is_retried_and_an_idle_retry_thread_sleeps() {
     assert_eq!(called.load(Ordering::SeqCst), 0);
     let _ = local.kill();
     let _ = local.wait();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while called.load(Ordering::SeqCst) == 0 {
-        assert!(Instant::now() < deadline, "GRANTED never called");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_called(&called);
     // Dropping the manager ends the thread (it holds no strong reference).
     let wake = Arc::downgrade(&e.m.wake);
     drop(e);
