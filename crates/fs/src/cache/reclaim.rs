@@ -5,15 +5,20 @@
 //!
 //! Wakeups: the thread sleeps on a condvar with a tick timeout and is
 //! woken early only when an acquire crosses the budget's high-water mark
-//! (once per crossing, see `FdBudget::try_acquire`).
+//! (once per crossing, see `FdBudget::try_acquire`). The tick is `TICK`
+//! while ticks find work, and doubles up to `MAX_TICK` after each that
+//! finds none: an idle server wakes for upkeep less than once a second, and
+//! the sweeps, scaled by the time since the last tick, keep their pace.
 
 use std::sync::{Arc, Condvar, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::budget::{FdBudget, Permit};
 
-/// Upkeep period.
-const TICK: Duration = Duration::from_millis(100);
+/// Upkeep period while there is work.
+pub const TICK: Duration = Duration::from_millis(100);
+/// The longest upkeep period, reached after ticks that found nothing to do.
+pub const MAX_TICK: Duration = Duration::from_millis(1600);
 /// Entries one `reclaim` call frees at most (one shard lock each time).
 pub const BATCH: usize = 32;
 /// Batches per tick at most, so one tick's work is bounded too.
@@ -25,8 +30,10 @@ pub trait Reclaim: Send + Sync {
     /// many were freed. Bounded work under any lock; values dropped after.
     fn reclaim(&self, max: usize) -> usize;
     /// Periodic upkeep, bounded in work: drop entries of deleted objects,
-    /// close idle files, keep the cache's own bound's margin.
-    fn tick(&self);
+    /// close idle files, keep the cache's own bound's margin. `elapsed`:
+    /// the time since the last tick (sweeps scale by it). Returns whether
+    /// it found anything to do.
+    fn tick(&self, elapsed: Duration) -> bool;
 }
 
 struct Shared {
@@ -122,25 +129,33 @@ impl Drop for Caches {
 }
 
 fn run(s: &Shared) {
+    let mut wait = TICK;
+    let mut last = Instant::now();
     loop {
-        let caches: Vec<Arc<dyn Reclaim>> = {
+        let (caches, kicked): (Vec<Arc<dyn Reclaim>>, bool) = {
             let mut g = s.state.lock().unwrap_or_else(|e| e.into_inner());
             if !g.kicked && !g.stop {
                 g =
-                    s.cv.wait_timeout(g, TICK)
+                    s.cv.wait_timeout(g, wait)
                         .map(|(g, _)| g)
                         .unwrap_or_else(|e| e.into_inner().0);
             }
             if g.stop {
                 return;
             }
-            g.kicked = false;
+            let kicked = std::mem::take(&mut g.kicked);
             g.caches.retain(|w| w.strong_count() > 0);
-            g.caches.iter().filter_map(Weak::upgrade).collect()
+            (g.caches.iter().filter_map(Weak::upgrade).collect(), kicked)
         };
+        let now = Instant::now();
+        let elapsed = now.saturating_duration_since(last);
+        last = now;
+        let mut busy = kicked;
         for c in &caches {
-            c.tick();
+            busy |= c.tick(elapsed);
         }
+        busy |= s.budget.used() > s.budget.target();
+        wait = next_wait(wait, busy);
         let b = &s.budget;
         let mut batches = 0;
         // Free down to the target, not past it: whatever is freed below it
@@ -166,6 +181,16 @@ fn run(s: &Shared) {
     }
 }
 
+/// The next upkeep period: `TICK` after a tick with work, else twice the
+/// last, up to `MAX_TICK`.
+fn next_wait(last: Duration, busy: bool) -> Duration {
+    if busy {
+        TICK
+    } else {
+        (last * 2).min(MAX_TICK)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,6 +200,8 @@ mod tests {
     struct Fake {
         held: Mutex<Vec<Permit>>,
         ticks: AtomicUsize,
+        /// What its ticks say they found.
+        busy: std::sync::atomic::AtomicBool,
     }
 
     impl Reclaim for Fake {
@@ -186,8 +213,9 @@ mod tests {
             drop(out);
             n
         }
-        fn tick(&self) {
+        fn tick(&self, _elapsed: Duration) -> bool {
             self.ticks.fetch_add(1, Ordering::Relaxed);
+            self.busy.load(Ordering::Relaxed)
         }
     }
 
@@ -197,6 +225,7 @@ mod tests {
         let f = Arc::new(Fake {
             held: Mutex::new(Vec::new()),
             ticks: AtomicUsize::new(0),
+            busy: false.into(),
         });
         let w: Weak<dyn Reclaim> = Arc::downgrade(&(f.clone() as Arc<dyn Reclaim>));
         c.register(w);
@@ -218,5 +247,32 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "no tick");
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    #[test]
+    fn upkeep_backs_off_while_it_finds_nothing_and_not_while_it_does() {
+        assert_eq!(next_wait(TICK, true), TICK);
+        assert_eq!(next_wait(MAX_TICK, true), TICK);
+        assert_eq!(next_wait(TICK, false), TICK * 2);
+        assert_eq!(next_wait(MAX_TICK, false), MAX_TICK);
+        let c = Caches::new(100);
+        let f = Arc::new(Fake {
+            held: Mutex::new(Vec::new()),
+            ticks: AtomicUsize::new(0),
+            busy: false.into(),
+        });
+        let w: Weak<dyn Reclaim> = Arc::downgrade(&(f.clone() as Arc<dyn Reclaim>));
+        c.register(w);
+        // Idle: 100 + 200 + 400 + 800 + 1600 ms, about 5 ticks in 3.5 s
+        // (35 at a fixed 100 ms).
+        std::thread::sleep(Duration::from_millis(3500));
+        let idle = f.ticks.swap(0, Ordering::Relaxed);
+        assert!((1..=10).contains(&idle), "{idle} idle ticks");
+        // Work found: back to every 100 ms (a kick ends the long wait).
+        f.busy.store(true, Ordering::Relaxed);
+        c.kick();
+        std::thread::sleep(Duration::from_millis(2000));
+        let busy = f.ticks.load(Ordering::Relaxed);
+        assert!(busy >= 10, "{busy} ticks with work in 2 s");
     }
 }

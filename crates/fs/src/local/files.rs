@@ -366,10 +366,12 @@ impl FileCache {
 
     /// Closes descriptors of deleted files and idle writers, a bounded
     /// batch per tick; statx, flushes and closes happen outside the lock.
-    fn sweep(&self) {
+    /// Returns how many it removed.
+    fn sweep(&self, elapsed: std::time::Duration) -> usize {
         let mut batch = Vec::new();
         self.lru
-            .sample_next(sweep_batch(self.lru.len()), &mut batch);
+            .sample_next(sweep_batch(self.lru.len(), elapsed), &mut batch);
+        let mut removed = 0;
         let now = self.now();
         let mut closes = 0;
         for (k, f) in batch {
@@ -379,9 +381,11 @@ impl FileCache {
             if (idle && closes < MAX_IDLE_CLOSES) || dead {
                 closes += usize::from(idle);
                 let gone = self.lru.remove_if_same(&k, &f);
+                removed += usize::from(gone.is_some());
                 drop(gone);
             }
         }
+        removed
     }
 }
 
@@ -394,17 +398,18 @@ impl Reclaim for FileCache {
         freed
     }
 
-    fn tick(&self) {
+    fn tick(&self, elapsed: std::time::Duration) -> bool {
         let mut out = Vec::new();
-        self.lru.trim(&mut out);
+        let mut work = self.lru.trim(&mut out);
         drop(out);
         let mut g = self.later.lock().unwrap_or_else(|e| e.into_inner());
         if !g.is_empty() {
             let later = std::mem::replace(&mut *g, Vec::with_capacity(LATER_MAX));
             drop(g);
+            work += later.len();
             drop(later);
         }
-        self.sweep();
+        work + self.sweep(elapsed) > 0
     }
 }
 

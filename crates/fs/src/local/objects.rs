@@ -88,11 +88,15 @@ impl Object {
     }
 }
 
-/// Entries the sweep looks at per tick (a statx each, outside any lock):
-/// every entry about every 5 s (50 ticks), at least 16 and at most 1024 a
-/// tick.
-pub(super) fn sweep_batch(len: usize) -> usize {
-    (len / 50).clamp(16, 1024)
+/// Entries the sweep looks at in a tick `elapsed` after the last (a statx
+/// each, outside any lock): every entry about every 5 s, at least 16 a
+/// tick and at most 1,024 per 100 ms.
+pub(super) fn sweep_batch(len: usize, elapsed: std::time::Duration) -> usize {
+    const ROUND_MS: u128 = 5_000;
+    let ms = elapsed.as_millis().max(1);
+    let share = (len as u128 * ms).div_ceil(ROUND_MS);
+    let cap = 1024 * ms.div_ceil(100);
+    share.min(cap).max(16) as usize
 }
 
 pub(super) struct ObjCache {
@@ -315,18 +319,22 @@ impl ObjCache {
     /// Removes entries whose object was deleted (from the main cache and
     /// the window, whose entries would otherwise keep a deleted file's
     /// space while idle): a bounded batch per call, statx outside the lock.
-    fn sweep(&self) {
+    /// Returns how many it removed.
+    fn sweep(&self, elapsed: std::time::Duration) -> usize {
+        let mut removed = 0;
         for lru in [&self.lru, &self.window] {
             let mut batch = Vec::new();
-            lru.sample_next(sweep_batch(lru.len()), &mut batch);
+            lru.sample_next(sweep_batch(lru.len(), elapsed), &mut batch);
             for (k, o) in batch {
                 let dead = sys::fstat(o.fd.as_raw_fd()).map_or(true, |s| s.nlink == 0);
                 if dead {
                     let gone = lru.remove_if_same(&k, &o);
+                    removed += usize::from(gone.is_some());
                     drop(gone);
                 }
             }
         }
+        removed
     }
 }
 
@@ -344,10 +352,30 @@ impl Reclaim for ObjCache {
         freed
     }
 
-    fn tick(&self) {
+    fn tick(&self, elapsed: std::time::Duration) -> bool {
         let mut out = Vec::new();
-        self.lru.trim(&mut out);
+        let trimmed = self.lru.trim(&mut out);
         drop(out);
-        self.sweep();
+        trimmed + self.sweep(elapsed) > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sweep_batch;
+    use std::time::Duration;
+
+    #[test]
+    fn the_sweep_keeps_its_pace_whatever_the_tick() {
+        let ms = Duration::from_millis;
+        // Every entry about every 5 s: a fiftieth per 100 ms tick, sixteen
+        // times that per 1.6 s tick.
+        assert_eq!(sweep_batch(10_000, ms(100)), 200);
+        assert_eq!(sweep_batch(10_000, ms(1600)), 3_200);
+        // At least 16 a tick; at most 1,024 per 100 ms.
+        assert_eq!(sweep_batch(10, ms(100)), 16);
+        assert_eq!(sweep_batch(10_000_000, ms(100)), 1_024);
+        assert_eq!(sweep_batch(10_000_000, ms(1600)), 16 * 1_024);
+        assert_eq!(sweep_batch(0, Duration::ZERO), 16);
     }
 }
