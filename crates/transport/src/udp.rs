@@ -22,7 +22,7 @@
 //! nothing worth striping.
 
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -30,9 +30,10 @@ use std::time::Duration;
 
 use crate::{Request, Service, TransportStats};
 
-/// How often an idle thread looks at the stop flag when the wake-up
-/// datagram sent at shutdown does not arrive.
-const POLL: Duration = Duration::from_millis(500);
+/// How often an idle thread looks at the stop flag, should the socket's
+/// shutdown not wake it (it does on Linux: a receive on a socket shut for
+/// reading returns at once). Long, so an idle server does not wake for it.
+const POLL: Duration = Duration::from_secs(5);
 
 /// `Request::conn_id` of calls from the `i`-th bound socket: `UDP_CONN_ID
 /// | i`, apart from the TCP transports' counters (which start at 0).
@@ -125,7 +126,8 @@ struct Shared {
 struct Inner {
     shared: Arc<Shared>,
     addrs: Vec<SocketAddr>,
-    threads_per_socket: usize,
+    /// The bound sockets, shut for reading at shutdown to wake their threads.
+    sockets: Vec<Arc<UdpSocket>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -162,15 +164,16 @@ impl UdpTransport {
             .iter()
             .map(|(s, _)| s.local_addr())
             .collect::<io::Result<Vec<_>>>()?;
+        let sockets: Vec<(Arc<UdpSocket>, bool)> =
+            sockets.into_iter().map(|(s, w)| (Arc::new(s), w)).collect();
         let inner = Arc::new(Inner {
             shared: Arc::default(),
             addrs,
-            threads_per_socket: cfg.threads,
+            sockets: sockets.iter().map(|(s, _)| s.clone()).collect(),
             threads: Mutex::new(Vec::new()),
         });
         let h = UdpHandle { inner };
         for (i, (s, wild)) in sockets.into_iter().enumerate() {
-            let s = Arc::new(s);
             for t in 0..cfg.threads {
                 let (s, sh, service) = (s.clone(), h.inner.shared.clone(), service.clone());
                 let max = cfg.max_datagram;
@@ -333,24 +336,12 @@ impl Inner {
         if threads.is_empty() {
             return;
         }
-        // One empty datagram per thread from an unbound socket of the same
-        // family (a wildcard address is reached through loopback).
-        for a in &self.addrs {
-            let ip = match a.ip() {
-                IpAddr::V4(v) if v.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-                IpAddr::V6(v) if v.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
-                ip => ip,
-            };
-            let from: SocketAddr = if ip.is_ipv6() {
-                (Ipv6Addr::UNSPECIFIED, 0).into()
-            } else {
-                (Ipv4Addr::UNSPECIFIED, 0).into()
-            };
-            if let Ok(w) = UdpSocket::bind(from) {
-                for _ in 0..self.threads_per_socket {
-                    let _ = w.send_to(&[], SocketAddr::new(ip, a.port()));
-                }
-            }
+        // A receive on a socket shut for reading returns at once (Linux's
+        // datagram wait checks RCV_SHUTDOWN), whatever address it is bound
+        // to; an unconnected socket reports ENOTCONN but is shut all the
+        // same.
+        for sock in &self.sockets {
+            let _ = rustix::net::shutdown(&**sock, rustix::net::Shutdown::Read);
         }
         for t in threads {
             if t.join().is_err() {
@@ -520,9 +511,13 @@ mod tests {
         };
         let h = UdpTransport::start(cfg, Arc::new(Echo)).unwrap();
         assert_eq!(h.local_addrs().len(), 2);
+        // Every thread waiting in its receive (a thread that has not yet
+        // looked at the stop flag needs no wake).
+        std::thread::sleep(Duration::from_millis(300));
         let t0 = Instant::now();
         h.shutdown();
-        // The wake-up datagrams, not the 500 ms poll, end the threads.
+        // Shutting the sockets for reading, not the 5 s poll, ends the
+        // threads.
         assert!(
             t0.elapsed() < Duration::from_millis(400),
             "{:?}",
