@@ -126,8 +126,9 @@ struct Shared {
 struct Inner {
     shared: Arc<Shared>,
     addrs: Vec<SocketAddr>,
-    /// The bound sockets, shut for reading at shutdown to wake their threads.
-    sockets: Vec<Arc<UdpSocket>>,
+    /// The bound sockets, shut for reading at shutdown to wake their threads
+    /// (then let go: they close with the last thread, as before).
+    sockets: Mutex<Vec<Arc<UdpSocket>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -169,7 +170,7 @@ impl UdpTransport {
         let inner = Arc::new(Inner {
             shared: Arc::default(),
             addrs,
-            sockets: sockets.iter().map(|(s, _)| s.clone()).collect(),
+            sockets: Mutex::new(sockets.iter().map(|(s, _)| s.clone()).collect()),
             threads: Mutex::new(Vec::new()),
         });
         let h = UdpHandle { inner };
@@ -340,9 +341,11 @@ impl Inner {
         // datagram wait checks RCV_SHUTDOWN), whatever address it is bound
         // to; an unconnected socket reports ENOTCONN but is shut all the
         // same.
-        for sock in &self.sockets {
+        let sockets = std::mem::take(&mut *self.sockets.lock().unwrap_or_else(|e| e.into_inner()));
+        for sock in &sockets {
             let _ = rustix::net::shutdown(&**sock, rustix::net::Shutdown::Read);
         }
+        drop(sockets);
         for t in threads {
             if t.join().is_err() {
                 tracing::error!("udp thread panicked");
