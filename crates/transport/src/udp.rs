@@ -527,6 +527,8 @@ mod tests {
             t0.elapsed()
         );
         h.shutdown();
+        // The port is free once shut down, even with the handle kept.
+        UdpSocket::bind(h.local_addrs()[0]).expect("the port is let go at shutdown");
         let h2 = h.clone();
         drop(h);
         drop(h2);
