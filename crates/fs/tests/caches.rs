@@ -552,18 +552,10 @@ fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
                 (op(&cold), g.gave_up())
             })
         };
-        // A kernel handle's miss runs on the loop. A step can still sleep
-        // for a reason the test does not control (a lock, a page fault
-        // under load), and the call then gives up, which is its contract:
-        // so up to 5 tries, each give-up checked to answer EAGAIN.
+        // A kernel handle's miss runs on the loop (`until_not_given_up`).
+        let eagain = (Err(FsError::Errno(libc::EAGAIN)), true);
         let made_on_loop = |op: &(dyn Fn(&LocalFs) -> Result<(), FsError> + Sync)| {
-            for _ in 0..5 {
-                match on_loop(op) {
-                    (Ok(()), false) => return true,
-                    r => assert_eq!(r, (Err(FsError::Errno(libc::EAGAIN)), true), "{m:?}"),
-                }
-            }
-            false
+            until_not_given_up(&eagain, || on_loop(op), || {}) == (Ok(()), false)
         };
         let getattr = |fs: &LocalFs| fs.getattr(&root(), &f).map(drop);
         // A READ of cached pages on a backend with no descriptor for the
@@ -581,7 +573,6 @@ fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
             );
             assert!(made_on_loop(&read), "object and reader opened inline");
         } else {
-            let eagain = (Err(FsError::Errno(libc::EAGAIN)), true);
             assert_eq!(on_loop(&getattr), eagain, "a path handle's miss");
             assert_eq!(on_loop(&read), eagain, "a path handle's miss");
         }
@@ -601,6 +592,26 @@ fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
             "{m:?}: the pool's retry"
         );
     }
+}
+
+/// A call on the loop may give up when a step sleeps for a reason the test
+/// does not control (a lock another test's thread holds, a page fault under
+/// load), which is its contract. So up to 5 tries of `attempt`, with
+/// `after_give_up` (a check) after each answer equal to `given_up`: the
+/// first other answer, else `given_up`.
+fn until_not_given_up<R: PartialEq + Clone>(
+    given_up: &R,
+    attempt: impl Fn() -> R,
+    after_give_up: impl Fn(),
+) -> R {
+    for _ in 0..5 {
+        let r = attempt();
+        if r != *given_up {
+            return r;
+        }
+        after_give_up();
+    }
+    given_up.clone()
 }
 
 /// Runs `f` on a thread of its own: a loop thread's quiet time after a
@@ -741,21 +752,16 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
                 (f(), g.gave_up())
             })
         };
-        // A change the loop may make. A step before it can still sleep for
-        // a reason the test does not control (a lock another test's thread
-        // holds, a page fault under load), and the call then gives up
-        // before changing anything, which is its contract: so up to 5
-        // tries, each give-up checked to have left `unchanged` true.
+        // A change the loop may make (`until_not_given_up`), each give-up
+        // checked to have left `unchanged` true: it gives up before
+        // changing anything.
         let made_on_loop = |f: &(dyn Fn() -> Option<FsError> + Sync),
                             unchanged: &dyn Fn() -> bool| {
-            for _ in 0..5 {
-                let r = on_loop(CHANGES, false, f);
-                if r != (eagain, true) {
-                    return r;
-                }
-                assert!(unchanged(), "{m:?}: a give-up changed something");
-            }
-            (eagain, true)
+            until_not_given_up(
+                &(eagain, true),
+                || on_loop(CHANGES, false, f),
+                || assert!(unchanged(), "{m:?}: a give-up changed something"),
+            )
         };
         let make =
             |fs: &LocalFs, n: &str| fs.create(&root(), &fs.root(), n.as_bytes(), &guarded).err();

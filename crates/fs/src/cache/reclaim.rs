@@ -219,9 +219,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn reclaimer_keeps_the_margin_and_ticks() {
-        let c = Caches::new(100);
+    /// A fake cache registered with `c`, its ticks finding nothing.
+    fn registered(c: &Caches) -> Arc<Fake> {
         let f = Arc::new(Fake {
             held: Mutex::new(Vec::new()),
             ticks: AtomicUsize::new(0),
@@ -229,6 +228,13 @@ mod tests {
         });
         let w: Weak<dyn Reclaim> = Arc::downgrade(&(f.clone() as Arc<dyn Reclaim>));
         c.register(w);
+        f
+    }
+
+    #[test]
+    fn reclaimer_keeps_the_margin_and_ticks() {
+        let c = Caches::new(100);
+        let f = registered(&c);
         // Held here, out of the reclaimer's reach, until the limit is
         // checked: it runs as soon as the high-water mark is crossed.
         let mine: Vec<Permit> = (0..100)
@@ -256,13 +262,7 @@ mod tests {
         assert_eq!(next_wait(TICK, false), TICK * 2);
         assert_eq!(next_wait(MAX_TICK, false), MAX_TICK);
         let c = Caches::new(100);
-        let f = Arc::new(Fake {
-            held: Mutex::new(Vec::new()),
-            ticks: AtomicUsize::new(0),
-            busy: false.into(),
-        });
-        let w: Weak<dyn Reclaim> = Arc::downgrade(&(f.clone() as Arc<dyn Reclaim>));
-        c.register(w);
+        let f = registered(&c);
         // Idle: 100 + 200 + 400 + 800 + 1600 ms, about 5 ticks in 3.5 s
         // (35 at a fixed 100 ms).
         std::thread::sleep(Duration::from_millis(3500));
