@@ -256,13 +256,32 @@ fn bench_config(conns: usize) -> ClientConfig {
     }
 }
 
+/// The clients a measurement's streams call through: `shared`, or with
+/// `--conns 0` (`conns` 0) one client of one connection per stream, opened
+/// now (not timed). Stream `s` calls through `stream_client(clients, s)`.
+pub(crate) async fn stream_clients(
+    addr: SocketAddr,
+    conns: usize,
+    shared: &NfsClient,
+    streams: usize,
+) -> Result<Vec<NfsClient>, String> {
+    if conns == 0 {
+        per_stream_clients(addr, streams).await
+    } else {
+        Ok(vec![shared.clone()])
+    }
+}
+
+/// Stream `s`'s client among `clients` (`stream_clients`): the shared one,
+/// or the stream's own.
+pub(crate) fn stream_client(clients: &[NfsClient], s: usize) -> Option<&NfsClient> {
+    clients.get(s % clients.len().max(1))
+}
+
 /// One client of one connection per stream (`--conns 0`). The library's
 /// `Client` spreads calls round-robin over its connections, so a stream
 /// keeps to its own connection only through a client of its own.
-pub(crate) async fn per_stream_clients(
-    addr: SocketAddr,
-    streams: usize,
-) -> Result<Vec<NfsClient>, String> {
+async fn per_stream_clients(addr: SocketAddr, streams: usize) -> Result<Vec<NfsClient>, String> {
     check_streams(0, streams)?;
     let cfg = bench_config(1);
     let mut v = Vec::with_capacity(streams);
@@ -353,11 +372,7 @@ pub async fn measure(
     let (warm, r, cost) = if streams == 1 {
         single_stream(s.addr, p.load.clone(), dur, pid, pin_one).await?
     } else {
-        let clients = if s.conns == 0 {
-            per_stream_clients(s.addr, streams).await?
-        } else {
-            vec![s.nfs.clone()]
-        };
+        let clients = stream_clients(s.addr, s.conns, &s.nfs, streams).await?;
         timed_run(&clients, p.load.clone(), streams, dur, pid).await
     };
     let per = |x: f64| x / (r.calls.max(1) as f64);

@@ -248,31 +248,30 @@ async fn connect_any(t: &Target) -> Result<Conn, String> {
     })
 }
 
-/// The clients a phase's streams call through: the shared one, or with
-/// `--conns 0` one client of one connection per stream (many client hosts,
-/// as `run --conns 0`), opened before the phase and not timed.
+/// The clients a phase's streams call through, as `run`'s
+/// (`crate::stream_clients`): the shared one, or with `--conns 0` one of
+/// one connection per stream (many client hosts), opened before the phase
+/// and not timed.
 #[derive(Clone)]
 pub struct StreamClients {
     shared: NfsClient,
-    own: Arc<Vec<NfsClient>>,
+    clients: Arc<Vec<NfsClient>>,
 }
 
 impl StreamClients {
     pub async fn open(t: &Target, c: &Conn, streams: usize) -> Result<StreamClients, String> {
-        let own = if t.conns == 0 {
-            crate::per_stream_clients(t.addr, streams.max(1)).await?
-        } else {
-            Vec::new()
-        };
+        let clients = crate::stream_clients(t.addr, t.conns, &c.nfs, streams.max(1)).await?;
         Ok(StreamClients {
             shared: c.nfs.clone(),
-            own: Arc::new(own),
+            clients: Arc::new(clients),
         })
     }
 
     /// Stream `s`'s client.
     pub fn get(&self, s: usize) -> NfsClient {
-        self.own.get(s).unwrap_or(&self.shared).clone()
+        crate::stream_client(&self.clients, s)
+            .unwrap_or(&self.shared)
+            .clone()
     }
 }
 

@@ -380,7 +380,7 @@ impl Load {
 const MAX_CALLS_PER_STREAM: u64 = 1 << 32;
 
 /// Run `streams` concurrent call loops for `dur` and gather latency. Stream
-/// `s` calls through `clients[s % clients.len()]`: one shared client, or one
+/// `s` calls through `stream_client(clients, s)`: one shared client, or one
 /// per stream (a connection each).
 pub async fn run(
     clients: &[NfsClient],
@@ -393,7 +393,7 @@ pub async fn run(
     let start = Instant::now();
     let mut tasks = Vec::new();
     for s in 0..streams {
-        let Some(nfs) = clients.get(s % clients.len().max(1)).cloned() else {
+        let Some(nfs) = crate::stream_client(clients, s).cloned() else {
             break;
         };
         let stop = stop.clone();
