@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use super::budget::{FdBudget, Permit};
 
 /// Upkeep period while there is work.
-pub const TICK: Duration = Duration::from_millis(100);
+const TICK: Duration = Duration::from_millis(100);
 /// The longest upkeep period, reached after ticks that found nothing to do.
-pub const MAX_TICK: Duration = Duration::from_millis(1600);
+const MAX_TICK: Duration = Duration::from_millis(1600);
 /// Entries one `reclaim` call frees at most (one shard lock each time).
 pub const BATCH: usize = 32;
 /// Batches per tick at most, so one tick's work is bounded too.
