@@ -3,7 +3,7 @@
 # starts the server on 127.0.0.1:$NFS_PORT (MOUNT on $MNT_PORT), boots the
 # guest (passt, or qemu user networking forwarding 10.0.2.100:$NFS_PORT and
 # :$MNT_PORT, one socat per guest connection), and serves the guest's
-# requests (server restarts, host-side locks) until qemu exits. SERVER=rnfsd
+# requests (server restarts, host-side files and locks) until qemu exits. SERVER=rnfsd
 # runs $RNFSD_BIN with its port mapper on 127.0.0.1:111 (the guest's lockd
 # finds NLM through 10.0.2.2:111); SERVER=ganesha runs a private rpcbind
 # and ganesha.nfsd with $GANESHA_CONF. Environment from run.sh: RUN EXPORT
@@ -289,6 +289,15 @@ while kill -0 "$QEMU_PID" 2>/dev/null; do
                 wait "$SQL_PID"; rc=$?; SQL_PID=
             fi
             if [ "$rc" = 0 ]; then answer "$id" "ok"; else answer "$id" "error host sqlite3 exit $rc: $(tail -n 2 "$RUN/sqlite-host.log" | tr '\n' '|')"; fi
+            ;;
+        mkfiles)
+            # mkfiles RELDIR N: the new directory EXPORT/RELDIR with regular
+            # files entry-00001-with-a-longer-name to N, made on the host
+            # (smoke's readdir-10000).
+            if [[ ${opt:-} =~ ^[0-9]+$ ]] && [[ $arg != *..* ]] && mkdir "$EXPORT/$arg" &&
+                (cd "$EXPORT/$arg" && seq -f 'entry-%05g-with-a-longer-name' 1 "$opt" | xargs touch); then
+                answer "$id" "ok made $opt"
+            else answer "$id" "error could not make $opt files in $arg"; fi
             ;;
         failover) # failover-host.sh: head A dies, the address moves to B
             if [ -n "$FO_ON" ]; then fo_failover; answer "$id" "$FO_ANSWER"; else answer "$id" "error no failover setup"; fi
