@@ -43,14 +43,15 @@
 //! step when the guard drops. A `sync` export's changes never come here:
 //! they wait for a journal commit in the blocking pool.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
 use crate::FsError;
 
 thread_local! {
     /// 0: normal; 1: inline; 2: inline, and gave up; 3: on a loop, running
-    /// a change to its end (`run_to_end`).
+    /// a change to its end (`run_to_end`); 4: on a loop, running the jobs
+    /// left for its turn's end (`turn_ends`).
     static STATE: Cell<u8> = const { Cell::new(0) };
     /// While in state 3: the change under way.
     static CHANGE: Cell<Option<Change>> = const { Cell::new(None) };
@@ -63,7 +64,22 @@ thread_local! {
     /// This thread's voluntary sleeps when this loop turn's first
     /// speculative step began (None: none began yet this turn).
     static TURN_BASE: Cell<Option<u64>> = const { Cell::new(None) };
+    /// Work this loop turn's calls left for its end (`after_turn`).
+    static AFTER_TURN: RefCell<Vec<Box<dyn TurnJob>>> = const { RefCell::new(Vec::new()) };
 }
+
+/// Work left for the end of a loop turn.
+pub trait TurnJob {
+    /// Runs it on the loop: the turn is over and the loop would sleep.
+    fn run(self: Box<Self>);
+    /// Gives it to another thread: the loop has more work ready, or the
+    /// job could not be left for the turn's end.
+    fn hand_off(self: Box<Self>);
+}
+
+/// Jobs one loop turn may leave for its end; past it they go elsewhere
+/// (`may_leave_for_turn_end`), so a turn's end stays short.
+pub const AFTER_TURN_MAX: usize = 4;
 
 /// A change run to its end (`run_to_end`): when it began, the thread's
 /// sleeps then, and how to read them again.
@@ -213,6 +229,54 @@ fn may(allowed: impl FnOnce(Leave) -> bool) -> bool {
         }
         Some(_) => false,
     }
+}
+
+/// Whether the inline call under way may leave a job for the end of its
+/// loop's turn (`after_turn`): it may write (the jobs are writebacks, which
+/// may sleep as a write may), it has not given up, and the turn has room.
+/// Such a job runs after the turn's replies are sent, in the time the loop
+/// would otherwise sleep, instead of waking another thread for it.
+pub fn may_leave_for_turn_end() -> bool {
+    STATE.with(|s| s.get() == 1)
+        && may_write()
+        && AFTER_TURN.with(|a| a.borrow().len() < AFTER_TURN_MAX)
+}
+
+/// Leaves `job` for the end of this loop's turn (`turn_ends`), or hands
+/// it off at once where `may_leave_for_turn_end` says no.
+pub fn after_turn(job: Box<dyn TurnJob>) {
+    if !may_leave_for_turn_end() {
+        job.hand_off();
+        return;
+    }
+    AFTER_TURN.with(|a| a.borrow_mut().push(job));
+}
+
+/// This loop's turn is over (its replies sent): with nothing more ready
+/// (`more` false: the loop would sleep now) it runs the jobs its calls
+/// left, on a loop (`on_loop`: nothing is closed here) but not inline
+/// (each job watches its own steps), until one sleeps; with more ready,
+/// or once one slept (the thread is quiet), it hands them off, so neither
+/// the calls waiting nor the next turn wait for them.
+pub fn turn_ends(more: bool) {
+    let jobs = AFTER_TURN.with(|a| std::mem::take(&mut *a.borrow_mut()));
+    if jobs.is_empty() {
+        return;
+    }
+    let prev = STATE.with(|s| s.replace(4));
+    for job in jobs {
+        if more || quiet() {
+            job.hand_off();
+        } else {
+            job.run();
+        }
+    }
+    STATE.with(|s| s.set(prev));
+}
+
+/// Whether a speculative step that slept keeps this thread quiet now.
+fn quiet() -> bool {
+    QUIET_UNTIL.with(|q| q.get().is_some_and(|t| Instant::now() < t))
 }
 
 /// A new loop turn: the next speculative step reads the thread's sleeps

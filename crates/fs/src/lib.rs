@@ -333,6 +333,8 @@ pub struct BackendStats {
     /// Writebacks started early for files that gathered
     /// `write_behind_bytes` of UNSTABLE data (local backend).
     pub write_behinds: u64,
+    /// Of them, started by an event loop at the end of its turn.
+    pub write_behinds_on_loop: u64,
     /// Handles whose location was searched for by a walk of the export;
     /// of them, answered JUKEBOX because the walk was still running.
     pub scans_waited: u64,

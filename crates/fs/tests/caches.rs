@@ -1094,3 +1094,118 @@ fn lookups_take_cached_handles_by_identity_only_for_the_same_object() {
         assert_eq!(e.plus.as_ref().unwrap().0, nh, "{m:?}");
     }
 }
+
+/// Write-behind from an event loop (`inline::after_turn`): a writer that
+/// crosses the threshold in an inline WRITE has its writeback left for the
+/// end of the loop's turn, started there by the loop itself (counted at
+/// once, no thread involved), at most `AFTER_TURN_MAX` per turn; the next
+/// crossing of the same turn goes to the write-behind thread, and so do a
+/// turn's jobs when it ends with more ready. The data stays what was
+/// written.
+#[test]
+fn write_behind_of_a_loop_write_starts_when_the_turn_ends() {
+    const WRITES: Leave = Leave {
+        misses: false,
+        writes: true,
+        changes: false,
+    };
+    const THRESHOLD: u64 = 64 << 10;
+    let files = rnfsd_fs::inline::AFTER_TURN_MAX + 1;
+    let chunk: Vec<u8> = (0..THRESHOLD as usize).map(|i| (i % 251) as u8).collect();
+    // (started by the thread before the turn's end, started by the turn's
+    // end, all started in the end, all counted as on a loop); None: a
+    // write gave up (a step slept, the thread went quiet), so the attempt
+    // says nothing.
+    let attempt = || {
+        let d = tmp();
+        let fs = LocalFs::open(
+            d.path(),
+            7,
+            LocalOptions {
+                write_behind_bytes: THRESHOLD,
+                ..opts(HandleMode::Path)
+            },
+        )
+        .unwrap();
+        let fhs: Vec<Fh> = (0..files)
+            .map(|i| {
+                let f = create(&fs, &fs.root(), &format!("f{i}"));
+                // A cached writer, which inline writes need.
+                fs.write(&root(), &f, 0, b"w", Stable::Unstable).unwrap();
+                f
+            })
+            .collect();
+        let r = alone(|| {
+            for f in &fhs {
+                let g = rnfsd_fs::inline::enter_with(WRITES);
+                let r = fs.write(&root(), f, 1, &chunk, Stable::Unstable);
+                if g.gave_up() || r.is_err() {
+                    return None;
+                }
+            }
+            // The one crossing past the turn's room reaches the thread.
+            let end = Instant::now() + Duration::from_secs(10);
+            while fs.stats().write_behinds == 0 && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            let before = fs.stats().write_behinds;
+            rnfsd_fs::inline::turn_ends(false);
+            // Only this thread's turn ends count here: exact at once.
+            let turn = fs.stats().write_behinds_on_loop;
+            rnfsd_fs::inline::turn_ends(false);
+            assert_eq!(fs.stats().write_behinds_on_loop, turn, "nothing left twice");
+            Some((before, turn))
+        });
+        // Everything left was started, at the turn's end or by the thread.
+        let end = Instant::now() + Duration::from_secs(10);
+        while fs.stats().write_behinds < files as u64 && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // A turn that ends with more ready hands its jobs to the thread (on
+        // a thread of its own: a writeback that slept above quiets the
+        // loop thread that ran it).
+        let handed = alone(|| {
+            let after = fs.stats().write_behinds;
+            let g = rnfsd_fs::inline::enter_with(WRITES);
+            let r = fs.write(&root(), &fhs[0], 1, &chunk, Stable::Unstable);
+            if g.gave_up() || r.is_err() {
+                return false;
+            }
+            drop(g);
+            rnfsd_fs::inline::turn_ends(true);
+            let end = Instant::now() + Duration::from_secs(10);
+            while fs.stats().write_behinds == after && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            true
+        });
+        let r = r.filter(|_| handed);
+        for (i, f) in fhs.iter().enumerate() {
+            fs.commit(&root(), f, 0, 0).unwrap();
+            let got = fs::read(d.path().join(format!("f{i}"))).unwrap();
+            assert_eq!(&got[..1], b"w");
+            assert!(got[1..] == chunk[..], "f{i}: data changed");
+        }
+        let st = fs.stats();
+        r.map(|(thread, turn)| (thread, turn, st.write_behinds, st.write_behinds_on_loop))
+    };
+    let got = until_not_given_up(&None, attempt, || {
+        std::thread::sleep(Duration::from_millis(1100))
+    });
+    let want = rnfsd_fs::inline::AFTER_TURN_MAX as u64;
+    let Some((thread, turn, all, on_loop)) = got else {
+        panic!("every attempt's write gave up on the loop");
+    };
+    assert_eq!(
+        thread, 1,
+        "one crossing past the turn's room, by the thread"
+    );
+    // The turn's end runs its jobs until one sleeps (this machine's disk
+    // decides), and hands the rest to the thread.
+    assert!(
+        (1..=want).contains(&turn) && on_loop == turn,
+        "{turn} started at the turn's end, {on_loop} counted as on a loop in all"
+    );
+    assert_eq!(all, want + 2, "every crossing started once");
+}

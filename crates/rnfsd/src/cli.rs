@@ -105,7 +105,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
                                  which that thread waits for a COMMIT's
                                  writeback (more: the call's own thread)
   write_behind_bytes = 4194304   per export: UNSTABLE bytes of a file before
-                                 its writeback starts in the background (0: off)
+                                 its writeback starts (by the event loop that
+                                 wrote them, or a background thread; 0: off)
   flush_delay_ms = 5000          per export: closed uncommitted writers flushed
                                  in the background after this (COMMIT: at once)
   ceph_call_timeout_ms = 5000    CephFS: a libcephfs call's limit, then JUKEBOX
@@ -321,7 +322,8 @@ pub struct ServeArgs {
     pub flush_delay_ms: Option<u64>,
 
     /// Per export: UNSTABLE bytes one open file gathers before their
-    /// writeback is started in the background (0: a COMMIT flushes
+    /// writeback is started, by the event loop that ran the WRITE once its
+    /// reply is sent, or by a background thread (0: a COMMIT flushes
     /// everything). [default: 4194304]
     #[arg(long, value_name = "BYTES")]
     pub write_behind_bytes: Option<u64>,

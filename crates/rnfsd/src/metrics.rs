@@ -175,6 +175,7 @@ pub fn export_counts(
         sync_writebacks_waited: b.commits.waited_before,
         flushes: b.flushes,
         write_behinds: b.write_behinds,
+        write_behinds_on_loop: b.write_behinds_on_loop,
         scans_waited: b.scans_waited,
         scans_busy: b.scans_busy,
         scan_passes: b.scan_passes,

@@ -181,6 +181,10 @@ impl Service for RpcService {
         rnfsd_fs::inline::new_turn();
     }
 
+    fn turn_ends(&self, more: bool) {
+        rnfsd_fs::inline::turn_ends(more);
+    }
+
     fn call_inline(&self, req: Request) -> Inline {
         let guard = rnfsd_fs::inline::enter_with(self.leave);
         match self.run(&req, || !guard.gave_up()) {

@@ -523,6 +523,85 @@ async fn large_unstable_writes_run_on_the_loop_when_alone() {
     .await;
 }
 
+/// Write-behind of writes made on the loop: a 512 KiB UNSTABLE WRITE sent
+/// alone crosses `write_behind_bytes` (256 KiB here), and the loop that
+/// wrote it starts the file's writeback itself once the reply is sent
+/// (counted as on a loop), waking no thread; with the writes sent to a
+/// pool (`--inline-write-alone-max=0`) the write-behind thread starts
+/// every one. Every byte lands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_behind_of_loop_writes_is_started_by_the_loop() {
+    if skip_without_kernel_handles("inline writes") {
+        return;
+    }
+    const N: u64 = 8;
+    const LEN: usize = 512 << 10;
+    bounded(async {
+        let dir = TempDir::new("loopbehind");
+        let sub = dir.path().join("d");
+        for (how, extra) in [("loop", None), ("pool", Some("--inline-write-alone-max=0"))] {
+            let mut args = vec!["--no-rpcbind", "--write-behind-bytes=262144"];
+            args.extend(extra);
+            files_in_d(&dir, 1, b"");
+            let (srv, files) = cold_server(&dir, &args).await;
+            let s = mount(&srv).await;
+            let (name, fh) = &files[0];
+            let behinds = || {
+                let snap = snapshot(&srv);
+                let e = snap.exports.iter();
+                e.fold((0, 0), |(a, b), e| {
+                    (a + e.write_behinds, b + e.write_behinds_on_loop)
+                })
+            };
+            let content: Vec<u8> = (0..N as usize * LEN).map(|j| (j % 253) as u8).collect();
+            let (_, d0) = inline_and_deferred(&srv);
+            let big = s.nfs.with_io_size(1 << 20, 1 << 20);
+            for (i, c) in content.chunks(LEN).enumerate() {
+                big.write_at(fh, (i * LEN) as u64, c, StableHow::Unstable)
+                    .await
+                    .expect("WRITE");
+            }
+            // A crossing while the file's last write-behind is still queued
+            // is not queued again: at least one, at most one per WRITE.
+            let end = Instant::now() + Duration::from_secs(10);
+            while behinds().0 == 0 && Instant::now() < end {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let (all, on_loop) = behinds();
+            let (_, d1) = inline_and_deferred(&srv);
+            let gave_up = d1 - d0;
+            eprintln!(
+                "write-behind, writes on the {how}: {all} started, {on_loop} by the loop, \
+                 {gave_up} writes given up on the loop"
+            );
+            assert!(
+                (1..=N).contains(&all),
+                "{how}: {all} write-behinds for {N} WRITEs"
+            );
+            if how == "loop" {
+                // A loop whose step slept is quiet for a while: its writes
+                // are given up there (counted) and its jobs go to the thread.
+                assert!(
+                    on_loop > 0 || gave_up > 0,
+                    "no write-behind started by the loop, none of its writes given up"
+                );
+            } else {
+                assert_eq!(
+                    on_loop, 0,
+                    "write-behind on a loop of writes made in a pool"
+                );
+            }
+            commit(&s.nfs, fh).await;
+            let got = std::fs::read(sub.join(String::from_utf8_lossy(name).as_ref())).unwrap();
+            assert!(
+                got == content,
+                "{how}: the file does not hold what was written"
+            );
+        }
+    })
+    .await;
+}
+
 /// `inline_write_max`: UNSTABLE WRITEs to files the server has never
 /// opened (a restart emptied its caches) are written on the event loop,
 /// the writer opened there, no pool thread woken. With

@@ -457,7 +457,7 @@ fn cache_families(o: &mut String, s: &Snapshot) {
         }
     }
     type EGet = fn(&crate::snapshot::ExportCounts) -> u64;
-    let ex: [(&str, &str, &str, EGet); 15] = [
+    let ex: [(&str, &str, &str, EGet); 16] = [
         (
             "rnfsd_sync_requests_total",
             "counter",
@@ -505,6 +505,12 @@ fn cache_families(o: &mut String, s: &Snapshot) {
             "counter",
             "Writebacks started early for files that gathered write_behind_bytes of UNSTABLE data.",
             |e| e.write_behinds,
+        ),
+        (
+            "rnfsd_write_behinds_on_loop_total",
+            "counter",
+            "Of the write-behinds, those an event loop started at the end of its turn.",
+            |e| e.write_behinds_on_loop,
         ),
         (
             "rnfsd_cache_fds",
@@ -803,14 +809,15 @@ pub fn report(s: &Snapshot) -> String {
         let _ = writeln!(
             o,
             " descriptors {}/{}; handle walks {} ({} waits, {} jukebox); verifier resets {}; \
-             write-behinds {}",
+             write-behinds {} ({} by event loops)",
             e.fds_cached,
             e.fd_limit,
             e.scan_passes,
             e.scans_waited,
             e.scans_busy,
             e.verifier_resets,
-            e.write_behinds
+            e.write_behinds,
+            e.write_behinds_on_loop
         );
         if e.sync_requests > 0 {
             // Group commit at a glance: syncs per durability request.

@@ -88,6 +88,9 @@ pub struct ExportCounts {
     /// `write_behind_bytes` of UNSTABLE data.
     #[serde(default)]
     pub write_behinds: u64,
+    /// Of them, started by an event loop at the end of its turn.
+    #[serde(default)]
+    pub write_behinds_on_loop: u64,
     /// Calls that waited for a walk of the export; of them, answered
     /// JUKEBOX because it had not found the object yet (or too many waited).
     pub scans_waited: u64,
@@ -175,6 +178,9 @@ impl ExportCounts {
                 .saturating_sub(base.sync_writebacks_waited),
             flushes: self.flushes.saturating_sub(base.flushes),
             write_behinds: self.write_behinds.saturating_sub(base.write_behinds),
+            write_behinds_on_loop: self
+                .write_behinds_on_loop
+                .saturating_sub(base.write_behinds_on_loop),
             scans_waited: self.scans_waited.saturating_sub(base.scans_waited),
             scans_busy: self.scans_busy.saturating_sub(base.scans_busy),
             scan_passes: self.scan_passes.saturating_sub(base.scan_passes),

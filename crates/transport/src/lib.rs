@@ -133,6 +133,14 @@ pub trait Service: Send + Sync + 'static {
     /// form one turn. Called only when `run_inline` is on; must be cheap.
     fn turn_begins(&self) {}
 
+    /// The event loop's turn is over and its replies are sent; `more`: it
+    /// has more ready (it polls again at once), else it is about to wait
+    /// for the next events. Work the turn's `call_inline` calls left for
+    /// this moment runs here when it would otherwise sleep, instead of
+    /// waking another thread, and goes to another thread when more is
+    /// ready. Called only when `run_inline` is on; must be short.
+    fn turn_ends(&self, _more: bool) {}
+
     /// The largest reply this record's call may produce, when that is
     /// large (READ, READDIR): room reserved against `max_buffered_bytes`
     /// while the call runs. 0 for small replies. Must be cheap.

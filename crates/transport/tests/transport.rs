@@ -10,7 +10,9 @@
 //! sent from a pipe (splice), then pad to 4 bytes; 7 "alone": as 5, but
 //! routed `Alone` (on the loop only when nothing else there is ready); 8
 //! "later": the reply is taken (`take_later`) and sent by another thread
-//! `arg` ms later.
+//! `arg` ms later. Op 5 with `arg` 2 answered on the loop also leaves
+//! work for the end of the loop's turn (`Service::turn_ends`), which takes
+//! `TURN_END_WORK`.
 
 use rnfsd_pool::Threads;
 use rnfsd_transport::{
@@ -33,7 +35,13 @@ struct Toy {
     gate: (std::sync::Mutex<bool>, std::sync::Condvar),
     /// Op 6's pipes.
     pipes: Arc<PipePool>,
+    /// Work op 5 with arg 2 left for the turn's end, and work done there.
+    left: AtomicUsize,
+    done_at_turn_end: AtomicUsize,
 }
+
+/// How long the work left for a turn's end takes.
+const TURN_END_WORK: Duration = Duration::from_millis(300);
 
 impl Default for Toy {
     fn default() -> Self {
@@ -42,6 +50,8 @@ impl Default for Toy {
             per_conn: std::array::from_fn(|_| AtomicUsize::new(0)),
             gate: Default::default(),
             pipes: PipePool::new(4, 256 << 10),
+            left: AtomicUsize::new(0),
+            done_at_turn_end: AtomicUsize::new(0),
         }
     }
 }
@@ -74,7 +84,22 @@ impl Service for Toy {
         if req.data.get(8) == Some(&1) {
             return Inline::Defer(req);
         }
+        if req.data.get(4) == Some(&5) && req.data.get(8) == Some(&2) {
+            self.left.fetch_add(1, Ordering::SeqCst);
+        }
         Inline::Done(self.call(req))
+    }
+
+    fn turn_ends(&self, _more: bool) {
+        assert!(thread::current()
+            .name()
+            .unwrap_or("")
+            .starts_with("rnfsd-evloop"));
+        let n = self.left.swap(0, Ordering::SeqCst);
+        if n > 0 {
+            thread::sleep(TURN_END_WORK);
+            self.done_at_turn_end.fetch_add(n, Ordering::SeqCst);
+        }
     }
 
     fn call(&self, req: Request) -> Option<Reply> {
@@ -1154,6 +1179,44 @@ fn quick_calls_run_on_the_loop_thread() {
         } else {
             assert_eq!((on_loop, t.records_inline), (0, 0));
         }
+        sv.h.shutdown();
+        sv.h.wait();
+    }
+}
+
+/// Work an inline call leaves for the end of its loop's turn runs there,
+/// on the loop, after the turn's replies are sent: the reply does not wait
+/// for it. With `run_inline` off nothing runs inline and nothing is left.
+#[test]
+fn work_left_for_the_turn_end_runs_after_the_replies_leave() {
+    for inline in [true, false] {
+        let sv = server_with(
+            TransportConfig {
+                run_inline: inline,
+                ..TransportConfig::default()
+            },
+            pool(2),
+        );
+        let mut s = connect(sv.addr);
+        let t = Instant::now();
+        s.write_all(&record(&payload(1, 5, 2, 0))).unwrap();
+        let r = read_record(&mut s).unwrap();
+        let waited = t.elapsed();
+        assert_eq!(id_of(&r), 1);
+        assert!(
+            waited < TURN_END_WORK,
+            "the reply waited {waited:?} for the turn's end"
+        );
+        let end = Instant::now() + Duration::from_secs(10);
+        while inline && sv.svc.done_at_turn_end.load(Ordering::SeqCst) == 0 && Instant::now() < end
+        {
+            thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            sv.svc.done_at_turn_end.load(Ordering::SeqCst),
+            usize::from(inline),
+            "inline {inline}"
+        );
         sv.h.shutdown();
         sv.h.wait();
     }

@@ -1,7 +1,8 @@
 //! Write-behind: once a writer holds `write_behind_bytes` of UNSTABLE data
-//! not yet handed to the disk, a background thread starts the file's
-//! writeback (`sync_file_range(SYNC_FILE_RANGE_WRITE)`, which waits for
-//! nothing), so the COMMIT that ends a large transfer finds most of it
+//! not yet handed to the disk, the file's writeback is started
+//! (`sync_file_range(SYNC_FILE_RANGE_WRITE)`, which waits for no I/O) by a
+//! background thread, or by the event loop that ran the write, at the end
+//! of its turn (`OnLoop`), so the COMMIT that ends a large transfer finds most of it
 //! written instead of flushing all of it while its client waits, and the
 //! disk works while the data still arrives.
 //!
@@ -13,9 +14,10 @@
 //! queued, and at most once at a time (`OpenFile::gather_behind`), so the
 //! queue never holds more writers than the descriptor budget has permits;
 //! a queued writer keeps its descriptor, and its permit, until the thread
-//! is done with it. Handing a writer over is an atomic add and,
-//! past the threshold, one push and one wakeup: never a wait, so an event
-//! loop may do it.
+//! is done with it; a loop's turn leaves at most
+//! `crate::inline::AFTER_TURN_MAX` writebacks for its end. Handing a
+//! writer over is an atomic add and, past the threshold, one push (and one
+//! wakeup of the thread): never a wait, so an event loop may do it.
 
 use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
@@ -33,8 +35,9 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     cv: Condvar,
-    /// Writebacks started so far.
+    /// Writebacks started so far; of them, by event loops.
     started: AtomicU64,
+    on_loop: AtomicU64,
 }
 
 pub(super) struct WriteBehind {
@@ -52,6 +55,7 @@ impl WriteBehind {
             }),
             cv: Condvar::new(),
             started: AtomicU64::new(0),
+            on_loop: AtomicU64::new(0),
         });
         if threshold > 0 {
             let t = s.clone();
@@ -69,25 +73,98 @@ impl WriteBehind {
     }
 
     /// `f` wrote `n` bytes UNSTABLE: queued for writeback once it has
-    /// gathered the threshold since it was last queued.
+    /// gathered the threshold since it was last queued. A write made on an
+    /// event loop leaves the writeback for the end of the loop's turn
+    /// (`crate::inline::after_turn`), where the loop starts it itself once
+    /// the reply is sent, instead of waking this thread: one context switch
+    /// fewer per threshold's worth of data. A loop whose writes have been
+    /// sleeping (it is quiet) or whose turn has its fill queues it here.
     pub fn wrote(&self, f: &Arc<OpenFile>, n: u64) {
         if self.threshold == 0 || !f.gather_behind(n, self.threshold) {
             return;
         }
-        let mut g = self.s.state.lock().unwrap_or_else(|e| e.into_inner());
-        if g.stop {
-            drop(g);
-            f.behind_done();
+        if crate::inline::may_leave_for_turn_end() {
+            let job = OnLoop {
+                f: Some(f.clone()),
+                s: self.s.clone(),
+            };
+            crate::inline::after_turn(Box::new(job));
             return;
         }
-        g.jobs.push_back(f.clone());
-        drop(g);
-        self.s.cv.notify_one();
+        self.queue(f.clone());
+    }
+
+    fn queue(&self, f: Arc<OpenFile>) {
+        queue(&self.s, f);
     }
 
     /// Writebacks started so far.
     pub fn started(&self) -> u64 {
         self.s.started.load(Ordering::Relaxed)
+    }
+
+    /// Of them, started by event loops.
+    pub fn started_on_loop(&self) -> u64 {
+        self.s.on_loop.load(Ordering::Relaxed)
+    }
+}
+
+/// Queues `f` for the thread.
+fn queue(s: &Shared, f: Arc<OpenFile>) {
+    {
+        let mut g = s.state.lock().unwrap_or_else(|e| e.into_inner());
+        if g.stop {
+            drop(g);
+            f.behind_done();
+            return;
+        }
+        g.jobs.push_back(f);
+    }
+    s.cv.notify_one();
+}
+
+/// A writeback left for the end of an event loop's turn.
+struct OnLoop {
+    f: Option<Arc<OpenFile>>,
+    s: Arc<Shared>,
+}
+
+impl crate::inline::TurnJob for OnLoop {
+    /// Starts the writeback as a speculative step (`crate::inline::watch`):
+    /// if it slept, the loop is quiet for a while and its next ones go to
+    /// the thread.
+    fn run(self: Box<Self>) {
+        if let Some(f) = &self.f {
+            let fd = f.fd.as_raw_fd();
+            // An error here is the COMMIT's to report (its fsync sees it).
+            if let Err(e) = crate::inline::watch(sys::thread_sleeps, || sys::start_writeback(fd)) {
+                tracing::debug!(error = %e, "write-behind: starting writeback failed");
+            }
+            self.s.started.fetch_add(1, Ordering::Relaxed);
+            self.s.on_loop.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The thread starts it (its drop then finds nothing to do).
+    fn hand_off(mut self: Box<Self>) {
+        if let Some(f) = self.f.take() {
+            queue(&self.s, f);
+        }
+    }
+}
+
+impl Drop for OnLoop {
+    /// Done (or dropped unrun): the file may be queued again. Were this
+    /// the last reference (the writer evicted meanwhile), closing it here
+    /// could sleep on the loop: the thread drops it instead.
+    fn drop(&mut self) {
+        let Some(f) = self.f.take() else {
+            return;
+        };
+        f.behind_done();
+        if Arc::strong_count(&f) == 1 {
+            queue(&self.s, f);
+        }
     }
 }
 

@@ -837,6 +837,7 @@ impl Backend for LocalFs {
                 }),
             flushes: self.files.flusher().flushes(),
             write_behinds: self.files.behind().started(),
+            write_behinds_on_loop: self.files.behind().started_on_loop(),
             scans_waited,
             scans_busy,
             scan_passes,

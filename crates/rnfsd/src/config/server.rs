@@ -265,9 +265,10 @@ pub struct ServerConfig {
     /// (a COMMIT flushes at once). None: backend default (5 s).
     pub flush_delay_ms: Option<u64>,
     /// Local backend, per export: UNSTABLE bytes one open file gathers
-    /// before a background thread starts their writeback, so a COMMIT
-    /// finds most of a large transfer already on its way to the disk
-    /// (0: the COMMIT flushes everything). None: backend default (0).
+    /// before their writeback is started (by the event loop that ran the
+    /// WRITE, once its reply is sent, or else a background thread), so a
+    /// COMMIT finds most of a large transfer already on its way to the disk
+    /// (0: the COMMIT flushes everything). None: backend default (4 MiB).
     pub write_behind_bytes: Option<u64>,
     /// CephFS exports: how long one libcephfs call may take before the
     /// client gets JUKEBOX and retries (libcephfs waits, with no limit of

@@ -432,6 +432,9 @@ impl EventLoop {
                 }
                 self.process_run();
             }
+            if self.run_inline {
+                self.shared.service.turn_ends(!self.run.is_empty());
+            }
             if self.next_sweep.is_some_and(|t| Instant::now() >= t) {
                 self.sweep();
             }
