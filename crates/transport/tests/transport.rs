@@ -270,6 +270,17 @@ fn server_with(cfg: TransportConfig, pool: PoolConfig) -> Server {
     Server { h, svc, addr }
 }
 
+/// A server with `run_inline` as given and two workers.
+fn server_inline(inline: bool) -> Server {
+    server_with(
+        TransportConfig {
+            run_inline: inline,
+            ..TransportConfig::default()
+        },
+        pool(2),
+    )
+}
+
 fn pool(n: usize) -> PoolConfig {
     PoolConfig {
         threads: Threads::Fixed(n),
@@ -1147,13 +1158,7 @@ fn blocking_calls_run_in_their_own_pool() {
 #[test]
 fn quick_calls_run_on_the_loop_thread() {
     for inline in [true, false] {
-        let sv = server_with(
-            TransportConfig {
-                run_inline: inline,
-                ..TransportConfig::default()
-            },
-            pool(2),
-        );
+        let sv = server_inline(inline);
         let mut s = connect(sv.addr);
         let mut burst = Vec::new();
         for id in 0..50u32 {
@@ -1190,13 +1195,7 @@ fn quick_calls_run_on_the_loop_thread() {
 #[test]
 fn work_left_for_the_turn_end_runs_after_the_replies_leave() {
     for inline in [true, false] {
-        let sv = server_with(
-            TransportConfig {
-                run_inline: inline,
-                ..TransportConfig::default()
-            },
-            pool(2),
-        );
+        let sv = server_inline(inline);
         let mut s = connect(sv.addr);
         let t = Instant::now();
         s.write_all(&record(&payload(1, 5, 2, 0))).unwrap();
