@@ -2,9 +2,9 @@
 //! not yet handed to the disk, the file's writeback is started
 //! (`sync_file_range(SYNC_FILE_RANGE_WRITE)`, which waits for no I/O) by a
 //! background thread, or by the event loop that ran the write, at the end
-//! of its turn (`OnLoop`), so the COMMIT that ends a large transfer finds most of it
-//! written instead of flushing all of it while its client waits, and the
-//! disk works while the data still arrives.
+//! of its turn (`OnLoop`). The COMMIT that ends a large transfer then finds
+//! most of it written instead of flushing all of it while its client
+//! waits, and the disk works while the data still arrives.
 //!
 //! Durability does not depend on it: COMMIT still syncs, and starting
 //! writeback consumes no writeback error (only a wait does), so the
@@ -91,11 +91,7 @@ impl WriteBehind {
             crate::inline::after_turn(Box::new(job));
             return;
         }
-        self.queue(f.clone());
-    }
-
-    fn queue(&self, f: Arc<OpenFile>) {
-        queue(&self.s, f);
+        queue(&self.s, f.clone());
     }
 
     /// Writebacks started so far.
