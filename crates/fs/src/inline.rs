@@ -42,6 +42,13 @@
 //! reclaimed or closed there), and the whole rest of it is watched as one
 //! step when the guard drops. A `sync` export's changes never come here:
 //! they wait for a journal commit in the blocking pool.
+//!
+//! A call on the loop may also leave a job for the end of the loop's turn
+//! (`after_turn`: write-behind's writeback start). Once the turn's replies
+//! are sent, the loop runs it where it would otherwise sleep, unless more
+//! is ready or a recent job slept (`watch_job`, a backoff of the jobs' own):
+//! then another thread gets it. A job is never a reason to quiet the
+//! loop's calls.
 
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
@@ -61,6 +68,11 @@ thread_local! {
     static QUIET_UNTIL: Cell<Option<Instant>> = const { Cell::new(None) };
     /// The quiet time a step that slept sets next.
     static BACKOFF: Cell<Duration> = const { Cell::new(BACKOFF_MIN) };
+    /// The same for the jobs left for a turn's end (`watch_job`), apart:
+    /// a job that slept sends the next ones elsewhere for a while, and
+    /// leaves the calls' speculation alone.
+    static JOBS_QUIET_UNTIL: Cell<Option<Instant>> = const { Cell::new(None) };
+    static JOBS_BACKOFF: Cell<Duration> = const { Cell::new(BACKOFF_MIN) };
     /// This thread's voluntary sleeps when this loop turn's first
     /// speculative step began (None: none began yet this turn).
     static TURN_BASE: Cell<Option<u64>> = const { Cell::new(None) };
@@ -233,12 +245,14 @@ fn may(allowed: impl FnOnce(Leave) -> bool) -> bool {
 
 /// Whether the inline call under way may leave a job for the end of its
 /// loop's turn (`after_turn`): it may write (the jobs are writebacks, which
-/// may sleep as a write may), it has not given up, and the turn has room.
-/// Such a job runs after the turn's replies are sent, in the time the loop
-/// would otherwise sleep, instead of waking another thread for it.
+/// may sleep as a write may), it has not given up, no recent job slept,
+/// and the turn has room. Such a job runs after the turn's replies are
+/// sent, in the time the loop would otherwise sleep, instead of waking
+/// another thread for it.
 pub fn may_leave_for_turn_end() -> bool {
     STATE.with(|s| s.get() == 1)
         && may_write()
+        && !jobs_quiet()
         && AFTER_TURN.with(|a| a.borrow().len() < AFTER_TURN_MAX)
 }
 
@@ -255,9 +269,9 @@ pub fn after_turn(job: Box<dyn TurnJob>) {
 /// This loop's turn is over (its replies sent): with nothing more ready
 /// (`more` false: the loop would sleep now) it runs the jobs its calls
 /// left, on a loop (`on_loop`: nothing is closed here) but not inline
-/// (each job watches its own steps), until one sleeps; with more ready,
-/// or once one slept (the thread is quiet), it hands them off, so neither
-/// the calls waiting nor the next turn wait for them.
+/// (each job watches itself, `watch_job`), until one sleeps; with more
+/// ready, or once one slept, it hands them off, so neither the calls
+/// waiting nor the next turn wait for them.
 pub fn turn_ends(more: bool) {
     let jobs = AFTER_TURN.with(|a| std::mem::take(&mut *a.borrow_mut()));
     if jobs.is_empty() {
@@ -265,7 +279,7 @@ pub fn turn_ends(more: bool) {
     }
     let prev = STATE.with(|s| s.replace(4));
     for job in jobs {
-        if more || quiet() {
+        if more || jobs_quiet() {
             job.hand_off();
         } else {
             job.run();
@@ -274,9 +288,23 @@ pub fn turn_ends(more: bool) {
     STATE.with(|s| s.set(prev));
 }
 
-/// Whether a speculative step that slept keeps this thread quiet now.
-fn quiet() -> bool {
-    QUIET_UNTIL.with(|q| q.get().is_some_and(|t| Instant::now() < t))
+/// Whether a turn-end job that slept keeps this thread's next ones off it.
+fn jobs_quiet() -> bool {
+    JOBS_QUIET_UNTIL.with(|q| q.get().is_some_and(|t| Instant::now() < t))
+}
+
+/// Runs a turn-end job's step and records whether it slept (slow, and the
+/// thread's sleeps moved), in the jobs' own backoff: one that slept sends
+/// this loop's next jobs to another thread for the backoff, which doubles
+/// while they keep sleeping, as a speculative step's does for calls.
+/// Jobs are rare (one per `write_behind_bytes`), so `sleeps` is read twice.
+pub fn watch_job<T>(sleeps: impl Fn() -> u64, step: impl FnOnce() -> T) -> T {
+    let base = sleeps();
+    let t = Instant::now();
+    let r = step();
+    let slept = t.elapsed() >= SLOW_STEP && sleeps() != base;
+    back_off(slept, &JOBS_QUIET_UNTIL, &JOBS_BACKOFF);
+    r
 }
 
 /// A new loop turn: the next speculative step reads the thread's sleeps
@@ -323,12 +351,19 @@ fn judge(t: Instant, base: u64, sleeps: impl Fn() -> u64) {
 /// for the backoff, which doubles (to `BACKOFF_MAX`); one that did not
 /// halves it (to `BACKOFF_MIN`).
 pub fn speculated(slept: bool) {
-    let b = BACKOFF.with(|b| b.get());
+    back_off(slept, &QUIET_UNTIL, &BACKOFF);
+}
+
+type Quiet = std::thread::LocalKey<Cell<Option<Instant>>>;
+type Backoff = std::thread::LocalKey<Cell<Duration>>;
+
+fn back_off(slept: bool, quiet: &'static Quiet, backoff: &'static Backoff) {
+    let b = backoff.with(|b| b.get());
     if slept {
-        QUIET_UNTIL.with(|q| q.set(Some(Instant::now() + b)));
-        BACKOFF.with(|c| c.set((b * 2).min(BACKOFF_MAX)));
+        quiet.with(|q| q.set(Some(Instant::now() + b)));
+        backoff.with(|c| c.set((b * 2).min(BACKOFF_MAX)));
     } else if b > BACKOFF_MIN {
-        BACKOFF.with(|c| c.set((b / 2).max(BACKOFF_MIN)));
+        backoff.with(|c| c.set((b / 2).max(BACKOFF_MIN)));
     }
 }
 
@@ -475,5 +510,84 @@ mod tests {
         while t.elapsed() < d {
             std::hint::spin_loop();
         }
+    }
+
+    /// Jobs left for a turn's end: bounded per turn, run at its end when
+    /// nothing more is ready and handed off otherwise; a job that slept
+    /// sends the next ones elsewhere for a while without quieting the
+    /// loop's calls.
+    #[test]
+    fn turn_end_jobs_run_or_go_elsewhere_and_back_off_on_their_own() {
+        use std::rc::Rc;
+        struct Job(Rc<Cell<(u32, u32)>>, bool);
+        impl TurnJob for Job {
+            fn run(self: Box<Self>) {
+                let slept = self.1;
+                // Slow, and the sleeps move during the step when `slept`.
+                let n = Cell::new(0u64);
+                watch_job(
+                    || n.get(),
+                    || {
+                        std::thread::sleep(SLOW_STEP * 2);
+                        if slept {
+                            n.set(1);
+                        }
+                    },
+                );
+                self.0.set((self.0.get().0 + 1, self.0.get().1));
+            }
+            fn hand_off(self: Box<Self>) {
+                self.0.set((self.0.get().0, self.0.get().1 + 1));
+            }
+        }
+        let ran = Rc::new(Cell::new((0, 0)));
+        let writes = Leave {
+            writes: true,
+            ..Leave::NONE
+        };
+        {
+            let _g = enter();
+            assert!(!may_leave_for_turn_end(), "memory only: no writes");
+            after_turn(Box::new(Job(ran.clone(), false)));
+        }
+        assert_eq!(ran.get(), (0, 1), "not allowed: handed off at once");
+        {
+            let _g = enter_with(writes);
+            for _ in 0..AFTER_TURN_MAX {
+                assert!(may_leave_for_turn_end());
+                after_turn(Box::new(Job(ran.clone(), false)));
+            }
+            assert!(!may_leave_for_turn_end(), "the turn's room is full");
+        }
+        assert!(!may_leave_for_turn_end(), "not inline");
+        turn_ends(true);
+        assert_eq!(
+            ran.get(),
+            (0, 1 + AFTER_TURN_MAX as u32),
+            "more ready: handed off"
+        );
+        turn_ends(false);
+        assert_eq!(
+            ran.get(),
+            (0, 1 + AFTER_TURN_MAX as u32),
+            "nothing left twice"
+        );
+        {
+            let _g = enter_with(writes);
+            after_turn(Box::new(Job(ran.clone(), true)));
+            after_turn(Box::new(Job(ran.clone(), false)));
+        }
+        turn_ends(false);
+        assert_eq!(
+            ran.get(),
+            (1, 2 + AFTER_TURN_MAX as u32),
+            "the first ran and slept, the second went elsewhere"
+        );
+        let g = enter_with(writes);
+        assert!(!may_leave_for_turn_end(), "jobs back off after one slept");
+        assert!(may_write(), "the calls' speculation is not quieted");
+        drop(g);
+        JOBS_QUIET_UNTIL.with(|q| q.set(None));
+        JOBS_BACKOFF.with(|b| b.set(BACKOFF_MIN));
     }
 }

@@ -1163,8 +1163,8 @@ fn write_behind_of_a_loop_write_starts_when_the_turn_ends() {
             std::thread::sleep(Duration::from_millis(10));
         }
         // A turn that ends with more ready hands its jobs to the thread (on
-        // a thread of its own: a writeback that slept above quiets the
-        // loop thread that ran it).
+        // a thread of its own: after a writeback that slept above, the
+        // loop thread that ran it sends its next ones to the thread).
         let handed = alone(|| {
             let after = fs.stats().write_behinds;
             let g = rnfsd_fs::inline::enter_with(WRITES);

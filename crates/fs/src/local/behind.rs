@@ -77,8 +77,8 @@ impl WriteBehind {
     /// event loop leaves the writeback for the end of the loop's turn
     /// (`crate::inline::after_turn`), where the loop starts it itself once
     /// the reply is sent, instead of waking this thread: one context switch
-    /// fewer per threshold's worth of data. A loop whose writes have been
-    /// sleeping (it is quiet) or whose turn has its fill queues it here.
+    /// fewer per threshold's worth of data. A loop whose writebacks have
+    /// been sleeping, or whose turn has its fill, queues it here.
     pub fn wrote(&self, f: &Arc<OpenFile>, n: u64) {
         if self.threshold == 0 || !f.gather_behind(n, self.threshold) {
             return;
@@ -126,14 +126,15 @@ struct OnLoop {
 }
 
 impl crate::inline::TurnJob for OnLoop {
-    /// Starts the writeback as a speculative step (`crate::inline::watch`):
-    /// if it slept, the loop is quiet for a while and its next ones go to
-    /// the thread.
+    /// Starts the writeback, watched (`crate::inline::watch_job`): if it
+    /// slept, this loop's next ones go to the thread for a while.
     fn run(self: Box<Self>) {
         if let Some(f) = &self.f {
             let fd = f.fd.as_raw_fd();
             // An error here is the COMMIT's to report (its fsync sees it).
-            if let Err(e) = crate::inline::watch(sys::thread_sleeps, || sys::start_writeback(fd)) {
+            if let Err(e) =
+                crate::inline::watch_job(sys::thread_sleeps, || sys::start_writeback(fd))
+            {
                 tracing::debug!(error = %e, "write-behind: starting writeback failed");
             }
             self.s.started.fetch_add(1, Ordering::Relaxed);
