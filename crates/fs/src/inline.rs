@@ -151,7 +151,7 @@ impl Inline {
 impl Drop for Inline {
     fn drop(&mut self) {
         if let Some((t, base, sleeps)) = CHANGE.with(|c| c.take()) {
-            judge(t, base, sleeps);
+            judge(t, base, sleeps, &QUIET_UNTIL, &BACKOFF);
         }
         STATE.with(|s| s.set(0));
         MAY.with(|m| m.set(Leave::NONE));
@@ -249,15 +249,15 @@ fn may(allowed: impl FnOnce(Leave) -> bool) -> bool {
 /// and the turn has room. Such a job runs after the turn's replies are
 /// sent, in the time the loop would otherwise sleep, instead of waking
 /// another thread for it.
-pub fn may_leave_for_turn_end() -> bool {
+fn may_leave_for_turn_end() -> bool {
     STATE.with(|s| s.get() == 1)
         && may_write()
         && !jobs_quiet()
         && AFTER_TURN.with(|a| a.borrow().len() < AFTER_TURN_MAX)
 }
 
-/// Leaves `job` for the end of this loop's turn (`turn_ends`), or hands
-/// it off at once where `may_leave_for_turn_end` says no.
+/// Leaves `job` for the end of this loop's turn (`turn_ends`) when
+/// `may_leave_for_turn_end` says so; else hands it off at once.
 pub fn after_turn(job: Box<dyn TurnJob>) {
     if !may_leave_for_turn_end() {
         job.hand_off();
@@ -293,18 +293,12 @@ fn jobs_quiet() -> bool {
     JOBS_QUIET_UNTIL.with(|q| q.get().is_some_and(|t| Instant::now() < t))
 }
 
-/// Runs a turn-end job's step and records whether it slept (slow, and the
-/// thread's sleeps moved), in the jobs' own backoff: one that slept sends
-/// this loop's next jobs to another thread for the backoff, which doubles
-/// while they keep sleeping, as a speculative step's does for calls.
-/// Jobs are rare (one per `write_behind_bytes`), so `sleeps` is read twice.
+/// `watch` for a turn-end job, judged into the jobs' own backoff: one that
+/// slept sends this loop's next jobs to another thread for the backoff,
+/// which doubles while they keep sleeping, and leaves the calls'
+/// speculation alone.
 pub fn watch_job<T>(sleeps: impl Fn() -> u64, step: impl FnOnce() -> T) -> T {
-    let base = sleeps();
-    let t = Instant::now();
-    let r = step();
-    let slept = t.elapsed() >= SLOW_STEP && sleeps() != base;
-    back_off(slept, &JOBS_QUIET_UNTIL, &JOBS_BACKOFF);
-    r
+    watch_into(sleeps, step, &JOBS_QUIET_UNTIL, &JOBS_BACKOFF)
 }
 
 /// A new loop turn: the next speculative step reads the thread's sleeps
@@ -321,6 +315,15 @@ pub fn new_turn() {
 /// elsewhere in the turn (a contended lock) is blamed on the next slow
 /// step; a slow step that did not sleep (the CPU was taken) is not.
 pub fn watch<T>(sleeps: impl Fn() -> u64, step: impl FnOnce() -> T) -> T {
+    watch_into(sleeps, step, &QUIET_UNTIL, &BACKOFF)
+}
+
+fn watch_into<T>(
+    sleeps: impl Fn() -> u64,
+    step: impl FnOnce() -> T,
+    quiet: &'static Quiet,
+    backoff: &'static Backoff,
+) -> T {
     let base = TURN_BASE.with(|b| match b.get() {
         Some(v) => v,
         None => {
@@ -331,20 +334,27 @@ pub fn watch<T>(sleeps: impl Fn() -> u64, step: impl FnOnce() -> T) -> T {
     });
     let t = Instant::now();
     let r = step();
-    judge(t, base, &sleeps);
+    judge(t, base, &sleeps, quiet, backoff);
     r
 }
 
 /// A step that began at `t` with the thread at `base` sleeps is over:
-/// recorded as slept only if it was slow and the sleeps moved.
-fn judge(t: Instant, base: u64, sleeps: impl Fn() -> u64) {
+/// recorded (in `quiet` and `backoff`) as slept only if it was slow and the
+/// sleeps moved.
+fn judge(
+    t: Instant,
+    base: u64,
+    sleeps: impl Fn() -> u64,
+    quiet: &'static Quiet,
+    backoff: &'static Backoff,
+) {
     if t.elapsed() < SLOW_STEP {
-        speculated(false);
+        back_off(false, quiet, backoff);
         return;
     }
     let now = sleeps();
     TURN_BASE.with(|b| b.set(Some(now)));
-    speculated(now != base);
+    back_off(now != base, quiet, backoff);
 }
 
 /// Records how a speculative step went: one that slept quiets this thread

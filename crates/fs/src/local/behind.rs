@@ -16,8 +16,10 @@
 //! a queued writer keeps its descriptor, and its permit, until the thread
 //! is done with it; a loop's turn leaves at most
 //! `crate::inline::AFTER_TURN_MAX` writebacks for its end. Handing a
-//! writer over is an atomic add and, past the threshold, one push (and one
-//! wakeup of the thread): never a wait, so an event loop may do it.
+//! writer over is an atomic add and, past the threshold (once per
+//! `write_behind_bytes`), one boxed job pushed to the loop's list or the
+//! thread's queue (with one wakeup of the thread): never a wait, so an
+//! event loop may do it.
 
 use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
@@ -83,15 +85,12 @@ impl WriteBehind {
         if self.threshold == 0 || !f.gather_behind(n, self.threshold) {
             return;
         }
-        if crate::inline::may_leave_for_turn_end() {
-            let job = OnLoop {
-                f: Some(f.clone()),
-                s: self.s.clone(),
-            };
-            crate::inline::after_turn(Box::new(job));
-            return;
-        }
-        queue(&self.s, f.clone());
+        // Left for the loop's turn end where that may be, else handed
+        // off at once (`OnLoop::hand_off`: this thread's queue).
+        crate::inline::after_turn(Box::new(OnLoop {
+            f: Some(f.clone()),
+            s: self.s.clone(),
+        }));
     }
 
     /// Writebacks started so far.
