@@ -1004,6 +1004,17 @@ fn an_evicted_writer_is_flushed_after_the_delay_or_by_a_commit() {
     }
 }
 
+/// A backend on a fresh directory with `write_behind_bytes` = `threshold`.
+fn behind_fs(threshold: u64) -> (tempfile::TempDir, LocalFs) {
+    let d = tmp();
+    let o = LocalOptions {
+        write_behind_bytes: threshold,
+        ..opts(HandleMode::Path)
+    };
+    let fs = LocalFs::open(d.path(), 7, o).unwrap();
+    (d, fs)
+}
+
 /// Write-behind: a writer that gathered `write_behind_bytes` of UNSTABLE
 /// data has its writeback started in the background (counted), at most
 /// once per threshold crossed while none is queued; with 0, never. The
@@ -1011,16 +1022,7 @@ fn an_evicted_writer_is_flushed_after_the_delay_or_by_a_commit() {
 #[test]
 fn write_behind_starts_writeback_past_its_threshold_only() {
     for threshold in [64u64 << 10, 0] {
-        let d = tmp();
-        let fs = LocalFs::open(
-            d.path(),
-            7,
-            LocalOptions {
-                write_behind_bytes: threshold,
-                ..opts(HandleMode::Path)
-            },
-        )
-        .unwrap();
+        let (d, fs) = behind_fs(threshold);
         let f = create(&fs, &fs.root(), "big");
         let chunk: Vec<u8> = (0..32 << 10).map(|i: usize| (i % 251) as u8).collect();
         for i in 0..32u64 {
@@ -1117,16 +1119,7 @@ fn write_behind_of_a_loop_write_starts_when_the_turn_ends() {
     // write gave up (a step slept, the thread went quiet), so the attempt
     // says nothing.
     let attempt = || {
-        let d = tmp();
-        let fs = LocalFs::open(
-            d.path(),
-            7,
-            LocalOptions {
-                write_behind_bytes: THRESHOLD,
-                ..opts(HandleMode::Path)
-            },
-        )
-        .unwrap();
+        let (d, fs) = behind_fs(THRESHOLD);
         let fhs: Vec<Fh> = (0..files)
             .map(|i| {
                 let f = create(&fs, &fs.root(), &format!("f{i}"));
