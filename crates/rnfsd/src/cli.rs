@@ -123,6 +123,8 @@ CONFIGURATION FILE (--config, TOML; unknown keys are errors; defaults shown):
   inline_write_max = 65536       ... and UNSTABLE WRITEs up to this size (0: none)
   inline_write_alone_max = 1048576  ... and up to this size when nothing else
                                  of that loop is ready (0: none)
+  inline_large_writes_per_turn = 4  ... or this many a turn while others are
+                                 ready (0: only when nothing else is)
   inline_changes = true          ... and `async` exports' namespace changes
   reply_batch = 16               a worker's replies of one connection sent together
   splice_pipes = 32              pipes for READ by splice (2 fds each; 0:
@@ -380,6 +382,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BYTES")]
     pub inline_write_alone_max: Option<u32>,
 
+    /// Of those, how many a loop writes itself in one turn while other
+    /// calls of it are ready (0: only when nothing else is; at most 64).
+    /// [default: 4]
+    #[arg(long, value_name = "N")]
+    pub inline_large_writes_per_turn: Option<usize>,
+
     /// Replies a worker holds back while it runs the next short call of
     /// the same connection (0 or 1 = each alone). [default: 16]
     #[arg(long, value_name = "N")]
@@ -560,6 +568,9 @@ impl ServeArgs {
         }
         if let Some(n) = self.inline_write_alone_max {
             s.inline_write_alone_max = n;
+        }
+        if let Some(n) = self.inline_large_writes_per_turn {
+            s.inline_large_writes_per_turn = n;
         }
         if self.no_inline_changes {
             s.inline_changes = false;

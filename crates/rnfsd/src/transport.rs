@@ -100,6 +100,7 @@ fn transport_config(s: &config::ServerConfig, listen: Vec<SocketAddr>) -> Transp
         blocking_lazy_wake: (s.blocking_lazy_wake_us > 0)
             .then(|| Duration::from_micros(s.blocking_lazy_wake_us)),
         run_inline: s.run_inline,
+        alone_per_turn: s.inline_large_writes_per_turn,
         reply_batch: s.reply_batch,
         ..TransportConfig::default()
     }

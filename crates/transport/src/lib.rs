@@ -160,11 +160,13 @@ pub trait Service: Send + Sync + 'static {
 pub enum Route {
     /// Usually answered from memory: offered to `Service::call_inline`.
     Quick,
-    /// Offered to `Service::call_inline` only when nothing else of its loop
-    /// is ready in this turn (no other connection to read, no other record
-    /// of this one), else the loop's pool: a call that can finish without
-    /// sleeping but copies long enough (a 1 MiB WRITE) that other calls
-    /// should not wait behind it.
+    /// Offered to `Service::call_inline` when nothing else of its loop is
+    /// ready in this turn (no other connection to read, no other record of
+    /// this one), or while the turn has run fewer than
+    /// `TransportConfig::alone_per_turn` of them with others ready; else
+    /// the loop's pool: a call that can finish without sleeping but copies
+    /// long enough (a 1 MiB WRITE) that other calls should wait behind it
+    /// only a bounded number of times.
     Alone,
     /// The loop's pool.
     Pool,
@@ -308,6 +310,10 @@ pub struct TransportConfig {
     /// the replies a loop produces for one connection in one turn leave in
     /// one write. Default true.
     pub run_inline: bool,
+    /// `Route::Alone` calls a loop runs itself in one turn while other
+    /// calls of it are ready (each makes them wait for its copy); past it
+    /// they go to its pool. 0: only when nothing else is ready. Default 0.
+    pub alone_per_turn: usize,
     /// Most replies a pool worker holds back while it runs the next short
     /// call (`Route::Pool`) of the same connection, so a burst leaves in
     /// one write (`cork.rs`); 0 or 1: each reply goes alone. Default 16.
@@ -335,6 +341,7 @@ impl Default for TransportConfig {
             blocking_sched_batch: false,
             blocking_lazy_wake: None,
             run_inline: true,
+            alone_per_turn: 0,
             reply_batch: 16,
         }
     }
@@ -389,6 +396,7 @@ impl Transport {
 
 pub(crate) struct Limits {
     pub run_inline: bool,
+    pub alone_per_turn: usize,
     pub reply_batch: usize,
     pub max_connections: usize,
     pub max_connections_per_client: usize,

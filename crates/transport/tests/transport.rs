@@ -1236,10 +1236,14 @@ fn work_left_for_the_turn_end_runs_after_the_replies_leave() {
 /// `Route::Alone`: a call is answered on the loop when nothing else of the
 /// loop is ready (one call at a time), and goes to a worker when more
 /// records of its connection wait behind it (a pipelined burst read in one
-/// go: all but the last).
-#[test]
-fn alone_calls_run_on_the_loop_only_when_nothing_else_waits() {
-    let sv = server_with(TransportConfig::default(), pool(2));
+/// go: all but the last), unless the turn still has `alone_per_turn` left.
+/// Returns how many of a burst of 20 ran on the loop.
+fn alone_burst(alone_per_turn: usize) -> usize {
+    let cfg = TransportConfig {
+        alone_per_turn,
+        ..TransportConfig::default()
+    };
+    let sv = server_with(cfg, pool(2));
     let mut s = connect(sv.addr);
     let ran_on_loop = |r: &[u8]| String::from_utf8_lossy(&r[4..]).starts_with("rnfsd-evloop");
     for id in 0..20u32 {
@@ -1258,11 +1262,28 @@ fn alone_calls_run_on_the_loop_only_when_nothing_else_waits() {
         let r = read_record(&mut s).unwrap();
         on_loop += usize::from(ran_on_loop(&r));
     }
-    // 20 small records arrive in one read: only the last has nothing
-    // behind it (a few more if the kernel split the burst).
-    assert!(on_loop <= 4, "{on_loop} of a burst of 20 ran on the loop");
     sv.h.shutdown();
     sv.h.wait();
+    on_loop
+}
+
+#[test]
+fn alone_calls_run_on_the_loop_only_when_nothing_else_waits() {
+    // 20 small records arrive in one read: only the last has nothing
+    // behind it (a few more if the kernel split the burst).
+    let on_loop = alone_burst(0);
+    assert!(on_loop <= 4, "{on_loop} of a burst of 20 ran on the loop");
+}
+
+#[test]
+fn alone_calls_with_others_ready_run_on_the_loop_a_bounded_number_of_times_a_turn() {
+    // The first 3 of the burst's turn with others behind them, then the
+    // last; a split burst gives each of its turns 3 more.
+    let on_loop = alone_burst(3);
+    assert!(
+        (4..=10).contains(&on_loop),
+        "{on_loop} of a burst of 20 ran on the loop with 3 a turn"
+    );
 }
 
 /// What op 6 answers for `id` with `n` data bytes (pad included).

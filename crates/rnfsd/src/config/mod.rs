@@ -146,6 +146,13 @@ impl Config {
                 s.reply_batch
             ));
         }
+        if s.inline_large_writes_per_turn > MAX_INLINE_LARGE_WRITES_PER_TURN {
+            return err(format!(
+                "server.inline_large_writes_per_turn must be at most \
+                 {MAX_INLINE_LARGE_WRITES_PER_TURN}, not {}",
+                s.inline_large_writes_per_turn
+            ));
+        }
         if s.min_threads > s.max_threads {
             return err(format!(
                 "server.min_threads ({}) is above server.max_threads ({})",
@@ -303,6 +310,20 @@ mod tests {
         let bad = MAX_BLOCKING_LAZY_WAKE_US + 1;
         let c = Config::from_toml(&format!("[server]\nblocking_lazy_wake_us = {bad}\n")).unwrap();
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn inline_large_writes_per_turn_bounded() {
+        let c = Config::from_toml("").unwrap();
+        assert_eq!(c.server.inline_large_writes_per_turn, 4);
+        for ok in [0, MAX_INLINE_LARGE_WRITES_PER_TURN] {
+            let t = format!("[server]\ninline_large_writes_per_turn = {ok}\n");
+            let c = Config::from_toml(&t).unwrap();
+            assert_eq!(c.validate(), Ok(()), "inline_large_writes_per_turn = {ok}");
+        }
+        let bad = MAX_INLINE_LARGE_WRITES_PER_TURN + 1;
+        let t = format!("[server]\ninline_large_writes_per_turn = {bad}\n");
+        assert!(Config::from_toml(&t).unwrap().validate().is_err());
     }
 
     #[test]

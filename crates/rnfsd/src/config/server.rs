@@ -126,6 +126,11 @@ pub const DEFAULT_INLINE_WRITE_MAX: u32 = 64 << 10;
 /// `inline_write_alone_max`'s default: `max_io`'s, so every UNSTABLE WRITE
 /// may run on a loop that has nothing else ready (docs/request-path.md).
 pub const DEFAULT_INLINE_WRITE_ALONE_MAX: u32 = DEFAULT_MAX_IO;
+/// `inline_large_writes_per_turn`'s default (docs/request-path.md, "Large
+/// WRITEs on the loop while others wait").
+pub const DEFAULT_INLINE_LARGE_WRITES_PER_TURN: usize = 4;
+/// Its bound: a call read in a turn waits for at most this many copies.
+pub const MAX_INLINE_LARGE_WRITES_PER_TURN: usize = 64;
 
 /// The `[server]` table. Every bound the server enforces has a key here.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -321,11 +326,17 @@ pub struct ServerConfig {
     /// pool thread.
     pub inline_write_max: u32,
     /// With `inline_write_max` above 0: an UNSTABLE WRITE larger than it and
-    /// of at most this many bytes is written on the loop too, but only when
-    /// nothing else of that loop is ready in its turn (no other connection
-    /// to read, no other call of this one), so it makes no call wait that
-    /// had already arrived; else the loop's pool. 0: none.
+    /// of at most this many bytes is written on the loop too when nothing
+    /// else of that loop is ready in its turn (no other connection to
+    /// read, no other call of this one), or within
+    /// `inline_large_writes_per_turn`; else the loop's pool. 0: none.
     pub inline_write_alone_max: u32,
+    /// Of those larger WRITEs, how many a loop writes itself in one turn
+    /// while other calls of it are ready: each makes them wait for its copy
+    /// (a call already read waits for this many copies at most), and each
+    /// saves a handoff's two context switches. 0: only when nothing else is
+    /// ready.
+    pub inline_large_writes_per_turn: usize,
     /// With `run_inline`: a namespace change or SETATTR of an `async`
     /// export (CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK;
     /// SETATTR) is made on the loop thread once its handles are resolved
@@ -482,6 +493,7 @@ impl Default for ServerConfig {
             inline_misses: true,
             inline_write_max: DEFAULT_INLINE_WRITE_MAX,
             inline_write_alone_max: DEFAULT_INLINE_WRITE_ALONE_MAX,
+            inline_large_writes_per_turn: DEFAULT_INLINE_LARGE_WRITES_PER_TURN,
             inline_changes: true,
             reply_batch: 16,
             splice_pipes: 32,

@@ -136,6 +136,7 @@ pub(crate) fn start(
             idle_timeout: cfg.idle_timeout,
             shutdown_timeout: cfg.shutdown_timeout,
             run_inline: cfg.run_inline,
+            alone_per_turn: cfg.alone_per_turn,
             reply_batch: cfg.reply_batch,
         },
         loops,
@@ -264,6 +265,9 @@ struct EventLoop {
     blocking: Option<Arc<Pool<Work>>>,
     /// Offer records to `Service::call_inline` (run to completion).
     run_inline: bool,
+    /// `Route::Alone` calls this turn may still run with others ready
+    /// (`TransportConfig::alone_per_turn`, refilled each turn).
+    alone_left: usize,
     /// Replies produced on this thread for the connection being read,
     /// sent together (reused buffer).
     batch: Vec<crate::Reply>,
@@ -318,6 +322,7 @@ impl EventLoop {
             idx,
             poll,
             run_inline: shared.limits.run_inline,
+            alone_left: 0,
             batch: Vec::new(),
             batch_bytes: 0,
             shared,
@@ -385,6 +390,7 @@ impl EventLoop {
             if let Some(b) = &self.blocking {
                 b.kick_overdue();
             }
+            self.alone_left = self.shared.limits.alone_per_turn;
             if self.run_inline {
                 self.shared.service.turn_begins();
             }

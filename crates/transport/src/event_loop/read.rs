@@ -157,11 +157,17 @@ impl EventLoop {
             // answered here, with no handoff and no wakeup (knfsd's thread
             // that dequeues a request runs it); it takes microseconds, so
             // the loop's other connections hardly wait for it.
-            // `Alone`: inline only when no other connection of this loop
-            // (the rest of the turn's run queue) and no other record of
-            // this one waits for it.
-            let alone = route == Route::Alone && self.run.is_empty() && e.rd.ready.is_empty();
+            // `Alone`: inline when no other connection of this loop (the
+            // rest of the turn's run queue) and no other record of this one
+            // waits for it, or `alone_per_turn` times a turn when some do:
+            // a handoff then costs two switches to save them one copy's
+            // wait, and the copy is bounded per turn.
+            let quiet = self.run.is_empty() && e.rd.ready.is_empty();
+            let alone = route == Route::Alone && (quiet || self.alone_left > 0);
             if self.run_inline && (route == Route::Quick || alone) {
+                if alone && !quiet {
+                    self.alone_left -= 1;
+                }
                 let req = Request {
                     data,
                     peer: c.peer,
