@@ -110,8 +110,8 @@ pub struct Server {
     pub pipes: Option<Arc<rnfsd_transport::PipePool>>,
     /// Largest UNSTABLE WRITE tried on the event loop (`inline_write_max`).
     pub inline_write_max: u32,
-    /// Largest tried there when nothing else of the loop is ready
-    /// (`inline_write_alone_max`).
+    /// Largest tried there when nothing else of the loop is ready, or
+    /// within the loop's per-turn count (`inline_write_alone_max`).
     pub inline_write_alone_max: u32,
     /// Namespace changes and SETATTR of `async` exports are tried on the
     /// event loop (`inline_changes`).
@@ -145,8 +145,9 @@ impl Server {
         self
     }
 
-    /// Larger UNSTABLE WRITEs of at most `n` bytes are tried on the event
-    /// loop when nothing else of it is ready.
+    /// Larger UNSTABLE WRITEs of at most `n` bytes are routed `Alone`:
+    /// tried on the event loop when nothing else of it is ready, or within
+    /// its per-turn count.
     pub fn with_inline_write_alone_max(mut self, n: u32) -> Server {
         self.inline_write_alone_max = n;
         self

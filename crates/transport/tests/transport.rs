@@ -8,7 +8,8 @@
 //! the loop thread (`call_inline`) unless `arg` is 1 (given back: a worker
 //! runs it); 6 "spliced": replies with the id, then `arg` pattern bytes
 //! sent from a pipe (splice), then pad to 4 bytes; 7 "alone": as 5, but
-//! routed `Alone` (on the loop only when nothing else there is ready); 8
+//! routed `Alone` (on the loop when nothing else there is ready, or within
+//! `alone_per_turn`); 8
 //! "later": the reply is taken (`take_later`) and sent by another thread
 //! `arg` ms later. Op 5 with `arg` 2 answered on the loop also leaves
 //! work for the end of the loop's turn (`Service::turn_ends`), which takes

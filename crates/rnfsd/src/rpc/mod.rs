@@ -83,7 +83,8 @@ pub enum Class {
     /// blocking pool, on an `async` one tried on the loop thread
     /// (`inline_changes`) or else the loop's pool; a stable WRITE in the blocking
     /// pool, a small UNSTABLE one tried on the loop thread, a large one
-    /// there only when nothing else of the loop is ready. Must be cheap:
+    /// there when nothing else of the loop is ready or within
+    /// `inline_large_writes_per_turn`. Must be cheap:
     /// it runs on the event loop for every such record.
     By(fn(&Server, &mut Dec<'_>) -> Route),
 }
@@ -92,8 +93,9 @@ pub enum Class {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
     Quick,
-    /// Tried on the loop thread only when nothing else of that loop is
-    /// ready (a large UNSTABLE WRITE), else the loop's pool.
+    /// Tried on the loop thread when nothing else of that loop is ready,
+    /// or a bounded number of times a turn when something is (a large
+    /// UNSTABLE WRITE), else the loop's pool.
     Alone,
     Pool,
     Blocking,

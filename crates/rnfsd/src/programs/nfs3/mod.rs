@@ -226,8 +226,9 @@ static PROCS: [Proc; 22] = [
 /// A stable WRITE waits for the disk: the blocking pool. An UNSTABLE one
 /// up to `inline_write_max` is tried on the loop where its export's
 /// backend can write there; a larger one up to `inline_write_alone_max`
-/// too, but only when nothing else of that loop is ready (a loop does not
-/// copy a megabyte while its other connections wait); else the loop's pool.
+/// too (`Route::Alone`), when nothing else of that loop is ready or
+/// within `inline_large_writes_per_turn` (a loop copies a bounded number of
+/// megabytes while its other connections wait); else the loop's pool.
 /// `inline_write_max` 0 turns both off.
 fn write_route(server: &Server, d: &mut Dec<'_>) -> Route {
     let args = d
