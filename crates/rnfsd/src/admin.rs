@@ -17,14 +17,13 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rnfsd_stats::{format, Registry};
 
-use crate::endpoint::{linger_close, spawn_accept_loop};
+use crate::endpoint::{linger_close, spawn_accept_loop, AcceptLoop};
 
 /// The socket's name in the state directory when not configured.
 pub const DEFAULT_NAME: &str = "admin.sock";
@@ -72,8 +71,7 @@ pub fn answer(cmd: &str, src: &Sources) -> String {
 /// socket file.
 pub struct AdminSocket {
     path: PathBuf,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    accept: Option<AcceptLoop>,
 }
 
 /// Bind `path` with no permission for group or others from the first
@@ -102,12 +100,11 @@ impl AdminSocket {
             std::fs::remove_file(path)?;
         }
         let l = bind_private(path)?;
-        let stop = Arc::new(AtomicBool::new(false));
         let clients = Arc::new(AtomicUsize::new(0));
-        let thread = spawn_accept_loop(
+        let accept = spawn_accept_loop(
             "rnfsd-admin",
+            l.try_clone()?.into(),
             move || l.accept().map(|(c, _)| c),
-            stop.clone(),
             move |mut c: UnixStream| {
                 if clients.fetch_add(1, Ordering::AcqRel) >= MAX_CLIENTS {
                     clients.fetch_sub(1, Ordering::AcqRel);
@@ -132,8 +129,7 @@ impl AdminSocket {
         )?;
         Ok(AdminSocket {
             path: path.to_owned(),
-            stop,
-            thread: Some(thread),
+            accept: Some(accept),
         })
     }
 
@@ -142,10 +138,8 @@ impl AdminSocket {
     }
 
     pub fn shutdown(&mut self) {
-        if let Some(t) = self.thread.take() {
-            self.stop.store(true, Ordering::Relaxed);
-            let _ = UnixStream::connect(&self.path);
-            let _ = t.join();
+        if let Some(mut a) = self.accept.take() {
+            a.stop();
             let _ = std::fs::remove_file(&self.path);
         }
     }
@@ -231,5 +225,30 @@ mod tests {
         drop(stale);
         let _a = AdminSocket::start(&p, sources(&reg)).unwrap();
         assert_eq!(query(&p, "help").unwrap(), HELP);
+    }
+
+    /// The socket file removed under a running server (its state
+    /// directory deleted, /run cleaned): shutdown still ends the accept
+    /// thread. It used to wake it by connecting to the path, and hung.
+    #[test]
+    fn shutdown_returns_when_the_socket_file_is_gone() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(DEFAULT_NAME);
+        let reg = Arc::new(Registry::new(
+            rnfsd_stats::Mode::Percore,
+            proc_descs(&[&NFS3]),
+        ));
+        let mut a = AdminSocket::start(&p, sources(&reg)).unwrap();
+        assert_eq!(query(&p, "help").unwrap(), HELP);
+        std::fs::remove_file(&p).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            a.shutdown();
+            let _ = tx.send(());
+        });
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_secs(10)).is_ok(),
+            "shutdown hung with the socket file gone"
+        );
     }
 }

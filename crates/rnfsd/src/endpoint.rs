@@ -4,6 +4,7 @@
 
 use std::io::{self, Read};
 use std::net::{Shutdown, TcpStream};
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,21 +17,53 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 const LINGER_BYTES: u64 = 64 * 1024;
 const LINGER_TIME: Duration = Duration::from_millis(200);
 
+/// A thread accepting connections on a listener (`spawn_accept_loop`);
+/// `stop` (or drop) ends it.
+pub(crate) struct AcceptLoop {
+    stop: Arc<AtomicBool>,
+    /// The listener (a duplicate of the thread's descriptor).
+    listener: OwnedFd,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl AcceptLoop {
+    /// Sets the flag and shuts the listener down, which makes a blocked
+    /// accept(2) fail (EINVAL, for TCP and Unix sockets alike), then joins
+    /// the thread. No connection of our own is needed to wake it, so a
+    /// socket file removed under a running server (a cleaned /run, a
+    /// state directory deleted) cannot hang the server's exit.
+    pub fn stop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            self.stop.store(true, Ordering::Release);
+            let _ = rustix::net::shutdown(&self.listener, rustix::net::Shutdown::Both);
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for AcceptLoop {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// Run `accept` in a thread named `name`, handing each connection to
-/// `on_conn`, until `stop` is set (the owner then wakes the blocked accept
-/// with a connection of its own).
+/// `on_conn`, until [`AcceptLoop::stop`]; `listener` is a duplicate of the
+/// descriptor `accept` waits on.
 pub(crate) fn spawn_accept_loop<S: Send + 'static>(
     name: &str,
+    listener: OwnedFd,
     mut accept: impl FnMut() -> io::Result<S> + Send + 'static,
-    stop: Arc<AtomicBool>,
     mut on_conn: impl FnMut(S) + Send + 'static,
-) -> io::Result<JoinHandle<()>> {
+) -> io::Result<AcceptLoop> {
     let what = name.to_string();
-    std::thread::Builder::new()
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let thread = std::thread::Builder::new()
         .name(name.into())
         .spawn(move || loop {
             let c = accept();
-            if stop.load(Ordering::Relaxed) {
+            if flag.load(Ordering::Acquire) {
                 break;
             }
             match c {
@@ -40,7 +73,12 @@ pub(crate) fn spawn_accept_loop<S: Send + 'static>(
                     std::thread::sleep(ACCEPT_BACKOFF);
                 }
             }
-        })
+        })?;
+    Ok(AcceptLoop {
+        stop,
+        listener,
+        thread: Some(thread),
+    })
 }
 
 /// A stream whose write side can be shut while its read side drains.

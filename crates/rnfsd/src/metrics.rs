@@ -5,14 +5,12 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rnfsd_stats::{format, ProcDesc, Registry};
 
-use crate::endpoint::{linger_close, spawn_accept_loop};
+use crate::endpoint::{linger_close, spawn_accept_loop, AcceptLoop};
 use crate::rpc::Program;
 
 /// One row per procedure of every version of `programs`, in table order.
@@ -42,30 +40,24 @@ const IO_TIMEOUT: Duration = Duration::from_secs(2);
 /// The running endpoint. `shutdown` (or drop) stops it.
 pub struct MetricsServer {
     addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    accept: AcceptLoop,
 }
 
 impl MetricsServer {
     pub fn start(addr: SocketAddr, stats: Arc<Registry>) -> io::Result<MetricsServer> {
         let l = TcpListener::bind(addr)?;
         let addr = l.local_addr()?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = spawn_accept_loop(
+        let accept = spawn_accept_loop(
             "rnfsd-metrics",
+            l.try_clone()?.into(),
             move || l.accept().map(|(c, _)| c),
-            stop.clone(),
             move |c| {
                 if let Err(e) = serve_one(c, &stats) {
                     tracing::debug!("metrics request: {e}");
                 }
             },
         )?;
-        Ok(MetricsServer {
-            addr,
-            stop,
-            thread: Some(thread),
-        })
+        Ok(MetricsServer { addr, accept })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -73,12 +65,7 @@ impl MetricsServer {
     }
 
     pub fn shutdown(&mut self) {
-        if let Some(t) = self.thread.take() {
-            self.stop.store(true, Ordering::Relaxed);
-            // Wake the accept with a connection of our own.
-            let _ = TcpStream::connect_timeout(&self.addr, IO_TIMEOUT);
-            let _ = t.join();
-        }
+        self.accept.stop();
     }
 }
 
