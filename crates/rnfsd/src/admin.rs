@@ -190,14 +190,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn socket_is_private_and_answers() {
+    /// A fresh directory, the socket's path in it, and a registry.
+    fn fresh() -> (tempfile::TempDir, std::path::PathBuf, Arc<Registry>) {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join(DEFAULT_NAME);
         let reg = Arc::new(Registry::new(
             rnfsd_stats::Mode::Percore,
             proc_descs(&[&NFS3]),
         ));
+        (d, p, reg)
+    }
+
+    #[test]
+    fn socket_is_private_and_answers() {
+        let (_d, p, reg) = fresh();
         let mut a = AdminSocket::start(&p, sources(&reg)).unwrap();
         let m = std::fs::metadata(&p).unwrap();
         assert!(m.file_type().is_socket());
@@ -232,12 +238,7 @@ mod tests {
     /// thread. It used to wake it by connecting to the path, and hung.
     #[test]
     fn shutdown_returns_when_the_socket_file_is_gone() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join(DEFAULT_NAME);
-        let reg = Arc::new(Registry::new(
-            rnfsd_stats::Mode::Percore,
-            proc_descs(&[&NFS3]),
-        ));
+        let (_d, p, reg) = fresh();
         let mut a = AdminSocket::start(&p, sources(&reg)).unwrap();
         assert_eq!(query(&p, "help").unwrap(), HELP);
         std::fs::remove_file(&p).unwrap();
