@@ -285,7 +285,7 @@ fi
     echo "BACKEND=$KC_BACKEND"
     echo "GRACE_SECS=${KC_GRACE:-15}" # rnfsd's nlm_grace_secs (ns.sh)
     echo "PJD_PATTERNS='${PJD_PATTERNS:-}'"
-    echo "TAR_FILES=${TAR_FILES:-5000}"
+    echo "TAR_FILES=${TAR_FILES:-3000}"
     echo "FSX_OPS=${FSX_OPS:-10000}"
     echo "WORKLOADS='${WORKLOADS[*]}'"
     # failover: the floating address (passt proxies the guest's connections

@@ -1,11 +1,11 @@
-# tar: a prepared tree of 5,000 files (tmpfs in the guest) is tarred into
+# tar: a prepared tree of 3,000 files (tmpfs in the guest) is tarred into
 # the mount and back out; manifests (checksums, modes, owners, mtimes, link
 # targets, hard-link counts) must match at every step.
 # shellcheck shell=bash
 . /share/guest/lib.sh
 M=/mnt/nfs
 SRC=/tmp/tree
-N=${TAR_FILES:-5000}
+N=${TAR_FILES:-3000}
 
 t_prepare() {
     rm -rf $SRC && mkdir $SRC
