@@ -203,7 +203,7 @@ t_readdir_10k() {
     # guest creates the last 500 through the mount, in a directory already
     # large. Creating all 10,000 through the mount took 80 % of the
     # check's 72-157 s (the TCG guest's CPU per file, docs/kernel-client.md);
-    # tar creates 5,000 files through it anyway.
+    # tar creates 3,000 files through it anyway.
     host_request mkfiles smoke/big 9500 >/dev/null || { echo "host could not make the entries"; exit 1; }
     (cd $D/big && seq -f 'entry-%05g-with-a-longer-name' 9501 10000 | xargs touch)
     dropcaches
