@@ -116,14 +116,14 @@ where
     let errors = AtomicU64::new(0);
     let start = Instant::now();
     let deadline = start + limit;
-    let mut lat = crate::ops::histogram();
+    let mut lat = stats::histogram();
     let mut done = 0;
     let mut truncated = false;
     std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads.max(1))
             .map(|_| {
                 s.spawn(|| {
-                    let mut h = crate::ops::histogram();
+                    let mut h = stats::histogram();
                     let (mut d, mut cut) = (0u64, false);
                     loop {
                         if Instant::now() >= deadline {
@@ -252,7 +252,7 @@ pub fn fsmark_cmd(a: LocalArgs) -> Result<(), String> {
         let mut total = 0u64;
         let mut errors = 0u64;
         let mut secs = 0.0;
-        let mut lat = crate::ops::histogram();
+        let mut lat = stats::histogram();
         let mut truncated = false;
         for it in 0..a.iterations.max(1) {
             let p = parallel(a.files, streams, limit(&a), "fsmark", |i| {

@@ -20,7 +20,8 @@ use rnfsd_client::nfs3::{
 use rnfsd_client::{check, Client, ClientError, MountClient, NfsClient};
 
 use crate::proc_cost::ProcSample;
-use crate::stats;
+use crate::stats::{self, histogram};
+use crate::workload::{self, WALK_MAX_TIME};
 
 /// Where and how to reach the server, and where results go.
 #[derive(clap::Args, Clone, Debug)]
@@ -378,11 +379,6 @@ pub struct Phase {
     pub cost: Option<ProcSample>,
     /// Failed operations by reason (at most MAX_ERROR_KINDS + "other").
     pub error_kinds: BTreeMap<String, u64>,
-}
-
-pub(crate) fn histogram() -> Histogram<u64> {
-    // 1 us .. 10 min, 2 significant digits: bounds are constants.
-    Histogram::<u64>::new_with_bounds(1, 600_000_000, 2).expect("constant histogram bounds")
 }
 
 pub fn progress(len: u64, msg: &str) -> ProgressBar {
@@ -767,7 +763,7 @@ pub struct MountArgs {
 pub async fn mount_cmd(a: MountArgs) -> Result<(), String> {
     let c = connect(&a.target).await?;
     if let Some(limit) = a.warm_tree {
-        let items = crate::workload::walk(&c.nfs, &c.root, limit, crate::workload::WALK_MAX_TIME)
+        let items = workload::walk(&c.nfs, &c.root, limit, WALK_MAX_TIME)
             .await
             .map_err(|e| format!("warming walk: {e}"))?;
         eprintln!("warmed: {} objects walked", items.len());

@@ -1,4 +1,13 @@
-//! Small statistics helpers for the workload reports.
+//! Small statistics helpers for the workload reports, and the latency
+//! histogram every load loop records into.
+
+use hdrhistogram::Histogram;
+
+/// An empty latency histogram in µs: 1 µs .. 10 min, 2 significant digits.
+pub fn histogram() -> Histogram<u64> {
+    // Bounds are constants.
+    Histogram::<u64>::new_with_bounds(1, 600_000_000, 2).expect("constant histogram bounds")
+}
 
 /// Min, max, mean and sample standard deviation of a series.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]

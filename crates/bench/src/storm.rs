@@ -16,8 +16,9 @@ use rnfsd_client::nfs3::{
 use rnfsd_client::{check, Client, NfsClient};
 use serde::Serialize;
 
-use crate::ops::{self, histogram, Target};
+use crate::ops::{self, Target};
 use crate::proc_cost::{self, ProcSample};
+use crate::stats::histogram;
 use crate::workload::XorShift;
 
 #[derive(clap::Args, Clone, Debug)]

@@ -14,6 +14,8 @@ use rnfsd_client::nfs3::{
 };
 use rnfsd_client::{check, ClientError, NfsClient};
 
+use crate::stats::histogram;
+
 /// What one run measured on the client side.
 #[derive(Debug, Clone)]
 pub struct RunResult {
@@ -400,7 +402,7 @@ pub async fn run(
         let errors = errors.clone();
         let load = load.clone();
         tasks.push(tokio::spawn(async move {
-            let mut h = crate::ops::histogram();
+            let mut h = histogram();
             let mut calls = 0u64;
             let mut rng = XorShift::new(s as u64);
             let mut i = s.wrapping_mul(7919);
@@ -423,7 +425,7 @@ pub async fn run(
     tokio::time::sleep(dur).await;
     stop.store(true, Ordering::Relaxed);
     let mut total = 0;
-    let mut lat = crate::ops::histogram();
+    let mut lat = histogram();
     for t in tasks {
         if let Ok((c, h)) = t.await {
             total += c;
