@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::print::{append_json, print_header, print_row, Measurement};
 use crate::report::median;
+use crate::run::{measure, prepare_load};
+use crate::session::connect;
 use crate::workload::Mix;
-use crate::{append_json, connect, measure, prepare_load, print_header, print_row, Measurement};
 
 #[derive(clap::Args)]
 pub struct MatrixArgs {
@@ -187,7 +189,7 @@ pub async fn run(a: MatrixArgs) -> Result<(), String> {
             .with_file_name("rnfsd"),
     };
     if !a.dir.exists() {
-        crate::prepare(&a.dir, 2_000, 100, 8).map_err(|e| e.to_string())?;
+        crate::prepare::prepare(&a.dir, 2_000, 100, 8).map_err(|e| e.to_string())?;
     }
     let dir = a.dir.canonicalize().map_err(|e| e.to_string())?;
     let export = dir.to_string_lossy().to_string();

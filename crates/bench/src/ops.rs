@@ -20,6 +20,7 @@ use rnfsd_client::nfs3::{
 use rnfsd_client::{check, Client, ClientError, MountClient, NfsClient};
 
 use crate::proc_cost::ProcSample;
+use crate::session;
 use crate::stats::{self, histogram};
 use crate::workload::{self, WALK_MAX_TIME};
 
@@ -241,7 +242,7 @@ pub async fn connect(t: &Target) -> Result<Conn, String> {
 /// Connect and MNT; with `--conns 0` one connection for the MNT and the
 /// setup, the streams' own opened per phase ([`StreamClients`]).
 async fn connect_any(t: &Target) -> Result<Conn, String> {
-    let (client, mnt, root) = crate::mount(t.addr, t.mount_addr, &t.export, t.conns).await?;
+    let (client, mnt, root) = session::mount(t.addr, t.mount_addr, &t.export, t.conns).await?;
     Ok(Conn {
         mnt,
         nfs: NfsClient::new(client),
@@ -250,7 +251,7 @@ async fn connect_any(t: &Target) -> Result<Conn, String> {
 }
 
 /// The clients a phase's streams call through, as `run`'s
-/// (`crate::stream_clients`): the shared one, or with `--conns 0` one of
+/// (`session::stream_clients`): the shared one, or with `--conns 0` one of
 /// one connection per stream (many client hosts), opened before the phase
 /// and not timed.
 #[derive(Clone)]
@@ -261,7 +262,7 @@ pub struct StreamClients {
 
 impl StreamClients {
     pub async fn open(t: &Target, c: &Conn, streams: usize) -> Result<StreamClients, String> {
-        let clients = crate::stream_clients(t.addr, t.conns, &c.nfs, streams.max(1)).await?;
+        let clients = session::stream_clients(t.addr, t.conns, &c.nfs, streams.max(1)).await?;
         Ok(StreamClients {
             shared: c.nfs.clone(),
             clients: Arc::new(clients),
@@ -270,7 +271,7 @@ impl StreamClients {
 
     /// Stream `s`'s client.
     pub fn get(&self, s: usize) -> NfsClient {
-        crate::stream_client(&self.clients, s)
+        session::stream_client(&self.clients, s)
             .unwrap_or(&self.shared)
             .clone()
     }
@@ -477,7 +478,7 @@ where
 
 fn row(t: &Target, workload: &str, streams: usize, p: &Phase, unit: &str) -> OpResult {
     let mut r = p.row(&t.label, workload, streams, unit);
-    r.conns = Some(crate::actual_conns(t.conns, streams));
+    r.conns = Some(session::actual_conns(t.conns, streams));
     r.conn_per_stream = t.conns == 0;
     r
 }

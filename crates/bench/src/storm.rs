@@ -248,7 +248,7 @@ pub async fn storm_cmd(a: StormArgs) -> Result<(), String> {
         }
     );
     let cold_client = NfsClient::new(
-        Client::connect(a.target.addr, &crate::bench_config(a.cold_conns))
+        Client::connect(a.target.addr, &crate::session::bench_config(a.cold_conns))
             .await
             .map_err(|e| format!("connect {}: {e}", a.target.addr))?,
     );
@@ -954,7 +954,7 @@ mod tests {
     #[test]
     fn storm_arguments_parse() {
         use clap::Parser;
-        let cli = crate::Cli::try_parse_from([
+        let cli = crate::cli::Cli::try_parse_from([
             "rnfsd-bench",
             "storm",
             "--export",
@@ -973,7 +973,7 @@ mod tests {
             "/tmp/s",
         ])
         .unwrap();
-        let crate::Cmd::Storm(a) = cli.cmd else {
+        let crate::cli::Cmd::Storm(a) = cli.cmd else {
             panic!("not storm")
         };
         assert_eq!(

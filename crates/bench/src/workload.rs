@@ -14,6 +14,7 @@ use rnfsd_client::nfs3::{
 };
 use rnfsd_client::{check, ClientError, NfsClient};
 
+use crate::session;
 use crate::stats::histogram;
 
 /// What one run measured on the client side.
@@ -395,7 +396,7 @@ pub async fn run(
     let start = Instant::now();
     let mut tasks = Vec::new();
     for s in 0..streams {
-        let Some(nfs) = crate::stream_client(clients, s).cloned() else {
+        let Some(nfs) = session::stream_client(clients, s).cloned() else {
             break;
         };
         let stop = stop.clone();
