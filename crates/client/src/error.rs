@@ -4,11 +4,10 @@ use std::fmt;
 use std::io;
 use std::sync::Arc;
 
+use rnfsd_proto::mount::MountStat3;
 use rnfsd_proto::nfs3::Nfsstat3;
 use rnfsd_proto::rpc::AuthStat;
 use rnfsd_xdr::XdrError;
-
-use crate::mount::MountStat3;
 
 /// Why a call failed.
 ///
