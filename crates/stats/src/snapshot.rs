@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::UNIX_EPOCH;
 
+use rnfsd_transport::{PoolStats, TransportStats};
 use serde::{Deserialize, Serialize};
 
 use crate::hist::{self, Hist};
@@ -353,63 +354,9 @@ pub(crate) fn take(r: &Registry) -> Snapshot {
     let now = std::time::Instant::now();
     let reset_at = *r.reset_at.lock().unwrap_or_else(|e| e.into_inner());
     let on = r.mode != Mode::Off;
-    let mut auth_errors = BTreeMap::new();
-    let mut nfs_replies = BTreeMap::new();
-    if on {
-        for i in 0..rpc::AUTH_SLOTS {
-            let n = r.sum(S_AUTH + i);
-            if n > 0 {
-                auth_errors.insert(rpc::auth_stat_name(i).to_owned(), n);
-            }
-        }
-        for i in 0..rpc::NFS_SLOTS {
-            let n = r.sum(S_NFS + i);
-            if n > 0 {
-                nfs_replies.insert(rpc::nfsstat3_name(i).to_owned(), n);
-            }
-        }
-    }
-    let rpc = RpcCounts {
-        records: r.sum(S_RECORDS),
-        success: r.sum(S_SUCCESS),
-        dropped: r.sum(S_DROPPED),
-        rpc_mismatch: r.sum(S_RPC_MISMATCH),
-        prog_unavail: r.sum(S_PROG_UNAVAIL),
-        prog_mismatch: r.sum(S_PROG_MISMATCH),
-        proc_unavail: r.sum(S_PROC_UNAVAIL),
-        garbage_args: r.sum(S_GARBAGE_ARGS),
-        system_err: r.sum(S_SYSTEM_ERR),
-        auth_errors,
-        bad_reply: r.sum(S_BAD_REPLY),
-    };
-    let mut dense = vec![0u64; hist::BUCKETS];
-    let procs = r
-        .procs
-        .iter()
-        .enumerate()
-        .map(|(row, p)| {
-            let mut pc = ProcCounts {
-                program: p.program.to_owned(),
-                prog: p.prog,
-                version: p.vers,
-                proc_: p.proc_,
-                name: p.name.to_owned(),
-                ..ProcCounts::default()
-            };
-            if on {
-                let base = S_PROCS + row * PROC_SLOTS;
-                pc.calls = r.sum(base);
-                for (b, d) in dense.iter_mut().enumerate() {
-                    *d = r.sum(base + 3 + b);
-                }
-                pc.latency = Hist::from_dense(&dense, r.sum(base + 1), r.max(base + 2));
-                pc.p50_us = pc.latency.quantile(0.5);
-                pc.p90_us = pc.latency.quantile(0.9);
-                pc.p99_us = pc.latency.quantile(0.99);
-            }
-            pc
-        })
-        .collect();
+    let rpc = rpc_counts(r, on);
+    let nfs_replies = nfs_replies(r, on);
+    let procs = proc_counts(r, on);
     let transports = {
         let src = r.sources.lock().unwrap_or_else(|e| e.into_inner());
         src.iter()
@@ -418,61 +365,13 @@ pub(crate) fn take(r: &Registry) -> Snapshot {
                 let (bt, bp) = &s.base;
                 TransportCounts {
                     name: s.name.clone(),
-                    connections: ConnCounts {
-                        open: t.connections_open,
-                        opened: t
-                            .connections_accepted
-                            .saturating_sub(bt.connections_accepted),
-                        closed: t.connections_closed.saturating_sub(bt.connections_closed),
-                        refused: t.connections_refused.saturating_sub(bt.connections_refused),
-                        evicted: t.connections_evicted.saturating_sub(bt.connections_evicted),
-                        buffered_bytes: t.buffered_bytes,
-                        records_in: t.records_in.saturating_sub(bt.records_in),
-                        records_too_big: t.records_too_big.saturating_sub(bt.records_too_big),
-                        bytes_in: t.bytes_in.saturating_sub(bt.bytes_in),
-                        replies_out: t.replies_out.saturating_sub(bt.replies_out),
-                        writes_out: t.writes_out.saturating_sub(bt.writes_out),
-                        bytes_out: t.bytes_out.saturating_sub(bt.bytes_out),
-                        reply_bytes_queued: t.reply_bytes_queued,
-                        records_inline: t.records_inline.saturating_sub(bt.records_inline),
-                        records_deferred: t.records_deferred.saturating_sub(bt.records_deferred),
-                    },
-                    pool: PoolCounts {
-                        threads: p.threads as u64,
-                        idle: p.idle as u64,
-                        waking: p.waking as u64,
-                        running: p.running as u64,
-                        queued: p.queued as u64,
-                        peak_waking: p.peak_waking as u64,
-                        wakeups: p.wakeups.saturating_sub(bp.wakeups),
-                        wakeups_no_work: p.wakeups_no_work.saturating_sub(bp.wakeups_no_work),
-                        jobs_woken: p.jobs_woken.saturating_sub(bp.jobs_woken),
-                        jobs_inline: p.jobs_inline.saturating_sub(bp.jobs_inline),
-                        jobs_panicked: p.jobs_panicked.saturating_sub(bp.jobs_panicked),
-                        queue_time_ns: p.queue_time_ns.saturating_sub(bp.queue_time_ns),
-                        rejected_full: p.rejected_full.saturating_sub(bp.rejected_full),
-                        jobs_left: p.jobs_left.saturating_sub(bp.jobs_left),
-                        overdue_kicks: p.overdue_kicks.saturating_sub(bp.overdue_kicks),
-                        threads_started: p.threads_started.saturating_sub(bp.threads_started),
-                        threads_retired: p.threads_retired.saturating_sub(bp.threads_retired),
-                        spawn_failures: p.spawn_failures.saturating_sub(bp.spawn_failures),
-                    },
+                    connections: conn_counts(&t, bt),
+                    pool: pool_counts(&p, bp),
                 }
             })
             .collect()
     };
-    let exports = {
-        let mut ex = r.exports.lock().unwrap_or_else(|e| e.into_inner());
-        let mut out = Vec::with_capacity(ex.len());
-        ex.retain(|e| match (e.read)() {
-            Some(now) => {
-                out.push(now.since(&e.base));
-                true
-            }
-            None => false,
-        });
-        out
-    };
+    let exports = export_counts(r);
     let locks = r
         .locks
         .lock()
@@ -499,4 +398,138 @@ pub(crate) fn take(r: &Registry) -> Snapshot {
         procs,
         transports,
     }
+}
+
+/// RPC-level outcomes; AUTH_ERROR reasons only when counting is `on`.
+fn rpc_counts(r: &Registry, on: bool) -> RpcCounts {
+    let mut auth_errors = BTreeMap::new();
+    if on {
+        for i in 0..rpc::AUTH_SLOTS {
+            let n = r.sum(S_AUTH + i);
+            if n > 0 {
+                auth_errors.insert(rpc::auth_stat_name(i).to_owned(), n);
+            }
+        }
+    }
+    RpcCounts {
+        records: r.sum(S_RECORDS),
+        success: r.sum(S_SUCCESS),
+        dropped: r.sum(S_DROPPED),
+        rpc_mismatch: r.sum(S_RPC_MISMATCH),
+        prog_unavail: r.sum(S_PROG_UNAVAIL),
+        prog_mismatch: r.sum(S_PROG_MISMATCH),
+        proc_unavail: r.sum(S_PROC_UNAVAIL),
+        garbage_args: r.sum(S_GARBAGE_ARGS),
+        system_err: r.sum(S_SYSTEM_ERR),
+        auth_errors,
+        bad_reply: r.sum(S_BAD_REPLY),
+    }
+}
+
+/// NFSv3 replies by status, the non-zero ones (none when counting is off).
+fn nfs_replies(r: &Registry, on: bool) -> BTreeMap<String, u64> {
+    let mut nfs_replies = BTreeMap::new();
+    if on {
+        for i in 0..rpc::NFS_SLOTS {
+            let n = r.sum(S_NFS + i);
+            if n > 0 {
+                nfs_replies.insert(rpc::nfsstat3_name(i).to_owned(), n);
+            }
+        }
+    }
+    nfs_replies
+}
+
+/// Every procedure row with its calls and latency (zeros when off).
+fn proc_counts(r: &Registry, on: bool) -> Vec<ProcCounts> {
+    let mut dense = vec![0u64; hist::BUCKETS];
+    r.procs
+        .iter()
+        .enumerate()
+        .map(|(row, p)| {
+            let mut pc = ProcCounts {
+                program: p.program.to_owned(),
+                prog: p.prog,
+                version: p.vers,
+                proc_: p.proc_,
+                name: p.name.to_owned(),
+                ..ProcCounts::default()
+            };
+            if on {
+                let base = S_PROCS + row * PROC_SLOTS;
+                pc.calls = r.sum(base);
+                for (b, d) in dense.iter_mut().enumerate() {
+                    *d = r.sum(base + 3 + b);
+                }
+                pc.latency = Hist::from_dense(&dense, r.sum(base + 1), r.max(base + 2));
+                pc.p50_us = pc.latency.quantile(0.5);
+                pc.p90_us = pc.latency.quantile(0.9);
+                pc.p99_us = pc.latency.quantile(0.99);
+            }
+            pc
+        })
+        .collect()
+}
+
+/// A transport's counters since `bt` (its values at the last reset);
+/// gauges as they are.
+fn conn_counts(t: &TransportStats, bt: &TransportStats) -> ConnCounts {
+    ConnCounts {
+        open: t.connections_open,
+        opened: t
+            .connections_accepted
+            .saturating_sub(bt.connections_accepted),
+        closed: t.connections_closed.saturating_sub(bt.connections_closed),
+        refused: t.connections_refused.saturating_sub(bt.connections_refused),
+        evicted: t.connections_evicted.saturating_sub(bt.connections_evicted),
+        buffered_bytes: t.buffered_bytes,
+        records_in: t.records_in.saturating_sub(bt.records_in),
+        records_too_big: t.records_too_big.saturating_sub(bt.records_too_big),
+        bytes_in: t.bytes_in.saturating_sub(bt.bytes_in),
+        replies_out: t.replies_out.saturating_sub(bt.replies_out),
+        writes_out: t.writes_out.saturating_sub(bt.writes_out),
+        bytes_out: t.bytes_out.saturating_sub(bt.bytes_out),
+        reply_bytes_queued: t.reply_bytes_queued,
+        records_inline: t.records_inline.saturating_sub(bt.records_inline),
+        records_deferred: t.records_deferred.saturating_sub(bt.records_deferred),
+    }
+}
+
+/// A pool's counters since `bp`; gauges as they are.
+fn pool_counts(p: &PoolStats, bp: &PoolStats) -> PoolCounts {
+    PoolCounts {
+        threads: p.threads as u64,
+        idle: p.idle as u64,
+        waking: p.waking as u64,
+        running: p.running as u64,
+        queued: p.queued as u64,
+        peak_waking: p.peak_waking as u64,
+        wakeups: p.wakeups.saturating_sub(bp.wakeups),
+        wakeups_no_work: p.wakeups_no_work.saturating_sub(bp.wakeups_no_work),
+        jobs_woken: p.jobs_woken.saturating_sub(bp.jobs_woken),
+        jobs_inline: p.jobs_inline.saturating_sub(bp.jobs_inline),
+        jobs_panicked: p.jobs_panicked.saturating_sub(bp.jobs_panicked),
+        queue_time_ns: p.queue_time_ns.saturating_sub(bp.queue_time_ns),
+        rejected_full: p.rejected_full.saturating_sub(bp.rejected_full),
+        jobs_left: p.jobs_left.saturating_sub(bp.jobs_left),
+        overdue_kicks: p.overdue_kicks.saturating_sub(bp.overdue_kicks),
+        threads_started: p.threads_started.saturating_sub(bp.threads_started),
+        threads_retired: p.threads_retired.saturating_sub(bp.threads_retired),
+        spawn_failures: p.spawn_failures.saturating_sub(bp.spawn_failures),
+    }
+}
+
+/// Each export's counters since its last reset; exports that are gone
+/// (removed by a reload) are dropped here.
+fn export_counts(r: &Registry) -> Vec<ExportCounts> {
+    let mut ex = r.exports.lock().unwrap_or_else(|e| e.into_inner());
+    let mut out = Vec::with_capacity(ex.len());
+    ex.retain(|e| match (e.read)() {
+        Some(now) => {
+            out.push(now.since(&e.base));
+            true
+        }
+        None => false,
+    });
+    out
 }
