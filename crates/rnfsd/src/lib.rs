@@ -16,7 +16,6 @@ mod endpoint;
 pub mod exports;
 pub mod keys;
 pub mod live;
-pub mod lockd;
 pub mod metrics;
 pub mod outcall;
 pub mod privileges;

@@ -340,7 +340,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let mut restarted_hosts = None;
     if s.nlm {
         let dir = state_dir.join("nlm");
-        let (hosts, before, state) = rnfsd::lockd::hosts::Hosts::load(&dir)
+        let (hosts, before, state) = rnfsd_lockd::hosts::Hosts::load(&dir)
             .map_err(|e| runtime_err(format!("lock manager state in {}: {e}", dir.display())))?;
         let grace = (!before.is_empty()).then(|| Duration::from_secs(s.nlm_grace_secs));
         if let Some(g) = grace {
@@ -350,14 +350,14 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
                 "lock manager: grace period for reclaims"
             );
         }
-        let limits = rnfsd::lockd::Limits {
+        let limits = rnfsd_lockd::Limits {
             max_files: s.nlm_max_files,
             max_waiters: s.nlm_max_waiters,
             max_per_client: s.nlm_max_per_client,
             retry: Duration::from_millis(s.nlm_retry_ms),
-            ..rnfsd::lockd::Limits::default()
+            ..rnfsd_lockd::Limits::default()
         };
-        let m = rnfsd::lockd::LockManager::with_hosts(limits, grace, Some(hosts), state);
+        let m = rnfsd_lockd::LockManager::with_hosts(limits, grace, Some(hosts), state);
         let gauges = m.clone();
         stats.set_locks(move || {
             let c = gauges.counts();

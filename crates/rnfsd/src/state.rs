@@ -117,7 +117,7 @@ pub struct Server {
     /// event loop (`inline_changes`).
     pub inline_changes: bool,
     /// The lock manager (NLM), when it is served.
-    locks: std::sync::OnceLock<Arc<crate::lockd::LockManager>>,
+    locks: std::sync::OnceLock<Arc<rnfsd_lockd::LockManager>>,
 }
 
 impl Server {
@@ -161,12 +161,12 @@ impl Server {
     }
 
     /// Serve NLM with `m` (once, at start).
-    pub fn set_locks(&self, m: Arc<crate::lockd::LockManager>) {
+    pub fn set_locks(&self, m: Arc<rnfsd_lockd::LockManager>) {
         let _ = self.locks.set(m);
     }
 
     /// The lock manager, if NLM is served.
-    pub fn locks(&self) -> Option<&Arc<crate::lockd::LockManager>> {
+    pub fn locks(&self) -> Option<&Arc<rnfsd_lockd::LockManager>> {
         self.locks.get()
     }
 

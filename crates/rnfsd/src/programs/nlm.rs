@@ -1,7 +1,7 @@
 //! NLM, the network lock manager (program 100021; XNFS chapters 9-10):
 //! version 4 (64-bit ranges) and versions 1 and 3 (32-bit ranges, the same
 //! calls: their arguments are widened to version 4's and the results
-//! narrowed back). The locks themselves are `lockd`'s.
+//! narrowed back). The locks themselves are `rnfsd_lockd`'s.
 //!
 //! The file handle in a lock is the NFS handle the client holds, so the
 //! export, its client rules and the caller's credentials are found as for
@@ -13,10 +13,10 @@ use rnfsd_fs::lock::{LockKind, LockRange};
 use rnfsd_fs::{Cred, Fh};
 use rnfsd_proto::nlm::*;
 
-use crate::lockd::{FileRef, Holder, LockReq, Outcome, Owner, ShareReq};
 use crate::proc_entry;
 use crate::rpc::{CacheClass, CallCtx, ProcError, Program, Version};
 use crate::state::ExportRef;
+use rnfsd_lockd::{FileRef, Holder, LockReq, Outcome, Owner, ShareReq};
 
 fn stat_of(o: &Outcome) -> Nlm4Stats {
     match o {
@@ -65,7 +65,7 @@ fn request(l: &Nlm4Lock, exclusive: bool) -> LockReq {
 fn with_file(
     ctx: &CallCtx<'_>,
     fh: &NetObj,
-    f: impl FnOnce(&crate::lockd::LockManager, &FileRef<'_>) -> Outcome,
+    f: impl FnOnce(&rnfsd_lockd::LockManager, &FileRef<'_>) -> Outcome,
 ) -> Outcome {
     let Some(m) = ctx.server.locks() else {
         return Outcome::NoLocks;
@@ -134,7 +134,7 @@ fn lock4(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Result<Nlm4Res, ProcError> {
     let o = with_file(ctx, &a.alock.fh, |m, f| {
         let o = m.lock(f, &req, a.block, a.reclaim, callback);
         if matches!(o, Outcome::Granted | Outcome::Blocked) {
-            m.note_host(crate::lockd::hosts::Host {
+            m.note_host(rnfsd_lockd::hosts::Host {
                 name: req.owner.host.clone(),
                 addr: ctx.peer.ip(),
                 server: ctx.local.ip(),

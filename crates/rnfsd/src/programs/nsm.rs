@@ -12,9 +12,9 @@ use std::net::IpAddr;
 
 use rnfsd_proto::nsm::*;
 
-use crate::lockd::hosts::Host;
 use crate::proc_entry;
 use crate::rpc::{CacheClass, CallCtx, ProcError, Program, Version};
+use rnfsd_lockd::hosts::Host;
 
 fn state(ctx: &CallCtx<'_>) -> i32 {
     ctx.server.locks().map_or(1, |m| m.state())

@@ -1,6 +1,17 @@
-//! The lock manager behind NLM (program 100021): which owner holds which
-//! byte ranges of which file, the owners waiting for a range, DOS share
-//! reservations, and the grace period after a restart.
+//! rnfsd-lockd: the state of the NLM v4 lock manager (program 100021;
+//! versions 1 and 3 are served on top of it): which host's owner holds
+//! which byte ranges of which file, the blocked requests waiting for a
+//! range, DOS share reservations, the grace period after a restart, and
+//! the hosts file (`hosts`) that tells a restarted server whom to grant
+//! reclaims and notify.
+//!
+//! Bounds: no wire types and no RPC. The NLM and NSM programs in the
+//! `rnfsd` crate decode calls, find the export, check the caller and turn
+//! an [`Outcome`] into an nlm4_stats; sending GRANTED is a closure they
+//! hand to [`LockManager::lock`]. It depends on `rnfsd-fs` (backends and
+//! their fcntl locks), `std`, libc's errno numbers and `tracing` only.
+//! Every table is bounded
+//! ([`Limits`], [`hosts::MAX_HOSTS`], [`ranges::MAX_PIECES`]).
 //!
 //! Locks are real: each (owner, file) pair has its own open file
 //! description on the exported file (`Backend::open_for_locks`) and locks
