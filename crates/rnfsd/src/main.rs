@@ -455,7 +455,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
                 regs.push(Registration::udp(PORTMAP.prog, vers.vers, a));
             }
         }
-        portmap::set_registrations(regs);
+        portmap::set_registrations(&server, regs);
     } else if s.register_rpcbind {
         rpcbind_reg = rpcbind::register(&rpcbind::default_endpoints(), &regs);
     }

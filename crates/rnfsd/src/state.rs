@@ -118,6 +118,13 @@ pub struct Server {
     pub inline_changes: bool,
     /// The lock manager (NLM), when it is served.
     locks: std::sync::OnceLock<Arc<rnfsd_lockd::LockManager>>,
+    /// MOUNT's list of who mounted what (DUMP).
+    pub(crate) mounts: std::sync::Mutex<crate::programs::mount::MountTable>,
+    /// What the built-in port mapper answers: set once the listeners are
+    /// bound (`portmap::set_registrations`).
+    pub(crate) registrations: std::sync::RwLock<Vec<crate::programs::portmap::Registration>>,
+    /// NLM callbacks (GRANTED, *_RES) this server has in flight.
+    pub(crate) nlm_callbacks: crate::programs::nlm::Callbacks,
 }
 
 impl Server {
@@ -136,6 +143,9 @@ impl Server {
             inline_write_alone_max: crate::config::DEFAULT_INLINE_WRITE_ALONE_MAX,
             inline_changes: true,
             locks: std::sync::OnceLock::new(),
+            mounts: Default::default(),
+            registrations: Default::default(),
+            nlm_callbacks: Default::default(),
         }
     }
 

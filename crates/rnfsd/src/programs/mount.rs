@@ -7,7 +7,6 @@
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
-use std::sync::{Mutex, OnceLock};
 
 use rnfsd_fs::{Backend, Fh, FileType, FsError};
 use rnfsd_proto::mount::{
@@ -19,7 +18,7 @@ use rnfsd_proto::rpc::AUTH_SYS;
 use crate::access::Denied;
 use crate::proc_entry;
 use crate::rpc::{CacheClass, CallCtx, ProcError, Program, Version};
-use crate::state::Export;
+use crate::state::{Export, Server};
 
 /// Bound on remembered (host, path) mounts; the oldest is forgotten first.
 /// The list is advisory (RFC 1813 appendix I: DUMP "may not be accurate").
@@ -78,17 +77,12 @@ impl MountTable {
     }
 }
 
-/// The process's mount list. `Server` has no field for it; there is one
-/// server per process.
-pub fn mount_table() -> &'static Mutex<MountTable> {
-    static TABLE: OnceLock<Mutex<MountTable>> = OnceLock::new();
-    TABLE.get_or_init(|| Mutex::new(MountTable::default()))
-}
-
-fn with_table<R>(f: impl FnOnce(&mut MountTable) -> R) -> R {
+/// Runs `f` on the server's mount list (`Server::mounts`).
+fn with_table<R>(server: &Server, f: impl FnOnce(&mut MountTable) -> R) -> R {
     // A panic while holding the lock cannot leave the table inconsistent
     // (every method is a single VecDeque operation), so ignore poisoning.
-    let mut g = mount_table()
+    let mut g = server
+        .mounts
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     f(&mut g)
@@ -202,7 +196,7 @@ fn mnt(ctx: &CallCtx<'_>, path: DirPath) -> Result<MountRes3, ProcError> {
         Ok(fh) => {
             let host = host_of(ctx);
             tracing::info!(%host, path = %String::from_utf8_lossy(&path.0), "mount");
-            with_table(|t| t.add(&host, &path.0));
+            with_table(ctx.server, |t| t.add(&host, &path.0));
             Ok(MountRes3::Ok {
                 fhandle: FHandle3(fh.0),
                 auth_flavors: vec![AUTH_SYS],
@@ -225,19 +219,19 @@ fn mnt_v1(_: &CallCtx<'_>, _: DirPath) -> Result<FhStatus, ProcError> {
     Ok(FhStatus::Err(libc::EACCES as u32))
 }
 
-fn dump(_: &CallCtx<'_>, _: ()) -> Result<MountList, ProcError> {
-    Ok(with_table(|t| t.list()))
+fn dump(ctx: &CallCtx<'_>, _: ()) -> Result<MountList, ProcError> {
+    Ok(with_table(ctx.server, |t| t.list()))
 }
 
 fn umnt(ctx: &CallCtx<'_>, path: DirPath) -> Result<(), ProcError> {
     let host = host_of(ctx);
-    with_table(|t| t.remove(&host, &path.0));
+    with_table(ctx.server, |t| t.remove(&host, &path.0));
     Ok(())
 }
 
 fn umntall(ctx: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
     let host = host_of(ctx);
-    with_table(|t| t.remove_host(&host));
+    with_table(ctx.server, |t| t.remove_host(&host));
     Ok(())
 }
 
@@ -314,7 +308,6 @@ mod tests {
     use super::*;
     use crate::access::{ClientOpts, ClientSpec, ExportAccess, Rule};
     use crate::rpc::Auth;
-    use crate::state::Server;
     use rnfsd_fs::*;
     use rnfsd_proto::rpc::AuthSys;
     use std::collections::HashMap;
@@ -511,7 +504,7 @@ mod tests {
         ] {
             assert_eq!(mount(&s, p, path), MountRes3::Err(want), "{path}");
         }
-        assert!(with_table(|t| t
+        assert!(with_table(&s, |t| t
             .list()
             .0
             .iter()
@@ -542,6 +535,19 @@ mod tests {
         assert_eq!(mine(dump(&c, ()).unwrap()), ["/srv/a", "/srv/a/sub/deeper"]);
         umntall(&c, ()).unwrap();
         assert!(mine(dump(&c, ()).unwrap()).is_empty());
+    }
+
+    #[test]
+    fn each_server_has_its_own_mount_list() {
+        let (a, b) = (server(), server());
+        let p = "10.0.0.6:700";
+        ok_handle(mount(&a, p, "/srv/a"));
+        let listed = |s: &Server| dump(&ctx(s, p), ()).unwrap().0.len();
+        assert_eq!(listed(&a), 1);
+        assert_eq!(listed(&b), 0);
+        // UMNTALL to the other server leaves this one's list alone.
+        umntall(&ctx(&b, p), ()).unwrap();
+        assert_eq!(listed(&a), 1);
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! NFS: a client an export does not list gets NLM4_STALE_FH.
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use rnfsd_fs::lock::{LockKind, LockRange};
 use rnfsd_fs::{Cred, Fh};
@@ -121,6 +123,7 @@ fn lock4(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Result<Nlm4Res, ProcError> {
     // request that may wait (a no-op closure allocates nothing).
     let callback: Box<dyn FnOnce() + Send> = if a.block {
         granted_callback(
+            ctx.server.nlm_callbacks.clone(),
             ctx.peer.ip(),
             Nlm4TestArgs {
                 cookie: a.cookie.clone(),
@@ -260,7 +263,13 @@ fn answer_async<R: rnfsd_xdr::Xdr>(
     proc_: u32,
     res: &R,
 ) -> Result<(), ProcError> {
-    callback(ctx.peer.ip(), vers, proc_, rnfsd_xdr::to_vec(res));
+    callback(
+        &ctx.server.nlm_callbacks,
+        ctx.peer.ip(),
+        vers,
+        proc_,
+        rnfsd_xdr::to_vec(res),
+    );
     Ok(())
 }
 
@@ -269,17 +278,40 @@ fn answer_async<R: rnfsd_xdr::Xdr>(
 /// times out and is retransmitted. Each takes a thread for up to a few
 /// timeouts, so a flood of *_MSG calls cannot make threads without end.
 const MAX_CALLBACKS: usize = 64;
-static CALLBACKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The callbacks a server has in flight (`Server::nlm_callbacks`); a clone
+/// counts into the same total.
+#[derive(Debug, Default, Clone)]
+pub struct Callbacks(Arc<AtomicUsize>);
+
+/// One callback's place among `MAX_CALLBACKS`, given back when dropped:
+/// sent, failed, or its thread not started.
+struct Slot(Arc<AtomicUsize>);
+
+impl Callbacks {
+    /// A place for one more callback; None when all are taken.
+    fn slot(&self) -> Option<Slot> {
+        if self.0.fetch_add(1, Ordering::AcqRel) >= MAX_CALLBACKS {
+            self.0.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(Slot(self.0.clone()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 /// Sends procedure `proc_` of NLM `vers` with `body` to the lock manager
 /// of host `ip` (found through its port mapper), from a short-lived thread.
-fn callback(ip: IpAddr, vers: u32, proc_: u32, body: Vec<u8>) {
-    use std::sync::atomic::Ordering;
-    if CALLBACKS.fetch_add(1, Ordering::AcqRel) >= MAX_CALLBACKS {
-        CALLBACKS.fetch_sub(1, Ordering::AcqRel);
+fn callback(callbacks: &Callbacks, ip: IpAddr, vers: u32, proc_: u32, body: Vec<u8>) {
+    let Some(slot) = callbacks.slot() else {
         tracing::debug!(client = %ip, proc_, "NLM callback dropped: {MAX_CALLBACKS} in flight");
         return;
-    }
+    };
     let spawned = std::thread::Builder::new()
         .name("rnfsd-nlm-cb".into())
         .spawn(move || {
@@ -288,10 +320,10 @@ fn callback(ip: IpAddr, vers: u32, proc_: u32, body: Vec<u8>) {
             if let Err(e) = r {
                 tracing::debug!(client = %ip, proc_, "NLM callback not delivered: {e}");
             }
-            CALLBACKS.fetch_sub(1, Ordering::AcqRel);
+            drop(slot);
         });
+    // Not started: the closure, and with it the slot, is dropped.
     if let Err(e) = spawned {
-        CALLBACKS.fetch_sub(1, Ordering::AcqRel);
         tracing::debug!("NLM callback not sent: {e}");
     }
 }
@@ -500,7 +532,42 @@ const CALLBACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// port and sends GRANTED there. Failing is harmless: the client asks
 /// again on its own (the Linux client every 30 s) and gets the lock, which
 /// it already holds.
-fn granted_callback(ip: IpAddr, args: Nlm4TestArgs) -> Box<dyn FnOnce() + Send> {
+fn granted_callback(
+    callbacks: Callbacks,
+    ip: IpAddr,
+    args: Nlm4TestArgs,
+) -> Box<dyn FnOnce() + Send> {
     let body = rnfsd_xdr::to_vec(&args);
-    Box::new(move || callback(ip, VERSION4, PROC_GRANTED, body))
+    Box::new(move || callback(&callbacks, ip, VERSION4, PROC_GRANTED, body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::Server;
+
+    fn server() -> Server {
+        Server::new(
+            vec![],
+            Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
+            4096,
+            None,
+        )
+    }
+
+    #[test]
+    fn each_server_bounds_its_own_callbacks() {
+        let (a, b) = (server(), server());
+        let full: Vec<Slot> = (0..MAX_CALLBACKS)
+            .map(|_| a.nlm_callbacks.slot().expect("a free slot"))
+            .collect();
+        assert!(a.nlm_callbacks.slot().is_none());
+        // A clone (as a GRANTED callback holds) counts into the same total.
+        assert!(a.nlm_callbacks.clone().slot().is_none());
+        // The other server's callbacks are not held up by this one's.
+        let other = b.nlm_callbacks.slot();
+        assert!(other.is_some());
+        drop(full);
+        assert!(a.nlm_callbacks.slot().is_some());
+    }
 }

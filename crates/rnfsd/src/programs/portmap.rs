@@ -8,7 +8,6 @@
 //! and no NFS client needs them.
 
 use std::net::SocketAddr;
-use std::sync::RwLock;
 
 use rnfsd_proto::portmap::{
     universal_addr, Mapping, PmapList, Rpcb, RpcbList, RpcbString, IPPROTO_TCP, IPPROTO_UDP,
@@ -16,6 +15,7 @@ use rnfsd_proto::portmap::{
 
 use crate::proc_entry;
 use crate::rpc::{CacheClass, CallCtx, ProcError, Program, Version};
+use crate::state::Server;
 
 /// The transport of a registration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -90,18 +90,23 @@ impl Registration {
 /// Bound on registrations (programs × versions × listeners).
 pub const MAX_REGISTRATIONS: usize = 256;
 
-static REGISTRY: RwLock<Vec<Registration>> = RwLock::new(Vec::new());
-
-/// Set what GETPORT, GETADDR and DUMP report. Called once at start, after
-/// the listeners are bound (so ephemeral ports are known).
-pub fn set_registrations(mut regs: Vec<Registration>) {
+/// Set what `server`'s GETPORT, GETADDR and DUMP report. Called once at
+/// start, after the listeners are bound (so ephemeral ports are known).
+pub fn set_registrations(server: &Server, mut regs: Vec<Registration>) {
     regs.truncate(MAX_REGISTRATIONS);
-    let mut g = REGISTRY.write().unwrap_or_else(|p| p.into_inner());
+    let mut g = server
+        .registrations
+        .write()
+        .unwrap_or_else(|p| p.into_inner());
     *g = regs;
 }
 
-fn registrations() -> Vec<Registration> {
-    REGISTRY.read().unwrap_or_else(|p| p.into_inner()).clone()
+fn registrations(ctx: &CallCtx<'_>) -> Vec<Registration> {
+    ctx.server
+        .registrations
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
 }
 
 /// The registrations a program's GETPORT/GETADDR should answer from: the
@@ -142,21 +147,21 @@ fn pmap_set(ctx: &CallCtx<'_>, m: Mapping) -> Result<bool, ProcError> {
     Ok(false)
 }
 
-fn pmap_getport(_: &CallCtx<'_>, m: Mapping) -> Result<u32, ProcError> {
+fn pmap_getport(ctx: &CallCtx<'_>, m: Mapping) -> Result<u32, ProcError> {
     let proto = match m.prot {
         IPPROTO_TCP => Proto::Tcp,
         IPPROTO_UDP => Proto::Udp,
         _ => return Ok(0),
     };
-    let regs = registrations();
+    let regs = registrations(ctx);
     let r = find(&regs, m.prog, m.vers, proto, false)
         .or_else(|| find(&regs, m.prog, m.vers, proto, true));
     Ok(r.map_or(0, |r| u32::from(r.addr.port())))
 }
 
-fn pmap_dump(_: &CallCtx<'_>, _: ()) -> Result<PmapList, ProcError> {
+fn pmap_dump(ctx: &CallCtx<'_>, _: ()) -> Result<PmapList, ProcError> {
     let mut out: Vec<Mapping> = Vec::new();
-    for r in registrations() {
+    for r in registrations(ctx) {
         let m = Mapping {
             prog: r.prog,
             vers: r.vers,
@@ -178,7 +183,7 @@ fn rpcb_set(ctx: &CallCtx<'_>, r: Rpcb) -> Result<bool, ProcError> {
 /// RFC 1833 §2.2 RPCBPROC_GETADDR: the universal address, or "" when the
 /// program is not registered on that netid.
 fn rpcb_getaddr(ctx: &CallCtx<'_>, q: Rpcb) -> Result<RpcbString, ProcError> {
-    let regs = registrations();
+    let regs = registrations(ctx);
     let found = match q.netid.0.as_str() {
         // An empty netid means "the transport of this call" (RFC 1833
         // §2.2). The call does not tell us which: TCP, else UDP (a
@@ -202,7 +207,7 @@ fn rpcb_getaddr(ctx: &CallCtx<'_>, q: Rpcb) -> Result<RpcbString, ProcError> {
 
 fn rpcb_dump(ctx: &CallCtx<'_>, _: ()) -> Result<RpcbList, ProcError> {
     Ok(RpcbList(
-        registrations()
+        registrations(ctx)
             .iter()
             .map(|r| Rpcb {
                 prog: r.prog,
@@ -256,7 +261,6 @@ pub static PORTMAP: Program = Program {
 mod tests {
     use super::*;
     use crate::rpc::Auth;
-    use crate::state::Server;
 
     fn regs() -> Vec<Registration> {
         let a: SocketAddr = "0.0.0.0:2049".parse().unwrap();
@@ -273,25 +277,32 @@ mod tests {
         ]
     }
 
-    // The registry is process-wide: one test sets it and checks everything.
-    #[test]
-    fn answers_from_the_registry() {
-        set_registrations(regs());
-        let s = Server::new(
+    fn server() -> Server {
+        Server::new(
             vec![],
             std::sync::Arc::new(rnfsd_fs::WriteVerifier::new([0; 8])),
             4096,
             None,
-        );
-        let c = CallCtx {
+        )
+    }
+
+    fn ctx(s: &Server) -> CallCtx<'_> {
+        CallCtx {
             xid: 1,
             peer: "127.0.0.1:900".parse().unwrap(),
             local: "127.0.0.1:111".parse().unwrap(),
             auth: Auth::None,
-            server: &s,
+            server: s,
             spliced: Default::default(),
             owed_fail: Default::default(),
-        };
+        }
+    }
+
+    #[test]
+    fn answers_from_the_registry() {
+        let s = server();
+        set_registrations(&s, regs());
+        let c = ctx(&s);
         let q = |prog, vers, prot| Mapping {
             prog,
             vers,
@@ -350,5 +361,29 @@ mod tests {
         assert_eq!(l.0[6].netid.0, "udp");
         assert_eq!(l.0[1].addr.0, "127.0.0.1.8.1");
         assert!(rnfsd_xdr::to_vec(&l).len() <= LIST_REPLY);
+    }
+
+    #[test]
+    fn each_server_has_its_own_registrations() {
+        let (a, b) = (server(), server());
+        set_registrations(&a, regs());
+        let nfs = Mapping {
+            prog: 100003,
+            vers: 3,
+            prot: IPPROTO_TCP,
+            port: 0,
+        };
+        assert_eq!(pmap_getport(&ctx(&a), nfs).unwrap(), 2049);
+        assert_eq!(pmap_getport(&ctx(&b), nfs).unwrap(), 0);
+        assert!(pmap_dump(&ctx(&b), ()).unwrap().0.is_empty());
+        let one = vec![Registration::tcp(
+            100005,
+            3,
+            "0.0.0.0:20048".parse().unwrap(),
+        )];
+        set_registrations(&b, one.clone());
+        assert_eq!(registrations(&ctx(&b)), one);
+        // Setting the other server's left this one's as they were.
+        assert_eq!(registrations(&ctx(&a)), regs());
     }
 }
