@@ -1,4 +1,4 @@
-# Shared by cold-handles.sh and seed004.sh (source it, do not run it): a
+# Shared by cold-handles.sh and cache-reclaim-mount.sh (source it, do not run it): a
 # fresh ext4 filesystem on a loop device of its own, and rnfsd started and
 # stopped on it. The caller sets WORK (a directory under /tmp), RNFSD and
 # BENCH, and defines log and die.

@@ -25,8 +25,8 @@
 # (--conns 0: many hosts, one call each). The -h ones send every call to
 # one of --handles N objects (default 1000, a working set smaller than any
 # server cache) sampled across the tree; "--handles 1000,100000" runs each
-# count, on a tree big enough for the largest (seed 000's when it fits:
-# 161,480 files in 10,841 directories; files of 4 KiB for read-h and
+# count, on a tree big enough for the largest (the bounded-wakeup lesson's
+# rsync tree when it fits, docs/lessons.md: 161,480 files in 10,841 directories; files of 4 KiB for read-h and
 # write-h). traverse runs at the same three shapes; getattr keeps the
 # export root's handle and its old stream counts, as before.
 # With create and fsmark the local-filesystem reference (local-create,
@@ -50,7 +50,8 @@
 # with --variant NAME=ARGS for extra arguments.
 # --mount-files N: the mount workload's tree has N files (in N/20
 # directories) instead of the traverse tree, all walked before the MNTs so
-# the server's caches hold about 1.05 N entries (seed 004).
+# the server's caches hold about 1.05 N entries (mount time against cache
+# size: the bounded-reclaim lesson, docs/lessons.md).
 # --io-streams LIST: streams of the read and write workloads (default
 # 1,4,16; each its own fresh file; read reads it 4 times over, from the
 # page cache). --io-mib N: size of each stream's file (default 256);
@@ -66,8 +67,8 @@
 # wait for the host to write back every page of the image file.
 # --no-pin-client: the one-stream shape's client thread is not kept on one
 # CPU (it is by default: rnfsd-bench --pin-one-stream).
-# --seed-size: getattr/traverse/mount on seed 000's tree (161,480 files in
-# 10,841 directories) instead of 20,000 files in 1,000.
+# --seed-size: getattr/traverse/mount on the bounded-wakeup lesson's rsync
+# tree (161,480 files in 10,841 directories) instead of 20,000 files in 1,000.
 #
 # Needs root (namespaces for ganesha, loop mounts). Installs what is missing:
 # nfs-ganesha, nfs-ganesha-vfs and rpcbind (scripts/ganesha.sh), e2fsprogs;
@@ -181,13 +182,13 @@ for s in "${SV[@]}"; do
 done
 [ "$(id -u)" = 0 ] || die "must run as root (ganesha's namespace, loop mounts)"
 
-# ---- sizes: the seeds' defaults, or small ones with --quick ---------------
+# ---- sizes: the lessons' defaults, or small ones with --quick -------------
 if [ -z "$QUICK" ]; then
-    TREE_FILES=20000 TREE_DIRS=1000   # traverse/mount tree (issue 4 default)
+    TREE_FILES=20000 TREE_DIRS=1000   # traverse/mount tree
     CALL_STREAMS=1,16,64 CALL_SECONDS=3
-    CREATE_FILES=150000 CREATE_STREAMS=16 # seed 001: 150k creates, one dir
+    CREATE_FILES=150000 CREATE_STREAMS=16 # Lustre's MDS create test: 150k, one dir
     MKDIR_FILES=20000 MKDIR_STREAMS=16
-    FSMARK_ITER=5 FSMARK_FILES=2000 FSMARK_STREAMS=16 # seed 002
+    FSMARK_ITER=5 FSMARK_FILES=2000 FSMARK_STREAMS=16 # XFS aio_fsync thread's fs_mark
     MOUNT_REPS=1000
     IO_MIB=256 IO_STREAMS=1,4,16 IO_PASSES=4
 else
@@ -205,7 +206,7 @@ fi
 [ -z "$FSMARK_STREAMS_ARG" ] || FSMARK_STREAMS=$FSMARK_STREAMS_ARG
 [ -z "$SEED_SIZE" ] || { TREE_FILES=161480 TREE_DIRS=10841; }
 # The --handles workloads' tree: the traverse tree, or one with at least
-# as many files as the largest count (seed 000's if that is enough).
+# as many files as the largest count (the rsync tree if that is enough).
 HTREE_FILES=$TREE_FILES HTREE_DIRS=$TREE_DIRS
 if [ "$MAX_HANDLES" -gt "$HTREE_FILES" ]; then
     if [ "$MAX_HANDLES" -le 161480 ]; then

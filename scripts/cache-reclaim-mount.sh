@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Seed 004 at full size: with every cache at its configured maximum, do MNT
+# Mount and cache reclaim at full size (the bounded-reclaim lesson,
+# docs/lessons.md: an unbounded dentry LRU scanned under one lock made NFS
+# mounts take a minute): with every cache at its configured maximum, do MNT
 # and GETATTR of the export root keep p99 <= 1 ms and within 2x of an empty
 # cache, and does a reclaim burst leave warm GETATTR p99 within 2x? And
-# what does a cache entry cost in memory? See docs/benchmarks.md ("Seed 004
-# at full size").
+# what does a cache entry cost in memory? See docs/benchmarks.md ("Mount
+# and reclaim at full size").
 #
-#   scripts/seed004.sh [--files F] [--dirs D] [--file-size B]
+#   scripts/cache-reclaim-mount.sh [--files F] [--dirs D] [--file-size B]
 #       [--path-cache-entries N] [--reps R] [--seconds S]
 #       [--fill-handles M] [--burst-handles N] [--burst-streams N]
 #       [--server-args "ARGS"] [--out DIR] [--work DIR] [--quick]
 #
 # F files (default 10,000,000) in D directories (default F/10,000: at most
 # about 10,000 entries in any directory, the root included), empty
-# (--file-size 0: seed 004 is about metadata caches, and 10 million 4 KiB
+# (--file-size 0: the question is about metadata caches, and 10 million 4 KiB
 # data blocks would be 40 GB), on a fresh ext4 filesystem on a loop device
 # made with enough inodes (mkfs -N). rnfsd runs with --path-cache-entries
 # N (default (F + D) x 1.1, so the location map holds the whole tree; its
@@ -36,7 +38,7 @@
 #
 # Needs root (loop device, mount). Every step runs under timeout(1); the
 # server is stopped, the filesystem unmounted and the loop device detached
-# on exit. Output in --out (default /tmp/rnfsd-seed004/out): results.jsonl
+# on exit. Output in --out (default /tmp/rnfsd-cache-reclaim/out): results.jsonl
 # (every bench row), snap-*.json (admin snapshots), summary.json,
 # summary.md, machine.txt, rnfsd.log.
 set -euo pipefail
@@ -53,11 +55,11 @@ FILL=50000 BURST=500000 BURST_STREAMS=16
 WARM=1000
 SERVER_ARGS=
 OUT=
-WORK=/tmp/rnfsd-seed004
+WORK=/tmp/rnfsd-cache-reclaim
 QUICK=
 
-die() { echo "seed004.sh: $*" >&2; exit 2; }
-log() { echo "seed004.sh $(date +%T): $*" >&2; }
+die() { echo "cache-reclaim-mount.sh: $*" >&2; exit 2; }
+log() { echo "cache-reclaim-mount.sh $(date +%T): $*" >&2; }
 num() { [[ $2 =~ ^[0-9]+$ ]] || die "$1 takes a whole number"; }
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -282,7 +284,7 @@ verdict() { # VALUE LIMIT -> meets / MISSES
     awk -v v="$1" -v l="$2" 'BEGIN { if (v != "" && v != "null" && v + 0 <= l + 0) print "meets"; else print "MISSES" }'
 }
 {
-    echo "## Seed 004 at full size: $(q .tree.files) files in $(q .tree.dirs) directories"
+    echo "## Mount and cache reclaim at full size: $(q .tree.files) files in $(q .tree.dirs) directories"
     echo
     echo "rnfsd $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), --path-cache-entries $(q .path_cache_entries), $(date -Is); $(nproc) CPUs"
     echo
