@@ -2,7 +2,7 @@
 # Where a server's context switches go: voluntary and involuntary switches
 # per operation, by thread group (rnfsd's thread names less their numbers:
 # rnfsd-evloop, rnfsd-sync, rnfsd-journal, ...), over one bench command.
-# See docs/durability.md ("Writeback waited for by the commit thread").
+# See docs/benchmarks.md ("Context switches by thread").
 #
 #   scripts/thread-switches.sh --pid PID --ops N -- COMMAND...
 #
