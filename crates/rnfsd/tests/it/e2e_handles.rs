@@ -6,7 +6,7 @@
 //! Every scenario runs in both handle modes: the default (`auto`, kernel
 //! handles when running as root) and `--handle-mode path`.
 
-mod common;
+use crate::common;
 
 use common::nfs::*;
 use common::{TempDir, TestServer};

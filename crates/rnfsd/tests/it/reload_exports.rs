@@ -1,7 +1,7 @@
 //! Exports added, removed and changed by a reload (SIGHUP) while clients
 //! stay connected; `rnfsd exportfs` shows what is in force.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -11,7 +11,7 @@
 //! the filesystem itself stays healthy and later syncs succeed: exactly the
 //! case where an error seen once is easy to lose.
 
-mod common;
+use crate::common;
 
 use common::blockdev::{drop_caches, unavailable, LoopFs};
 use common::nfs::*;

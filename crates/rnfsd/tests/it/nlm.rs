@@ -3,7 +3,7 @@
 //! a blocked lock taken once free, FREE_ALL, DOS shares, NLM and NSM over
 //! UDP (rpcinfo), and a restart's grace period with reclaims.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

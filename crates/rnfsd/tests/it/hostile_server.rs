@@ -8,7 +8,7 @@
 //! well-behaved client on another connection. Plain blocking sockets with
 //! timeouts keep each test bounded in time.
 
-mod common;
+use crate::common;
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -7,7 +7,7 @@
 //! Handles now carry the birth time where there is no generation; the old
 //! handle must be STALE and the new file untouched.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! client mounting as root (as the kernel client does, from a reserved
 //! port) can write there at once; the start line says what to know.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::MetadataExt;

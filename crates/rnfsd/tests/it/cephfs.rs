@@ -9,7 +9,7 @@
 //! test works in a fresh directory of CephFS's root, made through a third
 //! server exporting that root, and removes it at the end.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::future::Future;

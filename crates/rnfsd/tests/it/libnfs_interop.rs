@@ -5,7 +5,7 @@
 //! without them skips with a message; under CI (`RNFSD_REQUIRE_LIBNFS` set by
 //! scripts/test.sh) their absence fails the run.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! another client is still answered. Thawed, all 64 complete and their
 //! data is there.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -9,9 +9,9 @@
 //! the regressions directory is empty for now; the seeds still exercise
 //! every NFSv3, MOUNT and port mapper procedure through this path.
 
-mod common;
+use crate::common;
 
-#[path = "../../../fuzz/harness/dispatch.rs"]
+#[path = "../../../../fuzz/harness/dispatch.rs"]
 mod harness;
 
 use std::path::{Path, PathBuf};

@@ -15,7 +15,7 @@
 //! of every 6 only creates files and directories, round 5 has one client
 //! alone; rounds 0, 2 and 8 of every 12 only write data.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! in every set, with no_new_privs; and root that cannot switch identity
 //! refuses to start rather than serve every request as root.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! End to end: ONC RPC (RFC 5531) error paths and record marking against the
 //! real server, through the client's raw-call API and plain TCP sockets.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! socket, `rnfsd stats` and the Prometheus endpoint, after a known
 //! sequence of calls from several connections at once.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;

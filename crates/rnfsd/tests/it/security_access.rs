@@ -2,7 +2,7 @@
 //! the configuration file, privileged ports, and SIGHUP reload without
 //! dropping connections.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! server over TCP through our client library, success and failure paths.
 //! Each test runs its own server on its own temporary export.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -8,7 +8,7 @@
 //! replies only leave after their commit is the power-cut test's to prove:
 //! `crash.rs`.)
 
-mod common;
+use crate::common;
 
 use common::blockdev::{unavailable, LoopFs};
 use common::nfs::*;

@@ -4,7 +4,7 @@
 //! the admin socket) and from outside (the process's descriptors in
 //! /proc/PID/fd and its resident memory), sampled while the load runs.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! End to end: MOUNT v3 (RFC 1813 appendix I) against the real server over
 //! TCP through our client library.
 
-mod common;
+use crate::common;
 
 use common::nfs::{bounded, connect, export_path, getattr, mount};
 use common::{TempDir, TestServer};

@@ -2,7 +2,7 @@
 //! RELOADING, STOPPING) and socket activation (LISTEN_FDS), through
 //! systemd's own `systemd-socket-activate`.
 
-mod common;
+use crate::common;
 
 use std::os::unix::net::UnixDatagram;
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! sent as raw records on one TCP connection (our client library picks its
 //! own xids), and the replies compared byte for byte.
 
-mod common;
+use crate::common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;

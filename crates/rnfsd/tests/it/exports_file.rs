@@ -2,7 +2,7 @@
 //! read-only default, per-client options, an unlisted client refused, an
 //! escaped path, and the warnings in the log.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 

@@ -3,7 +3,7 @@
 //! Every case checks both the answer and, where something could have
 //! leaked or changed on disk, the disk.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 

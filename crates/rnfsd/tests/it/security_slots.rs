@@ -4,7 +4,7 @@
 //! so a flood of idle connections (1,100 against the default 1,024) does
 //! not lock a listed client out.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

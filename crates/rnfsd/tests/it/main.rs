@@ -1,0 +1,33 @@
+//! rnfsd's integration tests, as one test binary: one link of the whole
+//! crate instead of one per file. Each module was a binary of its own;
+//! `cargo test -p rnfsd --test it MODULE::` runs one module's tests, and
+//! `cargo test -p rnfsd --test it MODULE::NAME -- --exact` one test.
+
+mod common;
+
+mod cephfs;
+mod crash;
+mod durability_errors;
+mod e2e_handles;
+mod e2e_mount;
+mod e2e_nfs3;
+mod e2e_rpc;
+mod exports_file;
+mod first_run;
+mod handles_reuse;
+mod hostile_regressions;
+mod hostile_server;
+mod libnfs_interop;
+mod nlm;
+mod object_cache;
+mod reload_exports;
+mod security_access;
+mod security_confinement;
+mod security_drc;
+mod security_privileges;
+mod security_slots;
+mod slow_calls;
+mod smoke;
+mod stats;
+mod sync_replies;
+mod systemd;
