@@ -16,6 +16,7 @@ mod harness;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use common::TempDir;
 use harness::feed;
@@ -34,15 +35,41 @@ fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
 }
 
-/// Set by any panic, even one dispatch catches and answers SYSTEM_ERR.
+/// Set by any panic of this test, even one dispatch catches and answers
+/// SYSTEM_ERR.
 static PANICKED: AtomicBool = AtomicBool::new(false);
+
+type Hook = dyn Fn(&std::panic::PanicHookInfo<'_>) + Send + Sync;
+
+/// Puts the panic hook found at the start back however the test ends: the
+/// other modules' tests share this process.
+struct RestoreHook(Arc<Hook>);
+
+impl Drop for RestoreHook {
+    fn drop(&mut self) {
+        let prev = self.0.clone();
+        drop(std::panic::take_hook());
+        std::panic::set_hook(Box::new(move |info| prev(info)));
+    }
+}
 
 #[test]
 fn dispatch_seeds_and_regressions() {
-    let default = std::panic::take_hook();
+    let prev: Arc<Hook> = Arc::from(std::panic::take_hook());
+    let _restore = RestoreHook(prev.clone());
+    // The other modules' tests run beside this one: a panic on a thread
+    // named after another test (libtest names each test's thread
+    // MODULE::NAME) is theirs. This test's thread and every other thread
+    // (dispatch's, the export's) count.
+    let me = std::thread::current().name().map(str::to_owned);
     std::panic::set_hook(Box::new(move |info| {
-        PANICKED.store(true, Ordering::SeqCst);
-        default(info)
+        let theirs = std::thread::current()
+            .name()
+            .is_some_and(|n| n.contains("::") && Some(n) != me.as_deref());
+        if !theirs {
+            PANICKED.store(true, Ordering::SeqCst);
+        }
+        prev(info)
     }));
     let dir = TempDir::new("hostile-regress");
     let env = harness::Env::new(dir.path());

@@ -2,6 +2,17 @@
 //! crate instead of one per file. Each module was a binary of its own;
 //! `cargo test -p rnfsd --test it MODULE::` runs one module's tests, and
 //! `cargo test -p rnfsd --test it MODULE::NAME -- --exact` one test.
+//!
+//! All modules' tests run side by side in this one process, so none may
+//! count on having it to itself:
+//! - process-wide state (environment, current directory, rlimits, the
+//!   panic hook) is left as found: `hostile_regressions` puts the panic
+//!   hook back and counts only panics that are not another test's;
+//! - temporary directories come from `common::TempDir` (unique in the
+//!   process) or `tempfile`, and servers listen on ports the kernel picks;
+//! - port 111 is bound on a loopback address of one test's own (nlm:
+//!   127.0.0.9 and 127.0.0.10, smoke: 127.0.0.3 and 127.0.0.7): a new test
+//!   that needs it takes another address.
 
 mod common;
 

@@ -95,7 +95,8 @@ async fn serves_on_sockets_from_socket_activation() {
     let state = TempDir::new("activate-state");
     std::fs::write(dir.path().join("f"), b"activated").unwrap();
     // A free port for systemd-socket-activate to listen on (it binds it
-    // again at once; nothing else here takes ports from this range).
+    // again at once: only a bind of port 0 elsewhere that draws this very
+    // port in that instant could take it).
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
