@@ -1,6 +1,6 @@
 //! The `dispatch` fuzz target's harness: the export, the input layout and
 //! the checks on every reply. Shared by the fuzz target and by
-//! crates/rnfsd/tests/hostile_regressions.rs (both include this file by
+//! crates/rnfsd/tests/it/hostile_regressions.rs (both include this file by
 //! path), so a saved input replays exactly as the fuzzer ran it.
 //!
 //! Input: byte 0 is a flags byte.

@@ -304,7 +304,7 @@ async fn sighup_applies_new_client_list_without_dropping_connections() {
         fail("GETATTR unlisted after reload", nb.getattr(&GetAttr3Args { object: f }).await, Nfsstat3::Stale);
 
         // A reload that also adds an export applies both, live: the same
-        // connection mounts the new export (tests/reload_exports.rs has more).
+        // connection mounts the new export (reload_exports.rs has more).
         let extra = TempDir::new("acc-reload-extra");
         write_config(
             cfgdir.path(),
