@@ -1,6 +1,8 @@
 //! Pool behaviour tests. The stress test loops `RNFSD_POOL_STRESS_ITERS`
 //! times (default 2): `RNFSD_POOL_STRESS_ITERS=100 cargo test -p rnfsd-pool
-//! --release stress`.
+//! --release stress`. Its random choices come from `RNFSD_TEST_SEED`
+//! (decimal or 0x hex) when set, else from the clock; it prints the seed,
+//! and a failure says which values replay it.
 
 use rnfsd_pool::{
     BoxJob, Handoff, Pool, PoolConfig, PoolStats, SubmitError, Threads, WakeOrder, UNLIMITED,
@@ -410,10 +412,13 @@ fn tiny_delay(r: &mut Rng) {
 /// every policy; a lost wakeup leaves jobs queued with workers asleep and
 /// the run times out. A monitor also checks, in Direct mode, that queued
 /// work never sits with idle workers and nobody on the way.
-fn stress_once(cfg: PoolConfig, seed: u64) {
+/// `replay` (the environment that repeats this run's random choices) ends
+/// every failure message.
+fn stress_once(cfg: PoolConfig, seed: u64, replay: &str) {
     let direct = cfg.handoff == Handoff::Direct;
-    let desc = format!("{:?}", cfg);
-    let p: Arc<Pool<BoxJob>> = Arc::new(Pool::new(cfg).unwrap());
+    let desc = format!("{cfg:?}; {replay}");
+    let p: Arc<Pool<BoxJob>> =
+        Arc::new(Pool::new(cfg).unwrap_or_else(|e| panic!("Pool::new: {e:?}; {desc}")));
     let done = Arc::new(AtomicU64::new(0));
     let (submitters, per) = (4u64, 1500u64);
     let stop = Arc::new(AtomicBool::new(false));
@@ -432,7 +437,7 @@ fn stress_once(cfg: PoolConfig, seed: u64) {
     };
     let hs: Vec<_> = (0..submitters)
         .map(|t| {
-            let (p, done) = (p.clone(), done.clone());
+            let (p, done, desc) = (p.clone(), done.clone(), desc.clone());
             thread::spawn(move || {
                 let mut r = Rng(seed.wrapping_mul(31).wrapping_add(t * 7919 + 1) | 1);
                 for _ in 0..per {
@@ -455,7 +460,11 @@ fn stress_once(cfg: PoolConfig, seed: u64) {
                                 // Full for this long: workers asleep on a
                                 // full queue, i.e. a lost wakeup.
                                 let stuck = t0.elapsed() > Duration::from_secs(10);
-                                assert!(!stuck, "lost wakeup? queue stays full: {:?}", p.stats());
+                                assert!(
+                                    !stuck,
+                                    "lost wakeup? queue stays full: {:?}; {desc}",
+                                    p.stats()
+                                );
                                 thread::yield_now();
                             }
                         }
@@ -490,12 +499,15 @@ fn stress_once(cfg: PoolConfig, seed: u64) {
         thread::sleep(Duration::from_millis(1));
     }
     stop.store(true, Ordering::SeqCst);
-    if let Some(s) = mon.join().unwrap() {
+    let idle_with_work = mon
+        .join()
+        .unwrap_or_else(|_| panic!("monitor thread panicked; {desc}"));
+    if let Some(s) = idle_with_work {
         std::mem::forget(p.clone());
         panic!("queued work with idle workers and none waking: {s:?}; {desc}");
     }
     let s = p.stats();
-    assert_eq!(s.jobs_run(), total, "{s:?}");
+    assert_eq!(s.jobs_run(), total, "{s:?}; {desc}");
     if direct && s.peak_waking > 0 {
         let bound = p.config().max_waking;
         assert!(s.peak_waking <= bound, "{s:?}; {desc}");
@@ -541,15 +553,54 @@ fn stress() {
             ..base.clone()
         },
     ];
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(1);
+    let seed = test_seed();
+    eprintln!("stress: RNFSD_TEST_SEED={seed:#x} (set it to repeat these random choices)");
     for i in 0..iters {
         for (k, c) in configs.iter().enumerate() {
-            stress_once(c.clone(), seed ^ (i * 16 + k as u64));
+            // Iterations 0..=i run again with the same choices (thread
+            // timing still varies, so a lost wakeup may need a few tries).
+            let replay = format!(
+                "replay: RNFSD_TEST_SEED={seed:#x} RNFSD_POOL_STRESS_ITERS={} \
+                 cargo test -p rnfsd-pool --test pool stress (failed in iteration {i}, \
+                 config {k})",
+                i + 1
+            );
+            stress_once(c.clone(), seed ^ (i * 16 + k as u64), &replay);
         }
     }
+}
+
+/// `RNFSD_TEST_SEED` (decimal, or hex after 0x) when set, else a seed from
+/// the clock. A value that does not parse fails the test rather than
+/// silently running with another seed.
+fn test_seed() -> u64 {
+    match std::env::var("RNFSD_TEST_SEED") {
+        Ok(v) => parse_seed(&v)
+            .unwrap_or_else(|| panic!("RNFSD_TEST_SEED={v:?}: not a decimal or 0x hex u64")),
+        Err(std::env::VarError::NotPresent) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1),
+        Err(e) => panic!("RNFSD_TEST_SEED: {e}"),
+    }
+}
+
+fn parse_seed(v: &str) -> Option<u64> {
+    let v = v.trim();
+    match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => v.parse().ok(),
+    }
+}
+
+#[test]
+fn test_seed_reads_decimal_and_hex() {
+    assert_eq!(parse_seed("12345"), Some(12345));
+    assert_eq!(parse_seed("0x1f"), Some(31));
+    assert_eq!(parse_seed(" 0XFFFFFFFFFFFFFFFF\n"), Some(u64::MAX));
+    assert_eq!(parse_seed("0x"), None);
+    assert_eq!(parse_seed("1f"), None);
+    assert_eq!(parse_seed("-1"), None);
 }
 
 #[test]
