@@ -187,6 +187,12 @@ fn round_trip<T: Xdr + PartialEq + std::fmt::Debug>(v: &T) -> Result<(), TestCas
     Ok(())
 }
 
+// Replaying a failure (proptest 1.12): it prints the minimal failing input
+// and saves the case in tests/nfs3_roundtrip.proptest-regressions (no lib.rs
+// above tests/, so next to this file), which every later run tries first.
+// PROPTEST_RNG_SEED=<u64> fixes the run's seed (otherwise drawn at random
+// and not printed); PROPTEST_CASES=<n> overrides `with_cases` below (the
+// macro applies the PROPTEST_ variables to the block's config too).
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -392,6 +398,7 @@ fn decode_all(b: &[u8]) {
     try_decode::<Commit3Res>(b);
 }
 
+// Replaying a failure: as for the block above.
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 

@@ -432,6 +432,11 @@ mod tests {
         d.finish().unwrap();
     }
 
+    // Replaying a failure (proptest 1.12): it prints the minimal failing input
+    // and saves the case under crates/xdr/proptest-regressions/, which every
+    // later run tries first. PROPTEST_RNG_SEED=<u64> fixes the run's seed
+    // (otherwise drawn at random and not printed); PROPTEST_CASES=<n> runs more
+    // cases.
     proptest! {
         #[test]
         fn opaque_round_trips(v in proptest::collection::vec(any::<u8>(), 0..64), x in any::<u64>()) {

@@ -526,6 +526,10 @@ fn v4_results_narrow() {
     );
 }
 
+// Replaying a failure (proptest 1.12): it prints the minimal failing input and
+// saves the case under crates/proto/proptest-regressions/, which every later
+// run tries first. PROPTEST_RNG_SEED=<u64> fixes the run's seed (otherwise
+// drawn at random and not printed); PROPTEST_CASES=<n> runs more cases.
 proptest! {
     #[test]
     fn random_bytes_never_panic(v in proptest::collection::vec(any::<u8>(), 0..160)) {
