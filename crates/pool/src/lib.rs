@@ -80,24 +80,32 @@ use std::time::Instant;
 /// Work the pool runs. Implement it on a small struct to avoid boxing on the
 /// hot path; [`BoxJob`] covers closures.
 pub trait Job: Send + 'static {
-    fn run(self);
+    /// What one worker thread keeps from one job to the next (the
+    /// transport's replies held back to leave together): made when the
+    /// worker starts, handed to every job it runs, dropped when it exits.
+    /// Owned by the worker and passed in, so no job reaches it through a
+    /// thread-local.
+    type Worker: Default;
 
-    /// The calling worker holds something back that must go out before it
-    /// sleeps (replies it batched while it ran the next job).
-    fn idle_pending() -> bool {
+    fn run(self, worker: &mut Self::Worker);
+
+    /// The worker holds something back that must go out before it sleeps.
+    fn idle_pending(_worker: &Self::Worker) -> bool {
         false
     }
 
     /// Called when `idle_pending` said so: the worker found no job and is
     /// about to park. Runs without the pool's lock.
-    fn on_idle() {}
+    fn on_idle(_worker: &mut Self::Worker) {}
 }
 
 /// A boxed closure job (one allocation per job; fine for tests and rare work).
 pub type BoxJob = Box<dyn FnOnce() + Send + 'static>;
 
 impl Job for BoxJob {
-    fn run(self) {
+    type Worker = ();
+
+    fn run(self, _worker: &mut ()) {
         self()
     }
 }
@@ -312,6 +320,7 @@ fn worker_main<J: Job>(shared: Arc<Shared<J>>, mut just_woken: bool) {
         counters: CachePadded::new(Counters::default()),
     });
     let c = &slot.counters;
+    let mut local = J::Worker::default();
     let double = shared.cfg.handoff == Handoff::Double;
     let mut g = shared.lock();
     g.slots.push(slot.clone());
@@ -369,7 +378,7 @@ fn worker_main<J: Job>(shared: Arc<Shared<J>>, mut just_woken: bool) {
             }
             let waited = q.at.elapsed().as_nanos();
             bump(&c.queue_time_ns, u64::try_from(waited).unwrap_or(u64::MAX));
-            if catch_unwind(AssertUnwindSafe(|| q.job.run())).is_err() {
+            if catch_unwind(AssertUnwindSafe(|| q.job.run(&mut local))).is_err() {
                 bump(&c.jobs_panicked, 1);
                 tracing::error!("rnfsd-pool: a job panicked; worker continues");
             }
@@ -382,11 +391,11 @@ fn worker_main<J: Job>(shared: Arc<Shared<J>>, mut just_woken: bool) {
             bump(&c.wakeups_no_work, 1);
             just_woken = false;
         }
-        if J::idle_pending() {
+        if J::idle_pending(&local) {
             // Send what the last jobs held back, then look again: work may
             // have come meanwhile.
             drop(g);
-            J::on_idle();
+            J::on_idle(&mut local);
             g = shared.lock();
             continue;
         }
@@ -630,8 +639,12 @@ impl<J: Job> Pool<J> {
                 tracing::error!("rnfsd-pool: worker thread panicked");
             }
         }
+        let mut local = J::Worker::default();
         for q in left {
-            let _ = catch_unwind(AssertUnwindSafe(|| q.job.run()));
+            let _ = catch_unwind(AssertUnwindSafe(|| q.job.run(&mut local)));
+        }
+        if J::idle_pending(&local) {
+            J::on_idle(&mut local);
         }
     }
 }

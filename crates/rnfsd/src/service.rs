@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rnfsd_stats::Registry;
-use rnfsd_transport::{Inline, Reply, Request, Route, Service};
+use rnfsd_transport::{Inline, LoopCalls, Plan, Reply, Request, Route, Service};
 
 use crate::drc::Drc;
 use crate::rpc::dispatch::{dispatch, Answer, Policy};
@@ -65,8 +65,8 @@ impl RpcService {
     /// at all when counting is off. The outcome is read back from the reply,
     /// so dispatch itself knows nothing of statistics. `keep` decides, after
     /// the call, whether it counts (an inline attempt given up does not).
-    fn run(&self, req: &Request, keep: impl FnOnce() -> bool) -> Option<Option<Reply>> {
-        let run = || {
+    fn run(&self, req: &mut Request, keep: impl FnOnce() -> bool) -> Option<Option<Reply>> {
+        let mut run = || {
             dispatch(
                 &self.server,
                 &self.programs,
@@ -75,6 +75,7 @@ impl RpcService {
                 &req.data,
                 req.peer,
                 req.local,
+                &mut req.responder,
             )
         };
         let stats = self
@@ -107,8 +108,8 @@ impl RpcService {
 }
 
 impl Service for RpcService {
-    fn call(&self, req: Request) -> Option<Reply> {
-        self.run(&req, || true).flatten()
+    fn call(&self, mut req: Request) -> Option<Reply> {
+        self.run(&mut req, || true).flatten()
     }
 
     /// The NFS listener takes connections only from hosts some export
@@ -128,15 +129,26 @@ impl Service for RpcService {
                 .any(|e| e.access().lookup(peer.ip()).is_some())
     }
 
-    fn route(&self, record: &[u8]) -> Route {
-        match crate::rpc::route(&self.server, &self.programs, record) {
+    fn plan(&self, record: &[u8]) -> Plan {
+        let route = match crate::rpc::route(&self.server, &self.programs, record) {
             crate::rpc::Route::Quick => Route::Quick,
             crate::rpc::Route::Alone => Route::Alone,
             crate::rpc::Route::Pool => Route::Pool,
             crate::rpc::Route::Blocking => Route::Blocking,
+        };
+        Plan {
+            route,
+            reply_bound: self.reply_bound(record),
+            tag: 0,
         }
     }
 
+    fn loop_calls(self: Arc<Self>) -> Option<Box<dyn LoopCalls>> {
+        Some(Box::new(OnLoop(self)))
+    }
+}
+
+impl RpcService {
     /// READ, READDIR and READDIRPLUS answer up to the count they ask for
     /// (at most `max_io`; RFC 1813 §3.3.6, §3.3.16, §3.3.17): that much is
     /// reserved while they run; other replies are small. Read from the
@@ -173,21 +185,26 @@ impl Service for RpcService {
         })();
         count.map_or(max, |c| c.min(max)) + 1024
     }
+}
 
-    /// A quick call on the event loop thread: the backend answers from
-    /// memory or gives up (`rnfsd_fs::inline`), and a call given up runs
-    /// again in the pool, uncounted here.
-    fn turn_begins(&self) {
+/// The service's calls on one event loop.
+struct OnLoop(Arc<RpcService>);
+
+/// A quick call on the event loop thread: the backend answers from
+/// memory or gives up (`rnfsd_fs::inline`), and a call given up runs
+/// again in the pool, uncounted here.
+impl LoopCalls for OnLoop {
+    fn turn_begins(&mut self) {
         rnfsd_fs::inline::new_turn();
     }
 
-    fn turn_ends(&self, more: bool) {
+    fn turn_ends(&mut self, more: bool) {
         rnfsd_fs::inline::turn_ends(more);
     }
 
-    fn call_inline(&self, req: Request) -> Inline {
-        let guard = rnfsd_fs::inline::enter_with(self.leave);
-        match self.run(&req, || !guard.gave_up()) {
+    fn call(&mut self, mut req: Request) -> Inline {
+        let guard = rnfsd_fs::inline::enter_with(self.0.leave);
+        match self.0.run(&mut req, || !guard.gave_up()) {
             Some(reply) => Inline::Done(reply),
             None => Inline::Defer(req),
         }
@@ -226,6 +243,8 @@ mod tests {
             peer: "127.0.0.1:1000".parse().unwrap(),
             local: "127.0.0.1:2049".parse().unwrap(),
             conn_id: 1,
+            plan: Plan::default(),
+            responder: Default::default(),
         };
         let r = svc.call(req(e.as_slice().to_vec())).unwrap();
         let (xid, h) = ReplyHeader::decode(&mut Dec::new(&r.buf[4..])).unwrap();
@@ -268,6 +287,8 @@ mod tests {
                 peer: "127.0.0.1:1000".parse().unwrap(),
                 local: "127.0.0.1:2049".parse().unwrap(),
                 conn_id: 1,
+                plan: Plan::default(),
+                responder: Default::default(),
             });
             assert!(r.is_some());
         }

@@ -1,11 +1,9 @@
 //! A connection as shared between its event loop (reads, flushes, closes)
 //! and the workers running its requests (write replies directly).
 
-use crate::cork;
 use crate::pipe::PipeLease;
 use crate::record::{LAST_FRAGMENT, MAX_FRAGMENT};
-use crate::{Msg, Reply, Request, Shared, Spliced};
-use rnfsd_pool::Job;
+use crate::{Msg, Reply, Shared, Spliced};
 use std::collections::VecDeque;
 use std::io::{self, IoSlice, Write};
 use std::os::fd::AsFd;
@@ -58,83 +56,6 @@ pub(crate) struct Conn {
     /// The peer finished sending: the loop closes once all is answered.
     pub eof: AtomicBool,
     pub shared: Arc<Shared>,
-}
-
-/// The pool job: one complete request record of one connection.
-pub(crate) struct Work {
-    pub conn: Arc<Conn>,
-    pub data: Vec<u8>,
-    /// Bytes counted against `max_buffered_bytes` (the record's capacity
-    /// and the room reserved for its reply), let go when the job is done
-    /// (its reply, if unsent, is counted as queued by then).
-    pub held: usize,
-    /// A short call (`Route::Pool`): its reply may wait for the worker's
-    /// next call of the same connection and leave with it (`cork`).
-    pub may_hold: bool,
-    /// Its reply is held by `cork`, which finishes the call when it sends.
-    handed_on: bool,
-}
-
-impl Work {
-    pub fn new(conn: Arc<Conn>, data: Vec<u8>, reply_bound: usize) -> Work {
-        let held = data.capacity() + reply_bound;
-        conn.shared.stats.held_in.add(held as u64);
-        Work {
-            conn,
-            data,
-            held,
-            may_hold: false,
-            handed_on: false,
-        }
-    }
-}
-
-impl Job for Work {
-    fn run(mut self) {
-        let data = std::mem::take(&mut self.data);
-        let c = &self.conn;
-        let limit = c.shared.limits.reply_batch;
-        let may_hold = self.may_hold && limit > 1 && data.len() < cork::MAX_SHORT_RECORD;
-        cork::before_call(c, may_hold);
-        let req = Request {
-            data,
-            peer: c.peer,
-            local: c.local,
-            conn_id: c.id,
-        };
-        // A reply taken to be sent later (`later.rs`) keeps the call in
-        // flight itself.
-        let reply = crate::later::run_offering(c, || c.shared.service.call(req));
-        let Some(reply) = reply else {
-            return;
-        };
-        if !may_hold {
-            c.send(reply);
-            return;
-        }
-        cork::hold(c, reply, self.held, limit);
-        self.handed_on = true;
-        // `Drop` accounts the request as finished (also on panic), unless
-        // the cork took that over.
-    }
-
-    fn idle_pending() -> bool {
-        cork::pending()
-    }
-
-    fn on_idle() {
-        cork::flush();
-    }
-}
-
-impl Drop for Work {
-    fn drop(&mut self) {
-        if self.handed_on {
-            return;
-        }
-        self.conn.shared.stats.held_out.add(self.held as u64);
-        self.conn.finish_one();
-    }
 }
 
 impl Conn {
@@ -195,7 +116,7 @@ impl Conn {
     }
 
     /// A request finished (reply sent or queued, or none).
-    fn finish_one(&self) {
+    pub(crate) fn finish_one(&self) {
         self.finish_n(1);
     }
 

@@ -43,7 +43,7 @@
 //!   memory is thus bounded by about `max_record` + one 64 KiB read of
 //!   records + `max_conn_output` + the replies of the in-flight requests;
 //!   across connections, `max_buffered_bytes` bounds records, the room
-//!   reserved for large replies ([`Service::reply_bound`]) and queued
+//!   reserved for large replies ([`Plan::reply_bound`]) and queued
 //!   replies together.
 //! - Buffers: each loop reads into one reused 64 KiB buffer and copies each
 //!   record into an exactly-sized `Vec` (capacity reserved from the
@@ -68,17 +68,17 @@
 //!   Rust binaries ignore SIGPIPE by default, which `writev` relies on.
 
 mod conn;
-mod cork;
 mod event_loop;
-mod later;
 mod pipe;
 mod record;
+mod responder;
 mod sys;
 mod udp;
+mod work;
 
 pub use event_loop::split_pool;
-pub use later::{offered as later_offered, take as take_later, Later};
 pub use pipe::{PipeLease, PipePool};
+pub use responder::{Later, Responder};
 pub use udp::{UdpConfig, UdpHandle, UdpStats, UdpTransport, UDP_CONN_ID};
 
 use crossbeam_utils::CachePadded;
@@ -90,62 +90,60 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// One complete request record (all fragments joined).
+/// One complete request record (all fragments joined), with what the
+/// service's [`Service::plan`] made of it and how its reply may leave.
 pub struct Request {
     pub data: Vec<u8>,
     pub peer: SocketAddr,
     pub local: SocketAddr,
     /// Unique per connection for the life of the process.
     pub conn_id: u64,
+    /// What `Service::plan` said of this record on the event loop
+    /// (`Plan::default()` where nothing planned it: UDP).
+    pub plan: Plan,
+    /// Whether, and how, the reply may leave later from another thread
+    /// instead of being returned (a pool job's call may; an inline call or
+    /// a UDP datagram may not).
+    pub responder: Responder,
 }
 
-/// What the transport calls, on a worker thread, for each request.
+/// What a service made of a record when the event loop read it: where its
+/// call runs, how much reply room to reserve, and an opaque word the
+/// service reads back from [`Request::plan`] so it need not parse the
+/// record's header again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Plan {
+    pub route: Route,
+    /// The largest reply this call may produce, when that is large (READ,
+    /// READDIR): room reserved against `max_buffered_bytes` while the call
+    /// runs. 0 for small replies.
+    pub reply_bound: usize,
+    /// The service's own; 0 means "not planned". Never read here.
+    pub tag: u64,
+}
+
+/// What the transport calls for each request.
 pub trait Service: Send + Sync + 'static {
-    /// Handle one record. Return the reply, or None to send nothing (or
-    /// to send it later: a call taken with [`take_later`]).
+    /// Handle one record on a pool worker (or a UDP thread). Return the
+    /// reply, or None to send nothing (or to send it later: a call taken
+    /// with [`Responder::defer`]).
     /// The returned buffer's first 4 bytes are reserved for the record mark:
     /// the transport overwrites them (saves a copy on the hot path), so the
     /// reply body starts at byte 4. Use `reply_buffer()` to start one.
     fn call(&self, req: Request) -> Option<Reply>;
 
-    /// Where this record's call runs: `Blocking` (may wait for the disk or
-    /// stable storage) goes to the blocking pool when there is one
-    /// (`TransportConfig::blocking_threads`), so such calls never hold the
-    /// workers quick calls need; `Quick` is first offered to `call_inline`,
-    /// and goes to the blocking pool if it gave up (it would have waited).
-    /// Called on the event loop for every record: must be cheap and must
-    /// not block.
-    fn route(&self, _record: &[u8]) -> Route {
-        Route::Pool
+    /// Where this record's call runs and what reply room it needs (see
+    /// [`Plan`]). Called on the event loop for every record: must be
+    /// cheap and must not block.
+    fn plan(&self, _record: &[u8]) -> Plan {
+        Plan::default()
     }
 
-    /// Run to completion: try to answer a `Quick` call on the event loop
-    /// thread that read it (no handoff, no wakeup), when
-    /// `TransportConfig::run_inline` is on. A
-    /// service answers here only what it can finish without sleeping (from
-    /// memory) and hands everything else back untouched for the pool.
-    fn call_inline(&self, req: Request) -> Inline {
-        Inline::Defer(req)
-    }
-
-    /// The event loop woke (from epoll_wait) and is about to read its
-    /// ready connections: the `call_inline` calls until the next wakeup
-    /// form one turn. Called only when `run_inline` is on; must be cheap.
-    fn turn_begins(&self) {}
-
-    /// The event loop's turn is over and its replies are sent; `more`: it
-    /// has more ready (it polls again at once), else it is about to wait
-    /// for the next events. Work the turn's `call_inline` calls left for
-    /// this moment runs here when it would otherwise sleep, instead of
-    /// waking another thread, and goes to another thread when more is
-    /// ready. Called only when `run_inline` is on; must be short.
-    fn turn_ends(&self, _more: bool) {}
-
-    /// The largest reply this record's call may produce, when that is
-    /// large (READ, READDIR): room reserved against `max_buffered_bytes`
-    /// while the call runs. 0 for small replies. Must be cheap.
-    fn reply_bound(&self, _record: &[u8]) -> usize {
-        0
+    /// The calls one event loop answers itself (run to completion), with
+    /// that loop's own state; asked once per loop, on its thread, when
+    /// `TransportConfig::run_inline` is on. None: every call goes to a pool.
+    fn loop_calls(self: Arc<Self>) -> Option<Box<dyn LoopCalls>> {
+        None
     }
 
     /// Whether a connection from `peer` may take a slot at all, asked once
@@ -155,20 +153,43 @@ pub trait Service: Send + Sync + 'static {
     }
 }
 
-/// Where a record's call runs (`Service::route`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One event loop's own calls (run to completion): a `Quick` call is
+/// offered here on the loop thread that read it (no handoff, no wakeup)
+/// and goes to a pool if it is handed back. Owned by its loop, so its
+/// state is that loop's alone.
+pub trait LoopCalls: Send {
+    /// Answer only what can finish without sleeping (from memory), and
+    /// hand everything else back untouched for the pool.
+    fn call(&mut self, req: Request) -> Inline;
+
+    /// The loop woke (from epoll_wait) and is about to read its ready
+    /// connections: the calls until the next wakeup form one turn.
+    fn turn_begins(&mut self) {}
+
+    /// The loop's turn is over and its replies are sent; `more`: it has
+    /// more ready (it polls again at once), else it is about to wait for
+    /// the next events. Work the turn's calls left for this moment runs
+    /// here when it would otherwise sleep, instead of waking another
+    /// thread, and goes to another thread when more is ready. Must be
+    /// short.
+    fn turn_ends(&mut self, _more: bool) {}
+}
+
+/// Where a record's call runs (`Plan::route`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Route {
-    /// Usually answered from memory: offered to `Service::call_inline`.
+    /// Usually answered from memory: offered to the loop's [`LoopCalls`].
     Quick,
-    /// Offered to `Service::call_inline` when nothing else of its loop is
-    /// ready in this turn (no other connection to read, no other record of
-    /// this one), or while the turn has run fewer than
+    /// Offered to the loop's [`LoopCalls`] when nothing else of its loop
+    /// is ready in this turn (no other connection to read, no other
+    /// record of this one), or while the turn has run fewer than
     /// `TransportConfig::alone_per_turn` of them with others ready; else
     /// the loop's pool: a call that can finish without sleeping but copies
     /// long enough (a 1 MiB WRITE) that other calls should wait behind it
     /// only a bounded number of times.
     Alone,
     /// The loop's pool.
+    #[default]
     Pool,
     /// May wait for the disk or stable storage: the blocking pool, if
     /// there is one.
@@ -208,7 +229,7 @@ impl From<Vec<u8>> for Reply {
     }
 }
 
-/// What `Service::call_inline` did.
+/// What [`LoopCalls::call`] did.
 pub enum Inline {
     /// Answered (or, None, nothing to send).
     Done(Option<Reply>),
@@ -306,7 +327,7 @@ pub struct TransportConfig {
     /// (`PoolConfig::lazy_wake`). None: every job wakes a worker at once.
     /// Default None.
     pub blocking_lazy_wake: Option<Duration>,
-    /// Offer `Quick` records to `Service::call_inline` on the loop thread;
+    /// Offer `Quick` records to the loop's own [`LoopCalls`] on its thread;
     /// the replies a loop produces for one connection in one turn leave in
     /// one write. Default true.
     pub run_inline: bool,
@@ -316,7 +337,7 @@ pub struct TransportConfig {
     pub alone_per_turn: usize,
     /// Most replies a pool worker holds back while it runs the next short
     /// call (`Route::Pool`) of the same connection, so a burst leaves in
-    /// one write (`cork.rs`); 0 or 1: each reply goes alone. Default 16.
+    /// one write (`work.rs`); 0 or 1: each reply goes alone. Default 16.
     pub reply_batch: usize,
 }
 
@@ -567,7 +588,7 @@ enum State {
 struct HandleInner {
     shared: Arc<Shared>,
     /// One pool (`Shared`) or one per loop (`PerLoop`).
-    pools: Vec<Arc<rnfsd_pool::Pool<conn::Work>>>,
+    pools: Vec<Arc<rnfsd_pool::Pool<work::Work>>>,
     addrs: Vec<SocketAddr>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     state: Mutex<State>,

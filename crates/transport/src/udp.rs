@@ -264,6 +264,9 @@ fn serve(s: &UdpSocket, wild: bool, sh: &Shared, service: &dyn Service, max: usi
             peer,
             local,
             conn_id,
+            // Not planned, and answered here or not at all.
+            plan: Default::default(),
+            responder: crate::Responder::now_only(),
         };
         let Some(reply) = service.call(req) else {
             add(&c.no_reply, 1);

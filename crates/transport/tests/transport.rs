@@ -5,20 +5,20 @@
 //! the id; 3 no reply; 4 "may block": waits until the test opens the gate,
 //! then replies with the id and the name of the thread that ran it; 5
 //! "quick": replies with the id and the running thread's name, answered on
-//! the loop thread (`call_inline`) unless `arg` is 1 (given back: a worker
+//! the loop thread (`LoopCalls::call`) unless `arg` is 1 (given back: a worker
 //! runs it); 6 "spliced": replies with the id, then `arg` pattern bytes
 //! sent from a pipe (splice), then pad to 4 bytes; 7 "alone": as 5, but
 //! routed `Alone` (on the loop when nothing else there is ready, or within
 //! `alone_per_turn`); 8
-//! "later": the reply is taken (`take_later`) and sent by another thread
+//! "later": the reply is deferred (`Responder::defer`) and sent by another thread
 //! `arg` ms later. Op 5 with `arg` 2 answered on the loop also leaves
-//! work for the end of the loop's turn (`Service::turn_ends`), which takes
+//! work for the end of the loop's turn (`LoopCalls::turn_ends`), which takes
 //! `TURN_END_WORK`.
 
 use rnfsd_pool::Threads;
 use rnfsd_transport::{
-    reply_buffer, Handle, Inline, PipePool, PoolConfig, PoolLayout, Reply, Request, Route, Service,
-    Spliced, Transport, TransportConfig,
+    reply_buffer, Handle, Inline, LoopCalls, PipePool, Plan, PoolConfig, PoolLayout, Reply,
+    Request, Route, Service, Spliced, Transport, TransportConfig,
 };
 use std::collections::HashSet;
 use std::io::{self, Read, Write};
@@ -73,41 +73,54 @@ impl Toy {
     }
 }
 
-impl Service for Toy {
-    fn route(&self, record: &[u8]) -> Route {
-        match record.get(4) {
-            Some(4) => Route::Blocking,
-            Some(5) => Route::Quick,
-            Some(7) => Route::Alone,
-            _ => Route::Pool,
-        }
-    }
+/// The toy's calls on one event loop.
+struct ToyLoop(Arc<Toy>);
 
-    fn call_inline(&self, req: Request) -> Inline {
+impl LoopCalls for ToyLoop {
+    fn call(&mut self, req: Request) -> Inline {
         // Only a pool job's call may be answered later.
-        assert!(!rnfsd_transport::later_offered());
+        assert!(!req.responder.can_defer());
         if req.data.get(8) == Some(&1) {
             return Inline::Defer(req);
         }
         if req.data.get(4) == Some(&5) && req.data.get(8) == Some(&2) {
-            self.left.fetch_add(1, Ordering::SeqCst);
+            self.0.left.fetch_add(1, Ordering::SeqCst);
         }
-        Inline::Done(self.call(req))
+        Inline::Done(self.0.call(req))
     }
 
-    fn turn_ends(&self, _more: bool) {
+    fn turn_ends(&mut self, _more: bool) {
         if !thread::current()
             .name()
             .unwrap_or("")
             .starts_with("rnfsd-evloop")
         {
-            self.turn_ends_off_loop.fetch_add(1, Ordering::SeqCst);
+            self.0.turn_ends_off_loop.fetch_add(1, Ordering::SeqCst);
         }
-        let n = self.left.swap(0, Ordering::SeqCst);
+        let n = self.0.left.swap(0, Ordering::SeqCst);
         if n > 0 {
             thread::sleep(TURN_END_WORK);
-            self.done_at_turn_end.fetch_add(n, Ordering::SeqCst);
+            self.0.done_at_turn_end.fetch_add(n, Ordering::SeqCst);
         }
+    }
+}
+
+impl Service for Toy {
+    fn plan(&self, record: &[u8]) -> Plan {
+        let route = match record.get(4) {
+            Some(4) => Route::Blocking,
+            Some(5) => Route::Quick,
+            Some(7) => Route::Alone,
+            _ => Route::Pool,
+        };
+        Plan {
+            route,
+            ..Plan::default()
+        }
+    }
+
+    fn loop_calls(self: Arc<Self>) -> Option<Box<dyn LoopCalls>> {
+        Some(Box::new(ToyLoop(self)))
     }
 
     fn call(&self, req: Request) -> Option<Reply> {
@@ -149,7 +162,7 @@ impl Toy {
         }
     }
 
-    fn call_bytes(&self, req: Request) -> Option<Vec<u8>> {
+    fn call_bytes(&self, mut req: Request) -> Option<Vec<u8>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if let Some(c) = self.per_conn.get(req.conn_id as usize) {
             c.fetch_add(1, Ordering::SeqCst);
@@ -175,8 +188,8 @@ impl Toy {
             }
             3 => None,
             8 => {
-                let later = rnfsd_transport::take_later().expect("a pool job's call");
-                assert!(rnfsd_transport::take_later().is_none(), "taken twice");
+                let later = req.responder.defer().expect("a pool job's call");
+                assert!(req.responder.defer().is_none(), "taken twice");
                 let mut r = reply_buffer(d.len());
                 r.extend_from_slice(d);
                 thread::spawn(move || {
@@ -773,7 +786,7 @@ fn half_closed_client_gets_all_replies_then_eof() {
     sv.h.shutdown();
 }
 
-/// Replies taken to be sent later by another thread (`take_later`: a
+/// Replies deferred to be sent later by another thread (`Responder::defer`: a
 /// journal commit's replies) all arrive, and the connection stays open
 /// until the last is sent: a half-closed client gets every reply, then EOF.
 /// Meanwhile the calls count as in flight, so they bound what the loop

@@ -15,7 +15,7 @@ use rnfsd_proto::rpc::{
 use rnfsd_xdr::{Dec, Enc};
 
 use rnfsd_fs::owed::Owed;
-use rnfsd_transport::{Later, Reply};
+use rnfsd_transport::{Later, Reply, Responder};
 
 use super::{Auth, CacheClass, CallCtx, Proc, ProcError, Program};
 use crate::drc::{Drc, Key, Lookup};
@@ -176,6 +176,7 @@ impl Parked {
 /// With a duplicate reply cache, a retransmitted non-idempotent call
 /// (`CacheClass::Reply`) gets the first execution's reply, or no reply
 /// while that execution still runs (see `crate::drc`).
+#[allow(clippy::too_many_arguments)] // one struct per call in the RPC crate to come
 pub fn dispatch(
     server: &Server,
     programs: &[&Program],
@@ -184,6 +185,7 @@ pub fn dispatch(
     req: &[u8],
     peer: SocketAddr,
     local: SocketAddr,
+    responder: &mut Responder,
 ) -> Answer {
     let mut d = Dec::new(req);
     // Without an xid there is nothing to answer to.
@@ -275,7 +277,7 @@ pub fn dispatch(
     };
     // A call run by a pool job may leave the journal commit it owes to its
     // export's commit threads, and its reply with it (`rnfsd_fs::owed`).
-    let offer = rnfsd_transport::later_offered().then(rnfsd_fs::owed::offer);
+    let offer = responder.can_defer().then(rnfsd_fs::owed::offer);
     let (mut reply, ran) = execute(&ctx, program, vers, proc, &mut d);
     let owed = rnfsd_fs::owed::take();
     drop(offer);
@@ -289,7 +291,7 @@ pub fn dispatch(
         ran && reply.as_ref().is_some_and(|r| r.spliced.is_none()) && !rnfsd_fs::inline::gave_up();
     if let Some(owed) = owed {
         let fail = failure(xid, ctx.owed_fail.take());
-        match (reply, rnfsd_transport::take_later()) {
+        match (reply, responder.defer()) {
             (Some(reply), Some(later)) => {
                 let drc = match cached {
                     Some((c, key)) if keep => Some((c.clone(), key)),
@@ -544,9 +546,19 @@ mod tests {
         let s = server();
         let a: SocketAddr = "127.0.0.1:700".parse().unwrap();
         let b: SocketAddr = "127.0.0.1:2049".parse().unwrap();
-        dispatch(&s, &[&TEST_PROG, &FAIL_PROG], &policy, None, req, a, b)
-            .now_or_park()
-            .map(|r| r.buf)
+        let mut now = Responder::now_only();
+        dispatch(
+            &s,
+            &[&TEST_PROG, &FAIL_PROG],
+            &policy,
+            None,
+            req,
+            a,
+            b,
+            &mut now,
+        )
+        .now_or_park()
+        .map(|r| r.buf)
     }
 
     fn run(req: &[u8]) -> Option<Vec<u8>> {
@@ -848,6 +860,7 @@ mod tests {
                 req,
                 peer,
                 local,
+                &mut Responder::now_only(),
             )
             .now_or_park();
             reply(&r.unwrap().buf).2

@@ -6,12 +6,14 @@
 //! connection bound. `read.rs`: reading records and answering or
 //! submitting them within the in-flight and buffered-bytes bounds.
 
-use crate::conn::{Conn, Work};
+use crate::conn::Conn;
 use crate::record::RecordReader;
 use crate::sys;
+use crate::work::Work;
 use crate::{
-    bump, Handle, HandleInner, IdleConn, Inline, Limits, LoopNotify, LoopStats, Msg, PoolLayout,
-    Request, Route, Service, Shared, State, TransportConfig, WorkerStats, DRAINING, FINAL, RUNNING,
+    bump, Handle, HandleInner, IdleConn, Inline, Limits, LoopCalls, LoopNotify, LoopStats, Msg,
+    PoolLayout, Request, Responder, Route, Service, Shared, State, TransportConfig, WorkerStats,
+    DRAINING, FINAL, RUNNING,
 };
 use crossbeam_utils::CachePadded;
 use mio::unix::SourceFd;
@@ -263,8 +265,9 @@ struct EventLoop {
     pool: Arc<Pool<Work>>,
     /// Calls that may wait for stable storage go here, when there is one.
     blocking: Option<Arc<Pool<Work>>>,
-    /// Offer records to `Service::call_inline` (run to completion).
-    run_inline: bool,
+    /// The calls this loop answers itself (run to completion), when
+    /// `run_inline` is on; asked of the service on the loop's thread.
+    calls: Option<Box<dyn LoopCalls>>,
     /// `Route::Alone` calls this turn may still run with others ready
     /// (`TransportConfig::alone_per_turn`, refilled each turn).
     alone_left: usize,
@@ -321,7 +324,7 @@ impl EventLoop {
         EventLoop {
             idx,
             poll,
-            run_inline: shared.limits.run_inline,
+            calls: None,
             alone_left: 0,
             batch: Vec::new(),
             batch_bytes: 0,
@@ -355,6 +358,9 @@ impl EventLoop {
     }
 
     fn run(mut self) {
+        if self.shared.limits.run_inline {
+            self.calls = self.shared.service.clone().loop_calls();
+        }
         let mut events = Events::with_capacity(256);
         loop {
             let phase = self.shared.phase.load(SeqCst);
@@ -391,8 +397,8 @@ impl EventLoop {
                 b.kick_overdue();
             }
             self.alone_left = self.shared.limits.alone_per_turn;
-            if self.run_inline {
-                self.shared.service.turn_begins();
+            if let Some(c) = &mut self.calls {
+                c.turn_begins();
             }
             self.evbuf.clear();
             for ev in events.iter() {
@@ -438,8 +444,9 @@ impl EventLoop {
                 }
                 self.process_run();
             }
-            if self.run_inline {
-                self.shared.service.turn_ends(!self.run.is_empty());
+            let more = !self.run.is_empty();
+            if let Some(c) = &mut self.calls {
+                c.turn_ends(more);
             }
             if self.next_sweep.is_some_and(|t| Instant::now() >= t) {
                 self.sweep();

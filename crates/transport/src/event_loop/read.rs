@@ -122,7 +122,11 @@ impl EventLoop {
             // bytes held plus that reply fit (knfsd reserves reply room
             // before it takes a request); a connection with nothing
             // outstanding is always served.
-            let bound = self.shared.service.reply_bound(&data);
+            // The service reads the record once here: where it runs, how
+            // much reply room it needs, and a word it gets back with it.
+            // (A record pushed back below is planned again when retried.)
+            let plan = self.shared.service.plan(&data);
+            let bound = plan.reply_bound;
             let budget = self.shared.limits.max_buffered_bytes as u64;
             let outstanding = c.inflight.load(SeqCst) > 0 || c.queued_bytes() > 0;
             // The turn's sum plus what this loop reserved since, summed
@@ -151,7 +155,7 @@ impl EventLoop {
                 return Submitted::Blocked;
             }
             self.reserved_since += bound as u64;
-            let route = self.shared.service.route(&data);
+            let route = plan.route;
             let mut deferred = false;
             // Run to completion: what the service can answer from memory is
             // answered here, with no handoff and no wakeup (knfsd's thread
@@ -164,7 +168,11 @@ impl EventLoop {
             // wait, and the copy is bounded per turn.
             let quiet = self.run.is_empty() && e.rd.ready.is_empty();
             let alone = route == Route::Alone && (quiet || self.alone_left > 0);
-            if self.run_inline && (route == Route::Quick || alone) {
+            if let Some(calls) = self
+                .calls
+                .as_mut()
+                .filter(|_| route == Route::Quick || alone)
+            {
                 if alone && !quiet {
                     self.alone_left -= 1;
                 }
@@ -173,9 +181,11 @@ impl EventLoop {
                     peer: c.peer,
                     local: c.local,
                     conn_id: c.id,
+                    plan,
+                    responder: Responder::now_only(),
                 };
                 let st = &self.shared.loop_stats[self.idx];
-                match self.shared.service.call_inline(req) {
+                match calls.call(req) {
                     Inline::Done(reply) => {
                         bump(&st.inline, 1);
                         if let Some(r) = reply {
@@ -205,7 +215,7 @@ impl EventLoop {
                 self.batch_bytes = 0;
             }
             c.inflight.fetch_add(1, SeqCst);
-            let mut w = Work::new(c.clone(), data, bound);
+            let mut w = Work::new(c.clone(), data, plan);
             // Only a short call's reply may wait for its worker's next call.
             w.may_hold = route == Route::Pool && !deferred;
             let pool = match &self.blocking {
