@@ -102,6 +102,7 @@ impl Env {
             rec,
             self.peer,
             self.local,
+            None,
             &mut rnfsd_transport::Responder::now_only(),
         )
         .now_or_park()

@@ -105,6 +105,58 @@ pub const SLOW_STEP: Duration = Duration::from_micros(50);
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
+/// One event loop's calls (run to completion): what they may do beyond
+/// memory, the call under way, and the loop's turns.
+pub struct Loop {
+    leave: Leave,
+    /// The call under way (between `begin_call` and `end_call`).
+    attempt: std::cell::RefCell<Option<Inline>>,
+}
+
+impl Loop {
+    /// The calls of one loop, which may take the steps `leave` allows.
+    pub fn new(leave: Leave) -> Loop {
+        Loop {
+            leave,
+            attempt: std::cell::RefCell::new(None),
+        }
+    }
+
+    /// What this loop's calls may do beyond memory.
+    pub fn leave(&self) -> Leave {
+        self.leave
+    }
+
+    /// A call is about to be tried here.
+    pub fn begin_call(&self) {
+        debug_assert!(self.attempt.borrow().is_none(), "a call already under way");
+        *self.attempt.borrow_mut() = Some(enter_with(self.leave));
+    }
+
+    /// Whether the call under way gave up (it runs again in a pool: its
+    /// reply is thrown away and must not be kept by a reply cache).
+    pub fn gave_up(&self) -> bool {
+        self.attempt.borrow().as_ref().is_some_and(Inline::gave_up)
+    }
+
+    /// The call is over: returns whether it gave up. A change it ran to
+    /// its end is judged now.
+    pub fn end_call(&self) -> bool {
+        let g = self.attempt.borrow_mut().take();
+        g.is_some_and(|g| g.gave_up())
+    }
+
+    /// A new turn of the loop (see `new_turn`).
+    pub fn turn_begins(&self) {
+        new_turn();
+    }
+
+    /// The turn is over (see `turn_ends`).
+    pub fn turn_ends(&self, more: bool) {
+        turn_ends(more);
+    }
+}
+
 /// Inline mode for this thread until dropped.
 pub struct Inline(());
 

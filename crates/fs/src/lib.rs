@@ -7,6 +7,7 @@
 
 pub mod access;
 pub mod cache;
+pub mod call;
 pub mod ceph;
 pub mod durable;
 pub mod handle;
@@ -19,6 +20,8 @@ use std::fmt;
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+pub use call::Call;
 
 /// NFSv3 handles are at most 64 bytes (RFC 1813 §2.5 NFS3_FHSIZE).
 pub const MAX_HANDLE: usize = 64;
@@ -348,8 +351,10 @@ pub struct BackendStats {
     pub stalls: u64,
 }
 
-/// One exported tree. Every method takes the caller's credentials so a
-/// backend that can act as the caller (a root run) does; names are single
+/// One exported tree. Every method takes the call's context ([`Call`]): the
+/// caller's credentials, so a backend that can act as the caller (a root
+/// run) does, and how the call may run (on an event loop, memory only; or
+/// on a thread, where a change may owe its journal commit); names are single
 /// path components as bytes (the backend rejects '/', NUL, and confines '..').
 ///
 /// Methods that change something return wcc data they gathered around the
@@ -357,19 +362,25 @@ pub struct BackendStats {
 pub trait Backend: Send + Sync {
     /// The handle of the export root.
     fn root(&self) -> Fh;
-    fn getattr(&self, cred: &Cred, fh: &Fh) -> FsResult<Attr>;
+    fn getattr(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Attr>;
     /// `guard` is the ctime the client expects (RFC 1813 §3.3.2 sattrguard3).
-    fn setattr(&self, cred: &Cred, fh: &Fh, set: &SetAttr, guard: Option<Time>) -> FsResult<Wcc>;
+    fn setattr(
+        &self,
+        call: &Call<'_>,
+        fh: &Fh,
+        set: &SetAttr,
+        guard: Option<Time>,
+    ) -> FsResult<Wcc>;
     /// Returns the object's handle and attributes, and the directory's.
-    fn lookup(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)>;
+    fn lookup(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)>;
     /// `want` is an RFC 1813 ACCESS3 bit mask; returns the granted subset.
-    fn access(&self, cred: &Cred, fh: &Fh, want: u32) -> FsResult<(u32, Attr)>;
-    fn readlink(&self, cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>, Attr)>;
+    fn access(&self, call: &Call<'_>, fh: &Fh, want: u32) -> FsResult<(u32, Attr)>;
+    fn readlink(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(Vec<u8>, Attr)>;
     /// Reads up to `count` bytes appended to `buf` (what it holds already is
     /// kept: the caller may read straight into a reply); returns eof.
     fn read(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         fh: &Fh,
         offset: u64,
         count: u32,
@@ -383,7 +394,7 @@ pub trait Backend: Send + Sync {
     /// `read`.
     fn read_to_pipe(
         &self,
-        _cred: &Cred,
+        _call: &Call<'_>,
         _fh: &Fh,
         _offset: u64,
         _count: u32,
@@ -394,17 +405,17 @@ pub trait Backend: Send + Sync {
     /// Returns bytes written, the stability actually achieved (>= asked), wcc.
     fn write(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         fh: &Fh,
         offset: u64,
         data: &[u8],
         stable: Stable,
     ) -> FsResult<(u32, Stable, Wcc)>;
-    fn create(&self, cred: &Cred, dir: &Fh, name: &[u8], how: &CreateHow) -> FsResult<Created>;
-    fn mkdir(&self, cred: &Cred, dir: &Fh, name: &[u8], set: &SetAttr) -> FsResult<Created>;
+    fn create(&self, call: &Call<'_>, dir: &Fh, name: &[u8], how: &CreateHow) -> FsResult<Created>;
+    fn mkdir(&self, call: &Call<'_>, dir: &Fh, name: &[u8], set: &SetAttr) -> FsResult<Created>;
     fn symlink(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         dir: &Fh,
         name: &[u8],
         target: &[u8],
@@ -412,45 +423,45 @@ pub trait Backend: Send + Sync {
     ) -> FsResult<Created>;
     fn mknod(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         dir: &Fh,
         name: &[u8],
         kind: NodeKind,
         set: &SetAttr,
     ) -> FsResult<Created>;
-    fn remove(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc>;
-    fn rmdir(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc>;
+    fn remove(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc>;
+    fn rmdir(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc>;
     /// Returns (from-dir wcc, to-dir wcc).
     fn rename(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         from_dir: &Fh,
         from: &[u8],
         to_dir: &Fh,
         to: &[u8],
     ) -> FsResult<(Wcc, Wcc)>;
     /// Returns the file's attributes and the directory's wcc.
-    fn link(&self, cred: &Cred, file: &Fh, dir: &Fh, name: &[u8]) -> FsResult<(Attr, Wcc)>;
+    fn link(&self, call: &Call<'_>, file: &Fh, dir: &Fh, name: &[u8]) -> FsResult<(Attr, Wcc)>;
     /// Entries after `cookie` (0 = from the start), at most `max_entries`.
     /// A nonzero cookie with a verifier that no longer matches gives BadCookie.
     fn readdir(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         dir: &Fh,
         cookie: u64,
         verifier: [u8; 8],
         max_entries: usize,
         plus: bool,
     ) -> FsResult<DirPage>;
-    fn fsstat(&self, cred: &Cred, fh: &Fh) -> FsResult<(FsStat, Attr)>;
-    fn fsinfo(&self, cred: &Cred, fh: &Fh) -> FsResult<(FsInfo, Attr)>;
-    fn pathconf(&self, cred: &Cred, fh: &Fh) -> FsResult<(PathConf, Attr)>;
+    fn fsstat(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(FsStat, Attr)>;
+    fn fsinfo(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(FsInfo, Attr)>;
+    fn pathconf(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(PathConf, Attr)>;
     /// Flush `count` bytes at `offset` (0 = to the end) to stable storage.
-    fn commit(&self, cred: &Cred, fh: &Fh, offset: u64, count: u32) -> FsResult<Wcc>;
+    fn commit(&self, call: &Call<'_>, fh: &Fh, offset: u64, count: u32) -> FsResult<Wcc>;
     /// A fresh handle for one lock owner's byte-range locks on the regular
     /// file `fh` (NLM). The caller must be able to read the file or own
     /// it, as knfsd asks for locks (`NFSD_MAY_LOCK`). None by default.
-    fn open_for_locks(&self, _cred: &Cred, _fh: &Fh) -> FsResult<Arc<dyn lock::LockFile>> {
+    fn open_for_locks(&self, _call: &Call<'_>, _fh: &Fh) -> FsResult<Arc<dyn lock::LockFile>> {
         Err(FsError::NotSupported)
     }
     /// Whether a change (an UNSTABLE WRITE; a namespace change or SETATTR

@@ -53,7 +53,7 @@ fn tmp() -> tempfile::TempDir {
 
 fn create(fs: &LocalFs, dir: &Fh, name: &str) -> Fh {
     fs.create(
-        &root(),
+        &rnfsd_fs::Call::thread(&root(), false),
         dir,
         name.as_bytes(),
         &CreateHow::Unchecked(SetAttr {
@@ -66,9 +66,14 @@ fn create(fs: &LocalFs, dir: &Fh, name: &str) -> Fh {
 }
 
 fn mkdir(fs: &LocalFs, dir: &Fh, name: &str) -> Fh {
-    fs.mkdir(&root(), dir, name.as_bytes(), &SetAttr::default())
-        .unwrap()
-        .fh
+    fs.mkdir(
+        &rnfsd_fs::Call::thread(&root(), false),
+        dir,
+        name.as_bytes(),
+        &SetAttr::default(),
+    )
+    .unwrap()
+    .fh
 }
 
 fn cache(fs: &LocalFs, name: &str) -> rnfsd_fs::cache::Counts {
@@ -96,11 +101,18 @@ fn repeated_calls_hit_the_caches() {
         let d = tmp();
         let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         let f = create(&fs, &fs.root(), "f");
-        fs.write(&root(), &f, 0, b"hello", Stable::Unstable)
-            .unwrap();
+        fs.write(
+            &rnfsd_fs::Call::thread(&root(), false),
+            &f,
+            0,
+            b"hello",
+            Stable::Unstable,
+        )
+        .unwrap();
         let before = cache(&fs, "objects");
         for _ in 0..10 {
-            fs.getattr(&root(), &f).unwrap();
+            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
+                .unwrap();
         }
         let after = cache(&fs, "objects");
         // CREATE put the new object in the cache: every GETATTR hits.
@@ -110,7 +122,8 @@ fn repeated_calls_hit_the_caches() {
         let mut buf = Vec::new();
         for _ in 0..5 {
             buf.clear();
-            fs.read(&root(), &f, 0, 5, &mut buf).unwrap();
+            fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 5, &mut buf)
+                .unwrap();
             assert_eq!(buf, b"hello");
         }
         let files2 = cache(&fs, "files");
@@ -128,17 +141,31 @@ fn objects_deleted_behind_our_back_are_stale_and_released() {
         let d = tmp();
         let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         let f = create(&fs, &fs.root(), "victim");
-        fs.write(&root(), &f, 0, b"data", Stable::Unstable).unwrap();
+        fs.write(
+            &rnfsd_fs::Call::thread(&root(), false),
+            &f,
+            0,
+            b"data",
+            Stable::Unstable,
+        )
+        .unwrap();
         let mut buf = Vec::new();
         buf.clear();
-        fs.read(&root(), &f, 0, 4, &mut buf).unwrap();
+        fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 4, &mut buf)
+            .unwrap();
         let path = d.path().join("victim");
         assert!(fds_naming(&path) >= 1, "{m:?}: the caches hold it");
         fs::remove_file(&path).unwrap();
         // Identity is re-checked on use: nlink 0 is stale, at once.
-        assert_eq!(fs.getattr(&root(), &f).err(), Some(FsError::Stale), "{m:?}");
         assert_eq!(
-            fs.read(&root(), &f, 0, 4, &mut buf).err(),
+            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
+                .err(),
+            Some(FsError::Stale),
+            "{m:?}"
+        );
+        assert_eq!(
+            fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 4, &mut buf)
+                .err(),
             Some(FsError::Stale)
         );
         // The open files go with the periodic sweep (a tick is 100 ms).
@@ -152,8 +179,14 @@ fn objects_deleted_behind_our_back_are_stale_and_released() {
         }
         // A new file that may reuse the inode number is not reached.
         let n = create(&fs, &fs.root(), "victim");
-        assert_eq!(fs.getattr(&root(), &f).err(), Some(FsError::Stale));
-        assert!(fs.getattr(&root(), &n).is_ok());
+        assert_eq!(
+            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
+                .err(),
+            Some(FsError::Stale)
+        );
+        assert!(fs
+            .getattr(&rnfsd_fs::Call::thread(&root(), false), &n)
+            .is_ok());
     }
 }
 
@@ -177,12 +210,26 @@ fn a_cached_object_moved_out_of_the_export_goes_stale() {
         assert!(!fs.exports_whole_fs());
         let inside = mkdir(&fs, &fs.root(), "in");
         let g = create(&fs, &inside, "g");
-        assert!(fs.getattr(&root(), &g).is_ok());
+        assert!(fs
+            .getattr(&rnfsd_fs::Call::thread(&root(), false), &g)
+            .is_ok());
         fs::rename(exp.join("in"), top.path().join("moved_out")).unwrap();
         std::thread::sleep(Duration::from_millis(120));
-        assert!(fs.getattr(&root(), &inside).is_err(), "{m:?}: dir");
-        assert!(fs.getattr(&root(), &g).is_err(), "{m:?}: file");
-        assert!(fs.lookup(&root(), &inside, b"g").is_err(), "{m:?}");
+        assert!(
+            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &inside)
+                .is_err(),
+            "{m:?}: dir"
+        );
+        assert!(
+            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &g)
+                .is_err(),
+            "{m:?}: file"
+        );
+        assert!(
+            fs.lookup(&rnfsd_fs::Call::thread(&root(), false), &inside, b"g")
+                .is_err(),
+            "{m:?}"
+        );
     }
 }
 
@@ -205,13 +252,21 @@ fn an_uncached_object_moved_out_of_the_export_goes_stale() {
             .collect();
         for _ in 0..3 {
             for f in &files {
-                assert!(fs.getattr(&root(), f).is_ok(), "{m:?}");
+                assert!(
+                    fs.getattr(&rnfsd_fs::Call::thread(&root(), false), f)
+                        .is_ok(),
+                    "{m:?}"
+                );
             }
         }
         fs::rename(exp.join("in"), top.path().join("moved_out")).unwrap();
         std::thread::sleep(Duration::from_millis(400));
         for (i, f) in files.iter().enumerate() {
-            assert!(fs.getattr(&root(), f).is_err(), "{m:?}: g{i}");
+            assert!(
+                fs.getattr(&rnfsd_fs::Call::thread(&root(), false), f)
+                    .is_err(),
+                "{m:?}: g{i}"
+            );
         }
     }
 }
@@ -252,14 +307,26 @@ fn bounds_hold_under_concurrent_stress() {
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < end {
                         let f = &files[i % files.len()];
                         match i % 4 {
-                            0 => drop(fs.getattr(&root(), f)),
+                            0 => drop(fs.getattr(&rnfsd_fs::Call::thread(&root(), false), f)),
                             1 => {
                                 buf.clear();
-                                drop(fs.read(&root(), f, 0, 8, &mut buf))
+                                drop(fs.read(
+                                    &rnfsd_fs::Call::thread(&root(), false),
+                                    f,
+                                    0,
+                                    8,
+                                    &mut buf,
+                                ))
                             }
-                            2 => drop(fs.write(&root(), f, 0, b"x", Stable::Unstable)),
+                            2 => drop(fs.write(
+                                &rnfsd_fs::Call::thread(&root(), false),
+                                f,
+                                0,
+                                b"x",
+                                Stable::Unstable,
+                            )),
                             _ => drop(fs.lookup(
-                                &root(),
+                                &rnfsd_fs::Call::thread(&root(), false),
                                 &fs.root(),
                                 format!("f{}", i % 200).as_bytes(),
                             )),
@@ -324,7 +391,8 @@ fn a_cache_hit_switches_no_credentials() {
     std::thread::scope(|s| {
         s.spawn(|| {
             // LOOKUP judges as the caller: the thread becomes 4242.
-            fs.lookup(&user, &fs.root(), b"f").unwrap();
+            fs.lookup(&rnfsd_fs::Call::thread(&user, false), &fs.root(), b"f")
+                .unwrap();
             let fsuid = || {
                 // SAFETY: setfsuid(-1) changes nothing and returns the current
                 // filesystem uid.
@@ -332,8 +400,10 @@ fn a_cache_hit_switches_no_credentials() {
             };
             assert_eq!(fsuid(), 4242);
             for _ in 0..3 {
-                fs.getattr(&user, &f).unwrap();
-                fs.access(&user, &f, 0x3f).unwrap();
+                fs.getattr(&rnfsd_fs::Call::thread(&user, false), &f)
+                    .unwrap();
+                fs.access(&rnfsd_fs::Call::thread(&user, false), &f, 0x3f)
+                    .unwrap();
                 assert_eq!(fsuid(), 4242, "a hit switched credentials");
             }
         });
@@ -372,7 +442,7 @@ fn lost_handles_are_found_by_one_shared_walk() {
                     let deadline = Instant::now() + Duration::from_secs(20);
                     loop {
                         let t0 = Instant::now();
-                        let r = fs.getattr(&root(), h);
+                        let r = fs.getattr(&rnfsd_fs::Call::thread(&root(), false), h);
                         assert!(
                             t0.elapsed() < Duration::from_secs(5),
                             "a miss held a worker for {:?}",
@@ -399,7 +469,8 @@ fn lost_handles_are_found_by_one_shared_walk() {
     // Warm calls meanwhile: the root never waits for the walk.
     for _ in 0..50 {
         let t0 = Instant::now();
-        fs.getattr(&root(), &fs.root()).unwrap();
+        fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &fs.root())
+            .unwrap();
         assert!(t0.elapsed() < Duration::from_millis(400));
     }
     let mut ok = 0;
@@ -433,7 +504,7 @@ fn cached_descriptors_are_judged_per_caller() {
     };
     let f = create(&fs, &fs.root(), "private");
     fs.setattr(
-        &root(),
+        &rnfsd_fs::Call::thread(&root(), false),
         &f,
         &SetAttr {
             uid: Some(1000),
@@ -445,20 +516,48 @@ fn cached_descriptors_are_judged_per_caller() {
     .unwrap();
     let mut buf = Vec::new();
     // Root fills both descriptors.
-    fs.write(&root(), &f, 0, b"secret", Stable::Unstable)
+    fs.write(
+        &rnfsd_fs::Call::thread(&root(), false),
+        &f,
+        0,
+        b"secret",
+        Stable::Unstable,
+    )
+    .unwrap();
+    buf.clear();
+    fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 6, &mut buf)
         .unwrap();
-    buf.clear();
-    fs.read(&root(), &f, 0, 6, &mut buf).unwrap();
     assert_eq!(
-        fs.read(&user(1001), &f, 0, 6, &mut buf).err(),
+        fs.read(
+            &rnfsd_fs::Call::thread(&user(1001), false),
+            &f,
+            0,
+            6,
+            &mut buf
+        )
+        .err(),
         Some(FsError::Errno(libc::EACCES))
     );
     assert_eq!(
-        fs.write(&user(1001), &f, 0, b"x", Stable::Unstable).err(),
+        fs.write(
+            &rnfsd_fs::Call::thread(&user(1001), false),
+            &f,
+            0,
+            b"x",
+            Stable::Unstable
+        )
+        .err(),
         Some(FsError::Errno(libc::EACCES))
     );
     buf.clear();
-    fs.read(&user(1000), &f, 0, 6, &mut buf).unwrap();
+    fs.read(
+        &rnfsd_fs::Call::thread(&user(1000), false),
+        &f,
+        0,
+        6,
+        &mut buf,
+    )
+    .unwrap();
     assert_eq!(buf, b"secret");
     // Immutable after the writer was cached: refused all the same.
     let path = d.path().join("private");
@@ -471,7 +570,13 @@ fn cached_descriptors_are_judged_per_caller() {
         eprintln!("SKIP (immutable part): chattr +i failed on this filesystem");
         return;
     }
-    let r = fs.write(&root(), &f, 0, b"y", Stable::Unstable);
+    let r = fs.write(
+        &rnfsd_fs::Call::thread(&root(), false),
+        &f,
+        0,
+        b"y",
+        Stable::Unstable,
+    );
     let _ = std::process::Command::new("chattr")
         .arg("-i")
         .arg(&path)
@@ -488,11 +593,21 @@ fn inline_mode_answers_hits_and_gives_up_on_misses() {
         let d = tmp();
         let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         let f = create(&fs, &fs.root(), "f");
-        fs.write(&root(), &f, 0, b"inline", Stable::Unstable)
-            .unwrap();
+        fs.write(
+            &rnfsd_fs::Call::thread(&root(), false),
+            &f,
+            0,
+            b"inline",
+            Stable::Unstable,
+        )
+        .unwrap();
         {
             let g = rnfsd_fs::inline::enter();
-            assert!(fs.getattr(&root(), &f).is_ok(), "{m:?}: a hit");
+            assert!(
+                fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
+                    .is_ok(),
+                "{m:?}: a hit"
+            );
             assert!(!g.gave_up());
         }
         let mut buf = Vec::new();
@@ -500,15 +615,17 @@ fn inline_mode_answers_hits_and_gives_up_on_misses() {
         {
             let g = rnfsd_fs::inline::enter();
             buf.clear();
-            let r = fs.read(&root(), &f, 0, 6, &mut buf);
+            let r = fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 6, &mut buf);
             assert!(g.gave_up() || r.is_ok(), "{m:?}: {r:?}");
         }
         buf.clear();
-        fs.read(&root(), &f, 0, 6, &mut buf).unwrap();
+        fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 6, &mut buf)
+            .unwrap();
         {
             let g = rnfsd_fs::inline::enter();
             buf.clear();
-            fs.read(&root(), &f, 0, 6, &mut buf).unwrap();
+            fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 6, &mut buf)
+                .unwrap();
             assert_eq!(buf, b"inline");
             assert!(!g.gave_up(), "{m:?}: cached pages, cached descriptor");
         }
@@ -517,12 +634,17 @@ fn inline_mode_answers_hits_and_gives_up_on_misses() {
         {
             let g = rnfsd_fs::inline::enter();
             assert_eq!(
-                cold.getattr(&root(), &f).err(),
+                cold.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
+                    .err(),
                 Some(FsError::Errno(libc::EAGAIN))
             );
             assert!(g.gave_up());
         }
-        assert!(cold.getattr(&root(), &f).is_ok(), "{m:?}: the pool's retry");
+        assert!(
+            cold.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
+                .is_ok(),
+            "{m:?}: the pool's retry"
+        );
     }
 }
 
@@ -541,8 +663,14 @@ fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
         let d = tmp();
         let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         let f = create(&fs, &fs.root(), "f");
-        fs.write(&root(), &f, 0, b"speculate", Stable::Unstable)
-            .unwrap();
+        fs.write(
+            &rnfsd_fs::Call::thread(&root(), false),
+            &f,
+            0,
+            b"speculate",
+            Stable::Unstable,
+        )
+        .unwrap();
         // One call on a cold backend, on the loop, on a thread of its own:
         // its answer and whether it gave up.
         let on_loop = |op: &(dyn Fn(&LocalFs) -> Result<(), FsError> + Sync)| {
@@ -557,12 +685,15 @@ fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
         let made_on_loop = |op: &(dyn Fn(&LocalFs) -> Result<(), FsError> + Sync)| {
             until_not_given_up(&eagain, || on_loop(op), || {}) == (Ok(()), false)
         };
-        let getattr = |fs: &LocalFs| fs.getattr(&root(), &f).map(drop);
+        let getattr = |fs: &LocalFs| {
+            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
+                .map(drop)
+        };
         // A READ of cached pages on a backend with no descriptor for the
         // file: the reader is opened on the loop too.
         let read = |fs: &LocalFs| {
             let mut buf = Vec::new();
-            fs.read(&root(), &f, 0, 9, &mut buf)?;
+            fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 9, &mut buf)?;
             assert_eq!(buf, b"speculate");
             Ok(())
         };
@@ -581,14 +712,18 @@ fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
             let g = rnfsd_fs::inline::enter_with(MISSES);
             rnfsd_fs::inline::speculated(true);
             assert_eq!(
-                colder.getattr(&root(), &f).err(),
+                colder
+                    .getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
+                    .err(),
                 Some(FsError::Errno(libc::EAGAIN)),
                 "{m:?}: quiet after a step that slept"
             );
             assert!(g.gave_up());
         }
         assert!(
-            colder.getattr(&root(), &f).is_ok(),
+            colder
+                .getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
+                .is_ok(),
             "{m:?}: the pool's retry"
         );
     }
@@ -646,7 +781,13 @@ fn inline_mode_writes_unstable_data_and_gives_up_before_any_change() {
         let inline = |fs: &LocalFs, leave: Leave, off: u64, data: &[u8], stable: Stable| {
             alone(|| {
                 let g = rnfsd_fs::inline::enter_with(leave);
-                let r = fs.write(&root(), &f, off, data, stable);
+                let r = fs.write(
+                    &rnfsd_fs::Call::thread(&root(), false),
+                    &f,
+                    off,
+                    data,
+                    stable,
+                );
                 (r.map(|(n, s, _)| (n, s)), g.gave_up())
             })
         };
@@ -685,7 +826,14 @@ fn inline_mode_writes_unstable_data_and_gives_up_before_any_change() {
         };
         assert_eq!(on_disk(), cold_data);
         // A cached writer: writes alone suffice.
-        fs.write(&root(), &f, 0, b"warm", Stable::Unstable).unwrap();
+        fs.write(
+            &rnfsd_fs::Call::thread(&root(), false),
+            &f,
+            0,
+            b"warm",
+            Stable::Unstable,
+        )
+        .unwrap();
         assert_eq!(
             inline(&fs, WRITES, 4, b"+hit", Stable::Unstable),
             (Ok((4, Stable::Unstable)), false),
@@ -696,7 +844,13 @@ fn inline_mode_writes_unstable_data_and_gives_up_before_any_change() {
         let quiet = alone(|| {
             let g = rnfsd_fs::inline::enter_with(BOTH);
             rnfsd_fs::inline::speculated(true);
-            let r = fs.write(&root(), &f, 0, b"no", Stable::Unstable);
+            let r = fs.write(
+                &rnfsd_fs::Call::thread(&root(), false),
+                &f,
+                0,
+                b"no",
+                Stable::Unstable,
+            );
             (r.err(), g.gave_up())
         });
         assert_eq!(
@@ -763,8 +917,15 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
                 || assert!(unchanged(), "{m:?}: a give-up changed something"),
             )
         };
-        let make =
-            |fs: &LocalFs, n: &str| fs.create(&root(), &fs.root(), n.as_bytes(), &guarded).err();
+        let make = |fs: &LocalFs, n: &str| {
+            fs.create(
+                &rnfsd_fs::Call::thread(&root(), false),
+                &fs.root(),
+                n.as_bytes(),
+                &guarded,
+            )
+            .err()
+        };
         assert_eq!(
             made_on_loop(&|| make(&fs, "a"), &|| !exists("a")),
             (None, false),
@@ -788,7 +949,10 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
             );
             assert!(!exists("b"), "{m:?}: {why}: nothing made");
         }
-        let a = fs.lookup(&root(), &dir, b"a").unwrap().0;
+        let a = fs
+            .lookup(&rnfsd_fs::Call::thread(&root(), false), &dir, b"a")
+            .unwrap()
+            .0;
         let set = |size: Option<u64>| SetAttr {
             mode: Some(0o600),
             size,
@@ -796,7 +960,12 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
         };
         assert_eq!(
             on_loop(CHANGES, false, &|| fs
-                .setattr(&root(), &a, &set(Some(1)), None)
+                .setattr(
+                    &rnfsd_fs::Call::thread(&root(), false),
+                    &a,
+                    &set(Some(1)),
+                    None
+                )
                 .err()),
             (eagain, true),
             "{m:?}: a new size is not set on the loop"
@@ -809,7 +978,12 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
         });
         assert_eq!(
             on_loop(CHANGES, false, &|| fs
-                .create(&root(), &dir, b"full", &truncating)
+                .create(
+                    &rnfsd_fs::Call::thread(&root(), false),
+                    &dir,
+                    b"full",
+                    &truncating
+                )
                 .err()),
             (eagain, true),
             "{m:?}: a CREATE with a size is made in a pool"
@@ -821,9 +995,17 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
             0o600
         );
         assert_eq!(
-            made_on_loop(&|| fs.setattr(&root(), &a, &set(None), None).err(), &|| {
-                std::os::unix::fs::PermissionsExt::mode(&mode()) & 0o777 != 0o600
-            }),
+            made_on_loop(
+                &|| fs
+                    .setattr(
+                        &rnfsd_fs::Call::thread(&root(), false),
+                        &a,
+                        &set(None),
+                        None
+                    )
+                    .err(),
+                &|| { std::os::unix::fs::PermissionsExt::mode(&mode()) & 0o777 != 0o600 }
+            ),
             (None, false),
             "{m:?}: a mode on the loop"
         );
@@ -832,8 +1014,14 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
             0o600
         );
         let rename = |from: &str, to: &str| {
-            fs.rename(&root(), &dir, from.as_bytes(), &dir, to.as_bytes())
-                .err()
+            fs.rename(
+                &rnfsd_fs::Call::thread(&root(), false),
+                &dir,
+                from.as_bytes(),
+                &dir,
+                to.as_bytes(),
+            )
+            .err()
         };
         assert_eq!(
             made_on_loop(&|| rename("a", "c"), &|| exists("a") && !exists("c")),
@@ -842,7 +1030,10 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
         );
         assert!(!exists("a") && exists("c"));
         fs::write(d.path().join("big"), vec![7u8; 17 << 20]).unwrap();
-        let remove = |n: &str| fs.remove(&root(), &dir, n.as_bytes()).err();
+        let remove = |n: &str| {
+            fs.remove(&rnfsd_fs::Call::thread(&root(), false), &dir, n.as_bytes())
+                .err()
+        };
         assert_eq!(
             on_loop(CHANGES, false, &|| remove("big")),
             (eagain, true),
@@ -863,7 +1054,8 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
         );
         assert!(!exists("c"));
         assert_eq!(
-            fs.remove(&root(), &dir, b"big").err(),
+            fs.remove(&rnfsd_fs::Call::thread(&root(), false), &dir, b"big")
+                .err(),
             None,
             "{m:?}: the pool's retry"
         );
@@ -900,8 +1092,10 @@ fn a_walk_beyond_the_cache_opens_each_object_once() {
         let (_d, fs, files) = small_cache_with(m, 300);
         let (o0, w0) = (cache(&fs, "objects"), cache(&fs, "window"));
         for f in &files {
-            fs.getattr(&root(), f).unwrap();
-            fs.access(&root(), f, 0x1).unwrap();
+            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), f)
+                .unwrap();
+            fs.access(&rnfsd_fs::Call::thread(&root(), false), f, 0x1)
+                .unwrap();
         }
         let (o1, w1) = (cache(&fs, "objects"), cache(&fs, "window"));
         // A call the main cache misses either finds its object in the
@@ -930,7 +1124,11 @@ fn a_uniform_load_beyond_the_cache_only_probes_the_window() {
         let (o0, w0) = (cache(&fs, "objects"), cache(&fs, "window"));
         // Used once each, in an order that never repeats one soon.
         for i in 0..1000 {
-            fs.getattr(&root(), &files[(i * 7) % 1000]).unwrap();
+            fs.getattr(
+                &rnfsd_fs::Call::thread(&root(), false),
+                &files[(i * 7) % 1000],
+            )
+            .unwrap();
         }
         let (o1, w1) = (cache(&fs, "objects"), cache(&fs, "window"));
         let misses = o1.misses - o0.misses;
@@ -945,8 +1143,10 @@ fn a_uniform_load_beyond_the_cache_only_probes_the_window() {
         // plus what the background reclaimer's timing costs; if never,
         // about 1,100 opens).
         for f in &files[1000..1600] {
-            fs.getattr(&root(), f).unwrap();
-            fs.access(&root(), f, 0x1).unwrap();
+            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), f)
+                .unwrap();
+            fs.access(&rnfsd_fs::Call::thread(&root(), false), f, 0x1)
+                .unwrap();
         }
         let (o2, w2) = (cache(&fs, "objects"), cache(&fs, "window"));
         let opened = (o2.misses - o1.misses) - (w2.hits - w1.hits);
@@ -981,14 +1181,29 @@ fn an_evicted_writer_is_flushed_after_the_delay_or_by_a_commit() {
         .unwrap();
         let a = create(&fs, &fs.root(), "a");
         let b = create(&fs, &fs.root(), "b");
-        fs.write(&root(), &a, 0, b"one", Stable::Unstable).unwrap();
+        fs.write(
+            &rnfsd_fs::Call::thread(&root(), false),
+            &a,
+            0,
+            b"one",
+            Stable::Unstable,
+        )
+        .unwrap();
         let before = flushes(&fs);
         // b's writer takes the only slot: a's closes dirty.
-        fs.write(&root(), &b, 0, b"two", Stable::Unstable).unwrap();
+        fs.write(
+            &rnfsd_fs::Call::thread(&root(), false),
+            &b,
+            0,
+            b"two",
+            Stable::Unstable,
+        )
+        .unwrap();
         std::thread::sleep(Duration::from_millis(100));
         assert_eq!(flushes(&fs), before, "{delay:?}: flushed before the delay");
         if commit {
-            fs.commit(&root(), &a, 0, 0).unwrap();
+            fs.commit(&rnfsd_fs::Call::thread(&root(), false), &a, 0, 0)
+                .unwrap();
             assert_eq!(
                 flushes(&fs),
                 before + 1,
@@ -1026,8 +1241,14 @@ fn write_behind_starts_writeback_past_its_threshold_only() {
         let f = create(&fs, &fs.root(), "big");
         let chunk: Vec<u8> = (0..32 << 10).map(|i: usize| (i % 251) as u8).collect();
         for i in 0..32u64 {
-            fs.write(&root(), &f, i * (32 << 10), &chunk, Stable::Unstable)
-                .unwrap();
+            fs.write(
+                &rnfsd_fs::Call::thread(&root(), false),
+                &f,
+                i * (32 << 10),
+                &chunk,
+                Stable::Unstable,
+            )
+            .unwrap();
         }
         let end = Instant::now() + Duration::from_secs(10);
         while threshold > 0 && fs.stats().write_behinds == 0 && Instant::now() < end {
@@ -1040,7 +1261,8 @@ fn write_behind_starts_writeback_past_its_threshold_only() {
         } else {
             assert_eq!(started, 0, "write-behind ran with the threshold 0");
         }
-        fs.commit(&root(), &f, 0, 0).unwrap();
+        fs.commit(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 0)
+            .unwrap();
         let got = std::fs::read(d.path().join("big")).unwrap();
         assert_eq!(got.len(), 1 << 20);
         assert!(
@@ -1062,7 +1284,8 @@ fn lookups_take_cached_handles_by_identity_only_for_the_same_object() {
         let r = fs.root();
         let f = create(&fs, &r, "f");
         let ids = |fs: &LocalFs| cache(fs, "identities");
-        let look = |name: &str| fs.lookup(&root(), &r, name.as_bytes());
+        let look =
+            |name: &str| fs.lookup(&rnfsd_fs::Call::thread(&root(), false), &r, name.as_bytes());
         // CREATE cached it: LOOKUP finds it by identity.
         let i0 = ids(&fs);
         let (fh, attr, _) = look("f").unwrap();
@@ -1087,11 +1310,29 @@ fn lookups_take_cached_handles_by_identity_only_for_the_same_object() {
         let (nh, na, _) = look("g").unwrap();
         assert_ne!(nh, f, "{m:?}: a new file's handle");
         assert_eq!(ids(&fs).hits, i1.hits, "{m:?}: not by identity");
-        assert_eq!(fs.getattr(&root(), &nh).unwrap().size, 3);
+        assert_eq!(
+            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &nh)
+                .unwrap()
+                .size,
+            3
+        );
         assert_eq!(na.size, 3);
-        assert_eq!(fs.getattr(&root(), &f).err(), Some(FsError::Stale));
+        assert_eq!(
+            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
+                .err(),
+            Some(FsError::Stale)
+        );
         // READDIRPLUS gives the cached object's handle too.
-        let page = fs.readdir(&root(), &r, 0, [0; 8], 64, true).unwrap();
+        let page = fs
+            .readdir(
+                &rnfsd_fs::Call::thread(&root(), false),
+                &r,
+                0,
+                [0; 8],
+                64,
+                true,
+            )
+            .unwrap();
         let e = page.entries.iter().find(|e| e.name == b"g").unwrap();
         assert_eq!(e.plus.as_ref().unwrap().0, nh, "{m:?}");
     }
@@ -1124,14 +1365,27 @@ fn write_behind_of_a_loop_write_starts_when_the_turn_ends() {
             .map(|i| {
                 let f = create(&fs, &fs.root(), &format!("f{i}"));
                 // A cached writer, which inline writes need.
-                fs.write(&root(), &f, 0, b"w", Stable::Unstable).unwrap();
+                fs.write(
+                    &rnfsd_fs::Call::thread(&root(), false),
+                    &f,
+                    0,
+                    b"w",
+                    Stable::Unstable,
+                )
+                .unwrap();
                 f
             })
             .collect();
         let r = alone(|| {
             for f in &fhs {
                 let g = rnfsd_fs::inline::enter_with(WRITES);
-                let r = fs.write(&root(), f, 1, &chunk, Stable::Unstable);
+                let r = fs.write(
+                    &rnfsd_fs::Call::thread(&root(), false),
+                    f,
+                    1,
+                    &chunk,
+                    Stable::Unstable,
+                );
                 if g.gave_up() || r.is_err() {
                     return None;
                 }
@@ -1161,7 +1415,13 @@ fn write_behind_of_a_loop_write_starts_when_the_turn_ends() {
         let handed = alone(|| {
             let after = fs.stats().write_behinds;
             let g = rnfsd_fs::inline::enter_with(WRITES);
-            let r = fs.write(&root(), &fhs[0], 1, &chunk, Stable::Unstable);
+            let r = fs.write(
+                &rnfsd_fs::Call::thread(&root(), false),
+                &fhs[0],
+                1,
+                &chunk,
+                Stable::Unstable,
+            );
             if g.gave_up() || r.is_err() {
                 return false;
             }
@@ -1175,7 +1435,8 @@ fn write_behind_of_a_loop_write_starts_when_the_turn_ends() {
         });
         let r = r.filter(|_| handed);
         for (i, f) in fhs.iter().enumerate() {
-            fs.commit(&root(), f, 0, 0).unwrap();
+            fs.commit(&rnfsd_fs::Call::thread(&root(), false), f, 0, 0)
+                .unwrap();
             let got = fs::read(d.path().join(format!("f{i}"))).unwrap();
             assert_eq!(&got[..1], b"w");
             assert!(got[1..] == chunk[..], "f{i}: data changed");

@@ -43,7 +43,7 @@ fn counted(fs: &LocalFs, f: impl FnOnce()) -> u64 {
 
 fn create(fs: &LocalFs, dir: &Fh, name: &[u8]) -> Fh {
     fs.create(
-        &root(),
+        &rnfsd_fs::Call::thread(&root(), false),
         dir,
         name,
         &CreateHow::Unchecked(SetAttr::default()),
@@ -65,10 +65,18 @@ fn sync_exports_sync_every_change_and_async_ones_none() {
             per(2),
             "CREATE sync={sync}"
         );
-        let sub = fs.mkdir(&root(), &r, b"d", &SetAttr::default()).unwrap().fh;
+        let sub = fs
+            .mkdir(
+                &rnfsd_fs::Call::thread(&root(), false),
+                &r,
+                b"d",
+                &SetAttr::default(),
+            )
+            .unwrap()
+            .fh;
         assert_eq!(
             counted(&fs, || drop(fs.symlink(
-                &root(),
+                &rnfsd_fs::Call::thread(&root(), false),
                 &sub,
                 b"l",
                 b"t",
@@ -79,17 +87,32 @@ fn sync_exports_sync_every_change_and_async_ones_none() {
         );
         let f = create(&fs, &sub, b"g");
         assert_eq!(
-            counted(&fs, || drop(fs.link(&root(), &f, &r, b"g2"))),
+            counted(&fs, || drop(fs.link(
+                &rnfsd_fs::Call::thread(&root(), false),
+                &f,
+                &r,
+                b"g2"
+            ))),
             per(2),
             "LINK: the file and the directory"
         );
         assert_eq!(
-            counted(&fs, || drop(fs.rename(&root(), &sub, b"g", &r, b"g3"))),
+            counted(&fs, || drop(fs.rename(
+                &rnfsd_fs::Call::thread(&root(), false),
+                &sub,
+                b"g",
+                &r,
+                b"g3"
+            ))),
             per(2),
             "RENAME across directories: both"
         );
         assert_eq!(
-            counted(&fs, || drop(fs.remove(&root(), &r, b"g2"))),
+            counted(&fs, || drop(fs.remove(
+                &rnfsd_fs::Call::thread(&root(), false),
+                &r,
+                b"g2"
+            ))),
             per(1),
             "REMOVE: the directory"
         );
@@ -98,14 +121,19 @@ fn sync_exports_sync_every_change_and_async_ones_none() {
             ..SetAttr::default()
         };
         assert_eq!(
-            counted(&fs, || drop(fs.setattr(&root(), &f, &set, None))),
+            counted(&fs, || drop(fs.setattr(
+                &rnfsd_fs::Call::thread(&root(), false),
+                &f,
+                &set,
+                None
+            ))),
             per(1),
             "SETATTR"
         );
         // Data durability does not depend on sync/async.
         assert_eq!(
             counted(&fs, || drop(fs.write(
-                &root(),
+                &rnfsd_fs::Call::thread(&root(), false),
                 &f,
                 0,
                 b"x",
@@ -115,7 +143,7 @@ fn sync_exports_sync_every_change_and_async_ones_none() {
         );
         assert_eq!(
             counted(&fs, || drop(fs.write(
-                &root(),
+                &rnfsd_fs::Call::thread(&root(), false),
                 &f,
                 0,
                 b"y",
@@ -123,7 +151,15 @@ fn sync_exports_sync_every_change_and_async_ones_none() {
             ))),
             0
         );
-        assert_eq!(counted(&fs, || drop(fs.commit(&root(), &f, 0, 0))), 1);
+        assert_eq!(
+            counted(&fs, || drop(fs.commit(
+                &rnfsd_fs::Call::thread(&root(), false),
+                &f,
+                0,
+                0
+            ))),
+            1
+        );
         let s = fs.stats().commits;
         assert_eq!(s.errors, 0);
         assert!(s.syncs <= s.requests);
@@ -139,16 +175,31 @@ fn exclusive_create_appears_with_its_verifier() {
     let r = fs.root();
     let v = *b"verifier";
     let c = fs
-        .create(&root(), &r, b"x", &CreateHow::Exclusive(v))
+        .create(
+            &rnfsd_fs::Call::thread(&root(), false),
+            &r,
+            b"x",
+            &CreateHow::Exclusive(v),
+        )
         .unwrap();
     assert_eq!(c.attr.size, 0);
     // The times hold the verifier (top bits cleared), so a retry matches.
     let again = fs
-        .create(&root(), &r, b"x", &CreateHow::Exclusive(v))
+        .create(
+            &rnfsd_fs::Call::thread(&root(), false),
+            &r,
+            b"x",
+            &CreateHow::Exclusive(v),
+        )
         .unwrap();
     assert_eq!(again.fh, c.fh);
     assert!(fs
-        .create(&root(), &r, b"x", &CreateHow::Exclusive(*b"another!"))
+        .create(
+            &rnfsd_fs::Call::thread(&root(), false),
+            &r,
+            b"x",
+            &CreateHow::Exclusive(*b"another!")
+        )
         .is_err());
     let m = std::fs::metadata(d.path().join("x")).unwrap();
     use std::os::unix::fs::MetadataExt;

@@ -340,7 +340,10 @@ impl LockManager {
             .map(|h| h.file.clone());
         let file = match own {
             Some(file) => file,
-            None => match f.backend.open_for_locks(f.cred, f.fh) {
+            None => match f
+                .backend
+                .open_for_locks(&rnfsd_fs::Call::thread(f.cred, false), f.fh)
+            {
                 Ok(file) => file,
                 Err(e) => return fs_outcome(&e),
             },
@@ -418,7 +421,7 @@ impl LockManager {
             // Opened outside the table's lock (it is a filesystem call).
             let file = f
                 .backend
-                .open_for_locks(f.cred, f.fh)
+                .open_for_locks(&rnfsd_fs::Call::thread(f.cred, false), f.fh)
                 .map_err(|e| fs_outcome(&e))?;
             let mut t = self.lock_table();
             if !t.held.contains_key(&hk) {

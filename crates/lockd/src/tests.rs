@@ -30,7 +30,9 @@ fn env(grace: Option<Duration>) -> Env {
     std::fs::write(&path, b"0123456789").unwrap();
     let fs: Arc<dyn Backend> =
         Arc::new(LocalFs::open(dir.path(), 7, LocalOptions::default()).unwrap());
-    let (fh, _, _) = fs.lookup(&ROOT, &fs.root(), b"f").unwrap();
+    let (fh, _, _) = fs
+        .lookup(&rnfsd_fs::Call::thread(&ROOT, false), &fs.root(), b"f")
+        .unwrap();
     let limits = Limits {
         retry: Duration::from_millis(20),
         ..Limits::default()

@@ -110,7 +110,11 @@ impl LockManager {
         };
         let opened: Vec<_> = missing
             .into_iter()
-            .filter_map(|(k, b, c, fh)| b.open_for_locks(&c, &fh).ok().map(|f| (k, f)))
+            .filter_map(|(k, b, c, fh)| {
+                b.open_for_locks(&rnfsd_fs::Call::thread(&c, false), &fh)
+                    .ok()
+                    .map(|f| (k, f))
+            })
             .collect();
         let mut granted = Vec::new();
         {

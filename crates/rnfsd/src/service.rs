@@ -65,7 +65,12 @@ impl RpcService {
     /// at all when counting is off. The outcome is read back from the reply,
     /// so dispatch itself knows nothing of statistics. `keep` decides, after
     /// the call, whether it counts (an inline attempt given up does not).
-    fn run(&self, req: &mut Request, keep: impl FnOnce() -> bool) -> Option<Option<Reply>> {
+    fn run(
+        &self,
+        req: &mut Request,
+        on_loop: Option<&rnfsd_fs::inline::Loop>,
+        keep: impl FnOnce() -> bool,
+    ) -> Option<Option<Reply>> {
         let mut run = || {
             dispatch(
                 &self.server,
@@ -75,6 +80,7 @@ impl RpcService {
                 &req.data,
                 req.peer,
                 req.local,
+                on_loop,
                 &mut req.responder,
             )
         };
@@ -109,7 +115,7 @@ impl RpcService {
 
 impl Service for RpcService {
     fn call(&self, mut req: Request) -> Option<Reply> {
-        self.run(&mut req, || true).flatten()
+        self.run(&mut req, None, || true).flatten()
     }
 
     /// The NFS listener takes connections only from hosts some export
@@ -144,7 +150,8 @@ impl Service for RpcService {
     }
 
     fn loop_calls(self: Arc<Self>) -> Option<Box<dyn LoopCalls>> {
-        Some(Box::new(OnLoop(self)))
+        let lp = rnfsd_fs::inline::Loop::new(self.leave);
+        Some(Box::new(OnLoop(self, lp)))
     }
 }
 
@@ -187,24 +194,27 @@ impl RpcService {
     }
 }
 
-/// The service's calls on one event loop.
-struct OnLoop(Arc<RpcService>);
+/// The service's calls on one event loop, with that loop's state.
+struct OnLoop(Arc<RpcService>, rnfsd_fs::inline::Loop);
 
 /// A quick call on the event loop thread: the backend answers from
 /// memory or gives up (`rnfsd_fs::inline`), and a call given up runs
 /// again in the pool, uncounted here.
 impl LoopCalls for OnLoop {
     fn turn_begins(&mut self) {
-        rnfsd_fs::inline::new_turn();
+        self.1.turn_begins();
     }
 
     fn turn_ends(&mut self, more: bool) {
-        rnfsd_fs::inline::turn_ends(more);
+        self.1.turn_ends(more);
     }
 
     fn call(&mut self, mut req: Request) -> Inline {
-        let guard = rnfsd_fs::inline::enter_with(self.0.leave);
-        match self.0.run(&mut req, || !guard.gave_up()) {
+        let lp = &self.1;
+        lp.begin_call();
+        let r = self.0.run(&mut req, Some(lp), || !lp.gave_up());
+        lp.end_call();
+        match r {
             Some(reply) => Inline::Done(reply),
             None => Inline::Defer(req),
         }

@@ -50,8 +50,8 @@ use crate::cache::Lru;
 use crate::durable::Committer;
 use crate::handle::{Decoded, Sealer};
 use crate::{
-    Attr, Backend, BackendStats, CacheStat, CreateHow, Created, Cred, DirPage, Fh, FsError, FsInfo,
-    FsResult, FsStat, NodeKind, PathConf, SetAttr, Stable, Time, Wcc, WriteVerifier,
+    Attr, Backend, BackendStats, CacheStat, Call, CreateHow, Created, Cred, DirPage, Fh, FsError,
+    FsInfo, FsResult, FsStat, NodeKind, PathConf, SetAttr, Stable, Time, Wcc, WriteVerifier,
 };
 use calls::Calls;
 use ffi::{Mount, MountArgs, Perm, Statx};
@@ -421,31 +421,39 @@ impl Backend for CephFs {
     }
 
     // attr.rs
-    fn getattr(&self, _cred: &Cred, fh: &Fh) -> FsResult<Attr> {
+    fn getattr(&self, _call: &Call<'_>, fh: &Fh) -> FsResult<Attr> {
         ceph_call!(self, [fh], |i| i.attr(&i.resolve(&fh)?))
     }
 
-    fn setattr(&self, cred: &Cred, fh: &Fh, set: &SetAttr, guard: Option<Time>) -> FsResult<Wcc> {
+    fn setattr(
+        &self,
+        call: &Call<'_>,
+        fh: &Fh,
+        set: &SetAttr,
+        guard: Option<Time>,
+    ) -> FsResult<Wcc> {
+        let cred = call.cred;
         ceph_call!(self, [cred, fh, set], |i| i
             .setattr(&cred, &fh, &set, guard))
     }
 
-    fn access(&self, cred: &Cred, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
+    fn access(&self, call: &Call<'_>, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
+        let cred = call.cred;
         ceph_call!(self, [cred, fh], |i| i.access(&cred, &fh, want))
     }
 
-    fn fsstat(&self, _cred: &Cred, fh: &Fh) -> FsResult<(FsStat, Attr)> {
+    fn fsstat(&self, _call: &Call<'_>, fh: &Fh) -> FsResult<(FsStat, Attr)> {
         ceph_call!(self, [fh], |i| i.fsstat(&fh))
     }
 
-    fn fsinfo(&self, _cred: &Cred, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
+    fn fsinfo(&self, _call: &Call<'_>, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
         ceph_call!(self, [fh], |i| Ok((
             attr::FSINFO,
             i.attr(&i.resolve(&fh)?)?
         )))
     }
 
-    fn pathconf(&self, _cred: &Cred, fh: &Fh) -> FsResult<(PathConf, Attr)> {
+    fn pathconf(&self, _call: &Call<'_>, fh: &Fh) -> FsResult<(PathConf, Attr)> {
         ceph_call!(self, [fh], |i| Ok((
             attr::PATHCONF,
             i.attr(&i.resolve(&fh)?)?
@@ -453,23 +461,26 @@ impl Backend for CephFs {
     }
 
     // dir.rs
-    fn lookup(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)> {
+    fn lookup(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)> {
+        let cred = call.cred;
         ceph_call!(self, [cred, dir, name], |i| i.lookup(&cred, &dir, &name))
     }
 
-    fn readlink(&self, cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
+    fn readlink(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
+        let cred = call.cred;
         ceph_call!(self, [cred, fh], |i| i.readlink(&cred, &fh))
     }
 
     fn readdir(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         dir: &Fh,
         cookie: u64,
         _verifier: [u8; 8],
         max_entries: usize,
         plus: bool,
     ) -> FsResult<DirPage> {
+        let cred = call.cred;
         ceph_call!(self, [cred, dir], |i| i.readdir(
             &cred,
             &dir,
@@ -482,12 +493,13 @@ impl Backend for CephFs {
     // data.rs
     fn read(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         fh: &Fh,
         offset: u64,
         count: u32,
         buf: &mut Vec<u8>,
     ) -> FsResult<(bool, Attr)> {
+        let cred = call.cred;
         // Straight into the caller's buffer when run here; through a
         // buffer of the call's own on the pool.
         if let Some(_held) = self.calls.direct()? {
@@ -505,84 +517,95 @@ impl Backend for CephFs {
 
     fn write(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         fh: &Fh,
         offset: u64,
         data: &[u8],
         stable: Stable,
     ) -> FsResult<(u32, Stable, Wcc)> {
+        let cred = call.cred;
         ceph_call!(self, [cred, fh, data], |i| i
             .write(&cred, &fh, offset, &data, stable))
     }
 
-    fn commit(&self, cred: &Cred, fh: &Fh, _offset: u64, _count: u32) -> FsResult<Wcc> {
+    fn commit(&self, call: &Call<'_>, fh: &Fh, _offset: u64, _count: u32) -> FsResult<Wcc> {
+        let cred = call.cred;
         ceph_call!(self, [cred, fh], |i| i.commit(&cred, &fh))
     }
 
     // namespace.rs
-    fn create(&self, cred: &Cred, dir: &Fh, name: &[u8], how: &CreateHow) -> FsResult<Created> {
+    fn create(&self, call: &Call<'_>, dir: &Fh, name: &[u8], how: &CreateHow) -> FsResult<Created> {
+        let cred = call.cred;
         ceph_call!(self, [cred, dir, name, how], |i| i
             .create(&cred, &dir, &name, &how))
     }
 
-    fn mkdir(&self, cred: &Cred, dir: &Fh, name: &[u8], set: &SetAttr) -> FsResult<Created> {
+    fn mkdir(&self, call: &Call<'_>, dir: &Fh, name: &[u8], set: &SetAttr) -> FsResult<Created> {
+        let cred = call.cred;
         ceph_call!(self, [cred, dir, name, set], |i| i
             .mkdir(&cred, &dir, &name, &set))
     }
 
     fn symlink(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         dir: &Fh,
         name: &[u8],
         target: &[u8],
         set: &SetAttr,
     ) -> FsResult<Created> {
+        let cred = call.cred;
         ceph_call!(self, [cred, dir, name, target, set], |i| i
             .symlink(&cred, &dir, &name, &target, &set))
     }
 
     fn mknod(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         dir: &Fh,
         name: &[u8],
         kind: NodeKind,
         set: &SetAttr,
     ) -> FsResult<Created> {
+        let cred = call.cred;
         ceph_call!(self, [cred, dir, name, set], |i| i
             .mknod(&cred, &dir, &name, kind, &set))
     }
 
-    fn remove(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
+    fn remove(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
+        let cred = call.cred;
         ceph_call!(self, [cred, dir, name], |i| i
             .remove(&cred, &dir, &name, false))
     }
 
-    fn rmdir(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
+    fn rmdir(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
+        let cred = call.cred;
         ceph_call!(self, [cred, dir, name], |i| i
             .remove(&cred, &dir, &name, true))
     }
 
     fn rename(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         from_dir: &Fh,
         from: &[u8],
         to_dir: &Fh,
         to: &[u8],
     ) -> FsResult<(Wcc, Wcc)> {
+        let cred = call.cred;
         ceph_call!(self, [cred, from_dir, from, to_dir, to], |i| i
             .rename(&cred, &from_dir, &from, &to_dir, &to))
     }
 
-    fn link(&self, cred: &Cred, file: &Fh, dir: &Fh, name: &[u8]) -> FsResult<(Attr, Wcc)> {
+    fn link(&self, call: &Call<'_>, file: &Fh, dir: &Fh, name: &[u8]) -> FsResult<(Attr, Wcc)> {
+        let cred = call.cred;
         ceph_call!(self, [cred, file, dir, name], |i| i
             .link(&cred, &file, &dir, &name))
     }
 
     // lock.rs
-    fn open_for_locks(&self, cred: &Cred, fh: &Fh) -> FsResult<Arc<dyn crate::lock::LockFile>> {
+    fn open_for_locks(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Arc<dyn crate::lock::LockFile>> {
+        let cred = call.cred;
         let f = ceph_call!(self, [cred, fh], |i| i.open_for_locks(&cred, &fh))?;
         Ok(Arc::new(lock::CephLocks::new(f, self.calls.clone())))
     }

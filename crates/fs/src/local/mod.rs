@@ -82,8 +82,9 @@ use crate::cache::{Caches, GenMap, TtlSet};
 use crate::durable::Committer;
 use crate::handle::{self, Sealer};
 use crate::{
-    Attr, Backend, BackendStats, CacheStat, CreateHow, Created, Cred, DirPage, Fh, FsError, FsInfo,
-    FsResult, FsStat, NodeKind, PathConf, PreAttr, SetAttr, Stable, Time, Wcc, WriteVerifier,
+    Attr, Backend, BackendStats, CacheStat, Call, CreateHow, Created, Cred, DirPage, Fh, FsError,
+    FsInfo, FsResult, FsStat, NodeKind, PathConf, PreAttr, SetAttr, Stable, Time, Wcc,
+    WriteVerifier,
 };
 use files::FileCache;
 use locmap::LocMap;
@@ -645,141 +646,169 @@ impl Backend for LocalFs {
         true
     }
 
-    fn getattr(&self, cred: &Cred, fh: &Fh) -> FsResult<Attr> {
+    fn getattr(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Attr> {
+        let cred = call.cred;
         attr::getattr(self, cred, fh)
     }
 
-    fn setattr(&self, cred: &Cred, fh: &Fh, set: &SetAttr, guard: Option<Time>) -> FsResult<Wcc> {
+    fn setattr(
+        &self,
+        call: &Call<'_>,
+        fh: &Fh,
+        set: &SetAttr,
+        guard: Option<Time>,
+    ) -> FsResult<Wcc> {
+        let cred = call.cred;
         attr::setattr(self, cred, fh, set, guard)
     }
 
-    fn lookup(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)> {
+    fn lookup(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)> {
+        let cred = call.cred;
         dir::lookup(self, cred, dir, name)
     }
 
-    fn access(&self, cred: &Cred, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
+    fn access(&self, call: &Call<'_>, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
+        let cred = call.cred;
         attr::access(self, cred, fh, want)
     }
 
-    fn readlink(&self, cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
+    fn readlink(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
+        let cred = call.cred;
         attr::readlink(self, cred, fh)
     }
 
     fn read(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         fh: &Fh,
         offset: u64,
         count: u32,
         buf: &mut Vec<u8>,
     ) -> FsResult<(bool, Attr)> {
+        let cred = call.cred;
         data::read(self, cred, fh, offset, count, buf)
     }
 
     fn read_to_pipe(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         fh: &Fh,
         offset: u64,
         count: u32,
         pipe: BorrowedFd<'_>,
     ) -> FsResult<(u32, bool, Attr)> {
+        let cred = call.cred;
         data::read_to_pipe(self, cred, fh, offset, count, pipe)
     }
 
     fn write(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         fh: &Fh,
         offset: u64,
         data: &[u8],
         stable: Stable,
     ) -> FsResult<(u32, Stable, Wcc)> {
+        let cred = call.cred;
         data::write(self, cred, fh, offset, data, stable)
     }
 
-    fn create(&self, cred: &Cred, dir: &Fh, name: &[u8], how: &CreateHow) -> FsResult<Created> {
+    fn create(&self, call: &Call<'_>, dir: &Fh, name: &[u8], how: &CreateHow) -> FsResult<Created> {
+        let cred = call.cred;
         namespace::create(self, cred, dir, name, how)
     }
 
-    fn mkdir(&self, cred: &Cred, dir: &Fh, name: &[u8], set: &SetAttr) -> FsResult<Created> {
+    fn mkdir(&self, call: &Call<'_>, dir: &Fh, name: &[u8], set: &SetAttr) -> FsResult<Created> {
+        let cred = call.cred;
         namespace::mkdir(self, cred, dir, name, set)
     }
 
     fn symlink(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         dir: &Fh,
         name: &[u8],
         target: &[u8],
         set: &SetAttr,
     ) -> FsResult<Created> {
+        let cred = call.cred;
         namespace::symlink(self, cred, dir, name, target, set)
     }
 
     fn mknod(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         dir: &Fh,
         name: &[u8],
         kind: NodeKind,
         set: &SetAttr,
     ) -> FsResult<Created> {
+        let cred = call.cred;
         namespace::mknod(self, cred, dir, name, kind, set)
     }
 
-    fn remove(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
+    fn remove(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
+        let cred = call.cred;
         namespace::remove(self, cred, dir, name)
     }
 
-    fn rmdir(&self, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
+    fn rmdir(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
+        let cred = call.cred;
         namespace::rmdir(self, cred, dir, name)
     }
 
     fn rename(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         from_dir: &Fh,
         from: &[u8],
         to_dir: &Fh,
         to: &[u8],
     ) -> FsResult<(Wcc, Wcc)> {
+        let cred = call.cred;
         namespace::rename(self, cred, from_dir, from, to_dir, to)
     }
 
-    fn link(&self, cred: &Cred, file: &Fh, dir: &Fh, name: &[u8]) -> FsResult<(Attr, Wcc)> {
+    fn link(&self, call: &Call<'_>, file: &Fh, dir: &Fh, name: &[u8]) -> FsResult<(Attr, Wcc)> {
+        let cred = call.cred;
         namespace::link(self, cred, file, dir, name)
     }
 
     fn readdir(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         dir: &Fh,
         cookie: u64,
         verifier: [u8; 8],
         max_entries: usize,
         plus: bool,
     ) -> FsResult<DirPage> {
+        let cred = call.cred;
         dir::readdir(self, cred, dir, cookie, verifier, max_entries, plus)
     }
 
-    fn fsstat(&self, cred: &Cred, fh: &Fh) -> FsResult<(FsStat, Attr)> {
+    fn fsstat(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(FsStat, Attr)> {
+        let cred = call.cred;
         attr::fsstat(self, cred, fh)
     }
 
-    fn fsinfo(&self, cred: &Cred, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
+    fn fsinfo(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
+        let cred = call.cred;
         attr::fsinfo(self, cred, fh)
     }
 
-    fn pathconf(&self, cred: &Cred, fh: &Fh) -> FsResult<(PathConf, Attr)> {
+    fn pathconf(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(PathConf, Attr)> {
+        let cred = call.cred;
         attr::pathconf(self, cred, fh)
     }
 
-    fn commit(&self, cred: &Cred, fh: &Fh, offset: u64, count: u32) -> FsResult<Wcc> {
+    fn commit(&self, call: &Call<'_>, fh: &Fh, offset: u64, count: u32) -> FsResult<Wcc> {
+        let cred = call.cred;
         data::commit(self, cred, fh, offset, count)
     }
 
-    fn open_for_locks(&self, cred: &Cred, fh: &Fh) -> FsResult<Arc<dyn crate::lock::LockFile>> {
+    fn open_for_locks(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Arc<dyn crate::lock::LockFile>> {
+        let cred = call.cred;
         lock::open_for_locks(self, cred, fh)
     }
 
@@ -883,7 +912,9 @@ mod tests {
         let fh = fs.kernel_fh_at(root, &a, &sa).ok().flatten().unwrap();
         let cred = Cred::default();
         assert_eq!(
-            crate::Backend::getattr(&fs, &cred, &fh).unwrap().fileid,
+            crate::Backend::getattr(&fs, &crate::Call::thread(&cred, false), &fh)
+                .unwrap()
+                .fileid,
             sa.ino
         );
     }

@@ -174,7 +174,9 @@ fn resolve(ctx: &CallCtx<'_>, path: &[u8]) -> Result<Fh, MountStat3> {
     let backend: &dyn Backend = ex.backend.as_ref();
     let mut fh = backend.root();
     for name in want.iter().skip(depth) {
-        let (child, attr, _) = backend.lookup(&cred, &fh, name).map_err(stat_of)?;
+        let (child, attr, _) = backend
+            .lookup(&rnfsd_fs::Call::thread(&cred, false), &fh, name)
+            .map_err(stat_of)?;
         if attr.ftype != FileType::Directory {
             return Err(MountStat3::NotDir);
         }
@@ -354,9 +356,9 @@ mod tests {
     #[rustfmt::skip]
     impl Backend for Tree {
         fn root(&self) -> Fh { self.fh(0) }
-        fn getattr(&self, _: &Cred, _: &Fh) -> FsResult<Attr> { Err(NS) }
-        fn setattr(&self, _: &Cred, _: &Fh, _: &SetAttr, _: Option<Time>) -> FsResult<Wcc> { Err(NS) }
-        fn lookup(&self, _: &Cred, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)> {
+        fn getattr(&self, _: &rnfsd_fs::Call<'_>, _: &Fh) -> FsResult<Attr> { Err(NS) }
+        fn setattr(&self, _: &rnfsd_fs::Call<'_>, _: &Fh, _: &SetAttr, _: Option<Time>) -> FsResult<Wcc> { Err(NS) }
+        fn lookup(&self, _: &rnfsd_fs::Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)> {
             let n = *dir.0.get(5).ok_or(FsError::BadHandle)?;
             if Some(n) == self.locked {
                 return Err(FsError::Errno(libc::EACCES));
@@ -364,23 +366,23 @@ mod tests {
             let (c, t) = self.names.get(&(n, name.to_vec())).ok_or(FsError::Errno(libc::ENOENT))?;
             Ok((self.fh(*c), Tree::attr(*t), None))
         }
-        fn access(&self, _: &Cred, _: &Fh, _: u32) -> FsResult<(u32, Attr)> { Err(NS) }
-        fn readlink(&self, _: &Cred, _: &Fh) -> FsResult<(Vec<u8>, Attr)> { Err(NS) }
-        fn read(&self, _: &Cred, _: &Fh, _: u64, _: u32, _: &mut Vec<u8>) -> FsResult<(bool, Attr)> { Err(NS) }
-        fn write(&self, _: &Cred, _: &Fh, _: u64, _: &[u8], _: Stable) -> FsResult<(u32, Stable, Wcc)> { Err(NS) }
-        fn create(&self, _: &Cred, _: &Fh, _: &[u8], _: &CreateHow) -> FsResult<Created> { Err(NS) }
-        fn mkdir(&self, _: &Cred, _: &Fh, _: &[u8], _: &SetAttr) -> FsResult<Created> { Err(NS) }
-        fn symlink(&self, _: &Cred, _: &Fh, _: &[u8], _: &[u8], _: &SetAttr) -> FsResult<Created> { Err(NS) }
-        fn mknod(&self, _: &Cred, _: &Fh, _: &[u8], _: NodeKind, _: &SetAttr) -> FsResult<Created> { Err(NS) }
-        fn remove(&self, _: &Cred, _: &Fh, _: &[u8]) -> FsResult<Wcc> { Err(NS) }
-        fn rmdir(&self, _: &Cred, _: &Fh, _: &[u8]) -> FsResult<Wcc> { Err(NS) }
-        fn rename(&self, _: &Cred, _: &Fh, _: &[u8], _: &Fh, _: &[u8]) -> FsResult<(Wcc, Wcc)> { Err(NS) }
-        fn link(&self, _: &Cred, _: &Fh, _: &Fh, _: &[u8]) -> FsResult<(Attr, Wcc)> { Err(NS) }
-        fn readdir(&self, _: &Cred, _: &Fh, _: u64, _: [u8; 8], _: usize, _: bool) -> FsResult<DirPage> { Err(NS) }
-        fn fsstat(&self, _: &Cred, _: &Fh) -> FsResult<(FsStat, Attr)> { Err(NS) }
-        fn fsinfo(&self, _: &Cred, _: &Fh) -> FsResult<(FsInfo, Attr)> { Err(NS) }
-        fn pathconf(&self, _: &Cred, _: &Fh) -> FsResult<(PathConf, Attr)> { Err(NS) }
-        fn commit(&self, _: &Cred, _: &Fh, _: u64, _: u32) -> FsResult<Wcc> { Err(NS) }
+        fn access(&self, _: &rnfsd_fs::Call<'_>, _: &Fh, _: u32) -> FsResult<(u32, Attr)> { Err(NS) }
+        fn readlink(&self, _: &rnfsd_fs::Call<'_>, _: &Fh) -> FsResult<(Vec<u8>, Attr)> { Err(NS) }
+        fn read(&self, _: &rnfsd_fs::Call<'_>, _: &Fh, _: u64, _: u32, _: &mut Vec<u8>) -> FsResult<(bool, Attr)> { Err(NS) }
+        fn write(&self, _: &rnfsd_fs::Call<'_>, _: &Fh, _: u64, _: &[u8], _: Stable) -> FsResult<(u32, Stable, Wcc)> { Err(NS) }
+        fn create(&self, _: &rnfsd_fs::Call<'_>, _: &Fh, _: &[u8], _: &CreateHow) -> FsResult<Created> { Err(NS) }
+        fn mkdir(&self, _: &rnfsd_fs::Call<'_>, _: &Fh, _: &[u8], _: &SetAttr) -> FsResult<Created> { Err(NS) }
+        fn symlink(&self, _: &rnfsd_fs::Call<'_>, _: &Fh, _: &[u8], _: &[u8], _: &SetAttr) -> FsResult<Created> { Err(NS) }
+        fn mknod(&self, _: &rnfsd_fs::Call<'_>, _: &Fh, _: &[u8], _: NodeKind, _: &SetAttr) -> FsResult<Created> { Err(NS) }
+        fn remove(&self, _: &rnfsd_fs::Call<'_>, _: &Fh, _: &[u8]) -> FsResult<Wcc> { Err(NS) }
+        fn rmdir(&self, _: &rnfsd_fs::Call<'_>, _: &Fh, _: &[u8]) -> FsResult<Wcc> { Err(NS) }
+        fn rename(&self, _: &rnfsd_fs::Call<'_>, _: &Fh, _: &[u8], _: &Fh, _: &[u8]) -> FsResult<(Wcc, Wcc)> { Err(NS) }
+        fn link(&self, _: &rnfsd_fs::Call<'_>, _: &Fh, _: &Fh, _: &[u8]) -> FsResult<(Attr, Wcc)> { Err(NS) }
+        fn readdir(&self, _: &rnfsd_fs::Call<'_>, _: &Fh, _: u64, _: [u8; 8], _: usize, _: bool) -> FsResult<DirPage> { Err(NS) }
+        fn fsstat(&self, _: &rnfsd_fs::Call<'_>, _: &Fh) -> FsResult<(FsStat, Attr)> { Err(NS) }
+        fn fsinfo(&self, _: &rnfsd_fs::Call<'_>, _: &Fh) -> FsResult<(FsInfo, Attr)> { Err(NS) }
+        fn pathconf(&self, _: &rnfsd_fs::Call<'_>, _: &Fh) -> FsResult<(PathConf, Attr)> { Err(NS) }
+        fn commit(&self, _: &rnfsd_fs::Call<'_>, _: &Fh, _: u64, _: u32) -> FsResult<Wcc> { Err(NS) }
     }
 
     fn server() -> Server {
@@ -444,7 +446,9 @@ mod tests {
             }),
             server: s,
             spliced: Default::default(),
-            owed_fail: Default::default(),
+            on_loop: None,
+            may_owe: false,
+            owed: Default::default(),
         }
     }
 

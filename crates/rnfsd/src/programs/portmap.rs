@@ -294,7 +294,9 @@ mod tests {
             auth: Auth::None,
             server: s,
             spliced: Default::default(),
-            owed_fail: Default::default(),
+            on_loop: None,
+            may_owe: false,
+            owed: Default::default(),
         }
     }
 

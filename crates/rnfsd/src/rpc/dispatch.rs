@@ -185,6 +185,7 @@ pub fn dispatch(
     req: &[u8],
     peer: SocketAddr,
     local: SocketAddr,
+    on_loop: Option<&rnfsd_fs::inline::Loop>,
     responder: &mut Responder,
 ) -> Answer {
     let mut d = Dec::new(req);
@@ -272,25 +273,25 @@ pub fn dispatch(
         local,
         auth,
         server,
+        on_loop,
+        // A call run by a pool job may leave the journal commit it owes to
+        // its export's commit threads, and its reply with it
+        // (`rnfsd_fs::owed`).
+        may_owe: responder.can_defer(),
         spliced: Default::default(),
-        owed_fail: Default::default(),
+        owed: Default::default(),
     };
-    // A call run by a pool job may leave the journal commit it owes to its
-    // export's commit threads, and its reply with it (`rnfsd_fs::owed`).
-    let offer = responder.can_defer().then(rnfsd_fs::owed::offer);
     let (mut reply, ran) = execute(&ctx, program, vers, proc, &mut d);
-    let owed = rnfsd_fs::owed::take();
-    drop(offer);
     // Only a handler's own reply is kept; RPC-level failures run again if
     // retransmitted (knfsd: RC_NOCACHE on those paths). Replies of cached
     // procedures are all bytes (nothing spliced). Nor the reply of an
     // attempt on the event loop that gave up (an UNSTABLE WRITE on a quiet
     // loop): the call runs again in a pool and must not meet its own entry
     // there.
-    let keep =
-        ran && reply.as_ref().is_some_and(|r| r.spliced.is_none()) && !rnfsd_fs::inline::gave_up();
-    if let Some(owed) = owed {
-        let fail = failure(xid, ctx.owed_fail.take());
+    let gave_up = on_loop.is_some_and(|l| l.gave_up());
+    let keep = ran && reply.as_ref().is_some_and(|r| r.spliced.is_none()) && !gave_up;
+    if let Some((owed, fail_body)) = ctx.owed.take() {
+        let fail = failure(xid, Some(fail_body));
         match (reply, responder.defer()) {
             (Some(reply), Some(later)) => {
                 let drc = match cached {
@@ -323,7 +324,7 @@ pub fn dispatch(
 }
 
 /// The reply of a call whose owed journal commit failed: the result body
-/// its handler left for that (`CallCtx::owed_fail`), or else SYSTEM_ERR.
+/// its handler left for that (`CallCtx::owed`), or else SYSTEM_ERR.
 fn failure(xid: u32, body: Option<Vec<u8>>) -> Reply {
     let Some(b) = body else {
         return accepted(xid, AcceptStat::SystemErr).into();
@@ -555,6 +556,7 @@ mod tests {
             req,
             a,
             b,
+            None,
             &mut now,
         )
         .now_or_park()
@@ -860,6 +862,7 @@ mod tests {
                 req,
                 peer,
                 local,
+                None,
                 &mut Responder::now_only(),
             )
             .now_or_park();

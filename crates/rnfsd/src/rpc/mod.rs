@@ -26,13 +26,29 @@ pub struct CallCtx<'a> {
     pub local: SocketAddr,
     pub auth: Auth,
     pub server: &'a Server,
+    /// The event loop the call is tried on (memory only, or give up), or
+    /// None on a thread that may sleep.
+    pub on_loop: Option<&'a rnfsd_fs::inline::Loop>,
+    /// The reply may leave later from another thread, so a change may owe
+    /// its journal commit instead of waiting for it (a pool job's call).
+    pub may_owe: bool,
     /// Set by a handler whose result ends in data waiting in a pipe (READ
     /// by splice): it follows the encoded result on the wire.
     pub spliced: Cell<Option<Spliced>>,
     /// Set by a handler whose call owes a journal commit
-    /// (`rnfsd_fs::owed`): the result body to answer instead should that
-    /// commit fail.
-    pub owed_fail: Cell<Option<Vec<u8>>>,
+    /// (`rnfsd_fs::owed`): the commit, and the result body to answer
+    /// instead should it fail.
+    pub owed: Cell<Option<(rnfsd_fs::owed::Owed, Vec<u8>)>>,
+}
+
+impl CallCtx<'_> {
+    /// The backend's view of this call, as `cred`.
+    pub fn fs_call<'c>(&'c self, cred: &'c rnfsd_fs::Cred) -> rnfsd_fs::Call<'c> {
+        match self.on_loop {
+            Some(l) => rnfsd_fs::Call::on_loop(cred, l),
+            None => rnfsd_fs::Call::thread(cred, self.may_owe),
+        }
+    }
 }
 
 /// An RPC-level failure a handler reports instead of a result.

@@ -15,7 +15,8 @@ pub(super) fn null(_ctx: &CallCtx<'_>, _a: ()) -> Result<(), ProcError> {
 pub(super) fn getattr(ctx: &CallCtx<'_>, a: GetAttr3Args) -> Result<GetAttr3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.object);
     let cred = g.cred;
-    Ok(match exp.backend.getattr(&cred, &fh) {
+    let call = ctx.fs_call(&cred);
+    Ok(match exp.backend.getattr(&call, &fh) {
         Ok(attr) => NfsRes::Ok(GetAttr3ResOk {
             obj_attributes: fattr3_of(&attr),
         }),
@@ -26,24 +27,26 @@ pub(super) fn getattr(ctx: &CallCtx<'_>, a: GetAttr3Args) -> Result<GetAttr3Res,
 pub(super) fn setattr(ctx: &CallCtx<'_>, a: SetAttr3Args) -> Result<SetAttr3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.object);
     let cred = g.cred;
+    let call = ctx.fs_call(&cred);
     if g.read_only {
-        return Ok(NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &cred, &fh)));
+        return Ok(NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &call, &fh)));
     }
     let set = setattr_of(&a.new_attributes);
     let guard = a.guard.map(time_of);
-    let res = match exp.backend.setattr(&cred, &fh, &set, guard) {
+    let res = match exp.backend.setattr(&call, &fh, &set, guard) {
         Ok(w) => NfsRes::Ok(SetAttr3ResOk {
             obj_wcc: wcc_data_of(&w),
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &call, &fh)),
     };
-    Ok(owing(ctx, res))
+    Ok(owing(ctx, &call, res))
 }
 
 pub(super) fn access(ctx: &CallCtx<'_>, a: Access3Args) -> Result<Access3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.object);
     let cred = g.cred;
-    Ok(match exp.backend.access(&cred, &fh, a.access) {
+    let call = ctx.fs_call(&cred);
+    Ok(match exp.backend.access(&call, &fh, a.access) {
         Ok((mut granted, attr)) => {
             granted &= a.access;
             if g.read_only {
@@ -56,14 +59,15 @@ pub(super) fn access(ctx: &CallCtx<'_>, a: Access3Args) -> Result<Access3Res, Pr
                 access: granted,
             })
         }
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &call, &fh)),
     })
 }
 
 pub(super) fn fsstat(ctx: &CallCtx<'_>, a: FsStat3Args) -> Result<FsStat3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.fsroot);
     let cred = g.cred;
-    Ok(match exp.backend.fsstat(&cred, &fh) {
+    let call = ctx.fs_call(&cred);
+    Ok(match exp.backend.fsstat(&call, &fh) {
         Ok((s, attr)) => NfsRes::Ok(FsStat3ResOk {
             obj_attributes: Some(fattr3_of(&attr)),
             tbytes: s.tbytes,
@@ -74,15 +78,16 @@ pub(super) fn fsstat(ctx: &CallCtx<'_>, a: FsStat3Args) -> Result<FsStat3Res, Pr
             afiles: s.afiles,
             invarsec: s.invarsec,
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &call, &fh)),
     })
 }
 
 pub(super) fn fsinfo(ctx: &CallCtx<'_>, a: FsInfo3Args) -> Result<FsInfo3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.fsroot);
     let cred = g.cred;
+    let call = ctx.fs_call(&cred);
     let io = max_io(ctx);
-    Ok(match exp.backend.fsinfo(&cred, &fh) {
+    Ok(match exp.backend.fsinfo(&call, &fh) {
         Ok((i, attr)) => {
             let mut properties = 0;
             for (on, bit) in [
@@ -109,14 +114,15 @@ pub(super) fn fsinfo(ctx: &CallCtx<'_>, a: FsInfo3Args) -> Result<FsInfo3Res, Pr
                 properties,
             })
         }
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &call, &fh)),
     })
 }
 
 pub(super) fn pathconf(ctx: &CallCtx<'_>, a: PathConf3Args) -> Result<PathConf3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.object);
     let cred = g.cred;
-    Ok(match exp.backend.pathconf(&cred, &fh) {
+    let call = ctx.fs_call(&cred);
+    Ok(match exp.backend.pathconf(&call, &fh) {
         Ok((p, attr)) => NfsRes::Ok(PathConf3ResOk {
             obj_attributes: Some(fattr3_of(&attr)),
             linkmax: p.linkmax,
@@ -126,6 +132,6 @@ pub(super) fn pathconf(ctx: &CallCtx<'_>, a: PathConf3Args) -> Result<PathConf3R
             case_insensitive: p.case_insensitive,
             case_preserving: p.case_preserving,
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &call, &fh)),
     })
 }

@@ -2,7 +2,7 @@
 //! check the caller may use it, best-effort attributes for failure replies,
 //! and the name check.
 
-use rnfsd_fs::{Cred, Fh};
+use rnfsd_fs::{Call, Fh};
 use rnfsd_proto::nfs3::*;
 use rnfsd_xdr::{Enc, Xdr};
 
@@ -27,12 +27,13 @@ use crate::state::{Export, ExportRef};
 /// the error), which is what this leaves in `ctx` for it.
 pub(super) fn owing<T: Xdr, F: Xdr + Default>(
     ctx: &CallCtx<'_>,
+    call: &Call<'_>,
     res: NfsRes<T, F>,
 ) -> NfsRes<T, F> {
-    if rnfsd_fs::owed::owing() {
+    if let Some(owed) = call.take_owed() {
         let mut e = Enc::new();
         NfsRes::<T, F>::Fail(Nfsstat3::Io, F::default()).encode(&mut e);
-        ctx.owed_fail.set(Some(e.into_vec()));
+        ctx.owed.set(Some((owed, e.into_vec())));
     }
     res
 }
@@ -71,15 +72,15 @@ macro_rules! resolve_or_fail {
 pub(super) use resolve_or_fail;
 
 /// Best-effort post-op attributes for failure replies.
-pub(super) fn post_attr(exp: &Export, cred: &Cred, fh: &Fh) -> PostOpAttr {
-    exp.backend.getattr(cred, fh).ok().map(|a| fattr3_of(&a))
+pub(super) fn post_attr(exp: &Export, call: &Call<'_>, fh: &Fh) -> PostOpAttr {
+    exp.backend.getattr(call, fh).ok().map(|a| fattr3_of(&a))
 }
 
 /// wcc_data for a failure: no pre-op attributes, post-op best-effort.
-pub(super) fn fail_wcc(exp: &Export, cred: &Cred, fh: &Fh) -> WccData {
+pub(super) fn fail_wcc(exp: &Export, call: &Call<'_>, fh: &Fh) -> WccData {
     WccData {
         before: None,
-        after: post_attr(exp, cred, fh),
+        after: post_attr(exp, call, fh),
     }
 }
 

@@ -39,6 +39,7 @@ fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
         Err(s) => return Read3Res::Fail(s, None).encode(enc),
     };
     let cred = g.cred;
+    let call = ctx.fs_call(&cred);
     let count = a.count.min(max_io(ctx)) as usize;
     if count >= SPLICE_MIN {
         let pipe = ctx.server.pipes.as_ref().and_then(|p| p.lease());
@@ -49,7 +50,7 @@ fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
             let r = match pipe.write_end() {
                 Some(w) => exp
                     .backend
-                    .read_to_pipe(&cred, &fh, a.offset, count as u32, w),
+                    .read_to_pipe(&call, &fh, a.offset, count as u32, w),
                 None => Err(FsError::NotSupported),
             };
             match r {
@@ -64,7 +65,7 @@ fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
                 // The backend copies instead; an unused pipe goes back.
                 Err(FsError::NotSupported) => {}
                 Err(e) => {
-                    return Read3Res::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &fh)).encode(enc)
+                    return Read3Res::Fail(nfsstat3_of(e), post_attr(&exp, &call, &fh)).encode(enc)
                 }
             }
         }
@@ -73,7 +74,7 @@ fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
     let buf = enc.buf_mut();
     buf.resize(start + READ_HEAD, 0);
     buf.reserve(count + 3);
-    let r = exp.backend.read(&cred, &fh, a.offset, count as u32, buf);
+    let r = exp.backend.read(&call, &fh, a.offset, count as u32, buf);
     match r {
         Ok((eof, attr)) => {
             let got = buf.len() - start - READ_HEAD;
@@ -87,7 +88,7 @@ fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
         }
         Err(e) => {
             buf.truncate(start);
-            Read3Res::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &fh)).encode(enc);
+            Read3Res::Fail(nfsstat3_of(e), post_attr(&exp, &call, &fh)).encode(enc);
         }
     }
 }
@@ -120,12 +121,13 @@ pub(super) fn write(ctx: &CallCtx<'_>, a: Write3ArgsRef<'_>) -> Write3Res {
         Err(s) => return NfsRes::Fail(s, WccData::default()),
     };
     let cred = g.cred;
+    let call = ctx.fs_call(&cred);
     if g.read_only {
-        return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &cred, &fh));
+        return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &call, &fh));
     }
     // RFC 1813 §3.3.7: count is the number of bytes in data.
     if a.count as usize != a.data.len() {
-        return NfsRes::Fail(Nfsstat3::Inval, fail_wcc(&exp, &cred, &fh));
+        return NfsRes::Fail(Nfsstat3::Inval, fail_wcc(&exp, &call, &fh));
     }
     // Past our advertised wtmax we write a prefix; the reply's count tells
     // the client to send the rest (knfsd truncates the same way).
@@ -136,7 +138,7 @@ pub(super) fn write(ctx: &CallCtx<'_>, a: Write3ArgsRef<'_>) -> Write3Res {
     let verf = Verf3(ctx.server.write_verifier.get());
     let res = match exp
         .backend
-        .write(&cred, &fh, a.offset, data, stable_of(a.stable))
+        .write(&call, &fh, a.offset, data, stable_of(a.stable))
     {
         Ok((written, committed, wcc)) => NfsRes::Ok(Write3ResOk {
             file_wcc: wcc_data_of(&wcc),
@@ -145,20 +147,21 @@ pub(super) fn write(ctx: &CallCtx<'_>, a: Write3ArgsRef<'_>) -> Write3Res {
             committed: stable_how_of(committed).max(a.stable),
             verf,
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &call, &fh)),
     };
     // A stable write may owe the journal commit that makes it durable.
-    owing(ctx, res)
+    owing(ctx, &call, res)
 }
 
 pub(super) fn commit(ctx: &CallCtx<'_>, a: Commit3Args) -> Result<Commit3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.file);
     let cred = g.cred;
+    let call = ctx.fs_call(&cred);
     if g.read_only {
         // knfsd verifies COMMIT's handle with MAY_WRITE, so ROFS.
-        return Ok(NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &cred, &fh)));
+        return Ok(NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &call, &fh)));
     }
-    let res = match exp.backend.commit(&cred, &fh, a.offset, a.count) {
+    let res = match exp.backend.commit(&call, &fh, a.offset, a.count) {
         // Read after the sync: a reset it caused (or that happened while
         // it ran) is in this reply. When the journal commit is owed, its
         // writeback may be too (waited for by the commit thread): a
@@ -167,7 +170,7 @@ pub(super) fn commit(ctx: &CallCtx<'_>, a: Commit3Args) -> Result<Commit3Res, Pr
             file_wcc: wcc_data_of(&w),
             verf: Verf3(ctx.server.write_verifier.get()),
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &call, &fh)),
     };
-    Ok(owing(ctx, res))
+    Ok(owing(ctx, &call, res))
 }

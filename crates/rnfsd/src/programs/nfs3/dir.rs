@@ -13,23 +13,25 @@ use crate::rpc::{CallCtx, ProcError};
 pub(super) fn lookup(ctx: &CallCtx<'_>, a: Lookup3Args) -> Result<Lookup3Res, ProcError> {
     let (exp, dir, g) = resolve_or_fail!(ctx, a.what.dir);
     let cred = g.cred;
+    let call = ctx.fs_call(&cred);
     if let Err(s) = check_name(&a.what.name) {
-        return Ok(NfsRes::Fail(s, post_attr(&exp, &cred, &dir)));
+        return Ok(NfsRes::Fail(s, post_attr(&exp, &call, &dir)));
     }
-    Ok(match exp.backend.lookup(&cred, &dir, &a.what.name) {
+    Ok(match exp.backend.lookup(&call, &dir, &a.what.name) {
         Ok((fh, attr, dir_attr)) => NfsRes::Ok(Lookup3ResOk {
             object: fh3_of(fh),
             obj_attributes: Some(fattr3_of(&attr)),
             dir_attributes: dir_attr.as_ref().map(fattr3_of),
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &dir)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &call, &dir)),
     })
 }
 
 pub(super) fn readlink(ctx: &CallCtx<'_>, a: ReadLink3Args) -> Result<ReadLink3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.symlink);
     let cred = g.cred;
-    Ok(match exp.backend.readlink(&cred, &fh) {
+    let call = ctx.fs_call(&cred);
+    Ok(match exp.backend.readlink(&call, &fh) {
         // A target longer than nfspath3's bound would not decode at the client.
         Ok((data, attr)) if data.len() > MAX_PATH => {
             NfsRes::Fail(Nfsstat3::NameTooLong, Some(fattr3_of(&attr)))
@@ -38,7 +40,7 @@ pub(super) fn readlink(ctx: &CallCtx<'_>, a: ReadLink3Args) -> Result<ReadLink3R
             symlink_attributes: Some(fattr3_of(&attr)),
             data,
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &fh)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &call, &fh)),
     })
 }
 
@@ -58,6 +60,7 @@ pub(super) fn dir_batch(budget: usize, min_entry: usize) -> usize {
 pub(super) fn readdir(ctx: &CallCtx<'_>, a: ReadDir3Args) -> Result<ReadDir3Res, ProcError> {
     let (exp, dir, g) = resolve_or_fail!(ctx, a.dir);
     let cred = g.cred;
+    let call = ctx.fs_call(&cred);
     // RFC 1813 §3.3.16: count bounds the whole READDIR3resok; we count the
     // status word too.
     let count = a.count.min(max_io(ctx)) as usize;
@@ -65,10 +68,10 @@ pub(super) fn readdir(ctx: &CallCtx<'_>, a: ReadDir3Args) -> Result<ReadDir3Res,
     let max_entries = dir_batch(budget, entry3_len(1));
     let page = match exp
         .backend
-        .readdir(&cred, &dir, a.cookie, a.cookieverf.0, max_entries, false)
+        .readdir(&call, &dir, a.cookie, a.cookieverf.0, max_entries, false)
     {
         Ok(p) => p,
-        Err(e) => return Ok(NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &dir))),
+        Err(e) => return Ok(NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &call, &dir))),
     };
     let dir_attributes = page.dir_attr.as_ref().map(fattr3_of);
     let mut used = dir_reply_fixed(dir_attributes.is_some());
@@ -107,6 +110,7 @@ pub(super) fn readdirplus(
 ) -> Result<ReadDirPlus3Res, ProcError> {
     let (exp, dir, g) = resolve_or_fail!(ctx, a.dir);
     let cred = g.cred;
+    let call = ctx.fs_call(&cred);
     let maxcount = a.maxcount.min(max_io(ctx)) as usize;
     let dircount = a.dircount as usize;
     // Estimate with attributes and a handle as long as the directory's
@@ -118,10 +122,10 @@ pub(super) fn readdirplus(
     let page: DirPage =
         match exp
             .backend
-            .readdir(&cred, &dir, a.cookie, a.cookieverf.0, max_entries, true)
+            .readdir(&call, &dir, a.cookie, a.cookieverf.0, max_entries, true)
         {
             Ok(p) => p,
-            Err(e) => return Ok(NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &cred, &dir))),
+            Err(e) => return Ok(NfsRes::Fail(nfsstat3_of(e), post_attr(&exp, &call, &dir))),
         };
     let dir_attributes = page.dir_attr.as_ref().map(fattr3_of);
     let mut used = dir_reply_fixed(dir_attributes.is_some());

@@ -1,7 +1,7 @@
 //! Namespace changes: CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR,
 //! RENAME and LINK (RFC 1813 §3.3.8-3.3.15).
 
-use rnfsd_fs::{Backend, CreateHow, Created, Cred, Fh, NodeKind, SetAttr};
+use rnfsd_fs::{Backend, Call, CreateHow, Created, Fh, NodeKind, SetAttr};
 use rnfsd_proto::nfs3::*;
 
 use super::common::{check_name, fail_wcc, owing, post_attr, resolve, resolve_or_fail};
@@ -13,28 +13,29 @@ use crate::rpc::{CallCtx, ProcError};
 pub(super) fn make_node(
     ctx: &CallCtx<'_>,
     where_: Diropargs3,
-    op: impl FnOnce(&dyn Backend, &Cred, &Fh, &[u8]) -> Result<Created, Nfsstat3>,
+    op: impl FnOnce(&dyn Backend, &Call<'_>, &Fh, &[u8]) -> Result<Created, Nfsstat3>,
 ) -> Create3Res {
     let (exp, dir, g) = match resolve(ctx, where_.dir) {
         Ok(v) => v,
         Err(s) => return NfsRes::Fail(s, WccData::default()),
     };
     let cred = g.cred;
+    let call = ctx.fs_call(&cred);
     if g.read_only {
-        return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &cred, &dir));
+        return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &call, &dir));
     }
     if let Err(s) = check_name(&where_.name) {
-        return NfsRes::Fail(s, fail_wcc(&exp, &cred, &dir));
+        return NfsRes::Fail(s, fail_wcc(&exp, &call, &dir));
     }
-    let res = match op(exp.backend.as_ref(), &cred, &dir, &where_.name) {
+    let res = match op(exp.backend.as_ref(), &call, &dir, &where_.name) {
         Ok(c) => NfsRes::Ok(Create3ResOk {
             obj: Some(fh3_of(c.fh)),
             obj_attributes: Some(fattr3_of(&c.attr)),
             dir_wcc: wcc_data_of(&c.dir),
         }),
-        Err(s) => NfsRes::Fail(s, fail_wcc(&exp, &cred, &dir)),
+        Err(s) => NfsRes::Fail(s, fail_wcc(&exp, &call, &dir)),
     };
-    owing(ctx, res)
+    owing(ctx, &call, res)
 }
 
 pub(super) fn create(ctx: &CallCtx<'_>, a: Create3Args) -> Result<Create3Res, ProcError> {
@@ -43,27 +44,27 @@ pub(super) fn create(ctx: &CallCtx<'_>, a: Create3Args) -> Result<Create3Res, Pr
         CreateHow3::Guarded(s) => CreateHow::Guarded(setattr_of(s)),
         CreateHow3::Exclusive(v) => CreateHow::Exclusive(v.0),
     };
-    Ok(make_node(ctx, a.where_, |b, cred, dir, name| {
-        b.create(cred, dir, name, &how).map_err(nfsstat3_of)
+    Ok(make_node(ctx, a.where_, |b, call, dir, name| {
+        b.create(call, dir, name, &how).map_err(nfsstat3_of)
     }))
 }
 
 pub(super) fn mkdir(ctx: &CallCtx<'_>, a: Mkdir3Args) -> Result<Mkdir3Res, ProcError> {
     let set = setattr_of(&a.attributes);
-    Ok(make_node(ctx, a.where_, |b, cred, dir, name| {
-        b.mkdir(cred, dir, name, &set).map_err(nfsstat3_of)
+    Ok(make_node(ctx, a.where_, |b, call, dir, name| {
+        b.mkdir(call, dir, name, &set).map_err(nfsstat3_of)
     }))
 }
 
 pub(super) fn symlink(ctx: &CallCtx<'_>, a: Symlink3Args) -> Result<Symlink3Res, ProcError> {
     let set = setattr_of(&a.symlink_attributes);
     let target = a.symlink_data;
-    Ok(make_node(ctx, a.where_, |b, cred, dir, name| {
+    Ok(make_node(ctx, a.where_, |b, call, dir, name| {
         // As knfsd: an empty target or one with a NUL is invalid.
         if target.is_empty() || target.contains(&0) {
             return Err(Nfsstat3::Inval);
         }
-        b.symlink(cred, dir, name, &target, &set)
+        b.symlink(call, dir, name, &target, &set)
             .map_err(nfsstat3_of)
     }))
 }
@@ -90,8 +91,8 @@ pub(super) fn mknod(ctx: &CallCtx<'_>, a: Mknod3Args) -> Result<Mknod3Res, ProcE
         // made by their own procedures.
         MknodData3::Other(_) => (None, SetAttr::default()),
     };
-    Ok(make_node(ctx, a.where_, |b, cred, dir, name| match kind {
-        Some(k) => b.mknod(cred, dir, name, k, &set).map_err(nfsstat3_of),
+    Ok(make_node(ctx, a.where_, |b, call, dir, name| match kind {
+        Some(k) => b.mknod(call, dir, name, k, &set).map_err(nfsstat3_of),
         None => Err(Nfsstat3::BadType),
     }))
 }
@@ -103,24 +104,25 @@ pub(super) fn unlink(ctx: &CallCtx<'_>, what: Diropargs3, is_dir: bool) -> Remov
         Err(s) => return NfsRes::Fail(s, WccData::default()),
     };
     let cred = g.cred;
+    let call = ctx.fs_call(&cred);
     if g.read_only {
-        return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &cred, &dir));
+        return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &call, &dir));
     }
     if let Err(s) = check_name(&what.name) {
-        return NfsRes::Fail(s, fail_wcc(&exp, &cred, &dir));
+        return NfsRes::Fail(s, fail_wcc(&exp, &call, &dir));
     }
     let r = if is_dir {
-        exp.backend.rmdir(&cred, &dir, &what.name)
+        exp.backend.rmdir(&call, &dir, &what.name)
     } else {
-        exp.backend.remove(&cred, &dir, &what.name)
+        exp.backend.remove(&call, &dir, &what.name)
     };
     let res = match r {
         Ok(w) => NfsRes::Ok(Remove3ResOk {
             dir_wcc: wcc_data_of(&w),
         }),
-        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &cred, &dir)),
+        Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &call, &dir)),
     };
-    owing(ctx, res)
+    owing(ctx, &call, res)
 }
 
 pub(super) fn remove(ctx: &CallCtx<'_>, a: Remove3Args) -> Result<Remove3Res, ProcError> {
@@ -140,11 +142,11 @@ pub(super) fn rename(ctx: &CallCtx<'_>, a: Rename3Args) -> Result<Rename3Res, Pr
         (f, t) => {
             let (mut s, mut body) = (Nfsstat3::Stale, Rename3Wcc::default());
             match &t {
-                Ok((e, d, g)) => body.todir_wcc = fail_wcc(e, &g.cred, d),
+                Ok((e, d, g)) => body.todir_wcc = fail_wcc(e, &ctx.fs_call(&g.cred), d),
                 Err(e) => s = *e,
             }
             match &f {
-                Ok((e, d, g)) => body.fromdir_wcc = fail_wcc(e, &g.cred, d),
+                Ok((e, d, g)) => body.fromdir_wcc = fail_wcc(e, &ctx.fs_call(&g.cred), d),
                 Err(e) => s = *e,
             }
             return Ok(NfsRes::Fail(s, body));
@@ -152,12 +154,13 @@ pub(super) fn rename(ctx: &CallCtx<'_>, a: Rename3Args) -> Result<Rename3Res, Pr
     };
     // Both directories are of one export (else XDEV below), so one grant.
     let cred = g.cred;
+    let call = ctx.fs_call(&cred);
     let fail = |s: Nfsstat3| {
         NfsRes::Fail(
             s,
             Rename3Wcc {
-                fromdir_wcc: fail_wcc(&fexp, &cred, &fdir),
-                todir_wcc: fail_wcc(&texp, &cred, &tdir),
+                fromdir_wcc: fail_wcc(&fexp, &call, &fdir),
+                todir_wcc: fail_wcc(&texp, &call, &tdir),
             },
         )
     };
@@ -172,7 +175,7 @@ pub(super) fn rename(ctx: &CallCtx<'_>, a: Rename3Args) -> Result<Rename3Res, Pr
     }
     let res = match fexp
         .backend
-        .rename(&cred, &fdir, &a.from.name, &tdir, &a.to.name)
+        .rename(&call, &fdir, &a.from.name, &tdir, &a.to.name)
     {
         Ok((fw, tw)) => NfsRes::Ok(Rename3Wcc {
             fromdir_wcc: wcc_data_of(&fw),
@@ -180,19 +183,20 @@ pub(super) fn rename(ctx: &CallCtx<'_>, a: Rename3Args) -> Result<Rename3Res, Pr
         }),
         Err(e) => fail(nfsstat3_of(e)),
     };
-    Ok(owing(ctx, res))
+    Ok(owing(ctx, &call, res))
 }
 
 pub(super) fn link(ctx: &CallCtx<'_>, a: Link3Args) -> Result<Link3Res, ProcError> {
     let (fexp, file, g) = resolve_or_fail!(ctx, a.file);
     let cred = g.cred;
+    let call = ctx.fs_call(&cred);
     let (dexp, dir, _) = match resolve(ctx, a.link.dir) {
         Ok(v) => v,
         Err(s) => {
             return Ok(NfsRes::Fail(
                 s,
                 Link3Body {
-                    file_attributes: post_attr(&fexp, &cred, &file),
+                    file_attributes: post_attr(&fexp, &call, &file),
                     linkdir_wcc: WccData::default(),
                 },
             ))
@@ -202,8 +206,8 @@ pub(super) fn link(ctx: &CallCtx<'_>, a: Link3Args) -> Result<Link3Res, ProcErro
         NfsRes::Fail(
             s,
             Link3Body {
-                file_attributes: post_attr(&fexp, &cred, &file),
-                linkdir_wcc: fail_wcc(&dexp, &cred, &dir),
+                file_attributes: post_attr(&fexp, &call, &file),
+                linkdir_wcc: fail_wcc(&dexp, &call, &dir),
             },
         )
     };
@@ -216,12 +220,12 @@ pub(super) fn link(ctx: &CallCtx<'_>, a: Link3Args) -> Result<Link3Res, ProcErro
     if let Err(s) = check_name(&a.link.name) {
         return Ok(fail(s));
     }
-    let res = match dexp.backend.link(&cred, &file, &dir, &a.link.name) {
+    let res = match dexp.backend.link(&call, &file, &dir, &a.link.name) {
         Ok((attr, w)) => NfsRes::Ok(Link3Body {
             file_attributes: Some(fattr3_of(&attr)),
             linkdir_wcc: wcc_data_of(&w),
         }),
         Err(e) => fail(nfsstat3_of(e)),
     };
-    Ok(owing(ctx, res))
+    Ok(owing(ctx, &call, res))
 }
