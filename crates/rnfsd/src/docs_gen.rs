@@ -195,6 +195,39 @@ mod tests {
         }
     }
 
+    /// The text after `\fBkey\fR = ` on the key's `.TP` line of `section`.
+    fn page_default<'a>(section: &'a str, key: &str) -> Option<&'a str> {
+        let head = format!(".TP\n\\fB{key}\\fR = ");
+        let at = section.find(&head)? + head.len();
+        section[at..].lines().next()
+    }
+
+    /// The page shows each key with the default the key table has (and
+    /// `rnfsd serve --help` prints).
+    #[test]
+    fn config_page_shows_the_defaults_of_the_key_table() {
+        use crate::config::keys::export_keys;
+        let export = export_keys()
+            .into_iter()
+            .take_while(|k| k.name != "[export.cephfs]")
+            .filter(|k| !k.name.starts_with('[') && k.name != "path");
+        for (table, keys) in [
+            ("[server]", crate::config::server_keys()),
+            ("[[export]]", export.collect()),
+        ] {
+            let text = section(CONFIG_PAGE, table);
+            for k in keys {
+                let shown = page_default(text, k.name).map(|d| d.replace("\\-", "-"));
+                assert_eq!(
+                    shown.as_deref(),
+                    Some(k.default.as_str()),
+                    "packaging/rnfsd.toml.5, {table} {}",
+                    k.name
+                );
+            }
+        }
+    }
+
     /// The unit's bounding set is exactly what privileges.rs keeps: less
     /// breaks requests, more is dropped at start anyway.
     #[test]

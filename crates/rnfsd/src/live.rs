@@ -109,7 +109,7 @@ impl Opener {
             inode_cache_entries: s.ceph_inode_cache_entries,
             write_verifier: Some(self.verifier.clone()),
             sync: e.sync,
-            max_syncs_in_flight: s.max_syncs_in_flight.unwrap_or(64),
+            max_syncs_in_flight: s.max_syncs_in_flight,
             // A restarted (or killed and restarted) head ends the session
             // it left, rather than every head waiting for its timeout.
             session_uuid: Some(format!(
@@ -136,33 +136,19 @@ impl Opener {
         if let Some(v) = s.act_as_caller {
             o.act_as_caller = v;
         }
-        for (dst, src) in [
-            (&mut o.path_cache_entries, s.path_cache_entries),
-            (&mut o.verdict_cache_entries, s.verdict_cache_entries),
-            (&mut o.handle_scan_limit, s.handle_scan_limit),
-            (&mut o.handle_scan_waiters, s.handle_scan_waiters),
-            (&mut o.object_cache_entries, s.object_cache_entries),
-            (&mut o.open_file_cache_entries, s.open_file_cache_entries),
-            (&mut o.max_syncs_in_flight, s.max_syncs_in_flight),
-            (&mut o.journal_commit_threads, s.journal_commit_threads),
-        ] {
-            if let Some(v) = src {
-                *dst = v;
-            }
-        }
+        o.path_cache_entries = s.path_cache_entries;
+        o.verdict_cache_entries = s.verdict_cache_entries;
+        o.handle_scan_limit = s.handle_scan_limit;
+        o.handle_scan_waiters = s.handle_scan_waiters;
+        o.object_cache_entries = s.object_cache_entries;
+        o.open_file_cache_entries = s.open_file_cache_entries;
+        o.max_syncs_in_flight = s.max_syncs_in_flight;
+        o.journal_commit_threads = s.journal_commit_threads;
         o.journal_commit_batch = s.sync_sched_batch;
-        if let Some(ms) = s.handle_scan_wait_ms {
-            o.handle_scan_wait = std::time::Duration::from_millis(ms);
-        }
-        if let Some(ms) = s.flush_delay_ms {
-            o.flush_delay = std::time::Duration::from_millis(ms);
-        }
-        if let Some(n) = s.owed_writeback_bytes {
-            o.owed_writeback_bytes = n;
-        }
-        if let Some(n) = s.write_behind_bytes {
-            o.write_behind_bytes = n;
-        }
+        o.handle_scan_wait = std::time::Duration::from_millis(s.handle_scan_wait_ms);
+        o.flush_delay = std::time::Duration::from_millis(s.flush_delay_ms);
+        o.owed_writeback_bytes = s.owed_writeback_bytes;
+        o.write_behind_bytes = s.write_behind_bytes;
         LocalFs::open(&e.path, e.id, o)
     }
 }

@@ -133,16 +133,13 @@ fn list<T: std::fmt::Display>(v: &[T]) -> String {
         .join(", ")
 }
 
-fn init_logging(level: Option<&str>) -> Result<(), Failure> {
+fn init_logging(l: &str) -> Result<(), Failure> {
     use tracing_subscriber::EnvFilter;
     let filter = match std::env::var("RUST_LOG") {
         Ok(v) if !v.is_empty() => {
             EnvFilter::try_new(&v).map_err(|e| config_err(format!("RUST_LOG={v:?}: {e}")))?
         }
-        _ => {
-            let l = level.unwrap_or("info");
-            EnvFilter::try_new(l).map_err(|e| config_err(format!("log level {l:?}: {e}")))?
-        }
+        _ => EnvFilter::try_new(l).map_err(|e| config_err(format!("log level {l:?}: {e}")))?,
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -255,7 +252,7 @@ fn write_port_file(path: &Path, port: u16) -> std::io::Result<()> {
 
 fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let cfg = args.to_config().map_err(config_err)?;
-    init_logging(cfg.server.log_level.as_deref())?;
+    init_logging(&cfg.server.log_level)?;
     for w in &cfg.warnings {
         tracing::warn!("{w}");
     }

@@ -35,6 +35,17 @@ impl std::str::FromStr for HandleMode {
     }
 }
 
+impl HandleMode {
+    /// The word the configuration uses for it.
+    pub fn word(self) -> &'static str {
+        match self {
+            HandleMode::Auto => "auto",
+            HandleMode::Kernel => "kernel",
+            HandleMode::Path => "path",
+        }
+    }
+}
+
 fn yes() -> bool {
     true
 }
@@ -71,6 +82,16 @@ pub enum BackendKind {
     #[default]
     Local,
     Cephfs,
+}
+
+impl BackendKind {
+    /// The word the configuration uses for it.
+    pub fn word(self) -> &'static str {
+        match self {
+            BackendKind::Local => "local",
+            BackendKind::Cephfs => "cephfs",
+        }
+    }
 }
 
 /// An `[export.cephfs]` table: which CephFS, as whom, and which directory.
@@ -374,6 +395,18 @@ fn resolve_backend(e: &ExportConfig) -> Result<(PathBuf, ResolvedBackend), Confi
 mod tests {
     use crate::config::*;
     use std::path::PathBuf;
+
+    /// serde's defaults (the `default = ...` of each field) are
+    /// `ExportConfig::new`'s and `CephfsConfig::default`'s, which the help
+    /// and the DIR flags show.
+    #[test]
+    fn file_defaults_are_new() {
+        let c = Config::from_toml("[[export]]\npath = \"/x\"\n").unwrap();
+        assert_eq!(c.exports, vec![ExportConfig::new("/x")]);
+        let t = "[[export]]\npath = \"/x\"\nbackend = \"cephfs\"\n[export.cephfs]\n";
+        let c = Config::from_toml(t).unwrap();
+        assert_eq!(c.exports[0].cephfs, Some(CephfsConfig::default()));
+    }
 
     #[test]
     fn export_access_keys() {

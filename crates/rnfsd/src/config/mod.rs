@@ -24,11 +24,14 @@
 //! Unknown keys are errors, so a typo cannot silently leave a default in
 //! force.
 //!
-//! The parts: `server.rs` (the `[server]` table and its defaults),
-//! `export.rs` (the `[[export]]` tables and how exports are resolved),
-//! `layout.rs` (where threads and loops run on a host of N CPUs).
+//! The parts: `server.rs` (the `[server]` table: each key's default,
+//! summary and flags, written once), `keys.rs` (what is made from that
+//! table: the struct, the help's key list, the flags), `export.rs` (the
+//! `[[export]]` tables and how exports are resolved), `layout.rs` (where
+//! threads and loops run on a host of N CPUs).
 
 mod export;
+pub mod keys;
 mod layout;
 mod server;
 
@@ -214,10 +217,11 @@ impl Config {
             ("handle_scan_waiters", s.handle_scan_waiters),
             ("object_cache_entries", s.object_cache_entries),
             ("open_file_cache_entries", s.open_file_cache_entries),
-            ("cache_fds", s.cache_fds),
+            // Unset: from RLIMIT_NOFILE.
+            ("cache_fds", s.cache_fds.unwrap_or(1)),
             ("max_syncs_in_flight", s.max_syncs_in_flight),
         ] {
-            if v == Some(0) {
+            if v == 0 {
                 return err(format!("server.{k} must be at least 1"));
             }
         }
@@ -230,9 +234,7 @@ impl Config {
         if s.ceph_inode_cache_entries == 0 {
             return err("server.ceph_inode_cache_entries must be at least 1");
         }
-        if s.journal_commit_threads
-            .is_some_and(|v| !(1..=MAX_JOURNAL_COMMIT_THREADS).contains(&v))
-        {
+        if !(1..=MAX_JOURNAL_COMMIT_THREADS).contains(&s.journal_commit_threads) {
             return err(format!(
                 "server.journal_commit_threads must be 1 to {MAX_JOURNAL_COMMIT_THREADS}"
             ));
@@ -243,10 +245,10 @@ impl Config {
                 "server.blocking_lazy_wake_us must be at most {MAX_BLOCKING_LAZY_WAKE_US}"
             ));
         }
-        if s.flush_delay_ms.is_some_and(|v| v > 60_000) {
+        if s.flush_delay_ms > 60_000 {
             return err("server.flush_delay_ms must be at most 60000");
         }
-        if s.handle_scan_wait_ms.is_some_and(|v| v > 60_000) {
+        if s.handle_scan_wait_ms > 60_000 {
             return err("server.handle_scan_wait_ms must be at most 60000");
         }
         // No exports is legal: a packaged server starts with none and gets
@@ -336,9 +338,9 @@ mod tests {
     #[test]
     fn journal_commit_threads_bounded() {
         let c = Config::from_toml("").unwrap();
-        assert_eq!(c.server.journal_commit_threads, None);
+        assert_eq!(c.server.journal_commit_threads, 1);
         let c = Config::from_toml("[server]\njournal_commit_threads = 4\n").unwrap();
-        assert_eq!(c.server.journal_commit_threads, Some(4));
+        assert_eq!(c.server.journal_commit_threads, 4);
         assert_eq!(c.validate(), Ok(()));
         for bad in [0, MAX_JOURNAL_COMMIT_THREADS + 1] {
             let t = format!("[server]\njournal_commit_threads = {bad}\n");
@@ -381,7 +383,7 @@ mod tests {
         assert_eq!(c.server.threads, Some(8));
         assert_eq!(c.server.max_io, 2 << 20);
         assert_eq!(c.server.state_dir, Some(PathBuf::from("/tmp/st")));
-        assert_eq!(c.server.path_cache_entries, Some(1000));
+        assert_eq!(c.server.path_cache_entries, 1000);
         assert_eq!(c.server.stats, rnfsd_stats::Mode::Shared);
         assert_eq!(c.server.metrics, Some("127.0.0.1:9100".parse().unwrap()));
         assert_eq!(

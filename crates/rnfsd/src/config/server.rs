@@ -1,29 +1,30 @@
 //! The `[server]` table: every bound and switch of the server, with its
-//! default.
+//! default, its summary for `rnfsd serve --help` and the flags that set it,
+//! each written once in the `server_keys!` table below (`keys.rs` says
+//! what is made from it).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use super::keys::server_keys;
 use super::{err, ConfigError};
 
 /// Experiment switch: which idle worker is woken first (see rnfsd-pool).
 /// `lifo` (the most recently idle, cache-hot worker) is the design.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WakeOrder {
-    #[default]
     Lifo,
     Fifo,
 }
 
 /// Experiment switch: `direct` (the woken worker runs the request) is the
-/// design; `double` is the naive two-wakeup hand-off seed thread 001 removed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+/// design; `double` is the naive two-wakeup hand-off, kept for comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Handoff {
-    #[default]
     Direct,
     Double,
 }
@@ -32,11 +33,10 @@ pub enum Handoff {
 /// counts divided among them; the default, measured better with 2 loops
 /// and the same as `shared` with 1) or `shared` (one pool for all loops).
 /// See rnfsd-transport `PoolLayout` and docs/pool-layout.md.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PoolLayout {
     Shared,
-    #[default]
     PerLoop,
 }
 
@@ -46,12 +46,6 @@ pub enum PoolLayout {
 pub enum MaxWaking {
     N(usize),
     Unlimited,
-}
-
-impl Default for MaxWaking {
-    fn default() -> Self {
-        MaxWaking::N(1)
-    }
 }
 
 impl<'de> Deserialize<'de> for MaxWaking {
@@ -69,8 +63,9 @@ impl<'de> Deserialize<'de> for MaxWaking {
     }
 }
 
+/// `FromStr` from the words of a key's values, and `word()` back.
 macro_rules! parse_words {
-    ($t:ty, $key:literal, $($word:literal => $v:expr),*) => {
+    ($t:ty, $key:literal, $($word:literal => $v:path),*) => {
         impl std::str::FromStr for $t {
             type Err = ConfigError;
             fn from_str(s: &str) -> Result<Self, ConfigError> {
@@ -78,6 +73,12 @@ macro_rules! parse_words {
                     $($word => Ok($v),)*
                     _ => err(format!(concat!($key, " must be one of {:?}, not {:?}"), [$($word),*], s)),
                 }
+            }
+        }
+        impl $t {
+            /// The word the configuration uses for this value.
+            pub fn word(self) -> &'static str {
+                match self { $($v => $word,)* }
             }
         }
     };
@@ -132,190 +133,285 @@ pub const DEFAULT_INLINE_LARGE_WRITES_PER_TURN: usize = 4;
 /// Its bound: a call read in a turn waits for at most this many copies.
 pub const MAX_INLINE_LARGE_WRITES_PER_TURN: usize = 64;
 
-/// The `[server]` table. Every bound the server enforces has a key here.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ServerConfig {
+server_keys! {
     /// TCP addresses NFS and MOUNT answer on (both on each).
-    pub listen: Vec<SocketAddr>,
+    listen: Vec<SocketAddr> = vec![SocketAddr::from(([127, 0, 0, 1], 2049))],
+        "NFS + MOUNT addresses",
+        flag "listen" "ADDR:PORT" => "TCP address NFS and MOUNT listen on; repeat for \
+            several. Port 0 picks a free port (reported on the start line and in \
+            --port-file). Replaces server.listen.";
     /// Serve a built-in port mapper (PMAP v2, RPCBIND v3/v4 read side) on
     /// port 111 of each listen address, instead of registering with the
     /// system rpcbind.
-    pub portmap: bool,
+    portmap: bool = false, "built-in port mapper on port 111",
+        switch "portmap" => true, "Serve a built-in port mapper on port 111 of each listen \
+            address instead of registering with the system rpcbind";
     /// Register NFS and MOUNT with a running system rpcbind (ignored with
     /// `portmap`).
-    pub register_rpcbind: bool,
+    register_rpcbind: bool = true, "register with a running system rpcbind",
+        switch "no-rpcbind" => false, "Do not register with a running system rpcbind";
     /// Serve the port mapper and the lock manager (NLM, NSM) over
     /// UDP too: the lock daemons and status monitors of Linux and the BSDs
     /// look services up over UDP. NFS and MOUNT stay TCP only.
-    pub udp: bool,
+    udp: bool = true, "serve the port mapper and the lock manager over UDP too";
     /// Threads per UDP address, each receiving and answering calls.
-    pub udp_threads: usize,
+    udp_threads: usize = 1, "threads per UDP address (1..=16)";
     /// Serve the lock manager (NLM v1, v3, v4: program 100021) on the NFS
     /// addresses, over TCP and (with `udp`) UDP, so clients mount without
     /// `nolock`.
-    pub nlm: bool,
+    nlm: bool = true, "lock manager (NLM 1/3/4) and status monitor (NSM) on the NFS \
+        addresses, TCP and UDP";
     /// After a restart, how long only lock reclaims are granted (when
-    /// clients held locks before it; XNFS grace period).
-    pub nlm_grace_secs: u64,
+    /// clients held locks before it; XNFS grace period). 90: as knfsd's
+    /// default grace (its lease time).
+    nlm_grace_secs: u64 = 90, "after a restart: only reclaims, this long";
     /// (owner, file) descriptors the lock manager holds at once (each is
     /// one open file; beyond it LOCK answers NLM4_DENIED_NOLOCKS).
-    pub nlm_max_files: usize,
+    nlm_max_files: usize = 4096, "open files held for lock owners";
     /// Blocked lock requests waiting at once.
-    pub nlm_max_waiters: usize,
+    nlm_max_waiters: usize = 1024, "blocked lock requests at once";
     /// Descriptors and blocked requests of one client host at once.
-    pub nlm_max_per_client: usize,
+    nlm_max_per_client: usize = 1024, "files and blocked requests of one client";
     /// How often blocked lock requests are retried (a lock freed by a
     /// local program is seen within this).
-    pub nlm_retry_ms: u64,
+    nlm_retry_ms: u64 = 100, "blocked requests retried this often";
     /// A fixed number of worker threads; overrides min/max_threads.
-    pub threads: Option<usize>,
+    threads: Option<usize> = None, "a fixed worker count", unset "adaptive",
+        flag "threads" "N" => "A fixed number of worker threads instead of the adaptive \
+            pool of --min-threads to --max-threads.";
     /// Adaptive pool: threads kept even when idle.
-    pub min_threads: usize,
+    min_threads: usize = 2, "adaptive pool: threads kept even when idle",
+        flag "min-threads" "N" => "Adaptive pool: threads kept even when idle.";
     /// Adaptive pool: most threads (they block on disk I/O, so more than
     /// cores).
-    pub max_threads: usize,
+    max_threads: usize = 128, "adaptive pool: most threads",
+        flag "max-threads" "N" => "Adaptive pool: most worker threads.";
     /// Adaptive pool: retire a worker idle this many seconds.
-    pub thread_idle_secs: u64,
+    thread_idle_secs: u64 = 30, "adaptive pool: a worker idle this long is retired";
     /// Requests queued for a worker before the transport stops reading.
-    pub queue_limit: usize,
+    queue_limit: usize = 1024, "requests waiting for a worker",
+        flag "queue-limit" "N" => "Requests queued for workers before connections stop \
+            being read.";
     /// Workers woken but not yet running at once (the bounded-wakeup rule).
-    pub max_waking: MaxWaking,
+    max_waking: MaxWaking = MaxWaking::N(1), "workers woken but not yet running",
+        flag "max-waking" "N|unlimited" => "Workers woken but not yet running at once, or \
+            \"unlimited\" (experiment).";
     /// Experiment switch: "lifo" (design) or "fifo".
-    pub wake_order: WakeOrder,
+    wake_order: WakeOrder = WakeOrder::Lifo, "experiment switch: lifo | fifo",
+        flag "wake-order" "lifo|fifo" => "Experiment switch: wake the most recently idle \
+            worker (lifo) or the longest idle (fifo).";
     /// Experiment switch: "direct" (design) or "double".
-    pub handoff: Handoff,
+    handoff: Handoff = Handoff::Direct, "experiment switch: direct | double",
+        flag "handoff" "direct|double" => "Experiment switch: the woken worker runs the \
+            request (direct) or hands it on with a second wakeup (double).";
     /// Largest RPC record accepted (all fragments); larger ones close the
-    /// connection. Must exceed `max_io` by at least 4096. Default: `max_io`
-    /// + 64 KiB.
-    pub max_record: Option<u32>,
+    /// connection. Must exceed `max_io` by at least 4096. Unset: `max_io`
+    /// + `RECORD_OVERHEAD`.
+    max_record: Option<u32> = None, "largest RPC record",
+        unset format!("max_io + {RECORD_OVERHEAD}"),
+        flag "max-record" "BYTES" => "Largest RPC record in bytes.";
     /// Largest READ/WRITE/READDIR transfer, advertised in FSINFO.
-    pub max_io: u32,
+    max_io: u32 = DEFAULT_MAX_IO, "READ/WRITE/READDIR transfer size",
+        flag "max-io" "BYTES" => "Largest READ/WRITE/READDIR transfer in bytes.";
     /// Open client connections; at the limit the oldest idle one is closed
-    /// to make room, and a new one is refused only when none is idle.
-    pub max_connections: usize,
+    /// to make room, and a new one is refused only when none is idle. Far
+    /// below the usual open-files limit: each backend holds descriptors too.
+    max_connections: usize = 1024, "open client connections",
+        flag "max-connections" "N" => "Most open client connections.";
     /// Open connections from one client address; 0 = no limit beyond
     /// `max_connections` (the default: NAT, containers and VMs often put
     /// many clients behind one address).
-    pub max_connections_per_client: usize,
+    max_connections_per_client: usize = 0, "per client address; 0 = no limit",
+        flag "max-connections-per-client" "N" => "Most open connections from one client \
+            address; 0 = no limit.";
     /// Requests of one connection being processed at once; the connection
     /// is not read further until one completes.
-    pub max_inflight_per_conn: usize,
+    max_inflight_per_conn: usize = 64, "requests of one connection processed at once",
+        flag "max-inflight-per-conn" "N" => "Requests of one connection processed at once.";
     /// Queued unsent reply bytes of one connection before it is not read
     /// further (a slow reader cannot pin unbounded memory).
-    pub max_conn_output: usize,
+    max_conn_output: usize = 4 << 20, "queued reply bytes per connection";
     /// Bytes held across all connections for request records and queued
     /// replies; past it, connections with calls or replies outstanding are
     /// not read until it drains (0: no bound).
-    pub max_buffered_bytes: usize,
+    max_buffered_bytes: usize = 256 << 20, "records + queued replies, all connections; \
+        past it only idle connections are read",
+        flag "max-buffered-bytes" "BYTES" => "Bytes held for request records and queued \
+            replies across all connections (0: no bound).";
     /// Close a connection that sent nothing for this many seconds and has
-    /// nothing in flight.
-    pub idle_timeout_secs: u64,
+    /// nothing in flight (360: as knfsd).
+    idle_timeout_secs: u64 = 360, "close idle connections";
     /// Event-loop threads reading sockets (workers write replies); 0 = one
     /// per CPU this process may run on (the default: with per-loop pools and
     /// pinning this is knfsd's percpu pool mode, measured fastest in
     /// docs/service-core.md).
-    pub event_threads: usize,
+    event_threads: usize = 0, "event loops; 0 = one per CPU",
+        flag "event-threads" "N" => "Event-loop threads reading sockets; 0 = one per CPU.";
     /// "per-loop": one worker pool per event loop, serving the connections
     /// that loop reads, with the thread counts divided among the pools
     /// (rounded up); "shared": one pool for all loops.
-    pub pools: PoolLayout,
+    pools: PoolLayout = PoolLayout::PerLoop, "worker pools: per-loop (one per loop) | shared",
+        flag "pools" "shared|per-loop" => "Worker pools: one per event loop serving the \
+            connections that loop reads (thread counts divided among them), or one shared \
+            by all loops.";
     /// Pin each event loop (and, with per-loop pools, its workers) to one
     /// CPU. Unset = pin exactly when there is a loop for every CPU (pinning
     /// fewer loops than CPUs would confine the workers to few CPUs).
-    pub pin_loops: Option<bool>,
+    pin_loops: Option<bool> = None, "pin each loop and its pool to a CPU; auto = when there \
+        is a loop for every CPU",
+        unset "auto",
+        switch "pin-loops" .conflicts_with("no-pin-loops") => Some(true),
+            "Pin each event loop, and with per-loop pools its workers, to one CPU (unset: \
+            when there is a loop for every CPU)",
+        switch "no-pin-loops" => Some(false), "Never pin event loops or workers to CPUs";
     /// On shutdown, how long to keep flushing queued replies.
-    pub shutdown_timeout_secs: u64,
+    shutdown_timeout_secs: u64 = 10, "reply flushing at shutdown";
     /// Local backend, per export: bound on the inode -> location map (no
-    /// descriptors; None = backend default).
-    pub path_cache_entries: Option<usize>,
+    /// descriptors).
+    path_cache_entries: usize = 1_000_000, "per export: inode -> location (no fds, about 150 \
+        bytes each)",
+        flag "path-cache-entries" "N" => "Per export: inode -> location map entries (no \
+            descriptors; about 150 bytes each).";
     /// Local backend, per export: bound on the map of objects lately
-    /// proven inside the export (no descriptors; None = backend default).
-    pub verdict_cache_entries: Option<usize>,
+    /// proven inside the export (no descriptors).
+    verdict_cache_entries: usize = 262_144, "per export: objects lately proven inside the \
+        export (no fds, about 50 bytes each)",
+        flag "verdict-cache-entries" "N" => "Per export: objects lately proven inside the \
+            export, so one opened by handle again is not proven again within the proof's \
+            lifetime (no descriptors; about 50 bytes each).";
     /// Local backend: bound on directory entries one walk of the export
-    /// visits when looking for handles whose location is unknown (None =
-    /// backend default).
-    pub handle_scan_limit: Option<usize>,
+    /// visits when looking for handles whose location is unknown.
+    handle_scan_limit: usize = 1_000_000, "entries one walk for lost handles visits";
     /// Local backend: calls waiting for that walk at once; more answer
-    /// JUKEBOX at once (None = backend default).
-    pub handle_scan_waiters: Option<usize>,
+    /// JUKEBOX at once.
+    handle_scan_waiters: usize = 8, "calls waiting for that walk at once";
     /// Local backend: how long a call waits for the walk before JUKEBOX.
-    pub handle_scan_wait_ms: Option<u64>,
+    handle_scan_wait_ms: u64 = 1000, "then JUKEBOX (the client retries)";
     /// Local backend, per export: handle -> object cache entries (one
-    /// descriptor each; None = backend default).
-    pub object_cache_entries: Option<usize>,
+    /// descriptor each).
+    object_cache_entries: usize = 8192, "per export: handle -> object (1 fd each)",
+        flag "object-cache-entries" "N" => "Per export: handle -> object cache entries (one \
+            descriptor each).";
     /// Local backend, per export: open-file cache entries (one descriptor
-    /// each; None = backend default).
-    pub open_file_cache_entries: Option<usize>,
+    /// each).
+    open_file_cache_entries: usize = 4096, "per export: open files (1 fd each)",
+        flag "open-file-cache-entries" "N" => "Per export: open-file cache entries (one \
+            descriptor each).";
     /// Descriptors all caches of all exports may hold together (None: from
     /// RLIMIT_NOFILE, see `cache_fd_budget`).
-    pub cache_fds: Option<usize>,
+    cache_fds: Option<usize> = None, "descriptors held by all caches of all exports; \
+        RLIMIT_NOFILE is raised to its hard limit at start and must leave room for \
+        connections and per-call descriptors",
+        unset "from RLIMIT_NOFILE",
+        flag "cache-fds" "N" => "Descriptors all caches of all exports may hold (unset: half \
+            of what RLIMIT_NOFILE leaves after connections and per-call use).";
     /// Local backend, per export: syncs (fsync) running at once; more
     /// requests queue or share a sync (group commit); also caps a `sync`
-    /// export's journal commit threads. None: backend default.
-    pub max_syncs_in_flight: Option<usize>,
+    /// export's journal commit threads. 64, as many as the blocking pool's
+    /// threads: measured against 16 and 4 with fs_mark at 16-256 streams,
+    /// 64 ran 1.0x, 1.19x and 1.16x of 16 (docs/durability.md).
+    max_syncs_in_flight: usize = 64, "per export: fsyncs at once (group commit)",
+        flag "max-syncs-in-flight" "N" => "Per export: syncs (fsync) running at once; more \
+            requests queue or share one (group commit).";
     /// Local backend, per export: threads committing the journal of a
     /// `sync` export on ext4 or XFS for calls whose replies wait for it (1
-    /// to 8). None: backend default (1).
-    pub journal_commit_threads: Option<usize>,
+    /// to 8). One gathers bigger batches than four.
+    journal_commit_threads: usize = 1, "per export: threads committing a sync export's \
+        journal (ext4, XFS; 1 to 8)",
+        flag "journal-commit-threads" "N" => "Per export: threads committing the journal of a \
+            `sync` export on ext4 or XFS for calls whose replies wait for it (1 to 8).";
     /// Local backend, per export: the most unsynced bytes of one file
     /// whose writeback a COMMIT or stable WRITE leaves to the journal
     /// commit thread to wait for (with the rest of its batch); a file with
     /// more is waited for by the call's own thread, so one large COMMIT
     /// never holds back the other calls' commits (0: every call waits for
-    /// its own). None: backend default (1 MiB).
-    pub owed_writeback_bytes: Option<u64>,
+    /// its own).
+    owed_writeback_bytes: u64 = rnfsd_fs::local::DEFAULT_OWED_WRITEBACK_BYTES,
+        "per export: a file's unsynced bytes up to which that thread waits for a COMMIT's \
+        writeback (more: the call's own thread)",
+        flag "owed-writeback-bytes" "BYTES" => "Per export: the most unsynced bytes of one \
+            file whose writeback a COMMIT or stable WRITE leaves to the journal commit \
+            thread to wait for; more are waited for by the call's own thread (0: always).";
     /// Local backend, per export: how long after a written file was closed
     /// with uncommitted data its filesystem is flushed in the background
-    /// (a COMMIT flushes at once). None: backend default (5 s).
-    pub flush_delay_ms: Option<u64>,
+    /// (a COMMIT flushes at once).
+    flush_delay_ms: u64 = rnfsd_fs::local::DEFAULT_FLUSH_DELAY.as_millis() as u64,
+        "per export: closed uncommitted writers flushed in the background after this \
+        (COMMIT: at once)",
+        flag "flush-delay-ms" "MS" => "Per export: milliseconds after a written file was \
+            closed with uncommitted data before its filesystem is flushed in the background \
+            (a COMMIT flushes at once).";
     /// Local backend, per export: UNSTABLE bytes one open file gathers
     /// before their writeback is started (by the event loop that ran the
     /// WRITE, once its reply is sent, or else a background thread), so a
     /// COMMIT finds most of a large transfer already on its way to the disk
-    /// (0: the COMMIT flushes everything). None: backend default (4 MiB).
-    pub write_behind_bytes: Option<u64>,
+    /// (0: the COMMIT flushes everything).
+    write_behind_bytes: u64 = rnfsd_fs::local::DEFAULT_WRITE_BEHIND_BYTES,
+        "per export: UNSTABLE bytes of a file before its writeback starts (by the event \
+        loop that wrote them, or a background thread; 0: off)",
+        flag "write-behind-bytes" "BYTES" => "Per export: UNSTABLE bytes one open file \
+            gathers before their writeback is started, by the event loop that ran the WRITE \
+            once its reply is sent, or by a background thread (0: a COMMIT flushes \
+            everything).";
     /// CephFS exports: how long one libcephfs call may take before the
     /// client gets JUKEBOX and retries (libcephfs waits, with no limit of
     /// its own, while no MDS is active).
-    pub ceph_call_timeout_ms: u64,
+    ceph_call_timeout_ms: u64 = 5000, "CephFS: a libcephfs call's limit, then JUKEBOX";
     /// CephFS exports, each: libcephfs calls running at once (more wait in
     /// a queue of 8 per thread; a full queue answers JUKEBOX).
-    pub ceph_call_threads: usize,
+    ceph_call_threads: usize = 32, "CephFS, per export: libcephfs calls at once";
     /// CephFS exports, each: cached inodes (each pins an inode in
     /// libcephfs's cache and may hold open files).
-    pub ceph_inode_cache_entries: usize,
+    ceph_inode_cache_entries: usize = 16384, "CephFS, per export: cached inodes";
     /// Threads of the pool that runs calls which wait for stable storage
     /// (COMMIT, stable WRITE, and namespace changes on `sync` exports), so
     /// they never make GETATTR, LOOKUP or READ queue behind them. 0: they
     /// run in the ordinary pools.
-    pub blocking_threads: usize,
+    blocking_threads: usize = 64, "pool for calls that wait for stable storage",
+        flag "blocking-threads" "N" => "Threads of the pool for calls that wait for stable \
+            storage (COMMIT, stable WRITE, namespace changes on sync exports); 0 = the \
+            ordinary pools.";
     /// Nice value of the blocking pool's threads (-20 to 19; 0: as the
     /// server was started). Above 0 the scheduler favours the event loops
     /// over them when CPUs are short, so warm calls answered on the loops
     /// keep their latency beside a storm of misses or syncs.
-    pub blocking_nice: i32,
+    blocking_nice: i32 = 0, "its threads' nice value (> 0: loops first)",
+        flag "blocking-nice" "N" .allow_hyphen_values(true) => "Nice value of the blocking \
+            pool's threads (-20 to 19; 0 = as started): above 0 the event loops' calls go \
+            first when CPUs are short.";
     /// The threads that wait for stable storage (the blocking pool's and
     /// the journal commit threads) run under SCHED_BATCH: their wakeups
     /// do not preempt a running thread, so an event loop finishes its turn
     /// first. False: SCHED_OTHER, as the server was started.
-    pub sync_sched_batch: bool,
+    sync_sched_batch: bool = true, "its and the journal commit threads' wakeups do not \
+        preempt the loops (SCHED_BATCH)",
+        switch "no-sync-sched-batch" => false, "Run the blocking pool's and the journal \
+            commit threads under SCHED_OTHER, so their wakeups preempt the event loops \
+            (`sync_sched_batch = false`). For comparison";
     /// Microseconds a call left to the blocking pool's running worker may
-    /// wait for it, before a timer wakes another (seed 001's one handoff:
-    /// a call queued alone while a worker runs, and the calls behind one a
+    /// wait for it, before a timer wakes another (the one-handoff rule: a
+    /// call queued alone while a worker runs, and the calls behind one a
     /// worker takes, wake nobody; a running call that sleeps long delays
     /// them this long at most). 0: every call wakes a worker at once.
-    pub blocking_lazy_wake_us: u64,
+    blocking_lazy_wake_us: u64 = 2000, "a call queued alone there waits this long at most \
+        for the running worker (0: wake one)",
+        flag "blocking-lazy-wake-us" "US" => "Microseconds a call left to the blocking pool's \
+            running worker may wait for it before a timer wakes another (0: at once; at most \
+            100000).";
     /// Run to completion: answer calls that need nothing but memory (cached
     /// GETATTR, ACCESS, LOOKUP, READ of cached pages, ...) on the event loop
     /// thread that read them, with no handoff; replies of one connection
     /// leave together.
-    pub run_inline: bool,
+    run_inline: bool = true, "answer from-memory calls on the loop thread",
+        switch "no-run-inline" => false, "Do not answer calls on the event loop thread (run \
+            to completion); every call goes to a worker. For comparison";
     /// With `run_inline`: a handle cache miss is opened on the loop thread
     /// too (the kernel almost always holds the inode), and a loop whose
     /// open slept (read the disk) hands misses to the pool again for 10 ms
     /// to 1 s. False: every miss goes to a pool thread.
-    pub inline_misses: bool,
+    inline_misses: bool = true, "... and open handle cache misses there too",
+        switch "no-inline-misses" => false, "Send every handle cache miss to a pool thread \
+            instead of opening it on the loop (`inline_misses = false`). For comparison";
     /// With `run_inline`: an UNSTABLE WRITE of at most this many bytes is
     /// written on the loop thread (into the page cache; with
     /// `inline_misses` its writer is opened there on a miss), and a loop
@@ -324,19 +420,30 @@ pub struct ServerConfig {
     /// `inline_write_alone_max`: a loop copying 1 MiB makes its other
     /// connections wait (docs/request-path.md). 0: every WRITE goes to a
     /// pool thread.
-    pub inline_write_max: u32,
+    inline_write_max: u32 = DEFAULT_INLINE_WRITE_MAX, "... and UNSTABLE WRITEs up to this \
+        size (0: none)",
+        flag "inline-write-max" "BYTES" => "Largest UNSTABLE WRITE written on the event loop \
+            thread, bytes (0: every WRITE goes to a pool thread).";
     /// With `inline_write_max` above 0: an UNSTABLE WRITE larger than it and
     /// of at most this many bytes is written on the loop too when nothing
     /// else of that loop is ready in its turn (no other connection to
     /// read, no other call of this one), or within
     /// `inline_large_writes_per_turn`; else the loop's pool. 0: none.
-    pub inline_write_alone_max: u32,
+    inline_write_alone_max: u32 = DEFAULT_INLINE_WRITE_ALONE_MAX, "... and up to this size \
+        when nothing else of that loop is ready (0: none)",
+        flag "inline-write-alone-max" "BYTES" => "Largest UNSTABLE WRITE written on the event \
+            loop when nothing else of that loop is ready, bytes (0: none above \
+            `inline_write_max`; `inline_write_max = 0` turns this off too).";
     /// Of those larger WRITEs, how many a loop writes itself in one turn
     /// while other calls of it are ready: each makes them wait for its copy
     /// (a call already read waits for this many copies at most), and each
     /// saves a handoff's two context switches. 0: only when nothing else is
     /// ready.
-    pub inline_large_writes_per_turn: usize,
+    inline_large_writes_per_turn: usize = DEFAULT_INLINE_LARGE_WRITES_PER_TURN, "... or this \
+        many a turn while others are ready (0: only when nothing else is)",
+        flag "inline-large-writes-per-turn" "N" => "Of those, how many a loop writes itself in \
+            one turn while other calls of it are ready (0: only when nothing else is; at \
+            most 64).";
     /// With `run_inline`: a namespace change or SETATTR of an `async`
     /// export (CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK;
     /// SETATTR) is made on the loop thread once its handles are resolved
@@ -346,44 +453,71 @@ pub struct ServerConfig {
     /// link of a file over 16 MiB (REMOVE, RENAME) goes to the pool. False:
     /// every change goes to a pool thread. `sync` exports' changes always
     /// wait in the blocking pool.
-    pub inline_changes: bool,
+    inline_changes: bool = true, "... and `async` exports' namespace changes",
+        switch "no-inline-changes" => false, "Send every namespace change and SETATTR of an \
+            `async` export to a pool thread (`inline_changes = false`). For comparison";
     /// Most replies a worker holds back while it runs the next short call
     /// (UNSTABLE WRITE, a change on an `async` export) of the same
     /// connection, so a client's burst is answered in one write, not one
     /// per call (0 or 1: each reply leaves alone; at most 256).
-    pub reply_batch: usize,
+    reply_batch: usize = 16, "a worker's replies of one connection sent together",
+        flag "reply-batch" "N" => "Replies a worker holds back while it runs the next short \
+            call of the same connection (0 or 1 = each alone).";
     /// Pipes for READ replies sent by splice(2) (file pages to the socket
     /// with no copy), two descriptors each; one is held per large READ
     /// until the socket has taken its data. 0: READ data is copied.
-    pub splice_pipes: usize,
+    splice_pipes: usize = 32, "pipes for READ by splice (2 fds each; 0: READ data is copied)",
+        flag "splice-pipes" "N" => "Pipes for READ replies sent by splice (no copy of the \
+            data); 0 = copy.";
     /// Local backend: run filesystem calls with the caller's uid/gid (needs
-    /// root; None = the backend decides from our privileges).
-    pub act_as_caller: Option<bool>,
+    /// root; None = as root only).
+    act_as_caller: Option<bool> = None, "run calls as the caller's uid/gids",
+        unset "true as root";
     /// Where the handle key lives (None: /var/lib/rnfsd as root, else
     /// $XDG_STATE_HOME/rnfsd or ~/.local/state/rnfsd).
-    pub state_dir: Option<PathBuf>,
+    state_dir: Option<PathBuf> = None, "the handle key, lock state and admin socket",
+        unset "/var/lib/rnfsd as root, else $XDG_STATE_HOME/rnfsd or ~/.local/state/rnfsd",
+        flag "state-dir" "DIR" => "Directory for the persistent handle key.";
     /// A tracing filter such as "info" or "rnfsd=debug" (RUST_LOG wins).
-    pub log_level: Option<String>,
+    log_level: String = "info".into(), "log filter (RUST_LOG wins)",
+        flag "log-level" "LEVEL" => "Log filter: error, warn, info, debug, trace, or a \
+            tracing directive such as \"rnfsd=debug\". RUST_LOG overrides it.";
     /// Accept AUTH_NONE (as nobody) for every procedure. Off: AUTH_NONE
     /// works only for NULL, MOUNT EXPORT and the port mapper.
-    pub allow_auth_none: bool,
+    allow_auth_none: bool = false, "AUTH_NONE (as nobody) for every procedure",
+        switch "allow-auth-none" => true, "Accept AUTH_NONE credentials (as nobody) for \
+            every procedure";
     /// The admin socket (statistics; owner-only). None: STATE_DIR/admin.sock.
-    pub admin_socket: Option<PathBuf>,
+    admin_socket: Option<PathBuf> = None, "`rnfsd stats` reads it (0600)",
+        unset format!("STATE_DIR/{}", crate::admin::DEFAULT_NAME);
     /// Serve Prometheus metrics (GET /metrics) on this address. None: off.
-    pub metrics: Option<SocketAddr>,
+    metrics: Option<SocketAddr> = None, "Prometheus GET /metrics on this ADDR:PORT",
+        unset "off",
+        flag "metrics" "ADDR:PORT" => "Serve Prometheus metrics (HTTP GET /metrics) on this \
+            address.";
     /// How RPC statistics are kept: "percore" (design), "shared" (one
     /// shared counter per procedure, for comparison) or "off".
-    pub stats: rnfsd_stats::Mode,
+    stats: rnfsd_stats::Mode = rnfsd_stats::Mode::Percore, "RPC counters: percore | shared \
+        | off",
+        flag "stats" "percore|shared|off" => "How RPC statistics are kept: percore, shared \
+            (one shared counter per procedure; experiment) or off.";
     /// Duplicate reply cache: how long a non-idempotent call's reply is
     /// replayed to a retransmission (knfsd: 120 s).
-    pub drc_expiry_secs: u64,
+    drc_expiry_secs: u64 = 120, "duplicate reply cache: replay window";
     /// Duplicate reply cache: bound on its memory; 0 turns it off.
-    pub drc_max_bytes: usize,
+    drc_max_bytes: usize = 32 << 20, "duplicate reply cache memory (0: off)";
     /// A knfsd exports(5) file (such as /etc/exports) whose exports are
     /// added to the `[[export]]` tables, with knfsd's defaults (read-only).
     /// A relative path is taken from the working directory. See
     /// docs/exports.md.
-    pub exports: Option<PathBuf>,
+    exports: Option<PathBuf> = None, "a knfsd exports(5) file (/etc/exports) whose exports \
+        are added, with exports(5) defaults (ro, sync, root_squash, secure); see \
+        docs/exports.md",
+        unset "none",
+        flag "exports" "FILE" => "A knfsd exports(5) file (such as /etc/exports) to serve as \
+            well, with knfsd's defaults (read-only, root_squash, secure); replaces \
+            server.exports. Host names and netgroups are resolved at start and on SIGHUP. See \
+            docs/exports.md.";
 }
 
 impl ServerConfig {
@@ -428,85 +562,5 @@ impl ServerConfig {
     pub fn max_record(&self) -> u32 {
         self.max_record
             .unwrap_or(self.max_io.saturating_add(RECORD_OVERHEAD))
-    }
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        ServerConfig {
-            listen: vec![SocketAddr::from(([127, 0, 0, 1], 2049))],
-            portmap: false,
-            register_rpcbind: true,
-            udp: true,
-            udp_threads: 1,
-            nlm: true,
-            // As knfsd's default grace (its lease time).
-            nlm_grace_secs: 90,
-            nlm_max_files: 4096,
-            nlm_max_waiters: 1024,
-            nlm_max_per_client: 1024,
-            nlm_retry_ms: 100,
-            threads: None,
-            min_threads: 2,
-            max_threads: 128,
-            thread_idle_secs: 30,
-            queue_limit: 1024,
-            max_waking: MaxWaking::N(1),
-            wake_order: WakeOrder::Lifo,
-            handoff: Handoff::Direct,
-            max_record: None,
-            max_io: DEFAULT_MAX_IO,
-            // Far below the 20,000 open-files limit: each backend holds
-            // descriptors too.
-            max_connections: 1024,
-            max_connections_per_client: 0,
-            max_inflight_per_conn: 64,
-            max_conn_output: 4 << 20,
-            max_buffered_bytes: 256 << 20,
-            // As knfsd.
-            idle_timeout_secs: 360,
-            event_threads: 0,
-            pools: PoolLayout::PerLoop,
-            pin_loops: None,
-            shutdown_timeout_secs: 10,
-            path_cache_entries: None,
-            verdict_cache_entries: None,
-            handle_scan_limit: None,
-            handle_scan_waiters: None,
-            handle_scan_wait_ms: None,
-            object_cache_entries: None,
-            open_file_cache_entries: None,
-            cache_fds: None,
-            max_syncs_in_flight: None,
-            journal_commit_threads: None,
-            owed_writeback_bytes: None,
-            flush_delay_ms: None,
-            write_behind_bytes: None,
-            ceph_call_timeout_ms: 5000,
-            ceph_call_threads: 32,
-            ceph_inode_cache_entries: 16384,
-            blocking_threads: 64,
-            blocking_nice: 0,
-            sync_sched_batch: true,
-            blocking_lazy_wake_us: 2000,
-            run_inline: true,
-            inline_misses: true,
-            inline_write_max: DEFAULT_INLINE_WRITE_MAX,
-            inline_write_alone_max: DEFAULT_INLINE_WRITE_ALONE_MAX,
-            inline_large_writes_per_turn: DEFAULT_INLINE_LARGE_WRITES_PER_TURN,
-            inline_changes: true,
-            reply_batch: 16,
-            splice_pipes: 32,
-            act_as_caller: None,
-            state_dir: None,
-            log_level: None,
-            allow_auth_none: false,
-            admin_socket: None,
-            metrics: None,
-            stats: rnfsd_stats::Mode::Percore,
-            drc_expiry_secs: 120,
-            drc_max_bytes: 32 << 20,
-            exports: None,
-        }
     }
 }
