@@ -28,18 +28,19 @@
 //! summary and flags, written once), `keys.rs` (what is made from that
 //! table: the struct, the help's key list, the flags), `export.rs` (the
 //! `[[export]]` tables and how exports are resolved), `layout.rs` (where
-//! threads and loops run on a host of N CPUs).
+//! threads and loops run on a host of N CPUs), `validate.rs` (the checks
+//! that need no filesystem).
 
 mod export;
 pub mod keys;
 mod layout;
 mod server;
+mod validate;
 
 pub use export::*;
 pub use layout::*;
 pub use server::*;
 
-use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
 
@@ -110,155 +111,6 @@ impl Config {
         }
         self.exports.extend(parsed.exports);
         self.warnings.extend(parsed.warnings);
-        Ok(())
-    }
-
-    /// Check the values that do not need the filesystem.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let s = &self.server;
-        if s.listen.is_empty() {
-            return err("server.listen: at least one address is needed");
-        }
-        let mut seen = HashSet::new();
-        for a in &s.listen {
-            if !seen.insert(a) {
-                return err(format!("server.listen: {a} is listed twice"));
-            }
-        }
-        if s.threads == Some(0) {
-            return err("server.threads must be at least 1");
-        }
-        if s.max_threads == 0 {
-            return err("server.max_threads must be at least 1");
-        }
-        if !(1..=MAX_UDP_THREADS).contains(&s.udp_threads) {
-            return err(format!(
-                "server.udp_threads must be in 1..={MAX_UDP_THREADS}, not {}",
-                s.udp_threads
-            ));
-        }
-        if !(-20..=19).contains(&s.blocking_nice) {
-            return err(format!(
-                "server.blocking_nice must be in -20..=19, not {}",
-                s.blocking_nice
-            ));
-        }
-        if s.reply_batch > MAX_REPLY_BATCH {
-            return err(format!(
-                "server.reply_batch must be at most {MAX_REPLY_BATCH}, not {}",
-                s.reply_batch
-            ));
-        }
-        if s.inline_large_writes_per_turn > MAX_INLINE_LARGE_WRITES_PER_TURN {
-            return err(format!(
-                "server.inline_large_writes_per_turn must be at most \
-                 {MAX_INLINE_LARGE_WRITES_PER_TURN}, not {}",
-                s.inline_large_writes_per_turn
-            ));
-        }
-        if s.min_threads > s.max_threads {
-            return err(format!(
-                "server.min_threads ({}) is above server.max_threads ({})",
-                s.min_threads, s.max_threads
-            ));
-        }
-        if !(MIN_MAX_IO..=MAX_MAX_IO).contains(&s.max_io) || !s.max_io.is_multiple_of(4) {
-            return err(format!(
-                "server.max_io must be a multiple of 4 in {MIN_MAX_IO}..={MAX_MAX_IO}, not {}",
-                s.max_io
-            ));
-        }
-        if u64::from(s.max_record()) < u64::from(s.max_io) + 4096 {
-            return err(format!(
-                "server.max_record ({}) must be at least server.max_io + 4096 ({})",
-                s.max_record(),
-                u64::from(s.max_io) + 4096
-            ));
-        }
-        for (k, v) in [
-            ("queue_limit", s.queue_limit),
-            (
-                "max_waking",
-                match s.max_waking {
-                    MaxWaking::N(n) => n,
-                    MaxWaking::Unlimited => usize::MAX,
-                },
-            ),
-            ("max_connections", s.max_connections),
-            ("max_inflight_per_conn", s.max_inflight_per_conn),
-            ("max_conn_output", s.max_conn_output),
-            ("idle_timeout_secs", s.idle_timeout_secs as usize),
-            ("nlm_max_files", s.nlm_max_files),
-            ("nlm_max_waiters", s.nlm_max_waiters),
-            ("nlm_max_per_client", s.nlm_max_per_client),
-            ("nlm_retry_ms", s.nlm_retry_ms as usize),
-        ] {
-            if v == 0 {
-                return err(format!("server.{k} must be at least 1"));
-            }
-        }
-        // Large durations would overflow Instant arithmetic.
-        const YEAR: u64 = 365 * 24 * 3600;
-        for (k, v) in [
-            ("idle_timeout_secs", s.idle_timeout_secs),
-            ("thread_idle_secs", s.thread_idle_secs),
-            ("shutdown_timeout_secs", s.shutdown_timeout_secs),
-            ("drc_expiry_secs", s.drc_expiry_secs),
-            ("nlm_grace_secs", s.nlm_grace_secs),
-            ("nlm_retry_ms", s.nlm_retry_ms / 1000),
-        ] {
-            if v > YEAR {
-                return err(format!("server.{k} must be at most {YEAR} (a year)"));
-            }
-        }
-        for (k, v) in [
-            ("path_cache_entries", s.path_cache_entries),
-            ("verdict_cache_entries", s.verdict_cache_entries),
-            ("handle_scan_waiters", s.handle_scan_waiters),
-            ("object_cache_entries", s.object_cache_entries),
-            ("open_file_cache_entries", s.open_file_cache_entries),
-            // Unset: from RLIMIT_NOFILE.
-            ("cache_fds", s.cache_fds.unwrap_or(1)),
-            ("max_syncs_in_flight", s.max_syncs_in_flight),
-        ] {
-            if v == 0 {
-                return err(format!("server.{k} must be at least 1"));
-            }
-        }
-        if s.ceph_call_timeout_ms == 0 || s.ceph_call_timeout_ms > 600_000 {
-            return err("server.ceph_call_timeout_ms must be 1 to 600000");
-        }
-        if s.ceph_call_threads == 0 || s.ceph_call_threads > 1024 {
-            return err("server.ceph_call_threads must be 1 to 1024");
-        }
-        if s.ceph_inode_cache_entries == 0 {
-            return err("server.ceph_inode_cache_entries must be at least 1");
-        }
-        if !(1..=MAX_JOURNAL_COMMIT_THREADS).contains(&s.journal_commit_threads) {
-            return err(format!(
-                "server.journal_commit_threads must be 1 to {MAX_JOURNAL_COMMIT_THREADS}"
-            ));
-        }
-        if s.blocking_lazy_wake_us > MAX_BLOCKING_LAZY_WAKE_US {
-            // A call behind a long one waits this long at most: keep it short.
-            return err(format!(
-                "server.blocking_lazy_wake_us must be at most {MAX_BLOCKING_LAZY_WAKE_US}"
-            ));
-        }
-        if s.flush_delay_ms > 60_000 {
-            return err("server.flush_delay_ms must be at most 60000");
-        }
-        if s.handle_scan_wait_ms > 60_000 {
-            return err("server.handle_scan_wait_ms must be at most 60000");
-        }
-        // No exports is legal: a packaged server starts with none and gets
-        // them by a reload (SIGHUP), as knfsd with an empty /etc/exports.
-        for e in &self.exports {
-            if e.path.as_os_str().is_empty() {
-                return err("export.path is empty");
-            }
-            e.access()?;
-        }
         Ok(())
     }
 }
