@@ -13,15 +13,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rnfsd_fs::cache::Caches;
-use rnfsd_fs::ceph::{CephFs, CephOptions};
-use rnfsd_fs::local::{self, LocalFs, LocalOptions};
+use rnfsd_fs::ceph::CephFs;
+use rnfsd_fs::local::LocalFs;
 use rnfsd_fs::Backend;
 use rnfsd_fs::WriteVerifier;
 use rnfsd_stats::Registry;
 
 use crate::access::{ClientOpts, ExportAccess};
 use crate::config::{
-    self, CephfsConfig, Config, HandleMode, ResolvedBackend, ResolvedExport, ServerConfig,
+    self, lower, CephfsConfig, Config, ResolvedBackend, ResolvedExport, ServerConfig,
 };
 use crate::state::{Export, Server};
 
@@ -40,14 +40,6 @@ pub struct Opener {
 
 fn blake3_hex(b: &[u8]) -> String {
     rnfsd_fs::handle::digest_hex(b)
-}
-
-fn local_mode(m: HandleMode) -> local::HandleMode {
-    match m {
-        HandleMode::Auto => local::HandleMode::Auto,
-        HandleMode::Kernel => local::HandleMode::Kernel,
-        HandleMode::Path => local::HandleMode::Path,
-    }
 }
 
 impl Opener {
@@ -83,6 +75,14 @@ impl Opener {
         Ok(export)
     }
 
+    fn shared(&self) -> lower::Shared<'_> {
+        lower::Shared {
+            key: self.key,
+            caches: &self.caches,
+            verifier: &self.verifier,
+        }
+    }
+
     /// A CephFS export: mounted through libcephfs; handles need the same
     /// key and export id on every head, and attributes carry the export id
     /// as their fsid.
@@ -92,64 +92,16 @@ impl Opener {
         e: &ResolvedExport,
         c: &CephfsConfig,
     ) -> Result<CephFs, String> {
-        let conf = c
-            .conf
-            .to_str()
-            .ok_or_else(|| "cephfs.conf is not UTF-8".to_owned())?;
-        let o = CephOptions {
-            conf: conf.to_owned(),
-            client: c.client.clone(),
-            fs: c.fs.clone(),
-            root: c.root.clone(),
-            handle_key: self.key,
-            fsid: u64::from(e.id),
-            call_timeout: std::time::Duration::from_millis(s.ceph_call_timeout_ms),
-            call_threads: s.ceph_call_threads,
-            call_queue: s.ceph_call_threads.saturating_mul(8),
-            inode_cache_entries: s.ceph_inode_cache_entries,
-            write_verifier: Some(self.verifier.clone()),
-            sync: e.sync,
-            max_syncs_in_flight: s.max_syncs_in_flight,
-            // A restarted (or killed and restarted) head ends the session
-            // it left, rather than every head waiting for its timeout.
-            session_uuid: Some(format!(
-                "rnfsd-{}-{}",
-                &blake3_hex(self.head.as_bytes())[..16],
-                e.id
-            )),
-            ..CephOptions::default()
-        };
-        tracing::info!(conf, client = %c.client, fs = c.fs.as_deref().unwrap_or("(default)"), root = %c.root, "mounting CephFS");
+        // A restarted (or killed and restarted) head ends the session it
+        // left, rather than every head waiting for its timeout.
+        let session = format!("rnfsd-{}-{}", &blake3_hex(self.head.as_bytes())[..16], e.id);
+        let o = lower::ceph(s, e, c, &self.shared(), session)?;
+        tracing::info!(conf = o.conf.as_str(), client = %c.client, fs = c.fs.as_deref().unwrap_or("(default)"), root = %c.root, "mounting CephFS");
         CephFs::open(e.id, o)
     }
 
     fn open_local(&self, s: &ServerConfig, e: &ResolvedExport) -> std::io::Result<LocalFs> {
-        let mut o = LocalOptions {
-            handle_mode: local_mode(e.handle_mode),
-            handle_key: self.key,
-            cross_mounts: e.cross_mounts,
-            caches: Some(self.caches.clone()),
-            write_verifier: Some(self.verifier.clone()),
-            sync: e.sync,
-            ..LocalOptions::default()
-        };
-        if let Some(v) = s.act_as_caller {
-            o.act_as_caller = v;
-        }
-        o.path_cache_entries = s.path_cache_entries;
-        o.verdict_cache_entries = s.verdict_cache_entries;
-        o.handle_scan_limit = s.handle_scan_limit;
-        o.handle_scan_waiters = s.handle_scan_waiters;
-        o.object_cache_entries = s.object_cache_entries;
-        o.open_file_cache_entries = s.open_file_cache_entries;
-        o.max_syncs_in_flight = s.max_syncs_in_flight;
-        o.journal_commit_threads = s.journal_commit_threads;
-        o.journal_commit_batch = s.sync_sched_batch;
-        o.handle_scan_wait = std::time::Duration::from_millis(s.handle_scan_wait_ms);
-        o.flush_delay = std::time::Duration::from_millis(s.flush_delay_ms);
-        o.owed_writeback_bytes = s.owed_writeback_bytes;
-        o.write_behind_bytes = s.write_behind_bytes;
-        LocalFs::open(&e.path, e.id, o)
+        LocalFs::open(&e.path, e.id, lower::local(s, e, &self.shared()))
     }
 }
 

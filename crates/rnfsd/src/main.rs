@@ -347,13 +347,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
                 "lock manager: grace period for reclaims"
             );
         }
-        let limits = rnfsd_lockd::Limits {
-            max_files: s.nlm_max_files,
-            max_waiters: s.nlm_max_waiters,
-            max_per_client: s.nlm_max_per_client,
-            retry: Duration::from_millis(s.nlm_retry_ms),
-            ..rnfsd_lockd::Limits::default()
-        };
+        let limits = config::lower::locks(s);
         let m = rnfsd_lockd::LockManager::with_hosts(limits, grace, Some(hosts), state);
         let gauges = m.clone();
         stats.set_locks(move || {
@@ -390,12 +384,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         ),
         None => None,
     };
-    let drc = (s.drc_max_bytes > 0).then(|| {
-        Arc::new(rnfsd::drc::Drc::new(rnfsd::drc::DrcConfig {
-            expiry: Duration::from_secs(s.drc_expiry_secs),
-            max_bytes: s.drc_max_bytes,
-        }))
-    });
+    let drc = config::lower::drc(s).map(|c| Arc::new(rnfsd::drc::Drc::new(c)));
     // NLM and NSM share the NFS port (over TCP, and UDP below).
     let lock_programs: Vec<&'static Program> = if s.nlm { vec![&NLM, &NSM] } else { Vec::new() };
     let mut nfs_programs: Vec<&'static Program> = vec![&NFS3, &MOUNT];

@@ -4,10 +4,8 @@
 //! UDP, each with its event loops and worker pools.
 
 use super::*;
-use rnfsd_pool::{PoolConfig, Threads};
-use rnfsd_transport::{
-    Handle, PoolLayout, Transport, TransportConfig, UdpConfig, UdpHandle, UdpTransport,
-};
+use rnfsd::config::lower;
+use rnfsd_transport::{Handle, Transport, UdpHandle, UdpTransport};
 
 pub struct Running {
     nfs: Handle,
@@ -77,35 +75,6 @@ impl Running {
     }
 }
 
-fn transport_config(s: &config::ServerConfig, listen: Vec<SocketAddr>) -> TransportConfig {
-    TransportConfig {
-        listen,
-        event_threads: s.event_loops(),
-        max_connections: s.max_connections,
-        max_connections_per_client: s.max_connections_per_client,
-        max_record: s.max_record() as usize,
-        max_inflight_per_conn: s.max_inflight_per_conn,
-        max_conn_output: s.max_conn_output,
-        max_buffered_bytes: s.max_buffered_bytes,
-        idle_timeout: Duration::from_secs(s.idle_timeout_secs),
-        shutdown_timeout: Duration::from_secs(s.shutdown_timeout_secs),
-        pools: match s.pools {
-            config::PoolLayout::Shared => PoolLayout::Shared,
-            config::PoolLayout::PerLoop => PoolLayout::PerLoop,
-        },
-        pin_loops: s.pin(),
-        blocking_threads: s.blocking_threads,
-        blocking_nice: (s.blocking_nice != 0).then_some(s.blocking_nice),
-        blocking_sched_batch: s.sync_sched_batch,
-        blocking_lazy_wake: (s.blocking_lazy_wake_us > 0)
-            .then(|| Duration::from_micros(s.blocking_lazy_wake_us)),
-        run_inline: s.run_inline,
-        alone_per_turn: s.inline_large_writes_per_turn,
-        reply_batch: s.reply_batch,
-        ..TransportConfig::default()
-    }
-}
-
 /// `activated`: listeners from socket activation, used instead of
 /// binding `listen` when there are any.
 pub fn start(
@@ -116,38 +85,27 @@ pub fn start(
     activated: Vec<std::net::TcpListener>,
 ) -> Result<Running, Failure> {
     let s = &cfg.server;
-    let pool = s.pool_config();
     let tc = if activated.is_empty() {
-        transport_config(s, s.listen.clone())
+        lower::transport(s, s.listen.clone(), Vec::new())
     } else {
-        TransportConfig {
-            listeners: activated,
-            ..transport_config(s, Vec::new())
-        }
+        lower::transport(s, Vec::new(), activated)
     };
-    let nfs = Transport::start(tc, pool, nfs)
+    let nfs = Transport::start(tc, lower::pool(s), nfs)
         .map_err(|e| runtime_err(format!("listening on {}: {e}", list(&s.listen))))?;
     // NLM and NSM over UDP on the NFS ports: the lock daemons of Linux
     // and the BSDs may call over UDP. Small calls, answered on the
     // receiving thread.
     let lock_udp = match locks {
-        Some(svc) => {
-            let uc = UdpConfig {
-                listen: nfs.local_addrs(),
-                threads: s.udp_threads,
-                ..UdpConfig::default()
-            };
-            match UdpTransport::start(uc, svc) {
-                Ok(h) => Some(h),
-                Err(e) => {
-                    nfs.shutdown();
-                    return Err(runtime_err(format!(
-                        "lock manager on UDP {}: {e}",
-                        list(&nfs.local_addrs())
-                    )));
-                }
+        Some(svc) => match UdpTransport::start(lower::udp(s, nfs.local_addrs()), svc) {
+            Ok(h) => Some(h),
+            Err(e) => {
+                nfs.shutdown();
+                return Err(runtime_err(format!(
+                    "lock manager on UDP {}: {e}",
+                    list(&nfs.local_addrs())
+                )));
             }
-        }
+        },
         None => None,
     };
     let (portmap, portmap_udp) = if s.portmap {
@@ -159,29 +117,11 @@ pub fn start(
                 addrs.push(p);
             }
         }
-        // Port mapper calls are tiny and rare: one thread, small records.
-        let mut tc = transport_config(s, addrs.clone());
-        tc.max_record = 64 * 1024;
-        // Its one thread is not worth dividing or pinning.
-        tc.pools = PoolLayout::Shared;
-        tc.pin_loops = false;
-        tc.blocking_threads = 0;
-        let pool = PoolConfig {
-            threads: Threads::Fixed(1),
-            queue_limit: 64,
-            name: "rnfsd-portmap".into(),
-            ..PoolConfig::default()
-        };
         // Over UDP as well: the lock daemons and status monitors ask
         // the port mapper over UDP. Its calls are answered on the
         // receiving thread (no pool).
         let udp = if s.udp {
-            let uc = UdpConfig {
-                listen: addrs.clone(),
-                threads: s.udp_threads,
-                ..UdpConfig::default()
-            };
-            match UdpTransport::start(uc, portmap.clone()) {
+            match UdpTransport::start(lower::udp(s, addrs.clone()), portmap.clone()) {
                 Ok(h) => Some(h),
                 Err(e) => {
                     nfs.shutdown();
@@ -194,7 +134,8 @@ pub fn start(
         } else {
             None
         };
-        match Transport::start(tc, pool, portmap) {
+        let tc = lower::portmap_transport(s, addrs.clone());
+        match Transport::start(tc, lower::portmap_pool(), portmap) {
             Ok(h) => (Some(h), udp),
             Err(e) => {
                 if let Some(u) = &udp {

@@ -1,7 +1,7 @@
 //! Where work runs on a host with N CPUs: event loops, their pools and
 //! the blocking pool shared by all loops (docs/pool-layout.md).
 
-use super::{Handoff, MaxWaking, PoolLayout, ServerConfig, WakeOrder};
+use super::{lower, PoolLayout, ServerConfig};
 
 impl ServerConfig {
     /// Event loops to run: `event_threads`, or one per CPU this process may
@@ -27,43 +27,14 @@ impl ServerConfig {
             .unwrap_or_else(|| cpus > 1 && self.loops_for(cpus) >= cpus)
     }
 
-    /// The worker pool configuration before any per-loop split.
-    pub fn pool_config(&self) -> rnfsd_pool::PoolConfig {
-        use rnfsd_pool::Threads;
-        rnfsd_pool::PoolConfig {
-            threads: match self.threads {
-                Some(n) => Threads::Fixed(n),
-                None => Threads::Adaptive {
-                    min: self.min_threads,
-                    max: self.max_threads,
-                },
-            },
-            idle_timeout: std::time::Duration::from_secs(self.thread_idle_secs),
-            queue_limit: self.queue_limit,
-            max_waking: match self.max_waking {
-                MaxWaking::N(n) => n,
-                MaxWaking::Unlimited => rnfsd_pool::UNLIMITED,
-            },
-            wake_order: match self.wake_order {
-                WakeOrder::Lifo => rnfsd_pool::WakeOrder::Lifo,
-                WakeOrder::Fifo => rnfsd_pool::WakeOrder::Fifo,
-            },
-            handoff: match self.handoff {
-                Handoff::Direct => rnfsd_pool::Handoff::Direct,
-                Handoff::Double => rnfsd_pool::Handoff::Double,
-            },
-            ..rnfsd_pool::PoolConfig::default()
-        }
-    }
-
     /// Where work runs on a host with `cpus` CPUs: event loops, each loop's
     /// pool (its share of the threads), and the blocking pool shared by all
     /// loops for calls that may wait for the disk or stable storage.
     pub fn layout_for(&self, cpus: usize) -> Layout {
         let loops = self.loops_for(cpus);
         let per = match self.pools {
-            PoolLayout::PerLoop => rnfsd_transport::split_pool(&self.pool_config(), loops, 0, None),
-            PoolLayout::Shared => self.pool_config(),
+            PoolLayout::PerLoop => rnfsd_transport::split_pool(&lower::pool(self), loops, 0, None),
+            PoolLayout::Shared => lower::pool(self),
         };
         let (min, max) = match per.threads {
             rnfsd_pool::Threads::Fixed(n) => (n, n),

@@ -28,12 +28,14 @@
 //! summary and flags, written once), `keys.rs` (what is made from that
 //! table: the struct, the help's key list, the flags), `export.rs` (the
 //! `[[export]]` tables and how exports are resolved), `layout.rs` (where
-//! threads and loops run on a host of N CPUs), `validate.rs` (the checks
-//! that need no filesystem).
+//! threads and loops run on a host of N CPUs), `lower.rs` (the options of
+//! the lower crates, from these), `validate.rs` (the checks that need no
+//! filesystem).
 
 mod export;
 pub mod keys;
 mod layout;
+pub mod lower;
 mod server;
 mod validate;
 
