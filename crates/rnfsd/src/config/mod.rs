@@ -30,8 +30,9 @@
 //! `[[export]]` tables and how exports are resolved), `layout.rs` (where
 //! threads and loops run on a host of N CPUs), `lower.rs` (the options of
 //! the lower crates, from these), `validate.rs` (the checks that need no
-//! filesystem).
+//! filesystem), `check.rs` (`rnfsd check-config`).
 
+mod check;
 mod export;
 pub mod keys;
 mod layout;
@@ -39,6 +40,7 @@ pub mod lower;
 mod server;
 mod validate;
 
+pub use check::check;
 pub use export::*;
 pub use layout::*;
 pub use server::*;
