@@ -22,22 +22,23 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rnfsd::access::ExportAccess;
-use rnfsd::drc::{Drc, DrcConfig};
 use rnfsd::programs::mount::MOUNT;
 use rnfsd::programs::nfs3::NFS3;
 use rnfsd::programs::portmap::PORTMAP;
-use rnfsd::rpc::dispatch::{dispatch, Policy};
-use rnfsd::rpc::Program;
+use rnfsd::programs::Program;
 use rnfsd::state::{Export, Server};
 use rnfsd_fs::local::{HandleMode, LocalFs, LocalOptions};
 use rnfsd_proto::rpc::{AcceptStat, AuthSys, ReplyHeader, AUTH_NONE, AUTH_SYS, MSG_CALL};
 use rnfsd_proto::{mount, nfs3};
+use rnfsd_rpc::{Drc, DrcConfig, Policy, RpcService};
 use rnfsd_xdr::{Dec, Enc, Xdr};
 
-/// A server with one `LocalFs` export and the root handle MNT gave.
+/// A server with one `LocalFs` export and the root handle MNT gave, and
+/// its services: NFS + MOUNT and the port mapper, each under both
+/// AUTH_NONE policies, sharing one duplicate reply cache.
 pub struct Env {
-    server: Server,
-    drc: std::sync::Arc<Drc>,
+    /// [NFS + MOUNT, port mapper] × [AUTH_NONE refused, allowed].
+    services: [[RpcService<Server>; 2]; 2],
     root_fh: Vec<u8>,
     peer: SocketAddr,
     local: SocketAddr,
@@ -54,7 +55,7 @@ impl Env {
             ..LocalOptions::default()
         };
         let fs = LocalFs::open(dir, 1, opts).expect("open export");
-        let server = Server::new(
+        let server = Arc::new(Server::new(
             vec![Export::new(
                 1,
                 path.clone(),
@@ -65,10 +66,20 @@ impl Env {
             1 << 20,
             // READ data copied: the reply is all bytes, for the checks.
             None,
-        );
+        ));
+        let drc = Arc::new(Drc::new(DrcConfig::default()));
+        let svc = |progs: Vec<&'static Program>, allow_auth_none| {
+            RpcService::new(server.clone(), progs, Policy { allow_auth_none })
+                .with_drc(Some(drc.clone()))
+        };
         let mut env = Env {
-            server,
-            drc: std::sync::Arc::new(Drc::new(DrcConfig::default())),
+            services: [
+                [
+                    svc(vec![&NFS3, &MOUNT], false),
+                    svc(vec![&NFS3, &MOUNT], true),
+                ],
+                [svc(vec![&PORTMAP], false), svc(vec![&PORTMAP], true)],
+            ],
             root_fh: Vec::new(),
             peer: "127.0.0.1:700".parse().expect("addr"),
             local: "127.0.0.1:2049".parse().expect("addr"),
@@ -81,9 +92,7 @@ impl Env {
             0,
             &rnfsd_xdr::to_vec(&mount::DirPath(path.into_bytes())),
         );
-        let r = env
-            .run(&[&NFS3, &MOUNT], Policy::default(), &rec)
-            .expect("MNT reply");
+        let r = env.run(false, false, &rec).expect("MNT reply");
         let mut d = Dec::new(&r[4..]);
         let _ = ReplyHeader::decode(&mut d).expect("MNT header");
         match mount::MountRes3::decode(&mut d).expect("MNT result") {
@@ -93,20 +102,15 @@ impl Env {
         env
     }
 
-    fn run(&self, progs: &[&Program], policy: Policy, rec: &[u8]) -> Option<Vec<u8>> {
-        dispatch(
-            &self.server,
-            progs,
-            &policy,
-            Some(&self.drc),
-            rec,
-            self.peer,
-            self.local,
-            None,
-            &mut rnfsd_transport::Responder::now_only(),
-        )
-        .now_or_park()
-        .map(|r| r.buf)
+    /// The record planned and answered as over TCP (`RpcService::answer`).
+    fn run(&self, portmap: bool, allow_auth_none: bool, rec: &[u8]) -> Option<Vec<u8>> {
+        self.services[usize::from(portmap)][usize::from(allow_auth_none)]
+            .answer(rec, self.peer, self.local)
+            .map(|r| r.buf)
+    }
+
+    fn programs(&self, portmap: bool) -> &[&'static Program] {
+        self.services[usize::from(portmap)][0].programs()
     }
 }
 
@@ -138,14 +142,9 @@ fn call(prog: u32, vers: u32, proc_: u32, sys: bool, uid: u32, args: &[u8]) -> V
 /// a reply that breaks any of the checks above.
 pub fn feed(env: &Env, data: &[u8]) -> Option<ReplyHeader> {
     let (&flags, rest) = data.split_first()?;
-    let policy = Policy {
-        allow_auth_none: flags & 1 != 0,
-    };
-    let progs: &[&Program] = if flags & 8 != 0 {
-        &[&PORTMAP]
-    } else {
-        &[&NFS3, &MOUNT]
-    };
+    let allow_auth_none = flags & 1 != 0;
+    let portmap = flags & 8 != 0;
+    let progs = env.programs(portmap);
     let owned;
     let rec: &[u8] = if flags & 2 != 0 {
         let [p, v, pr, u, args @ ..] = rest else {
@@ -163,7 +162,7 @@ pub fn feed(env: &Env, data: &[u8]) -> Option<ReplyHeader> {
     } else {
         rest
     };
-    let reply = env.run(progs, policy, rec)?;
+    let reply = env.run(portmap, allow_auth_none, rec)?;
     assert!(
         reply.len() >= 4 && reply[..4] == [0; 4],
         "record mark bytes not reserved"

@@ -14,7 +14,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use rnfsd_fs::Cred;
 
-use crate::rpc::Auth;
+use rnfsd_rpc::Auth;
 
 /// knfsd's default anonymous uid and gid (nobody / nogroup).
 pub const NOBODY: u32 = 65534;

@@ -103,10 +103,16 @@ pub fn load_or_create_handle_key(dir: &Path) -> io::Result<[u8; KEY_LEN]> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
+    let existed = dir.is_dir();
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
+    if !existed {
+        // Exactly 0o700 whatever the umask: another thread may have
+        // narrowed it meanwhile (the admin socket's bind does).
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
     check_private(dir, None)?;
     let mut key = [0u8; KEY_LEN];
     fs::File::open("/dev/urandom")?.read_exact(&mut key)?;

@@ -1,8 +1,9 @@
 //! rnfsd: a userspace NFSv3 server.
 //!
 //! Layers, data flowing one way: transport (rnfsd-transport: sockets, record
-//! marking, event loops, worker pool) → `rpc` (call header, auth, dispatch)
-//! → `programs` (nfs3, mount, portmap tables) → fs (rnfsd-fs backends).
+//! marking, event loops, worker pool) → rpc (rnfsd-rpc: call header, auth,
+//! dispatch through program tables) → `programs` (nfs3, mount, nlm, nsm,
+//! portmap tables over this server's `state`) → fs (rnfsd-fs backends).
 //!
 //! `serve` puts them together (`ServerBuilder`), from a `config::Config`
 //! that `cli` reads; `listeners` starts the sockets.
@@ -14,7 +15,6 @@ pub mod advice;
 pub mod cli;
 pub mod config;
 pub mod docs_gen;
-pub mod drc;
 mod endpoint;
 pub mod exports;
 pub mod keys;
@@ -24,10 +24,8 @@ pub mod metrics;
 pub mod outcall;
 pub mod privileges;
 pub mod programs;
-pub mod rpc;
 pub mod rpcbind;
 pub mod serve;
-pub mod service;
 pub mod state;
 pub mod stats_cmd;
 mod sys;

@@ -10,16 +10,17 @@ use rnfsd_transport::{Handle, Transport, UdpHandle, UdpTransport};
 
 use crate::comma_list as list;
 use crate::config::{lower, ServerConfig};
-use crate::service::RpcService;
+use crate::state::Server;
+use rnfsd_rpc::RpcService;
 
 /// What the listeners serve.
 pub struct Services {
     /// NFS, MOUNT and (with `nlm`) NLM and NSM, on the NFS addresses.
-    pub nfs: Arc<RpcService>,
+    pub nfs: Arc<RpcService<Server>>,
     /// The port mapper (started with `portmap`).
-    pub portmap: Arc<RpcService>,
+    pub portmap: Arc<RpcService<Server>>,
     /// NLM and NSM over UDP on the NFS addresses (None: not served).
-    pub locks_udp: Option<Arc<RpcService>>,
+    pub locks_udp: Option<Arc<RpcService<Server>>>,
 }
 
 /// The running listeners.
@@ -131,7 +132,11 @@ pub fn start(
 
 /// The port mapper on port 111 of every address NFS listens on (once
 /// each), over TCP and (with `udp`) UDP.
-fn start_portmap(s: &ServerConfig, l: &mut Listeners, svc: Arc<RpcService>) -> Result<(), String> {
+fn start_portmap(
+    s: &ServerConfig,
+    l: &mut Listeners,
+    svc: Arc<RpcService<Server>>,
+) -> Result<(), String> {
     let mut addrs: Vec<SocketAddr> = Vec::new();
     for a in &l.nfs.local_addrs() {
         let p = SocketAddr::new(a.ip(), rnfsd_proto::portmap::PMAP_PORT);

@@ -11,7 +11,7 @@ use std::time::Duration;
 use rnfsd_stats::{format, ProcDesc, Registry};
 
 use crate::endpoint::{linger_close, spawn_accept_loop, AcceptLoop};
-use crate::rpc::Program;
+use crate::programs::Program;
 
 /// One row per procedure of every version of `programs`, in table order.
 pub fn proc_descs(programs: &[&'static Program]) -> Vec<ProcDesc> {

@@ -35,12 +35,11 @@ use crate::programs::nfs3::NFS3;
 use crate::programs::nlm::NLM;
 use crate::programs::nsm::NSM;
 use crate::programs::portmap::{self, Registration, PORTMAP};
-use crate::rpc::dispatch::Policy;
-use crate::rpc::Program;
-use crate::service::RpcService;
+use crate::programs::Program;
 use crate::state::Server;
 use crate::{keys, live, rpcbind};
 use rnfsd_lockd::hosts::Host;
+use rnfsd_rpc::{Policy, RpcService};
 
 /// Why the server did not start.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,6 +243,7 @@ pub fn nfs_server(s: &ServerConfig, verifier: Arc<WriteVerifier>) -> Server {
     .with_inline_write_max(s.inline_write_max)
     .with_inline_write_alone_max(s.inline_write_alone_max)
     .with_inline_changes(s.inline_changes)
+    .with_inline_misses(s.inline_misses)
 }
 
 /// Opens every export's backend.
@@ -346,16 +346,12 @@ pub fn nfs_service(
     server: &Arc<Server>,
     policy: Policy,
     stats: &Arc<rnfsd_stats::Registry>,
-) -> RpcService {
-    let drc = lower::drc(s).map(|c| Arc::new(crate::drc::Drc::new(c)));
+) -> RpcService<Server> {
+    let drc = lower::drc(s).map(|c| Arc::new(rnfsd_rpc::Drc::new(c)));
     RpcService::new(server.clone(), nfs_programs(s), policy)
         .with_stats(stats.clone())
         .with_drc(drc)
-        .with_inline(rnfsd_fs::inline::Leave {
-            misses: s.inline_misses,
-            writes: s.inline_write_max > 0,
-            changes: s.inline_changes,
-        })
+        .with_admit(crate::state::admit_listed)
 }
 
 /// NLM and NSM over UDP.
@@ -363,7 +359,7 @@ fn lock_service(
     server: &Arc<Server>,
     policy: Policy,
     stats: &Arc<rnfsd_stats::Registry>,
-) -> RpcService {
+) -> RpcService<Server> {
     RpcService::new(server.clone(), vec![&NLM, &NSM], policy).with_stats(stats.clone())
 }
 
@@ -372,7 +368,7 @@ fn portmap_service(
     server: &Arc<Server>,
     policy: Policy,
     stats: &Arc<rnfsd_stats::Registry>,
-) -> RpcService {
+) -> RpcService<Server> {
     RpcService::new(server.clone(), vec![&PORTMAP], policy).with_stats(stats.clone())
 }
 

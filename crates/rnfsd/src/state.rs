@@ -116,6 +116,9 @@ pub struct Server {
     /// Namespace changes and SETATTR of `async` exports are tried on the
     /// event loop (`inline_changes`).
     pub inline_changes: bool,
+    /// A call on the event loop may open a handle cache miss's object
+    /// there (`inline_misses`).
+    pub inline_misses: bool,
     /// The lock manager (NLM), when it is served.
     locks: std::sync::OnceLock<Arc<rnfsd_lockd::LockManager>>,
     /// MOUNT's list of who mounted what (DUMP).
@@ -142,6 +145,7 @@ impl Server {
             inline_write_max: crate::config::DEFAULT_INLINE_WRITE_MAX,
             inline_write_alone_max: crate::config::DEFAULT_INLINE_WRITE_ALONE_MAX,
             inline_changes: true,
+            inline_misses: false,
             locks: std::sync::OnceLock::new(),
             mounts: Default::default(),
             registrations: Default::default(),
@@ -168,6 +172,22 @@ impl Server {
     pub fn with_inline_changes(mut self, on: bool) -> Server {
         self.inline_changes = on;
         self
+    }
+
+    /// Whether a call on the event loop may open a handle cache miss's
+    /// object there, backing off where that sleeps.
+    pub fn with_inline_misses(mut self, on: bool) -> Server {
+        self.inline_misses = on;
+        self
+    }
+
+    /// What calls tried on an event loop may do beyond memory.
+    pub fn leave(&self) -> rnfsd_fs::inline::Leave {
+        rnfsd_fs::inline::Leave {
+            misses: self.inline_misses,
+            writes: self.inline_write_max > 0,
+            changes: self.inline_changes,
+        }
     }
 
     /// Serve NLM with `m` (once, at start).
@@ -199,4 +219,51 @@ impl Server {
         let i = list.iter().position(|e| e.id == id)?;
         Some(ExportRef { list, i })
     }
+}
+
+/// One event loop's state for the calls it answers itself: the backends'
+/// run-to-completion state of that loop (`rnfsd_fs::inline`).
+pub struct NfsLoop(pub rnfsd_fs::inline::Loop);
+
+impl rnfsd_rpc::LoopState for NfsLoop {
+    fn turn_begins(&self) {
+        self.0.turn_begins();
+    }
+
+    fn turn_ends(&self, more: bool) {
+        self.0.turn_ends(more);
+    }
+
+    fn begin_call(&self) {
+        self.0.begin_call();
+    }
+
+    fn gave_up(&self) -> bool {
+        self.0.gave_up()
+    }
+
+    fn end_call(&self) -> bool {
+        self.0.end_call()
+    }
+}
+
+/// The server as its RPC services see it: each event loop gets the
+/// backends' loop state, with what its calls may do beyond memory.
+impl rnfsd_rpc::State for Server {
+    type Loop = NfsLoop;
+
+    fn new_loop(&self) -> Option<NfsLoop> {
+        Some(NfsLoop(rnfsd_fs::inline::Loop::new(self.leave())))
+    }
+}
+
+/// Connections are taken only from hosts some export lists (under the
+/// rules in force now: a SIGHUP applies to the next accept), so strangers
+/// cannot hold connection slots. For the NFS listeners; the port mapper
+/// answers anyone, as rpcbind does.
+pub fn admit_listed(server: &Server, peer: &std::net::SocketAddr) -> bool {
+    server
+        .exports()
+        .iter()
+        .any(|e| e.access().lookup(peer.ip()).is_some())
 }

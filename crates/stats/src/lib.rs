@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
-pub use rpc::{auth_stat_name, nfsstat3_name, AUTH_STATS, NFS_STATUSES};
+pub use rpc::{auth_stat_name, nfsstat3_name, Outcome, AUTH_STATS, NFS_STATUSES};
 pub use snapshot::{CacheCounts, ExportCounts, LockCounts, Snapshot};
 
 use rnfsd_transport::{PoolStats, TransportStats};
@@ -264,21 +264,22 @@ impl Registry {
         ((proc_ as usize) < v.count).then(|| v.first + proc_ as usize)
     }
 
-    /// Count one request record and its outcome. `reply` is what dispatch
-    /// returned (4 reserved record-mark bytes first), None when nothing was
-    /// sent; `elapsed_us` is the time spent in dispatch. The outcome is read
-    /// back from the reply bytes so dispatch's logic needs no change: every
-    /// read here is bounds-checked, and a reply we cannot parse counts as
-    /// `bad_reply`, never panics.
+    /// Count one request record and its outcome, as dispatch decoded and
+    /// answered it: `call` is its program, version and procedure (None when
+    /// it had no RPC version 2 header), `moved` the data bytes it read and
+    /// wrote, `elapsed_us` the time spent in dispatch. Nothing is parsed
+    /// here.
     #[inline]
-    pub fn record(&self, s: Shard, req: &[u8], reply: Option<&[u8]>, elapsed_us: u64) {
+    pub fn record(
+        &self,
+        s: Shard,
+        call: Option<(u32, u32, u32)>,
+        outcome: Outcome,
+        moved: (u64, u64),
+        elapsed_us: u64,
+    ) {
         self.add(s, S_RECORDS, 1);
-        let hdr = rpc::call_header(req);
-        let row = match hdr {
-            Some(h) if h.rpcvers == 2 => self.proc_row(h.prog, h.vers, h.proc_),
-            _ => None,
-        };
-        if let Some(r) = row {
+        if let Some(r) = call.and_then(|(p, v, c)| self.proc_row(p, v, c)) {
             let base = S_PROCS + r * PROC_SLOTS;
             self.add(s, base, 1);
             self.add(s, base + 1, elapsed_us);
@@ -289,42 +290,28 @@ impl Registry {
             }
             self.add(s, base + 3 + hist::index(elapsed_us), 1);
         }
-        let Some(reply) = reply else {
-            self.add(s, S_DROPPED, 1);
-            return;
-        };
-        match rpc::outcome(reply.get(4..).unwrap_or(&[])) {
-            rpc::Outcome::Success(body) => {
+        match outcome {
+            Outcome::Dropped => self.add(s, S_DROPPED, 1),
+            Outcome::Success { status } => {
                 self.add(s, S_SUCCESS, 1);
-                if let Some(h) = hdr.filter(|h| h.prog == rpc::NFS_PROGRAM && h.vers == 3) {
-                    if let Some(st) = rpc::u32_at(body, 0) {
-                        self.add(s, S_NFS + rpc::nfs_index(st), 1);
-                        if st == 0 {
-                            match h.proc_ {
-                                rpc::NFS3_READ => {
-                                    if let Some(n) = rpc::read_count(body) {
-                                        self.add(s, S_READ_BYTES, n.into());
-                                    }
-                                }
-                                rpc::NFS3_WRITE => {
-                                    if let Some(n) = rpc::write_count(body) {
-                                        self.add(s, S_WRITE_BYTES, n.into());
-                                    }
-                                }
-                                _ => {}
-                            }
-                        }
-                    }
+                let nfs3 = call.is_some_and(|(p, v, _)| p == rpc::NFS_PROGRAM && v == 3);
+                if let (true, Some(st)) = (nfs3, status) {
+                    self.add(s, S_NFS + rpc::nfs_index(st), 1);
+                }
+                if moved.0 > 0 {
+                    self.add(s, S_READ_BYTES, moved.0);
+                }
+                if moved.1 > 0 {
+                    self.add(s, S_WRITE_BYTES, moved.1);
                 }
             }
-            rpc::Outcome::ProgUnavail => self.add(s, S_PROG_UNAVAIL, 1),
-            rpc::Outcome::ProgMismatch => self.add(s, S_PROG_MISMATCH, 1),
-            rpc::Outcome::ProcUnavail => self.add(s, S_PROC_UNAVAIL, 1),
-            rpc::Outcome::GarbageArgs => self.add(s, S_GARBAGE_ARGS, 1),
-            rpc::Outcome::SystemErr => self.add(s, S_SYSTEM_ERR, 1),
-            rpc::Outcome::RpcMismatch => self.add(s, S_RPC_MISMATCH, 1),
-            rpc::Outcome::AuthError(a) => self.add(s, S_AUTH + rpc::auth_index(a), 1),
-            rpc::Outcome::Unparsed => self.add(s, S_BAD_REPLY, 1),
+            Outcome::ProgUnavail => self.add(s, S_PROG_UNAVAIL, 1),
+            Outcome::ProgMismatch => self.add(s, S_PROG_MISMATCH, 1),
+            Outcome::ProcUnavail => self.add(s, S_PROC_UNAVAIL, 1),
+            Outcome::GarbageArgs => self.add(s, S_GARBAGE_ARGS, 1),
+            Outcome::SystemErr => self.add(s, S_SYSTEM_ERR, 1),
+            Outcome::RpcMismatch => self.add(s, S_RPC_MISMATCH, 1),
+            Outcome::AuthError(a) => self.add(s, S_AUTH + rpc::auth_index(a), 1),
         }
     }
 

@@ -29,72 +29,55 @@ fn descs() -> Vec<ProcDesc> {
     v
 }
 
-fn words(w: &[u32]) -> Vec<u8> {
-    w.iter().flat_map(|x| x.to_be_bytes()).collect()
+const NFS3: u32 = 100_003;
+
+/// The call dispatch decoded: program, version, procedure.
+fn call(prog: u32, vers: u32, proc_: u32) -> Option<(u32, u32, u32)> {
+    Some((prog, vers, proc_))
 }
 
-fn call(prog: u32, vers: u32, proc_: u32) -> Vec<u8> {
-    words(&[1, 0, 2, prog, vers, proc_, 0, 0, 0, 0])
+/// A success whose result body starts with `status`.
+fn ok(status: u32) -> Outcome {
+    Outcome::Success {
+        status: Some(status),
+    }
 }
 
-/// A reply as dispatch returns it: 4 reserved bytes, header, body.
-fn accepted(stat: u32, body: &[u32]) -> Vec<u8> {
-    let mut w = vec![0, 1, 1, 0, 0, 0, stat];
-    w.extend_from_slice(body);
-    words(&w)
-}
-
-fn denied(w: &[u32]) -> Vec<u8> {
-    let mut v = vec![0, 1, 1, 1];
-    v.extend_from_slice(w);
-    words(&v)
-}
+const NONE: (u64, u64) = (0, 0);
 
 #[test]
 fn records_every_outcome() {
     let r = Registry::new(Mode::Percore, descs());
     let s = r.shard().unwrap();
-    let getattr = call(100_003, 3, 1);
-    r.record(s, &getattr, Some(&accepted(0, &[0, 1])), 10);
-    r.record(s, &getattr, Some(&accepted(0, &[2])), 20);
-    r.record(s, &getattr, Some(&accepted(0, &[10008])), 30);
-    r.record(s, &getattr, Some(&accepted(0, &[12345])), 40);
-    // READ of 4096 bytes (no attributes), WRITE of 100.
-    r.record(
-        s,
-        &call(100_003, 3, 6),
-        Some(&accepted(0, &[0, 0, 4096, 1, 4096])),
-        5,
-    );
-    r.record(
-        s,
-        &call(100_003, 3, 7),
-        Some(&accepted(0, &[0, 0, 0, 100, 0])),
-        5,
-    );
+    let getattr = call(NFS3, 3, 1);
+    r.record(s, getattr, ok(0), NONE, 10);
+    r.record(s, getattr, ok(2), NONE, 20);
+    r.record(s, getattr, ok(10008), NONE, 30);
+    r.record(s, getattr, ok(12345), NONE, 40);
+    // READ of 4096 bytes, WRITE of 100.
+    r.record(s, call(NFS3, 3, 6), ok(0), (4096, 0), 5);
+    r.record(s, call(NFS3, 3, 7), ok(0), (0, 100), 5);
     // A failed READ moves no bytes.
-    r.record(s, &call(100_003, 3, 6), Some(&accepted(0, &[2, 0])), 5);
-    r.record(s, &call(100_005, 3, 1), Some(&accepted(0, &[0])), 7);
-    r.record(s, &call(7, 1, 0), Some(&accepted(1, &[])), 1);
-    r.record(s, &call(100_003, 2, 0), Some(&accepted(2, &[3, 3])), 1);
-    r.record(s, &call(100_003, 3, 99), Some(&accepted(3, &[])), 1);
-    r.record(s, &getattr, Some(&accepted(4, &[])), 1);
-    r.record(s, &getattr, Some(&accepted(5, &[])), 1);
-    r.record(
-        s,
-        &words(&[1, 0, 3, 100_003, 3, 1]),
-        Some(&denied(&[0, 2, 2])),
-        1,
-    );
-    r.record(s, &getattr, Some(&denied(&[1, 5])), 1);
-    r.record(s, &getattr, Some(&denied(&[1, 1])), 1);
-    r.record(s, &[0, 0], None, 1);
-    r.record(s, &getattr, None, 1);
-    r.record(s, &getattr, Some(&[0, 0, 0, 0, 1]), 1);
+    r.record(s, call(NFS3, 3, 6), ok(2), NONE, 5);
+    r.record(s, call(100_005, 3, 1), ok(0), NONE, 7);
+    r.record(s, call(7, 1, 0), Outcome::ProgUnavail, NONE, 1);
+    r.record(s, call(NFS3, 2, 0), Outcome::ProgMismatch, NONE, 1);
+    r.record(s, call(NFS3, 3, 99), Outcome::ProcUnavail, NONE, 1);
+    r.record(s, getattr, Outcome::GarbageArgs, NONE, 1);
+    r.record(s, getattr, Outcome::SystemErr, NONE, 1);
+    // An RPC version 3 header: no call to count against.
+    r.record(s, None, Outcome::RpcMismatch, NONE, 1);
+    r.record(s, getattr, Outcome::AuthError(5), NONE, 1);
+    r.record(s, getattr, Outcome::AuthError(1), NONE, 1);
+    // A record too short for a header, and a duplicate in progress.
+    r.record(s, None, Outcome::Dropped, NONE, 1);
+    r.record(s, getattr, Outcome::Dropped, NONE, 1);
+    // A success of a program that does not start with a status.
+    r.record(s, getattr, Outcome::Success { status: None }, NONE, 1);
 
     let n = r.snapshot();
     assert_eq!(n.rpc.records, 19);
-    assert_eq!(n.rpc.success, 8);
+    assert_eq!(n.rpc.success, 9);
     assert_eq!(n.nfs_status("NFS3_OK"), 3);
     assert_eq!(n.nfs_status("NFS3ERR_NOENT"), 2);
     assert_eq!(n.nfs_status("NFS3ERR_JUKEBOX"), 1);
@@ -111,7 +94,8 @@ fn records_every_outcome() {
     assert_eq!(n.rpc.auth_errors["AUTH_TOOWEAK"], 1);
     assert_eq!(n.rpc.auth_errors["AUTH_BADCRED"], 1);
     assert_eq!(n.rpc.dropped, 2);
-    assert_eq!(n.rpc.bad_reply, 1);
+    // Dispatch always knows what it answered.
+    assert_eq!(n.rpc.bad_reply, 0);
     let ga = n.proc("nfs", "GETATTR").unwrap();
     // Every call naming it with RPC version 2 counts, whatever the outcome.
     assert_eq!(ga.calls, 10);
@@ -129,15 +113,13 @@ fn records_every_outcome() {
 fn concurrent_adds_all_count_in_each_mode() {
     for mode in [Mode::Percore, Mode::Shared] {
         let r = Arc::new(Registry::new(mode, descs()));
-        let req = call(100_003, 3, 4);
-        let rep = accepted(0, &[0]);
         let hs: Vec<_> = (0..4)
             .map(|t| {
-                let (r, req, rep) = (r.clone(), req.clone(), rep.clone());
+                let r = r.clone();
                 std::thread::spawn(move || {
                     for i in 0..5000u64 {
                         let s = r.shard().unwrap();
-                        r.record(s, &req, Some(&rep), (i + t) % 300);
+                        r.record(s, call(NFS3, 3, 4), ok(0), NONE, (i + t) % 300);
                     }
                 })
             })
@@ -166,7 +148,7 @@ fn off_counts_nothing_and_reset_zeroes() {
     let r = Registry::new(Mode::Percore, descs());
     assert!(r.shards().is_power_of_two());
     let s = r.shard().unwrap();
-    r.record(s, &call(100_003, 3, 1), Some(&accepted(0, &[0])), 3);
+    r.record(s, call(NFS3, 3, 1), ok(0), NONE, 3);
     r.add_source("nfs", || {
         let t = rnfsd_transport::TransportStats {
             connections_accepted: 10,
@@ -231,10 +213,10 @@ fn sample() -> Snapshot {
     let r = Registry::new(Mode::Percore, descs());
     let s = r.shard().unwrap();
     for i in 0..1000u64 {
-        r.record(s, &call(100_003, 3, 1), Some(&accepted(0, &[0])), i);
+        r.record(s, call(NFS3, 3, 1), ok(0), NONE, i);
     }
-    r.record(s, &call(100_003, 3, 3), Some(&accepted(0, &[2])), 12);
-    r.record(s, &call(100_003, 3, 1), Some(&denied(&[1, 5])), 1);
+    r.record(s, call(NFS3, 3, 3), ok(2), NONE, 12);
+    r.record(s, call(NFS3, 3, 1), Outcome::AuthError(5), NONE, 1);
     r.add_source("nfs", Default::default);
     r.add_export(|| {
         Some(ExportCounts {

@@ -214,8 +214,8 @@ pub fn locks(s: &ServerConfig) -> rnfsd_lockd::Limits {
 }
 
 /// The duplicate reply cache, or None when `drc_max_bytes` is 0 (off).
-pub fn drc(s: &ServerConfig) -> Option<crate::drc::DrcConfig> {
-    (s.drc_max_bytes > 0).then(|| crate::drc::DrcConfig {
+pub fn drc(s: &ServerConfig) -> Option<rnfsd_rpc::DrcConfig> {
+    (s.drc_max_bytes > 0).then(|| rnfsd_rpc::DrcConfig {
         expiry: Duration::from_secs(s.drc_expiry_secs),
         max_bytes: s.drc_max_bytes,
     })
@@ -381,7 +381,7 @@ mod tests {
             (k.max_files, k.max_waiters, k.max_per_client, k.retry),
             (kd.max_files, kd.max_waiters, kd.max_per_client, kd.retry)
         );
-        assert_eq!(drc(&s), Some(crate::drc::DrcConfig::default()));
+        assert_eq!(drc(&s), Some(rnfsd_rpc::DrcConfig::default()));
         assert_eq!(s.stats, rnfsd_stats::Mode::default());
     }
 

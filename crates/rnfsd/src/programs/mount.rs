@@ -16,9 +16,10 @@ use rnfsd_proto::mount::{
 use rnfsd_proto::rpc::AUTH_SYS;
 
 use crate::access::Denied;
-use crate::proc_entry;
-use crate::rpc::{CacheClass, CallCtx, ProcError, Program, Version};
+use crate::programs::{CallCtx, Program, Version};
 use crate::state::{Export, Server};
+use rnfsd_rpc::proc_entry;
+use rnfsd_rpc::{CacheClass, ProcError};
 
 /// Bound on remembered (host, path) mounts; the oldest is forgotten first.
 /// The list is advisory (RFC 1813 appendix I: DUMP "may not be accurate").
@@ -267,23 +268,25 @@ fn export(ctx: &CallCtx<'_>, _: ()) -> Result<Exports, ProcError> {
 const MNT_REPLY: usize = 4 + 4 + FHSIZE3 + 4 + 4 * 4;
 
 /// Versions 1 and 2: same rows as 3 except MNT.
-static V1_PROCS: &[crate::rpc::Proc] = &[
+static V1_PROCS: &[crate::programs::Proc] = &[
     proc_entry!("NULL", (), null, CacheClass::None, 0),
     proc_entry!("MNT", DirPath, mnt_v1, CacheClass::None, 36),
     proc_entry!("DUMP", (), dump, CacheClass::None, MAX_DUMP_REPLY),
     proc_entry!("UMNT", DirPath, umnt, CacheClass::None, 0),
     proc_entry!("UMNTALL", (), umntall, CacheClass::None, 0),
-    proc_entry!("EXPORT", (), export, CacheClass::None, EXPORT_REPLY_HINT),
+    // `showmount -e` sends AUTH_NONE.
+    proc_entry!("EXPORT", (), export, CacheClass::None, EXPORT_REPLY_HINT).auth_none(),
 ];
 
 /// RFC 1813 appendix I, in procedure-number order.
-static V3_PROCS: &[crate::rpc::Proc] = &[
+static V3_PROCS: &[crate::programs::Proc] = &[
     proc_entry!("NULL", (), null, CacheClass::None, 0),
     proc_entry!("MNT", DirPath, mnt, CacheClass::None, MNT_REPLY),
     proc_entry!("DUMP", (), dump, CacheClass::None, MAX_DUMP_REPLY),
     proc_entry!("UMNT", DirPath, umnt, CacheClass::None, 0),
     proc_entry!("UMNTALL", (), umntall, CacheClass::None, 0),
-    proc_entry!("EXPORT", (), export, CacheClass::None, EXPORT_REPLY_HINT),
+    // `showmount -e` sends AUTH_NONE.
+    proc_entry!("EXPORT", (), export, CacheClass::None, EXPORT_REPLY_HINT).auth_none(),
 ];
 
 pub static MOUNT: Program = Program {
@@ -309,9 +312,9 @@ pub static MOUNT: Program = Program {
 mod tests {
     use super::*;
     use crate::access::{ClientOpts, ClientSpec, ExportAccess, Rule};
-    use crate::rpc::Auth;
     use rnfsd_fs::*;
     use rnfsd_proto::rpc::AuthSys;
+    use rnfsd_rpc::Auth;
     use std::collections::HashMap;
     use std::net::SocketAddr;
     use std::sync::Arc;
@@ -436,20 +439,18 @@ mod tests {
     }
 
     fn ctx<'a>(s: &'a Server, peer: &str) -> CallCtx<'a> {
-        CallCtx {
-            xid: 1,
-            peer: peer.parse::<SocketAddr>().unwrap(),
-            local: "127.0.0.1:2049".parse().unwrap(),
-            auth: Auth::Sys(AuthSys {
+        CallCtx::new(
+            1,
+            peer.parse::<SocketAddr>().unwrap(),
+            "127.0.0.1:2049".parse().unwrap(),
+            Auth::Sys(AuthSys {
                 uid: 0,
                 ..Default::default()
             }),
-            server: s,
-            spliced: Default::default(),
-            on_loop: None,
-            may_owe: false,
-            owed: Default::default(),
-        }
+            s,
+            None,
+            false,
+        )
     }
 
     fn mount(s: &Server, peer: &str, path: &str) -> MountRes3 {

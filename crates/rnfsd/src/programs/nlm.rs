@@ -15,10 +15,11 @@ use rnfsd_fs::lock::{LockKind, LockRange};
 use rnfsd_fs::{Cred, Fh};
 use rnfsd_proto::nlm::*;
 
-use crate::proc_entry;
-use crate::rpc::{CacheClass, CallCtx, ProcError, Program, Version};
+use crate::programs::{CallCtx, Program, Version};
 use crate::state::ExportRef;
 use rnfsd_lockd::{FileRef, Holder, LockReq, Outcome, Owner, ShareReq};
+use rnfsd_rpc::proc_entry;
+use rnfsd_rpc::{CacheClass, ProcError};
 
 fn stat_of(o: &Outcome) -> Nlm4Stats {
     match o {
@@ -407,7 +408,7 @@ macro_rules! unavailable_row {
     };
 }
 
-static V4_PROCS: &[crate::rpc::Proc] = &[
+static V4_PROCS: &[crate::programs::Proc] = &[
     proc_entry!("NULL", (), null, CacheClass::None, 0),
     proc_entry!("TEST", Nlm4TestArgs, test4, CacheClass::None, TEST_RES),
     proc_entry!("LOCK", Nlm4LockArgs, lock4, CacheClass::Reply, RES),
@@ -484,10 +485,10 @@ macro_rules! v1_table {
     };
 }
 
-static V1_PROCS: &[crate::rpc::Proc] =
+static V1_PROCS: &[crate::programs::Proc] =
     v1_table!(test_msg1, lock_msg1, cancel_msg1, unlock_msg1, granted_msg1;);
 
-static V3_PROCS: &[crate::rpc::Proc] = v1_table!(
+static V3_PROCS: &[crate::programs::Proc] = v1_table!(
     test_msg3, lock_msg3, cancel_msg3, unlock_msg3, granted_msg3;
     unavailable_row!("16"),
     unavailable_row!("17"),

@@ -12,9 +12,10 @@ use std::net::IpAddr;
 
 use rnfsd_proto::nsm::*;
 
-use crate::proc_entry;
-use crate::rpc::{CacheClass, CallCtx, ProcError, Program, Version};
+use crate::programs::{CallCtx, Program, Version};
 use rnfsd_lockd::hosts::Host;
+use rnfsd_rpc::proc_entry;
+use rnfsd_rpc::{CacheClass, ProcError};
 
 fn state(ctx: &CallCtx<'_>) -> i32 {
     ctx.server.locks().map_or(1, |m| m.state())
@@ -59,14 +60,16 @@ fn notify(ctx: &CallCtx<'_>, a: StatChge) -> Result<(), ProcError> {
     Ok(())
 }
 
-static PROCS: &[crate::rpc::Proc] = &[
+/// Every row answers AUTH_NONE: statd and sm-notify send SM_NOTIFY with it
+/// (checked against the caller's address instead).
+static PROCS: &[crate::programs::Proc] = &[
     proc_entry!("NULL", (), null, CacheClass::None, 0),
-    proc_entry!("STAT", SmName, stat, CacheClass::None, 8),
-    proc_entry!("MON", Mon, mon, CacheClass::None, 8),
-    proc_entry!("UNMON", MonId, unmon, CacheClass::None, 4),
-    proc_entry!("UNMON_ALL", MyId, unmon_all, CacheClass::None, 4),
-    proc_entry!("SIMU_CRASH", (), simu_crash, CacheClass::None, 0),
-    proc_entry!("NOTIFY", StatChge, notify, CacheClass::None, 0),
+    proc_entry!("STAT", SmName, stat, CacheClass::None, 8).auth_none(),
+    proc_entry!("MON", Mon, mon, CacheClass::None, 8).auth_none(),
+    proc_entry!("UNMON", MonId, unmon, CacheClass::None, 4).auth_none(),
+    proc_entry!("UNMON_ALL", MyId, unmon_all, CacheClass::None, 4).auth_none(),
+    proc_entry!("SIMU_CRASH", (), simu_crash, CacheClass::None, 0).auth_none(),
+    proc_entry!("NOTIFY", StatChge, notify, CacheClass::None, 0).auth_none(),
 ];
 
 pub static NSM: Program = Program {

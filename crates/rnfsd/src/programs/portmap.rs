@@ -13,9 +13,10 @@ use rnfsd_proto::portmap::{
     universal_addr, Mapping, PmapList, Rpcb, RpcbList, RpcbString, IPPROTO_TCP, IPPROTO_UDP,
 };
 
-use crate::proc_entry;
-use crate::rpc::{CacheClass, CallCtx, ProcError, Program, Version};
+use crate::programs::{CallCtx, Program, Version};
 use crate::state::Server;
+use rnfsd_rpc::proc_entry;
+use rnfsd_rpc::{CacheClass, ProcError};
 
 /// The transport of a registration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -222,20 +223,22 @@ fn rpcb_dump(ctx: &CallCtx<'_>, _: ()) -> Result<RpcbList, ProcError> {
 
 const LIST_REPLY: usize = 4 + MAX_REGISTRATIONS * (4 + 8 + 4 + 8 + 4 + 64 + 4 + 12);
 
-static PMAP_V2: &[crate::rpc::Proc] = &[
+/// Every row answers AUTH_NONE: a port mapper is unauthenticated by design
+/// (RFC 1833).
+static PMAP_V2: &[crate::programs::Proc] = &[
     proc_entry!("NULL", (), null, CacheClass::None, 0),
-    proc_entry!("SET", Mapping, pmap_set, CacheClass::None, 4),
-    proc_entry!("UNSET", Mapping, pmap_set, CacheClass::None, 4),
-    proc_entry!("GETPORT", Mapping, pmap_getport, CacheClass::None, 4),
-    proc_entry!("DUMP", (), pmap_dump, CacheClass::None, LIST_REPLY),
+    proc_entry!("SET", Mapping, pmap_set, CacheClass::None, 4).auth_none(),
+    proc_entry!("UNSET", Mapping, pmap_set, CacheClass::None, 4).auth_none(),
+    proc_entry!("GETPORT", Mapping, pmap_getport, CacheClass::None, 4).auth_none(),
+    proc_entry!("DUMP", (), pmap_dump, CacheClass::None, LIST_REPLY).auth_none(),
 ];
 
-static RPCB_V3_V4: &[crate::rpc::Proc] = &[
+static RPCB_V3_V4: &[crate::programs::Proc] = &[
     proc_entry!("NULL", (), null, CacheClass::None, 0),
-    proc_entry!("SET", Rpcb, rpcb_set, CacheClass::None, 4),
-    proc_entry!("UNSET", Rpcb, rpcb_set, CacheClass::None, 4),
-    proc_entry!("GETADDR", Rpcb, rpcb_getaddr, CacheClass::None, 4 + 64),
-    proc_entry!("DUMP", (), rpcb_dump, CacheClass::None, LIST_REPLY),
+    proc_entry!("SET", Rpcb, rpcb_set, CacheClass::None, 4).auth_none(),
+    proc_entry!("UNSET", Rpcb, rpcb_set, CacheClass::None, 4).auth_none(),
+    proc_entry!("GETADDR", Rpcb, rpcb_getaddr, CacheClass::None, 4 + 64).auth_none(),
+    proc_entry!("DUMP", (), rpcb_dump, CacheClass::None, LIST_REPLY).auth_none(),
 ];
 
 pub static PORTMAP: Program = Program {
@@ -260,7 +263,7 @@ pub static PORTMAP: Program = Program {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rpc::Auth;
+    use rnfsd_rpc::Auth;
 
     fn regs() -> Vec<Registration> {
         let a: SocketAddr = "0.0.0.0:2049".parse().unwrap();
@@ -287,17 +290,15 @@ mod tests {
     }
 
     fn ctx(s: &Server) -> CallCtx<'_> {
-        CallCtx {
-            xid: 1,
-            peer: "127.0.0.1:900".parse().unwrap(),
-            local: "127.0.0.1:111".parse().unwrap(),
-            auth: Auth::None,
-            server: s,
-            spliced: Default::default(),
-            on_loop: None,
-            may_owe: false,
-            owed: Default::default(),
-        }
+        CallCtx::new(
+            1,
+            "127.0.0.1:900".parse().unwrap(),
+            "127.0.0.1:111".parse().unwrap(),
+            Auth::None,
+            s,
+            None,
+            false,
+        )
     }
 
     #[test]

@@ -3,10 +3,11 @@
 
 use rnfsd_proto::nfs3::*;
 
-use super::common::{fail_wcc, owing, post_attr, resolve_or_fail};
+use super::common::{fail_wcc, fs_call, owing, post_attr, resolve_or_fail};
 use super::convert::*;
 use super::{max_io, DTPREF};
-use crate::rpc::{CallCtx, ProcError};
+use crate::programs::CallCtx;
+use rnfsd_rpc::ProcError;
 
 pub(super) fn null(_ctx: &CallCtx<'_>, _a: ()) -> Result<(), ProcError> {
     Ok(())
@@ -15,7 +16,7 @@ pub(super) fn null(_ctx: &CallCtx<'_>, _a: ()) -> Result<(), ProcError> {
 pub(super) fn getattr(ctx: &CallCtx<'_>, a: GetAttr3Args) -> Result<GetAttr3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.object);
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     Ok(match exp.backend.getattr(&call, &fh) {
         Ok(attr) => NfsRes::Ok(GetAttr3ResOk {
             obj_attributes: fattr3_of(&attr),
@@ -27,7 +28,7 @@ pub(super) fn getattr(ctx: &CallCtx<'_>, a: GetAttr3Args) -> Result<GetAttr3Res,
 pub(super) fn setattr(ctx: &CallCtx<'_>, a: SetAttr3Args) -> Result<SetAttr3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.object);
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     if g.read_only {
         return Ok(NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &call, &fh)));
     }
@@ -45,7 +46,7 @@ pub(super) fn setattr(ctx: &CallCtx<'_>, a: SetAttr3Args) -> Result<SetAttr3Res,
 pub(super) fn access(ctx: &CallCtx<'_>, a: Access3Args) -> Result<Access3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.object);
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     Ok(match exp.backend.access(&call, &fh, a.access) {
         Ok((mut granted, attr)) => {
             granted &= a.access;
@@ -66,7 +67,7 @@ pub(super) fn access(ctx: &CallCtx<'_>, a: Access3Args) -> Result<Access3Res, Pr
 pub(super) fn fsstat(ctx: &CallCtx<'_>, a: FsStat3Args) -> Result<FsStat3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.fsroot);
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     Ok(match exp.backend.fsstat(&call, &fh) {
         Ok((s, attr)) => NfsRes::Ok(FsStat3ResOk {
             obj_attributes: Some(fattr3_of(&attr)),
@@ -85,7 +86,7 @@ pub(super) fn fsstat(ctx: &CallCtx<'_>, a: FsStat3Args) -> Result<FsStat3Res, Pr
 pub(super) fn fsinfo(ctx: &CallCtx<'_>, a: FsInfo3Args) -> Result<FsInfo3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.fsroot);
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     let io = max_io(ctx);
     Ok(match exp.backend.fsinfo(&call, &fh) {
         Ok((i, attr)) => {
@@ -121,7 +122,7 @@ pub(super) fn fsinfo(ctx: &CallCtx<'_>, a: FsInfo3Args) -> Result<FsInfo3Res, Pr
 pub(super) fn pathconf(ctx: &CallCtx<'_>, a: PathConf3Args) -> Result<PathConf3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.object);
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     Ok(match exp.backend.pathconf(&call, &fh) {
         Ok((p, attr)) => NfsRes::Ok(PathConf3ResOk {
             obj_attributes: Some(fattr3_of(&attr)),

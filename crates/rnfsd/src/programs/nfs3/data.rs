@@ -6,10 +6,11 @@ use rnfsd_proto::nfs3::*;
 use rnfsd_transport::Spliced;
 use rnfsd_xdr::{pad4, Dec, Enc, Xdr};
 
-use super::common::{fail_wcc, owing, post_attr, resolve, resolve_or_fail};
+use super::common::{fail_wcc, fs_call, owing, post_attr, resolve, resolve_or_fail};
 use super::convert::*;
 use super::{max_io, PATTR, ST};
-use crate::rpc::{CallCtx, ProcError};
+use crate::programs::CallCtx;
+use rnfsd_rpc::ProcError;
 
 /// READ3resok up to its data: status, post_op_attr (present), count, eof
 /// and the opaque's length. Reserved before the read and filled after it.
@@ -39,7 +40,7 @@ fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
         Err(s) => return Read3Res::Fail(s, None).encode(enc),
     };
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     let count = a.count.min(max_io(ctx)) as usize;
     if count >= SPLICE_MIN {
         let pipe = ctx.server.pipes.as_ref().and_then(|p| p.lease());
@@ -59,7 +60,8 @@ fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
                     pipe.filled(n as usize);
                     read_head(enc, n, eof, &attr);
                     let pad = pad4(n as usize) - n as usize;
-                    ctx.spliced.set(Some(Spliced { pipe, pad }));
+                    ctx.moved(u64::from(n), 0);
+                    ctx.splice(Spliced { pipe, pad });
                     return;
                 }
                 // The backend copies instead; an unused pipe goes back.
@@ -82,6 +84,7 @@ fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
             let n = got.min(count);
             buf.truncate(start + READ_HEAD + n);
             buf.resize(start + READ_HEAD + pad4(n), 0);
+            ctx.moved(n as u64, 0);
             let mut h = Enc::with_capacity(READ_HEAD);
             read_head(&mut h, n as u32, eof && n == got, &attr);
             buf[start..start + READ_HEAD].copy_from_slice(h.as_slice());
@@ -121,7 +124,7 @@ pub(super) fn write(ctx: &CallCtx<'_>, a: Write3ArgsRef<'_>) -> Write3Res {
         Err(s) => return NfsRes::Fail(s, WccData::default()),
     };
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     if g.read_only {
         return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &call, &fh));
     }
@@ -149,6 +152,9 @@ pub(super) fn write(ctx: &CallCtx<'_>, a: Write3ArgsRef<'_>) -> Write3Res {
         }),
         Err(e) => NfsRes::Fail(nfsstat3_of(e), fail_wcc(&exp, &call, &fh)),
     };
+    if let NfsRes::Ok(ok) = &res {
+        ctx.moved(0, u64::from(ok.count));
+    }
     // A stable write may owe the journal commit that makes it durable.
     owing(ctx, &call, res)
 }
@@ -156,7 +162,7 @@ pub(super) fn write(ctx: &CallCtx<'_>, a: Write3ArgsRef<'_>) -> Write3Res {
 pub(super) fn commit(ctx: &CallCtx<'_>, a: Commit3Args) -> Result<Commit3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.file);
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     if g.read_only {
         // knfsd verifies COMMIT's handle with MAY_WRITE, so ROFS.
         return Ok(NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &call, &fh)));

@@ -5,15 +5,16 @@ use rnfsd_fs::DirPage;
 use rnfsd_proto::nfs3::*;
 use rnfsd_xdr::pad4;
 
-use super::common::{check_name, post_attr, resolve_or_fail};
+use super::common::{check_name, fs_call, post_attr, resolve_or_fail};
 use super::convert::*;
 use super::{max_io, MAX_DIR_BATCH, ST};
-use crate::rpc::{CallCtx, ProcError};
+use crate::programs::CallCtx;
+use rnfsd_rpc::ProcError;
 
 pub(super) fn lookup(ctx: &CallCtx<'_>, a: Lookup3Args) -> Result<Lookup3Res, ProcError> {
     let (exp, dir, g) = resolve_or_fail!(ctx, a.what.dir);
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     if let Err(s) = check_name(&a.what.name) {
         return Ok(NfsRes::Fail(s, post_attr(&exp, &call, &dir)));
     }
@@ -30,7 +31,7 @@ pub(super) fn lookup(ctx: &CallCtx<'_>, a: Lookup3Args) -> Result<Lookup3Res, Pr
 pub(super) fn readlink(ctx: &CallCtx<'_>, a: ReadLink3Args) -> Result<ReadLink3Res, ProcError> {
     let (exp, fh, g) = resolve_or_fail!(ctx, a.symlink);
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     Ok(match exp.backend.readlink(&call, &fh) {
         // A target longer than nfspath3's bound would not decode at the client.
         Ok((data, attr)) if data.len() > MAX_PATH => {
@@ -60,7 +61,7 @@ pub(super) fn dir_batch(budget: usize, min_entry: usize) -> usize {
 pub(super) fn readdir(ctx: &CallCtx<'_>, a: ReadDir3Args) -> Result<ReadDir3Res, ProcError> {
     let (exp, dir, g) = resolve_or_fail!(ctx, a.dir);
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     // RFC 1813 §3.3.16: count bounds the whole READDIR3resok; we count the
     // status word too.
     let count = a.count.min(max_io(ctx)) as usize;
@@ -110,7 +111,7 @@ pub(super) fn readdirplus(
 ) -> Result<ReadDirPlus3Res, ProcError> {
     let (exp, dir, g) = resolve_or_fail!(ctx, a.dir);
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     let maxcount = a.maxcount.min(max_io(ctx)) as usize;
     let dircount = a.dircount as usize;
     // Estimate with attributes and a handle as long as the directory's

@@ -11,9 +11,10 @@
 use rnfsd_proto::nfs3::*;
 use rnfsd_xdr::Dec;
 
-use crate::proc_entry;
-use crate::rpc::{CacheClass, CallCtx, Class, Proc, Program, Route, Version};
+use crate::programs::{CallCtx, Proc, Program, Version};
 use crate::state::Server;
+use rnfsd_rpc::proc_entry;
+use rnfsd_rpc::{CacheClass, Class, Route};
 
 mod attr;
 mod common;
@@ -100,7 +101,8 @@ static PROCS: [Proc; 22] = [
         CacheClass::None,
         READ_MAX,
         Class::Quick
-    ),
+    )
+    .room(read_room),
     proc_entry!(
         raw "WRITE",
         data::write_run,
@@ -179,7 +181,8 @@ static PROCS: [Proc; 22] = [
         CacheClass::None,
         READDIR_MAX,
         Class::Slow
-    ),
+    )
+    .room(readdir_room),
     proc_entry!(
         "READDIRPLUS",
         ReadDirPlus3Args,
@@ -187,7 +190,8 @@ static PROCS: [Proc; 22] = [
         CacheClass::None,
         READDIR_MAX,
         Class::Slow
-    ),
+    )
+    .room(readdirplus_room),
     proc_entry!(
         "FSSTAT",
         FsStat3Args,
@@ -221,6 +225,39 @@ static PROCS: [Proc; 22] = [
         Class::Slow
     ),
 ];
+
+/// READ, READDIR and READDIRPLUS answer up to the count they ask for (at
+/// most `max_io`; RFC 1813 §3.3.6, §3.3.16, §3.3.17): that much, and room
+/// for the result's head, is reserved while they run. Read from the
+/// arguments' fixed fields after the handle; arguments that do not decode
+/// reserve `max_io` (the call fails anyway).
+fn room(server: &Server, d: &mut Dec<'_>, skip: usize) -> usize {
+    let max = server.max_io as usize;
+    let count = (|| {
+        d.opaque(NFS3_FHSIZE).ok()?;
+        d.opaque_fixed(skip).ok()?;
+        d.u32().ok()
+    })();
+    count.map_or(max, |c| (c as usize).min(max)) + ROOM_HEAD
+}
+
+/// Room for a large result's head (status, attributes, counts).
+const ROOM_HEAD: usize = 1024;
+
+/// READ3args: file, offset, count.
+fn read_room(server: &Server, d: &mut Dec<'_>) -> usize {
+    room(server, d, 8)
+}
+
+/// READDIR3args: dir, cookie, cookieverf, count.
+fn readdir_room(server: &Server, d: &mut Dec<'_>) -> usize {
+    room(server, d, 8 + 8)
+}
+
+/// READDIRPLUS3args: dir, cookie, cookieverf, dircount, maxcount.
+fn readdirplus_room(server: &Server, d: &mut Dec<'_>) -> usize {
+    room(server, d, 8 + 8 + 4)
+}
 
 /// WRITE args: a handle, offset, count, then stable_how (RFC 1813 §3.3.7).
 /// A stable WRITE waits for the disk: the blocking pool. An UNSTABLE one

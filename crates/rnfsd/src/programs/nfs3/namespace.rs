@@ -4,9 +4,10 @@
 use rnfsd_fs::{Backend, Call, CreateHow, Created, Fh, NodeKind, SetAttr};
 use rnfsd_proto::nfs3::*;
 
-use super::common::{check_name, fail_wcc, owing, post_attr, resolve, resolve_or_fail};
+use super::common::{check_name, fail_wcc, fs_call, owing, post_attr, resolve, resolve_or_fail};
 use super::convert::*;
-use crate::rpc::{CallCtx, ProcError};
+use crate::programs::CallCtx;
+use rnfsd_rpc::ProcError;
 
 /// The shared tail of CREATE, MKDIR, SYMLINK and MKNOD: resolve the
 /// directory, refuse read-only, check the name, run `op`, map the result.
@@ -20,7 +21,7 @@ pub(super) fn make_node(
         Err(s) => return NfsRes::Fail(s, WccData::default()),
     };
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     if g.read_only {
         return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &call, &dir));
     }
@@ -104,7 +105,7 @@ pub(super) fn unlink(ctx: &CallCtx<'_>, what: Diropargs3, is_dir: bool) -> Remov
         Err(s) => return NfsRes::Fail(s, WccData::default()),
     };
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     if g.read_only {
         return NfsRes::Fail(Nfsstat3::RoFs, fail_wcc(&exp, &call, &dir));
     }
@@ -142,11 +143,11 @@ pub(super) fn rename(ctx: &CallCtx<'_>, a: Rename3Args) -> Result<Rename3Res, Pr
         (f, t) => {
             let (mut s, mut body) = (Nfsstat3::Stale, Rename3Wcc::default());
             match &t {
-                Ok((e, d, g)) => body.todir_wcc = fail_wcc(e, &ctx.fs_call(&g.cred), d),
+                Ok((e, d, g)) => body.todir_wcc = fail_wcc(e, &fs_call(ctx, &g.cred), d),
                 Err(e) => s = *e,
             }
             match &f {
-                Ok((e, d, g)) => body.fromdir_wcc = fail_wcc(e, &ctx.fs_call(&g.cred), d),
+                Ok((e, d, g)) => body.fromdir_wcc = fail_wcc(e, &fs_call(ctx, &g.cred), d),
                 Err(e) => s = *e,
             }
             return Ok(NfsRes::Fail(s, body));
@@ -154,7 +155,7 @@ pub(super) fn rename(ctx: &CallCtx<'_>, a: Rename3Args) -> Result<Rename3Res, Pr
     };
     // Both directories are of one export (else XDEV below), so one grant.
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     let fail = |s: Nfsstat3| {
         NfsRes::Fail(
             s,
@@ -189,7 +190,7 @@ pub(super) fn rename(ctx: &CallCtx<'_>, a: Rename3Args) -> Result<Rename3Res, Pr
 pub(super) fn link(ctx: &CallCtx<'_>, a: Link3Args) -> Result<Link3Res, ProcError> {
     let (fexp, file, g) = resolve_or_fail!(ctx, a.file);
     let cred = g.cred;
-    let call = ctx.fs_call(&cred);
+    let call = fs_call(ctx, &cred);
     let (dexp, dir, _) = match resolve(ctx, a.link.dir) {
         Ok(v) => v,
         Err(s) => {

@@ -15,8 +15,8 @@ use rnfsd_xdr::{from_slice, to_vec, Dec, Enc, Xdr};
 use super::convert::*;
 use super::*;
 use crate::access::ExportAccess;
-use crate::rpc::{Auth, ProcError};
 use crate::state::{Export, Server};
+use rnfsd_rpc::{Auth, ProcError};
 
 const ROOT: u64 = 1;
 const FILE: u64 = 2;
@@ -373,21 +373,19 @@ fn server(fs: &Arc<FakeFs>, read_only: bool) -> Server {
 }
 
 fn ctx(server: &Server) -> CallCtx<'_> {
-    CallCtx {
-        xid: 1,
-        peer: "127.0.0.1:700".parse().unwrap(),
-        local: "127.0.0.1:2049".parse().unwrap(),
-        auth: Auth::Sys(AuthSys {
+    CallCtx::new(
+        1,
+        "127.0.0.1:700".parse().unwrap(),
+        "127.0.0.1:2049".parse().unwrap(),
+        Auth::Sys(AuthSys {
             uid: 1000,
             gid: 1000,
             ..AuthSys::default()
         }),
         server,
-        on_loop: None,
-        may_owe: false,
-        spliced: Default::default(),
-        owed: Default::default(),
-    }
+        None,
+        false,
+    )
 }
 
 /// Run procedure `p` through the table on encoded `args`; decode the reply
@@ -1558,10 +1556,9 @@ mod local {
 
     /// Calls as root, so the test owns whatever the temp dir holds.
     fn root_ctx(server: &Server) -> CallCtx<'_> {
-        CallCtx {
-            auth: Auth::Sys(AuthSys::default()),
-            ..ctx(server)
-        }
+        let mut c = ctx(server);
+        c.auth = Auth::Sys(AuthSys::default());
+        c
     }
 
     fn root_fh(s: &Server) -> NfsFh3 {
@@ -2087,16 +2084,15 @@ fn changes_owing_a_commit_leave_an_io_failure_to_answer_with() {
     let srv = server(&fs, false);
     let mut c = ctx(&srv);
     // As dispatch makes it for a pool job's call, whose reply may leave later.
-    c.may_owe = true;
+    c.may_park = true;
     let sattr = Sattr3::default();
     let fail_of = |what: &str, run: &dyn Fn() -> bool| -> Vec<u8> {
         assert!(run(), "{what} failed");
-        let (owed, fail) = c
-            .owed
-            .take()
+        let p = c
+            .take_parked()
             .unwrap_or_else(|| panic!("{what} owes no commit"));
-        assert_eq!(owed.wait(), Ok(()));
-        fail
+        assert!(p.until.wait());
+        p.fail_body
     };
     fn io_fail<T: Xdr, F: Xdr + Default + PartialEq + std::fmt::Debug>(what: &str, b: &[u8]) {
         match from_slice::<NfsRes<T, F>>(b) {
@@ -2182,8 +2178,8 @@ fn changes_owing_a_commit_leave_an_io_failure_to_answer_with() {
     io_fail::<SetAttr3ResOk, WccData>("SETATTR", &b);
     // Without an offer nothing is owed, and nothing is left.
     *fs.owes.lock().unwrap() = None;
-    c.may_owe = false;
+    c.may_park = false;
     assert!(matches!(remove3(&c, dirop(&fs, "n")), NfsRes::Ok(_)));
-    assert!(c.owed.take().is_none());
+    assert!(c.take_parked().is_none());
     commits.stop();
 }

@@ -1,0 +1,166 @@
+//! What a handler sees besides its arguments ([`CallCtx`]), and what the
+//! RPC layer asks of the server state it is generic over ([`State`]).
+
+use std::cell::Cell;
+use std::net::SocketAddr;
+
+use rnfsd_transport::Spliced;
+
+use crate::auth::Auth;
+
+/// The server state a service's handlers share (for NFS: the exports and
+/// their backends), and what the RPC layer needs of it.
+pub trait State: Send + Sync + 'static {
+    /// One event loop's own state for the calls it answers itself (run
+    /// to completion), handed to those calls' handlers (`CallCtx::on_loop`).
+    type Loop: LoopState;
+
+    /// Made once per event loop, on its thread. None: every call of this
+    /// state's services goes to a pool.
+    fn new_loop(&self) -> Option<Self::Loop>;
+}
+
+/// One event loop's state for the calls tried on it. A call tried there
+/// may give up (it would have waited): it then runs again in a pool, and
+/// its reply is thrown away.
+pub trait LoopState: Send {
+    /// A new turn of the loop (it woke from epoll_wait).
+    fn turn_begins(&self) {}
+    /// The turn is over, its replies sent; `more`: the loop has more ready.
+    fn turn_ends(&self, _more: bool) {}
+    /// A call is about to be tried here.
+    fn begin_call(&self) {}
+    /// Whether the call under way gave up.
+    fn gave_up(&self) -> bool {
+        false
+    }
+    /// The call is over; returns whether it gave up.
+    fn end_call(&self) -> bool {
+        false
+    }
+}
+
+/// What a reply waits for before it may leave (a journal commit that makes
+/// the call's change durable), kept by the handler that knows it.
+pub trait Wait: Send {
+    /// Runs `f` once it is over, with whether it succeeded, on the thread
+    /// that sees it end.
+    fn then(self: Box<Self>, f: Box<dyn FnOnce(bool) + Send>);
+    /// Waits here for it (when nobody else can send the reply).
+    fn wait(self: Box<Self>) -> bool;
+}
+
+/// A handler's reply that must wait (`Wait`), and the result body to
+/// answer instead if what it waits for fails.
+pub struct Park {
+    pub until: Box<dyn Wait>,
+    pub fail_body: Vec<u8>,
+}
+
+/// Data bytes a call moved, for statistics (READ and WRITE).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Moved {
+    pub read: u64,
+    pub written: u64,
+}
+
+/// Everything a procedure handler may look at besides its arguments.
+pub struct CallCtx<'a, S: State> {
+    pub xid: u32,
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+    pub auth: Auth,
+    pub server: &'a S,
+    /// The event loop the call is tried on (it must not sleep: answer from
+    /// memory or give up), or None on a thread that may sleep.
+    pub on_loop: Option<&'a S::Loop>,
+    /// The reply may leave later from another thread (a pool job's call),
+    /// so the handler may park it (`park`) instead of waiting.
+    pub may_park: bool,
+    spliced: Cell<Option<Spliced>>,
+    parked: Cell<Option<Park>>,
+    moved: Cell<Moved>,
+}
+
+impl<'a, S: State> CallCtx<'a, S> {
+    /// A call's context; `may_park` as the field says.
+    pub fn new(
+        xid: u32,
+        peer: SocketAddr,
+        local: SocketAddr,
+        auth: Auth,
+        server: &'a S,
+        on_loop: Option<&'a S::Loop>,
+        may_park: bool,
+    ) -> Self {
+        CallCtx {
+            xid,
+            peer,
+            local,
+            auth,
+            server,
+            on_loop,
+            may_park,
+            spliced: Cell::new(None),
+            parked: Cell::new(None),
+            moved: Cell::new(Moved::default()),
+        }
+    }
+
+    /// The result ends in data waiting in a pipe (READ by splice): it
+    /// follows the encoded result on the wire.
+    pub fn splice(&self, s: Spliced) {
+        self.spliced.set(Some(s));
+    }
+
+    /// The reply may leave only once `until` is over; `fail_body` answers
+    /// instead if it fails. Without `may_park`, dispatch waits for it.
+    pub fn park(&self, until: Box<dyn Wait>, fail_body: Vec<u8>) {
+        debug_assert!(self.parked_is_none(), "a call parks once");
+        self.parked.set(Some(Park { until, fail_body }));
+    }
+
+    /// Count data bytes the call moved (statistics).
+    pub fn moved(&self, read: u64, written: u64) {
+        let m = self.moved.get();
+        self.moved.set(Moved {
+            read: m.read + read,
+            written: m.written + written,
+        });
+    }
+
+    pub(crate) fn take_spliced(&self) -> Option<Spliced> {
+        self.spliced.take()
+    }
+
+    /// What the handler parked, if anything (taken once).
+    pub fn take_parked(&self) -> Option<Park> {
+        self.parked.take()
+    }
+
+    pub(crate) fn moved_total(&self) -> Moved {
+        self.moved.get()
+    }
+
+    fn parked_is_none(&self) -> bool {
+        let p = self.parked.take();
+        let none = p.is_none();
+        self.parked.set(p);
+        none
+    }
+}
+
+/// An RPC-level failure a handler reports instead of a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcError {
+    /// The arguments did not decode (RFC 5531 GARBAGE_ARGS).
+    GarbageArgs,
+    /// The server could not run the call (RFC 5531 SYSTEM_ERR).
+    SystemErr,
+    /// Send no reply at all (for example a duplicate still in progress).
+    Drop,
+    /// The credential is not acceptable for this call (AUTH_ERROR TOOWEAK).
+    TooWeak,
+    /// The program does not serve this procedure (RFC 5531 PROC_UNAVAIL).
+    ProcUnavail,
+}
