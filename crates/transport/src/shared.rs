@@ -1,0 +1,115 @@
+//! What the event loops and the workers share: the service, the bounds,
+//! the loops' inboxes, the counters, and the shutdown phases.
+
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize};
+use std::sync::{Arc, Condvar, Mutex};
+
+use crossbeam_utils::CachePadded;
+
+use crate::config::Limits;
+use crate::stats::{LoopStats, WorkerStats};
+use crate::Service;
+
+/// Messages to an event loop from other threads.
+pub(crate) enum Msg {
+    /// A connection accepted by loop 0 for this loop.
+    NewConn(TcpStream, SocketAddr),
+    /// Look at connection `token` again (if it is still connection `id`):
+    /// resume reading, or close after EOF / write failure.
+    Check { token: usize, id: u64 },
+    /// Report this loop's connection idle the longest (loop 0, at the
+    /// connection limit, looks for the oldest idle connection of all).
+    OldestIdle(std::sync::mpsc::Sender<Option<IdleConn>>),
+    /// Close connection `token` if it is still connection `id` and idle;
+    /// else this loop's oldest idle one, so the limit holds.
+    CloseIdle { token: usize, id: u64 },
+}
+
+/// An idle connection as one loop reports it to another.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IdleConn {
+    pub since: std::time::Instant,
+    pub lp: usize,
+    pub token: usize,
+    pub id: u64,
+}
+
+pub(crate) struct LoopNotify {
+    pub waker: mio::Waker,
+    /// Drained every loop iteration; at most a few messages per connection.
+    pub inbox: Mutex<Vec<Msg>>,
+}
+
+impl LoopNotify {
+    pub fn send(&self, m: Msg) {
+        self.inbox.lock().unwrap_or_else(|e| e.into_inner()).push(m);
+        self.wake();
+    }
+
+    pub fn wake(&self) {
+        if let Err(e) = self.waker.wake() {
+            tracing::error!("event loop wake failed: {e}");
+        }
+    }
+}
+
+pub(crate) const RUNNING: u8 = 0;
+pub(crate) const DRAINING: u8 = 1;
+pub(crate) const FINAL: u8 = 2;
+
+impl Shared {
+    /// Count a connection from `peer` as gone (every path that undoes an
+    /// accept comes here).
+    pub(crate) fn release(&self, peer: &SocketAddr) {
+        self.open.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        if self.limits.max_connections_per_client > 0 {
+            let mut m = self.per_client.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(n) = m.get_mut(&peer.ip()) {
+                *n -= 1;
+                if *n == 0 {
+                    m.remove(&peer.ip());
+                }
+            }
+        }
+    }
+
+    /// Admit one more connection from `peer` if its address is under the
+    /// per-client limit.
+    pub(crate) fn admit_client(&self, peer: &SocketAddr) -> bool {
+        let max = self.limits.max_connections_per_client;
+        if max == 0 {
+            return true;
+        }
+        let mut m = self.per_client.lock().unwrap_or_else(|e| e.into_inner());
+        let n = m.entry(peer.ip()).or_insert(0);
+        if *n >= max {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+}
+
+pub(crate) struct Shared {
+    pub service: Arc<dyn Service>,
+    pub limits: Limits,
+    pub loops: Vec<LoopNotify>,
+    /// The CPU each loop is pinned to (None: not pinned).
+    pub loop_cpus: Vec<Option<usize>>,
+    pub stats: WorkerStats,
+    pub loop_stats: Vec<CachePadded<LoopStats>>,
+    /// Open connections (accepted and not yet closed), all loops.
+    pub open: AtomicUsize,
+    /// Open connections per client address, kept only with a per-client
+    /// limit. At most one entry per open connection (entries at zero are
+    /// removed); touched at accept and close, never per request.
+    pub per_client: Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+    pub next_conn_id: AtomicU64,
+    /// RUNNING → DRAINING (stop accepting and reading) → FINAL (flush
+    /// replies, close, exit).
+    pub phase: AtomicU8,
+    /// Loops that have seen DRAINING and stopped submitting.
+    pub drained: Mutex<usize>,
+    pub drained_cv: Condvar,
+}
