@@ -28,7 +28,8 @@ pub enum Cmd {
         files: usize,
         #[arg(long, default_value_t = 1_000)]
         dirs: usize,
-        /// The seed-000 tree instead: 161,480 files in 10,841 directories
+        /// The rsync tree of the SVC_MAX_WAKING thread instead: 161,480
+        /// files in 10,841 directories
         /// (overrides --files and --dirs).
         #[arg(long)]
         seed_size: bool,

@@ -1,4 +1,4 @@
-//! The service-core matrix (issue 3): worker counts x pool policies x mixes x
+//! The service-core matrix: worker counts x pool policies x mixes x
 //! client streams, each configuration a fresh rnfsd process, configurations
 //! alternated within every repeat (A B A B ...) so drift on a shared machine
 //! hits all of them alike. Reports medians and the acceptance ratios.
@@ -54,7 +54,8 @@ pub struct MatrixArgs {
 /// The server's defaults: LIFO, one waking, direct hand-off, and a loop and
 /// a pinned pool per CPU.
 pub const DEFAULT_POLICY: &str = "lifo/1/direct/percpu";
-/// What seeds 000 and 001 started from: one pool, FIFO wake-up, a wakeup
+/// What the SVC_MAX_WAKING and Lustre threads started from: one pool, FIFO
+/// wake-up, a wakeup
 /// per request, two-step hand-off.
 pub const NAIVE_POLICY: &str = "fifo/unlimited/double/shared";
 
@@ -267,7 +268,7 @@ fn summarize(a: &MatrixArgs, policies: &[String], rates: &mut Table, csw: &mut T
                 println!();
             }
         }
-        // Acceptance figures (issue 3).
+        // Acceptance figures (docs/service-core.md).
         let get =
             |w: usize, p: &str, n: usize| med.get(&(w, p.to_string(), mix.clone(), n)).map(|x| x.0);
         if let Some(def) = get(128, DEFAULT_POLICY, 64) {

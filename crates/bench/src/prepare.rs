@@ -4,7 +4,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-/// Seed 000's rsync-like tree: 161,480 files in 10,841 directories.
+/// The SVC_MAX_WAKING thread's rsync-like tree: 161,480 files in 10,841
+/// directories (docs/lessons.md).
 const SEED_FILES: usize = 161_480;
 const SEED_DIRS: usize = 10_841;
 
@@ -107,8 +108,8 @@ fn file_content(f: u64, size: usize, buf: &mut Vec<u8>) {
     buf.extend(f.to_le_bytes().iter().copied().cycle().take(size));
 }
 
-/// The `prepare` command: `files` files in `dirs` directories (seed 000's
-/// counts with `seed_size`), on one thread or on `threads`.
+/// The `prepare` command: `files` files in `dirs` directories (the rsync
+/// tree's counts with `seed_size`), on one thread or on `threads`.
 pub fn prepare_cmd(
     dir: &Path,
     files: usize,

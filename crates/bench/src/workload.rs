@@ -110,7 +110,8 @@ pub enum Mix {
     /// (rewrites their first bytes).
     Write,
     /// rsync-like metadata walk: per object ACCESS (x2), GETATTR, LOOKUP, and
-    /// a READDIRPLUS of its directory every 16 objects (seed 000's load).
+    /// a READDIRPLUS of its directory every 16 objects (the SVC_MAX_WAKING
+    /// thread's load).
     Traverse,
 }
 

@@ -22,7 +22,8 @@ pub enum Threads {
 pub enum WakeOrder {
     /// Most recently idle first: its stack and caches are still hot.
     Lifo,
-    /// Longest idle first (what a FIFO wait queue does; seed thread 001).
+    /// Longest idle first (what a FIFO wait queue does; what the Lustre MDS
+    /// thread measured against).
     Fifo,
 }
 
@@ -43,7 +44,8 @@ pub enum Handoff {
 #[derive(Clone, Debug)]
 pub struct PoolConfig {
     /// Default `Adaptive { min: 2, max: 128 }` (128 = the knfsd thread count
-    /// in seed thread 000; threads block on disk I/O, so more than cores).
+    /// of the SVC_MAX_WAKING thread; threads block on disk I/O, so more than
+    /// cores).
     pub threads: Threads,
     /// Adaptive only: retire a worker idle this long. Default 30 s.
     pub idle_timeout: Duration,
@@ -75,7 +77,7 @@ pub struct PoolConfig {
     ///
     /// [`sched`]: crate::sched
     pub sched_batch: bool,
-    /// Seed 001's one handoff: a job queued alone while a worker runs is
+    /// The Lustre MDS thread's one handoff: a job queued alone while a worker runs is
     /// left to that worker, which takes it when its job ends, instead of
     /// waking an idle one; and a worker that takes a job wakes nobody for
     /// those queued behind it. Jobs left so for longer than this get a

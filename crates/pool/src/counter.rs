@@ -1,6 +1,7 @@
 //! Per-core counters: one cache-line-padded cell per CPU, summed on read, so
 //! a counter bumped on every call never bounces one shared line between
-//! cores (seed thread 003: +24% call rate from exactly this).
+//! cores (knfsd's per-CPU procedure counters: +24% call rate from exactly
+//! this; docs/lessons.md).
 
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicU64, Ordering};

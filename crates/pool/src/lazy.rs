@@ -1,4 +1,5 @@
-//! Lazy wake (`lazy_wake`, seed 001's one handoff): jobs left to a running
+//! Lazy wake (`lazy_wake`, the one handoff of the Lustre MDS creation-rate
+//! thread, docs/lessons.md): jobs left to a running
 //! worker, and the timer that wakes one for those left too long.
 
 use crate::{do_kick, sys, Inner, Job, Kick, Pool, Shared};

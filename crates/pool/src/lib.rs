@@ -3,7 +3,8 @@
 //! Written by hand because the wake policy IS the product: no crate gives a
 //! LIFO stack of idle threads with a bound on woken-but-not-running threads.
 //!
-//! # Policy (seed threads 000 and 001)
+//! # Policy (knfsd's SVC_MAX_WAKING and the Lustre MDS creation-rate
+//! threads, docs/lessons.md)
 //! - Jobs queue FIFO in one bounded queue ([`PoolConfig::queue_limit`]);
 //!   [`Pool::submit`] returns [`SubmitError::Full`] with the job when it is
 //!   full, so the caller (the transport) applies backpressure.
@@ -16,7 +17,8 @@
 //!   sleeps, so under load most jobs run "inline", with no wakeup at all.
 //! - A job is handed over with at most one wakeup ([`Handoff::Direct`]).
 //! - With [`PoolConfig::lazy_wake`], a job queued alone while a worker
-//!   runs wakes nobody: the running worker takes it (seed 001), and a
+//!   runs wakes nobody: the running worker takes it (Lustre's one handoff),
+//!   and a
 //!   timer wakes a worker for jobs left longer than the bound.
 //! - Threads: fixed, or adaptive (default: 2..=128): one more thread starts
 //!   only when work waits, no worker is idle and none is being woken or

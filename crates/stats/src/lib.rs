@@ -3,8 +3,9 @@
 //! Every counter lives in per-core cells: each shard is a run of 128-byte
 //! aligned lines, the recording thread picks its shard once per call with
 //! `sched_getcpu()` and does relaxed adds there; readers sum the shards.
-//! No cache line is written by two cores in the common case (seed thread
-//! 003: a shared hot counter line cost knfsd 24% of its call rate).
+//! No cache line is written by two cores in the common case (knfsd's
+//! "move hot procedure count field out of svc_procedure" thread: a shared
+//! hot counter line cost it 24% of its call rate; docs/lessons.md).
 //! Hand-written rather than a metrics crate because the hot path is ours:
 //! one CPU lookup and a few uncontended adds per call, nothing else.
 //!
