@@ -193,8 +193,17 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
 
     fn released(&self, n: usize) {
         if n > 0 {
-            self.len.0.fetch_sub(n, Ordering::Relaxed);
+            let was = self.len.0.fetch_sub(n, Ordering::Relaxed);
+            debug_assert!(was >= n, "released {n} of {was} entries");
         }
+    }
+
+    /// A shard's bookkeeping: every slot holds an entry of the map or is
+    /// free, and the shard holds no more than its share (`shard_max`),
+    /// which `insert` keeps and the count in `len` relies on.
+    fn check_shard(&self, g: &Inner<K, V>) {
+        debug_assert_eq!(g.map.len() + g.free.len(), g.slots.len());
+        debug_assert!(g.map.len() <= self.shard_max, "a shard past its share");
     }
 
     pub fn shard_count(&self) -> usize {
@@ -267,13 +276,13 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
 
     /// Caches `v` under `k`. When the shard is full, frees room first by a
     /// bounded eviction; the evicted values are pushed to `dropped`, for the
-    /// caller to drop once no lock is held. On an event loop
-    /// (`crate::inline`) nothing is evicted: at the bound the value is
-    /// refused, since dropping an evicted descriptor may be the last
-    /// reference to a deleted file (its close frees the inode, which can
-    /// wait for the journal) or a writer's close; the reclaimer keeps the
-    /// margin.
-    pub fn insert(&self, k: K, v: Arc<V>, dropped: &mut Vec<Arc<V>>) -> Inserted<V> {
+    /// caller to drop once no lock is held. `on_loop`: the caller is an
+    /// event loop running a call (`crate::inline`), where nothing is
+    /// evicted: at the bound the value is refused, since dropping an
+    /// evicted descriptor may be the last reference to a deleted file (its
+    /// close frees the inode, which can wait for the journal) or a
+    /// writer's close; the reclaimer keeps the margin.
+    pub fn insert(&self, k: K, v: Arc<V>, on_loop: bool, dropped: &mut Vec<Arc<V>>) -> Inserted<V> {
         let mut g = self.lock(self.index(&k));
         if let Some(&i) = g.map.get(&k) {
             if let Some((_, old)) = &g.slots[i as usize].entry {
@@ -282,7 +291,7 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         }
         let reserved = g.map.len() < self.shard_max && self.try_reserve();
         if !reserved {
-            if crate::inline::on_loop() {
+            if on_loop {
                 g.counts.refused += 1;
                 return Inserted::Refused(v);
             }
@@ -316,6 +325,10 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         g.counts.inserts += 1;
         self.inserts.fetch_add(1, Ordering::Relaxed);
         g.counts.entries = g.map.len() as u64;
+        // A slot was reserved under both bounds, or an evicted entry's
+        // passed to this one: neither bound moved past.
+        self.check_shard(&g);
+        debug_assert!(self.len() <= self.cap, "entries past the bound");
         Inserted::Cached(v)
     }
 
@@ -361,6 +374,7 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         g.map.remove(&k);
         g.free.push(i);
         g.counts.entries = g.map.len() as u64;
+        self.check_shard(g);
         Some(v)
     }
 
@@ -404,6 +418,8 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         let n = out.len();
         Self::evict(&mut g, max, max * SCAN_PER_EVICT, out);
         let freed = out.len() - n;
+        debug_assert!(freed <= max);
+        self.check_shard(&g);
         g.counts.evicted_reclaim += freed as u64;
         self.released(freed);
         freed
@@ -524,7 +540,7 @@ mod tests {
 
     fn ins(c: &Lru<u32, u32>, k: u32) -> Vec<Arc<u32>> {
         let mut d = Vec::new();
-        c.insert(k, Arc::new(k), &mut d);
+        c.insert(k, Arc::new(k), false, &mut d);
         d
     }
 
@@ -560,7 +576,7 @@ mod tests {
             })
             .collect();
         let mut d = Vec::new();
-        match c.insert(99, Arc::new(99), &mut d) {
+        match c.insert(99, Arc::new(99), false, &mut d) {
             Inserted::Refused(v) => assert_eq!(*v, 99),
             _ => panic!("an insert into a shard full of held entries must be refused"),
         }
@@ -570,7 +586,7 @@ mod tests {
         // Referenced bits are cleared on the first pass, then entries go.
         let mut d = Vec::new();
         assert!(matches!(
-            c.insert(99, Arc::new(99), &mut d),
+            c.insert(99, Arc::new(99), false, &mut d),
             Inserted::Cached(_)
         ));
         assert_eq!(d.len(), 1);
@@ -583,7 +599,7 @@ mod tests {
         ins(&c, 1);
         let mut d = Vec::new();
         let first = c.get(&1).unwrap();
-        match c.insert(1, Arc::new(100), &mut d) {
+        match c.insert(1, Arc::new(100), false, &mut d) {
             Inserted::Existing(v) => assert!(Arc::ptr_eq(&v, &first)),
             _ => panic!("expected the existing entry"),
         }
@@ -595,12 +611,11 @@ mod tests {
     #[test]
     fn an_insert_on_an_event_loop_refuses_at_the_bound_and_evicts_nothing() {
         let c: Lru<u32, u32> = Lru::new(4);
-        let _g = crate::inline::enter();
         let mut dropped = Vec::new();
         let mut k = 0;
         while c.len() < c.capacity() && k < 1000 {
             assert!(matches!(
-                c.insert(k, Arc::new(k), &mut dropped),
+                c.insert(k, Arc::new(k), true, &mut dropped),
                 Inserted::Cached(_)
             ));
             k += 1;
@@ -608,7 +623,7 @@ mod tests {
         assert_eq!(c.len(), c.capacity(), "filled below the bound");
         let before = c.counts();
         assert!(matches!(
-            c.insert(5000, Arc::new(5000), &mut dropped),
+            c.insert(5000, Arc::new(5000), true, &mut dropped),
             Inserted::Refused(_)
         ));
         let after = c.counts();
@@ -619,13 +634,12 @@ mod tests {
         assert!(c.get(&5000).is_none());
         // An existing key is still found.
         assert!(matches!(
-            c.insert(0, Arc::new(0), &mut dropped),
+            c.insert(0, Arc::new(0), true, &mut dropped),
             Inserted::Existing(_)
         ));
         // Off the loop the same insert evicts.
-        drop(_g);
         assert!(matches!(
-            c.insert(5000, Arc::new(5000), &mut dropped),
+            c.insert(5000, Arc::new(5000), false, &mut dropped),
             Inserted::Cached(_)
         ));
         assert_eq!(dropped.len(), 1);

@@ -89,14 +89,15 @@ impl Caches {
     }
 
     /// A permit for a descriptor `own` is about to cache: at the budget's
-    /// limit `own` first frees a batch of its unused entries, except on an
-    /// event loop (`crate::inline`), which closes nothing (see
-    /// `Lru::insert`). None: the descriptor is used once.
-    pub fn acquire_for(&self, own: &dyn Reclaim) -> Option<Permit> {
+    /// limit `own` first frees a batch of its unused entries, except
+    /// `on_loop` (an event loop running a call, `crate::inline`), which
+    /// closes nothing (see `Lru::insert`). None: the descriptor is used
+    /// once.
+    pub fn acquire_for(&self, own: &dyn Reclaim, on_loop: bool) -> Option<Permit> {
         if let Some(p) = self.acquire() {
             return Some(p);
         }
-        if crate::inline::on_loop() {
+        if on_loop {
             return None;
         }
         own.reclaim(BATCH);

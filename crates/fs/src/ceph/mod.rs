@@ -304,7 +304,9 @@ impl Inner {
             inner: Arc::downgrade(self),
         });
         let mut dropped = Vec::new();
-        let r = self.nodes.insert(st.ino, n, &mut dropped).into_arc();
+        // Never on an event loop: a call there gives up before it reaches
+        // the cluster (`Calls::direct`).
+        let r = self.nodes.insert(st.ino, n, false, &mut dropped).into_arc();
         drop(dropped);
         r
     }

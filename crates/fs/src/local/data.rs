@@ -30,7 +30,13 @@ impl LocalFs {
         self.srv()?;
         // Reopening a pinned inode almost never sleeps.
         let fd = super::speculating(|| sys::reopen(o.raw(), access.flags()))?;
-        Ok(self.files.insert(key, access, fd, self.verifier.clone()))
+        Ok(self.files.insert(
+            key,
+            access,
+            fd,
+            self.verifier.clone(),
+            crate::inline::on_loop(),
+        ))
     }
 
     /// A regular file's object (attributes before the call, for wcc) and its
@@ -160,7 +166,7 @@ pub(super) fn write(
         Ok(n) => n,
         Err(e) => {
             f.write_failed(&e);
-            fs.files.release(f);
+            fs.files.release(f, crate::inline::on_loop());
             return Err(e.into());
         }
     };
@@ -177,7 +183,7 @@ pub(super) fn write(
         Stable::FileSync => fs.sync_data(&o, &f, true)?,
     }
     let wcc = fs.wcc(&o.st, fd);
-    fs.files.release(f);
+    fs.files.release(f, crate::inline::on_loop());
     Ok((n as u32, stable, wcc))
 }
 

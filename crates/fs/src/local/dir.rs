@@ -71,7 +71,7 @@ impl LocalFs {
         };
         let fh = Fh(o.fh().to_vec());
         drop(o);
-        self.objects.touch(&fh.0);
+        self.objects.touch(&fh.0, crate::inline::on_loop());
         self.locs.insert(st.key(), d.st.key(), name);
         Ok(Some((fh, self.attr(&st), Some(self.attr(&d.st)))))
     }

@@ -269,20 +269,21 @@ impl FileCache {
     }
 
     /// Caches a descriptor just opened and returns it (used once and closed
-    /// when the cache cannot take it).
+    /// when the cache cannot take it; `on_loop`: as `Lru::insert`).
     pub fn insert(
         &self,
         key: Key,
         access: Access,
         fd: OwnedFd,
         verifier: Arc<WriteVerifier>,
+        on_loop: bool,
     ) -> Arc<OpenFile> {
         // A reader is cached on its second miss once the cache is full; a
         // writer always (a writer used once would be flushed at its close).
         let admit =
             access == Access::Write || self.lru.admit(&(key, access), self.caches.budget().full());
         let permit = if admit {
-            self.caches.acquire_for(self)
+            self.caches.acquire_for(self, on_loop)
         } else {
             None
         };
@@ -304,20 +305,21 @@ impl FileCache {
             return f;
         }
         let mut dropped = Vec::new();
-        let r = self.lru.insert((key, access), f, &mut dropped);
+        let r = self.lru.insert((key, access), f, on_loop, &mut dropped);
         drop(dropped);
         r.into_arc()
     }
 
-    /// Done with `f`. On an event loop (`crate::inline`) the last reference
+    /// Done with `f`. `on_loop` (an event loop running a call,
+    /// `crate::inline`): the last reference
     /// to a writer is not closed there: a writer's release may start
     /// writeback (ext4 flushes a file truncated to zero at its close), the
     /// sleep the loop must not take, so the reclaimer closes it (at its
     /// next tick, or sooner when `LATER_KICK` wait). The flush its writes
     /// owe is counted at once, before the call's reply. Anywhere else, or
     /// not the last reference, an ordinary drop.
-    pub fn release(&self, f: Arc<OpenFile>) {
-        if f.access != Access::Write || !crate::inline::on_loop() {
+    pub fn release(&self, f: Arc<OpenFile>, on_loop: bool) {
+        if f.access != Access::Write || !on_loop {
             return;
         }
         let Ok(f) = Arc::try_unwrap(f) else {
@@ -417,7 +419,6 @@ impl Reclaim for FileCache {
 mod tests {
     use super::super::behind::WriteBehind;
     use super::*;
-    use crate::inline::Leave;
     use std::time::{Duration, Instant};
 
     /// A file cache whose descriptor budget is taken, so nothing it opens
@@ -451,7 +452,8 @@ mod tests {
         (d, path, cache)
     }
 
-    fn written_writer(files: &FileCache, path: &std::path::Path) -> Arc<OpenFile> {
+    /// A writer of `path` that wrote, inserted as a call `on_loop` would.
+    fn written_writer(files: &FileCache, path: &std::path::Path, on_loop: bool) -> Arc<OpenFile> {
         let fd: OwnedFd = std::fs::OpenOptions::new()
             .write(true)
             .open(path)
@@ -459,7 +461,7 @@ mod tests {
             .into();
         let key = sys::fstat(fd.as_raw_fd()).unwrap().key();
         let verifier = Arc::new(WriteVerifier::new([1; 8]));
-        let f = files.insert(key, Access::Write, fd, verifier);
+        let f = files.insert(key, Access::Write, fd, verifier, on_loop);
         sys::pwrite_full(f.fd.as_raw_fd(), 0, b"data").unwrap();
         f.wrote(4);
         f
@@ -471,14 +473,14 @@ mod tests {
     #[test]
     fn an_uncached_writer_is_not_queued_for_write_behind() {
         let (_d, path, (files, _flusher, taken)) = file_and_full_cache();
-        let f = written_writer(&files, &path);
+        let f = written_writer(&files, &path, false);
         assert!(f.permit.is_none(), "the budget is taken: not cached");
         assert!(
             !f.gather_behind(1 << 30, 1),
             "an uncached writer was queued"
         );
         drop(taken);
-        let cached = written_writer(&files, &path);
+        let cached = written_writer(&files, &path, false);
         assert!(cached.permit.is_some(), "a descriptor is free: cached");
         assert!(
             cached.gather_behind(1 << 20, 1),
@@ -505,21 +507,16 @@ mod tests {
     fn a_loop_leaves_a_writers_close_to_the_reclaimer() {
         let (_d, path, (files, flusher, _taken)) = file_and_full_cache();
 
-        let f = written_writer(&files, &path);
-        files.release(f);
+        let f = written_writer(&files, &path, false);
+        files.release(f, false);
         assert_eq!(waiting(&files), 0, "off a loop: closed at once");
         assert_eq!(flusher.settle(), Ok(()));
         let settled = flusher.flushes();
         assert_eq!(settled, 1, "the close counted the flush it owes");
 
         {
-            let _g = crate::inline::enter_with(Leave {
-                misses: true,
-                writes: true,
-                changes: false,
-            });
-            let f = written_writer(&files, &path);
-            files.release(f);
+            let f = written_writer(&files, &path, true);
+            files.release(f, true);
         }
         // The reclaimer ticks every 100 ms: this check lands in its tick
         // about once in 100,000 runs.

@@ -161,8 +161,9 @@ impl ObjCache {
     }
 
     /// The cached object of `fh`: from the main cache, else from the
-    /// window, whence this second use promotes it to the main cache.
-    pub fn get(&self, fh: &[u8]) -> Option<Arc<Object>> {
+    /// window, whence this second use promotes it to the main cache
+    /// (`on_loop`: as `Lru::insert`).
+    pub fn get(&self, fh: &[u8], on_loop: bool) -> Option<Arc<Object>> {
         if let Some(o) = self.lru.get(fh) {
             return Some(o);
         }
@@ -171,13 +172,13 @@ impl ObjCache {
         }
         let o = self.window.take(fh)?;
         self.score(WINDOW_USEFUL);
-        Some(self.put(fh, o))
+        Some(self.put(fh, o, on_loop))
     }
 
     /// Whether `fh` is cached (its entry marked used; a window entry is
     /// promoted, this being its second use). Counted nowhere: the caller
     /// found the object by other means.
-    pub fn touch(&self, fh: &[u8]) -> bool {
+    pub fn touch(&self, fh: &[u8], on_loop: bool) -> bool {
         if self.lru.touch(fh) {
             return true;
         }
@@ -187,7 +188,7 @@ impl ObjCache {
         match self.window.take(fh) {
             Some(o) => {
                 self.score(WINDOW_USEFUL);
-                drop(self.put(fh, o));
+                drop(self.put(fh, o, on_loop));
                 true
             }
             None => false,
@@ -217,16 +218,24 @@ impl ObjCache {
 
     /// Caches a freshly resolved object (identity `key`) and returns it:
     /// in the main cache when admitted, else in the window (uncached when
-    /// the descriptor budget or the cache bound cannot make room).
-    pub fn insert(&self, fh: &[u8], key: Key, fd: OwnedFd, verified: u64) -> Arc<Object> {
-        let o = self.insert_keyless(fh, fd, verified);
+    /// the descriptor budget or the cache bound cannot make room;
+    /// `on_loop`: as `Lru::insert`).
+    pub fn insert(
+        &self,
+        fh: &[u8],
+        key: Key,
+        fd: OwnedFd,
+        verified: u64,
+        on_loop: bool,
+    ) -> Arc<Object> {
+        let o = self.insert_keyless(fh, fd, verified, on_loop);
         if o.permit.is_some() {
             self.ids.insert(key, Arc::downgrade(&o));
         }
         o
     }
 
-    fn insert_keyless(&self, fh: &[u8], fd: OwnedFd, verified: u64) -> Arc<Object> {
+    fn insert_keyless(&self, fh: &[u8], fd: OwnedFd, verified: u64, on_loop: bool) -> Arc<Object> {
         let admitted = self.lru.admit(fh, self.caches.budget().full());
         if !admitted && !self.window_wanted() {
             // Uncached: the call's descriptor closes when it is done.
@@ -235,7 +244,7 @@ impl ObjCache {
         // The window never reclaims inline for its permit: a first miss
         // is not worth evicting a main entry on the call's time.
         let permit = if admitted {
-            self.permit()
+            self.caches.acquire_for(self, on_loop)
         } else {
             self.caches.acquire()
         };
@@ -245,10 +254,10 @@ impl ObjCache {
             return o;
         }
         if admitted {
-            return self.put(fh, o);
+            return self.put(fh, o, on_loop);
         }
         let mut dropped = Vec::new();
-        let r = self.window.insert(fh.into(), o, &mut dropped);
+        let r = self.window.insert(fh.into(), o, on_loop, &mut dropped);
         drop(dropped);
         r.into_arc()
     }
@@ -275,9 +284,9 @@ impl ObjCache {
     }
 
     /// Puts `o` (holding its permit) in the main cache.
-    fn put(&self, fh: &[u8], o: Arc<Object>) -> Arc<Object> {
+    fn put(&self, fh: &[u8], o: Arc<Object>, on_loop: bool) -> Arc<Object> {
         let mut dropped = Vec::new();
-        let r = self.lru.insert(fh.into(), o, &mut dropped);
+        let r = self.lru.insert(fh.into(), o, on_loop, &mut dropped);
         drop(dropped);
         match r {
             Inserted::Cached(o) | Inserted::Refused(o) => o,
@@ -285,12 +294,6 @@ impl ObjCache {
             // descriptor is closed when `o` goes.
             Inserted::Existing(e) => e,
         }
-    }
-
-    /// A descriptor permit; at the budget's limit, first frees a batch of
-    /// this cache's own unused entries (inline only when the bound is hit).
-    fn permit(&self) -> Option<Permit> {
-        self.caches.acquire_for(self)
     }
 
     /// Forgets `fh` if it still maps to `o` (found stale by its user).

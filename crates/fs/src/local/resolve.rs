@@ -183,7 +183,7 @@ impl LocalFs {
         if fh.0 == self.root_fh.0 {
             return self.root_obj();
         }
-        if let Some(o) = self.objects.get(&fh.0) {
+        if let Some(o) = self.objects.get(&fh.0, crate::inline::on_loop()) {
             return self.cached(fh, o);
         }
         // Opening by handle may read the inode from disk: on an event loop
@@ -198,7 +198,9 @@ impl LocalFs {
         match super::speculating(|| self.resolve_uncached(fh))? {
             None => self.root_obj(),
             Some((fd, st, verified)) => {
-                let o = self.objects.insert(&fh.0, st.key(), fd, verified);
+                let o =
+                    self.objects
+                        .insert(&fh.0, st.key(), fd, verified, crate::inline::on_loop());
                 Ok(Obj {
                     fd: FdRef::Cached(o),
                     st,
@@ -218,11 +220,13 @@ impl LocalFs {
         }
         // Already cached (a client that LOOKUPs what it just used): a use
         // of that entry; `fd` closes without taking a permit or a slot.
-        if self.objects.touch(&fh.0) {
+        if self.objects.touch(&fh.0, crate::inline::on_loop()) {
             return;
         }
         let verified = self.inherited_verdict(st, dir);
-        let o = self.objects.insert(&fh.0, st.key(), fd, verified);
+        let o = self
+            .objects
+            .insert(&fh.0, st.key(), fd, verified, crate::inline::on_loop());
         drop(o);
     }
 
