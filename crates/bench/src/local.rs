@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rnfsd_fs::owed::{self, Commits};
+use rnfsd_fs::{Call, Cred};
 use std::time::{Duration, Instant};
 
 use crate::ops::{emit, fresh_name, print_header, progress, OpResult, Phase};
@@ -59,8 +60,9 @@ pub struct LocalArgs {
 /// call that owes its commit), with no RPC around it. False if that
 /// commit failed.
 fn synced(commits: &Arc<Commits>) -> bool {
-    let _offer = owed::offer();
-    owed::owe(commits) && owed::take().is_some_and(|o| o.wait().is_ok())
+    let cred = Cred::default();
+    let call = Call::thread(&cred, true);
+    call.owe(commits) && call.take_owed().is_some_and(|o| o.wait().is_ok())
 }
 
 /// `parallel`, each op then waiting for a group commit when `committers` > 0.

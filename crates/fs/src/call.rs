@@ -9,21 +9,27 @@
 //! call and, after the backend calls, takes what it owes
 //! ([`Call::take_owed`]) to send its reply once that commit is done.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
 
 use crate::inline;
-use crate::owed::{self, Owed};
+use crate::owed::{self, Before, Commits, Owed};
 use crate::Cred;
 
 /// One call's context (see the module text). Made by the protocol layer
 /// for the whole of one call: several backend calls of one procedure share
-/// it, so one commit covers all they changed.
+/// it, so one commit covers all they changed. Used by one thread.
 pub struct Call<'a> {
     /// Who asks (after squashing).
     pub cred: &'a Cred,
     how: How<'a>,
-    /// While held, a change may owe its commit (see `owed`).
-    offer: RefCell<Option<owed::Offer>>,
+    /// A change may still owe its commit (see `owed`): a thread call whose
+    /// reply may leave later, until what it owes is taken.
+    may_owe: Cell<bool>,
+    /// The commit it owes.
+    owed: RefCell<Option<Owed>>,
+    /// `take_owed` was called.
+    taken: Cell<bool>,
 }
 
 /// Where the call runs.
@@ -38,23 +44,29 @@ enum How<'a> {
 impl<'a> Call<'a> {
     /// A call on a thread that may sleep; `may_owe`: its reply can leave
     /// later from another thread, so a change may owe its journal commit
-    /// instead of waiting for it.
+    /// instead of waiting for it. Whoever makes such a call must take what
+    /// it owes (`take_owed`) and honour it; a commit owed and never taken
+    /// is waited for when the call drops, so no reply leaves before it.
     pub fn thread(cred: &'a Cred, may_owe: bool) -> Call<'a> {
         Call {
             cred,
             how: How::Thread,
-            offer: RefCell::new(may_owe.then(owed::offer)),
+            may_owe: Cell::new(may_owe),
+            owed: RefCell::new(None),
+            taken: Cell::new(false),
         }
     }
 
     /// A call tried on the event loop `lp` (between its `begin_call` and
     /// `end_call`): answered from memory, or given up before it changes
-    /// anything.
+    /// anything. It never owes a commit.
     pub fn on_loop(cred: &'a Cred, lp: &'a inline::Loop) -> Call<'a> {
         Call {
             cred,
             how: How::Loop(lp),
-            offer: RefCell::new(None),
+            may_owe: Cell::new(false),
+            owed: RefCell::new(None),
+            taken: Cell::new(false),
         }
     }
 
@@ -68,17 +80,67 @@ impl<'a> Call<'a> {
 
     /// Whether the call owes a journal commit now.
     pub fn owing(&self) -> bool {
-        owed::owing()
+        self.owed.borrow().is_some()
+    }
+
+    /// Whether a change of this call may owe its commit (`owe`) now.
+    pub fn may_owe(&self) -> bool {
+        self.may_owe.get()
+    }
+
+    /// Called by a backend instead of waiting for a commit of `commits`:
+    /// true if the call may owe it (it is now owed, or joined the one owed
+    /// already), false if the backend must wait itself.
+    pub fn owe(&self, commits: &Arc<Commits>) -> bool {
+        self.owe_with(commits, None).is_ok()
+    }
+
+    /// As `owe`, for a commit that must follow `before` (a file's data
+    /// written back: `Before`), which the commit thread then does for the
+    /// call. Given back if the call may not owe, or if it owes a commit
+    /// with work before it already: the backend does it itself then (and
+    /// `owe`s).
+    pub fn owe_after(
+        &self,
+        commits: &Arc<Commits>,
+        before: Box<dyn Before>,
+    ) -> Result<(), Box<dyn Before>> {
+        self.owe_with(commits, Some(before))
+            .map_err(|b| b.expect("given back as given"))
+    }
+
+    fn owe_with(
+        &self,
+        commits: &Arc<Commits>,
+        before: Option<Box<dyn Before>>,
+    ) -> Result<(), Option<Box<dyn Before>>> {
+        if !self.may_owe.get() {
+            return Err(before);
+        }
+        debug_assert!(self.event_loop().is_none(), "a call on a loop owes nothing");
+        owed::owe_into(&mut self.owed.borrow_mut(), commits, before)
     }
 
     /// The journal commit the call owes, if any: its reply may leave only
     /// once that commit is done (`Owed::then`). Taken once, after the
-    /// backend calls.
+    /// backend calls: nothing more may be owed by this call.
     pub fn take_owed(&self) -> Option<Owed> {
-        let o = owed::take();
-        // Nothing more may be owed by this call.
-        drop(self.offer.borrow_mut().take());
-        o
+        debug_assert!(
+            !self.taken.replace(true),
+            "a call's owed commit taken twice"
+        );
+        self.may_owe.set(false);
+        self.owed.borrow_mut().take()
+    }
+}
+
+/// The safety net: a commit owed and never taken is waited for here, so
+/// no reply of this call can leave before it.
+impl Drop for Call<'_> {
+    fn drop(&mut self) {
+        if let Some(o) = self.owed.get_mut().take() {
+            let _ = o.wait();
+        }
     }
 }
 

@@ -4,10 +4,11 @@
 //! reply (RFC 1813 §4.8), as is a COMMIT's or stable WRITE's data on
 //! every export. Where one journal commit covers it (`local/journal.rs`;
 //! data once it is written back, `local/commit.rs`), the call's thread
-//! need not sleep until that commit ends. When its caller offered
-//! (`offer`: the reply can be sent by another thread), the backend notes
-//! the commit as owed (`owe`) and returns at once; the caller takes it
-//! (`take`) and gives it what to do once the commit is done
+//! need not sleep until that commit ends. When its caller allows it
+//! (`Call::thread(cred, true)`: the reply can be sent by another thread),
+//! the backend notes the commit as owed in the call (`Call::owe`) and
+//! returns at once; the caller takes it (`Call::take_owed`) and gives it
+//! what to do once the commit is done
 //! (`Owed::then`: send the reply), and its thread goes on to the next
 //! call. A few commit threads per filesystem (`Commits`) run journal
 //! commits back to back: each takes every call waiting when it starts,
@@ -17,105 +18,44 @@
 //! nothing committing or waiting commits on its own thread instead
 //! (`Commits::lead`): alone, it would sleep for its next call anyway.
 //! A COMMIT or stable WRITE starts its file's writeback and owes the wait
-//! for it too (`owe_after`, `Before`): the commit thread waits for every
+//! for it too (`Call::owe_after`, `Before`): the commit thread waits for every
 //! call's writeback of its batch before the commit, one sleep for all,
 //! where each call's thread slept for its own.
 //!
 //! Hand-written: the rule (a commit answers only calls queued before it
 //! began) is the point, and the jobs are our own replies.
 
-use std::cell::{Cell, RefCell};
 use std::io;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::durable::CommitCounts;
+use crate::Call;
 
-thread_local! {
-    /// The running call may owe a commit instead of waiting for it.
-    static OFFERED: Cell<bool> = const { Cell::new(false) };
-    /// The commit it owes.
-    static OWED: RefCell<Option<Owed>> = const { RefCell::new(None) };
-}
-
-/// While held, the backend may leave this thread's call owing a journal
-/// commit rather than waiting for it. Whoever offers must `take` after the
-/// call and honour what it finds; one never taken is waited for when the
-/// offer drops (so no reply can leave before its commit).
-pub struct Offer(());
-
-/// See [`Offer`].
-pub fn offer() -> Offer {
-    OFFERED.set(true);
-    Offer(())
-}
-
-impl Drop for Offer {
-    fn drop(&mut self) {
-        OFFERED.set(false);
-        if let Some(o) = OWED.take() {
-            let _ = o.wait();
-        }
-    }
-}
-
-/// Whether the running call may owe a commit (`offer`).
-pub fn offered() -> bool {
-    OFFERED.get()
-}
-
-/// The commit the call that just ran on this thread owes, if any.
-pub fn take() -> Option<Owed> {
-    OWED.take()
-}
-
-/// Whether the call running on this thread owes a commit now.
-pub fn owing() -> bool {
-    OWED.with(|o| o.borrow().is_some())
-}
-
-/// Called by a backend instead of waiting for a commit of `commits`:
-/// true if the caller offered (the commit is now owed), false if the
-/// backend must wait itself.
-pub fn owe(commits: &Arc<Commits>) -> bool {
-    owe_with(commits, None).is_ok()
-}
-
-/// As `owe`, for a commit that must follow `before` (a file's data written
-/// back: `Before`), which the commit thread then does for the call. Given
-/// back if the caller did not offer, or if the call owes a commit with
-/// work before it already: the backend does it itself then (and `owe`s).
-pub fn owe_after(commits: &Arc<Commits>, before: Box<dyn Before>) -> Result<(), Box<dyn Before>> {
-    owe_with(commits, Some(before)).map_err(|b| b.expect("given back as given"))
-}
-
-fn owe_with(
+/// Notes a commit of `commits` as owed in `owed` (a call's, see
+/// `Call::owe`), after `before` if given. A second change of the same
+/// call joins the commit it owes already (one commit after the call
+/// covers both; a call changes one export, so one filesystem), except
+/// that a second piece of work before it is given back.
+pub(crate) fn owe_into(
+    owed: &mut Option<Owed>,
     commits: &Arc<Commits>,
     before: Option<Box<dyn Before>>,
 ) -> Result<(), Option<Box<dyn Before>>> {
-    if !OFFERED.get() {
-        return Err(before);
-    }
-    OWED.with(|o| {
-        let mut o = o.borrow_mut();
-        match &mut *o {
-            // A second change of the same call: the one commit after the
-            // call covers both. (A call changes one export, so one
-            // filesystem.)
-            Some(owed) => match (&owed.before, before) {
-                (Some(_), Some(b)) => return Err(Some(b)),
-                (None, Some(b)) => owed.before = Some(b),
-                (_, None) => {}
-            },
-            None => {
-                commits.lock().owed += 1;
-                *o = Some(Owed {
-                    commits: Some(commits.clone()),
-                    before,
-                });
-            }
+    match owed {
+        Some(o) => match (&o.before, before) {
+            (Some(_), Some(b)) => return Err(Some(b)),
+            (None, Some(b)) => o.before = Some(b),
+            (_, None) => {}
+        },
+        None => {
+            commits.lock().owed += 1;
+            *owed = Some(Owed {
+                commits: Some(commits.clone()),
+                before,
+            });
         }
-        Ok(())
-    })
+    }
+    Ok(())
 }
 
 /// What must reach the disk before a call's commit can cover it: a file's
@@ -154,7 +94,11 @@ impl Owed {
     /// Run `f` once a commit that began after now has ended, on the thread
     /// that made it.
     pub fn then(mut self, f: Then) {
-        if let Some(c) = self.commits.take() {
+        let c = self.commits.take();
+        // Handed its job once: `then` and `wait` take the Owed, and only
+        // they and its drop empty it.
+        debug_assert!(c.is_some(), "an owed commit handed twice");
+        if let Some(c) = c {
             c.push(f, self.before.take());
         }
     }
@@ -279,6 +223,8 @@ impl Commits {
 
     /// An owed commit was queued or given up.
     fn settled(&self, mut s: MutexGuard<'_, State>) {
+        // Each Owed counted once when made (`owe_into`), settled once.
+        debug_assert!(s.owed > 0, "an owed commit settled twice");
         s.owed = s.owed.saturating_sub(1);
         if s.stop && s.owed == 0 {
             // Threads waiting for the last owed call may end now.
@@ -341,10 +287,9 @@ impl Commits {
     /// costs two more switches. Held while it commits, the lead counts as
     /// a commit running, so calls meanwhile owe theirs to the threads and
     /// batch there as before. None when anything commits or waits, or
-    /// when this thread's call owes a commit already (which covers this
-    /// change too).
-    pub fn lead(self: &Arc<Self>) -> Option<Lead> {
-        if owing() {
+    /// when `call` owes a commit already (which covers this change too).
+    pub fn lead(self: &Arc<Self>, call: &Call<'_>) -> Option<Lead> {
+        if call.owing() {
             return None;
         }
         let mut s = self.lock();
@@ -374,6 +319,13 @@ mod tests {
     use std::sync::mpsc;
     use std::time::Duration;
 
+    use crate::Cred;
+
+    /// A call on a thread whose reply may leave later (`may_owe`).
+    fn call(cred: &Cred, may_owe: bool) -> Call<'_> {
+        Call::thread(cred, may_owe)
+    }
+
     /// Commit threads in the tests that run several.
     const SEVERAL: usize = 4;
 
@@ -393,15 +345,17 @@ mod tests {
             |_| {},
         )
         .unwrap();
+        let cred = Cred::default();
         // Not offered: the backend must wait itself.
-        assert!(!owe(&c));
-        assert!(take().is_none());
+        let not_offered = call(&cred, false);
+        assert!(!not_offered.owe(&c));
+        assert!(not_offered.take_owed().is_none());
         let (tx, rx) = mpsc::channel();
         for _ in 0..20 {
-            let offer = offer();
-            assert!(owe(&c));
-            assert!(owe(&c), "a second change joins the first");
-            let o = take().expect("owed");
+            let offer = call(&cred, true);
+            assert!(offer.owe(&c));
+            assert!(offer.owe(&c), "a second change joins the first");
+            let o = offer.take_owed().expect("owed");
             drop(offer);
             let before = commits_run.load(Ordering::SeqCst);
             let (tx, n) = (tx.clone(), commits_run.clone());
@@ -437,16 +391,17 @@ mod tests {
             },
         )
         .unwrap();
+        let cred = Cred::default();
         {
-            let _offer = offer();
-            assert!(owe(&c));
-            assert_eq!(take().expect("owed").wait(), Err(libc::EIO));
+            let offer = call(&cred, true);
+            assert!(offer.owe(&c));
+            assert_eq!(offer.take_owed().expect("owed").wait(), Err(libc::EIO));
         }
         assert_eq!(seen.load(Ordering::SeqCst), 1);
-        // Owed and never taken: the offer's drop waits for the commit.
+        // Owed and never taken: the call's drop waits for the commit.
         {
-            let _offer = offer();
-            assert!(owe(&c));
+            let offer = call(&cred, true);
+            assert!(offer.owe(&c));
         }
         assert_eq!(seen.load(Ordering::SeqCst), 2);
         assert_eq!(c.counts().errors, 2);
@@ -483,18 +438,19 @@ mod tests {
             let at = Arc::new(Mutex::new(None));
             (Box::new(Work(commits_run.clone(), at.clone(), r)), at)
         };
+        let cred = Cred::default();
         // Not offered: given back, for the backend to do itself.
-        assert!(owe_after(&c, work(Ok(())).0).is_err());
+        assert!(call(&cred, false).owe_after(&c, work(Ok(())).0).is_err());
         let (tx, rx) = mpsc::channel();
         for r in [Ok(()), Err(libc::EIO), Ok(())] {
-            let _offer = offer();
+            let offer = call(&cred, true);
             let (w, at) = work(r);
-            assert!(owe_after(&c, w).is_ok());
+            assert!(offer.owe_after(&c, w).is_ok());
             // A second piece of work for the same call: given back.
-            assert!(owe_after(&c, work(Ok(())).0).is_err());
-            assert!(owe(&c), "a plain change joins it");
+            assert!(offer.owe_after(&c, work(Ok(())).0).is_err());
+            assert!(offer.owe(&c), "a plain change joins it");
             let (tx, n) = (tx.clone(), commits_run.clone());
-            take().expect("owed").then(Box::new(move |res| {
+            offer.take_owed().expect("owed").then(Box::new(move |res| {
                 let finished_at = at.lock().unwrap().expect("finished before the answer");
                 tx.send((r, res, finished_at, n.load(Ordering::SeqCst)))
                     .unwrap()
@@ -532,29 +488,33 @@ mod tests {
             |_| {},
         )
         .unwrap();
-        let lead = c.lead().expect("alone: lead");
-        assert!(c.lead().is_none(), "one leads at a time");
+        let cred = Cred::default();
+        let alone = call(&cred, true);
+        let lead = c.lead(&alone).expect("alone: lead");
+        assert!(c.lead(&alone).is_none(), "one leads at a time");
         // A call meanwhile owes its commit to the thread, which starts it.
         let (tx, rx) = mpsc::channel();
         {
-            let _offer = offer();
-            assert!(owe(&c));
-            take()
+            let offer = call(&cred, true);
+            assert!(offer.owe(&c));
+            offer
+                .take_owed()
                 .expect("owed")
                 .then(Box::new(move |r| tx.send(r).unwrap()));
         }
         started.recv_timeout(Duration::from_secs(10)).unwrap();
         drop(lead);
-        assert!(c.lead().is_none(), "the thread commits: no lead");
+        assert!(c.lead(&alone).is_none(), "the thread commits: no lead");
         go.send(()).unwrap();
         assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(Ok(())));
         // A call that owes a commit joins it rather than lead another.
         {
-            let _offer = offer();
-            assert!(owe(&c));
-            assert!(c.lead().is_none(), "owing: no lead");
+            let offer = call(&cred, true);
+            assert!(offer.owe(&c));
+            assert!(c.lead(&offer).is_none(), "owing: no lead");
             let (tx, rx) = mpsc::channel();
-            take()
+            offer
+                .take_owed()
                 .expect("owed")
                 .then(Box::new(move |r| tx.send(r).unwrap()));
             started.recv_timeout(Duration::from_secs(10)).unwrap();
@@ -564,7 +524,7 @@ mod tests {
         // Nothing commits or waits any more: a call leads again.
         let mut lead = None;
         for _ in 0..1000 {
-            lead = c.lead();
+            lead = c.lead(&alone);
             if lead.is_some() {
                 break;
             }
@@ -583,10 +543,11 @@ mod tests {
     #[test]
     fn threads_stopped_still_answer_a_call_owing_then() {
         let c = Commits::start("test-commit", 1, || {}, || Ok(()), |_| {}).unwrap();
+        let cred = Cred::default();
         let owed = {
-            let _offer = offer();
-            assert!(owe(&c));
-            take().expect("owed")
+            let offer = call(&cred, true);
+            assert!(offer.owe(&c));
+            offer.take_owed().expect("owed")
         };
         c.stop();
         std::thread::sleep(Duration::from_millis(20));
@@ -595,10 +556,10 @@ mod tests {
         assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(Ok(())));
         // And one given up lets them end.
         let owed = {
-            let _offer = offer();
+            let offer = call(&cred, true);
             let c2 = Commits::start("test-commit", 1, || {}, || Ok(()), |_| {}).unwrap();
-            assert!(owe(&c2));
-            let o = take().expect("owed");
+            assert!(offer.owe(&c2));
+            let o = offer.take_owed().expect("owed");
             c2.stop();
             o
         };

@@ -6,12 +6,12 @@ use super::files::Access;
 use super::perm::access_bits;
 use super::{errno, sys, LocalFs, Obj, NAME_MAX};
 use crate::{
-    Attr, Cred, Fh, FsError, FsInfo, FsResult, FsStat, PathConf, SetAttr, SetTime, Time, Wcc,
+    Attr, Call, Fh, FsError, FsInfo, FsResult, FsStat, PathConf, SetAttr, SetTime, Time, Wcc,
 };
 
 impl LocalFs {
     /// Applies a sattr3 to an object (caller credentials).
-    pub(super) fn apply_set(&self, cred: &Cred, o: &Obj<'_>, set: &SetAttr) -> FsResult<()> {
+    pub(super) fn apply_set(&self, call: &Call<'_>, o: &Obj<'_>, set: &SetAttr) -> FsResult<()> {
         let fd = o.raw();
         if set.uid.is_some() || set.gid.is_some() {
             sys::fchownat_empty(fd, set.uid, set.gid)?;
@@ -33,7 +33,7 @@ impl LocalFs {
             // As a WRITE would: the cached writer, the caller's permission
             // (owner override included); leaves the thread as the caller.
             let f = self.open_file(o, Access::Write)?;
-            self.may_use_data(cred, o, Access::Write)?;
+            self.may_use_data(call.cred, o, Access::Write)?;
             sys::ftruncate(f.fd.as_raw_fd(), len)?;
         }
         if set.atime != SetTime::DontChange || set.mtime != SetTime::DontChange {
@@ -43,14 +43,14 @@ impl LocalFs {
     }
 }
 
-pub(super) fn getattr(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<Attr> {
+pub(super) fn getattr(fs: &LocalFs, _call: &Call<'_>, fh: &Fh) -> FsResult<Attr> {
     let o = fs.resolve(fh)?;
     Ok(fs.attr(&o.st))
 }
 
 pub(super) fn setattr(
     fs: &LocalFs,
-    cred: &Cred,
+    call: &Call<'_>,
     fh: &Fh,
     set: &SetAttr,
     guard: Option<Time>,
@@ -60,26 +60,26 @@ pub(super) fn setattr(
     if guard.is_some_and(|g| g != o.st.ctime) {
         return Err(FsError::NotSync);
     }
-    fs.usr(cred)?;
+    fs.usr(call.cred)?;
     fs.changing(set.size.is_some())?;
-    fs.apply_set(cred, &o, set)?;
-    fs.sync_attrs(&o)?;
+    fs.apply_set(call, &o, set)?;
+    fs.sync_attrs(call, &o)?;
     Ok(fs.wcc(&o.st, o.raw()))
 }
 
-pub(super) fn access(fs: &LocalFs, cred: &Cred, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
+pub(super) fn access(fs: &LocalFs, call: &Call<'_>, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
     let o = fs.resolve(fh)?;
     let bits = if fs.opts.act_as_caller {
-        fs.kernel_access(cred, &o, want)?
+        fs.kernel_access(call.cred, &o, want)?
     } else {
         // Every call is the server user's: the bits say what the caller
         // would have, as the client's own cache expects.
-        access_bits(&o.st, cred, want)
+        access_bits(&o.st, call.cred, want)
     };
     Ok((bits, fs.attr(&o.st)))
 }
 
-pub(super) fn readlink(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
+pub(super) fn readlink(fs: &LocalFs, _call: &Call<'_>, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
     let o = fs.resolve(fh)?;
     if !o.st.is_lnk() {
         return Err(errno(libc::EINVAL));
@@ -88,7 +88,7 @@ pub(super) fn readlink(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(Vec<u8>
     Ok((target, fs.attr(&o.st)))
 }
 
-pub(super) fn fsstat(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(FsStat, Attr)> {
+pub(super) fn fsstat(fs: &LocalFs, _call: &Call<'_>, fh: &Fh) -> FsResult<(FsStat, Attr)> {
     let o = fs.resolve(fh)?;
     let v = sys::fstatvfs(o.raw())?;
     let fr = v.f_frsize;
@@ -106,7 +106,7 @@ pub(super) fn fsstat(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(FsStat, A
     ))
 }
 
-pub(super) fn fsinfo(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
+pub(super) fn fsinfo(fs: &LocalFs, _call: &Call<'_>, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
     let o = fs.resolve(fh)?;
     Ok((
         FsInfo {
@@ -122,7 +122,7 @@ pub(super) fn fsinfo(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(FsInfo, A
     ))
 }
 
-pub(super) fn pathconf(fs: &LocalFs, _cred: &Cred, fh: &Fh) -> FsResult<(PathConf, Attr)> {
+pub(super) fn pathconf(fs: &LocalFs, _call: &Call<'_>, fh: &Fh) -> FsResult<(PathConf, Attr)> {
     let o = fs.resolve(fh)?;
     let v = sys::fstatvfs(o.raw())?;
     Ok((

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use super::files::{Access, OpenFile};
 use super::sys::{self, Key};
 use super::{errno, io_errno, LocalFs, Obj};
-use crate::FsResult;
+use crate::{Call, FsResult};
 
 /// What one sync makes durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,7 +72,12 @@ impl LocalFs {
     /// marker's: measured no faster, so MKDIR keeps the marker.) Requests
     /// that joined a commit may have changed anything, so a shared commit
     /// stays the marker's.
-    fn commit_journal(&self, devs: &[u64], made: Option<&Obj<'_>>) -> FsResult<bool> {
+    fn commit_journal(
+        &self,
+        call: &Call<'_>,
+        devs: &[u64],
+        made: Option<&Obj<'_>>,
+    ) -> FsResult<bool> {
         let Some(j) = self
             .journal
             .as_ref()
@@ -84,8 +89,8 @@ impl LocalFs {
         // can send the reply once the commit is done (`crate::owed`),
         // unless nothing else commits: then it commits itself (`lead`).
         let _lead = match &self.journal_commits {
-            Some(c) => match c.lead() {
-                None if crate::owed::owe(c) => return Ok(true),
+            Some(c) => match c.lead(call) {
+                None if call.owe(c) => return Ok(true),
                 lead => lead,
             },
             None => None,
@@ -125,16 +130,20 @@ impl LocalFs {
     /// force (`journal::data_covered`: not with a realtime device).
     /// Otherwise, and when nothing else commits (`owed::Commits::lead`),
     /// the file is synced here through the group committer.
-    pub(super) fn sync_data(&self, o: &Obj<'_>, f: &Arc<OpenFile>, full: bool) -> FsResult<()> {
+    pub(super) fn sync_data(
+        &self,
+        call: &Call<'_>,
+        o: &Obj<'_>,
+        f: &Arc<OpenFile>,
+        full: bool,
+    ) -> FsResult<()> {
         let key = o.st.key();
         let owing = match (&self.journal, &self.journal_commits) {
-            (Some(j), Some(c)) if j.covers_data && j.dev == key.dev && crate::owed::offered() => {
-                Some(c)
-            }
+            (Some(j), Some(c)) if j.covers_data && j.dev == key.dev && call.may_owe() => Some(c),
             _ => None,
         };
         let _lead = match owing {
-            Some(c) => match c.lead() {
+            Some(c) => match c.lead(call) {
                 None => {
                     // A cached writer's writeback is started here and
                     // waited for by the commit thread; its descriptor
@@ -146,16 +155,16 @@ impl LocalFs {
                     if f.is_cached()
                         && f.unsynced_bytes() <= self.opts.owed_writeback_bytes
                         && self.opts.owed_writeback_bytes > 0
-                        && !crate::owed::owing()
+                        && !call.owing()
                     {
                         sys::start_writeback(f.fd.as_raw_fd())
                             .map_err(|e| self.sync_failed(io_errno(&e)))?;
-                        if crate::owed::owe_after(c, Box::new(WriteBack(f.clone()))).is_ok() {
+                        if call.owe_after(c, Box::new(WriteBack(f.clone()))).is_ok() {
                             return Ok(());
                         }
                     }
                     f.write_back().map_err(|e| self.sync_failed(io_errno(&e)))?;
-                    if crate::owed::owe(c) {
+                    if call.owe(c) {
                         return Ok(());
                     }
                     None
@@ -188,17 +197,28 @@ impl LocalFs {
     /// reply: the new or changed object (regular files and directories; a
     /// new symlink or node is made durable with its directory entry, which
     /// journaling filesystems commit together) and the directory.
-    pub(super) fn sync_change(&self, dir: &Obj<'_>, child: Option<&Obj<'_>>) -> FsResult<()> {
-        self.sync_namespace(dir, child, false)
+    pub(super) fn sync_change(
+        &self,
+        call: &Call<'_>,
+        dir: &Obj<'_>,
+        child: Option<&Obj<'_>>,
+    ) -> FsResult<()> {
+        self.sync_namespace(call, dir, child, false)
     }
 
     /// As `sync_change`, for an object the call made (CREATE, MKDIR,
     /// SYMLINK, MKNOD), whose change is its last.
-    pub(super) fn sync_made(&self, dir: &Obj<'_>, made: &Obj<'_>) -> FsResult<()> {
-        self.sync_namespace(dir, Some(made), true)
+    pub(super) fn sync_made(&self, call: &Call<'_>, dir: &Obj<'_>, made: &Obj<'_>) -> FsResult<()> {
+        self.sync_namespace(call, dir, Some(made), true)
     }
 
-    fn sync_namespace(&self, dir: &Obj<'_>, child: Option<&Obj<'_>>, made: bool) -> FsResult<()> {
+    fn sync_namespace(
+        &self,
+        call: &Call<'_>,
+        dir: &Obj<'_>,
+        child: Option<&Obj<'_>>,
+        made: bool,
+    ) -> FsResult<()> {
         if !self.opts.sync {
             return Ok(());
         }
@@ -206,7 +226,7 @@ impl LocalFs {
             dir.st.key().dev,
             child.map_or(dir.st.key().dev, |c| c.st.key().dev),
         ];
-        if self.commit_journal(&devs, child.filter(|_| made))? {
+        if self.commit_journal(call, &devs, child.filter(|_| made))? {
             return Ok(());
         }
         if let Some(c) = child.filter(|c| c.st.is_reg() || c.st.is_dir()) {
@@ -218,8 +238,15 @@ impl LocalFs {
     /// On a `sync` export, makes a RENAME durable before the reply: both
     /// directories, the new name first (once it is durable the object
     /// cannot be lost).
-    pub(super) fn sync_rename(&self, from: &Obj<'_>, to: &Obj<'_>) -> FsResult<()> {
-        if !self.opts.sync || self.commit_journal(&[from.st.key().dev, to.st.key().dev], None)? {
+    pub(super) fn sync_rename(
+        &self,
+        call: &Call<'_>,
+        from: &Obj<'_>,
+        to: &Obj<'_>,
+    ) -> FsResult<()> {
+        if !self.opts.sync
+            || self.commit_journal(call, &[from.st.key().dev, to.st.key().dev], None)?
+        {
             return Ok(());
         }
         self.sync_object(to)?;
@@ -230,8 +257,8 @@ impl LocalFs {
     }
 
     /// On a `sync` export, makes a SETATTR durable before the reply.
-    pub(super) fn sync_attrs(&self, o: &Obj<'_>) -> FsResult<()> {
-        if !self.opts.sync || self.commit_journal(&[o.st.key().dev], None)? {
+    pub(super) fn sync_attrs(&self, call: &Call<'_>, o: &Obj<'_>) -> FsResult<()> {
+        if !self.opts.sync || self.commit_journal(call, &[o.st.key().dev], None)? {
             return Ok(());
         }
         self.sync_object(o)

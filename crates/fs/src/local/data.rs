@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::files::{Access, OpenFile};
 use super::{errno, sys, LocalFs, Obj, MAX_READ};
-use crate::{Attr, Cred, Fh, FsResult, Stable, Wcc};
+use crate::{Attr, Call, Fh, FsResult, Stable, Wcc};
 
 impl LocalFs {
     /// The cached descriptor of a regular file for `access`, opened (as the
@@ -44,7 +44,7 @@ impl LocalFs {
     /// a directory, EINVAL for anything else that is not a regular file.
     fn open_regular(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         fh: &Fh,
         access: Access,
     ) -> FsResult<(Obj<'_>, Arc<OpenFile>)> {
@@ -56,20 +56,20 @@ impl LocalFs {
             return Err(errno(libc::EINVAL));
         }
         let f = self.open_file(&o, access)?;
-        self.may_use_data(cred, &o, access)?;
+        self.may_use_data(call.cred, &o, access)?;
         Ok((o, f))
     }
 }
 
 pub(super) fn read(
     fs: &LocalFs,
-    cred: &Cred,
+    call: &Call<'_>,
     fh: &Fh,
     offset: u64,
     count: u32,
     buf: &mut Vec<u8>,
 ) -> FsResult<(bool, Attr)> {
-    let (o, f) = fs.open_regular(cred, fh, Access::Read)?;
+    let (o, f) = fs.open_regular(call, fh, Access::Read)?;
     let Some(want) = read_span(&o, offset, count) else {
         return Ok((true, fs.attr(&o.st)));
     };
@@ -120,13 +120,13 @@ fn read_end(
 /// into a pipe (splice), not into our memory.
 pub(super) fn read_to_pipe(
     fs: &LocalFs,
-    cred: &Cred,
+    call: &Call<'_>,
     fh: &Fh,
     offset: u64,
     count: u32,
     pipe: BorrowedFd<'_>,
 ) -> FsResult<(u32, bool, Attr)> {
-    let (o, f) = fs.open_regular(cred, fh, Access::Read)?;
+    let (o, f) = fs.open_regular(call, fh, Access::Read)?;
     let Some(want) = read_span(&o, offset, count) else {
         return Ok((0, true, fs.attr(&o.st)));
     };
@@ -145,7 +145,7 @@ pub(super) fn read_to_pipe(
 
 pub(super) fn write(
     fs: &LocalFs,
-    cred: &Cred,
+    call: &Call<'_>,
     fh: &Fh,
     offset: u64,
     data: &[u8],
@@ -160,7 +160,7 @@ pub(super) fn write(
     if crate::inline::active() && !(stable == Stable::Unstable && crate::inline::may_write()) {
         return Err(crate::inline::give_up());
     }
-    let (o, f) = fs.open_regular(cred, fh, Access::Write)?;
+    let (o, f) = fs.open_regular(call, fh, Access::Write)?;
     let fd = f.fd.as_raw_fd();
     let n = match super::speculating(|| sys::pwrite_full(fd, offset, data)) {
         Ok(n) => n,
@@ -179,8 +179,8 @@ pub(super) fn write(
     // sync with concurrent stable writes and COMMITs of the file.
     match stable {
         Stable::Unstable => {}
-        Stable::DataSync => fs.sync_data(&o, &f, false)?,
-        Stable::FileSync => fs.sync_data(&o, &f, true)?,
+        Stable::DataSync => fs.sync_data(call, &o, &f, false)?,
+        Stable::FileSync => fs.sync_data(call, &o, &f, true)?,
     }
     let wcc = fs.wcc(&o.st, fd);
     fs.files.release(f, crate::inline::on_loop());
@@ -189,7 +189,7 @@ pub(super) fn write(
 
 pub(super) fn commit(
     fs: &LocalFs,
-    _cred: &Cred,
+    call: &Call<'_>,
     fh: &Fh,
     _offset: u64,
     _count: u32,
@@ -209,7 +209,7 @@ pub(super) fn commit(
         Some(f) => f,
         None => fs.open_file(&o, Access::Read)?,
     };
-    fs.sync_data(&o, &f, true)?;
+    fs.sync_data(call, &o, &f, true)?;
     // Writers closed before their data was committed (this file's among
     // them, perhaps) owe a flush whose error must show in this reply.
     fs.files.flusher().settle().map_err(errno)?;

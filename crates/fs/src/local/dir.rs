@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::resolve::Renamed;
 use super::{check_name, errno, sys, LocalFs, Obj, MAX_DIR_ENTRIES};
-use crate::{Attr, Cred, DirEntry, DirPage, Fh, FsError, FsResult};
+use crate::{Attr, Call, DirEntry, DirPage, Fh, FsError, FsResult};
 
 impl LocalFs {
     /// Entry handle and attributes for READDIRPLUS (server credentials;
@@ -104,13 +104,13 @@ fn identity_seen(hit: bool) {
 
 pub(super) fn lookup(
     fs: &LocalFs,
-    cred: &Cred,
+    call: &Call<'_>,
     dir: &Fh,
     name: &[u8],
 ) -> FsResult<(Fh, Attr, Option<Attr>)> {
     let c = check_name(name, true)?;
     let d = fs.dir(dir)?;
-    fs.usr(cred)?;
+    fs.usr(call.cred)?;
     let plain = name != b"." && name != b"..";
     let tried =
         plain && identity_first() && (!crate::inline::active() || crate::inline::may_speculate());
@@ -171,7 +171,7 @@ pub(super) fn lookup(
 
 pub(super) fn readdir(
     fs: &LocalFs,
-    cred: &Cred,
+    call: &Call<'_>,
     dir: &Fh,
     cookie: u64,
     verifier: [u8; 8],
@@ -188,7 +188,7 @@ pub(super) fn readdir(
     if cookie != 0 && verifier != verf && verifier != [0; 8] {
         return Err(FsError::BadCookie);
     }
-    fs.usr(cred)?;
+    fs.usr(call.cred)?;
     // Reopened through its descriptor, not as "." under it: listing needs
     // read permission on the directory only, as locally (`ls` of a
     // directory with r but not x works).

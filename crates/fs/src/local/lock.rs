@@ -8,7 +8,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 use crate::lock::{Conflict, LockFile, LockKind, LockRange};
-use crate::{Cred, Fh, FsResult};
+use crate::{Call, Fh, FsResult};
 
 use super::files::Access;
 use super::sys::{self, OfdCmd};
@@ -69,7 +69,11 @@ impl LockFile for OfdFile {
     }
 }
 
-pub(super) fn open_for_locks(fs: &LocalFs, cred: &Cred, fh: &Fh) -> FsResult<Arc<dyn LockFile>> {
+pub(super) fn open_for_locks(
+    fs: &LocalFs,
+    call: &Call<'_>,
+    fh: &Fh,
+) -> FsResult<Arc<dyn LockFile>> {
     let o = fs.resolve(fh)?;
     if o.st.is_dir() {
         return Err(errno(libc::EISDIR));
@@ -78,7 +82,7 @@ pub(super) fn open_for_locks(fs: &LocalFs, cred: &Cred, fh: &Fh) -> FsResult<Arc
         return Err(errno(libc::EINVAL));
     }
     // knfsd's NFSD_MAY_LOCK: read permission or ownership.
-    fs.may_use_data(cred, &o, Access::Read)?;
+    fs.may_use_data(call.cred, &o, Access::Read)?;
     // Read-write so an exclusive lock works (fcntl wants a writable file
     // for F_WRLCK); read-only where it cannot be (a read-only mount, an
     // immutable file, a running program: ETXTBSY), where only shared

@@ -647,8 +647,7 @@ impl Backend for LocalFs {
     }
 
     fn getattr(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Attr> {
-        let cred = call.cred;
-        attr::getattr(self, cred, fh)
+        attr::getattr(self, call, fh)
     }
 
     fn setattr(
@@ -658,23 +657,19 @@ impl Backend for LocalFs {
         set: &SetAttr,
         guard: Option<Time>,
     ) -> FsResult<Wcc> {
-        let cred = call.cred;
-        attr::setattr(self, cred, fh, set, guard)
+        attr::setattr(self, call, fh, set, guard)
     }
 
     fn lookup(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)> {
-        let cred = call.cred;
-        dir::lookup(self, cred, dir, name)
+        dir::lookup(self, call, dir, name)
     }
 
     fn access(&self, call: &Call<'_>, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
-        let cred = call.cred;
-        attr::access(self, cred, fh, want)
+        attr::access(self, call, fh, want)
     }
 
     fn readlink(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
-        let cred = call.cred;
-        attr::readlink(self, cred, fh)
+        attr::readlink(self, call, fh)
     }
 
     fn read(
@@ -685,8 +680,7 @@ impl Backend for LocalFs {
         count: u32,
         buf: &mut Vec<u8>,
     ) -> FsResult<(bool, Attr)> {
-        let cred = call.cred;
-        data::read(self, cred, fh, offset, count, buf)
+        data::read(self, call, fh, offset, count, buf)
     }
 
     fn read_to_pipe(
@@ -697,8 +691,7 @@ impl Backend for LocalFs {
         count: u32,
         pipe: BorrowedFd<'_>,
     ) -> FsResult<(u32, bool, Attr)> {
-        let cred = call.cred;
-        data::read_to_pipe(self, cred, fh, offset, count, pipe)
+        data::read_to_pipe(self, call, fh, offset, count, pipe)
     }
 
     fn write(
@@ -709,18 +702,15 @@ impl Backend for LocalFs {
         data: &[u8],
         stable: Stable,
     ) -> FsResult<(u32, Stable, Wcc)> {
-        let cred = call.cred;
-        data::write(self, cred, fh, offset, data, stable)
+        data::write(self, call, fh, offset, data, stable)
     }
 
     fn create(&self, call: &Call<'_>, dir: &Fh, name: &[u8], how: &CreateHow) -> FsResult<Created> {
-        let cred = call.cred;
-        namespace::create(self, cred, dir, name, how)
+        namespace::create(self, call, dir, name, how)
     }
 
     fn mkdir(&self, call: &Call<'_>, dir: &Fh, name: &[u8], set: &SetAttr) -> FsResult<Created> {
-        let cred = call.cred;
-        namespace::mkdir(self, cred, dir, name, set)
+        namespace::mkdir(self, call, dir, name, set)
     }
 
     fn symlink(
@@ -731,8 +721,7 @@ impl Backend for LocalFs {
         target: &[u8],
         set: &SetAttr,
     ) -> FsResult<Created> {
-        let cred = call.cred;
-        namespace::symlink(self, cred, dir, name, target, set)
+        namespace::symlink(self, call, dir, name, target, set)
     }
 
     fn mknod(
@@ -743,18 +732,15 @@ impl Backend for LocalFs {
         kind: NodeKind,
         set: &SetAttr,
     ) -> FsResult<Created> {
-        let cred = call.cred;
-        namespace::mknod(self, cred, dir, name, kind, set)
+        namespace::mknod(self, call, dir, name, kind, set)
     }
 
     fn remove(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
-        let cred = call.cred;
-        namespace::remove(self, cred, dir, name)
+        namespace::remove(self, call, dir, name)
     }
 
     fn rmdir(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
-        let cred = call.cred;
-        namespace::rmdir(self, cred, dir, name)
+        namespace::rmdir(self, call, dir, name)
     }
 
     fn rename(
@@ -765,13 +751,11 @@ impl Backend for LocalFs {
         to_dir: &Fh,
         to: &[u8],
     ) -> FsResult<(Wcc, Wcc)> {
-        let cred = call.cred;
-        namespace::rename(self, cred, from_dir, from, to_dir, to)
+        namespace::rename(self, call, from_dir, from, to_dir, to)
     }
 
     fn link(&self, call: &Call<'_>, file: &Fh, dir: &Fh, name: &[u8]) -> FsResult<(Attr, Wcc)> {
-        let cred = call.cred;
-        namespace::link(self, cred, file, dir, name)
+        namespace::link(self, call, file, dir, name)
     }
 
     fn readdir(
@@ -783,33 +767,27 @@ impl Backend for LocalFs {
         max_entries: usize,
         plus: bool,
     ) -> FsResult<DirPage> {
-        let cred = call.cred;
-        dir::readdir(self, cred, dir, cookie, verifier, max_entries, plus)
+        dir::readdir(self, call, dir, cookie, verifier, max_entries, plus)
     }
 
     fn fsstat(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(FsStat, Attr)> {
-        let cred = call.cred;
-        attr::fsstat(self, cred, fh)
+        attr::fsstat(self, call, fh)
     }
 
     fn fsinfo(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
-        let cred = call.cred;
-        attr::fsinfo(self, cred, fh)
+        attr::fsinfo(self, call, fh)
     }
 
     fn pathconf(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(PathConf, Attr)> {
-        let cred = call.cred;
-        attr::pathconf(self, cred, fh)
+        attr::pathconf(self, call, fh)
     }
 
     fn commit(&self, call: &Call<'_>, fh: &Fh, offset: u64, count: u32) -> FsResult<Wcc> {
-        let cred = call.cred;
-        data::commit(self, cred, fh, offset, count)
+        data::commit(self, call, fh, offset, count)
     }
 
     fn open_for_locks(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Arc<dyn crate::lock::LockFile>> {
-        let cred = call.cred;
-        lock::open_for_locks(self, cred, fh)
+        lock::open_for_locks(self, call, fh)
     }
 
     fn stats(&self) -> BackendStats {

@@ -5,14 +5,14 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use super::sys::Stat;
 use super::{check_name, errno, io_errno, sys, FdRef, LocalFs, Obj, SYMLINK_MAX};
-use crate::{Attr, CreateHow, Created, Cred, Fh, FsResult, NodeKind, SetAttr, SetTime, Time, Wcc};
+use crate::{Attr, Call, CreateHow, Created, Fh, FsResult, NodeKind, SetAttr, SetTime, Time, Wcc};
 
 impl LocalFs {
     /// Finishes a create-type call: stat, fix the mode the process umask
     /// changed, apply the rest of `set`, make the handle, remember the name.
     pub(super) fn finish_create(
         &self,
-        cred: &Cred,
+        call: &Call<'_>,
         dir: &Obj<'_>,
         name: &[u8],
         c: &CString,
@@ -36,10 +36,10 @@ impl LocalFs {
         set.uid = set.uid.filter(|&u| u != st.uid);
         set.gid = set.gid.filter(|&g| g != st.gid);
         if set != SetAttr::default() {
-            self.apply_set(cred, &o, &set)?;
+            self.apply_set(call, &o, &set)?;
             o.st = sys::fstat(o.raw())?;
         }
-        self.created(dir, name, o)
+        self.created(call, dir, name, o)
     }
 
     /// The reply of a create-type call: the new object's handle and
@@ -47,8 +47,14 @@ impl LocalFs {
     /// the directory's wcc. `o.st` must be the object's attributes after
     /// the call's last change to it (a sync changes none).
     /// On a `sync` export the object and its directory are durable first.
-    pub(super) fn created(&self, dir: &Obj<'_>, name: &[u8], o: Obj<'_>) -> FsResult<Created> {
-        self.sync_made(dir, &o)?;
+    pub(super) fn created(
+        &self,
+        call: &Call<'_>,
+        dir: &Obj<'_>,
+        name: &[u8],
+        o: Obj<'_>,
+    ) -> FsResult<Created> {
+        self.sync_made(call, dir, &o)?;
         let st = o.st;
         let fh = self.make_fh(o.raw(), &st)?;
         self.locs.insert(st.key(), dir.st.key(), name);
@@ -129,14 +135,14 @@ impl<'a> Obj<'a> {
 
 pub(super) fn create(
     fs: &LocalFs,
-    cred: &Cred,
+    call: &Call<'_>,
     dir: &Fh,
     name: &[u8],
     how: &CreateHow,
 ) -> FsResult<Created> {
     let c = check_name(name, false)?;
     let d = fs.dir(dir)?;
-    fs.usr(cred)?;
+    fs.usr(call.cred)?;
     // A size may truncate the file UNCHECKED finds there.
     let sized = matches!(how, CreateHow::Unchecked(s) | CreateHow::Guarded(s) if s.size.is_some());
     fs.changing(sized)?;
@@ -145,7 +151,7 @@ pub(super) fn create(
         CreateHow::Unchecked(set) | CreateHow::Guarded(set) => {
             let guarded = matches!(how, CreateHow::Guarded(_));
             match mknod(set.mode.unwrap_or(0o666) & 0o7777) {
-                Ok(()) => fs.finish_create(cred, &d, name, &c, set),
+                Ok(()) => fs.finish_create(call, &d, name, &c, set),
                 Err(e) if io_errno(&e) == libc::EEXIST && !guarded => {
                     // UNCHECKED over an existing regular file: only the
                     // size is applied, as knfsd does (RFC 1813 §3.3.8).
@@ -160,10 +166,10 @@ pub(super) fn create(
                             size: set.size,
                             ..SetAttr::default()
                         };
-                        fs.apply_set(cred, &o, &s)?;
+                        fs.apply_set(call, &o, &s)?;
                         o.st = sys::fstat(o.raw())?;
                     }
-                    fs.created(&d, name, o)
+                    fs.created(call, &d, name, o)
                 }
                 Err(e) => Err(e.into()),
             }
@@ -183,7 +189,7 @@ pub(super) fn create(
                 Ok(()) => {
                     let fd = sys::open_path(d.raw(), &c)?;
                     let st = sys::fstat(fd.as_raw_fd())?;
-                    fs.created(&d, name, Obj::owned(fd, st, d.verified))
+                    fs.created(call, &d, name, Obj::owned(fd, st, d.verified))
                 }
                 Err(e) if io_errno(&e) == libc::EEXIST => {
                     let fd = sys::open_path(d.raw(), &c)?;
@@ -195,7 +201,7 @@ pub(super) fn create(
                     if !same {
                         return Err(errno(libc::EEXIST));
                     }
-                    fs.created(&d, name, Obj::owned(fd, st, d.verified))
+                    fs.created(call, &d, name, Obj::owned(fd, st, d.verified))
                 }
                 Err(e) => Err(e.into()),
             }
@@ -205,22 +211,22 @@ pub(super) fn create(
 
 pub(super) fn mkdir(
     fs: &LocalFs,
-    cred: &Cred,
+    call: &Call<'_>,
     dir: &Fh,
     name: &[u8],
     set: &SetAttr,
 ) -> FsResult<Created> {
     let c = check_name(name, false)?;
     let d = fs.dir(dir)?;
-    fs.usr(cred)?;
+    fs.usr(call.cred)?;
     fs.changing(false)?;
     sys::mkdirat(d.raw(), &c, set.mode.unwrap_or(0o777) & 0o7777)?;
-    fs.finish_create(cred, &d, name, &c, set)
+    fs.finish_create(call, &d, name, &c, set)
 }
 
 pub(super) fn symlink(
     fs: &LocalFs,
-    cred: &Cred,
+    call: &Call<'_>,
     dir: &Fh,
     name: &[u8],
     target: &[u8],
@@ -232,19 +238,19 @@ pub(super) fn symlink(
     }
     let t = sys::cstr(target)?;
     let d = fs.dir(dir)?;
-    fs.usr(cred)?;
+    fs.usr(call.cred)?;
     fs.changing(false)?;
     sys::symlinkat(&t, d.raw(), &c)?;
     let set = SetAttr {
         mode: None,
         ..set.clone()
     };
-    fs.finish_create(cred, &d, name, &c, &set)
+    fs.finish_create(call, &d, name, &c, &set)
 }
 
 pub(super) fn mknod(
     fs: &LocalFs,
-    cred: &Cred,
+    call: &Call<'_>,
     dir: &Fh,
     name: &[u8],
     kind: NodeKind,
@@ -258,10 +264,10 @@ pub(super) fn mknod(
         NodeKind::Char { major, minor } => (libc::S_IFCHR, sys::makedev(major, minor)),
     };
     let d = fs.dir(dir)?;
-    fs.usr(cred)?;
+    fs.usr(call.cred)?;
     fs.changing(false)?;
     sys::mknodat(d.raw(), &c, fmt | (set.mode.unwrap_or(0o666) & 0o7777), dev)?;
-    fs.finish_create(cred, &d, name, &c, set)
+    fs.finish_create(call, &d, name, &c, set)
 }
 
 /// A name whose removal frees more than this (its last link) is not
@@ -274,10 +280,10 @@ fn frees_much(st: &Stat) -> bool {
     st.is_reg() && st.nlink <= 1 && st.blocks.saturating_mul(512) > INLINE_FREE_MAX
 }
 
-pub(super) fn remove(fs: &LocalFs, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
+pub(super) fn remove(fs: &LocalFs, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
     let c = check_name(name, false)?;
     let d = fs.dir(dir)?;
-    fs.usr(cred)?;
+    fs.usr(call.cred)?;
     let st = super::speculating(|| sys::statx_at(d.raw(), &c, 0))?;
     if st.is_dir() {
         return Err(errno(libc::EISDIR));
@@ -285,14 +291,14 @@ pub(super) fn remove(fs: &LocalFs, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResu
     fs.changing(frees_much(&st))?;
     sys::unlinkat(d.raw(), &c, 0)?;
     fs.unlinked(&d, name, &st);
-    fs.sync_change(&d, None)?;
+    fs.sync_change(call, &d, None)?;
     Ok(fs.wcc(&d.st, d.raw()))
 }
 
-pub(super) fn rmdir(fs: &LocalFs, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
+pub(super) fn rmdir(fs: &LocalFs, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
     let c = check_name(name, false)?;
     let d = fs.dir(dir)?;
-    fs.usr(cred)?;
+    fs.usr(call.cred)?;
     fs.changing(false)?;
     let st = sys::statx_at(d.raw(), &c, 0)?;
     if !st.is_dir() {
@@ -300,13 +306,13 @@ pub(super) fn rmdir(fs: &LocalFs, cred: &Cred, dir: &Fh, name: &[u8]) -> FsResul
     }
     sys::unlinkat(d.raw(), &c, libc::AT_REMOVEDIR)?;
     fs.unlinked(&d, name, &st);
-    fs.sync_change(&d, None)?;
+    fs.sync_change(call, &d, None)?;
     Ok(fs.wcc(&d.st, d.raw()))
 }
 
 pub(super) fn rename(
     fs: &LocalFs,
-    cred: &Cred,
+    call: &Call<'_>,
     from_dir: &Fh,
     from: &[u8],
     to_dir: &Fh,
@@ -316,7 +322,7 @@ pub(super) fn rename(
     let ct = check_name(to, false)?;
     let d1 = fs.dir(from_dir)?;
     let d2 = fs.dir(to_dir)?;
-    fs.usr(cred)?;
+    fs.usr(call.cred)?;
     let moved = super::speculating(|| sys::statx_at(d1.raw(), &cf, 0))?;
     let replaced = super::speculating(|| sys::statx_at(d2.raw(), &ct, 0)).ok();
     let frees = replaced
@@ -332,13 +338,13 @@ pub(super) fn rename(
         }
     }
     fs.locs.insert(moved.key(), d2.st.key(), to);
-    fs.sync_rename(&d1, &d2)?;
+    fs.sync_rename(call, &d1, &d2)?;
     Ok((fs.wcc(&d1.st, d1.raw()), fs.wcc(&d2.st, d2.raw())))
 }
 
 pub(super) fn link(
     fs: &LocalFs,
-    cred: &Cred,
+    call: &Call<'_>,
     file: &Fh,
     dir: &Fh,
     name: &[u8],
@@ -349,10 +355,10 @@ pub(super) fn link(
         return Err(errno(libc::EISDIR));
     }
     let d = fs.dir(dir)?;
-    fs.usr(cred)?;
+    fs.usr(call.cred)?;
     fs.changing(false)?;
     sys::link_fd(f.raw(), d.raw(), &c)?;
-    fs.sync_change(&d, Some(&f))?;
+    fs.sync_change(call, &d, Some(&f))?;
     let st = sys::fstat(f.raw())?;
     Ok((fs.attr(&st), fs.wcc(&d.st, d.raw())))
 }

@@ -65,10 +65,10 @@ impl FakeFs {
         })
     }
 
-    /// A change was made: owe its commit when told to.
-    fn changed(&self) {
+    /// A change was made by `call`: owe its commit when told to.
+    fn changed(&self, call: &Call<'_>) {
         if let Some(c) = &*self.owes.lock().unwrap() {
-            assert!(rnfsd_fs::owed::owe(c), "the table offered no commit to owe");
+            assert!(call.owe(c), "the table offered no commit to owe");
         }
     }
 
@@ -151,9 +151,9 @@ impl Backend for FakeFs {
         }
         Ok(self.attr(id))
     }
-    fn setattr(&self, _c: &Call<'_>, fh: &Fh, set: &SetAttr, guard: Option<Time>) -> FsResult<Wcc> {
+    fn setattr(&self, c: &Call<'_>, fh: &Fh, set: &SetAttr, guard: Option<Time>) -> FsResult<Wcc> {
         let id = self.check(fh)?;
-        self.changed();
+        self.changed(c);
         self.seen.lock().unwrap().setattr = Some((set.clone(), guard));
         Ok(self.wcc(id))
     }
@@ -201,55 +201,55 @@ impl Backend for FakeFs {
         self.seen.lock().unwrap().write = Some((offset, data.len(), stable));
         Ok((data.len() as u32, Stable::Unstable, self.wcc(id)))
     }
-    fn create(&self, _c: &Call<'_>, dir: &Fh, _n: &[u8], how: &CreateHow) -> FsResult<Created> {
+    fn create(&self, c: &Call<'_>, dir: &Fh, _n: &[u8], how: &CreateHow) -> FsResult<Created> {
         let d = self.check(dir)?;
-        self.changed();
+        self.changed(c);
         self.seen.lock().unwrap().create = Some(how.clone());
         Ok(self.created(d))
     }
-    fn mkdir(&self, _c: &Call<'_>, dir: &Fh, _n: &[u8], _s: &SetAttr) -> FsResult<Created> {
+    fn mkdir(&self, c: &Call<'_>, dir: &Fh, _n: &[u8], _s: &SetAttr) -> FsResult<Created> {
         let d = self.check(dir)?;
-        self.changed();
+        self.changed(c);
         Ok(self.created(d))
     }
     fn symlink(
         &self,
-        _c: &Call<'_>,
+        c: &Call<'_>,
         dir: &Fh,
         _n: &[u8],
         _t: &[u8],
         _s: &SetAttr,
     ) -> FsResult<Created> {
         let d = self.check(dir)?;
-        self.changed();
+        self.changed(c);
         Ok(self.created(d))
     }
     fn mknod(
         &self,
-        _c: &Call<'_>,
+        c: &Call<'_>,
         dir: &Fh,
         _n: &[u8],
         kind: NodeKind,
         _s: &SetAttr,
     ) -> FsResult<Created> {
         let d = self.check(dir)?;
-        self.changed();
+        self.changed(c);
         self.seen.lock().unwrap().mknod = Some(kind);
         Ok(self.created(d))
     }
-    fn remove(&self, _c: &Call<'_>, dir: &Fh, _n: &[u8]) -> FsResult<Wcc> {
+    fn remove(&self, c: &Call<'_>, dir: &Fh, _n: &[u8]) -> FsResult<Wcc> {
         let d = self.check(dir)?;
-        self.changed();
+        self.changed(c);
         Ok(self.wcc(d))
     }
-    fn rmdir(&self, _c: &Call<'_>, dir: &Fh, _n: &[u8]) -> FsResult<Wcc> {
+    fn rmdir(&self, c: &Call<'_>, dir: &Fh, _n: &[u8]) -> FsResult<Wcc> {
         let d = self.check(dir)?;
-        self.changed();
+        self.changed(c);
         Ok(self.wcc(d))
     }
     fn rename(
         &self,
-        _c: &Call<'_>,
+        c: &Call<'_>,
         from: &Fh,
         _f: &[u8],
         to: &Fh,
@@ -257,13 +257,13 @@ impl Backend for FakeFs {
     ) -> FsResult<(Wcc, Wcc)> {
         let f = self.check(from)?;
         let t = self.check(to)?;
-        self.changed();
+        self.changed(c);
         Ok((self.wcc(f), self.wcc(t)))
     }
-    fn link(&self, _c: &Call<'_>, file: &Fh, dir: &Fh, _n: &[u8]) -> FsResult<(Attr, Wcc)> {
+    fn link(&self, c: &Call<'_>, file: &Fh, dir: &Fh, _n: &[u8]) -> FsResult<(Attr, Wcc)> {
         let f = self.check(file)?;
         let d = self.check(dir)?;
-        self.changed();
+        self.changed(c);
         Ok((self.attr(f), self.wcc(d)))
     }
     fn readdir(
