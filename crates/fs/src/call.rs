@@ -12,9 +12,9 @@
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
-use crate::inline;
+use crate::inline::{self, TurnJob};
 use crate::owed::{self, Before, Commits, Owed};
-use crate::Cred;
+use crate::{Cred, FsError};
 
 /// One call's context (see the module text). Made by the protocol layer
 /// for the whole of one call: several backend calls of one procedure share
@@ -61,6 +61,7 @@ impl<'a> Call<'a> {
     /// `end_call`): answered from memory, or given up before it changes
     /// anything. It never owes a commit.
     pub fn on_loop(cred: &'a Cred, lp: &'a inline::Loop) -> Call<'a> {
+        debug_assert!(lp.call_under_way(), "a loop's call made outside begin_call");
         Call {
             cred,
             how: How::Loop(lp),
@@ -131,6 +132,76 @@ impl<'a> Call<'a> {
         );
         self.may_owe.set(false);
         self.owed.borrow_mut().take()
+    }
+}
+
+/// How a call on a loop may run (`crate::inline`); a call on a thread
+/// may do anything, gives up nothing and leaves no job.
+impl Call<'_> {
+    /// Whether the call must not wait: it answers from memory or gives up
+    /// (`give_up`). Not once a change has begun on the loop
+    /// (`run_to_end`).
+    pub(crate) fn inline(&self) -> bool {
+        self.event_loop().is_some_and(inline::Loop::inline)
+    }
+
+    /// Whether the call runs on an event loop, inline or running a change
+    /// to its end: nothing may be reclaimed or closed here (the caches'
+    /// `on_loop`).
+    pub(crate) fn runs_on_loop(&self) -> bool {
+        self.event_loop().is_some()
+    }
+
+    /// Gives up the inline call: the error to return up the call, which
+    /// then runs again in a pool. Asked only of an inline call.
+    pub(crate) fn give_up(&self) -> FsError {
+        debug_assert!(self.inline(), "a give-up off the loop");
+        if let Some(l) = self.event_loop() {
+            l.give_up();
+        }
+        FsError::Errno(libc::EAGAIN)
+    }
+
+    /// Whether the inline call may open a miss now (`Leave::misses`).
+    pub(crate) fn may_speculate(&self) -> bool {
+        self.event_loop().is_some_and(inline::Loop::may_speculate)
+    }
+
+    /// Whether the inline call may write now (`Leave::writes`).
+    pub(crate) fn may_write(&self) -> bool {
+        self.event_loop().is_some_and(inline::Loop::may_write)
+    }
+
+    /// Whether the inline call may make a change now (`Leave::changes`).
+    pub(crate) fn may_change(&self) -> bool {
+        self.event_loop().is_some_and(inline::Loop::may_change)
+    }
+
+    /// A change begins on the loop (`may_change` said yes, nothing changed
+    /// yet): it runs to its end, judged as one step with the thread's
+    /// sleeps read by `sleeps` when the call ends.
+    pub(crate) fn run_to_end(&self, sleeps: fn() -> u64) {
+        if let Some(l) = self.event_loop() {
+            l.run_to_end(sleeps);
+        }
+    }
+
+    /// Runs `step`, which almost never sleeps: for an inline call, a
+    /// speculation watched by its loop (`Loop::watch`).
+    pub(crate) fn watch<T>(&self, sleeps: impl Fn() -> u64, step: impl FnOnce() -> T) -> T {
+        match self.event_loop() {
+            Some(l) if l.inline() => l.watch(sleeps, step),
+            _ => step(),
+        }
+    }
+
+    /// Leaves `job` for the end of the loop's turn where the call may
+    /// (`Loop::after_turn`); else hands it off at once.
+    pub(crate) fn after_turn(&self, job: Box<dyn TurnJob>) {
+        match self.event_loop() {
+            Some(l) => l.after_turn(job),
+            None => job.hand_off(),
+        }
     }
 }
 

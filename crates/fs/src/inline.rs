@@ -1,10 +1,11 @@
 //! Run to completion: a call answered on the event loop thread must never
-//! sleep. While an [`Inline`] guard is held on a thread, the local backend
-//! answers only from what is in memory (its caches, the page cache, the
+//! sleep. For a call on a loop (`Call::on_loop`, between its [`Loop`]'s
+//! `begin_call` and `end_call`), the local backend answers only from what
+//! is in memory (its caches, the page cache, the
 //! dentry cache); at the first step that could wait (a cache miss, data not
 //! in the page cache, a name not in the dentry cache) it gives up with
-//! EAGAIN and marks the attempt, and the caller runs the call again in the
-//! pool. Only calls that change nothing, and UNSTABLE WRITEs (below), are
+//! EAGAIN and marks the attempt (`Call::give_up`), and the caller runs
+//! the call again in the pool. Only calls that change nothing, and UNSTABLE WRITEs (below), are
 //! run this way, and each gives up before it changes anything, so giving up
 //! halfway leaves no trace.
 //!
@@ -17,8 +18,8 @@
 //! whose inodes the kernel keeps, handing each miss to a pool thread costs
 //! more than the miss (a wakeup and two context switches). So a loop
 //! *speculates*: it runs the step and sees whether the thread slept in it
-//! (`watch`: a step of `SLOW_STEP` or more that slept); each step that
-//! slept keeps this thread from speculating for a while, from 10 ms
+//! (`Loop::watch`: a step of `SLOW_STEP` or more that slept); each step
+//! that slept keeps this loop from speculating for a while, from 10 ms
 //! doubling up to 1 s while they keep sleeping, so a loop waits for the
 //! disk at most about once a second in a cold storm.
 //!
@@ -36,66 +37,71 @@
 //! runs on the loop too: on ext4 it costs tens of microseconds, nothing of
 //! it waits for stable storage, and a handoff costs a wakeup and two
 //! context switches. It is decided once its handles are resolved, before
-//! anything changes (`run_to_end`); from there the call is no longer
+//! anything changes (`Call::run_to_end`); from there the call is no longer
 //! inline for the backend (nothing in it can give up: the call would be
-//! done twice) but stays on a loop for the caches (`on_loop`: nothing is
-//! reclaimed or closed there), and the whole rest of it is watched as one
-//! step when the guard drops. A `sync` export's changes never come here:
+//! done twice) but stays on a loop for the caches (`Call::runs_on_loop`:
+//! nothing is reclaimed or closed there), and the whole rest of it is
+//! watched as one step when the call ends (`Loop::end_call`). A `sync` export's changes never come here:
 //! they wait for a journal commit in the blocking pool.
 //!
 //! A call on the loop may also leave a job for the end of the loop's turn
-//! (`after_turn`: write-behind's writeback start). Once the turn's replies
-//! are sent, the loop runs it where it would otherwise sleep, unless more
-//! is ready or a recent job slept (`watch_job`, a backoff of the jobs' own):
+//! (`Call::after_turn`: write-behind's writeback start). Once the turn's
+//! replies are sent, the loop runs it where it would otherwise sleep
+//! (`Loop::turn_ends`), unless more is ready or a recent job slept
+//! (`Loop::watch_job`, a backoff of the jobs' own):
 //! then another thread gets it. A job is never a reason to quiet the
 //! loop's calls.
+
+//!
+//! All of this state is the loop's own ([`Loop`], owned by one event
+//! loop's calls and used on its thread only); what one call may do is
+//! asked of its [`Call`](crate::Call).
 
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
-use crate::FsError;
-
-thread_local! {
-    /// 0: normal; 1: inline; 2: inline, and gave up; 3: on a loop, running
-    /// a change to its end (`run_to_end`); 4: on a loop, running the jobs
-    /// left for its turn's end (`turn_ends`).
-    static STATE: Cell<u8> = const { Cell::new(0) };
-    /// While in state 3: the change under way.
-    static CHANGE: Cell<Option<Change>> = const { Cell::new(None) };
-    /// What this inline attempt may do beyond memory (see the module text).
-    static MAY: Cell<Leave> = const { Cell::new(Leave::NONE) };
-    /// No speculation on this thread before this instant.
-    static QUIET_UNTIL: Cell<Option<Instant>> = const { Cell::new(None) };
-    /// The quiet time a step that slept sets next.
-    static BACKOFF: Cell<Duration> = const { Cell::new(BACKOFF_MIN) };
-    /// The same for the jobs left for a turn's end (`watch_job`), apart:
-    /// a job that slept sends the next ones elsewhere for a while, and
-    /// leaves the calls' speculation alone.
-    static JOBS_QUIET_UNTIL: Cell<Option<Instant>> = const { Cell::new(None) };
-    static JOBS_BACKOFF: Cell<Duration> = const { Cell::new(BACKOFF_MIN) };
-    /// This thread's voluntary sleeps when this loop turn's first
-    /// speculative step began (None: none began yet this turn).
-    static TURN_BASE: Cell<Option<u64>> = const { Cell::new(None) };
-    /// Work this loop turn's calls left for its end (`after_turn`).
-    static AFTER_TURN: RefCell<Vec<Box<dyn TurnJob>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Work left for the end of a loop turn.
-pub trait TurnJob {
-    /// Runs it on the loop: the turn is over and the loop would sleep.
-    fn run(self: Box<Self>);
+/// Work left for the end of a loop turn. `Send`: the [`Loop`] holding it
+/// belongs to an event loop's calls, made on one thread and moved to the
+/// loop's.
+pub trait TurnJob: Send {
+    /// Runs it on the loop `lp`: the turn is over and the loop would sleep.
+    fn run(self: Box<Self>, lp: &Loop);
     /// Gives it to another thread: the loop has more work ready, or the
     /// job could not be left for the turn's end.
     fn hand_off(self: Box<Self>);
 }
 
 /// Jobs one loop turn may leave for its end; past it they go elsewhere
-/// (`may_leave_for_turn_end`), so a turn's end stays short.
+/// (`Loop::may_leave_for_turn_end`), so a turn's end stays short.
 pub const AFTER_TURN_MAX: usize = 4;
 
-/// A change run to its end (`run_to_end`): when it began, the thread's
-/// sleeps then, and how to read them again.
-type Change = (Instant, u64, fn() -> u64);
+/// A change run to its end (`Loop::run_to_end`): when it began, the
+/// thread's sleeps then, and how to read them again.
+#[derive(Clone, Copy, Debug)]
+struct Change {
+    began: Instant,
+    base: u64,
+    sleeps: fn() -> u64,
+}
+
+/// Where a loop's call stands. `begin_call` goes from `Idle` to `Inline`;
+/// a give-up from `Inline` to `GaveUp`; a change that begins from `Inline`
+/// to `RunToEnd`, which never gives up; `end_call` back to `Idle`. The
+/// jobs of a turn's end run in `TurnEnd`, between calls.
+#[derive(Clone, Copy, Debug)]
+enum Attempt {
+    /// No call under way.
+    Idle,
+    /// A call answered from memory.
+    Inline,
+    /// The call gave up: it runs again in a pool.
+    GaveUp,
+    /// A change run to its end: no longer inline for the backend, still on
+    /// the loop for the caches.
+    RunToEnd(Change),
+    /// The jobs left for the turn's end are running.
+    TurnEnd,
+}
 
 /// A speculative step that took at least this long is checked for a
 /// sleep; a shorter one held the loop's other calls for less than a
@@ -105,20 +111,89 @@ pub const SLOW_STEP: Duration = Duration::from_micros(50);
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
+/// Whether recent steps slept: no speculation before `quiet_until`; the
+/// quiet time a step that slept sets next is `next`.
+struct Backoff {
+    quiet_until: Cell<Option<Instant>>,
+    next: Cell<Duration>,
+}
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff {
+            quiet_until: Cell::new(None),
+            next: Cell::new(BACKOFF_MIN),
+        }
+    }
+
+    /// Whether a step may be taken now (a quiet time over is forgotten).
+    fn may(&self) -> bool {
+        match self.quiet_until.get() {
+            None => true,
+            Some(t) if Instant::now() >= t => {
+                self.quiet_until.set(None);
+                true
+            }
+            Some(_) => false,
+        }
+    }
+
+    /// Whether a step that slept keeps the next ones off, now.
+    fn quiet(&self) -> bool {
+        self.quiet_until.get().is_some_and(|t| Instant::now() < t)
+    }
+
+    /// Records how a step went: one that slept quiets for the backoff,
+    /// which doubles (to `BACKOFF_MAX`); one that did not halves it (to
+    /// `BACKOFF_MIN`).
+    fn record(&self, slept: bool) {
+        let b = self.next.get();
+        if slept {
+            self.quiet_until.set(Some(Instant::now() + b));
+            self.next.set((b * 2).min(BACKOFF_MAX));
+        } else if b > BACKOFF_MIN {
+            self.next.set((b / 2).max(BACKOFF_MIN));
+        }
+        debug_assert!((BACKOFF_MIN..=BACKOFF_MAX).contains(&self.next.get()));
+    }
+}
+
 /// One event loop's calls (run to completion): what they may do beyond
-/// memory, the call under way, and the loop's turns.
+/// memory, the call under way, the speculation backoffs, and the loop's
+/// turns. Owned by the loop and used on its thread only.
 pub struct Loop {
     leave: Leave,
-    /// The call under way (between `begin_call` and `end_call`).
-    attempt: std::cell::RefCell<Option<Inline>>,
+    attempt: Cell<Attempt>,
+    /// The calls' speculation (`watch`).
+    calls: Backoff,
+    /// The jobs left for a turn's end (`watch_job`), apart: a job that
+    /// slept sends the next ones elsewhere for a while, and leaves the
+    /// calls' speculation alone.
+    jobs: Backoff,
+    /// The thread's voluntary sleeps when this turn's first speculative
+    /// step began (None: none began yet this turn).
+    turn_base: Cell<Option<u64>>,
+    /// Work this turn's calls left for its end (`after_turn`), at most
+    /// `AFTER_TURN_MAX`.
+    after_turn: RefCell<Vec<Box<dyn TurnJob>>>,
 }
+
+// The transport moves each loop's calls, and so this, to the loop's thread.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<Loop>();
+};
 
 impl Loop {
     /// The calls of one loop, which may take the steps `leave` allows.
     pub fn new(leave: Leave) -> Loop {
         Loop {
             leave,
-            attempt: std::cell::RefCell::new(None),
+            attempt: Cell::new(Attempt::Idle),
+            calls: Backoff::new(),
+            jobs: Backoff::new(),
+            turn_base: Cell::new(None),
+            after_turn: RefCell::new(Vec::new()),
         }
     }
 
@@ -129,36 +204,225 @@ impl Loop {
 
     /// A call is about to be tried here.
     pub fn begin_call(&self) {
-        debug_assert!(self.attempt.borrow().is_none(), "a call already under way");
-        *self.attempt.borrow_mut() = Some(enter_with(self.leave));
+        debug_assert!(
+            matches!(self.attempt.get(), Attempt::Idle),
+            "a call begins while {:?}",
+            self.attempt.get()
+        );
+        self.attempt.set(Attempt::Inline);
     }
 
     /// Whether the call under way gave up (it runs again in a pool: its
     /// reply is thrown away and must not be kept by a reply cache).
     pub fn gave_up(&self) -> bool {
-        self.attempt.borrow().as_ref().is_some_and(Inline::gave_up)
+        matches!(self.attempt.get(), Attempt::GaveUp)
     }
 
     /// The call is over: returns whether it gave up. A change it ran to
-    /// its end is judged now.
+    /// its end is judged now, as one speculative step.
     pub fn end_call(&self) -> bool {
-        let g = self.attempt.borrow_mut().take();
-        g.is_some_and(|g| g.gave_up())
+        let was = self.attempt.replace(Attempt::Idle);
+        match was {
+            Attempt::RunToEnd(c) => self.judge(c.began, c.base, c.sleeps, &self.calls),
+            Attempt::Idle | Attempt::TurnEnd => {
+                debug_assert!(false, "a call ends that did not begin ({was:?})")
+            }
+            Attempt::Inline | Attempt::GaveUp => {}
+        }
+        matches!(was, Attempt::GaveUp)
     }
 
-    /// A new turn of the loop (see `new_turn`).
+    /// A new turn of the loop: the next speculative step reads the
+    /// thread's sleeps afresh (the loop slept in epoll_wait since the last
+    /// one).
     pub fn turn_begins(&self) {
-        new_turn();
+        debug_assert!(matches!(self.attempt.get(), Attempt::Idle));
+        self.turn_base.set(None);
     }
 
-    /// The turn is over (see `turn_ends`).
+    /// This loop's turn is over (its replies sent): with nothing more ready
+    /// (`more` false: the loop would sleep now) it runs the jobs its calls
+    /// left, between calls (each job watches itself, `watch_job`), until
+    /// one sleeps; with more ready, or once one slept, it hands them off,
+    /// so neither the calls waiting nor the next turn wait for them.
     pub fn turn_ends(&self, more: bool) {
-        turn_ends(more);
+        let jobs = std::mem::take(&mut *self.after_turn.borrow_mut());
+        debug_assert!(jobs.len() <= AFTER_TURN_MAX, "{} turn-end jobs", jobs.len());
+        if jobs.is_empty() {
+            return;
+        }
+        debug_assert!(matches!(self.attempt.get(), Attempt::Idle));
+        let prev = self.attempt.replace(Attempt::TurnEnd);
+        for job in jobs {
+            if more || self.jobs.quiet() {
+                job.hand_off();
+            } else {
+                job.run(self);
+            }
+        }
+        self.attempt.set(prev);
+    }
+
+    /// Records how a speculative step went (see `Backoff::record`). Public
+    /// for tests that make a loop quiet as a step that slept would.
+    pub fn speculated(&self, slept: bool) {
+        self.calls.record(slept);
+    }
+
+    /// Whether a call is under way (between `begin_call` and `end_call`).
+    pub(crate) fn call_under_way(&self) -> bool {
+        matches!(
+            self.attempt.get(),
+            Attempt::Inline | Attempt::GaveUp | Attempt::RunToEnd(_)
+        )
+    }
+
+    /// Whether the call under way must not wait: it answers from memory
+    /// or gives up.
+    pub(crate) fn inline(&self) -> bool {
+        matches!(self.attempt.get(), Attempt::Inline | Attempt::GaveUp)
+    }
+
+    /// Gives up the call under way. Never once a change has begun
+    /// (`run_to_end`): the call would run twice. Every give-up is asked
+    /// only of an inline call, so one in another state is a bug.
+    pub(crate) fn give_up(&self) {
+        match self.attempt.get() {
+            Attempt::Inline | Attempt::GaveUp => self.attempt.set(Attempt::GaveUp),
+            a => debug_assert!(false, "a give-up in {a:?}"),
+        }
+    }
+
+    /// Whether the call under way may make a change: allowed, no recent
+    /// step slept, and it has not given up already (a step's give-up that
+    /// its caller swallowed: the call runs again in a pool, and must not
+    /// have changed anything by then).
+    pub(crate) fn may_change(&self) -> bool {
+        matches!(self.attempt.get(), Attempt::Inline) && self.may(|l| l.changes)
+    }
+
+    /// A change begins (`may_change` said yes, nothing changed yet): from
+    /// here the call runs to its end as if in a pool, and when it ends
+    /// the whole of it is judged as one speculative step (`watch`), with
+    /// the thread's sleeps read by `sleeps`. Nothing once given up.
+    pub(crate) fn run_to_end(&self, sleeps: fn() -> u64) {
+        let a = self.attempt.get();
+        debug_assert!(
+            matches!(a, Attempt::Inline | Attempt::GaveUp),
+            "a change run to its end in {a:?}"
+        );
+        if !matches!(a, Attempt::Inline) {
+            return;
+        }
+        let base = self.turn_base(sleeps);
+        self.attempt.set(Attempt::RunToEnd(Change {
+            began: Instant::now(),
+            base,
+            sleeps,
+        }));
+    }
+
+    /// Whether the call under way may open a miss: allowed, and no recent
+    /// step slept.
+    pub(crate) fn may_speculate(&self) -> bool {
+        self.may(|l| l.misses)
+    }
+
+    /// Whether the call under way may write: allowed, and no recent step
+    /// slept.
+    pub(crate) fn may_write(&self) -> bool {
+        self.may(|l| l.writes)
+    }
+
+    fn may(&self, allowed: impl FnOnce(Leave) -> bool) -> bool {
+        self.inline() && allowed(self.leave) && self.calls.may()
+    }
+
+    /// Whether the call under way may leave a job for the end of the turn
+    /// (`after_turn`): it may write (the jobs are writebacks, which may
+    /// sleep as a write may), it has not given up, no recent job slept,
+    /// and the turn has room. Such a job runs after the turn's replies are
+    /// sent, in the time the loop would otherwise sleep, instead of waking
+    /// another thread for it.
+    fn may_leave_for_turn_end(&self) -> bool {
+        matches!(self.attempt.get(), Attempt::Inline)
+            && self.may_write()
+            && !self.jobs.quiet()
+            && self.after_turn.borrow().len() < AFTER_TURN_MAX
+    }
+
+    /// Leaves `job` for the end of this turn (`turn_ends`) when
+    /// `may_leave_for_turn_end` says so; else hands it off at once.
+    pub(crate) fn after_turn(&self, job: Box<dyn TurnJob>) {
+        if !self.may_leave_for_turn_end() {
+            job.hand_off();
+            return;
+        }
+        let mut jobs = self.after_turn.borrow_mut();
+        jobs.push(job);
+        debug_assert!(jobs.len() <= AFTER_TURN_MAX);
+    }
+
+    /// Runs a speculative step and records whether it slept, reading the
+    /// thread's voluntary sleeps (`sleeps`, a syscall) once per loop turn
+    /// and again only after a step that took `SLOW_STEP` or longer: two
+    /// reads per step cost two of an inline WRITE's seven syscalls, while
+    /// a step that slept long enough to matter (the disk) is always that
+    /// slow. A sleep elsewhere in the turn (a contended lock) is blamed on
+    /// the next slow step; a slow step that did not sleep (the CPU was
+    /// taken) is not.
+    pub(crate) fn watch<T>(&self, sleeps: impl Fn() -> u64, step: impl FnOnce() -> T) -> T {
+        self.watch_into(sleeps, step, &self.calls)
+    }
+
+    /// `watch` for a turn-end job, judged into the jobs' own backoff: one
+    /// that slept sends this loop's next jobs to another thread for the
+    /// backoff, which doubles while they keep sleeping, and leaves the
+    /// calls' speculation alone.
+    pub(crate) fn watch_job<T>(&self, sleeps: impl Fn() -> u64, step: impl FnOnce() -> T) -> T {
+        debug_assert!(matches!(self.attempt.get(), Attempt::TurnEnd));
+        self.watch_into(sleeps, step, &self.jobs)
+    }
+
+    /// The thread's sleeps at this turn's first step, read now if none
+    /// was yet.
+    fn turn_base(&self, sleeps: impl Fn() -> u64) -> u64 {
+        match self.turn_base.get() {
+            Some(v) => v,
+            None => {
+                let v = sleeps();
+                self.turn_base.set(Some(v));
+                v
+            }
+        }
+    }
+
+    fn watch_into<T>(
+        &self,
+        sleeps: impl Fn() -> u64,
+        step: impl FnOnce() -> T,
+        backoff: &Backoff,
+    ) -> T {
+        let base = self.turn_base(&sleeps);
+        let t = Instant::now();
+        let r = step();
+        self.judge(t, base, &sleeps, backoff);
+        r
+    }
+
+    /// A step that began at `t` with the thread at `base` sleeps is over:
+    /// recorded in `backoff` as slept only if it was slow and the sleeps
+    /// moved.
+    fn judge(&self, t: Instant, base: u64, sleeps: impl Fn() -> u64, backoff: &Backoff) {
+        if t.elapsed() < SLOW_STEP {
+            backoff.record(false);
+            return;
+        }
+        let now = sleeps();
+        self.turn_base.set(Some(now));
+        backoff.record(now != base);
     }
 }
-
-/// Inline mode for this thread until dropped.
-pub struct Inline(());
 
 /// The steps an inline attempt may take although they may sleep, each
 /// watched and backed off (see the module text).
@@ -181,349 +445,134 @@ impl Leave {
     };
 }
 
-/// Enters inline mode on this thread: memory only.
-pub fn enter() -> Inline {
-    enter_with(Leave::NONE)
-}
-
-/// Inline mode that may also take the steps `leave` allows.
-pub fn enter_with(leave: Leave) -> Inline {
-    STATE.with(|s| s.set(1));
-    MAY.with(|m| m.set(leave));
-    Inline(())
-}
-
-impl Inline {
-    /// Whether the backend gave up (the call must run again in the pool).
-    pub fn gave_up(&self) -> bool {
-        STATE.with(|s| s.get() == 2)
-    }
-}
-
-impl Drop for Inline {
-    fn drop(&mut self) {
-        if let Some((t, base, sleeps)) = CHANGE.with(|c| c.take()) {
-            judge(t, base, sleeps, &QUIET_UNTIL, &BACKOFF);
-        }
-        STATE.with(|s| s.set(0));
-        MAY.with(|m| m.set(Leave::NONE));
-    }
-}
-
-/// Whether this thread must not wait: the backend answers from memory or
-/// gives up.
-pub fn active() -> bool {
-    STATE.with(|s| matches!(s.get(), 1 | 2))
-}
-
-/// Whether this thread is an event loop running a call (inline, or a
-/// change run to its end): nothing may be reclaimed or closed here.
-pub fn on_loop() -> bool {
-    STATE.with(|s| s.get() != 0)
-}
-
-/// Gives up the inline attempt: the error to return up the call. Never
-/// once a change has begun (`run_to_end`): the call would run twice, so
-/// the client gets the error (a retry) instead.
-pub fn give_up() -> FsError {
-    STATE.with(|s| {
-        if s.get() != 3 {
-            s.set(2)
-        }
-    });
-    FsError::Errno(libc::EAGAIN)
-}
-
-/// Whether this inline attempt may make a change (see the module text):
-/// allowed, no recent step on this thread slept, and the attempt has not
-/// given up already (a step's give-up that its caller swallowed: the call
-/// runs again in a pool, and must not have changed anything by then).
-pub fn may_change() -> bool {
-    STATE.with(|s| s.get() == 1) && may(|l| l.changes)
-}
-
-/// A change begins on this loop thread (`may_change` said yes, nothing
-/// changed yet): from here the call runs to its end as if in a pool, and
-/// when the guard drops the whole of it is judged as one speculative step
-/// (`watch`), with the thread's sleeps read by `sleeps`.
-pub fn run_to_end(sleeps: fn() -> u64) {
-    if STATE.with(|s| s.get() != 1) {
-        return;
-    }
-    let base = TURN_BASE.with(|b| match b.get() {
-        Some(v) => v,
-        None => {
-            let v = sleeps();
-            b.set(Some(v));
-            v
-        }
-    });
-    STATE.with(|s| s.set(3));
-    CHANGE.with(|c| c.set(Some((Instant::now(), base, sleeps))));
-}
-
-/// Whether the inline attempt under way on this thread gave up (its reply
-/// is thrown away and the call runs again in a pool: a reply cache must
-/// not keep it).
-pub fn gave_up() -> bool {
-    STATE.with(|s| s.get() == 2)
-}
-
-/// Whether this inline attempt may open a miss (see the module text):
-/// allowed, and no recent step on this thread slept.
-pub fn may_speculate() -> bool {
-    may(|l| l.misses)
-}
-
-/// Whether this inline attempt may write (see the module text): allowed,
-/// and no recent step on this thread slept.
-pub fn may_write() -> bool {
-    may(|l| l.writes)
-}
-
-fn may(allowed: impl FnOnce(Leave) -> bool) -> bool {
-    if !active() || !allowed(MAY.with(|m| m.get())) {
-        return false;
-    }
-    match QUIET_UNTIL.with(|q| q.get()) {
-        None => true,
-        Some(t) if Instant::now() >= t => {
-            QUIET_UNTIL.with(|q| q.set(None));
-            true
-        }
-        Some(_) => false,
-    }
-}
-
-/// Whether the inline call under way may leave a job for the end of its
-/// loop's turn (`after_turn`): it may write (the jobs are writebacks, which
-/// may sleep as a write may), it has not given up, no recent job slept,
-/// and the turn has room. Such a job runs after the turn's replies are
-/// sent, in the time the loop would otherwise sleep, instead of waking
-/// another thread for it.
-fn may_leave_for_turn_end() -> bool {
-    STATE.with(|s| s.get() == 1)
-        && may_write()
-        && !jobs_quiet()
-        && AFTER_TURN.with(|a| a.borrow().len() < AFTER_TURN_MAX)
-}
-
-/// Leaves `job` for the end of this loop's turn (`turn_ends`) when
-/// `may_leave_for_turn_end` says so; else hands it off at once.
-pub fn after_turn(job: Box<dyn TurnJob>) {
-    if !may_leave_for_turn_end() {
-        job.hand_off();
-        return;
-    }
-    AFTER_TURN.with(|a| a.borrow_mut().push(job));
-}
-
-/// This loop's turn is over (its replies sent): with nothing more ready
-/// (`more` false: the loop would sleep now) it runs the jobs its calls
-/// left, on a loop (`on_loop`: nothing is closed here) but not inline
-/// (each job watches itself, `watch_job`), until one sleeps; with more
-/// ready, or once one slept, it hands them off, so neither the calls
-/// waiting nor the next turn wait for them.
-pub fn turn_ends(more: bool) {
-    let jobs = AFTER_TURN.with(|a| std::mem::take(&mut *a.borrow_mut()));
-    if jobs.is_empty() {
-        return;
-    }
-    let prev = STATE.with(|s| s.replace(4));
-    for job in jobs {
-        if more || jobs_quiet() {
-            job.hand_off();
-        } else {
-            job.run();
-        }
-    }
-    STATE.with(|s| s.set(prev));
-}
-
-/// Whether a turn-end job that slept keeps this thread's next ones off it.
-fn jobs_quiet() -> bool {
-    JOBS_QUIET_UNTIL.with(|q| q.get().is_some_and(|t| Instant::now() < t))
-}
-
-/// `watch` for a turn-end job, judged into the jobs' own backoff: one that
-/// slept sends this loop's next jobs to another thread for the backoff,
-/// which doubles while they keep sleeping, and leaves the calls'
-/// speculation alone.
-pub fn watch_job<T>(sleeps: impl Fn() -> u64, step: impl FnOnce() -> T) -> T {
-    watch_into(sleeps, step, &JOBS_QUIET_UNTIL, &JOBS_BACKOFF)
-}
-
-/// A new loop turn: the next speculative step reads the thread's sleeps
-/// afresh (the loop slept in epoll_wait since the last one).
-pub fn new_turn() {
-    TURN_BASE.with(|b| b.set(None));
-}
-
-/// Runs a speculative step and records whether it slept, reading the
-/// thread's voluntary sleeps (`sleeps`, a syscall) once per loop turn and
-/// again only after a step that took `SLOW_STEP` or longer: two reads per
-/// step cost two of an inline WRITE's seven syscalls, while a step that
-/// slept long enough to matter (the disk) is always that slow. A sleep
-/// elsewhere in the turn (a contended lock) is blamed on the next slow
-/// step; a slow step that did not sleep (the CPU was taken) is not.
-pub fn watch<T>(sleeps: impl Fn() -> u64, step: impl FnOnce() -> T) -> T {
-    watch_into(sleeps, step, &QUIET_UNTIL, &BACKOFF)
-}
-
-fn watch_into<T>(
-    sleeps: impl Fn() -> u64,
-    step: impl FnOnce() -> T,
-    quiet: &'static Quiet,
-    backoff: &'static Backoff,
-) -> T {
-    let base = TURN_BASE.with(|b| match b.get() {
-        Some(v) => v,
-        None => {
-            let v = sleeps();
-            b.set(Some(v));
-            v
-        }
-    });
-    let t = Instant::now();
-    let r = step();
-    judge(t, base, &sleeps, quiet, backoff);
-    r
-}
-
-/// A step that began at `t` with the thread at `base` sleeps is over:
-/// recorded (in `quiet` and `backoff`) as slept only if it was slow and the
-/// sleeps moved.
-fn judge(
-    t: Instant,
-    base: u64,
-    sleeps: impl Fn() -> u64,
-    quiet: &'static Quiet,
-    backoff: &'static Backoff,
-) {
-    if t.elapsed() < SLOW_STEP {
-        back_off(false, quiet, backoff);
-        return;
-    }
-    let now = sleeps();
-    TURN_BASE.with(|b| b.set(Some(now)));
-    back_off(now != base, quiet, backoff);
-}
-
-/// Records how a speculative step went: one that slept quiets this thread
-/// for the backoff, which doubles (to `BACKOFF_MAX`); one that did not
-/// halves it (to `BACKOFF_MIN`).
-pub fn speculated(slept: bool) {
-    back_off(slept, &QUIET_UNTIL, &BACKOFF);
-}
-
-type Quiet = std::thread::LocalKey<Cell<Option<Instant>>>;
-type Backoff = std::thread::LocalKey<Cell<Duration>>;
-
-fn back_off(slept: bool, quiet: &'static Quiet, backoff: &'static Backoff) {
-    let b = backoff.with(|b| b.get());
-    if slept {
-        quiet.with(|q| q.set(Some(Instant::now() + b)));
-        backoff.with(|c| c.set((b * 2).min(BACKOFF_MAX)));
-    } else if b > BACKOFF_MIN {
-        backoff.with(|c| c.set((b / 2).max(BACKOFF_MIN)));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Call, Cred};
+    use std::sync::{Arc, Mutex};
 
-    /// Speculation needs inline mode and the caller's leave; a step that
-    /// slept quiets the thread for the backoff, which doubles while steps
-    /// keep sleeping and halves when they do not.
+    /// A loop of `leave` with a call begun on it.
+    fn begun(leave: Leave) -> Loop {
+        let lp = Loop::new(leave);
+        lp.begin_call();
+        lp
+    }
+
+    /// Speculation needs a call on a loop and the loop's leave; a step
+    /// that slept quiets the loop for the backoff, which doubles while
+    /// steps keep sleeping and halves when they do not.
     #[test]
     fn a_step_that_slept_quiets_the_thread_for_a_doubling_backoff() {
-        assert!(!may_speculate(), "not inline");
+        let cred = Cred::default();
+        assert!(!Call::thread(&cred, false).may_speculate(), "not on a loop");
         {
-            let _g = enter();
-            assert!(!may_speculate(), "inline, not allowed");
+            let lp = begun(Leave::NONE);
+            assert!(
+                !Call::on_loop(&cred, &lp).may_speculate(),
+                "inline, not allowed"
+            );
+            lp.end_call();
         }
         {
-            let _g = enter_with(Leave {
+            let lp = begun(Leave {
                 misses: false,
                 writes: true,
                 changes: false,
             });
-            assert!(may_write() && !may_speculate(), "each leave alone");
+            let call = Call::on_loop(&cred, &lp);
+            assert!(
+                call.may_write() && !call.may_speculate(),
+                "each leave alone"
+            );
+            lp.end_call();
         }
-        let _g = enter_with(Leave {
+        let lp = begun(Leave {
             misses: true,
             writes: true,
             changes: false,
         });
-        assert!(may_speculate() && may_write());
-        speculated(false);
-        assert_eq!(BACKOFF.with(|b| b.get()), BACKOFF_MIN);
-        speculated(true);
-        assert!(!may_speculate(), "quiet after a step that slept");
-        assert!(!may_write(), "a write is quiet too");
-        assert_eq!(BACKOFF.with(|b| b.get()), 2 * BACKOFF_MIN);
+        let call = Call::on_loop(&cred, &lp);
+        assert!(call.may_speculate() && call.may_write());
+        lp.speculated(false);
+        assert_eq!(lp.calls.next.get(), BACKOFF_MIN);
+        lp.speculated(true);
+        assert!(!call.may_speculate(), "quiet after a step that slept");
+        assert!(!call.may_write(), "a write is quiet too");
+        assert_eq!(lp.calls.next.get(), 2 * BACKOFF_MIN);
         std::thread::sleep(BACKOFF_MIN + Duration::from_millis(2));
-        assert!(may_speculate(), "quiet time over");
+        assert!(call.may_speculate(), "quiet time over");
         for _ in 0..20 {
-            speculated(true);
+            lp.speculated(true);
         }
-        assert_eq!(BACKOFF.with(|b| b.get()), BACKOFF_MAX);
-        QUIET_UNTIL.with(|q| q.set(None));
-        speculated(false);
-        assert_eq!(BACKOFF.with(|b| b.get()), BACKOFF_MAX / 2);
-        drop(_g);
-        assert!(!may_speculate(), "left inline mode");
+        assert_eq!(lp.calls.next.get(), BACKOFF_MAX);
+        lp.calls.quiet_until.set(None);
+        lp.speculated(false);
+        assert_eq!(lp.calls.next.get(), BACKOFF_MAX / 2);
+        lp.end_call();
+        assert!(!call.may_speculate(), "the call ended");
     }
 
     /// A change run to its end: no longer inline for the backend (nothing
     /// gives up, not even by mistake), still on a loop for the caches, and
-    /// judged as one step when the guard drops.
+    /// judged as one step when the call ends.
     #[test]
     fn a_change_runs_to_its_end_and_is_judged_when_the_guard_drops() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static SLEPT: AtomicU64 = AtomicU64::new(0);
         fn sleeping() -> u64 {
-            SLEPT.with(|s| s.get())
+            SLEPT.load(Ordering::SeqCst)
         }
-        thread_local! {
-            static SLEPT: Cell<u64> = const { Cell::new(0) };
-        }
+        let cred = Cred::default();
         let changes = Leave {
             changes: true,
             ..Leave::NONE
         };
         {
-            let _g = enter();
-            assert!(!may_change(), "not allowed");
+            let lp = begun(Leave::NONE);
+            assert!(!Call::on_loop(&cred, &lp).may_change(), "not allowed");
+            lp.end_call();
+        }
+        let lp = Loop::new(changes);
+        {
+            lp.begin_call();
+            let call = Call::on_loop(&cred, &lp);
+            let _ = call.give_up();
+            assert!(
+                !call.may_change(),
+                "an attempt that gave up changes nothing"
+            );
+            call.run_to_end(sleeping);
+            assert!(lp.gave_up() && call.inline(), "still given up");
+            assert!(lp.end_call());
         }
         {
-            let g = enter_with(changes);
-            let _ = give_up();
-            assert!(!may_change(), "an attempt that gave up changes nothing");
-            run_to_end(sleeping);
-            assert!(g.gave_up() && active(), "still given up");
-        }
-        {
-            let g = enter_with(changes);
-            new_turn();
-            assert!(may_change());
-            run_to_end(sleeping);
-            assert!(!active() && on_loop());
-            let _ = give_up();
-            assert!(!g.gave_up(), "a change begun is never given up");
-            // Slow, and the thread slept: quiet after the guard drops.
+            lp.turn_begins();
+            lp.begin_call();
+            let call = Call::on_loop(&cred, &lp);
+            assert!(call.may_change());
+            call.run_to_end(sleeping);
+            assert!(!call.inline() && call.runs_on_loop());
+            // A give-up now is a bug: debug builds say so; either way the
+            // change begun is never given up.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call.give_up()));
+            assert_eq!(r.is_err(), cfg!(debug_assertions));
+            assert!(!lp.gave_up(), "a change begun is never given up");
+            // Slow, and the thread slept: quiet once the call ends.
             std::thread::sleep(SLOW_STEP * 2);
-            SLEPT.with(|s| s.set(1));
+            SLEPT.store(1, Ordering::SeqCst);
+            assert!(!lp.end_call());
         }
-        assert!(!on_loop() && !active());
-        let g = enter_with(changes);
-        assert!(!may_change(), "quiet after a change that slept");
-        drop(g);
-        QUIET_UNTIL.with(|q| q.set(None));
-        BACKOFF.with(|b| b.set(BACKOFF_MIN));
+        assert!(!Call::thread(&cred, false).runs_on_loop());
+        lp.begin_call();
+        assert!(
+            !Call::on_loop(&cred, &lp).may_change(),
+            "quiet after a change that slept"
+        );
+        lp.end_call();
     }
 
     /// The sleeps are read once per turn and after a slow step only; a
-    /// slow step that slept quiets the thread, one that did not (the CPU
+    /// slow step that slept quiets the loop, one that did not (the CPU
     /// was taken) does not.
     #[test]
     fn watch_reads_sleeps_once_a_turn_and_after_slow_steps() {
@@ -533,38 +582,45 @@ mod tests {
             reads.set(reads.get() + 1);
             sleeps.get()
         };
-        let _g = enter_with(Leave {
+        let cred = Cred::default();
+        let lp = Loop::new(Leave {
             misses: true,
             writes: true,
             changes: false,
         });
-        new_turn();
+        lp.turn_begins();
+        lp.begin_call();
+        let call = Call::on_loop(&cred, &lp);
         for _ in 0..3 {
-            assert_eq!(watch(read, || 7), 7);
+            assert_eq!(call.watch(read, || 7), 7);
         }
         assert_eq!(reads.get(), 1, "one read for three fast steps");
-        assert!(may_speculate());
+        assert!(call.may_speculate());
         // Slow, no sleep of its own: not quieted.
-        watch(read, || spin(SLOW_STEP + Duration::from_millis(1)));
+        call.watch(read, || spin(SLOW_STEP + Duration::from_millis(1)));
         assert_eq!(reads.get(), 2);
-        assert!(may_speculate(), "a slow step that did not sleep");
+        assert!(call.may_speculate(), "a slow step that did not sleep");
         // Slow, and slept.
-        watch(read, || {
+        call.watch(read, || {
             spin(SLOW_STEP + Duration::from_millis(1));
             sleeps.set(sleeps.get() + 1);
         });
-        assert!(!may_speculate(), "a slow step that slept");
-        QUIET_UNTIL.with(|q| q.set(None));
+        assert!(!call.may_speculate(), "a slow step that slept");
+        lp.calls.quiet_until.set(None);
+        lp.end_call();
         // A new turn reads again; the loop's own sleep in between (epoll)
         // is not blamed on the next slow step.
         sleeps.set(sleeps.get() + 5);
-        new_turn();
-        watch(read, || spin(SLOW_STEP + Duration::from_millis(1)));
+        lp.turn_begins();
+        lp.begin_call();
+        let call = Call::on_loop(&cred, &lp);
+        call.watch(read, || spin(SLOW_STEP + Duration::from_millis(1)));
         assert_eq!(reads.get(), 5);
         assert!(
-            may_speculate(),
+            call.may_speculate(),
             "the sleep before the turn is not the step's"
         );
+        lp.end_call();
     }
 
     fn spin(d: Duration) {
@@ -580,14 +636,15 @@ mod tests {
     /// loop's calls.
     #[test]
     fn turn_end_jobs_run_or_go_elsewhere_and_back_off_on_their_own() {
-        use std::rc::Rc;
-        struct Job(Rc<Cell<(u32, u32)>>, bool);
+        /// Jobs (run, handed off) so far.
+        type Ran = Arc<Mutex<(u32, u32)>>;
+        struct Job(Ran, bool);
         impl TurnJob for Job {
-            fn run(self: Box<Self>) {
+            fn run(self: Box<Self>, lp: &Loop) {
                 let slept = self.1;
                 // Slow, and the sleeps move during the step when `slept`.
                 let n = Cell::new(0u64);
-                watch_job(
+                lp.watch_job(
                     || n.get(),
                     || {
                         std::thread::sleep(SLOW_STEP * 2);
@@ -596,60 +653,70 @@ mod tests {
                         }
                     },
                 );
-                self.0.set((self.0.get().0 + 1, self.0.get().1));
+                self.0.lock().unwrap().0 += 1;
             }
             fn hand_off(self: Box<Self>) {
-                self.0.set((self.0.get().0, self.0.get().1 + 1));
+                self.0.lock().unwrap().1 += 1;
             }
         }
-        let ran = Rc::new(Cell::new((0, 0)));
+        let ran: Ran = Arc::new(Mutex::new((0, 0)));
+        let get = || *ran.lock().unwrap();
+        let cred = Cred::default();
         let writes = Leave {
             writes: true,
             ..Leave::NONE
         };
         {
-            let _g = enter();
-            assert!(!may_leave_for_turn_end(), "memory only: no writes");
-            after_turn(Box::new(Job(ran.clone(), false)));
+            let lp = begun(Leave::NONE);
+            assert!(!lp.may_leave_for_turn_end(), "memory only: no writes");
+            Call::on_loop(&cred, &lp).after_turn(Box::new(Job(ran.clone(), false)));
+            lp.end_call();
         }
-        assert_eq!(ran.get(), (0, 1), "not allowed: handed off at once");
+        assert_eq!(get(), (0, 1), "not allowed: handed off at once");
+        Call::thread(&cred, false).after_turn(Box::new(Job(ran.clone(), false)));
+        assert_eq!(get(), (0, 2), "not on a loop: handed off at once");
+        let lp = Loop::new(writes);
         {
-            let _g = enter_with(writes);
+            lp.begin_call();
+            let call = Call::on_loop(&cred, &lp);
             for _ in 0..AFTER_TURN_MAX {
-                assert!(may_leave_for_turn_end());
-                after_turn(Box::new(Job(ran.clone(), false)));
+                assert!(lp.may_leave_for_turn_end());
+                call.after_turn(Box::new(Job(ran.clone(), false)));
             }
-            assert!(!may_leave_for_turn_end(), "the turn's room is full");
+            assert!(!lp.may_leave_for_turn_end(), "the turn's room is full");
+            lp.end_call();
         }
-        assert!(!may_leave_for_turn_end(), "not inline");
-        turn_ends(true);
+        assert!(!lp.may_leave_for_turn_end(), "no call under way");
+        lp.turn_ends(true);
         assert_eq!(
-            ran.get(),
-            (0, 1 + AFTER_TURN_MAX as u32),
+            get(),
+            (0, 2 + AFTER_TURN_MAX as u32),
             "more ready: handed off"
         );
-        turn_ends(false);
-        assert_eq!(
-            ran.get(),
-            (0, 1 + AFTER_TURN_MAX as u32),
-            "nothing left twice"
-        );
+        lp.turn_ends(false);
+        assert_eq!(get(), (0, 2 + AFTER_TURN_MAX as u32), "nothing left twice");
         {
-            let _g = enter_with(writes);
-            after_turn(Box::new(Job(ran.clone(), true)));
-            after_turn(Box::new(Job(ran.clone(), false)));
+            lp.begin_call();
+            let call = Call::on_loop(&cred, &lp);
+            call.after_turn(Box::new(Job(ran.clone(), true)));
+            call.after_turn(Box::new(Job(ran.clone(), false)));
+            lp.end_call();
         }
-        turn_ends(false);
+        lp.turn_ends(false);
         assert_eq!(
-            ran.get(),
-            (1, 2 + AFTER_TURN_MAX as u32),
+            get(),
+            (1, 3 + AFTER_TURN_MAX as u32),
             "the first ran and slept, the second went elsewhere"
         );
-        let g = enter_with(writes);
-        assert!(!may_leave_for_turn_end(), "jobs back off after one slept");
-        assert!(may_write(), "the calls' speculation is not quieted");
-        drop(g);
-        JOBS_QUIET_UNTIL.with(|q| q.set(None));
-        JOBS_BACKOFF.with(|b| b.set(BACKOFF_MIN));
+        lp.begin_call();
+        assert!(
+            !lp.may_leave_for_turn_end(),
+            "jobs back off after one slept"
+        );
+        assert!(
+            Call::on_loop(&cred, &lp).may_write(),
+            "the calls' speculation is not quieted"
+        );
+        lp.end_call();
     }
 }

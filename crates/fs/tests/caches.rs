@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rnfsd_fs::cache::Caches;
-use rnfsd_fs::inline::Leave;
+use rnfsd_fs::inline::{Leave, Loop};
 use rnfsd_fs::local::{HandleMode, LocalFs, LocalOptions};
-use rnfsd_fs::{Backend, CreateHow, Cred, Fh, FsError, SetAttr, Stable};
+use rnfsd_fs::{Backend, Call, CreateHow, Cred, Fh, FsError, SetAttr, Stable};
 
 /// The event loop's leave with `inline_misses` on, `inline_write_max` 0.
 const MISSES: Leave = Leave {
@@ -18,6 +18,20 @@ const MISSES: Leave = Leave {
     writes: false,
     changes: false,
 };
+
+/// Runs `f` as one call tried on the event loop `lp` (as root): its
+/// answer, and whether it gave up.
+fn on_loop_call<T>(lp: &Loop, f: impl FnOnce(&Call<'_>) -> T) -> (T, bool) {
+    let cred = root();
+    lp.begin_call();
+    let call = Call::on_loop(&cred, lp);
+    let r = f(&call);
+    drop(call);
+    (r, lp.end_call())
+}
+
+/// A call of a test, run on a loop or in a pool.
+type OnLoopChange<'a> = dyn Fn(&Call<'_>) -> Option<FsError> + Sync + 'a;
 
 fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.
@@ -53,7 +67,7 @@ fn tmp() -> tempfile::TempDir {
 
 fn create(fs: &LocalFs, dir: &Fh, name: &str) -> Fh {
     fs.create(
-        &rnfsd_fs::Call::thread(&root(), false),
+        &Call::thread(&root(), false),
         dir,
         name.as_bytes(),
         &CreateHow::Unchecked(SetAttr {
@@ -67,7 +81,7 @@ fn create(fs: &LocalFs, dir: &Fh, name: &str) -> Fh {
 
 fn mkdir(fs: &LocalFs, dir: &Fh, name: &str) -> Fh {
     fs.mkdir(
-        &rnfsd_fs::Call::thread(&root(), false),
+        &Call::thread(&root(), false),
         dir,
         name.as_bytes(),
         &SetAttr::default(),
@@ -102,7 +116,7 @@ fn repeated_calls_hit_the_caches() {
         let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         let f = create(&fs, &fs.root(), "f");
         fs.write(
-            &rnfsd_fs::Call::thread(&root(), false),
+            &Call::thread(&root(), false),
             &f,
             0,
             b"hello",
@@ -111,8 +125,7 @@ fn repeated_calls_hit_the_caches() {
         .unwrap();
         let before = cache(&fs, "objects");
         for _ in 0..10 {
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                .unwrap();
+            fs.getattr(&Call::thread(&root(), false), &f).unwrap();
         }
         let after = cache(&fs, "objects");
         // CREATE put the new object in the cache: every GETATTR hits.
@@ -122,7 +135,7 @@ fn repeated_calls_hit_the_caches() {
         let mut buf = Vec::new();
         for _ in 0..5 {
             buf.clear();
-            fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 5, &mut buf)
+            fs.read(&Call::thread(&root(), false), &f, 0, 5, &mut buf)
                 .unwrap();
             assert_eq!(buf, b"hello");
         }
@@ -142,7 +155,7 @@ fn objects_deleted_behind_our_back_are_stale_and_released() {
         let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         let f = create(&fs, &fs.root(), "victim");
         fs.write(
-            &rnfsd_fs::Call::thread(&root(), false),
+            &Call::thread(&root(), false),
             &f,
             0,
             b"data",
@@ -151,20 +164,19 @@ fn objects_deleted_behind_our_back_are_stale_and_released() {
         .unwrap();
         let mut buf = Vec::new();
         buf.clear();
-        fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 4, &mut buf)
+        fs.read(&Call::thread(&root(), false), &f, 0, 4, &mut buf)
             .unwrap();
         let path = d.path().join("victim");
         assert!(fds_naming(&path) >= 1, "{m:?}: the caches hold it");
         fs::remove_file(&path).unwrap();
         // Identity is re-checked on use: nlink 0 is stale, at once.
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                .err(),
+            fs.getattr(&Call::thread(&root(), false), &f).err(),
             Some(FsError::Stale),
             "{m:?}"
         );
         assert_eq!(
-            fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 4, &mut buf)
+            fs.read(&Call::thread(&root(), false), &f, 0, 4, &mut buf)
                 .err(),
             Some(FsError::Stale)
         );
@@ -180,13 +192,10 @@ fn objects_deleted_behind_our_back_are_stale_and_released() {
         // A new file that may reuse the inode number is not reached.
         let n = create(&fs, &fs.root(), "victim");
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                .err(),
+            fs.getattr(&Call::thread(&root(), false), &f).err(),
             Some(FsError::Stale)
         );
-        assert!(fs
-            .getattr(&rnfsd_fs::Call::thread(&root(), false), &n)
-            .is_ok());
+        assert!(fs.getattr(&Call::thread(&root(), false), &n).is_ok());
     }
 }
 
@@ -210,23 +219,19 @@ fn a_cached_object_moved_out_of_the_export_goes_stale() {
         assert!(!fs.exports_whole_fs());
         let inside = mkdir(&fs, &fs.root(), "in");
         let g = create(&fs, &inside, "g");
-        assert!(fs
-            .getattr(&rnfsd_fs::Call::thread(&root(), false), &g)
-            .is_ok());
+        assert!(fs.getattr(&Call::thread(&root(), false), &g).is_ok());
         fs::rename(exp.join("in"), top.path().join("moved_out")).unwrap();
         std::thread::sleep(Duration::from_millis(120));
         assert!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &inside)
-                .is_err(),
+            fs.getattr(&Call::thread(&root(), false), &inside).is_err(),
             "{m:?}: dir"
         );
         assert!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &g)
-                .is_err(),
+            fs.getattr(&Call::thread(&root(), false), &g).is_err(),
             "{m:?}: file"
         );
         assert!(
-            fs.lookup(&rnfsd_fs::Call::thread(&root(), false), &inside, b"g")
+            fs.lookup(&Call::thread(&root(), false), &inside, b"g")
                 .is_err(),
             "{m:?}"
         );
@@ -253,8 +258,7 @@ fn an_uncached_object_moved_out_of_the_export_goes_stale() {
         for _ in 0..3 {
             for f in &files {
                 assert!(
-                    fs.getattr(&rnfsd_fs::Call::thread(&root(), false), f)
-                        .is_ok(),
+                    fs.getattr(&Call::thread(&root(), false), f).is_ok(),
                     "{m:?}"
                 );
             }
@@ -263,8 +267,7 @@ fn an_uncached_object_moved_out_of_the_export_goes_stale() {
         std::thread::sleep(Duration::from_millis(400));
         for (i, f) in files.iter().enumerate() {
             assert!(
-                fs.getattr(&rnfsd_fs::Call::thread(&root(), false), f)
-                    .is_err(),
+                fs.getattr(&Call::thread(&root(), false), f).is_err(),
                 "{m:?}: g{i}"
             );
         }
@@ -307,26 +310,20 @@ fn bounds_hold_under_concurrent_stress() {
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < end {
                         let f = &files[i % files.len()];
                         match i % 4 {
-                            0 => drop(fs.getattr(&rnfsd_fs::Call::thread(&root(), false), f)),
+                            0 => drop(fs.getattr(&Call::thread(&root(), false), f)),
                             1 => {
                                 buf.clear();
-                                drop(fs.read(
-                                    &rnfsd_fs::Call::thread(&root(), false),
-                                    f,
-                                    0,
-                                    8,
-                                    &mut buf,
-                                ))
+                                drop(fs.read(&Call::thread(&root(), false), f, 0, 8, &mut buf))
                             }
                             2 => drop(fs.write(
-                                &rnfsd_fs::Call::thread(&root(), false),
+                                &Call::thread(&root(), false),
                                 f,
                                 0,
                                 b"x",
                                 Stable::Unstable,
                             )),
                             _ => drop(fs.lookup(
-                                &rnfsd_fs::Call::thread(&root(), false),
+                                &Call::thread(&root(), false),
                                 &fs.root(),
                                 format!("f{}", i % 200).as_bytes(),
                             )),
@@ -391,7 +388,7 @@ fn a_cache_hit_switches_no_credentials() {
     std::thread::scope(|s| {
         s.spawn(|| {
             // LOOKUP judges as the caller: the thread becomes 4242.
-            fs.lookup(&rnfsd_fs::Call::thread(&user, false), &fs.root(), b"f")
+            fs.lookup(&Call::thread(&user, false), &fs.root(), b"f")
                 .unwrap();
             let fsuid = || {
                 // SAFETY: setfsuid(-1) changes nothing and returns the current
@@ -400,10 +397,8 @@ fn a_cache_hit_switches_no_credentials() {
             };
             assert_eq!(fsuid(), 4242);
             for _ in 0..3 {
-                fs.getattr(&rnfsd_fs::Call::thread(&user, false), &f)
-                    .unwrap();
-                fs.access(&rnfsd_fs::Call::thread(&user, false), &f, 0x3f)
-                    .unwrap();
+                fs.getattr(&Call::thread(&user, false), &f).unwrap();
+                fs.access(&Call::thread(&user, false), &f, 0x3f).unwrap();
                 assert_eq!(fsuid(), 4242, "a hit switched credentials");
             }
         });
@@ -442,7 +437,7 @@ fn lost_handles_are_found_by_one_shared_walk() {
                     let deadline = Instant::now() + Duration::from_secs(20);
                     loop {
                         let t0 = Instant::now();
-                        let r = fs.getattr(&rnfsd_fs::Call::thread(&root(), false), h);
+                        let r = fs.getattr(&Call::thread(&root(), false), h);
                         assert!(
                             t0.elapsed() < Duration::from_secs(5),
                             "a miss held a worker for {:?}",
@@ -469,7 +464,7 @@ fn lost_handles_are_found_by_one_shared_walk() {
     // Warm calls meanwhile: the root never waits for the walk.
     for _ in 0..50 {
         let t0 = Instant::now();
-        fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &fs.root())
+        fs.getattr(&Call::thread(&root(), false), &fs.root())
             .unwrap();
         assert!(t0.elapsed() < Duration::from_millis(400));
     }
@@ -504,7 +499,7 @@ fn cached_descriptors_are_judged_per_caller() {
     };
     let f = create(&fs, &fs.root(), "private");
     fs.setattr(
-        &rnfsd_fs::Call::thread(&root(), false),
+        &Call::thread(&root(), false),
         &f,
         &SetAttr {
             uid: Some(1000),
@@ -517,7 +512,7 @@ fn cached_descriptors_are_judged_per_caller() {
     let mut buf = Vec::new();
     // Root fills both descriptors.
     fs.write(
-        &rnfsd_fs::Call::thread(&root(), false),
+        &Call::thread(&root(), false),
         &f,
         0,
         b"secret",
@@ -525,22 +520,16 @@ fn cached_descriptors_are_judged_per_caller() {
     )
     .unwrap();
     buf.clear();
-    fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 6, &mut buf)
+    fs.read(&Call::thread(&root(), false), &f, 0, 6, &mut buf)
         .unwrap();
     assert_eq!(
-        fs.read(
-            &rnfsd_fs::Call::thread(&user(1001), false),
-            &f,
-            0,
-            6,
-            &mut buf
-        )
-        .err(),
+        fs.read(&Call::thread(&user(1001), false), &f, 0, 6, &mut buf)
+            .err(),
         Some(FsError::Errno(libc::EACCES))
     );
     assert_eq!(
         fs.write(
-            &rnfsd_fs::Call::thread(&user(1001), false),
+            &Call::thread(&user(1001), false),
             &f,
             0,
             b"x",
@@ -550,14 +539,8 @@ fn cached_descriptors_are_judged_per_caller() {
         Some(FsError::Errno(libc::EACCES))
     );
     buf.clear();
-    fs.read(
-        &rnfsd_fs::Call::thread(&user(1000), false),
-        &f,
-        0,
-        6,
-        &mut buf,
-    )
-    .unwrap();
+    fs.read(&Call::thread(&user(1000), false), &f, 0, 6, &mut buf)
+        .unwrap();
     assert_eq!(buf, b"secret");
     // Immutable after the writer was cached: refused all the same.
     let path = d.path().join("private");
@@ -570,13 +553,7 @@ fn cached_descriptors_are_judged_per_caller() {
         eprintln!("SKIP (immutable part): chattr +i failed on this filesystem");
         return;
     }
-    let r = fs.write(
-        &rnfsd_fs::Call::thread(&root(), false),
-        &f,
-        0,
-        b"y",
-        Stable::Unstable,
-    );
+    let r = fs.write(&Call::thread(&root(), false), &f, 0, b"y", Stable::Unstable);
     let _ = std::process::Command::new("chattr")
         .arg("-i")
         .arg(&path)
@@ -594,61 +571,51 @@ fn inline_mode_answers_hits_and_gives_up_on_misses() {
         let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         let f = create(&fs, &fs.root(), "f");
         fs.write(
-            &rnfsd_fs::Call::thread(&root(), false),
+            &Call::thread(&root(), false),
             &f,
             0,
             b"inline",
             Stable::Unstable,
         )
         .unwrap();
+        let lp = Loop::new(Leave::NONE);
         {
-            let g = rnfsd_fs::inline::enter();
-            assert!(
-                fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                    .is_ok(),
-                "{m:?}: a hit"
-            );
-            assert!(!g.gave_up());
+            let (r, gave_up) = on_loop_call(&lp, |c| fs.getattr(c, &f));
+            assert!(r.is_ok(), "{m:?}: a hit");
+            assert!(!gave_up);
         }
         let mut buf = Vec::new();
         // The read descriptor is not cached yet: give up, then it is.
         {
-            let g = rnfsd_fs::inline::enter();
             buf.clear();
-            let r = fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 6, &mut buf);
-            assert!(g.gave_up() || r.is_ok(), "{m:?}: {r:?}");
+            let (r, gave_up) = on_loop_call(&lp, |c| fs.read(c, &f, 0, 6, &mut buf));
+            assert!(gave_up || r.is_ok(), "{m:?}: {r:?}");
         }
         buf.clear();
-        fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 6, &mut buf)
+        fs.read(&Call::thread(&root(), false), &f, 0, 6, &mut buf)
             .unwrap();
         {
-            let g = rnfsd_fs::inline::enter();
             buf.clear();
-            fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 6, &mut buf)
-                .unwrap();
+            let (r, gave_up) = on_loop_call(&lp, |c| fs.read(c, &f, 0, 6, &mut buf));
+            r.unwrap();
             assert_eq!(buf, b"inline");
-            assert!(!g.gave_up(), "{m:?}: cached pages, cached descriptor");
+            assert!(!gave_up, "{m:?}: cached pages, cached descriptor");
         }
         // A fresh backend knows no handle: a miss gives up.
         let cold = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         {
-            let g = rnfsd_fs::inline::enter();
-            assert_eq!(
-                cold.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                    .err(),
-                Some(FsError::Errno(libc::EAGAIN))
-            );
-            assert!(g.gave_up());
+            let (r, gave_up) = on_loop_call(&lp, |c| cold.getattr(c, &f));
+            assert_eq!(r.err(), Some(FsError::Errno(libc::EAGAIN)));
+            assert!(gave_up);
         }
         assert!(
-            cold.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                .is_ok(),
+            cold.getattr(&Call::thread(&root(), false), &f).is_ok(),
             "{m:?}: the pool's retry"
         );
     }
 }
 
-/// Speculation (`inline::enter_with`): a kernel handle's miss is
+/// Speculation (`Leave::misses`): a kernel handle's miss is
 /// opened on the loop when the kernel holds the inode; a path handle's miss
 /// (which may walk directories) still gives up, and so does any miss while
 /// the thread is quiet after a step that slept.
@@ -659,41 +626,36 @@ fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
     let grown =
         std::fs::File::open("/").and_then(|f| Ok(rustix::io::fcntl_dupfd_cloexec(&f, 4095)?));
     assert!(grown.is_ok(), "{grown:?}");
+    type Op<'a> = dyn Fn(&LocalFs, &Call<'_>) -> Result<(), FsError> + Sync + 'a;
     for m in modes() {
         let d = tmp();
         let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         let f = create(&fs, &fs.root(), "f");
         fs.write(
-            &rnfsd_fs::Call::thread(&root(), false),
+            &Call::thread(&root(), false),
             &f,
             0,
             b"speculate",
             Stable::Unstable,
         )
         .unwrap();
-        // One call on a cold backend, on the loop, on a thread of its own:
+        // One call on a cold backend, on a loop of its own (a loop's quiet
+        // time after a step that slept must not reach the next attempt):
         // its answer and whether it gave up.
-        let on_loop = |op: &(dyn Fn(&LocalFs) -> Result<(), FsError> + Sync)| {
+        let on_loop = |op: &Op<'_>| {
             let cold = LocalFs::open(d.path(), 7, opts(m)).unwrap();
-            alone(|| {
-                let g = rnfsd_fs::inline::enter_with(MISSES);
-                (op(&cold), g.gave_up())
-            })
+            alone(|| on_loop_call(&Loop::new(MISSES), |c| op(&cold, c)))
         };
         // A kernel handle's miss runs on the loop (`until_not_given_up`).
         let eagain = (Err(FsError::Errno(libc::EAGAIN)), true);
-        let made_on_loop = |op: &(dyn Fn(&LocalFs) -> Result<(), FsError> + Sync)| {
-            until_not_given_up(&eagain, || on_loop(op), || {}) == (Ok(()), false)
-        };
-        let getattr = |fs: &LocalFs| {
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                .map(drop)
-        };
+        let made_on_loop =
+            |op: &Op<'_>| until_not_given_up(&eagain, || on_loop(op), || {}) == (Ok(()), false);
+        let getattr = |fs: &LocalFs, c: &Call<'_>| fs.getattr(c, &f).map(drop);
         // A READ of cached pages on a backend with no descriptor for the
         // file: the reader is opened on the loop too.
-        let read = |fs: &LocalFs| {
+        let read = |fs: &LocalFs, c: &Call<'_>| {
             let mut buf = Vec::new();
-            fs.read(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 9, &mut buf)?;
+            fs.read(c, &f, 0, 9, &mut buf)?;
             assert_eq!(buf, b"speculate");
             Ok(())
         };
@@ -709,21 +671,18 @@ fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
         }
         let colder = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         {
-            let g = rnfsd_fs::inline::enter_with(MISSES);
-            rnfsd_fs::inline::speculated(true);
+            let lp = Loop::new(MISSES);
+            lp.speculated(true);
+            let (r, gave_up) = on_loop_call(&lp, |c| colder.getattr(c, &f));
             assert_eq!(
-                colder
-                    .getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                    .err(),
+                r.err(),
                 Some(FsError::Errno(libc::EAGAIN)),
                 "{m:?}: quiet after a step that slept"
             );
-            assert!(g.gave_up());
+            assert!(gave_up);
         }
         assert!(
-            colder
-                .getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                .is_ok(),
+            colder.getattr(&Call::thread(&root(), false), &f).is_ok(),
             "{m:?}: the pool's retry"
         );
     }
@@ -749,8 +708,8 @@ fn until_not_given_up<R: PartialEq + Clone>(
     given_up.clone()
 }
 
-/// Runs `f` on a thread of its own: a loop thread's quiet time after a
-/// step that slept is per thread, so one attempt's must not reach the next.
+/// Runs `f` on a thread of its own, as a loop's calls run on its own
+/// thread (a `Loop` is not shared).
 fn alone<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     std::thread::scope(|s| s.spawn(f).join().unwrap())
 }
@@ -780,15 +739,9 @@ fn inline_mode_writes_unstable_data_and_gives_up_before_any_change() {
         // An attempt on the loop: the write's result, and whether it gave up.
         let inline = |fs: &LocalFs, leave: Leave, off: u64, data: &[u8], stable: Stable| {
             alone(|| {
-                let g = rnfsd_fs::inline::enter_with(leave);
-                let r = fs.write(
-                    &rnfsd_fs::Call::thread(&root(), false),
-                    &f,
-                    off,
-                    data,
-                    stable,
-                );
-                (r.map(|(n, s, _)| (n, s)), g.gave_up())
+                on_loop_call(&Loop::new(leave), |c| {
+                    fs.write(c, &f, off, data, stable).map(|(n, s, _)| (n, s))
+                })
             })
         };
         // Each attempt that must give up writes "no" at offset 0.
@@ -827,7 +780,7 @@ fn inline_mode_writes_unstable_data_and_gives_up_before_any_change() {
         assert_eq!(on_disk(), cold_data);
         // A cached writer: writes alone suffice.
         fs.write(
-            &rnfsd_fs::Call::thread(&root(), false),
+            &Call::thread(&root(), false),
             &f,
             0,
             b"warm",
@@ -842,16 +795,10 @@ fn inline_mode_writes_unstable_data_and_gives_up_before_any_change() {
         refused(&fs, BOTH, Stable::FileSync, "FILE_SYNC waits for the disk");
         refused(&fs, BOTH, Stable::DataSync, "DATA_SYNC waits for the disk");
         let quiet = alone(|| {
-            let g = rnfsd_fs::inline::enter_with(BOTH);
-            rnfsd_fs::inline::speculated(true);
-            let r = fs.write(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &f,
-                0,
-                b"no",
-                Stable::Unstable,
-            );
-            (r.err(), g.gave_up())
+            let lp = Loop::new(BOTH);
+            lp.speculated(true);
+            let (r, gave_up) = on_loop_call(&lp, |c| fs.write(c, &f, 0, b"no", Stable::Unstable));
+            (r.err(), gave_up)
         });
         assert_eq!(
             quiet,
@@ -897,43 +844,36 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
         let eagain = Some(FsError::Errno(libc::EAGAIN));
         let guarded = CreateHow::Guarded(SetAttr::default());
         // An attempt on the loop: its error (if any), and whether it gave up.
-        let on_loop = |leave: Leave, quiet: bool, f: &(dyn Fn() -> Option<FsError> + Sync)| {
+        let on_loop = |leave: Leave, quiet: bool, f: &OnLoopChange<'_>| {
             alone(|| {
-                let g = rnfsd_fs::inline::enter_with(leave);
+                let lp = Loop::new(leave);
                 if quiet {
-                    rnfsd_fs::inline::speculated(true);
+                    lp.speculated(true);
                 }
-                (f(), g.gave_up())
+                on_loop_call(&lp, f)
             })
         };
         // A change the loop may make (`until_not_given_up`), each give-up
         // checked to have left `unchanged` true: it gives up before
         // changing anything.
-        let made_on_loop = |f: &(dyn Fn() -> Option<FsError> + Sync),
-                            unchanged: &dyn Fn() -> bool| {
+        let made_on_loop = |f: &OnLoopChange<'_>, unchanged: &dyn Fn() -> bool| {
             until_not_given_up(
                 &(eagain, true),
                 || on_loop(CHANGES, false, f),
                 || assert!(unchanged(), "{m:?}: a give-up changed something"),
             )
         };
-        let make = |fs: &LocalFs, n: &str| {
-            fs.create(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &fs.root(),
-                n.as_bytes(),
-                &guarded,
-            )
-            .err()
+        let make = |c: &Call<'_>, fs: &LocalFs, n: &str| {
+            fs.create(c, &fs.root(), n.as_bytes(), &guarded).err()
         };
         assert_eq!(
-            made_on_loop(&|| make(&fs, "a"), &|| !exists("a")),
+            made_on_loop(&|c| make(c, &fs, "a"), &|| !exists("a")),
             (None, false),
             "{m:?}: an async create on the loop"
         );
         assert!(exists("a"));
         assert_eq!(
-            made_on_loop(&|| make(&fs, "a"), &|| true),
+            made_on_loop(&|c| make(c, &fs, "a"), &|| true),
             (Some(FsError::Errno(libc::EEXIST)), false),
             "{m:?}: a GUARDED create's EEXIST is its answer"
         );
@@ -943,14 +883,14 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
             (&fs, CHANGES, true, "quiet after a step that slept"),
         ] {
             assert_eq!(
-                on_loop(leave, quiet, &|| make(fs, "b")),
+                on_loop(leave, quiet, &|c| make(c, fs, "b")),
                 (eagain, true),
                 "{m:?}: {why}"
             );
             assert!(!exists("b"), "{m:?}: {why}: nothing made");
         }
         let a = fs
-            .lookup(&rnfsd_fs::Call::thread(&root(), false), &dir, b"a")
+            .lookup(&Call::thread(&root(), false), &dir, b"a")
             .unwrap()
             .0;
         let set = |size: Option<u64>| SetAttr {
@@ -959,13 +899,8 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
             ..SetAttr::default()
         };
         assert_eq!(
-            on_loop(CHANGES, false, &|| fs
-                .setattr(
-                    &rnfsd_fs::Call::thread(&root(), false),
-                    &a,
-                    &set(Some(1)),
-                    None
-                )
+            on_loop(CHANGES, false, &|c| fs
+                .setattr(c, &a, &set(Some(1)), None)
                 .err()),
             (eagain, true),
             "{m:?}: a new size is not set on the loop"
@@ -977,13 +912,8 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
             ..SetAttr::default()
         });
         assert_eq!(
-            on_loop(CHANGES, false, &|| fs
-                .create(
-                    &rnfsd_fs::Call::thread(&root(), false),
-                    &dir,
-                    b"full",
-                    &truncating
-                )
+            on_loop(CHANGES, false, &|c| fs
+                .create(c, &dir, b"full", &truncating)
                 .err()),
             (eagain, true),
             "{m:?}: a CREATE with a size is made in a pool"
@@ -995,17 +925,9 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
             0o600
         );
         assert_eq!(
-            made_on_loop(
-                &|| fs
-                    .setattr(
-                        &rnfsd_fs::Call::thread(&root(), false),
-                        &a,
-                        &set(None),
-                        None
-                    )
-                    .err(),
-                &|| { std::os::unix::fs::PermissionsExt::mode(&mode()) & 0o777 != 0o600 }
-            ),
+            made_on_loop(&|c| fs.setattr(c, &a, &set(None), None).err(), &|| {
+                std::os::unix::fs::PermissionsExt::mode(&mode()) & 0o777 != 0o600
+            }),
             (None, false),
             "{m:?}: a mode on the loop"
         );
@@ -1013,49 +935,39 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
             std::os::unix::fs::PermissionsExt::mode(&mode()) & 0o777,
             0o600
         );
-        let rename = |from: &str, to: &str| {
-            fs.rename(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &dir,
-                from.as_bytes(),
-                &dir,
-                to.as_bytes(),
-            )
-            .err()
+        let rename = |c: &Call<'_>, from: &str, to: &str| {
+            fs.rename(c, &dir, from.as_bytes(), &dir, to.as_bytes())
+                .err()
         };
         assert_eq!(
-            made_on_loop(&|| rename("a", "c"), &|| exists("a") && !exists("c")),
+            made_on_loop(&|c| rename(c, "a", "c"), &|| exists("a") && !exists("c")),
             (None, false),
             "{m:?}: a rename on the loop"
         );
         assert!(!exists("a") && exists("c"));
         fs::write(d.path().join("big"), vec![7u8; 17 << 20]).unwrap();
-        let remove = |n: &str| {
-            fs.remove(&rnfsd_fs::Call::thread(&root(), false), &dir, n.as_bytes())
-                .err()
-        };
+        let remove = |c: &Call<'_>, n: &str| fs.remove(c, &dir, n.as_bytes()).err();
         assert_eq!(
-            on_loop(CHANGES, false, &|| remove("big")),
+            on_loop(CHANGES, false, &|c| remove(c, "big")),
             (eagain, true),
             "{m:?}: a large file's last link is removed in a pool"
         );
         assert!(exists("big"));
         // A RENAME over it would free them as well.
         assert_eq!(
-            on_loop(CHANGES, false, &|| rename("c", "big")),
+            on_loop(CHANGES, false, &|c| rename(c, "c", "big")),
             (eagain, true),
             "{m:?}: a large file's last link is renamed over in a pool"
         );
         assert!(exists("c") && exists("big"));
         assert_eq!(
-            made_on_loop(&|| remove("c"), &|| exists("c")),
+            made_on_loop(&|c| remove(c, "c"), &|| exists("c")),
             (None, false),
             "{m:?}: a small file's last link removed on the loop"
         );
         assert!(!exists("c"));
         assert_eq!(
-            fs.remove(&rnfsd_fs::Call::thread(&root(), false), &dir, b"big")
-                .err(),
+            fs.remove(&Call::thread(&root(), false), &dir, b"big").err(),
             None,
             "{m:?}: the pool's retry"
         );
@@ -1092,10 +1004,8 @@ fn a_walk_beyond_the_cache_opens_each_object_once() {
         let (_d, fs, files) = small_cache_with(m, 300);
         let (o0, w0) = (cache(&fs, "objects"), cache(&fs, "window"));
         for f in &files {
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), f)
-                .unwrap();
-            fs.access(&rnfsd_fs::Call::thread(&root(), false), f, 0x1)
-                .unwrap();
+            fs.getattr(&Call::thread(&root(), false), f).unwrap();
+            fs.access(&Call::thread(&root(), false), f, 0x1).unwrap();
         }
         let (o1, w1) = (cache(&fs, "objects"), cache(&fs, "window"));
         // A call the main cache misses either finds its object in the
@@ -1124,11 +1034,8 @@ fn a_uniform_load_beyond_the_cache_only_probes_the_window() {
         let (o0, w0) = (cache(&fs, "objects"), cache(&fs, "window"));
         // Used once each, in an order that never repeats one soon.
         for i in 0..1000 {
-            fs.getattr(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &files[(i * 7) % 1000],
-            )
-            .unwrap();
+            fs.getattr(&Call::thread(&root(), false), &files[(i * 7) % 1000])
+                .unwrap();
         }
         let (o1, w1) = (cache(&fs, "objects"), cache(&fs, "window"));
         let misses = o1.misses - o0.misses;
@@ -1143,10 +1050,8 @@ fn a_uniform_load_beyond_the_cache_only_probes_the_window() {
         // plus what the background reclaimer's timing costs; if never,
         // about 1,100 opens).
         for f in &files[1000..1600] {
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), f)
-                .unwrap();
-            fs.access(&rnfsd_fs::Call::thread(&root(), false), f, 0x1)
-                .unwrap();
+            fs.getattr(&Call::thread(&root(), false), f).unwrap();
+            fs.access(&Call::thread(&root(), false), f, 0x1).unwrap();
         }
         let (o2, w2) = (cache(&fs, "objects"), cache(&fs, "window"));
         let opened = (o2.misses - o1.misses) - (w2.hits - w1.hits);
@@ -1182,7 +1087,7 @@ fn an_evicted_writer_is_flushed_after_the_delay_or_by_a_commit() {
         let a = create(&fs, &fs.root(), "a");
         let b = create(&fs, &fs.root(), "b");
         fs.write(
-            &rnfsd_fs::Call::thread(&root(), false),
+            &Call::thread(&root(), false),
             &a,
             0,
             b"one",
@@ -1192,7 +1097,7 @@ fn an_evicted_writer_is_flushed_after_the_delay_or_by_a_commit() {
         let before = flushes(&fs);
         // b's writer takes the only slot: a's closes dirty.
         fs.write(
-            &rnfsd_fs::Call::thread(&root(), false),
+            &Call::thread(&root(), false),
             &b,
             0,
             b"two",
@@ -1202,8 +1107,7 @@ fn an_evicted_writer_is_flushed_after_the_delay_or_by_a_commit() {
         std::thread::sleep(Duration::from_millis(100));
         assert_eq!(flushes(&fs), before, "{delay:?}: flushed before the delay");
         if commit {
-            fs.commit(&rnfsd_fs::Call::thread(&root(), false), &a, 0, 0)
-                .unwrap();
+            fs.commit(&Call::thread(&root(), false), &a, 0, 0).unwrap();
             assert_eq!(
                 flushes(&fs),
                 before + 1,
@@ -1242,7 +1146,7 @@ fn write_behind_starts_writeback_past_its_threshold_only() {
         let chunk: Vec<u8> = (0..32 << 10).map(|i: usize| (i % 251) as u8).collect();
         for i in 0..32u64 {
             fs.write(
-                &rnfsd_fs::Call::thread(&root(), false),
+                &Call::thread(&root(), false),
                 &f,
                 i * (32 << 10),
                 &chunk,
@@ -1261,8 +1165,7 @@ fn write_behind_starts_writeback_past_its_threshold_only() {
         } else {
             assert_eq!(started, 0, "write-behind ran with the threshold 0");
         }
-        fs.commit(&rnfsd_fs::Call::thread(&root(), false), &f, 0, 0)
-            .unwrap();
+        fs.commit(&Call::thread(&root(), false), &f, 0, 0).unwrap();
         let got = std::fs::read(d.path().join("big")).unwrap();
         assert_eq!(got.len(), 1 << 20);
         assert!(
@@ -1284,8 +1187,7 @@ fn lookups_take_cached_handles_by_identity_only_for_the_same_object() {
         let r = fs.root();
         let f = create(&fs, &r, "f");
         let ids = |fs: &LocalFs| cache(fs, "identities");
-        let look =
-            |name: &str| fs.lookup(&rnfsd_fs::Call::thread(&root(), false), &r, name.as_bytes());
+        let look = |name: &str| fs.lookup(&Call::thread(&root(), false), &r, name.as_bytes());
         // CREATE cached it: LOOKUP finds it by identity.
         let i0 = ids(&fs);
         let (fh, attr, _) = look("f").unwrap();
@@ -1311,34 +1213,24 @@ fn lookups_take_cached_handles_by_identity_only_for_the_same_object() {
         assert_ne!(nh, f, "{m:?}: a new file's handle");
         assert_eq!(ids(&fs).hits, i1.hits, "{m:?}: not by identity");
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &nh)
-                .unwrap()
-                .size,
+            fs.getattr(&Call::thread(&root(), false), &nh).unwrap().size,
             3
         );
         assert_eq!(na.size, 3);
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                .err(),
+            fs.getattr(&Call::thread(&root(), false), &f).err(),
             Some(FsError::Stale)
         );
         // READDIRPLUS gives the cached object's handle too.
         let page = fs
-            .readdir(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                0,
-                [0; 8],
-                64,
-                true,
-            )
+            .readdir(&Call::thread(&root(), false), &r, 0, [0; 8], 64, true)
             .unwrap();
         let e = page.entries.iter().find(|e| e.name == b"g").unwrap();
         assert_eq!(e.plus.as_ref().unwrap().0, nh, "{m:?}");
     }
 }
 
-/// Write-behind from an event loop (`inline::after_turn`): a writer that
+/// Write-behind from an event loop (`Call::after_turn`): a writer that
 /// crosses the threshold in an inline WRITE has its writeback left for the
 /// end of the loop's turn, started there by the loop itself (counted at
 /// once, no thread involved), at most `AFTER_TURN_MAX` per turn; the next
@@ -1365,28 +1257,17 @@ fn write_behind_of_a_loop_write_starts_when_the_turn_ends() {
             .map(|i| {
                 let f = create(&fs, &fs.root(), &format!("f{i}"));
                 // A cached writer, which inline writes need.
-                fs.write(
-                    &rnfsd_fs::Call::thread(&root(), false),
-                    &f,
-                    0,
-                    b"w",
-                    Stable::Unstable,
-                )
-                .unwrap();
+                fs.write(&Call::thread(&root(), false), &f, 0, b"w", Stable::Unstable)
+                    .unwrap();
                 f
             })
             .collect();
         let r = alone(|| {
+            let lp = Loop::new(WRITES);
             for f in &fhs {
-                let g = rnfsd_fs::inline::enter_with(WRITES);
-                let r = fs.write(
-                    &rnfsd_fs::Call::thread(&root(), false),
-                    f,
-                    1,
-                    &chunk,
-                    Stable::Unstable,
-                );
-                if g.gave_up() || r.is_err() {
+                let (r, gave_up) =
+                    on_loop_call(&lp, |c| fs.write(c, f, 1, &chunk, Stable::Unstable));
+                if gave_up || r.is_err() {
                     return None;
                 }
             }
@@ -1397,10 +1278,10 @@ fn write_behind_of_a_loop_write_starts_when_the_turn_ends() {
             }
             std::thread::sleep(Duration::from_millis(50));
             let before = fs.stats().write_behinds;
-            rnfsd_fs::inline::turn_ends(false);
-            // Only this thread's turn ends count here: exact at once.
+            lp.turn_ends(false);
+            // Only this loop's turn ends count here: exact at once.
             let turn = fs.stats().write_behinds_on_loop;
-            rnfsd_fs::inline::turn_ends(false);
+            lp.turn_ends(false);
             assert_eq!(fs.stats().write_behinds_on_loop, turn, "nothing left twice");
             Some((before, turn))
         });
@@ -1410,23 +1291,17 @@ fn write_behind_of_a_loop_write_starts_when_the_turn_ends() {
             std::thread::sleep(Duration::from_millis(10));
         }
         // A turn that ends with more ready hands its jobs to the thread (on
-        // a thread of its own: after a writeback that slept above, the
-        // loop thread that ran it sends its next ones to the thread).
+        // a loop of its own: after a writeback that slept above, the loop
+        // that ran it sends its next ones to the thread).
         let handed = alone(|| {
             let after = fs.stats().write_behinds;
-            let g = rnfsd_fs::inline::enter_with(WRITES);
-            let r = fs.write(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &fhs[0],
-                1,
-                &chunk,
-                Stable::Unstable,
-            );
-            if g.gave_up() || r.is_err() {
+            let lp = Loop::new(WRITES);
+            let (r, gave_up) =
+                on_loop_call(&lp, |c| fs.write(c, &fhs[0], 1, &chunk, Stable::Unstable));
+            if gave_up || r.is_err() {
                 return false;
             }
-            drop(g);
-            rnfsd_fs::inline::turn_ends(true);
+            lp.turn_ends(true);
             let end = Instant::now() + Duration::from_secs(10);
             while fs.stats().write_behinds == after && Instant::now() < end {
                 std::thread::sleep(Duration::from_millis(10));
@@ -1435,8 +1310,7 @@ fn write_behind_of_a_loop_write_starts_when_the_turn_ends() {
         });
         let r = r.filter(|_| handed);
         for (i, f) in fhs.iter().enumerate() {
-            fs.commit(&rnfsd_fs::Call::thread(&root(), false), f, 0, 0)
-                .unwrap();
+            fs.commit(&Call::thread(&root(), false), f, 0, 0).unwrap();
             let got = fs::read(d.path().join(format!("f{i}"))).unwrap();
             assert_eq!(&got[..1], b"w");
             assert!(got[1..] == chunk[..], "f{i}: data changed");

@@ -27,7 +27,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use crate::{FsError, FsResult};
+use crate::{Call, FsError, FsResult};
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -156,24 +156,30 @@ impl Calls {
 
     /// Whether a call may run here and now: a direct slot while the
     /// cluster answers (hold it while the call runs), None when the call
-    /// must go through the timed pool (`pooled`), an error on an
-    /// event-loop thread (which must never wait on the cluster).
-    pub fn direct(&self) -> FsResult<Option<impl Drop + '_>> {
-        if crate::inline::active() {
-            return Err(crate::inline::give_up());
+    /// must go through the timed pool (`pooled`), an error for a call
+    /// inline on an event loop (which must never wait on the cluster).
+    pub fn direct(&self, call: &Call<'_>) -> FsResult<Option<impl Drop + '_>> {
+        if call.inline() {
+            return Err(call.give_up());
         }
-        if self.stalled.load(Ordering::Acquire) {
-            return Ok(None);
-        }
-        Ok(self.take_slot())
+        Ok(self.direct_slot())
     }
 
-    /// Runs `f` within the time limit (see the module docs).
+    /// A direct slot while the cluster answers.
+    fn direct_slot(&self) -> Option<Held<'_>> {
+        if self.stalled.load(Ordering::Acquire) {
+            return None;
+        }
+        self.take_slot()
+    }
+
+    /// Runs `f` within the time limit (see the module docs), for a caller
+    /// on a thread that may wait (a lock call: never on an event loop).
     pub fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> FsResult<T> + Send + 'static,
     ) -> FsResult<T> {
-        match self.direct()? {
+        match self.direct_slot() {
             Some(_held) => f(),
             None => self.pooled(f),
         }
@@ -255,6 +261,13 @@ fn watch(w: Weak<Calls>, tick: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Cred;
+
+    static CRED: Cred = Cred {
+        uid: 0,
+        gid: 0,
+        gids: Vec::new(),
+    };
 
     #[test]
     fn pool_answers_times_out_and_refuses() {
@@ -339,8 +352,12 @@ mod tests {
     #[test]
     fn never_waits_on_an_event_loop_thread() {
         let c = Calls::new("t", 4, 1, 1, Duration::from_millis(100));
-        let g = crate::inline::enter();
-        assert_eq!(c.run(|| Ok(1)), Err(FsError::Errno(libc::EAGAIN)));
-        assert!(g.gave_up());
+        let lp = crate::inline::Loop::new(crate::inline::Leave::NONE);
+        lp.begin_call();
+        let call = Call::on_loop(&CRED, &lp);
+        assert!(matches!(c.direct(&call), Err(FsError::Errno(libc::EAGAIN))));
+        assert!(lp.end_call());
+        // On a thread it may wait, directly while the cluster answers.
+        assert!(matches!(c.direct(&Call::thread(&CRED, false)), Ok(Some(_))));
     }
 }

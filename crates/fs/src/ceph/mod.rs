@@ -393,14 +393,35 @@ impl Inner {
 /// One backend call under the time limit: run here, borrowing its
 /// arguments, while the cluster answers; otherwise on the timed pool with
 /// owned copies of the arguments named in `[..]` (the call may outlive the
-/// worker's wait). The healthy path copies and allocates nothing.
+/// worker's wait), the caller's credential named `|i, cred|` likewise. The
+/// healthy path copies and allocates nothing.
 macro_rules! ceph_call {
-    ($self:ident, [$($v:ident),*], |$i:ident| $body:expr) => {{
-        match $self.calls.direct()? {
+    ($self:ident, $call:ident, [$($v:ident),*], |$i:ident, $cred:ident| $body:expr) => {{
+        match $self.calls.direct($call)? {
             Some(_held) => {
                 let $i = &$self.inner;
+                let $cred = $call.cred;
                 // The body borrows owned copies on the pool: here its `&`
                 // of what is already a reference is the same body text.
+                #[allow(clippy::needless_borrow)]
+                let r = $body;
+                r
+            }
+            None => {
+                $(let $v = $v.to_owned();)*
+                let $cred = $call.cred.clone();
+                let inner = $self.inner.clone();
+                $self.calls.pooled(move || {
+                    let $i = &inner;
+                    $body
+                })
+            }
+        }
+    }};
+    ($self:ident, $call:ident, [$($v:ident),*], |$i:ident| $body:expr) => {{
+        match $self.calls.direct($call)? {
+            Some(_held) => {
+                let $i = &$self.inner;
                 #[allow(clippy::needless_borrow)]
                 let r = $body;
                 r
@@ -423,8 +444,8 @@ impl Backend for CephFs {
     }
 
     // attr.rs
-    fn getattr(&self, _call: &Call<'_>, fh: &Fh) -> FsResult<Attr> {
-        ceph_call!(self, [fh], |i| i.attr(&i.resolve(&fh)?))
+    fn getattr(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Attr> {
+        ceph_call!(self, call, [fh], |i| i.attr(&i.resolve(&fh)?))
     }
 
     fn setattr(
@@ -434,29 +455,27 @@ impl Backend for CephFs {
         set: &SetAttr,
         guard: Option<Time>,
     ) -> FsResult<Wcc> {
-        let cred = call.cred;
-        ceph_call!(self, [cred, fh, set], |i| i
+        ceph_call!(self, call, [fh, set], |i, cred| i
             .setattr(&cred, &fh, &set, guard))
     }
 
     fn access(&self, call: &Call<'_>, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
-        let cred = call.cred;
-        ceph_call!(self, [cred, fh], |i| i.access(&cred, &fh, want))
+        ceph_call!(self, call, [fh], |i, cred| i.access(&cred, &fh, want))
     }
 
-    fn fsstat(&self, _call: &Call<'_>, fh: &Fh) -> FsResult<(FsStat, Attr)> {
-        ceph_call!(self, [fh], |i| i.fsstat(&fh))
+    fn fsstat(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(FsStat, Attr)> {
+        ceph_call!(self, call, [fh], |i| i.fsstat(&fh))
     }
 
-    fn fsinfo(&self, _call: &Call<'_>, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
-        ceph_call!(self, [fh], |i| Ok((
+    fn fsinfo(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
+        ceph_call!(self, call, [fh], |i| Ok((
             attr::FSINFO,
             i.attr(&i.resolve(&fh)?)?
         )))
     }
 
-    fn pathconf(&self, _call: &Call<'_>, fh: &Fh) -> FsResult<(PathConf, Attr)> {
-        ceph_call!(self, [fh], |i| Ok((
+    fn pathconf(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(PathConf, Attr)> {
+        ceph_call!(self, call, [fh], |i| Ok((
             attr::PATHCONF,
             i.attr(&i.resolve(&fh)?)?
         )))
@@ -464,13 +483,12 @@ impl Backend for CephFs {
 
     // dir.rs
     fn lookup(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)> {
-        let cred = call.cred;
-        ceph_call!(self, [cred, dir, name], |i| i.lookup(&cred, &dir, &name))
+        ceph_call!(self, call, [dir, name], |i, cred| i
+            .lookup(&cred, &dir, &name))
     }
 
     fn readlink(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
-        let cred = call.cred;
-        ceph_call!(self, [cred, fh], |i| i.readlink(&cred, &fh))
+        ceph_call!(self, call, [fh], |i, cred| i.readlink(&cred, &fh))
     }
 
     fn readdir(
@@ -482,8 +500,7 @@ impl Backend for CephFs {
         max_entries: usize,
         plus: bool,
     ) -> FsResult<DirPage> {
-        let cred = call.cred;
-        ceph_call!(self, [cred, dir], |i| i.readdir(
+        ceph_call!(self, call, [dir], |i, cred| i.readdir(
             &cred,
             &dir,
             cookie,
@@ -501,13 +518,12 @@ impl Backend for CephFs {
         count: u32,
         buf: &mut Vec<u8>,
     ) -> FsResult<(bool, Attr)> {
-        let cred = call.cred;
         // Straight into the caller's buffer when run here; through a
         // buffer of the call's own on the pool.
-        if let Some(_held) = self.calls.direct()? {
-            return self.inner.read(cred, fh, offset, count, buf);
+        if let Some(_held) = self.calls.direct(call)? {
+            return self.inner.read(call.cred, fh, offset, count, buf);
         }
-        let (cred, fh, inner) = (cred.clone(), fh.clone(), self.inner.clone());
+        let (cred, fh, inner) = (call.cred.clone(), fh.clone(), self.inner.clone());
         let (data, eof, a) = self.calls.pooled(move || {
             let mut data = Vec::new();
             let (eof, a) = inner.read(&cred, &fh, offset, count, &mut data)?;
@@ -525,26 +541,22 @@ impl Backend for CephFs {
         data: &[u8],
         stable: Stable,
     ) -> FsResult<(u32, Stable, Wcc)> {
-        let cred = call.cred;
-        ceph_call!(self, [cred, fh, data], |i| i
+        ceph_call!(self, call, [fh, data], |i, cred| i
             .write(&cred, &fh, offset, &data, stable))
     }
 
     fn commit(&self, call: &Call<'_>, fh: &Fh, _offset: u64, _count: u32) -> FsResult<Wcc> {
-        let cred = call.cred;
-        ceph_call!(self, [cred, fh], |i| i.commit(&cred, &fh))
+        ceph_call!(self, call, [fh], |i, cred| i.commit(&cred, &fh))
     }
 
     // namespace.rs
     fn create(&self, call: &Call<'_>, dir: &Fh, name: &[u8], how: &CreateHow) -> FsResult<Created> {
-        let cred = call.cred;
-        ceph_call!(self, [cred, dir, name, how], |i| i
+        ceph_call!(self, call, [dir, name, how], |i, cred| i
             .create(&cred, &dir, &name, &how))
     }
 
     fn mkdir(&self, call: &Call<'_>, dir: &Fh, name: &[u8], set: &SetAttr) -> FsResult<Created> {
-        let cred = call.cred;
-        ceph_call!(self, [cred, dir, name, set], |i| i
+        ceph_call!(self, call, [dir, name, set], |i, cred| i
             .mkdir(&cred, &dir, &name, &set))
     }
 
@@ -556,8 +568,7 @@ impl Backend for CephFs {
         target: &[u8],
         set: &SetAttr,
     ) -> FsResult<Created> {
-        let cred = call.cred;
-        ceph_call!(self, [cred, dir, name, target, set], |i| i
+        ceph_call!(self, call, [dir, name, target, set], |i, cred| i
             .symlink(&cred, &dir, &name, &target, &set))
     }
 
@@ -569,20 +580,17 @@ impl Backend for CephFs {
         kind: NodeKind,
         set: &SetAttr,
     ) -> FsResult<Created> {
-        let cred = call.cred;
-        ceph_call!(self, [cred, dir, name, set], |i| i
+        ceph_call!(self, call, [dir, name, set], |i, cred| i
             .mknod(&cred, &dir, &name, kind, &set))
     }
 
     fn remove(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
-        let cred = call.cred;
-        ceph_call!(self, [cred, dir, name], |i| i
+        ceph_call!(self, call, [dir, name], |i, cred| i
             .remove(&cred, &dir, &name, false))
     }
 
     fn rmdir(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
-        let cred = call.cred;
-        ceph_call!(self, [cred, dir, name], |i| i
+        ceph_call!(self, call, [dir, name], |i, cred| i
             .remove(&cred, &dir, &name, true))
     }
 
@@ -594,21 +602,18 @@ impl Backend for CephFs {
         to_dir: &Fh,
         to: &[u8],
     ) -> FsResult<(Wcc, Wcc)> {
-        let cred = call.cred;
-        ceph_call!(self, [cred, from_dir, from, to_dir, to], |i| i
+        ceph_call!(self, call, [from_dir, from, to_dir, to], |i, cred| i
             .rename(&cred, &from_dir, &from, &to_dir, &to))
     }
 
     fn link(&self, call: &Call<'_>, file: &Fh, dir: &Fh, name: &[u8]) -> FsResult<(Attr, Wcc)> {
-        let cred = call.cred;
-        ceph_call!(self, [cred, file, dir, name], |i| i
+        ceph_call!(self, call, [file, dir, name], |i, cred| i
             .link(&cred, &file, &dir, &name))
     }
 
     // lock.rs
     fn open_for_locks(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Arc<dyn crate::lock::LockFile>> {
-        let cred = call.cred;
-        let f = ceph_call!(self, [cred, fh], |i| i.open_for_locks(&cred, &fh))?;
+        let f = ceph_call!(self, call, [fh], |i, cred| i.open_for_locks(&cred, &fh))?;
         Ok(Arc::new(lock::CephLocks::new(f, self.calls.clone())))
     }
 

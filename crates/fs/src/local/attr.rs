@@ -32,7 +32,7 @@ impl LocalFs {
             let len = i64::try_from(size).map_err(|_| errno(libc::EFBIG))?;
             // As a WRITE would: the cached writer, the caller's permission
             // (owner override included); leaves the thread as the caller.
-            let f = self.open_file(o, Access::Write)?;
+            let f = self.open_file(call, o, Access::Write)?;
             self.may_use_data(call.cred, o, Access::Write)?;
             sys::ftruncate(f.fd.as_raw_fd(), len)?;
         }
@@ -43,8 +43,8 @@ impl LocalFs {
     }
 }
 
-pub(super) fn getattr(fs: &LocalFs, _call: &Call<'_>, fh: &Fh) -> FsResult<Attr> {
-    let o = fs.resolve(fh)?;
+pub(super) fn getattr(fs: &LocalFs, call: &Call<'_>, fh: &Fh) -> FsResult<Attr> {
+    let o = fs.resolve(call, fh)?;
     Ok(fs.attr(&o.st))
 }
 
@@ -55,20 +55,20 @@ pub(super) fn setattr(
     set: &SetAttr,
     guard: Option<Time>,
 ) -> FsResult<Wcc> {
-    let o = fs.resolve(fh)?;
+    let o = fs.resolve(call, fh)?;
     // RFC 1813 §3.3.2: the guard is checked against the current ctime.
     if guard.is_some_and(|g| g != o.st.ctime) {
         return Err(FsError::NotSync);
     }
     fs.usr(call.cred)?;
-    fs.changing(set.size.is_some())?;
+    fs.changing(call, set.size.is_some())?;
     fs.apply_set(call, &o, set)?;
     fs.sync_attrs(call, &o)?;
     Ok(fs.wcc(&o.st, o.raw()))
 }
 
 pub(super) fn access(fs: &LocalFs, call: &Call<'_>, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
-    let o = fs.resolve(fh)?;
+    let o = fs.resolve(call, fh)?;
     let bits = if fs.opts.act_as_caller {
         fs.kernel_access(call.cred, &o, want)?
     } else {
@@ -79,8 +79,8 @@ pub(super) fn access(fs: &LocalFs, call: &Call<'_>, fh: &Fh, want: u32) -> FsRes
     Ok((bits, fs.attr(&o.st)))
 }
 
-pub(super) fn readlink(fs: &LocalFs, _call: &Call<'_>, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
-    let o = fs.resolve(fh)?;
+pub(super) fn readlink(fs: &LocalFs, call: &Call<'_>, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
+    let o = fs.resolve(call, fh)?;
     if !o.st.is_lnk() {
         return Err(errno(libc::EINVAL));
     }
@@ -88,8 +88,8 @@ pub(super) fn readlink(fs: &LocalFs, _call: &Call<'_>, fh: &Fh) -> FsResult<(Vec
     Ok((target, fs.attr(&o.st)))
 }
 
-pub(super) fn fsstat(fs: &LocalFs, _call: &Call<'_>, fh: &Fh) -> FsResult<(FsStat, Attr)> {
-    let o = fs.resolve(fh)?;
+pub(super) fn fsstat(fs: &LocalFs, call: &Call<'_>, fh: &Fh) -> FsResult<(FsStat, Attr)> {
+    let o = fs.resolve(call, fh)?;
     let v = sys::fstatvfs(o.raw())?;
     let fr = v.f_frsize;
     Ok((
@@ -106,8 +106,8 @@ pub(super) fn fsstat(fs: &LocalFs, _call: &Call<'_>, fh: &Fh) -> FsResult<(FsSta
     ))
 }
 
-pub(super) fn fsinfo(fs: &LocalFs, _call: &Call<'_>, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
-    let o = fs.resolve(fh)?;
+pub(super) fn fsinfo(fs: &LocalFs, call: &Call<'_>, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
+    let o = fs.resolve(call, fh)?;
     Ok((
         FsInfo {
             // The VFS limit; a filesystem's smaller one shows as EFBIG.
@@ -122,8 +122,8 @@ pub(super) fn fsinfo(fs: &LocalFs, _call: &Call<'_>, fh: &Fh) -> FsResult<(FsInf
     ))
 }
 
-pub(super) fn pathconf(fs: &LocalFs, _call: &Call<'_>, fh: &Fh) -> FsResult<(PathConf, Attr)> {
-    let o = fs.resolve(fh)?;
+pub(super) fn pathconf(fs: &LocalFs, call: &Call<'_>, fh: &Fh) -> FsResult<(PathConf, Attr)> {
+    let o = fs.resolve(call, fh)?;
     let v = sys::fstatvfs(o.raw())?;
     Ok((
         PathConf {

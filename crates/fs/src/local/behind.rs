@@ -28,6 +28,8 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use super::files::OpenFile;
 use super::sys;
+use crate::inline::{Loop, TurnJob};
+use crate::Call;
 
 struct State {
     jobs: VecDeque<Arc<OpenFile>>,
@@ -77,17 +79,17 @@ impl WriteBehind {
     /// `f` wrote `n` bytes UNSTABLE: queued for writeback once it has
     /// gathered the threshold since it was last queued. A write made on an
     /// event loop leaves the writeback for the end of the loop's turn
-    /// (`crate::inline::after_turn`), where the loop starts it itself once
+    /// (`Call::after_turn`), where the loop starts it itself once
     /// the reply is sent, instead of waking this thread: one context switch
     /// fewer per threshold's worth of data. A loop whose writebacks have
     /// been sleeping, or whose turn has its fill, queues it here.
-    pub fn wrote(&self, f: &Arc<OpenFile>, n: u64) {
+    pub fn wrote(&self, call: &Call<'_>, f: &Arc<OpenFile>, n: u64) {
         if self.threshold == 0 || !f.gather_behind(n, self.threshold) {
             return;
         }
         // Left for the loop's turn end where that may be, else handed
         // off at once (`OnLoop::hand_off`: this thread's queue).
-        crate::inline::after_turn(Box::new(OnLoop {
+        call.after_turn(Box::new(OnLoop {
             f: Some(f.clone()),
             s: self.s.clone(),
         }));
@@ -124,16 +126,14 @@ struct OnLoop {
     s: Arc<Shared>,
 }
 
-impl crate::inline::TurnJob for OnLoop {
-    /// Starts the writeback, watched (`crate::inline::watch_job`): if it
-    /// slept, this loop's next ones go to the thread for a while.
-    fn run(self: Box<Self>) {
+impl TurnJob for OnLoop {
+    /// Starts the writeback, watched (`Loop::watch_job`): if it slept,
+    /// this loop's next ones go to the thread for a while.
+    fn run(self: Box<Self>, lp: &Loop) {
         if let Some(f) = &self.f {
             let fd = f.fd.as_raw_fd();
             // An error here is the COMMIT's to report (its fsync sees it).
-            if let Err(e) =
-                crate::inline::watch_job(sys::thread_sleeps, || sys::start_writeback(fd))
-            {
+            if let Err(e) = lp.watch_job(sys::thread_sleeps, || sys::start_writeback(fd)) {
                 tracing::debug!(error = %e, "write-behind: starting writeback failed");
             }
             self.s.started.fetch_add(1, Ordering::Relaxed);

@@ -181,12 +181,12 @@ impl LocalFs {
     /// else a cached read descriptor. A symlink or device node cannot be
     /// opened to be synced; for those the whole filesystem is (rare: a
     /// SETATTR of one).
-    pub(super) fn sync_object(&self, o: &Obj<'_>) -> FsResult<()> {
+    pub(super) fn sync_object(&self, call: &Call<'_>, o: &Obj<'_>) -> FsResult<()> {
         let key = o.st.key();
         if o.st.is_reg() || o.st.is_dir() {
             let f = match self.files.get(key, Access::Write) {
                 Some(f) => f,
-                None => self.open_file(o, Access::Read)?,
+                None => self.open_file(call, o, Access::Read)?,
             };
             return self.commit_with(key, true, || f.sync(false));
         }
@@ -230,9 +230,9 @@ impl LocalFs {
             return Ok(());
         }
         if let Some(c) = child.filter(|c| c.st.is_reg() || c.st.is_dir()) {
-            self.sync_object(c)?;
+            self.sync_object(call, c)?;
         }
-        self.sync_object(dir)
+        self.sync_object(call, dir)
     }
 
     /// On a `sync` export, makes a RENAME durable before the reply: both
@@ -249,9 +249,9 @@ impl LocalFs {
         {
             return Ok(());
         }
-        self.sync_object(to)?;
+        self.sync_object(call, to)?;
         if from.st.key() != to.st.key() {
-            self.sync_object(from)?;
+            self.sync_object(call, from)?;
         }
         Ok(())
     }
@@ -261,7 +261,7 @@ impl LocalFs {
         if !self.opts.sync || self.commit_journal(call, &[o.st.key().dev], None)? {
             return Ok(());
         }
-        self.sync_object(o)
+        self.sync_object(call, o)
     }
 }
 

@@ -13,7 +13,12 @@ impl LocalFs {
     /// The cached descriptor of a regular file for `access`, opened (as the
     /// server) on a miss. Permission is the caller's business: see
     /// `may_use_data`.
-    pub(super) fn open_file(&self, o: &Obj<'_>, access: Access) -> FsResult<Arc<OpenFile>> {
+    pub(super) fn open_file(
+        &self,
+        call: &Call<'_>,
+        o: &Obj<'_>,
+        access: Access,
+    ) -> FsResult<Arc<OpenFile>> {
         let key = o.st.key();
         if let Some(f) = self.files.get(key, access) {
             return Ok(f);
@@ -21,22 +26,16 @@ impl LocalFs {
         // On the event loop a miss opens for reading, or for an UNSTABLE
         // write when writes may run there too: a handoff would redo the
         // handle's open, which the loop could not cache at a full bound.
-        if crate::inline::active()
-            && !(crate::inline::may_speculate()
-                && (access == Access::Read || crate::inline::may_write()))
+        if call.inline() && !(call.may_speculate() && (access == Access::Read || call.may_write()))
         {
-            return Err(crate::inline::give_up());
+            return Err(call.give_up());
         }
         self.srv()?;
         // Reopening a pinned inode almost never sleeps.
-        let fd = super::speculating(|| sys::reopen(o.raw(), access.flags()))?;
-        Ok(self.files.insert(
-            key,
-            access,
-            fd,
-            self.verifier.clone(),
-            crate::inline::on_loop(),
-        ))
+        let fd = super::speculating(call, || sys::reopen(o.raw(), access.flags()))?;
+        Ok(self
+            .files
+            .insert(key, access, fd, self.verifier.clone(), call.runs_on_loop()))
     }
 
     /// A regular file's object (attributes before the call, for wcc) and its
@@ -48,14 +47,14 @@ impl LocalFs {
         fh: &Fh,
         access: Access,
     ) -> FsResult<(Obj<'_>, Arc<OpenFile>)> {
-        let o = self.resolve(fh)?;
+        let o = self.resolve(call, fh)?;
         if o.st.is_dir() {
             return Err(errno(libc::EISDIR));
         }
         if !o.st.is_reg() {
             return Err(errno(libc::EINVAL));
         }
-        let f = self.open_file(&o, access)?;
+        let f = self.open_file(call, &o, access)?;
         self.may_use_data(call.cred, &o, access)?;
         Ok((o, f))
     }
@@ -73,11 +72,11 @@ pub(super) fn read(
     let Some(want) = read_span(&o, offset, count) else {
         return Ok((true, fs.attr(&o.st)));
     };
-    let n = if crate::inline::active() {
+    let n = if call.inline() {
         // From the page cache only: anything else waits for the disk.
         match sys::pread_nowait(f.fd.as_raw_fd(), offset, want, buf) {
             Ok(n) if n == want || offset.saturating_add(n as u64) >= o.st.size => n,
-            _ => return Err(crate::inline::give_up()),
+            _ => return Err(call.give_up()),
         }
     } else {
         sys::pread_full(f.fd.as_raw_fd(), offset, want, buf)?
@@ -133,10 +132,8 @@ pub(super) fn read_to_pipe(
     let fd = f.fd.as_raw_fd();
     // On the event loop only pages already cached: splice itself would
     // wait for the disk (SPLICE_F_NONBLOCK is about the pipe).
-    if crate::inline::active()
-        && !sys::all_cached(fd, offset, (want as u64).min(o.st.size - offset))
-    {
-        return Err(crate::inline::give_up());
+    if call.inline() && !sys::all_cached(fd, offset, (want as u64).min(o.st.size - offset)) {
+        return Err(call.give_up());
     }
     let n = sys::splice_to_pipe(fd, offset, pipe.as_raw_fd(), want)?;
     let (eof, attr) = read_end(fs, &o, fd, offset, n)?;
@@ -157,22 +154,22 @@ pub(super) fn write(
     // On the event loop (`crate::inline`): only an UNSTABLE write, decided
     // before anything changes (`open_file` opens a missing writer there
     // only when misses may run too); its pwrite is watched like an open.
-    if crate::inline::active() && !(stable == Stable::Unstable && crate::inline::may_write()) {
-        return Err(crate::inline::give_up());
+    if call.inline() && !(stable == Stable::Unstable && call.may_write()) {
+        return Err(call.give_up());
     }
     let (o, f) = fs.open_regular(call, fh, Access::Write)?;
     let fd = f.fd.as_raw_fd();
-    let n = match super::speculating(|| sys::pwrite_full(fd, offset, data)) {
+    let n = match super::speculating(call, || sys::pwrite_full(fd, offset, data)) {
         Ok(n) => n,
         Err(e) => {
             f.write_failed(&e);
-            fs.files.release(f, crate::inline::on_loop());
+            fs.files.release(f, call.runs_on_loop());
             return Err(e.into());
         }
     };
     f.wrote(n as u64);
     if stable == Stable::Unstable {
-        fs.files.behind().wrote(&f, n as u64);
+        fs.files.behind().wrote(call, &f, n as u64);
     }
     // A stable write syncs everything written through this descriptor so
     // far (earlier UNSTABLE writes count as committed too), sharing the
@@ -183,7 +180,7 @@ pub(super) fn write(
         Stable::FileSync => fs.sync_data(call, &o, &f, true)?,
     }
     let wcc = fs.wcc(&o.st, fd);
-    fs.files.release(f, crate::inline::on_loop());
+    fs.files.release(f, call.runs_on_loop());
     Ok((n as u32, stable, wcc))
 }
 
@@ -194,9 +191,9 @@ pub(super) fn commit(
     _offset: u64,
     _count: u32,
 ) -> FsResult<Wcc> {
-    let o = fs.resolve(fh)?;
+    let o = fs.resolve(call, fh)?;
     if o.st.is_dir() {
-        fs.sync_object(&o)?;
+        fs.sync_object(call, &o)?;
         return Ok(fs.wcc(&o.st, o.raw()));
     }
     if !o.st.is_reg() {
@@ -207,7 +204,7 @@ pub(super) fn commit(
     // resets the verifier), else any descriptor of the file.
     let f = match fs.files.get(o.st.key(), Access::Write) {
         Some(f) => f,
-        None => fs.open_file(&o, Access::Read)?,
+        None => fs.open_file(call, &o, Access::Read)?,
     };
     fs.sync_data(call, &o, &f, true)?;
     // Writers closed before their data was committed (this file's among

@@ -12,10 +12,15 @@ use crate::{Attr, Call, DirEntry, DirPage, Fh, FsError, FsResult};
 impl LocalFs {
     /// Entry handle and attributes for READDIRPLUS (server credentials;
     /// `readdir` asks only where the caller may search the directory).
-    pub(super) fn plus_entry(&self, dir: &Obj<'_>, name: &[u8]) -> Option<(Fh, Attr)> {
+    pub(super) fn plus_entry(
+        &self,
+        call: &Call<'_>,
+        dir: &Obj<'_>,
+        name: &[u8],
+    ) -> Option<(Fh, Attr)> {
         if name == b"." || (name == b".." && dir.st.key() == self.root_key) {
             let st = sys::fstat(dir.raw()).ok()?;
-            let fh = self.make_fh(dir.raw(), &st).ok()?;
+            let fh = self.make_fh(call, dir.raw(), &st).ok()?;
             return Some((fh, self.attr(&st)));
         }
         let c = sys::cstr(name).ok()?;
@@ -55,12 +60,13 @@ impl LocalFs {
     /// not speculate (the `statx` may read the directory from disk).
     fn lookup_cached(
         &self,
+        call: &Call<'_>,
         d: &Obj<'_>,
         c: &CStr,
         name: &[u8],
     ) -> FsResult<Option<(Fh, Attr, Option<Attr>)>> {
         let before = Instant::now();
-        let st = super::speculating(|| sys::statx_at(d.raw(), c, 0))?;
+        let st = super::speculating(call, || sys::statx_at(d.raw(), c, 0))?;
         if !self.on_export_fs(&st) {
             return Ok(None);
         }
@@ -71,7 +77,7 @@ impl LocalFs {
         };
         let fh = Fh(o.fh().to_vec());
         drop(o);
-        self.objects.touch(&fh.0, crate::inline::on_loop());
+        self.objects.touch(&fh.0, call.runs_on_loop());
         self.locs.insert(st.key(), d.st.key(), name);
         Ok(Some((fh, self.attr(&st), Some(self.attr(&d.st)))))
     }
@@ -109,13 +115,12 @@ pub(super) fn lookup(
     name: &[u8],
 ) -> FsResult<(Fh, Attr, Option<Attr>)> {
     let c = check_name(name, true)?;
-    let d = fs.dir(dir)?;
+    let d = fs.dir(call, dir)?;
     fs.usr(call.cred)?;
     let plain = name != b"." && name != b"..";
-    let tried =
-        plain && identity_first() && (!crate::inline::active() || crate::inline::may_speculate());
+    let tried = plain && identity_first() && (!call.inline() || call.may_speculate());
     if tried {
-        if let Some(found) = fs.lookup_cached(&d, &c, name)? {
+        if let Some(found) = fs.lookup_cached(call, &d, &c, name)? {
             return Ok(found);
         }
     }
@@ -128,13 +133,11 @@ pub(super) fn lookup(
     } else {
         (c.as_c_str(), libc::O_PATH | libc::O_NOFOLLOW)
     };
-    let fd = if crate::inline::active() {
+    let fd = if call.inline() {
         // From the dentry cache only (RESOLVE_CACHED), else give up.
         match sys::openat_cached(d.raw(), what, flags) {
             Ok(fd) => fd,
-            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                return Err(crate::inline::give_up())
-            }
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => return Err(call.give_up()),
             Err(e) => return Err(e.into()),
         }
     } else {
@@ -155,7 +158,7 @@ pub(super) fn lookup(
     }
     let fh = match cached {
         Some(o) => Fh(o.fh().to_vec()),
-        None => fs.make_fh(fd.as_raw_fd(), &st)?,
+        None => fs.make_fh(call, fd.as_raw_fd(), &st)?,
     };
     if plain {
         fs.locs.insert(st.key(), d.st.key(), name);
@@ -163,7 +166,7 @@ pub(super) fn lookup(
     let attr = fs.attr(&st);
     // Found in (or above, for "..") a directory inside the export: inside
     // as long as the directory is. The client's next call uses it.
-    fs.remember(&fh, fd, &st, &d);
+    fs.remember(call, &fh, fd, &st, &d);
     // The directory's attributes from the stat taken moments ago: a lookup
     // changes nothing in it.
     Ok((fh, attr, Some(fs.attr(&d.st))))
@@ -178,7 +181,7 @@ pub(super) fn readdir(
     max_entries: usize,
     plus: bool,
 ) -> FsResult<DirPage> {
-    let d = fs.dir(dir)?;
+    let d = fs.dir(call, dir)?;
     // Cookies are getdents offsets; on ext4 (hash offsets) they stay
     // valid across changes to the directory, so the verifier only names
     // the directory (a keyed hash of its handle) and never changes. An
@@ -226,7 +229,7 @@ pub(super) fn readdir(
                 e.ino
             };
             let plus = if plus {
-                fs.plus_entry(&d, &e.name)
+                fs.plus_entry(call, &d, &e.name)
             } else {
                 None
             };

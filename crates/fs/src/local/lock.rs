@@ -74,7 +74,7 @@ pub(super) fn open_for_locks(
     call: &Call<'_>,
     fh: &Fh,
 ) -> FsResult<Arc<dyn LockFile>> {
-    let o = fs.resolve(fh)?;
+    let o = fs.resolve(call, fh)?;
     if o.st.is_dir() {
         return Err(errno(libc::EISDIR));
     }

@@ -245,14 +245,11 @@ impl Default for LocalOptions {
     }
 }
 
-/// Runs `step`, which almost never sleeps; on an event loop it is a
-/// speculation (`crate::inline::watch`): a step that slept is recorded,
-/// and quiets the loop's speculation for a while.
-fn speculating<T>(step: impl FnOnce() -> T) -> T {
-    if !crate::inline::active() {
-        return step();
-    }
-    crate::inline::watch(sys::thread_sleeps, step)
+/// Runs `step`, which almost never sleeps; for a call inline on an event
+/// loop it is a speculation (`Call::watch`): a step that slept is
+/// recorded, and quiets the loop's speculation for a while.
+fn speculating<T>(call: &Call<'_>, step: impl FnOnce() -> T) -> T {
+    call.watch(sys::thread_sleeps, step)
 }
 
 impl LocalFs {
@@ -263,14 +260,14 @@ impl LocalFs {
     /// link removed or renamed over), which may take milliseconds; else
     /// given up here. From here the call runs to its end, watched as one
     /// step.
-    fn changing(&self, frees: bool) -> FsResult<()> {
-        if !crate::inline::active() {
+    fn changing(&self, call: &Call<'_>, frees: bool) -> FsResult<()> {
+        if !call.inline() {
             return Ok(());
         }
-        if self.opts.sync || frees || !crate::inline::may_change() {
-            return Err(crate::inline::give_up());
+        if self.opts.sync || frees || !call.may_change() {
+            return Err(call.give_up());
         }
-        crate::inline::run_to_end(sys::thread_sleeps);
+        call.run_to_end(sys::thread_sleeps);
         Ok(())
     }
 }
@@ -534,10 +531,13 @@ impl LocalFs {
         let c = sys::cstr(path.as_os_str().as_bytes())?;
         let fd = sys::open_path(libc::AT_FDCWD, &c)?;
         let st = sys::fstat(fd.as_raw_fd())?;
-        self.make_fh(fd.as_raw_fd(), &st).map_err(|e| match e {
-            FsError::Errno(n) => io::Error::from_raw_os_error(n),
-            _ => io::Error::other("handle"),
-        })
+        let cred = Cred::default();
+        let call = Call::thread(&cred, false);
+        self.make_fh(&call, fd.as_raw_fd(), &st)
+            .map_err(|e| match e {
+                FsError::Errno(n) => io::Error::from_raw_os_error(n),
+                _ => io::Error::other("handle"),
+            })
     }
 
     fn root_obj(&self) -> FsResult<Obj<'_>> {

@@ -56,10 +56,10 @@ impl LocalFs {
     ) -> FsResult<Created> {
         self.sync_made(call, dir, &o)?;
         let st = o.st;
-        let fh = self.make_fh(o.raw(), &st)?;
+        let fh = self.make_fh(call, o.raw(), &st)?;
         self.locs.insert(st.key(), dir.st.key(), name);
         if let FdRef::Owned(fd) = o.fd {
-            self.remember(&fh, fd, &st, dir);
+            self.remember(call, &fh, fd, &st, dir);
         }
         Ok(Created {
             fh,
@@ -141,11 +141,11 @@ pub(super) fn create(
     how: &CreateHow,
 ) -> FsResult<Created> {
     let c = check_name(name, false)?;
-    let d = fs.dir(dir)?;
+    let d = fs.dir(call, dir)?;
     fs.usr(call.cred)?;
     // A size may truncate the file UNCHECKED finds there.
     let sized = matches!(how, CreateHow::Unchecked(s) | CreateHow::Guarded(s) if s.size.is_some());
-    fs.changing(sized)?;
+    fs.changing(call, sized)?;
     let mknod = |mode: u32| sys::mknodat(d.raw(), &c, libc::S_IFREG | mode, 0);
     match how {
         CreateHow::Unchecked(set) | CreateHow::Guarded(set) => {
@@ -217,9 +217,9 @@ pub(super) fn mkdir(
     set: &SetAttr,
 ) -> FsResult<Created> {
     let c = check_name(name, false)?;
-    let d = fs.dir(dir)?;
+    let d = fs.dir(call, dir)?;
     fs.usr(call.cred)?;
-    fs.changing(false)?;
+    fs.changing(call, false)?;
     sys::mkdirat(d.raw(), &c, set.mode.unwrap_or(0o777) & 0o7777)?;
     fs.finish_create(call, &d, name, &c, set)
 }
@@ -237,9 +237,9 @@ pub(super) fn symlink(
         return Err(errno(libc::ENAMETOOLONG));
     }
     let t = sys::cstr(target)?;
-    let d = fs.dir(dir)?;
+    let d = fs.dir(call, dir)?;
     fs.usr(call.cred)?;
-    fs.changing(false)?;
+    fs.changing(call, false)?;
     sys::symlinkat(&t, d.raw(), &c)?;
     let set = SetAttr {
         mode: None,
@@ -263,9 +263,9 @@ pub(super) fn mknod(
         NodeKind::Block { major, minor } => (libc::S_IFBLK, sys::makedev(major, minor)),
         NodeKind::Char { major, minor } => (libc::S_IFCHR, sys::makedev(major, minor)),
     };
-    let d = fs.dir(dir)?;
+    let d = fs.dir(call, dir)?;
     fs.usr(call.cred)?;
-    fs.changing(false)?;
+    fs.changing(call, false)?;
     sys::mknodat(d.raw(), &c, fmt | (set.mode.unwrap_or(0o666) & 0o7777), dev)?;
     fs.finish_create(call, &d, name, &c, set)
 }
@@ -282,13 +282,13 @@ fn frees_much(st: &Stat) -> bool {
 
 pub(super) fn remove(fs: &LocalFs, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
     let c = check_name(name, false)?;
-    let d = fs.dir(dir)?;
+    let d = fs.dir(call, dir)?;
     fs.usr(call.cred)?;
-    let st = super::speculating(|| sys::statx_at(d.raw(), &c, 0))?;
+    let st = super::speculating(call, || sys::statx_at(d.raw(), &c, 0))?;
     if st.is_dir() {
         return Err(errno(libc::EISDIR));
     }
-    fs.changing(frees_much(&st))?;
+    fs.changing(call, frees_much(&st))?;
     sys::unlinkat(d.raw(), &c, 0)?;
     fs.unlinked(&d, name, &st);
     fs.sync_change(call, &d, None)?;
@@ -297,9 +297,9 @@ pub(super) fn remove(fs: &LocalFs, call: &Call<'_>, dir: &Fh, name: &[u8]) -> Fs
 
 pub(super) fn rmdir(fs: &LocalFs, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
     let c = check_name(name, false)?;
-    let d = fs.dir(dir)?;
+    let d = fs.dir(call, dir)?;
     fs.usr(call.cred)?;
-    fs.changing(false)?;
+    fs.changing(call, false)?;
     let st = sys::statx_at(d.raw(), &c, 0)?;
     if !st.is_dir() {
         return Err(errno(libc::ENOTDIR));
@@ -320,15 +320,15 @@ pub(super) fn rename(
 ) -> FsResult<(Wcc, Wcc)> {
     let cf = check_name(from, false)?;
     let ct = check_name(to, false)?;
-    let d1 = fs.dir(from_dir)?;
-    let d2 = fs.dir(to_dir)?;
+    let d1 = fs.dir(call, from_dir)?;
+    let d2 = fs.dir(call, to_dir)?;
     fs.usr(call.cred)?;
-    let moved = super::speculating(|| sys::statx_at(d1.raw(), &cf, 0))?;
-    let replaced = super::speculating(|| sys::statx_at(d2.raw(), &ct, 0)).ok();
+    let moved = super::speculating(call, || sys::statx_at(d1.raw(), &cf, 0))?;
+    let replaced = super::speculating(call, || sys::statx_at(d2.raw(), &ct, 0)).ok();
     let frees = replaced
         .as_ref()
         .is_some_and(|r| r.key() != moved.key() && frees_much(r));
-    fs.changing(frees)?;
+    fs.changing(call, frees)?;
     // Renaming a name onto a link of the same inode is a successful no-op
     // in the kernel, as POSIX asks.
     sys::renameat(d1.raw(), &cf, d2.raw(), &ct)?;
@@ -350,13 +350,13 @@ pub(super) fn link(
     name: &[u8],
 ) -> FsResult<(Attr, Wcc)> {
     let c = check_name(name, false)?;
-    let f = fs.resolve(file)?;
+    let f = fs.resolve(call, file)?;
     if f.st.is_dir() {
         return Err(errno(libc::EISDIR));
     }
-    let d = fs.dir(dir)?;
+    let d = fs.dir(call, dir)?;
     fs.usr(call.cred)?;
-    fs.changing(false)?;
+    fs.changing(call, false)?;
     sys::link_fd(f.raw(), d.raw(), &c)?;
     fs.sync_change(call, &d, Some(&f))?;
     let st = sys::fstat(f.raw())?;

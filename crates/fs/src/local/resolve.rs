@@ -28,7 +28,7 @@ use super::scan::Located;
 use super::sys::{Key, Stat};
 use super::{errno, io_errno, sys, FdRef, HandleMode, LocalFs, Obj, ENOMEM_RETRIES, MAX_DEPTH};
 use crate::handle::Decoded;
-use crate::{Fh, FsError, FsResult};
+use crate::{Call, Fh, FsError, FsResult};
 
 /// A name now holds another object than the one just looked at.
 pub(super) struct Renamed;
@@ -69,7 +69,7 @@ impl LocalFs {
     }
 
     /// The handle of an object held by an fd.
-    pub(super) fn make_fh(&self, fd: RawFd, st: &Stat) -> FsResult<Fh> {
+    pub(super) fn make_fh(&self, call: &Call<'_>, fd: RawFd, st: &Stat) -> FsResult<Fh> {
         if st.key() == self.root_key {
             return Ok(self.root_fh.clone());
         }
@@ -80,9 +80,9 @@ impl LocalFs {
                 }
             }
         }
-        if crate::inline::active() && (st.is_reg() || st.is_dir()) {
+        if call.inline() && (st.is_reg() || st.is_dir()) {
             // Its generation takes an open and an ioctl: not on the loop.
-            return Err(crate::inline::give_up());
+            return Err(call.give_up());
         }
         let tag = self.tag_of(fd, st);
         Ok(self.path_fh(st, tag))
@@ -179,28 +179,26 @@ impl LocalFs {
 
     /// Resolves a handle to an object inside the export. Switches to the
     /// server's credentials only when the handle is not cached.
-    pub(super) fn resolve(&self, fh: &Fh) -> FsResult<Obj<'_>> {
+    pub(super) fn resolve(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Obj<'_>> {
         if fh.0 == self.root_fh.0 {
             return self.root_obj();
         }
-        if let Some(o) = self.objects.get(&fh.0, crate::inline::on_loop()) {
-            return self.cached(fh, o);
+        if let Some(o) = self.objects.get(&fh.0, call.runs_on_loop()) {
+            return self.cached(call, fh, o);
         }
         // Opening by handle may read the inode from disk: on an event loop
         // only a kernel handle's open is tried (`inline` on speculation); a
         // path handle's object may take a walk.
-        if crate::inline::active()
-            && !(self.mode == HandleMode::Kernel && crate::inline::may_speculate())
-        {
-            return Err(crate::inline::give_up());
+        if call.inline() && !(self.mode == HandleMode::Kernel && call.may_speculate()) {
+            return Err(call.give_up());
         }
         self.srv()?;
-        match super::speculating(|| self.resolve_uncached(fh))? {
+        match super::speculating(call, || self.resolve_uncached(call, fh))? {
             None => self.root_obj(),
             Some((fd, st, verified)) => {
-                let o =
-                    self.objects
-                        .insert(&fh.0, st.key(), fd, verified, crate::inline::on_loop());
+                let o = self
+                    .objects
+                    .insert(&fh.0, st.key(), fd, verified, call.runs_on_loop());
                 Ok(Obj {
                     fd: FdRef::Cached(o),
                     st,
@@ -214,19 +212,19 @@ impl LocalFs {
     /// ...) under its handle. An entry of a directory inside the export is
     /// inside as long as the directory is: it gets the directory's verdict
     /// (the root's is permanent only for the root itself).
-    pub(super) fn remember(&self, fh: &Fh, fd: OwnedFd, st: &Stat, dir: &Obj<'_>) {
+    pub(super) fn remember(&self, call: &Call<'_>, fh: &Fh, fd: OwnedFd, st: &Stat, dir: &Obj<'_>) {
         if fh.0 == self.root_fh.0 {
             return;
         }
         // Already cached (a client that LOOKUPs what it just used): a use
         // of that entry; `fd` closes without taking a permit or a slot.
-        if self.objects.touch(&fh.0, crate::inline::on_loop()) {
+        if self.objects.touch(&fh.0, call.runs_on_loop()) {
             return;
         }
         let verified = self.inherited_verdict(st, dir);
         let o = self
             .objects
-            .insert(&fh.0, st.key(), fd, verified, crate::inline::on_loop());
+            .insert(&fh.0, st.key(), fd, verified, call.runs_on_loop());
         drop(o);
     }
 
@@ -258,7 +256,7 @@ impl LocalFs {
 
     /// A cache hit: one statx; the object is released if it was deleted,
     /// and proven inside the export again once its verdict is old.
-    fn cached(&self, fh: &Fh, o: Arc<Object>) -> FsResult<Obj<'_>> {
+    fn cached(&self, call: &Call<'_>, fh: &Fh, o: Arc<Object>) -> FsResult<Obj<'_>> {
         let st = sys::fstat(o.fd.as_raw_fd())?;
         if st.nlink == 0 {
             self.objects.forget(&fh.0, &o);
@@ -269,7 +267,7 @@ impl LocalFs {
             && self.now_ms().saturating_sub(at) > self.opts.verify_ttl.as_millis() as u64
         {
             self.srv()?;
-            match self.proven_inside(o.fd.as_raw_fd(), &st) {
+            match self.proven_inside(call, o.fd.as_raw_fd(), &st) {
                 Ok(at) => o.set_verified(at),
                 Err(e) => {
                     if e == FsError::Stale {
@@ -289,7 +287,7 @@ impl LocalFs {
 
     /// Decodes and finds a handle's object: None for the export root; else
     /// the object and when it was proven inside the export.
-    fn resolve_uncached(&self, fh: &Fh) -> FsResult<Option<(OwnedFd, Stat, u64)>> {
+    fn resolve_uncached(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Option<(OwnedFd, Stat, u64)>> {
         match self.sealer.open(&fh.0)? {
             Decoded::Path { fs, ino, gen } => {
                 if fs != 0 && !self.opts.cross_mounts {
@@ -300,9 +298,9 @@ impl LocalFs {
                 if key == self.root_key {
                     return Ok(None);
                 }
-                if crate::inline::active() {
+                if call.inline() {
                     // A path handle's object may take a walk to find.
-                    return Err(crate::inline::give_up());
+                    return Err(call.give_up());
                 }
                 let (fd, st) = self.find(key, gen)?;
                 Ok(Some((fd, st, self.verdict_now(&st))))
@@ -311,7 +309,7 @@ impl LocalFs {
                 if self.mode != HandleMode::Kernel {
                     return Err(FsError::Stale);
                 }
-                let fd = self.open_kernel_handle(htype, &bytes)?;
+                let fd = self.open_kernel_handle(call, htype, &bytes)?;
                 let st = sys::fstat(fd.as_raw_fd())?;
                 if st.nlink == 0 || st.mnt_id != self.root_mnt || st.dev != self.root_key.dev {
                     return Err(FsError::Stale);
@@ -322,7 +320,7 @@ impl LocalFs {
                 let verified = if self.whole_fs {
                     self.verdict_now(&st)
                 } else {
-                    self.proven_inside(fd.as_raw_fd(), &st)?
+                    self.proven_inside(call, fd.as_raw_fd(), &st)?
                 };
                 Ok(Some((fd, st, verified)))
             }
@@ -336,7 +334,7 @@ impl LocalFs {
     /// opened this very object (inode and generation), and a verdict is
     /// trusted as long as a cached object's, so the reuse changes nothing a
     /// client can reach.
-    fn proven_inside(&self, fd: RawFd, st: &Stat) -> FsResult<u64> {
+    fn proven_inside(&self, call: &Call<'_>, fd: RawFd, st: &Stat) -> FsResult<u64> {
         let now = self.now_ms();
         let ttl = self.opts.verify_ttl.as_millis() as u64;
         if let Some(at) = self.verdicts.get(&st.key()) {
@@ -344,7 +342,7 @@ impl LocalFs {
                 return Ok(at);
             }
         }
-        self.prove_inside(fd, st)?;
+        self.prove_inside(call, fd, st)?;
         self.verdicts.insert(st.key(), now);
         Ok(now)
     }
@@ -352,13 +350,13 @@ impl LocalFs {
     /// Proves that the object `fd` refers to lies below the export root
     /// (server credentials): the kernel's path for it, else for a directory
     /// a walk up "..", else its remembered or searched-for location.
-    fn prove_inside(&self, fd: RawFd, st: &Stat) -> FsResult<()> {
+    fn prove_inside(&self, call: &Call<'_>, fd: RawFd, st: &Stat) -> FsResult<()> {
         if self.kernel_path_inside(fd) {
             return Ok(());
         }
-        if crate::inline::active() {
+        if call.inline() {
             // Walks and searches read directories: not on the loop.
-            return Err(crate::inline::give_up());
+            return Err(call.give_up());
         }
         if st.is_dir() {
             return self.walk_up(fd, st);
@@ -374,14 +372,14 @@ impl LocalFs {
     /// after a short wait gets the settled answer. A real shortage stays
     /// ENOMEM (JUKEBOX to the client, which retries); a missing object is
     /// Stale.
-    fn open_kernel_handle(&self, htype: i32, bytes: &[u8]) -> FsResult<OwnedFd> {
+    fn open_kernel_handle(&self, call: &Call<'_>, htype: i32, bytes: &[u8]) -> FsResult<OwnedFd> {
         let mut tries = 0;
         loop {
             match sys::open_by_handle(self.root.as_raw_fd(), htype, bytes, libc::O_PATH) {
                 Ok(fd) => return Ok(fd),
                 Err(e) => match io_errno(&e) {
                     libc::ESTALE | libc::ENOENT | libc::EINVAL => return Err(FsError::Stale),
-                    libc::ENOMEM if crate::inline::active() => return Err(crate::inline::give_up()),
+                    libc::ENOMEM if call.inline() => return Err(call.give_up()),
                     libc::ENOMEM if tries < ENOMEM_RETRIES => {
                         // 0.1 ms, 1 ms, 10 ms: only this rare path waits.
                         std::thread::sleep(Duration::from_micros(100 * 10u64.pow(tries)));
@@ -507,8 +505,8 @@ impl LocalFs {
     }
 
     /// Resolves a handle that must name a directory.
-    pub(super) fn dir(&self, fh: &Fh) -> FsResult<Obj<'_>> {
-        let o = self.resolve(fh)?;
+    pub(super) fn dir(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Obj<'_>> {
+        let o = self.resolve(call, fh)?;
         if !o.st.is_dir() {
             return Err(errno(libc::ENOTDIR));
         }
