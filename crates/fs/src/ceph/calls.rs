@@ -21,7 +21,6 @@
 //! Hand-written: a slot array and a few lines over std's bounded channel;
 //! no thread-pool crate waits with a deadline or skips itself when healthy.
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, Weak};
@@ -53,11 +52,6 @@ pub struct Calls {
 fn jukebox() -> FsError {
     // ETIMEDOUT maps to NFS3ERR_JUKEBOX (the nfs3 program's errno map).
     FsError::Errno(libc::ETIMEDOUT)
-}
-
-thread_local! {
-    /// Where this thread last found a free slot (spreads threads apart).
-    static HINT: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
 /// Frees a direct slot when the call ends, also by unwinding.
@@ -131,13 +125,9 @@ impl Calls {
         if n == 0 {
             return None;
         }
-        let start = HINT.with(|h| {
-            if h.get() == usize::MAX {
-                // Thread-local addresses differ per thread: a cheap spread.
-                h.set((h as *const Cell<usize> as usize >> 6) % n);
-            }
-            h.get()
-        });
+        // From the calling CPU's own slot: threads running at once are on
+        // different CPUs, so they start apart.
+        let start = rnfsd_pool::counter::current_cpu() % n;
         let now = self.now();
         for k in 0..n {
             let i = (start + k) % n;
@@ -147,7 +137,6 @@ impl Calls {
                     .compare_exchange(0, now, Ordering::AcqRel, Ordering::Relaxed)
                     .is_ok()
             {
-                HINT.with(|h| h.set(i));
                 return Some(Held(s));
             }
         }
