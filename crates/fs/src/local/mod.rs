@@ -45,12 +45,14 @@
 //! # Layout
 //! `resolve.rs` turns handles into objects and is the one place confinement
 //! is decided; `attr.rs`, `dir.rs`, `data.rs` and `namespace.rs` hold the
-//! procedures by area (the `Backend` impl below names the file of each);
-//! `perm.rs` decides what a caller may do; `creds.rs` switches identities;
+//! procedures by area (`backend.rs`, the `Backend` impl, names the file
+//! of each); `options.rs` holds what an export may be set to; `perm.rs`
+//! decides what a caller may do; `creds.rs` switches identities;
 //! `sys.rs` is the thin syscall layer; `khandle.rs` reads the inode inside a
 //! kernel handle; `crate::handle` the handle bytes and MAC.
 
 mod attr;
+mod backend;
 mod behind;
 mod commit;
 mod creds;
@@ -64,6 +66,7 @@ mod lock;
 mod locmap;
 mod namespace;
 mod objects;
+mod options;
 mod perm;
 mod resolve;
 mod scan;
@@ -77,173 +80,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use creds::reset_thread_creds;
+pub use options::{
+    HandleMode, LocalOptions, DEFAULT_CACHE_FDS, DEFAULT_FLUSH_DELAY, DEFAULT_OWED_WRITEBACK_BYTES,
+    DEFAULT_WRITE_BEHIND_BYTES,
+};
 
 use crate::cache::{Caches, GenMap, TtlSet};
 use crate::durable::Committer;
 use crate::handle::{self, Sealer};
-use crate::{
-    Attr, Backend, BackendStats, CacheStat, Call, CreateHow, Created, Cred, DirPage, Fh, FsError,
-    FsInfo, FsResult, FsStat, NodeKind, PathConf, PreAttr, SetAttr, Stable, Time, Wcc,
-    WriteVerifier,
-};
+use crate::{Attr, Call, Cred, Fh, FsError, FsResult, PreAttr, Wcc, WriteVerifier};
 use files::FileCache;
 use locmap::LocMap;
 use objects::{ObjCache, Object};
 use scan::{ScanLimits, Scanner};
 use sys::{Key, Stat};
-
-/// How file handles are made and resolved (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HandleMode {
-    /// Kernel if open_by_handle_at works on the export root, else Path.
-    Auto,
-    Kernel,
-    Path,
-}
-
-#[derive(Clone)]
-pub struct LocalOptions {
-    pub handle_mode: HandleMode,
-    /// Secret for handle MACs; persist it so handles survive restarts.
-    pub handle_key: [u8; 32],
-    /// Enter other filesystems mounted inside the export (default false).
-    pub cross_mounts: bool,
-    /// Run each operation with the caller's fsuid/fsgid/groups (needs root).
-    pub act_as_caller: bool,
-    /// Bound of the inode -> location map (entries hold no descriptors).
-    pub path_cache_entries: usize,
-    /// Bound of the map of objects lately proven inside the export (no
-    /// descriptors): an object opened by handle again within `verify_ttl`
-    /// of its proof is not proven again.
-    pub verdict_cache_entries: usize,
-    /// Bound on directory entries one walk for lost handles visits.
-    pub handle_scan_limit: usize,
-    /// Workers waiting at once for a walk to find a handle's object; more
-    /// answer JUKEBOX at once.
-    pub handle_scan_waiters: usize,
-    /// How long a worker waits for the walk before answering JUKEBOX.
-    pub handle_scan_wait: Duration,
-    /// How long a proof that a cached object lies inside the export is
-    /// trusted before it is made again (a local user who moves an object out
-    /// of the export keeps access through the server no longer than this).
-    pub verify_ttl: Duration,
-    /// Bound of the handle -> object cache (one O_PATH descriptor each).
-    pub object_cache_entries: usize,
-    /// Bound of the open-file cache (one descriptor each).
-    pub open_file_cache_entries: usize,
-    /// The descriptor budget and reclaimer shared with other exports; None:
-    /// a private one of `DEFAULT_CACHE_FDS`.
-    pub caches: Option<Arc<Caches>>,
-    /// The server's write verifier, reset on stable-storage errors; None: a
-    /// private one.
-    pub write_verifier: Option<Arc<WriteVerifier>>,
-    /// exports(5) `sync` (the default): namespace changes and SETATTR are on
-    /// stable storage before the reply (RFC 1813 §4.8); false is `async`.
-    /// COMMIT and stable WRITEs sync either way.
-    pub sync: bool,
-    /// Syncs (fsync) running at once for this export; more requests queue
-    /// or share a running one's successor (group commit).
-    pub max_syncs_in_flight: usize,
-    /// Threads committing the journal of a `sync` export on ext4 or XFS for
-    /// calls whose replies wait for it (`journal.rs`); 1 to
-    /// `owed::MAX_THREADS`, and at most `max_syncs_in_flight`.
-    pub journal_commit_threads: usize,
-    /// The journal commit threads run under SCHED_BATCH
-    /// (`rnfsd_pool::sched`): their wakeups do not preempt a running
-    /// thread.
-    pub journal_commit_batch: bool,
-    /// The most unsynced bytes of one file (`OpenFile::unsynced_bytes`)
-    /// whose writeback a COMMIT or stable WRITE leaves the journal commit
-    /// thread to wait for (`commit.rs`); a file with more is waited for by
-    /// its call's own thread, so one large COMMIT never holds back the
-    /// commits other calls wait for. 0: every call waits for its own.
-    pub owed_writeback_bytes: u64,
-    /// How long after a written descriptor was closed uncommitted the
-    /// background `syncfs` runs (`flusher.rs`); a COMMIT does not wait for
-    /// it.
-    pub flush_delay: Duration,
-    /// UNSTABLE bytes a writer gathers before a background thread starts
-    /// their writeback (`behind.rs`); 0: COMMIT flushes everything.
-    pub write_behind_bytes: u64,
-}
-
-/// `LocalOptions::flush_delay` by default.
-pub const DEFAULT_FLUSH_DELAY: Duration = Duration::from_secs(5);
-
-/// `LocalOptions::owed_writeback_bytes` by default: 1 MiB, one WRITE of
-/// the largest size we offer, a few milliseconds of a disk's time; a
-/// COMMIT of small files (fs_mark's 4 KiB) always hands its wait over.
-pub const DEFAULT_OWED_WRITEBACK_BYTES: u64 = 1 << 20;
-
-/// `LocalOptions::write_behind_bytes` by default: 4 MiB. With the loop
-/// device under the export doing direct I/O (as a disk), 1 MiB WRITEs +
-/// COMMIT ran 1.37x-1.64x at 1, 4 and 16 streams; over a loop device
-/// caching its image file, 16 streams lost (each cache flush there is an
-/// fsync of the image: docs/request-path.md, "Write-behind").
-pub const DEFAULT_WRITE_BEHIND_BYTES: u64 = 4 << 20;
-
-/// The descriptor budget of a backend opened without a shared one.
-pub const DEFAULT_CACHE_FDS: usize = 4096;
-
-/// Debug output leaves the secret key out (it ends up in logs).
-impl std::fmt::Debug for LocalOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LocalOptions")
-            .field("handle_mode", &self.handle_mode)
-            .field("handle_key", &"<redacted>")
-            .field("cross_mounts", &self.cross_mounts)
-            .field("act_as_caller", &self.act_as_caller)
-            .field("path_cache_entries", &self.path_cache_entries)
-            .field("verdict_cache_entries", &self.verdict_cache_entries)
-            .field("handle_scan_limit", &self.handle_scan_limit)
-            .field("handle_scan_waiters", &self.handle_scan_waiters)
-            .field("handle_scan_wait", &self.handle_scan_wait)
-            .field("verify_ttl", &self.verify_ttl)
-            .field("object_cache_entries", &self.object_cache_entries)
-            .field("open_file_cache_entries", &self.open_file_cache_entries)
-            .field("sync", &self.sync)
-            .field("max_syncs_in_flight", &self.max_syncs_in_flight)
-            .field("journal_commit_threads", &self.journal_commit_threads)
-            .field("journal_commit_batch", &self.journal_commit_batch)
-            .field("owed_writeback_bytes", &self.owed_writeback_bytes)
-            .field("flush_delay", &self.flush_delay)
-            .field("write_behind_bytes", &self.write_behind_bytes)
-            .finish()
-    }
-}
-
-impl Default for LocalOptions {
-    fn default() -> Self {
-        LocalOptions {
-            handle_mode: HandleMode::Auto,
-            handle_key: [0; 32],
-            cross_mounts: false,
-            act_as_caller: sys::geteuid() == 0,
-            path_cache_entries: 1_000_000,
-            verdict_cache_entries: 262_144,
-            handle_scan_limit: 1_000_000,
-            handle_scan_waiters: 8,
-            handle_scan_wait: Duration::from_secs(1),
-            verify_ttl: Duration::from_secs(5),
-            object_cache_entries: 8192,
-            open_file_cache_entries: 4096,
-            caches: None,
-            write_verifier: None,
-            sync: true,
-            // As many as the blocking pool's threads (64): measured against
-            // 16 and 4 with fs_mark at 16-256 streams, 64 ran 1.0x, 1.19x
-            // and 1.16x of 16 with fewer context switches per file and less
-            // spread; 4 ran 0.57x-0.70x (docs/durability.md).
-            max_syncs_in_flight: 64,
-            // One gathers bigger batches than four (`owed::MAX_THREADS`).
-            journal_commit_threads: 1,
-            journal_commit_batch: false,
-            owed_writeback_bytes: DEFAULT_OWED_WRITEBACK_BYTES,
-            flush_delay: DEFAULT_FLUSH_DELAY,
-            write_behind_bytes: DEFAULT_WRITE_BEHIND_BYTES,
-        }
-    }
-}
 
 /// Runs `step`, which almost never sleeps; for a call inline on an event
 /// loop it is a speculation (`Call::watch`): a step that slept is
@@ -635,222 +485,6 @@ fn probe_kernel(root: RawFd, st: &Stat) -> bool {
         return false;
     };
     sys::fstat(fd.as_raw_fd()).is_ok_and(|s| s.key() == st.key())
-}
-
-impl Backend for LocalFs {
-    fn root(&self) -> Fh {
-        self.root_fh.clone()
-    }
-
-    fn changes_inline(&self) -> bool {
-        true
-    }
-
-    fn getattr(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Attr> {
-        attr::getattr(self, call, fh)
-    }
-
-    fn setattr(
-        &self,
-        call: &Call<'_>,
-        fh: &Fh,
-        set: &SetAttr,
-        guard: Option<Time>,
-    ) -> FsResult<Wcc> {
-        attr::setattr(self, call, fh, set, guard)
-    }
-
-    fn lookup(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)> {
-        dir::lookup(self, call, dir, name)
-    }
-
-    fn access(&self, call: &Call<'_>, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
-        attr::access(self, call, fh, want)
-    }
-
-    fn readlink(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
-        attr::readlink(self, call, fh)
-    }
-
-    fn read(
-        &self,
-        call: &Call<'_>,
-        fh: &Fh,
-        offset: u64,
-        count: u32,
-        buf: &mut Vec<u8>,
-    ) -> FsResult<(bool, Attr)> {
-        data::read(self, call, fh, offset, count, buf)
-    }
-
-    fn read_to_pipe(
-        &self,
-        call: &Call<'_>,
-        fh: &Fh,
-        offset: u64,
-        count: u32,
-        pipe: BorrowedFd<'_>,
-    ) -> FsResult<(u32, bool, Attr)> {
-        data::read_to_pipe(self, call, fh, offset, count, pipe)
-    }
-
-    fn write(
-        &self,
-        call: &Call<'_>,
-        fh: &Fh,
-        offset: u64,
-        data: &[u8],
-        stable: Stable,
-    ) -> FsResult<(u32, Stable, Wcc)> {
-        data::write(self, call, fh, offset, data, stable)
-    }
-
-    fn create(&self, call: &Call<'_>, dir: &Fh, name: &[u8], how: &CreateHow) -> FsResult<Created> {
-        namespace::create(self, call, dir, name, how)
-    }
-
-    fn mkdir(&self, call: &Call<'_>, dir: &Fh, name: &[u8], set: &SetAttr) -> FsResult<Created> {
-        namespace::mkdir(self, call, dir, name, set)
-    }
-
-    fn symlink(
-        &self,
-        call: &Call<'_>,
-        dir: &Fh,
-        name: &[u8],
-        target: &[u8],
-        set: &SetAttr,
-    ) -> FsResult<Created> {
-        namespace::symlink(self, call, dir, name, target, set)
-    }
-
-    fn mknod(
-        &self,
-        call: &Call<'_>,
-        dir: &Fh,
-        name: &[u8],
-        kind: NodeKind,
-        set: &SetAttr,
-    ) -> FsResult<Created> {
-        namespace::mknod(self, call, dir, name, kind, set)
-    }
-
-    fn remove(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
-        namespace::remove(self, call, dir, name)
-    }
-
-    fn rmdir(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
-        namespace::rmdir(self, call, dir, name)
-    }
-
-    fn rename(
-        &self,
-        call: &Call<'_>,
-        from_dir: &Fh,
-        from: &[u8],
-        to_dir: &Fh,
-        to: &[u8],
-    ) -> FsResult<(Wcc, Wcc)> {
-        namespace::rename(self, call, from_dir, from, to_dir, to)
-    }
-
-    fn link(&self, call: &Call<'_>, file: &Fh, dir: &Fh, name: &[u8]) -> FsResult<(Attr, Wcc)> {
-        namespace::link(self, call, file, dir, name)
-    }
-
-    fn readdir(
-        &self,
-        call: &Call<'_>,
-        dir: &Fh,
-        cookie: u64,
-        verifier: [u8; 8],
-        max_entries: usize,
-        plus: bool,
-    ) -> FsResult<DirPage> {
-        dir::readdir(self, call, dir, cookie, verifier, max_entries, plus)
-    }
-
-    fn fsstat(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(FsStat, Attr)> {
-        attr::fsstat(self, call, fh)
-    }
-
-    fn fsinfo(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
-        attr::fsinfo(self, call, fh)
-    }
-
-    fn pathconf(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(PathConf, Attr)> {
-        attr::pathconf(self, call, fh)
-    }
-
-    fn commit(&self, call: &Call<'_>, fh: &Fh, offset: u64, count: u32) -> FsResult<Wcc> {
-        data::commit(self, call, fh, offset, count)
-    }
-
-    fn open_for_locks(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Arc<dyn crate::lock::LockFile>> {
-        lock::open_for_locks(self, call, fh)
-    }
-
-    fn stats(&self) -> BackendStats {
-        let (scans_waited, scans_busy, scan_passes) = self.scanner.counts();
-        let budget = self.caches.budget();
-        BackendStats {
-            caches: vec![
-                CacheStat {
-                    name: "objects",
-                    capacity: self.objects.capacity() as u64,
-                    counts: self.objects.counts(),
-                },
-                // The handle cache's probation window: first misses not
-                // admitted; a hit is a promotion to "objects".
-                CacheStat {
-                    name: "window",
-                    capacity: self.objects.window_capacity() as u64,
-                    counts: self.objects.window_counts(),
-                },
-                CacheStat {
-                    name: "files",
-                    capacity: self.files.capacity() as u64,
-                    counts: self.files.counts(),
-                },
-                // Cached objects found by identity after a statx by name
-                // (LOOKUP, READDIRPLUS): a hit saves an open or a
-                // name_to_handle_at.
-                {
-                    let (capacity, counts) = self.objects.identity_counts();
-                    CacheStat {
-                        name: "identities",
-                        capacity: capacity as u64,
-                        counts,
-                    }
-                },
-                // Entries only: the location map counts nothing on its
-                // (miss-path) lookups.
-                CacheStat {
-                    name: "locations",
-                    capacity: self.locs.capacity() as u64,
-                    counts: crate::cache::Counts {
-                        entries: self.locs.len() as u64,
-                        ..Default::default()
-                    },
-                },
-            ],
-            fds_cached: budget.used() as u64,
-            fd_limit: budget.limit() as u64,
-            commits: self
-                .journal_commits
-                .as_ref()
-                .map_or(self.committer.counts(), |c| {
-                    self.committer.counts().plus(&c.counts())
-                }),
-            flushes: self.files.flusher().flushes(),
-            write_behinds: self.files.behind().started(),
-            write_behinds_on_loop: self.files.behind().started_on_loop(),
-            scans_waited,
-            scans_busy,
-            scan_passes,
-            ..BackendStats::default()
-        }
-    }
 }
 
 #[cfg(test)]
