@@ -60,7 +60,7 @@ pub(super) fn setattr(
     if guard.is_some_and(|g| g != o.st.ctime) {
         return Err(FsError::NotSync);
     }
-    fs.usr(call.cred)?;
+    fs.as_caller(call.cred)?;
     fs.changing(call, set.size.is_some())?;
     fs.apply_set(call, &o, set)?;
     fs.sync_attrs(call, &o)?;

@@ -97,7 +97,7 @@ impl LocalFs {
         };
         // As the server: the marker is its own, and a caller who may change
         // a directory may not be allowed to touch it.
-        self.srv()?;
+        self.as_server()?;
         let file = made.filter(|o| o.st.is_reg());
         self.committer
             .sync_depth_alone(&SyncOf::Journal, super::journal::DEPTH, |alone| {

@@ -30,7 +30,7 @@ impl LocalFs {
         {
             return Err(call.give_up());
         }
-        self.srv()?;
+        self.as_server()?;
         // Reopening a pinned inode almost never sleeps.
         let fd = super::speculating(call, || sys::reopen(o.raw(), access.flags()))?;
         Ok(self

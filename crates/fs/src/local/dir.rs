@@ -116,7 +116,7 @@ pub(super) fn lookup(
 ) -> FsResult<(Fh, Attr, Option<Attr>)> {
     let c = check_name(name, true)?;
     let d = fs.dir(call, dir)?;
-    fs.usr(call.cred)?;
+    fs.as_caller(call.cred)?;
     let plain = name != b"." && name != b"..";
     let tried = plain && identity_first() && (!call.inline() || call.may_speculate());
     if tried {
@@ -191,7 +191,7 @@ pub(super) fn readdir(
     if cookie != 0 && verifier != verf && verifier != [0; 8] {
         return Err(FsError::BadCookie);
     }
-    fs.usr(call.cred)?;
+    fs.as_caller(call.cred)?;
     // Reopened through its descriptor, not as "." under it: listing needs
     // read permission on the directory only, as locally (`ls` of a
     // directory with r but not x works).
@@ -217,7 +217,7 @@ pub(super) fn readdir(
     // encode_entryplus). Asked while the thread is still the caller.
     let plus = plus && (!fs.opts.act_as_caller || sys::may_access(d.raw(), libc::X_OK).is_ok());
     if plus {
-        fs.srv()?;
+        fs.as_server()?;
     }
     let at_root = d.st.key() == fs.root_key;
     let entries = raw

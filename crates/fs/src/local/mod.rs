@@ -375,8 +375,9 @@ impl LocalFs {
     }
 
     /// A handle for any path, inside the export or not, made with this
-    /// export's key. For tests of confinement only: the server never calls it.
-    #[doc(hidden)]
+    /// export's key. For tests of confinement only (the `test-hooks`
+    /// feature, which only this crate's tests turn on).
+    #[cfg(feature = "test-hooks")]
     pub fn handle_for_path_unchecked(&self, path: &Path) -> io::Result<Fh> {
         let c = sys::cstr(path.as_os_str().as_bytes())?;
         let fd = sys::open_path(libc::AT_FDCWD, &c)?;
@@ -399,15 +400,19 @@ impl LocalFs {
         })
     }
 
-    fn srv(&self) -> FsResult<()> {
+    /// This thread acts as the server from here (its own identity): for
+    /// what the server opens and checks for itself.
+    fn as_server(&self) -> FsResult<()> {
         creds::become_server(self.server_uid, self.server_gid)
     }
 
-    fn usr(&self, cred: &Cred) -> FsResult<()> {
+    /// This thread acts as the caller `cred` from here (`act_as_caller`),
+    /// so the kernel judges what it does; else as the server.
+    fn as_caller(&self, cred: &Cred) -> FsResult<()> {
         if self.opts.act_as_caller {
             creds::become_caller(cred)
         } else {
-            self.srv()
+            self.as_server()
         }
     }
 

@@ -142,7 +142,7 @@ pub(super) fn create(
 ) -> FsResult<Created> {
     let c = check_name(name, false)?;
     let d = fs.dir(call, dir)?;
-    fs.usr(call.cred)?;
+    fs.as_caller(call.cred)?;
     // A size may truncate the file UNCHECKED finds there.
     let sized = matches!(how, CreateHow::Unchecked(s) | CreateHow::Guarded(s) if s.size.is_some());
     fs.changing(call, sized)?;
@@ -218,7 +218,7 @@ pub(super) fn mkdir(
 ) -> FsResult<Created> {
     let c = check_name(name, false)?;
     let d = fs.dir(call, dir)?;
-    fs.usr(call.cred)?;
+    fs.as_caller(call.cred)?;
     fs.changing(call, false)?;
     sys::mkdirat(d.raw(), &c, set.mode.unwrap_or(0o777) & 0o7777)?;
     fs.finish_create(call, &d, name, &c, set)
@@ -238,7 +238,7 @@ pub(super) fn symlink(
     }
     let t = sys::cstr(target)?;
     let d = fs.dir(call, dir)?;
-    fs.usr(call.cred)?;
+    fs.as_caller(call.cred)?;
     fs.changing(call, false)?;
     sys::symlinkat(&t, d.raw(), &c)?;
     let set = SetAttr {
@@ -264,7 +264,7 @@ pub(super) fn mknod(
         NodeKind::Char { major, minor } => (libc::S_IFCHR, sys::makedev(major, minor)),
     };
     let d = fs.dir(call, dir)?;
-    fs.usr(call.cred)?;
+    fs.as_caller(call.cred)?;
     fs.changing(call, false)?;
     sys::mknodat(d.raw(), &c, fmt | (set.mode.unwrap_or(0o666) & 0o7777), dev)?;
     fs.finish_create(call, &d, name, &c, set)
@@ -283,7 +283,7 @@ fn frees_much(st: &Stat) -> bool {
 pub(super) fn remove(fs: &LocalFs, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
     let c = check_name(name, false)?;
     let d = fs.dir(call, dir)?;
-    fs.usr(call.cred)?;
+    fs.as_caller(call.cred)?;
     let st = super::speculating(call, || sys::statx_at(d.raw(), &c, 0))?;
     if st.is_dir() {
         return Err(errno(libc::EISDIR));
@@ -298,7 +298,7 @@ pub(super) fn remove(fs: &LocalFs, call: &Call<'_>, dir: &Fh, name: &[u8]) -> Fs
 pub(super) fn rmdir(fs: &LocalFs, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
     let c = check_name(name, false)?;
     let d = fs.dir(call, dir)?;
-    fs.usr(call.cred)?;
+    fs.as_caller(call.cred)?;
     fs.changing(call, false)?;
     let st = sys::statx_at(d.raw(), &c, 0)?;
     if !st.is_dir() {
@@ -322,7 +322,7 @@ pub(super) fn rename(
     let ct = check_name(to, false)?;
     let d1 = fs.dir(call, from_dir)?;
     let d2 = fs.dir(call, to_dir)?;
-    fs.usr(call.cred)?;
+    fs.as_caller(call.cred)?;
     let moved = super::speculating(call, || sys::statx_at(d1.raw(), &cf, 0))?;
     let replaced = super::speculating(call, || sys::statx_at(d2.raw(), &ct, 0)).ok();
     let frees = replaced
@@ -355,7 +355,7 @@ pub(super) fn link(
         return Err(errno(libc::EISDIR));
     }
     let d = fs.dir(call, dir)?;
-    fs.usr(call.cred)?;
+    fs.as_caller(call.cred)?;
     fs.changing(call, false)?;
     sys::link_fd(f.raw(), d.raw(), &c)?;
     fs.sync_change(call, &d, Some(&f))?;

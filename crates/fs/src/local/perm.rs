@@ -19,7 +19,7 @@ impl LocalFs {
             // Every call is the server user's, who opened the descriptor.
             return Ok(());
         }
-        self.usr(cred)?;
+        self.as_caller(cred)?;
         let mode = match access {
             Access::Read => libc::R_OK,
             Access::Write => libc::W_OK,
@@ -53,7 +53,7 @@ impl LocalFs {
     /// kernel decides every bit either way, in one syscall where the mode
     /// bits are right. Leaves the thread as the caller.
     pub(super) fn kernel_access(&self, cred: &Cred, o: &Obj<'_>, want: u32) -> FsResult<u32> {
-        self.usr(cred)?;
+        self.as_caller(cred)?;
         let ask = |mode| sys::may_access(o.raw(), mode).is_ok();
         let dir = o.st.is_dir();
         // Directories: LOOKUP is x; MODIFY, EXTEND and DELETE need w and x

@@ -42,7 +42,7 @@ impl LocalFs {
         if !(st.is_reg() || st.is_dir()) {
             return None;
         }
-        self.srv().ok()?;
+        self.as_server().ok()?;
         let f = sys::reopen(fd, libc::O_RDONLY | libc::O_NONBLOCK).ok()?;
         sys::generation(f.as_raw_fd())
     }
@@ -192,7 +192,7 @@ impl LocalFs {
         if call.inline() && !(self.mode == HandleMode::Kernel && call.may_speculate()) {
             return Err(call.give_up());
         }
-        self.srv()?;
+        self.as_server()?;
         match super::speculating(call, || self.resolve_uncached(call, fh))? {
             None => self.root_obj(),
             Some((fd, st, verified)) => {
@@ -266,7 +266,7 @@ impl LocalFs {
         if at != FOREVER
             && self.now_ms().saturating_sub(at) > self.opts.verify_ttl.as_millis() as u64
         {
-            self.srv()?;
+            self.as_server()?;
             match self.proven_inside(call, o.fd.as_raw_fd(), &st) {
                 Ok(at) => o.set_verified(at),
                 Err(e) => {
