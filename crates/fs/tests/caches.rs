@@ -50,6 +50,12 @@ fn root() -> Cred {
     Cred::default()
 }
 
+/// A call on a pool thread as `cred`, whose reply leaves at once (it owes
+/// no commit).
+fn pool(cred: &Cred) -> Call<'_> {
+    Call::thread(cred, false)
+}
+
 fn opts(mode: HandleMode) -> LocalOptions {
     LocalOptions {
         handle_mode: mode,
@@ -67,7 +73,7 @@ fn tmp() -> tempfile::TempDir {
 
 fn create(fs: &LocalFs, dir: &Fh, name: &str) -> Fh {
     fs.create(
-        &Call::thread(&root(), false),
+        &pool(&root()),
         dir,
         name.as_bytes(),
         &CreateHow::Unchecked(SetAttr {
@@ -80,14 +86,9 @@ fn create(fs: &LocalFs, dir: &Fh, name: &str) -> Fh {
 }
 
 fn mkdir(fs: &LocalFs, dir: &Fh, name: &str) -> Fh {
-    fs.mkdir(
-        &Call::thread(&root(), false),
-        dir,
-        name.as_bytes(),
-        &SetAttr::default(),
-    )
-    .unwrap()
-    .fh
+    fs.mkdir(&pool(&root()), dir, name.as_bytes(), &SetAttr::default())
+        .unwrap()
+        .fh
 }
 
 fn cache(fs: &LocalFs, name: &str) -> rnfsd_fs::cache::Counts {
@@ -115,17 +116,11 @@ fn repeated_calls_hit_the_caches() {
         let d = tmp();
         let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         let f = create(&fs, &fs.root(), "f");
-        fs.write(
-            &Call::thread(&root(), false),
-            &f,
-            0,
-            b"hello",
-            Stable::Unstable,
-        )
-        .unwrap();
+        fs.write(&pool(&root()), &f, 0, b"hello", Stable::Unstable)
+            .unwrap();
         let before = cache(&fs, "objects");
         for _ in 0..10 {
-            fs.getattr(&Call::thread(&root(), false), &f).unwrap();
+            fs.getattr(&pool(&root()), &f).unwrap();
         }
         let after = cache(&fs, "objects");
         // CREATE put the new object in the cache: every GETATTR hits.
@@ -135,8 +130,7 @@ fn repeated_calls_hit_the_caches() {
         let mut buf = Vec::new();
         for _ in 0..5 {
             buf.clear();
-            fs.read(&Call::thread(&root(), false), &f, 0, 5, &mut buf)
-                .unwrap();
+            fs.read(&pool(&root()), &f, 0, 5, &mut buf).unwrap();
             assert_eq!(buf, b"hello");
         }
         let files2 = cache(&fs, "files");
@@ -154,30 +148,22 @@ fn objects_deleted_behind_our_back_are_stale_and_released() {
         let d = tmp();
         let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         let f = create(&fs, &fs.root(), "victim");
-        fs.write(
-            &Call::thread(&root(), false),
-            &f,
-            0,
-            b"data",
-            Stable::Unstable,
-        )
-        .unwrap();
+        fs.write(&pool(&root()), &f, 0, b"data", Stable::Unstable)
+            .unwrap();
         let mut buf = Vec::new();
         buf.clear();
-        fs.read(&Call::thread(&root(), false), &f, 0, 4, &mut buf)
-            .unwrap();
+        fs.read(&pool(&root()), &f, 0, 4, &mut buf).unwrap();
         let path = d.path().join("victim");
         assert!(fds_naming(&path) >= 1, "{m:?}: the caches hold it");
         fs::remove_file(&path).unwrap();
         // Identity is re-checked on use: nlink 0 is stale, at once.
         assert_eq!(
-            fs.getattr(&Call::thread(&root(), false), &f).err(),
+            fs.getattr(&pool(&root()), &f).err(),
             Some(FsError::Stale),
             "{m:?}"
         );
         assert_eq!(
-            fs.read(&Call::thread(&root(), false), &f, 0, 4, &mut buf)
-                .err(),
+            fs.read(&pool(&root()), &f, 0, 4, &mut buf).err(),
             Some(FsError::Stale)
         );
         // The open files go with the periodic sweep (a tick is 100 ms).
@@ -191,11 +177,8 @@ fn objects_deleted_behind_our_back_are_stale_and_released() {
         }
         // A new file that may reuse the inode number is not reached.
         let n = create(&fs, &fs.root(), "victim");
-        assert_eq!(
-            fs.getattr(&Call::thread(&root(), false), &f).err(),
-            Some(FsError::Stale)
-        );
-        assert!(fs.getattr(&Call::thread(&root(), false), &n).is_ok());
+        assert_eq!(fs.getattr(&pool(&root()), &f).err(), Some(FsError::Stale));
+        assert!(fs.getattr(&pool(&root()), &n).is_ok());
     }
 }
 
@@ -219,22 +202,12 @@ fn a_cached_object_moved_out_of_the_export_goes_stale() {
         assert!(!fs.exports_whole_fs());
         let inside = mkdir(&fs, &fs.root(), "in");
         let g = create(&fs, &inside, "g");
-        assert!(fs.getattr(&Call::thread(&root(), false), &g).is_ok());
+        assert!(fs.getattr(&pool(&root()), &g).is_ok());
         fs::rename(exp.join("in"), top.path().join("moved_out")).unwrap();
         std::thread::sleep(Duration::from_millis(120));
-        assert!(
-            fs.getattr(&Call::thread(&root(), false), &inside).is_err(),
-            "{m:?}: dir"
-        );
-        assert!(
-            fs.getattr(&Call::thread(&root(), false), &g).is_err(),
-            "{m:?}: file"
-        );
-        assert!(
-            fs.lookup(&Call::thread(&root(), false), &inside, b"g")
-                .is_err(),
-            "{m:?}"
-        );
+        assert!(fs.getattr(&pool(&root()), &inside).is_err(), "{m:?}: dir");
+        assert!(fs.getattr(&pool(&root()), &g).is_err(), "{m:?}: file");
+        assert!(fs.lookup(&pool(&root()), &inside, b"g").is_err(), "{m:?}");
     }
 }
 
@@ -257,19 +230,13 @@ fn an_uncached_object_moved_out_of_the_export_goes_stale() {
             .collect();
         for _ in 0..3 {
             for f in &files {
-                assert!(
-                    fs.getattr(&Call::thread(&root(), false), f).is_ok(),
-                    "{m:?}"
-                );
+                assert!(fs.getattr(&pool(&root()), f).is_ok(), "{m:?}");
             }
         }
         fs::rename(exp.join("in"), top.path().join("moved_out")).unwrap();
         std::thread::sleep(Duration::from_millis(400));
         for (i, f) in files.iter().enumerate() {
-            assert!(
-                fs.getattr(&Call::thread(&root(), false), f).is_err(),
-                "{m:?}: g{i}"
-            );
+            assert!(fs.getattr(&pool(&root()), f).is_err(), "{m:?}: g{i}");
         }
     }
 }
@@ -310,20 +277,14 @@ fn bounds_hold_under_concurrent_stress() {
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < end {
                         let f = &files[i % files.len()];
                         match i % 4 {
-                            0 => drop(fs.getattr(&Call::thread(&root(), false), f)),
+                            0 => drop(fs.getattr(&pool(&root()), f)),
                             1 => {
                                 buf.clear();
-                                drop(fs.read(&Call::thread(&root(), false), f, 0, 8, &mut buf))
+                                drop(fs.read(&pool(&root()), f, 0, 8, &mut buf))
                             }
-                            2 => drop(fs.write(
-                                &Call::thread(&root(), false),
-                                f,
-                                0,
-                                b"x",
-                                Stable::Unstable,
-                            )),
+                            2 => drop(fs.write(&pool(&root()), f, 0, b"x", Stable::Unstable)),
                             _ => drop(fs.lookup(
-                                &Call::thread(&root(), false),
+                                &pool(&root()),
                                 &fs.root(),
                                 format!("f{}", i % 200).as_bytes(),
                             )),
@@ -388,8 +349,7 @@ fn a_cache_hit_switches_no_credentials() {
     std::thread::scope(|s| {
         s.spawn(|| {
             // LOOKUP judges as the caller: the thread becomes 4242.
-            fs.lookup(&Call::thread(&user, false), &fs.root(), b"f")
-                .unwrap();
+            fs.lookup(&pool(&user), &fs.root(), b"f").unwrap();
             let fsuid = || {
                 // SAFETY: setfsuid(-1) changes nothing and returns the current
                 // filesystem uid.
@@ -397,8 +357,8 @@ fn a_cache_hit_switches_no_credentials() {
             };
             assert_eq!(fsuid(), 4242);
             for _ in 0..3 {
-                fs.getattr(&Call::thread(&user, false), &f).unwrap();
-                fs.access(&Call::thread(&user, false), &f, 0x3f).unwrap();
+                fs.getattr(&pool(&user), &f).unwrap();
+                fs.access(&pool(&user), &f, 0x3f).unwrap();
                 assert_eq!(fsuid(), 4242, "a hit switched credentials");
             }
         });
@@ -437,7 +397,7 @@ fn lost_handles_are_found_by_one_shared_walk() {
                     let deadline = Instant::now() + Duration::from_secs(20);
                     loop {
                         let t0 = Instant::now();
-                        let r = fs.getattr(&Call::thread(&root(), false), h);
+                        let r = fs.getattr(&pool(&root()), h);
                         assert!(
                             t0.elapsed() < Duration::from_secs(5),
                             "a miss held a worker for {:?}",
@@ -464,8 +424,7 @@ fn lost_handles_are_found_by_one_shared_walk() {
     // Warm calls meanwhile: the root never waits for the walk.
     for _ in 0..50 {
         let t0 = Instant::now();
-        fs.getattr(&Call::thread(&root(), false), &fs.root())
-            .unwrap();
+        fs.getattr(&pool(&root()), &fs.root()).unwrap();
         assert!(t0.elapsed() < Duration::from_millis(400));
     }
     let mut ok = 0;
@@ -499,7 +458,7 @@ fn cached_descriptors_are_judged_per_caller() {
     };
     let f = create(&fs, &fs.root(), "private");
     fs.setattr(
-        &Call::thread(&root(), false),
+        &pool(&root()),
         &f,
         &SetAttr {
             uid: Some(1000),
@@ -511,36 +470,21 @@ fn cached_descriptors_are_judged_per_caller() {
     .unwrap();
     let mut buf = Vec::new();
     // Root fills both descriptors.
-    fs.write(
-        &Call::thread(&root(), false),
-        &f,
-        0,
-        b"secret",
-        Stable::Unstable,
-    )
-    .unwrap();
-    buf.clear();
-    fs.read(&Call::thread(&root(), false), &f, 0, 6, &mut buf)
+    fs.write(&pool(&root()), &f, 0, b"secret", Stable::Unstable)
         .unwrap();
+    buf.clear();
+    fs.read(&pool(&root()), &f, 0, 6, &mut buf).unwrap();
     assert_eq!(
-        fs.read(&Call::thread(&user(1001), false), &f, 0, 6, &mut buf)
+        fs.read(&pool(&user(1001)), &f, 0, 6, &mut buf).err(),
+        Some(FsError::Errno(libc::EACCES))
+    );
+    assert_eq!(
+        fs.write(&pool(&user(1001)), &f, 0, b"x", Stable::Unstable)
             .err(),
         Some(FsError::Errno(libc::EACCES))
     );
-    assert_eq!(
-        fs.write(
-            &Call::thread(&user(1001), false),
-            &f,
-            0,
-            b"x",
-            Stable::Unstable
-        )
-        .err(),
-        Some(FsError::Errno(libc::EACCES))
-    );
     buf.clear();
-    fs.read(&Call::thread(&user(1000), false), &f, 0, 6, &mut buf)
-        .unwrap();
+    fs.read(&pool(&user(1000)), &f, 0, 6, &mut buf).unwrap();
     assert_eq!(buf, b"secret");
     // Immutable after the writer was cached: refused all the same.
     let path = d.path().join("private");
@@ -553,7 +497,7 @@ fn cached_descriptors_are_judged_per_caller() {
         eprintln!("SKIP (immutable part): chattr +i failed on this filesystem");
         return;
     }
-    let r = fs.write(&Call::thread(&root(), false), &f, 0, b"y", Stable::Unstable);
+    let r = fs.write(&pool(&root()), &f, 0, b"y", Stable::Unstable);
     let _ = std::process::Command::new("chattr")
         .arg("-i")
         .arg(&path)
@@ -570,14 +514,8 @@ fn inline_mode_answers_hits_and_gives_up_on_misses() {
         let d = tmp();
         let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         let f = create(&fs, &fs.root(), "f");
-        fs.write(
-            &Call::thread(&root(), false),
-            &f,
-            0,
-            b"inline",
-            Stable::Unstable,
-        )
-        .unwrap();
+        fs.write(&pool(&root()), &f, 0, b"inline", Stable::Unstable)
+            .unwrap();
         let lp = Loop::new(Leave::NONE);
         {
             let (r, gave_up) = on_loop_call(&lp, |c| fs.getattr(c, &f));
@@ -592,8 +530,7 @@ fn inline_mode_answers_hits_and_gives_up_on_misses() {
             assert!(gave_up || r.is_ok(), "{m:?}: {r:?}");
         }
         buf.clear();
-        fs.read(&Call::thread(&root(), false), &f, 0, 6, &mut buf)
-            .unwrap();
+        fs.read(&pool(&root()), &f, 0, 6, &mut buf).unwrap();
         {
             buf.clear();
             let (r, gave_up) = on_loop_call(&lp, |c| fs.read(c, &f, 0, 6, &mut buf));
@@ -609,7 +546,7 @@ fn inline_mode_answers_hits_and_gives_up_on_misses() {
             assert!(gave_up);
         }
         assert!(
-            cold.getattr(&Call::thread(&root(), false), &f).is_ok(),
+            cold.getattr(&pool(&root()), &f).is_ok(),
             "{m:?}: the pool's retry"
         );
     }
@@ -631,14 +568,8 @@ fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
         let d = tmp();
         let fs = LocalFs::open(d.path(), 7, opts(m)).unwrap();
         let f = create(&fs, &fs.root(), "f");
-        fs.write(
-            &Call::thread(&root(), false),
-            &f,
-            0,
-            b"speculate",
-            Stable::Unstable,
-        )
-        .unwrap();
+        fs.write(&pool(&root()), &f, 0, b"speculate", Stable::Unstable)
+            .unwrap();
         // One call on a cold backend, on a loop of its own (a loop's quiet
         // time after a step that slept must not reach the next attempt):
         // its answer and whether it gave up.
@@ -682,7 +613,7 @@ fn inline_mode_opens_kernel_handle_misses_when_it_may_speculate() {
             assert!(gave_up);
         }
         assert!(
-            colder.getattr(&Call::thread(&root(), false), &f).is_ok(),
+            colder.getattr(&pool(&root()), &f).is_ok(),
             "{m:?}: the pool's retry"
         );
     }
@@ -779,14 +710,8 @@ fn inline_mode_writes_unstable_data_and_gives_up_before_any_change() {
         };
         assert_eq!(on_disk(), cold_data);
         // A cached writer: writes alone suffice.
-        fs.write(
-            &Call::thread(&root(), false),
-            &f,
-            0,
-            b"warm",
-            Stable::Unstable,
-        )
-        .unwrap();
+        fs.write(&pool(&root()), &f, 0, b"warm", Stable::Unstable)
+            .unwrap();
         assert_eq!(
             inline(&fs, WRITES, 4, b"+hit", Stable::Unstable),
             (Ok((4, Stable::Unstable)), false),
@@ -889,10 +814,7 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
             );
             assert!(!exists("b"), "{m:?}: {why}: nothing made");
         }
-        let a = fs
-            .lookup(&Call::thread(&root(), false), &dir, b"a")
-            .unwrap()
-            .0;
+        let a = fs.lookup(&pool(&root()), &dir, b"a").unwrap().0;
         let set = |size: Option<u64>| SetAttr {
             mode: Some(0o600),
             size,
@@ -967,7 +889,7 @@ fn inline_mode_makes_async_changes_and_gives_up_before_any_change() {
         );
         assert!(!exists("c"));
         assert_eq!(
-            fs.remove(&Call::thread(&root(), false), &dir, b"big").err(),
+            fs.remove(&pool(&root()), &dir, b"big").err(),
             None,
             "{m:?}: the pool's retry"
         );
@@ -1004,8 +926,8 @@ fn a_walk_beyond_the_cache_opens_each_object_once() {
         let (_d, fs, files) = small_cache_with(m, 300);
         let (o0, w0) = (cache(&fs, "objects"), cache(&fs, "window"));
         for f in &files {
-            fs.getattr(&Call::thread(&root(), false), f).unwrap();
-            fs.access(&Call::thread(&root(), false), f, 0x1).unwrap();
+            fs.getattr(&pool(&root()), f).unwrap();
+            fs.access(&pool(&root()), f, 0x1).unwrap();
         }
         let (o1, w1) = (cache(&fs, "objects"), cache(&fs, "window"));
         // A call the main cache misses either finds its object in the
@@ -1034,8 +956,7 @@ fn a_uniform_load_beyond_the_cache_only_probes_the_window() {
         let (o0, w0) = (cache(&fs, "objects"), cache(&fs, "window"));
         // Used once each, in an order that never repeats one soon.
         for i in 0..1000 {
-            fs.getattr(&Call::thread(&root(), false), &files[(i * 7) % 1000])
-                .unwrap();
+            fs.getattr(&pool(&root()), &files[(i * 7) % 1000]).unwrap();
         }
         let (o1, w1) = (cache(&fs, "objects"), cache(&fs, "window"));
         let misses = o1.misses - o0.misses;
@@ -1050,8 +971,8 @@ fn a_uniform_load_beyond_the_cache_only_probes_the_window() {
         // plus what the background reclaimer's timing costs; if never,
         // about 1,100 opens).
         for f in &files[1000..1600] {
-            fs.getattr(&Call::thread(&root(), false), f).unwrap();
-            fs.access(&Call::thread(&root(), false), f, 0x1).unwrap();
+            fs.getattr(&pool(&root()), f).unwrap();
+            fs.access(&pool(&root()), f, 0x1).unwrap();
         }
         let (o2, w2) = (cache(&fs, "objects"), cache(&fs, "window"));
         let opened = (o2.misses - o1.misses) - (w2.hits - w1.hits);
@@ -1086,28 +1007,16 @@ fn an_evicted_writer_is_flushed_after_the_delay_or_by_a_commit() {
         .unwrap();
         let a = create(&fs, &fs.root(), "a");
         let b = create(&fs, &fs.root(), "b");
-        fs.write(
-            &Call::thread(&root(), false),
-            &a,
-            0,
-            b"one",
-            Stable::Unstable,
-        )
-        .unwrap();
+        fs.write(&pool(&root()), &a, 0, b"one", Stable::Unstable)
+            .unwrap();
         let before = flushes(&fs);
         // b's writer takes the only slot: a's closes dirty.
-        fs.write(
-            &Call::thread(&root(), false),
-            &b,
-            0,
-            b"two",
-            Stable::Unstable,
-        )
-        .unwrap();
+        fs.write(&pool(&root()), &b, 0, b"two", Stable::Unstable)
+            .unwrap();
         std::thread::sleep(Duration::from_millis(100));
         assert_eq!(flushes(&fs), before, "{delay:?}: flushed before the delay");
         if commit {
-            fs.commit(&Call::thread(&root(), false), &a, 0, 0).unwrap();
+            fs.commit(&pool(&root()), &a, 0, 0).unwrap();
             assert_eq!(
                 flushes(&fs),
                 before + 1,
@@ -1145,14 +1054,8 @@ fn write_behind_starts_writeback_past_its_threshold_only() {
         let f = create(&fs, &fs.root(), "big");
         let chunk: Vec<u8> = (0..32 << 10).map(|i: usize| (i % 251) as u8).collect();
         for i in 0..32u64 {
-            fs.write(
-                &Call::thread(&root(), false),
-                &f,
-                i * (32 << 10),
-                &chunk,
-                Stable::Unstable,
-            )
-            .unwrap();
+            fs.write(&pool(&root()), &f, i * (32 << 10), &chunk, Stable::Unstable)
+                .unwrap();
         }
         let end = Instant::now() + Duration::from_secs(10);
         while threshold > 0 && fs.stats().write_behinds == 0 && Instant::now() < end {
@@ -1165,7 +1068,7 @@ fn write_behind_starts_writeback_past_its_threshold_only() {
         } else {
             assert_eq!(started, 0, "write-behind ran with the threshold 0");
         }
-        fs.commit(&Call::thread(&root(), false), &f, 0, 0).unwrap();
+        fs.commit(&pool(&root()), &f, 0, 0).unwrap();
         let got = std::fs::read(d.path().join("big")).unwrap();
         assert_eq!(got.len(), 1 << 20);
         assert!(
@@ -1187,7 +1090,7 @@ fn lookups_take_cached_handles_by_identity_only_for_the_same_object() {
         let r = fs.root();
         let f = create(&fs, &r, "f");
         let ids = |fs: &LocalFs| cache(fs, "identities");
-        let look = |name: &str| fs.lookup(&Call::thread(&root(), false), &r, name.as_bytes());
+        let look = |name: &str| fs.lookup(&pool(&root()), &r, name.as_bytes());
         // CREATE cached it: LOOKUP finds it by identity.
         let i0 = ids(&fs);
         let (fh, attr, _) = look("f").unwrap();
@@ -1212,19 +1115,11 @@ fn lookups_take_cached_handles_by_identity_only_for_the_same_object() {
         let (nh, na, _) = look("g").unwrap();
         assert_ne!(nh, f, "{m:?}: a new file's handle");
         assert_eq!(ids(&fs).hits, i1.hits, "{m:?}: not by identity");
-        assert_eq!(
-            fs.getattr(&Call::thread(&root(), false), &nh).unwrap().size,
-            3
-        );
+        assert_eq!(fs.getattr(&pool(&root()), &nh).unwrap().size, 3);
         assert_eq!(na.size, 3);
-        assert_eq!(
-            fs.getattr(&Call::thread(&root(), false), &f).err(),
-            Some(FsError::Stale)
-        );
+        assert_eq!(fs.getattr(&pool(&root()), &f).err(), Some(FsError::Stale));
         // READDIRPLUS gives the cached object's handle too.
-        let page = fs
-            .readdir(&Call::thread(&root(), false), &r, 0, [0; 8], 64, true)
-            .unwrap();
+        let page = fs.readdir(&pool(&root()), &r, 0, [0; 8], 64, true).unwrap();
         let e = page.entries.iter().find(|e| e.name == b"g").unwrap();
         assert_eq!(e.plus.as_ref().unwrap().0, nh, "{m:?}");
     }
@@ -1257,7 +1152,7 @@ fn write_behind_of_a_loop_write_starts_when_the_turn_ends() {
             .map(|i| {
                 let f = create(&fs, &fs.root(), &format!("f{i}"));
                 // A cached writer, which inline writes need.
-                fs.write(&Call::thread(&root(), false), &f, 0, b"w", Stable::Unstable)
+                fs.write(&pool(&root()), &f, 0, b"w", Stable::Unstable)
                     .unwrap();
                 f
             })
@@ -1310,7 +1205,7 @@ fn write_behind_of_a_loop_write_starts_when_the_turn_ends() {
         });
         let r = r.filter(|_| handed);
         for (i, f) in fhs.iter().enumerate() {
-            fs.commit(&Call::thread(&root(), false), f, 0, 0).unwrap();
+            fs.commit(&pool(&root()), f, 0, 0).unwrap();
             let got = fs::read(d.path().join(format!("f{i}"))).unwrap();
             assert_eq!(&got[..1], b"w");
             assert!(got[1..] == chunk[..], "f{i}: data changed");

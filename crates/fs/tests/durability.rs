@@ -4,10 +4,16 @@
 //! both. Counted with the backend's group-commit counters.
 
 use rnfsd_fs::local::{HandleMode, LocalFs, LocalOptions};
-use rnfsd_fs::{Backend, CreateHow, Cred, Fh, SetAttr, Stable};
+use rnfsd_fs::{Backend, Call, CreateHow, Cred, Fh, SetAttr, Stable};
 
 fn root() -> Cred {
     Cred::default()
+}
+
+/// A call on a pool thread as `cred`, whose reply leaves at once (it owes
+/// no commit).
+fn pool(cred: &Cred) -> Call<'_> {
+    Call::thread(cred, false)
 }
 
 fn open(dir: &std::path::Path, sync: bool) -> LocalFs {
@@ -43,7 +49,7 @@ fn counted(fs: &LocalFs, f: impl FnOnce()) -> u64 {
 
 fn create(fs: &LocalFs, dir: &Fh, name: &[u8]) -> Fh {
     fs.create(
-        &rnfsd_fs::Call::thread(&root(), false),
+        &pool(&root()),
         dir,
         name,
         &CreateHow::Unchecked(SetAttr::default()),
@@ -66,17 +72,12 @@ fn sync_exports_sync_every_change_and_async_ones_none() {
             "CREATE sync={sync}"
         );
         let sub = fs
-            .mkdir(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"d",
-                &SetAttr::default(),
-            )
+            .mkdir(&pool(&root()), &r, b"d", &SetAttr::default())
             .unwrap()
             .fh;
         assert_eq!(
             counted(&fs, || drop(fs.symlink(
-                &rnfsd_fs::Call::thread(&root(), false),
+                &pool(&root()),
                 &sub,
                 b"l",
                 b"t",
@@ -87,18 +88,13 @@ fn sync_exports_sync_every_change_and_async_ones_none() {
         );
         let f = create(&fs, &sub, b"g");
         assert_eq!(
-            counted(&fs, || drop(fs.link(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &f,
-                &r,
-                b"g2"
-            ))),
+            counted(&fs, || drop(fs.link(&pool(&root()), &f, &r, b"g2"))),
             per(2),
             "LINK: the file and the directory"
         );
         assert_eq!(
             counted(&fs, || drop(fs.rename(
-                &rnfsd_fs::Call::thread(&root(), false),
+                &pool(&root()),
                 &sub,
                 b"g",
                 &r,
@@ -108,11 +104,7 @@ fn sync_exports_sync_every_change_and_async_ones_none() {
             "RENAME across directories: both"
         );
         assert_eq!(
-            counted(&fs, || drop(fs.remove(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"g2"
-            ))),
+            counted(&fs, || drop(fs.remove(&pool(&root()), &r, b"g2"))),
             per(1),
             "REMOVE: the directory"
         );
@@ -121,19 +113,14 @@ fn sync_exports_sync_every_change_and_async_ones_none() {
             ..SetAttr::default()
         };
         assert_eq!(
-            counted(&fs, || drop(fs.setattr(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &f,
-                &set,
-                None
-            ))),
+            counted(&fs, || drop(fs.setattr(&pool(&root()), &f, &set, None))),
             per(1),
             "SETATTR"
         );
         // Data durability does not depend on sync/async.
         assert_eq!(
             counted(&fs, || drop(fs.write(
-                &rnfsd_fs::Call::thread(&root(), false),
+                &pool(&root()),
                 &f,
                 0,
                 b"x",
@@ -143,7 +130,7 @@ fn sync_exports_sync_every_change_and_async_ones_none() {
         );
         assert_eq!(
             counted(&fs, || drop(fs.write(
-                &rnfsd_fs::Call::thread(&root(), false),
+                &pool(&root()),
                 &f,
                 0,
                 b"y",
@@ -152,12 +139,7 @@ fn sync_exports_sync_every_change_and_async_ones_none() {
             0
         );
         assert_eq!(
-            counted(&fs, || drop(fs.commit(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &f,
-                0,
-                0
-            ))),
+            counted(&fs, || drop(fs.commit(&pool(&root()), &f, 0, 0))),
             1
         );
         let s = fs.stats().commits;
@@ -175,27 +157,17 @@ fn exclusive_create_appears_with_its_verifier() {
     let r = fs.root();
     let v = *b"verifier";
     let c = fs
-        .create(
-            &rnfsd_fs::Call::thread(&root(), false),
-            &r,
-            b"x",
-            &CreateHow::Exclusive(v),
-        )
+        .create(&pool(&root()), &r, b"x", &CreateHow::Exclusive(v))
         .unwrap();
     assert_eq!(c.attr.size, 0);
     // The times hold the verifier (top bits cleared), so a retry matches.
     let again = fs
-        .create(
-            &rnfsd_fs::Call::thread(&root(), false),
-            &r,
-            b"x",
-            &CreateHow::Exclusive(v),
-        )
+        .create(&pool(&root()), &r, b"x", &CreateHow::Exclusive(v))
         .unwrap();
     assert_eq!(again.fh, c.fh);
     assert!(fs
         .create(
-            &rnfsd_fs::Call::thread(&root(), false),
+            &pool(&root()),
             &r,
             b"x",
             &CreateHow::Exclusive(*b"another!")

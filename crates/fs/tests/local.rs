@@ -43,6 +43,12 @@ fn root() -> Cred {
     Cred::default()
 }
 
+/// A call on a pool thread as `cred`, whose reply leaves at once (it owes
+/// no commit).
+fn pool(cred: &Cred) -> Call<'_> {
+    Call::thread(cred, false)
+}
+
 fn user(uid: u32) -> Cred {
     Cred {
         uid,
@@ -71,7 +77,7 @@ fn mode(m: u32) -> SetAttr {
 
 fn create(fs: &LocalFs, dir: &Fh, name: &str) -> Created {
     fs.create(
-        &rnfsd_fs::Call::thread(&root(), false),
+        &pool(&root()),
         dir,
         name.as_bytes(),
         &CreateHow::Unchecked(mode(0o644)),
@@ -80,35 +86,19 @@ fn create(fs: &LocalFs, dir: &Fh, name: &str) -> Created {
 }
 
 fn mkdir(fs: &LocalFs, dir: &Fh, name: &str) -> Fh {
-    fs.mkdir(
-        &rnfsd_fs::Call::thread(&root(), false),
-        dir,
-        name.as_bytes(),
-        &mode(0o755),
-    )
-    .unwrap()
-    .fh
+    fs.mkdir(&pool(&root()), dir, name.as_bytes(), &mode(0o755))
+        .unwrap()
+        .fh
 }
 
 fn lookup(fs: &LocalFs, dir: &Fh, name: &str) -> FsResult<(Fh, Attr)> {
-    fs.lookup(
-        &rnfsd_fs::Call::thread(&root(), false),
-        dir,
-        name.as_bytes(),
-    )
-    .map(|(f, a, _)| (f, a))
+    fs.lookup(&pool(&root()), dir, name.as_bytes())
+        .map(|(f, a, _)| (f, a))
 }
 
 fn read_all(fs: &LocalFs, fh: &Fh) -> Vec<u8> {
     let mut buf = Vec::new();
-    fs.read(
-        &rnfsd_fs::Call::thread(&root(), false),
-        fh,
-        0,
-        1 << 20,
-        &mut buf,
-    )
-    .unwrap();
+    fs.read(&pool(&root()), fh, 0, 1 << 20, &mut buf).unwrap();
     buf
 }
 
@@ -143,9 +133,7 @@ fn basic_file_io_and_attrs() {
         let d = tmp();
         let fs = open(d.path(), m);
         let r = fs.root();
-        let ra = fs
-            .getattr(&rnfsd_fs::Call::thread(&root(), false), &r)
-            .unwrap();
+        let ra = fs.getattr(&pool(&root()), &r).unwrap();
         assert_eq!(ra.ftype, FileType::Directory);
         assert_eq!(ra.fileid, fs::metadata(d.path()).unwrap().ino());
         let c = create(&fs, &r, "f");
@@ -155,53 +143,22 @@ fn basic_file_io_and_attrs() {
         assert_eq!(c.attr.mode, 0o644);
         assert!(c.dir.before.is_some() && c.dir.after.is_some());
         let (n, st, w) = fs
-            .write(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &c.fh,
-                0,
-                b"hello world",
-                Stable::Unstable,
-            )
+            .write(&pool(&root()), &c.fh, 0, b"hello world", Stable::Unstable)
             .unwrap();
         assert_eq!((n, st), (11, Stable::Unstable));
         assert_eq!(w.before.unwrap().size, 0);
         assert_eq!(w.after.unwrap().size, 11);
         let mut buf = Vec::new();
-        let (eof, a) = fs
-            .read(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &c.fh,
-                6,
-                100,
-                &mut buf,
-            )
-            .unwrap();
+        let (eof, a) = fs.read(&pool(&root()), &c.fh, 6, 100, &mut buf).unwrap();
         assert_eq!((&buf[..], eof, a.size), (&b"world"[..], true, 11));
         buf.clear();
-        let (eof, _) = fs
-            .read(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &c.fh,
-                0,
-                5,
-                &mut buf,
-            )
-            .unwrap();
+        let (eof, _) = fs.read(&pool(&root()), &c.fh, 0, 5, &mut buf).unwrap();
         assert_eq!((&buf[..], eof), (&b"hello"[..], false));
         buf.clear();
-        let (eof, _) = fs
-            .read(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &c.fh,
-                100,
-                5,
-                &mut buf,
-            )
-            .unwrap();
+        let (eof, _) = fs.read(&pool(&root()), &c.fh, 100, 5, &mut buf).unwrap();
         assert!(eof && buf.is_empty());
         assert_eq!(
-            fs.read(&rnfsd_fs::Call::thread(&root(), false), &r, 0, 5, &mut buf)
-                .err(),
+            fs.read(&pool(&root()), &r, 0, 5, &mut buf).err(),
             Some(FsError::Errno(libc::EISDIR))
         );
         assert_eq!(fs::read(d.path().join("f")).unwrap(), b"hello world");
@@ -218,39 +175,19 @@ fn basic_file_io_and_attrs() {
         );
         // Commit and stable writes.
         let (_, st, _) = fs
-            .write(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &c.fh,
-                0,
-                b"H",
-                Stable::FileSync,
-            )
+            .write(&pool(&root()), &c.fh, 0, b"H", Stable::FileSync)
             .unwrap();
         assert_eq!(st, Stable::FileSync);
         let (_, st, _) = fs
-            .write(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &c.fh,
-                1,
-                b"E",
-                Stable::DataSync,
-            )
+            .write(&pool(&root()), &c.fh, 1, b"E", Stable::DataSync)
             .unwrap();
         assert_eq!(st, Stable::DataSync);
-        let w = fs
-            .commit(&rnfsd_fs::Call::thread(&root(), false), &c.fh, 0, 0)
-            .unwrap();
+        let w = fs.commit(&pool(&root()), &c.fh, 0, 0).unwrap();
         assert_eq!(w.after.unwrap().size, 11);
         assert_eq!(fs::read(d.path().join("f")).unwrap(), b"HEllo world");
         assert_eq!(
-            fs.write(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                0,
-                b"x",
-                Stable::Unstable
-            )
-            .err(),
+            fs.write(&pool(&root()), &r, 0, b"x", Stable::Unstable)
+                .err(),
             Some(FsError::Errno(libc::EISDIR))
         );
     }
@@ -275,26 +212,10 @@ fn dot_and_dotdot() {
         assert_eq!(lookup(&fs, &b, ".").unwrap().0, b);
         // "." and ".." cannot be created or removed.
         let e = Some(FsError::Errno(libc::EACCES));
-        assert_eq!(
-            fs.mkdir(&rnfsd_fs::Call::thread(&root(), false), &r, b"..", &set())
-                .err(),
-            e
-        );
-        assert_eq!(
-            fs.remove(&rnfsd_fs::Call::thread(&root(), false), &r, b"..")
-                .err(),
-            e
-        );
-        assert_eq!(
-            fs.rmdir(&rnfsd_fs::Call::thread(&root(), false), &a, b".")
-                .err(),
-            e
-        );
-        assert_eq!(
-            fs.rename(&rnfsd_fs::Call::thread(&root(), false), &a, b"b", &r, b"..")
-                .err(),
-            e
-        );
+        assert_eq!(fs.mkdir(&pool(&root()), &r, b"..", &set()).err(), e);
+        assert_eq!(fs.remove(&pool(&root()), &r, b"..").err(), e);
+        assert_eq!(fs.rmdir(&pool(&root()), &a, b".").err(), e);
+        assert_eq!(fs.rename(&pool(&root()), &a, b"b", &r, b"..").err(), e);
     }
 }
 
@@ -305,57 +226,31 @@ fn bad_names() {
     let r = fs.root();
     let inval = Some(FsError::Errno(libc::EINVAL));
     for n in [&b""[..], b"a/b", b"/", b"a\0b"] {
+        assert_eq!(fs.lookup(&pool(&root()), &r, n).err(), inval);
         assert_eq!(
-            fs.lookup(&rnfsd_fs::Call::thread(&root(), false), &r, n)
+            fs.create(&pool(&root()), &r, n, &CreateHow::Unchecked(set()))
                 .err(),
-            inval
-        );
-        assert_eq!(
-            fs.create(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                n,
-                &CreateHow::Unchecked(set())
-            )
-            .err(),
             inval
         );
     }
     let long = vec![b'x'; 256];
     assert_eq!(
-        fs.lookup(&rnfsd_fs::Call::thread(&root(), false), &r, &long)
-            .err(),
+        fs.lookup(&pool(&root()), &r, &long).err(),
         Some(FsError::Errno(libc::ENAMETOOLONG))
     );
     assert_eq!(
-        fs.mkdir(&rnfsd_fs::Call::thread(&root(), false), &r, &long, &set())
-            .err(),
+        fs.mkdir(&pool(&root()), &r, &long, &set()).err(),
         Some(FsError::Errno(libc::ENAMETOOLONG))
     );
     let ok = vec![b'x'; 255];
-    assert!(fs
-        .mkdir(&rnfsd_fs::Call::thread(&root(), false), &r, &ok, &set())
-        .is_ok());
+    assert!(fs.mkdir(&pool(&root()), &r, &ok, &set()).is_ok());
     assert_eq!(
-        fs.symlink(
-            &rnfsd_fs::Call::thread(&root(), false),
-            &r,
-            b"s",
-            &vec![b'a'; 5000],
-            &set()
-        )
-        .err(),
+        fs.symlink(&pool(&root()), &r, b"s", &vec![b'a'; 5000], &set())
+            .err(),
         Some(FsError::Errno(libc::ENAMETOOLONG))
     );
     assert_eq!(
-        fs.symlink(
-            &rnfsd_fs::Call::thread(&root(), false),
-            &r,
-            b"s",
-            b"a\0b",
-            &set()
-        )
-        .err(),
+        fs.symlink(&pool(&root()), &r, b"s", b"a\0b", &set()).err(),
         inval
     );
 }
@@ -370,23 +265,15 @@ fn handles_survive_restart_and_renames() {
             let a = mkdir(&fs, &r, "a");
             let b = mkdir(&fs, &a, "b");
             let f = create(&fs, &b, "file");
-            fs.write(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &f.fh,
-                0,
-                b"data",
-                Stable::FileSync,
-            )
-            .unwrap();
+            fs.write(&pool(&root()), &f.fh, 0, b"data", Stable::FileSync)
+                .unwrap();
             (f.fh, b)
         };
         let ino = fs::metadata(d.path().join("a/b/file")).unwrap().ino();
         // Simulated restart: a fresh backend with the same key.
         let fs = open(d.path(), m);
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &file)
-                .unwrap()
-                .fileid,
+            fs.getattr(&pool(&root()), &file).unwrap().fileid,
             ino,
             "{m:?}"
         );
@@ -394,9 +281,7 @@ fn handles_survive_restart_and_renames() {
         // Renames done behind the server's back: the object and a parent.
         fs::rename(d.path().join("a/b/file"), d.path().join("a/b/renamed")).unwrap();
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &file)
-                .unwrap()
-                .fileid,
+            fs.getattr(&pool(&root()), &file).unwrap().fileid,
             ino,
             "{m:?}"
         );
@@ -404,9 +289,7 @@ fn handles_survive_restart_and_renames() {
         fs::create_dir(d.path().join("y")).unwrap();
         fs::rename(d.path().join("z/b"), d.path().join("y/b2")).unwrap();
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &file)
-                .unwrap()
-                .fileid,
+            fs.getattr(&pool(&root()), &file).unwrap().fileid,
             ino,
             "{m:?}"
         );
@@ -417,31 +300,13 @@ fn handles_survive_restart_and_renames() {
         assert_eq!(read_all(&fs, &file), b"data");
         let y = lookup(&fs, &fs.root(), "y").unwrap().0;
         // Renames through the server.
-        fs.rename(
-            &rnfsd_fs::Call::thread(&root(), false),
-            &dir,
-            b"renamed",
-            &y,
-            b"moved",
-        )
-        .unwrap();
-        assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &file)
-                .unwrap()
-                .fileid,
-            ino
-        );
+        fs.rename(&pool(&root()), &dir, b"renamed", &y, b"moved")
+            .unwrap();
+        assert_eq!(fs.getattr(&pool(&root()), &file).unwrap().fileid, ino);
         let fs = open(d.path(), m);
+        assert_eq!(fs.getattr(&pool(&root()), &file).unwrap().fileid, ino);
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &file)
-                .unwrap()
-                .fileid,
-            ino
-        );
-        assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &dir)
-                .unwrap()
-                .ftype,
+            fs.getattr(&pool(&root()), &dir).unwrap().ftype,
             FileType::Directory
         );
     }
@@ -457,8 +322,7 @@ fn forged_and_tampered_handles() {
             let mut b = f.0.clone();
             b[i] ^= 1;
             assert_eq!(
-                fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &Fh(b))
-                    .err(),
+                fs.getattr(&pool(&root()), &Fh(b)).err(),
                 Some(FsError::BadHandle),
                 "byte {i}"
             );
@@ -466,26 +330,20 @@ fn forged_and_tampered_handles() {
         let mut long = f.0.clone();
         long.push(0);
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &Fh(long))
-                .err(),
+            fs.getattr(&pool(&root()), &Fh(long)).err(),
             Some(FsError::BadHandle)
         );
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &Fh(vec![]))
-                .err(),
+            fs.getattr(&pool(&root()), &Fh(vec![])).err(),
             Some(FsError::BadHandle)
         );
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &Fh(vec![0; 64]))
-                .err(),
+            fs.getattr(&pool(&root()), &Fh(vec![0; 64])).err(),
             Some(FsError::BadHandle)
         );
         assert_eq!(
-            fs.getattr(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &Fh(f.0[..f.0.len() - 1].to_vec())
-            )
-            .err(),
+            fs.getattr(&pool(&root()), &Fh(f.0[..f.0.len() - 1].to_vec()))
+                .err(),
             Some(FsError::BadHandle)
         );
         // Another key rejects the handle.
@@ -499,17 +357,13 @@ fn forged_and_tampered_handles() {
         )
         .unwrap();
         assert_eq!(
-            other
-                .getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                .err(),
+            other.getattr(&pool(&root()), &f).err(),
             Some(FsError::BadHandle)
         );
         // Another export id rejects it.
         let other = LocalFs::open(d.path(), 8, opts(m)).unwrap();
         assert_eq!(
-            other
-                .getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                .err(),
+            other.getattr(&pool(&root()), &f).err(),
             Some(FsError::BadHandle)
         );
     }
@@ -527,40 +381,22 @@ fn handles_outside_the_export_are_refused() {
         let fs = open(&exp, m);
         for p in ["secret", "outdir", "outdir/x"] {
             let fh = fs.handle_for_path_unchecked(&top.path().join(p)).unwrap();
-            let r = fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &fh);
+            let r = fs.getattr(&pool(&root()), &fh);
             assert!(
                 matches!(r, Err(FsError::Stale | FsError::BadHandle)),
                 "{m:?} {p}: {r:?}"
             );
             let mut buf = Vec::new();
-            assert!(fs
-                .read(
-                    &rnfsd_fs::Call::thread(&root(), false),
-                    &fh,
-                    0,
-                    10,
-                    &mut buf
-                )
-                .is_err());
-            assert!(fs
-                .lookup(&rnfsd_fs::Call::thread(&root(), false), &fh, b"x")
-                .is_err());
+            assert!(fs.read(&pool(&root()), &fh, 0, 10, &mut buf).is_err());
+            assert!(fs.lookup(&pool(&root()), &fh, b"x").is_err());
         }
         // A directory moved out of the export after its handle was issued.
         let inside = mkdir(&fs, &fs.root(), "in");
         let g = create(&fs, &inside, "g").fh;
         let fs = open(&exp, m);
         fs::rename(exp.join("in"), top.path().join("moved_out")).unwrap();
-        assert!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &inside)
-                .is_err(),
-            "{m:?}"
-        );
-        assert!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &g)
-                .is_err(),
-            "{m:?}"
-        );
+        assert!(fs.getattr(&pool(&root()), &inside).is_err(), "{m:?}");
+        assert!(fs.getattr(&pool(&root()), &g).is_err(), "{m:?}");
     }
 }
 
@@ -573,49 +409,36 @@ fn deleted_objects_are_stale() {
         let f = create(&fs, &r, "f").fh;
         let g = create(&fs, &r, "g").fh;
         let sub = mkdir(&fs, &r, "sub");
-        let w = fs
-            .remove(&rnfsd_fs::Call::thread(&root(), false), &r, b"f")
-            .unwrap();
+        let w = fs.remove(&pool(&root()), &r, b"f").unwrap();
         assert!(w.before.is_some() && w.after.is_some());
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                .err(),
+            fs.getattr(&pool(&root()), &f).err(),
             Some(FsError::Stale),
             "{m:?}"
         );
         fs::remove_file(d.path().join("g")).unwrap();
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &g)
-                .err(),
+            fs.getattr(&pool(&root()), &g).err(),
             Some(FsError::Stale),
             "{m:?}"
         );
-        fs.rmdir(&rnfsd_fs::Call::thread(&root(), false), &r, b"sub")
-            .unwrap();
+        fs.rmdir(&pool(&root()), &r, b"sub").unwrap();
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &sub)
-                .err(),
+            fs.getattr(&pool(&root()), &sub).err(),
             Some(FsError::Stale),
             "{m:?}"
         );
         // A new file reusing the inode number does not revive the handle.
         let n = create(&fs, &r, "new");
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &g)
-                .err(),
+            fs.getattr(&pool(&root()), &g).err(),
             Some(FsError::Stale),
             "{m:?}"
         );
-        assert!(fs
-            .getattr(&rnfsd_fs::Call::thread(&root(), false), &n.fh)
-            .is_ok());
+        assert!(fs.getattr(&pool(&root()), &n.fh).is_ok());
         // Still stale after a restart.
         let fs = open(d.path(), m);
-        assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                .err(),
-            Some(FsError::Stale)
-        );
+        assert_eq!(fs.getattr(&pool(&root()), &f).err(), Some(FsError::Stale));
     }
 }
 
@@ -626,13 +449,7 @@ fn symlinks_are_never_followed() {
         let fs = open(d.path(), m);
         let r = fs.root();
         let s = fs
-            .symlink(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"etc",
-                b"/etc",
-                &set(),
-            )
+            .symlink(&pool(&root()), &r, b"etc", b"/etc", &set())
             .unwrap();
         assert_eq!(s.attr.ftype, FileType::Symlink);
         std::os::unix::fs::symlink("/etc/passwd", d.path().join("pw")).unwrap();
@@ -640,35 +457,18 @@ fn symlinks_are_never_followed() {
         let (fh, a) = lookup(&fs, &r, "etc").unwrap();
         assert_eq!(a.ftype, FileType::Symlink);
         assert_eq!(fh, s.fh);
-        assert_eq!(
-            fs.readlink(&rnfsd_fs::Call::thread(&root(), false), &fh)
-                .unwrap()
-                .0,
-            b"/etc"
-        );
+        assert_eq!(fs.readlink(&pool(&root()), &fh).unwrap().0, b"/etc");
         assert_eq!(
             lookup(&fs, &fh, "passwd").err(),
             Some(FsError::Errno(libc::ENOTDIR))
         );
         assert_eq!(
-            fs.create(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &fh,
-                b"x",
-                &CreateHow::Unchecked(set())
-            )
-            .err(),
+            fs.create(&pool(&root()), &fh, b"x", &CreateHow::Unchecked(set()))
+                .err(),
             Some(FsError::Errno(libc::ENOTDIR))
         );
         assert!(fs
-            .readdir(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &fh,
-                0,
-                [0; 8],
-                10,
-                false
-            )
+            .readdir(&pool(&root()), &fh, 0, [0; 8], 10, false)
             .is_err());
         // Creating over a symlink never opens its target.
         let trunc = SetAttr {
@@ -676,40 +476,22 @@ fn symlinks_are_never_followed() {
             ..set()
         };
         assert_eq!(
-            fs.create(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"pw",
-                &CreateHow::Unchecked(trunc)
-            )
-            .err(),
+            fs.create(&pool(&root()), &r, b"pw", &CreateHow::Unchecked(trunc))
+                .err(),
             Some(FsError::Errno(libc::EEXIST))
         );
         let pw = lookup(&fs, &r, "pw").unwrap().0;
         let mut buf = Vec::new();
         assert_eq!(
-            fs.read(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &pw,
-                0,
-                10,
-                &mut buf
-            )
-            .err(),
+            fs.read(&pool(&root()), &pw, 0, 10, &mut buf).err(),
             Some(FsError::Errno(libc::EINVAL))
         );
         assert!(fs
-            .write(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &pw,
-                0,
-                b"x",
-                Stable::Unstable
-            )
+            .write(&pool(&root()), &pw, 0, b"x", Stable::Unstable)
             .is_err());
         assert!(fs
             .setattr(
-                &rnfsd_fs::Call::thread(&root(), false),
+                &pool(&root()),
                 &pw,
                 &SetAttr {
                     size: Some(0),
@@ -718,33 +500,19 @@ fn symlinks_are_never_followed() {
                 None
             )
             .is_err());
-        assert!(fs
-            .mkdir(&rnfsd_fs::Call::thread(&root(), false), &fh, b"d", &set())
-            .is_err());
+        assert!(fs.mkdir(&pool(&root()), &fh, b"d", &set()).is_err());
         // chmod of a symlink is ignored (as knfsd), never applied to the target.
-        fs.setattr(
-            &rnfsd_fs::Call::thread(&root(), false),
-            &pw,
-            &mode(0o600),
-            None,
-        )
-        .unwrap();
+        fs.setattr(&pool(&root()), &pw, &mode(0o600), None).unwrap();
         let after = fs::metadata("/etc/passwd").unwrap();
         assert_eq!(after.len(), before.len());
         assert_eq!(after.mode(), before.mode());
         assert_eq!(
-            fs.readlink(&rnfsd_fs::Call::thread(&root(), false), &r)
-                .err(),
+            fs.readlink(&pool(&root()), &r).err(),
             Some(FsError::Errno(libc::EINVAL))
         );
         // A symlink's handle survives a restart like any other.
         let fs = open(d.path(), m);
-        assert_eq!(
-            fs.readlink(&rnfsd_fs::Call::thread(&root(), false), &pw)
-                .unwrap()
-                .0,
-            b"/etc/passwd"
-        );
+        assert_eq!(fs.readlink(&pool(&root()), &pw).unwrap().0, b"/etc/passwd");
     }
 }
 
@@ -753,14 +521,7 @@ fn page_all(fs: &LocalFs, dir: &Fh, max: usize, plus: bool) -> Vec<DirEntry> {
     let (mut cookie, mut verf) = (0u64, [0u8; 8]);
     for _ in 0..10_000 {
         let p = fs
-            .readdir(
-                &rnfsd_fs::Call::thread(&root(), false),
-                dir,
-                cookie,
-                verf,
-                max,
-                plus,
-            )
+            .readdir(&pool(&root()), dir, cookie, verf, max, plus)
             .unwrap();
         assert!(p.entries.len() <= max);
         assert!(p.dir_attr.is_some());
@@ -826,77 +587,29 @@ fn readdir_pages_return_every_name_once() {
         let dd = es.iter().find(|e| e.name == b"..").unwrap();
         assert_eq!(dd.plus.as_ref().unwrap().0, r);
         // Verifier checks.
-        let p = fs
-            .readdir(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                0,
-                [0; 8],
-                2,
-                false,
-            )
-            .unwrap();
+        let p = fs.readdir(&pool(&root()), &r, 0, [0; 8], 2, false).unwrap();
         let c = p.entries[1].cookie;
         let mut bad = p.verifier;
         bad[0] ^= 1;
         assert_eq!(
-            fs.readdir(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                c,
-                bad,
-                2,
-                false
-            )
-            .err(),
+            fs.readdir(&pool(&root()), &r, c, bad, 2, false).err(),
             Some(FsError::BadCookie)
         );
         assert!(fs
-            .readdir(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                c,
-                p.verifier,
-                2,
-                false
-            )
+            .readdir(&pool(&root()), &r, c, p.verifier, 2, false)
             .is_ok());
-        assert!(fs
-            .readdir(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                c,
-                [0; 8],
-                2,
-                false
-            )
-            .is_ok());
+        assert!(fs.readdir(&pool(&root()), &r, c, [0; 8], 2, false).is_ok());
         // The verifier stays the same across a restart.
         let fs2 = open(d.path(), m);
         assert_eq!(
-            fs2.readdir(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                0,
-                [0; 8],
-                1,
-                false
-            )
-            .unwrap()
-            .verifier,
+            fs2.readdir(&pool(&root()), &r, 0, [0; 8], 1, false)
+                .unwrap()
+                .verifier,
             p.verifier
         );
         let f = lookup(&fs, &r, "name000").unwrap().0;
         assert_eq!(
-            fs.readdir(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &f,
-                0,
-                [0; 8],
-                2,
-                false
-            )
-            .err(),
+            fs.readdir(&pool(&root()), &f, 0, [0; 8], 2, false).err(),
             Some(FsError::Errno(libc::ENOTDIR))
         );
     }
@@ -911,14 +624,7 @@ fn readdir_survives_changes_between_pages() {
     let fs = open(d.path(), HandleMode::Path);
     let r = fs.root();
     let p = fs
-        .readdir(
-            &rnfsd_fs::Call::thread(&root(), false),
-            &r,
-            0,
-            [0; 8],
-            30,
-            false,
-        )
+        .readdir(&pool(&root()), &r, 0, [0; 8], 30, false)
         .unwrap();
     let first: Vec<_> = p.entries.iter().map(|e| e.name.clone()).collect();
     // Remove a name not yet returned and add one; the cookie stays valid.
@@ -931,14 +637,7 @@ fn readdir_survives_changes_between_pages() {
     let mut cookie = p.entries.last().unwrap().cookie;
     loop {
         let p = fs
-            .readdir(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                cookie,
-                p.verifier,
-                30,
-                false,
-            )
+            .readdir(&pool(&root()), &r, cookie, p.verifier, 30, false)
             .unwrap();
         names.extend(p.entries.iter().map(|e| e.name.clone()));
         if p.eof {
@@ -958,18 +657,12 @@ fn create_modes() {
         let fs = open(d.path(), m);
         let r = fs.root();
         let f = create(&fs, &r, "f").fh;
-        fs.write(
-            &rnfsd_fs::Call::thread(&root(), false),
-            &f,
-            0,
-            b"12345",
-            Stable::Unstable,
-        )
-        .unwrap();
+        fs.write(&pool(&root()), &f, 0, b"12345", Stable::Unstable)
+            .unwrap();
         // UNCHECKED over an existing file: same file, size applied.
         let c = fs
             .create(
-                &rnfsd_fs::Call::thread(&root(), false),
+                &pool(&root()),
                 &r,
                 b"f",
                 &CreateHow::Unchecked(SetAttr {
@@ -986,103 +679,58 @@ fn create_modes() {
             "only the size is applied to an existing file"
         );
         assert_eq!(
-            fs.create(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"f",
-                &CreateHow::Guarded(set())
-            )
-            .err(),
+            fs.create(&pool(&root()), &r, b"f", &CreateHow::Guarded(set()))
+                .err(),
             Some(FsError::Errno(libc::EEXIST))
         );
         let g = fs
-            .create(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"g",
-                &CreateHow::Guarded(mode(0o640)),
-            )
+            .create(&pool(&root()), &r, b"g", &CreateHow::Guarded(mode(0o640)))
             .unwrap();
         assert_eq!(g.attr.mode, 0o640);
         // Mode is not reduced by the server's umask.
         let h = fs
-            .create(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"h",
-                &CreateHow::Unchecked(mode(0o777)),
-            )
+            .create(&pool(&root()), &r, b"h", &CreateHow::Unchecked(mode(0o777)))
             .unwrap();
         assert_eq!(h.attr.mode, 0o777);
         // UNCHECKED over a directory fails.
         mkdir(&fs, &r, "dir");
         assert_eq!(
-            fs.create(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"dir",
-                &CreateHow::Unchecked(set())
-            )
-            .err(),
+            fs.create(&pool(&root()), &r, b"dir", &CreateHow::Unchecked(set()))
+                .err(),
             Some(FsError::Errno(libc::EEXIST))
         );
         // EXCLUSIVE: a retry with the same verifier gets the same file.
         let v1 = *b"\x81\x02\x03\x04\x05\x06\x07\x08";
         let e1 = fs
-            .create(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"x",
-                &CreateHow::Exclusive(v1),
-            )
+            .create(&pool(&root()), &r, b"x", &CreateHow::Exclusive(v1))
             .unwrap();
         assert_eq!(e1.attr.mtime.sec, 0x0102_0304);
         assert_eq!(e1.attr.atime.sec, 0x0506_0708);
         let e2 = fs
-            .create(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"x",
-                &CreateHow::Exclusive(v1),
-            )
+            .create(&pool(&root()), &r, b"x", &CreateHow::Exclusive(v1))
             .unwrap();
         assert_eq!(e1.fh, e2.fh);
         let fs2 = open(d.path(), m);
         assert_eq!(
-            fs2.create(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"x",
-                &CreateHow::Exclusive(v1)
-            )
-            .unwrap()
-            .fh,
+            fs2.create(&pool(&root()), &r, b"x", &CreateHow::Exclusive(v1))
+                .unwrap()
+                .fh,
             e1.fh
         );
         let v2 = *b"abcdefgh";
         assert_eq!(
-            fs.create(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"x",
-                &CreateHow::Exclusive(v2)
-            )
-            .err(),
+            fs.create(&pool(&root()), &r, b"x", &CreateHow::Exclusive(v2))
+                .err(),
             Some(FsError::Errno(libc::EEXIST))
         );
         assert_eq!(
-            fs.create(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"f",
-                &CreateHow::Exclusive(v1)
-            )
-            .err(),
+            fs.create(&pool(&root()), &r, b"f", &CreateHow::Exclusive(v1))
+                .err(),
             Some(FsError::Errno(libc::EEXIST))
         );
         // After the client's SETATTR the verifier no longer matches.
         fs.setattr(
-            &rnfsd_fs::Call::thread(&root(), false),
+            &pool(&root()),
             &e1.fh,
             &SetAttr {
                 mtime: SetTime::ServerTime,
@@ -1092,23 +740,13 @@ fn create_modes() {
         )
         .unwrap();
         assert_eq!(
-            fs.create(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"x",
-                &CreateHow::Exclusive(v1)
-            )
-            .err(),
+            fs.create(&pool(&root()), &r, b"x", &CreateHow::Exclusive(v1))
+                .err(),
             Some(FsError::Errno(libc::EEXIST))
         );
         assert_eq!(
-            fs.create(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &f,
-                b"y",
-                &CreateHow::Guarded(set())
-            )
-            .err(),
+            fs.create(&pool(&root()), &f, b"y", &CreateHow::Guarded(set()))
+                .err(),
             Some(FsError::Errno(libc::ENOTDIR))
         );
     }
@@ -1122,51 +760,23 @@ fn sparse_file_beyond_4gib() {
         let f = create(&fs, &fs.root(), "big").fh;
         let off = (5u64 << 30) + 123;
         let (n, _, w) = fs
-            .write(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &f,
-                off,
-                b"far away",
-                Stable::Unstable,
-            )
+            .write(&pool(&root()), &f, off, b"far away", Stable::Unstable)
             .unwrap();
         assert_eq!(n, 8);
         let a = w.after.unwrap();
         assert_eq!(a.size, off + 8);
         assert!(a.used < 1 << 20, "sparse");
         let mut buf = Vec::new();
-        let (eof, _) = fs
-            .read(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &f,
-                off,
-                100,
-                &mut buf,
-            )
-            .unwrap();
+        let (eof, _) = fs.read(&pool(&root()), &f, off, 100, &mut buf).unwrap();
         assert_eq!((&buf[..], eof), (&b"far away"[..], true));
         buf.clear();
-        let (eof, _) = fs
-            .read(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &f,
-                1 << 32,
-                4,
-                &mut buf,
-            )
-            .unwrap();
+        let (eof, _) = fs.read(&pool(&root()), &f, 1 << 32, 4, &mut buf).unwrap();
         assert_eq!((&buf[..], eof), (&[0u8; 4][..], false));
         assert!(fs
-            .write(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &f,
-                u64::MAX - 2,
-                b"abcd",
-                Stable::Unstable
-            )
+            .write(&pool(&root()), &f, u64::MAX - 2, b"abcd", Stable::Unstable)
             .is_err());
         fs.setattr(
-            &rnfsd_fs::Call::thread(&root(), false),
+            &pool(&root()),
             &f,
             &SetAttr {
                 size: Some(6 << 30),
@@ -1175,12 +785,7 @@ fn sparse_file_beyond_4gib() {
             None,
         )
         .unwrap();
-        assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                .unwrap()
-                .size,
-            6 << 30
-        );
+        assert_eq!(fs.getattr(&pool(&root()), &f).unwrap().size, 6 << 30);
     }
 }
 
@@ -1191,45 +796,27 @@ fn setattr_semantics() {
         let fs = open(d.path(), m);
         let r = fs.root();
         let f = create(&fs, &r, "f").fh;
-        fs.write(
-            &rnfsd_fs::Call::thread(&root(), false),
-            &f,
-            0,
-            b"0123456789",
-            Stable::Unstable,
-        )
-        .unwrap();
-        let a = fs
-            .getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
+        fs.write(&pool(&root()), &f, 0, b"0123456789", Stable::Unstable)
             .unwrap();
+        let a = fs.getattr(&pool(&root()), &f).unwrap();
         // Guard mismatch.
         let wrong = Time {
             sec: a.ctime.sec - 5,
             nsec: 0,
         };
         assert_eq!(
-            fs.setattr(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &f,
-                &mode(0o600),
-                Some(wrong)
-            )
-            .err(),
+            fs.setattr(&pool(&root()), &f, &mode(0o600), Some(wrong))
+                .err(),
             Some(FsError::NotSync)
         );
-        assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                .unwrap()
-                .mode,
-            0o644
-        );
+        assert_eq!(fs.getattr(&pool(&root()), &f).unwrap().mode, 0o644);
         let t = Time {
             sec: 1_000_000_000,
             nsec: 123,
         };
         let w = fs
             .setattr(
-                &rnfsd_fs::Call::thread(&root(), false),
+                &pool(&root()),
                 &f,
                 &SetAttr {
                     mode: Some(0o4751),
@@ -1250,7 +837,7 @@ fn setattr_semantics() {
         assert_eq!((a.mode, a.size, a.mtime, a.atime), (0o4751, 4, t, t));
         let w = fs
             .setattr(
-                &rnfsd_fs::Call::thread(&root(), false),
+                &pool(&root()),
                 &f,
                 &SetAttr {
                     mtime: SetTime::ServerTime,
@@ -1262,7 +849,7 @@ fn setattr_semantics() {
         assert!(w.after.unwrap().mtime.sec > 1_000_000_000);
         assert_eq!(
             fs.setattr(
-                &rnfsd_fs::Call::thread(&root(), false),
+                &pool(&root()),
                 &r,
                 &SetAttr {
                     size: Some(0),
@@ -1273,18 +860,12 @@ fn setattr_semantics() {
             .err(),
             Some(FsError::Errno(libc::EISDIR))
         );
-        fs.mknod(
-            &rnfsd_fs::Call::thread(&root(), false),
-            &r,
-            b"p",
-            NodeKind::Fifo,
-            &set(),
-        )
-        .unwrap();
+        fs.mknod(&pool(&root()), &r, b"p", NodeKind::Fifo, &set())
+            .unwrap();
         let p = lookup(&fs, &r, "p").unwrap().0;
         assert_eq!(
             fs.setattr(
-                &rnfsd_fs::Call::thread(&root(), false),
+                &pool(&root()),
                 &p,
                 &SetAttr {
                     size: Some(0),
@@ -1296,13 +877,7 @@ fn setattr_semantics() {
             Some(FsError::Errno(libc::EINVAL))
         );
         // The directory's mode.
-        fs.setattr(
-            &rnfsd_fs::Call::thread(&root(), false),
-            &r,
-            &mode(0o711),
-            None,
-        )
-        .unwrap();
+        fs.setattr(&pool(&root()), &r, &mode(0o711), None).unwrap();
         assert_eq!(
             fs::metadata(d.path()).unwrap().permissions().mode() & 0o7777,
             0o711
@@ -1316,37 +891,17 @@ fn mkdir_symlink_mknod_link() {
         let d = tmp();
         let fs = open(d.path(), m);
         let r = fs.root();
-        let c = fs
-            .mkdir(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"d",
-                &mode(0o750),
-            )
-            .unwrap();
+        let c = fs.mkdir(&pool(&root()), &r, b"d", &mode(0o750)).unwrap();
         assert_eq!((c.attr.ftype, c.attr.mode), (FileType::Directory, 0o750));
         // A setgid directory's bit is inherited by new subdirectories.
-        let sg = fs
-            .mkdir(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"sg",
-                &mode(0o2775),
-            )
-            .unwrap();
+        let sg = fs.mkdir(&pool(&root()), &r, b"sg", &mode(0o2775)).unwrap();
         assert_eq!(sg.attr.mode, 0o2775);
         let sub = fs
-            .mkdir(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &sg.fh,
-                b"sub",
-                &mode(0o755),
-            )
+            .mkdir(&pool(&root()), &sg.fh, b"sub", &mode(0o755))
             .unwrap();
         assert_eq!(sub.attr.mode, 0o2755);
         assert_eq!(
-            fs.mkdir(&rnfsd_fs::Call::thread(&root(), false), &r, b"d", &set())
-                .err(),
+            fs.mkdir(&pool(&root()), &r, b"d", &set()).err(),
             Some(FsError::Errno(libc::EEXIST))
         );
         let t = Time {
@@ -1355,7 +910,7 @@ fn mkdir_symlink_mknod_link() {
         };
         let s = fs
             .symlink(
-                &rnfsd_fs::Call::thread(&root(), false),
+                &pool(&root()),
                 &r,
                 b"s",
                 b"some/where",
@@ -1366,47 +921,23 @@ fn mkdir_symlink_mknod_link() {
             )
             .unwrap();
         assert_eq!(s.attr.mtime, t);
+        assert_eq!(fs.readlink(&pool(&root()), &s.fh).unwrap().0, b"some/where");
         assert_eq!(
-            fs.readlink(&rnfsd_fs::Call::thread(&root(), false), &s.fh)
-                .unwrap()
-                .0,
-            b"some/where"
-        );
-        assert_eq!(
-            fs.symlink(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"s",
-                b"x",
-                &set()
-            )
-            .err(),
+            fs.symlink(&pool(&root()), &r, b"s", b"x", &set()).err(),
             Some(FsError::Errno(libc::EEXIST))
         );
         let fifo = fs
-            .mknod(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"fifo",
-                NodeKind::Fifo,
-                &mode(0o600),
-            )
+            .mknod(&pool(&root()), &r, b"fifo", NodeKind::Fifo, &mode(0o600))
             .unwrap();
         assert_eq!((fifo.attr.ftype, fifo.attr.mode), (FileType::Fifo, 0o600));
         let sock = fs
-            .mknod(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"sock",
-                NodeKind::Socket,
-                &set(),
-            )
+            .mknod(&pool(&root()), &r, b"sock", NodeKind::Socket, &set())
             .unwrap();
         assert_eq!(sock.attr.ftype, FileType::Socket);
         if is_root() {
             let cd = fs
                 .mknod(
-                    &rnfsd_fs::Call::thread(&root(), false),
+                    &pool(&root()),
                     &r,
                     b"null",
                     NodeKind::Char { major: 1, minor: 3 },
@@ -1416,7 +947,7 @@ fn mkdir_symlink_mknod_link() {
             assert_eq!((cd.attr.ftype, cd.attr.rdev), (FileType::CharDev, (1, 3)));
             let bd = fs
                 .mknod(
-                    &rnfsd_fs::Call::thread(&root(), false),
+                    &pool(&root()),
                     &r,
                     b"blk",
                     NodeKind::Block {
@@ -1433,50 +964,32 @@ fn mkdir_symlink_mknod_link() {
             // Reading a device node through the server is refused.
             let mut buf = Vec::new();
             assert_eq!(
-                fs.read(
-                    &rnfsd_fs::Call::thread(&root(), false),
-                    &cd.fh,
-                    0,
-                    1,
-                    &mut buf
-                )
-                .err(),
+                fs.read(&pool(&root()), &cd.fh, 0, 1, &mut buf).err(),
                 Some(FsError::Errno(libc::EINVAL))
             );
         }
         // Hard link.
         let f = create(&fs, &r, "f").fh;
-        let (a, w) = fs
-            .link(&rnfsd_fs::Call::thread(&root(), false), &f, &c.fh, b"f2")
-            .unwrap();
+        let (a, w) = fs.link(&pool(&root()), &f, &c.fh, b"f2").unwrap();
         assert_eq!(a.nlink, 2);
         assert!(w.after.is_some());
         assert_eq!(lookup(&fs, &c.fh, "f2").unwrap().1.fileid, a.fileid);
         assert_eq!(
-            fs.link(&rnfsd_fs::Call::thread(&root(), false), &f, &r, b"f")
-                .err(),
+            fs.link(&pool(&root()), &f, &r, b"f").err(),
             Some(FsError::Errno(libc::EEXIST))
         );
         assert_eq!(
-            fs.link(&rnfsd_fs::Call::thread(&root(), false), &c.fh, &r, b"dl")
-                .err(),
+            fs.link(&pool(&root()), &c.fh, &r, b"dl").err(),
             Some(FsError::Errno(libc::EISDIR))
         );
         assert_eq!(
-            fs.link(&rnfsd_fs::Call::thread(&root(), false), &f, &f, b"x")
-                .err(),
+            fs.link(&pool(&root()), &f, &f, b"x").err(),
             Some(FsError::Errno(libc::ENOTDIR))
         );
         // Removing the first name keeps the handle working through the other.
-        fs.remove(&rnfsd_fs::Call::thread(&root(), false), &r, b"f")
-            .unwrap();
+        fs.remove(&pool(&root()), &r, b"f").unwrap();
         let fs = open(d.path(), m);
-        assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &f)
-                .unwrap()
-                .nlink,
-            1
-        );
+        assert_eq!(fs.getattr(&pool(&root()), &f).unwrap().nlink, 1);
     }
 }
 
@@ -1489,73 +1002,45 @@ fn remove_rmdir_rename() {
         let dir = mkdir(&fs, &r, "d");
         create(&fs, &dir, "inner");
         assert_eq!(
-            fs.remove(&rnfsd_fs::Call::thread(&root(), false), &r, b"d")
-                .err(),
+            fs.remove(&pool(&root()), &r, b"d").err(),
             Some(FsError::Errno(libc::EISDIR))
         );
         assert_eq!(
-            fs.rmdir(&rnfsd_fs::Call::thread(&root(), false), &r, b"d")
-                .err(),
+            fs.rmdir(&pool(&root()), &r, b"d").err(),
             Some(FsError::Errno(libc::ENOTEMPTY))
         );
         let f = create(&fs, &r, "f").fh;
         assert_eq!(
-            fs.rmdir(&rnfsd_fs::Call::thread(&root(), false), &r, b"f")
-                .err(),
+            fs.rmdir(&pool(&root()), &r, b"f").err(),
             Some(FsError::Errno(libc::ENOTDIR))
         );
         assert_eq!(
-            fs.remove(&rnfsd_fs::Call::thread(&root(), false), &r, b"nope")
-                .err(),
+            fs.remove(&pool(&root()), &r, b"nope").err(),
             Some(FsError::Errno(libc::ENOENT))
         );
         assert_eq!(
-            fs.remove(&rnfsd_fs::Call::thread(&root(), false), &f, b"x")
-                .err(),
+            fs.remove(&pool(&root()), &f, b"x").err(),
             Some(FsError::Errno(libc::ENOTDIR))
         );
         // Rename over an existing file.
         let g = create(&fs, &r, "g").fh;
-        fs.write(
-            &rnfsd_fs::Call::thread(&root(), false),
-            &f,
-            0,
-            b"from f",
-            Stable::Unstable,
-        )
-        .unwrap();
-        let (w1, w2) = fs
-            .rename(&rnfsd_fs::Call::thread(&root(), false), &r, b"f", &r, b"g")
+        fs.write(&pool(&root()), &f, 0, b"from f", Stable::Unstable)
             .unwrap();
+        let (w1, w2) = fs.rename(&pool(&root()), &r, b"f", &r, b"g").unwrap();
         assert!(w1.after.is_some() && w2.after.is_some());
         assert_eq!(lookup(&fs, &r, "g").unwrap().0, f);
-        assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &g)
-                .err(),
-            Some(FsError::Stale)
-        );
+        assert_eq!(fs.getattr(&pool(&root()), &g).err(), Some(FsError::Stale));
         assert_eq!(
             lookup(&fs, &r, "f").err(),
             Some(FsError::Errno(libc::ENOENT))
         );
         // Rename to itself (and onto another link of itself) is a no-op.
-        fs.rename(&rnfsd_fs::Call::thread(&root(), false), &r, b"g", &r, b"g")
-            .unwrap();
-        fs.link(&rnfsd_fs::Call::thread(&root(), false), &f, &r, b"g2")
-            .unwrap();
-        fs.rename(&rnfsd_fs::Call::thread(&root(), false), &r, b"g", &r, b"g2")
-            .unwrap();
+        fs.rename(&pool(&root()), &r, b"g", &r, b"g").unwrap();
+        fs.link(&pool(&root()), &f, &r, b"g2").unwrap();
+        fs.rename(&pool(&root()), &r, b"g", &r, b"g2").unwrap();
         assert!(lookup(&fs, &r, "g").is_ok() && lookup(&fs, &r, "g2").is_ok());
         // Across directories.
-        let (w1, w2) = fs
-            .rename(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"g",
-                &dir,
-                b"moved",
-            )
-            .unwrap();
+        let (w1, w2) = fs.rename(&pool(&root()), &r, b"g", &dir, b"moved").unwrap();
         assert_ne!(w1.after.unwrap().mtime, Time::default());
         assert!(w2.before.is_some());
         assert_eq!(lookup(&fs, &dir, "moved").unwrap().0, f);
@@ -1563,45 +1048,31 @@ fn remove_rmdir_rename() {
         // Directory over a non-empty directory; file over a directory.
         let e = mkdir(&fs, &r, "e");
         assert_eq!(
-            fs.rename(&rnfsd_fs::Call::thread(&root(), false), &r, b"e", &r, b"d")
-                .err(),
+            fs.rename(&pool(&root()), &r, b"e", &r, b"d").err(),
             Some(FsError::Errno(libc::ENOTEMPTY))
         );
         assert_eq!(
-            fs.rename(&rnfsd_fs::Call::thread(&root(), false), &r, b"g2", &r, b"e")
-                .err(),
+            fs.rename(&pool(&root()), &r, b"g2", &r, b"e").err(),
             Some(FsError::Errno(libc::EISDIR))
         );
         assert_eq!(
-            fs.rename(&rnfsd_fs::Call::thread(&root(), false), &r, b"e", &r, b"g2")
-                .err(),
+            fs.rename(&pool(&root()), &r, b"e", &r, b"g2").err(),
             Some(FsError::Errno(libc::ENOTDIR))
         );
         assert_eq!(
-            fs.rename(
-                &rnfsd_fs::Call::thread(&root(), false),
-                &r,
-                b"d",
-                &dir,
-                b"sub"
-            )
-            .err(),
+            fs.rename(&pool(&root()), &r, b"d", &dir, b"sub").err(),
             Some(FsError::Errno(libc::EINVAL))
         );
         // Directory over an empty directory; the moved dir's handle lives on.
-        fs.rmdir(&rnfsd_fs::Call::thread(&root(), false), &dir, b"moved")
-            .err();
+        fs.rmdir(&pool(&root()), &dir, b"moved").err();
         let x = mkdir(&fs, &r, "x");
-        fs.rename(&rnfsd_fs::Call::thread(&root(), false), &r, b"x", &r, b"e")
-            .unwrap();
+        fs.rename(&pool(&root()), &r, b"x", &r, b"e").unwrap();
         assert_eq!(lookup(&fs, &r, "e").unwrap().0, x);
-        let rr = fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &e);
+        let rr = fs.getattr(&pool(&root()), &e);
         assert_eq!(rr.clone().err(), Some(FsError::Stale), "{rr:?} {m:?}");
         let fs = open(d.path(), m);
         assert_eq!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), &x)
-                .unwrap()
-                .ftype,
+            fs.getattr(&pool(&root()), &x).unwrap().ftype,
             FileType::Directory
         );
     }
@@ -1612,33 +1083,22 @@ fn fsstat_fsinfo_pathconf_access() {
     let d = tmp();
     let fs = open(d.path(), HandleMode::Path);
     let r = fs.root();
-    let (s, _) = fs
-        .fsstat(&rnfsd_fs::Call::thread(&root(), false), &r)
-        .unwrap();
+    let (s, _) = fs.fsstat(&pool(&root()), &r).unwrap();
     assert!(s.tbytes > 0 && s.tbytes >= s.fbytes && s.fbytes >= s.abytes && s.tfiles > 0);
-    let (i, _) = fs
-        .fsinfo(&rnfsd_fs::Call::thread(&root(), false), &r)
-        .unwrap();
+    let (i, _) = fs.fsinfo(&pool(&root()), &r).unwrap();
     assert!(i.maxfilesize >= 1 << 40);
     assert_eq!(i.time_delta, Time { sec: 0, nsec: 1 });
     assert!(i.link && i.symlink && i.homogeneous && i.cansettime);
-    let (p, _) = fs
-        .pathconf(&rnfsd_fs::Call::thread(&root(), false), &r)
-        .unwrap();
+    let (p, _) = fs.pathconf(&pool(&root()), &r).unwrap();
     assert_eq!(p.name_max, 255);
     assert!(p.linkmax > 1);
     assert!(p.no_trunc && p.chown_restricted && !p.case_insensitive && p.case_preserving);
     let f = fs
-        .create(
-            &rnfsd_fs::Call::thread(&root(), false),
-            &r,
-            b"f",
-            &CreateHow::Unchecked(mode(0o640)),
-        )
+        .create(&pool(&root()), &r, b"f", &CreateHow::Unchecked(mode(0o640)))
         .unwrap()
         .fh;
     fs.setattr(
-        &rnfsd_fs::Call::thread(&root(), false),
+        &pool(&root()),
         &f,
         &SetAttr {
             uid: Some(1000),
@@ -1648,28 +1108,18 @@ fn fsstat_fsinfo_pathconf_access() {
         None,
     )
     .ok();
-    let (g, a) = fs
-        .access(&rnfsd_fs::Call::thread(&root(), false), &f, 0x3f)
-        .unwrap();
+    let (g, a) = fs.access(&pool(&root()), &f, 0x3f).unwrap();
     assert_eq!(g, 0x1 | 0x4 | 0x8, "root: no EXECUTE without an x bit");
     assert_eq!(a.mode, 0o640);
     if is_root() {
-        assert_eq!(
-            fs.access(&rnfsd_fs::Call::thread(&user(1000), false), &f, 0x3f)
-                .unwrap()
-                .0,
-            0xd
-        );
+        assert_eq!(fs.access(&pool(&user(1000)), &f, 0x3f).unwrap().0, 0xd);
         assert_eq!(
             fs.access(
-                &rnfsd_fs::Call::thread(
-                    &Cred {
-                        uid: 5,
-                        gid: 5,
-                        gids: vec![2000]
-                    },
-                    false
-                ),
+                &pool(&Cred {
+                    uid: 5,
+                    gid: 5,
+                    gids: vec![2000]
+                }),
                 &f,
                 0x3f
             )
@@ -1677,16 +1127,9 @@ fn fsstat_fsinfo_pathconf_access() {
             .0,
             0x1
         );
-        assert_eq!(
-            fs.access(&rnfsd_fs::Call::thread(&user(5), false), &f, 0x3f)
-                .unwrap()
-                .0,
-            0
-        );
+        assert_eq!(fs.access(&pool(&user(5)), &f, 0x3f).unwrap().0, 0);
     }
-    let (g, _) = fs
-        .access(&rnfsd_fs::Call::thread(&root(), false), &r, 0x3f)
-        .unwrap();
+    let (g, _) = fs.access(&pool(&root()), &r, 0x3f).unwrap();
     assert_eq!(g, 0x1f);
 }
 
@@ -1703,33 +1146,22 @@ fn acts_as_the_caller() {
         let u = user(1000);
         // A root-owned 0755 directory refuses the user.
         assert_eq!(
-            fs.create(
-                &rnfsd_fs::Call::thread(&u, false),
-                &r,
-                b"f",
-                &CreateHow::Unchecked(mode(0o644))
-            )
-            .err(),
-            Some(FsError::Errno(libc::EACCES))
-        );
-        assert_eq!(
-            fs.mkdir(&rnfsd_fs::Call::thread(&u, false), &r, b"d", &set())
+            fs.create(&pool(&u), &r, b"f", &CreateHow::Unchecked(mode(0o644)))
                 .err(),
             Some(FsError::Errno(libc::EACCES))
         );
+        assert_eq!(
+            fs.mkdir(&pool(&u), &r, b"d", &set()).err(),
+            Some(FsError::Errno(libc::EACCES))
+        );
         let open_dir = mkdir(&fs, &r, "pub");
-        fs.setattr(
-            &rnfsd_fs::Call::thread(&root(), false),
-            &open_dir,
-            &mode(0o777),
-            None,
-        )
-        .unwrap();
+        fs.setattr(&pool(&root()), &open_dir, &mode(0o777), None)
+            .unwrap();
         // Files the user makes are theirs; a read-only one stays writable
         // to its owner (owner override), not to others.
         let c = fs
             .create(
-                &rnfsd_fs::Call::thread(&u, false),
+                &pool(&u),
                 &open_dir,
                 b"ro",
                 &CreateHow::Guarded(mode(0o444)),
@@ -1737,42 +1169,23 @@ fn acts_as_the_caller() {
             .unwrap();
         assert_eq!((c.attr.uid, c.attr.gid, c.attr.mode), (1000, 1000, 0o444));
         assert_eq!(
-            fs.write(
-                &rnfsd_fs::Call::thread(&u, false),
-                &c.fh,
-                0,
-                b"mine",
-                Stable::Unstable
-            )
-            .unwrap()
-            .0,
+            fs.write(&pool(&u), &c.fh, 0, b"mine", Stable::Unstable)
+                .unwrap()
+                .0,
             4
         );
         assert_eq!(
-            fs.write(
-                &rnfsd_fs::Call::thread(&user(1001), false),
-                &c.fh,
-                0,
-                b"x",
-                Stable::Unstable
-            )
-            .err(),
+            fs.write(&pool(&user(1001)), &c.fh, 0, b"x", Stable::Unstable)
+                .err(),
             Some(FsError::Errno(libc::EACCES))
         );
         let mut buf = Vec::new();
-        fs.read(
-            &rnfsd_fs::Call::thread(&user(1001), false),
-            &c.fh,
-            0,
-            10,
-            &mut buf,
-        )
-        .unwrap();
+        fs.read(&pool(&user(1001)), &c.fh, 0, 10, &mut buf).unwrap();
         assert_eq!(buf, b"mine");
         // Group membership comes from the credential's groups.
         let p = fs
             .create(
-                &rnfsd_fs::Call::thread(&root(), false),
+                &pool(&root()),
                 &open_dir,
                 b"grp",
                 &CreateHow::Unchecked(mode(0o660)),
@@ -1780,7 +1193,7 @@ fn acts_as_the_caller() {
             .unwrap()
             .fh;
         fs.setattr(
-            &rnfsd_fs::Call::thread(&root(), false),
+            &pool(&root()),
             &p,
             &SetAttr {
                 gid: Some(3000),
@@ -1790,14 +1203,8 @@ fn acts_as_the_caller() {
         )
         .unwrap();
         assert_eq!(
-            fs.write(
-                &rnfsd_fs::Call::thread(&user(1001), false),
-                &p,
-                0,
-                b"x",
-                Stable::Unstable
-            )
-            .err(),
+            fs.write(&pool(&user(1001)), &p, 0, b"x", Stable::Unstable)
+                .err(),
             Some(FsError::Errno(libc::EACCES))
         );
         let member = Cred {
@@ -1806,18 +1213,12 @@ fn acts_as_the_caller() {
             gids: vec![1001, 3000],
         };
         assert!(fs
-            .write(
-                &rnfsd_fs::Call::thread(&member, false),
-                &p,
-                0,
-                b"x",
-                Stable::Unstable
-            )
+            .write(&pool(&member), &p, 0, b"x", Stable::Unstable)
             .is_ok());
         // The user cannot give files away or make devices.
         assert_eq!(
             fs.setattr(
-                &rnfsd_fs::Call::thread(&u, false),
+                &pool(&u),
                 &c.fh,
                 &SetAttr {
                     uid: Some(0),
@@ -1830,7 +1231,7 @@ fn acts_as_the_caller() {
         );
         assert_eq!(
             fs.mknod(
-                &rnfsd_fs::Call::thread(&u, false),
+                &pool(&u),
                 &open_dir,
                 b"null",
                 NodeKind::Char { major: 1, minor: 3 },
@@ -1840,70 +1241,37 @@ fn acts_as_the_caller() {
             Some(FsError::Errno(libc::EPERM))
         );
         assert!(fs
-            .mknod(
-                &rnfsd_fs::Call::thread(&u, false),
-                &open_dir,
-                b"fifo",
-                NodeKind::Fifo,
-                &set()
-            )
+            .mknod(&pool(&u), &open_dir, b"fifo", NodeKind::Fifo, &set())
             .is_ok());
         // Other users cannot remove the user's files from a sticky dir...
-        fs.setattr(
-            &rnfsd_fs::Call::thread(&root(), false),
-            &open_dir,
-            &mode(0o1777),
-            None,
-        )
-        .unwrap();
+        fs.setattr(&pool(&root()), &open_dir, &mode(0o1777), None)
+            .unwrap();
         assert_eq!(
-            fs.remove(
-                &rnfsd_fs::Call::thread(&user(1001), false),
-                &open_dir,
-                b"ro"
-            )
-            .err(),
+            fs.remove(&pool(&user(1001)), &open_dir, b"ro").err(),
             Some(FsError::Errno(libc::EPERM))
         );
         // ...and a 0700 directory of another user cannot be searched.
         let priv_dir = fs
-            .mkdir(
-                &rnfsd_fs::Call::thread(&u, false),
-                &open_dir,
-                b"priv",
-                &mode(0o700),
-            )
+            .mkdir(&pool(&u), &open_dir, b"priv", &mode(0o700))
             .unwrap()
             .fh;
         create(&fs, &priv_dir, "x");
         assert_eq!(lookup(&fs, &priv_dir, "x").map(|_| ()), Ok(()));
         assert_eq!(
-            fs.lookup(&rnfsd_fs::Call::thread(&user(1001), false), &priv_dir, b"x")
-                .err(),
+            fs.lookup(&pool(&user(1001)), &priv_dir, b"x").err(),
             Some(FsError::Errno(libc::EACCES))
         );
         assert_eq!(
-            fs.readdir(
-                &rnfsd_fs::Call::thread(&user(1001), false),
-                &priv_dir,
-                0,
-                [0; 8],
-                10,
-                false
-            )
-            .err(),
+            fs.readdir(&pool(&user(1001)), &priv_dir, 0, [0; 8], 10, false)
+                .err(),
             Some(FsError::Errno(libc::EACCES))
         );
         // Handles still resolve for a caller without search permission on the
         // path (NFS checks permission on the object, not its ancestors).
         let x = lookup(&fs, &priv_dir, "x").unwrap().0;
-        assert!(fs
-            .getattr(&rnfsd_fs::Call::thread(&user(1001), false), &x)
-            .is_ok());
+        assert!(fs.getattr(&pool(&user(1001)), &x).is_ok());
         // Root again, on the same thread.
-        assert!(fs
-            .remove(&rnfsd_fs::Call::thread(&root(), false), &open_dir, b"ro")
-            .is_ok());
+        assert!(fs.remove(&pool(&root()), &open_dir, b"ro").is_ok());
     }
     // Without act_as_caller everything runs as the server.
     let d = tmp();
@@ -1918,7 +1286,7 @@ fn acts_as_the_caller() {
     .unwrap();
     let c = fs
         .create(
-            &rnfsd_fs::Call::thread(&user(1000), false),
+            &pool(&user(1000)),
             &fs.root(),
             b"f",
             &CreateHow::Unchecked(set()),
@@ -1987,15 +1355,11 @@ fn never_crosses_mounts() {
         let h = fs
             .handle_for_path_unchecked(&d.path().join("bind/bound"))
             .unwrap();
-        assert!(fs
-            .getattr(&rnfsd_fs::Call::thread(&root(), false), &h)
-            .is_err());
+        assert!(fs.getattr(&pool(&root()), &h).is_err());
         let h = fs
             .handle_for_path_unchecked(&d.path().join("tmpfs/inside"))
             .unwrap();
-        assert!(fs
-            .getattr(&rnfsd_fs::Call::thread(&root(), false), &h)
-            .is_err());
+        assert!(fs.getattr(&pool(&root()), &h).is_err());
         // With cross_mounts the submounts are entered.
         let x = LocalFs::open(
             d.path(),
@@ -2007,26 +1371,16 @@ fn never_crosses_mounts() {
         )
         .unwrap();
         let (t, a) = x
-            .lookup(&rnfsd_fs::Call::thread(&root(), false), &r, b"tmpfs")
+            .lookup(&pool(&root()), &r, b"tmpfs")
             .map(|(f, a, _)| (f, a))
             .unwrap();
-        assert_ne!(
-            a.fsid,
-            x.getattr(&rnfsd_fs::Call::thread(&root(), false), &r)
-                .unwrap()
-                .fsid
-        );
+        assert_ne!(a.fsid, x.getattr(&pool(&root()), &r).unwrap().fsid);
         let (i, _) = x
-            .lookup(&rnfsd_fs::Call::thread(&root(), false), &t, b"inside")
+            .lookup(&pool(&root()), &t, b"inside")
             .map(|(f, a, _)| (f, a))
             .unwrap();
         assert_eq!(read_all(&x, &i), b"t");
-        assert_eq!(
-            x.lookup(&rnfsd_fs::Call::thread(&root(), false), &t, b"..")
-                .unwrap()
-                .0,
-            r
-        );
+        assert_eq!(x.lookup(&pool(&root()), &t, b"..").unwrap().0, r);
         let x2 = LocalFs::open(
             d.path(),
             7,
@@ -2062,11 +1416,7 @@ fn path_mode_bounds() {
         fhs.push(create(&fs, &dir, "f").fh);
     }
     for (i, f) in fhs.iter().enumerate() {
-        assert!(
-            fs.getattr(&rnfsd_fs::Call::thread(&root(), false), f)
-                .is_ok(),
-            "level {i}"
-        );
+        assert!(fs.getattr(&pool(&root()), f).is_ok(), "level {i}");
     }
     // Past the scan limit an object cannot be found after a restart.
     for i in 0..100 {
@@ -2082,11 +1432,7 @@ fn path_mode_bounds() {
         },
     )
     .unwrap();
-    assert_eq!(
-        fs.getattr(&rnfsd_fs::Call::thread(&root(), false), deep)
-            .err(),
-        Some(FsError::Stale)
-    );
+    assert_eq!(fs.getattr(&pool(&root()), deep).err(), Some(FsError::Stale));
 }
 
 #[test]
@@ -2108,17 +1454,9 @@ fn handles_from_threads() {
                         } else {
                             root()
                         };
-                        assert!(fs
-                            .getattr(&rnfsd_fs::Call::thread(&cred, false), &c.fh)
-                            .is_ok());
-                        fs.write(
-                            &rnfsd_fs::Call::thread(&root(), false),
-                            &c.fh,
-                            0,
-                            b"x",
-                            Stable::Unstable,
-                        )
-                        .unwrap();
+                        assert!(fs.getattr(&pool(&cred), &c.fh).is_ok());
+                        fs.write(&pool(&root()), &c.fh, 0, b"x", Stable::Unstable)
+                            .unwrap();
                     }
                 })
             })
@@ -2160,7 +1498,7 @@ fn kernel_handles_resolve_after_restart_without_scanning() {
     .unwrap();
     for fh in handles.iter().rev().take(50) {
         restarted
-            .getattr(&rnfsd_fs::Call::thread(&root(), false), fh)
+            .getattr(&pool(&root()), fh)
             .expect("resolved without a scan");
     }
 }
@@ -2198,16 +1536,7 @@ fn readdirplus_pairs_a_handle_with_its_own_attributes_under_renames() {
         let start = std::time::Instant::now();
         let (mut checked, mut wrong) = (0u64, 0u64);
         while checked < 30_000 && start.elapsed() < std::time::Duration::from_secs(3) {
-            let p = fs
-                .readdir(
-                    &rnfsd_fs::Call::thread(&root(), false),
-                    &r,
-                    0,
-                    [0; 8],
-                    16,
-                    true,
-                )
-                .unwrap();
+            let p = fs.readdir(&pool(&root()), &r, 0, [0; 8], 16, true).unwrap();
             for e in p
                 .entries
                 .iter()
@@ -2216,7 +1545,7 @@ fn readdirplus_pairs_a_handle_with_its_own_attributes_under_renames() {
                 let Some((fh, at)) = &e.plus else { continue };
                 // Path mode re-walks the remembered name, which the swaps
                 // keep changing: it may answer STALE; never a wrong object.
-                let Ok(now) = fs.getattr(&rnfsd_fs::Call::thread(&root(), false), fh) else {
+                let Ok(now) = fs.getattr(&pool(&root()), fh) else {
                     continue;
                 };
                 checked += 1;
