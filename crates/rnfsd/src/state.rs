@@ -1,4 +1,9 @@
-//! Server-wide state shared by every call.
+//! Server-wide state shared by every call, with what each program keeps
+//! in it (`mounts`, `portmap`, `nlm`).
+
+pub mod mounts;
+pub mod nlm;
+pub mod portmap;
 
 use std::sync::Arc;
 
@@ -6,6 +11,9 @@ use arc_swap::ArcSwap;
 use rnfsd_fs::Backend;
 
 use crate::access::ExportAccess;
+use mounts::MountTable;
+use nlm::Callbacks;
+use portmap::Registration;
 
 /// One exported directory.
 pub struct Export {
@@ -122,12 +130,12 @@ pub struct Server {
     /// The lock manager (NLM), when it is served.
     locks: std::sync::OnceLock<Arc<rnfsd_lockd::LockManager>>,
     /// MOUNT's list of who mounted what (DUMP).
-    pub(crate) mounts: std::sync::Mutex<crate::programs::mount::MountTable>,
+    pub(crate) mounts: std::sync::Mutex<MountTable>,
     /// What the built-in port mapper answers: set once the listeners are
     /// bound (`portmap::set_registrations`).
-    pub(crate) registrations: std::sync::RwLock<Vec<crate::programs::portmap::Registration>>,
+    pub(crate) registrations: std::sync::RwLock<Vec<Registration>>,
     /// NLM callbacks (GRANTED, *_RES) this server has in flight.
-    pub(crate) nlm_callbacks: crate::programs::nlm::Callbacks,
+    pub(crate) nlm_callbacks: Callbacks,
 }
 
 impl Server {

@@ -5,25 +5,21 @@
 //! UMNT, UMNTALL and EXPORT are the same calls; their MNT would hand out an
 //! NFSv2 handle, and NFSv2 is not served, so it answers ACCES.
 
-use std::collections::VecDeque;
 use std::net::IpAddr;
 
 use rnfsd_fs::{Backend, Fh, FileType, FsError};
 use rnfsd_proto::mount::{
-    DirPath, ExportNode, Exports, FHandle3, FhStatus, MountBody, MountList, MountRes3, MountStat3,
-    Name, FHSIZE3, MNTNAMLEN, MNTPATHLEN,
+    DirPath, ExportNode, Exports, FHandle3, FhStatus, MountList, MountRes3, MountStat3, Name,
+    FHSIZE3, MNTNAMLEN, MNTPATHLEN,
 };
 use rnfsd_proto::rpc::AUTH_SYS;
 
 use crate::access::Denied;
 use crate::programs::{CallCtx, Program, Version};
+use crate::state::mounts::{MountTable, MAX_MOUNT_ENTRIES};
 use crate::state::{Export, Server};
 use rnfsd_rpc::proc_entry;
 use rnfsd_rpc::{CacheClass, ProcError};
-
-/// Bound on remembered (host, path) mounts; the oldest is forgotten first.
-/// The list is advisory (RFC 1813 appendix I: DUMP "may not be accurate").
-pub const MAX_MOUNT_ENTRIES: usize = 256;
 
 /// Most bytes one mountlist entry encodes to: marker, hostname, directory.
 const MAX_MOUNT_ENTRY_BYTES: usize = 4 + 4 + MNTNAMLEN + 1 + 4 + MNTPATHLEN;
@@ -31,52 +27,6 @@ const MAX_DUMP_REPLY: usize = MAX_MOUNT_ENTRIES * MAX_MOUNT_ENTRY_BYTES + 4;
 /// EXPORT lists every export; paths are bounded, export count is not known
 /// statically, so this is a capacity hint (the encoder grows past it).
 const EXPORT_REPLY_HINT: usize = 4096;
-
-/// The (client, path) pairs of successful MNTs.
-#[derive(Debug, Default)]
-pub struct MountTable {
-    entries: VecDeque<(String, Vec<u8>)>,
-}
-
-impl MountTable {
-    pub fn add(&mut self, host: &str, path: &[u8]) {
-        if self.entries.iter().any(|(h, p)| h == host && p == path) {
-            return;
-        }
-        if self.entries.len() >= MAX_MOUNT_ENTRIES {
-            self.entries.pop_front();
-        }
-        self.entries.push_back((host.to_owned(), path.to_vec()));
-    }
-
-    pub fn remove(&mut self, host: &str, path: &[u8]) {
-        self.entries.retain(|(h, p)| !(h == host && p == path));
-    }
-
-    pub fn remove_host(&mut self, host: &str) {
-        self.entries.retain(|(h, _)| h != host);
-    }
-
-    pub fn list(&self) -> MountList {
-        MountList(
-            self.entries
-                .iter()
-                .map(|(h, p)| MountBody {
-                    hostname: Name(h.as_bytes().to_vec()),
-                    directory: DirPath(p.clone()),
-                })
-                .collect(),
-        )
-    }
-
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-}
 
 /// Runs `f` on the server's mount list (`Server::mounts`).
 fn with_table<R>(server: &Server, f: impl FnOnce(&mut MountTable) -> R) -> R {
