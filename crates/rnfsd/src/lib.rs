@@ -12,6 +12,7 @@ pub mod access;
 pub mod activation;
 pub mod admin;
 pub mod advice;
+pub mod backend;
 pub mod cli;
 pub mod config;
 pub mod docs_gen;

@@ -11,9 +11,19 @@ use arc_swap::ArcSwap;
 use rnfsd_fs::Backend;
 
 use crate::access::ExportAccess;
+use crate::backend::{HandleMode, ResolvedBackend};
 use mounts::MountTable;
 use nlm::Callbacks;
 use portmap::Registration;
+
+/// `max_io`'s default: the largest READ/WRITE/READDIR transfer.
+pub const DEFAULT_MAX_IO: u32 = 1 << 20;
+/// `inline_write_max`'s default: 4 KiB WRITEs gain 1.2x-1.5x on the loop,
+/// 1 MiB ones make a loop's other calls wait (docs/request-path.md).
+pub const DEFAULT_INLINE_WRITE_MAX: u32 = 64 << 10;
+/// `inline_write_alone_max`'s default: `max_io`'s, so every UNSTABLE WRITE
+/// may run on a loop that has nothing else ready (docs/request-path.md).
+pub const DEFAULT_INLINE_WRITE_ALONE_MAX: u32 = DEFAULT_MAX_IO;
 
 /// One exported directory.
 pub struct Export {
@@ -26,12 +36,12 @@ pub struct Export {
     /// they run in the blocking pool).
     pub sync: bool,
     /// How its backend was opened (fixed for the export's life: a reload
-    /// that changes them needs a restart).
-    pub handle_mode: crate::config::HandleMode,
+    /// that changes them opens a new backend).
+    pub handle_mode: HandleMode,
     /// exports(5) `crossmnt`.
     pub cross_mounts: bool,
     /// Which backend serves it, as configured.
-    pub backend_cfg: crate::config::ResolvedBackend,
+    pub backend_cfg: ResolvedBackend,
     /// Who may use the export and how. Swapped whole on a configuration
     /// reload (SIGHUP); a call reads it without a lock or a shared write.
     access: ArcSwap<ExportAccess>,
@@ -49,9 +59,9 @@ impl Export {
             path: path.into(),
             backend,
             sync: true,
-            handle_mode: crate::config::HandleMode::Auto,
+            handle_mode: HandleMode::Auto,
             cross_mounts: false,
-            backend_cfg: crate::config::ResolvedBackend::Local,
+            backend_cfg: ResolvedBackend::Local,
             access: ArcSwap::from_pointee(access),
         }
     }
@@ -63,14 +73,14 @@ impl Export {
     }
 
     /// As `new`, recording how the backend was opened.
-    pub fn with_layout(mut self, mode: crate::config::HandleMode, cross_mounts: bool) -> Export {
+    pub fn with_layout(mut self, mode: HandleMode, cross_mounts: bool) -> Export {
         self.handle_mode = mode;
         self.cross_mounts = cross_mounts;
         self
     }
 
     /// As `new`, recording the backend's configuration.
-    pub fn with_backend(mut self, b: crate::config::ResolvedBackend) -> Export {
+    pub fn with_backend(mut self, b: ResolvedBackend) -> Export {
         self.backend_cfg = b;
         self
     }
@@ -150,8 +160,8 @@ impl Server {
             write_verifier,
             max_io,
             pipes,
-            inline_write_max: crate::config::DEFAULT_INLINE_WRITE_MAX,
-            inline_write_alone_max: crate::config::DEFAULT_INLINE_WRITE_ALONE_MAX,
+            inline_write_max: DEFAULT_INLINE_WRITE_MAX,
+            inline_write_alone_max: DEFAULT_INLINE_WRITE_ALONE_MAX,
             inline_changes: true,
             inline_misses: false,
             locks: std::sync::OnceLock::new(),

@@ -102,7 +102,8 @@ impl std::str::FromStr for MaxWaking {
     }
 }
 
-pub const DEFAULT_MAX_IO: u32 = 1 << 20;
+// Defined beside the server state whose fields they set.
+pub use crate::state::{DEFAULT_INLINE_WRITE_ALONE_MAX, DEFAULT_INLINE_WRITE_MAX, DEFAULT_MAX_IO};
 /// Room beyond `max_io` for the RPC header, credentials and WRITE arguments.
 pub const RECORD_OVERHEAD: u32 = 64 * 1024;
 /// RFC 1813 leaves the transfer size to the server; below a page is silly
@@ -121,12 +122,6 @@ pub const MAX_BLOCKING_LAZY_WAKE_US: u64 = 100_000;
 /// Bound of `server.reply_batch` (replies one worker may hold back).
 pub const MAX_REPLY_BATCH: usize = 256;
 
-/// `inline_write_max`'s default: 4 KiB WRITEs gain 1.2x-1.5x on the loop,
-/// 1 MiB ones make a loop's other calls wait (docs/request-path.md).
-pub const DEFAULT_INLINE_WRITE_MAX: u32 = 64 << 10;
-/// `inline_write_alone_max`'s default: `max_io`'s, so every UNSTABLE WRITE
-/// may run on a loop that has nothing else ready (docs/request-path.md).
-pub const DEFAULT_INLINE_WRITE_ALONE_MAX: u32 = DEFAULT_MAX_IO;
 /// `inline_large_writes_per_turn`'s default (docs/request-path.md, "Large
 /// WRITEs on the loop while others wait").
 pub const DEFAULT_INLINE_LARGE_WRITES_PER_TURN: usize = 4;
