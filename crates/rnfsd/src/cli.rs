@@ -157,7 +157,7 @@ impl ServeArgs {
             c.exports
                 .push(self.dir_export(ExportConfig::new(d.clone())));
         }
-        c.add_exports_file(&crate::exports::SystemResolver)?;
+        c.add_exports_file(&crate::config::exports_file::SystemResolver)?;
         // A file may export nothing yet (a reload adds exports); a command
         // line with nothing to export is a mistake.
         if c.exports.is_empty() && self.config.is_none() && c.server.exports.is_none() {

@@ -17,7 +17,6 @@ pub mod cli;
 pub mod config;
 pub mod docs_gen;
 mod endpoint;
-pub mod exports;
 pub mod keys;
 pub mod listeners;
 pub mod live;

@@ -3,13 +3,14 @@
 
 use std::path::Path;
 
+use super::exports_file::SystemResolver;
 use super::{resolve_exports, Config, ConfigError};
 
 /// The report printed for a usable file: a summary line, one line per
 /// export, then the warnings.
 pub fn check(file: &Path) -> Result<String, ConfigError> {
     let mut c = Config::load(file)?;
-    c.add_exports_file(&crate::exports::SystemResolver)?;
+    c.add_exports_file(&SystemResolver)?;
     c.validate()?;
     let exports = resolve_exports(&c.exports)?;
     let mut out = format!(

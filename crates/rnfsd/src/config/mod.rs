@@ -19,7 +19,7 @@
 //! ```
 //!
 //! See docs/security.md for the access-control semantics and
-//! docs/exports.md for exports(5) files (`crate::exports`).
+//! docs/exports.md for exports(5) files (`exports_file`).
 //!
 //! Unknown keys are errors, so a typo cannot silently leave a default in
 //! force.
@@ -27,13 +27,15 @@
 //! The parts: `server.rs` (the `[server]` table: each key's default,
 //! summary and flags, written once), `keys.rs` (what is made from that
 //! table: the struct, the help's key list, the flags), `export.rs` (the
-//! `[[export]]` tables and how exports are resolved), `layout.rs` (where
-//! threads and loops run on a host of N CPUs), `lower.rs` (the options of
-//! the lower crates, from these), `validate.rs` (the checks that need no
-//! filesystem), `check.rs` (`rnfsd check-config`).
+//! `[[export]]` tables and how exports are resolved), `exports_file/`
+//! (knfsd's exports(5) file, read into `[[export]]` tables), `layout.rs`
+//! (where threads and loops run on a host of N CPUs), `lower.rs` (the
+//! options of the lower crates, from these), `validate.rs` (the checks that
+//! need no filesystem), `check.rs` (`rnfsd check-config`).
 
 mod check;
 mod export;
+pub mod exports_file;
 pub mod keys;
 mod layout;
 pub mod lower;
@@ -94,14 +96,11 @@ impl Config {
     /// Adds the exports of the `server.exports` file, if set, resolving its
     /// host names and netgroups with `r`; its warnings go to `warnings`.
     /// A path exported both here and by an `[[export]]` table is an error.
-    pub fn add_exports_file(
-        &mut self,
-        r: &dyn crate::exports::Resolver,
-    ) -> Result<(), ConfigError> {
+    pub fn add_exports_file(&mut self, r: &dyn exports_file::Resolver) -> Result<(), ConfigError> {
         let Some(file) = &self.server.exports else {
             return Ok(());
         };
-        let parsed = crate::exports::load(file, r)?;
+        let parsed = exports_file::load(file, r)?;
         for e in &parsed.exports {
             let same = |o: &&ExportConfig| o.path.components().eq(e.path.components());
             if let Some(o) = self.exports.iter().find(same) {

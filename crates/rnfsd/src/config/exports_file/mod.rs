@@ -18,7 +18,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 
-use crate::config::{ClientConfig, ConfigError, ExportConfig};
+use super::{ClientConfig, ConfigError, ExportConfig};
 
 mod resolve;
 pub use resolve::{Resolver, SystemResolver};
