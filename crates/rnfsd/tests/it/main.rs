@@ -28,6 +28,7 @@ mod first_run;
 mod handles_reuse;
 mod hostile_regressions;
 mod hostile_server;
+mod layering;
 mod libnfs_interop;
 mod nlm;
 mod object_cache;
