@@ -29,7 +29,6 @@ use std::io;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::durable::CommitCounts;
-use crate::Call;
 
 /// Notes a commit of `commits` as owed in `owed` (a call's, see
 /// `Call::owe`), after `before` if given. A second change of the same
@@ -287,9 +286,10 @@ impl Commits {
     /// costs two more switches. Held while it commits, the lead counts as
     /// a commit running, so calls meanwhile owe theirs to the threads and
     /// batch there as before. None when anything commits or waits, or
-    /// when `call` owes a commit already (which covers this change too).
-    pub fn lead(self: &Arc<Self>, call: &Call<'_>) -> Option<Lead> {
-        if call.owing() {
+    /// when the call asking (`owing`) owes a commit already (which covers
+    /// this change too).
+    pub fn lead(self: &Arc<Self>, owing: bool) -> Option<Lead> {
+        if owing {
             return None;
         }
         let mut s = self.lock();
@@ -319,7 +319,7 @@ mod tests {
     use std::sync::mpsc;
     use std::time::Duration;
 
-    use crate::Cred;
+    use crate::{Call, Cred};
 
     /// A call on a thread whose reply may leave later (`may_owe`).
     fn call(cred: &Cred, may_owe: bool) -> Call<'_> {
@@ -490,8 +490,8 @@ mod tests {
         .unwrap();
         let cred = Cred::default();
         let alone = call(&cred, true);
-        let lead = c.lead(&alone).expect("alone: lead");
-        assert!(c.lead(&alone).is_none(), "one leads at a time");
+        let lead = c.lead(alone.owing()).expect("alone: lead");
+        assert!(c.lead(alone.owing()).is_none(), "one leads at a time");
         // A call meanwhile owes its commit to the thread, which starts it.
         let (tx, rx) = mpsc::channel();
         {
@@ -504,14 +504,17 @@ mod tests {
         }
         started.recv_timeout(Duration::from_secs(10)).unwrap();
         drop(lead);
-        assert!(c.lead(&alone).is_none(), "the thread commits: no lead");
+        assert!(
+            c.lead(alone.owing()).is_none(),
+            "the thread commits: no lead"
+        );
         go.send(()).unwrap();
         assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(Ok(())));
         // A call that owes a commit joins it rather than lead another.
         {
             let offer = call(&cred, true);
             assert!(offer.owe(&c));
-            assert!(c.lead(&offer).is_none(), "owing: no lead");
+            assert!(c.lead(offer.owing()).is_none(), "owing: no lead");
             let (tx, rx) = mpsc::channel();
             offer
                 .take_owed()
@@ -524,7 +527,7 @@ mod tests {
         // Nothing commits or waits any more: a call leads again.
         let mut lead = None;
         for _ in 0..1000 {
-            lead = c.lead(&alone);
+            lead = c.lead(alone.owing());
             if lead.is_some() {
                 break;
             }

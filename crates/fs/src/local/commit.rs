@@ -89,7 +89,7 @@ impl LocalFs {
         // can send the reply once the commit is done (`crate::owed`),
         // unless nothing else commits: then it commits itself (`lead`).
         let _lead = match &self.journal_commits {
-            Some(c) => match c.lead(call) {
+            Some(c) => match c.lead(call.owing()) {
                 None if call.owe(c) => return Ok(true),
                 lead => lead,
             },
@@ -143,7 +143,7 @@ impl LocalFs {
             _ => None,
         };
         let _lead = match owing {
-            Some(c) => match c.lead(call) {
+            Some(c) => match c.lead(call.owing()) {
                 None => {
                     // A cached writer's writeback is started here and
                     // waited for by the commit thread; its descriptor
