@@ -1,4 +1,5 @@
-//! Group commit (seed 002): durability requests that arrive together share
+//! Group commit (the XFS aio_fsync thread's lesson, docs/lessons.md):
+//! durability requests that arrive together share
 //! one sync, a bounded number of syncs run at once, and waiters are woken
 //! in batches.
 //!

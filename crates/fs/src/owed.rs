@@ -13,8 +13,9 @@
 //! call. A few commit threads per filesystem (`Commits`) run journal
 //! commits back to back: each takes every call waiting when it starts,
 //! commits once, and finishes them all. So a synced change costs its
-//! thread no sleep, and a commit one wakeup for all it answers (seed 002:
-//! batched wakeups, nobody woken when nobody waits). A call that finds
+//! thread no sleep, and a commit one wakeup for all it answers (the XFS
+//! aio_fsync thread's lesson, docs/lessons.md: batched wakeups, nobody
+//! woken when nobody waits). A call that finds
 //! nothing committing or waiting commits on its own thread instead
 //! (`Commits::lead`): alone, it would sleep for its next call anyway.
 //! A COMMIT or stable WRITE starts its file's writeback and owes the wait

@@ -1,5 +1,6 @@
 //! A bounded cache in independently locked shards with CLOCK (second
-//! chance) replacement, as seed 004 teaches (the dcache's list_lru):
+//! chance) replacement, as the dentry_unused soft-lockup thread teaches
+//! (the dcache's list_lru; docs/lessons.md):
 //!
 //! * every operation under a shard lock is O(1) or bounded by a fixed scan
 //!   budget: nothing ever walks a whole shard, let alone the whole cache;

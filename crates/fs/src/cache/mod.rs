@@ -1,4 +1,5 @@
-//! Bounded caches shared by the backends (seed 004: bounded per export,
+//! Bounded caches shared by the backends (the dentry_unused soft-lockup
+//! thread's lesson, docs/lessons.md: bounded per export,
 //! reclaimed in small batches off the request path, never scanned whole
 //! under a lock).
 //!
