@@ -43,6 +43,9 @@ struct Shared {
     /// How long closes gather before the background flush (a COMMIT
     /// settles at once).
     delay: Duration,
+    /// Test builds only: see `hold`; taken by the flush it holds.
+    #[cfg(feature = "test-hooks")]
+    hold: Mutex<Option<std::path::PathBuf>>,
 }
 
 pub(super) struct Flusher {
@@ -60,7 +63,12 @@ impl Shared {
                 return Ok(());
             }
             self.flushes.fetch_add(1, Ordering::Relaxed);
-            sys::syncfs(self.root.as_raw_fd()).inspect_err(|e| {
+            let r = sys::syncfs(self.root.as_raw_fd());
+            #[cfg(feature = "test-hooks")]
+            if let Some(p) = self.hold.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                hold(&p);
+            }
+            r.inspect_err(|e| {
                 self.verifier.reset(e);
                 tracing::warn!(error = %e, "flush of closed written files failed");
             })
@@ -74,6 +82,21 @@ impl Flusher {
     /// `delay`: how long after the first unflushed close the background
     /// flush runs (`flush_delay_ms`).
     pub fn new(root: OwnedFd, verifier: Arc<WriteVerifier>, delay: Duration) -> Arc<Flusher> {
+        Self::start(
+            root,
+            verifier,
+            delay,
+            #[cfg(feature = "test-hooks")]
+            std::env::var_os(HOLD_ENV).map(Into::into),
+        )
+    }
+
+    fn start(
+        root: OwnedFd,
+        verifier: Arc<WriteVerifier>,
+        delay: Duration,
+        #[cfg(feature = "test-hooks")] hold: Option<std::path::PathBuf>,
+    ) -> Arc<Flusher> {
         let s = Arc::new(Shared {
             owed: AtomicU64::new(0),
             root,
@@ -83,6 +106,8 @@ impl Flusher {
             cv: Condvar::new(),
             flushes: AtomicU64::new(0),
             delay,
+            #[cfg(feature = "test-hooks")]
+            hold: Mutex::new(hold),
         });
         let t = s.clone();
         // Without the thread only COMMITs flush what is owed: still never
@@ -145,5 +170,25 @@ fn run(s: &Shared) {
         if stop {
             return;
         }
+    }
+}
+
+/// Test builds only (the `test-hooks` feature, which the server's own
+/// integration tests turn on): the file a flush holds on (`hold`).
+#[cfg(feature = "test-hooks")]
+const HOLD_ENV: &str = "RNFSD_TEST_FLUSH_HOLD";
+
+/// Test builds only: the first flush whose `syncfs` returned, before its
+/// result counts, creates the file `p` and goes on once it is removed
+/// (after a minute at most). A test can then call while a flush runs, as
+/// a long `syncfs` would let it, at a moment it knows.
+#[cfg(feature = "test-hooks")]
+fn hold(p: &std::path::Path) {
+    if std::fs::write(p, b"").is_err() {
+        return;
+    }
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    while p.exists() && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(5));
     }
 }

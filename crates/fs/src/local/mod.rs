@@ -376,7 +376,7 @@ impl LocalFs {
 
     /// A handle for any path, inside the export or not, made with this
     /// export's key. For tests of confinement only (the `test-hooks`
-    /// feature, which only this crate's tests turn on).
+    /// feature, which only test builds turn on).
     #[cfg(feature = "test-hooks")]
     pub fn handle_for_path_unchecked(&self, path: &Path) -> io::Result<Fh> {
         let c = sys::cstr(path.as_os_str().as_bytes())?;

@@ -76,6 +76,8 @@ pub struct TestServer {
     pub state: TempDir,
     pub addr: SocketAddr,
     extra: Vec<String>,
+    /// Environment variables set for the server (`start_env`).
+    env: Vec<(String, String)>,
     /// `export` is passed as the DIR argument (false: the exports come from
     /// a --config file and `export` is only the path clients MNT).
     serve_dir: bool,
@@ -101,15 +103,26 @@ impl TestServer {
 
     /// Exactly `extra` on top of the server's defaults (root_squash on).
     pub fn start_defaults(export: &Path, extra: &[&str]) -> TestServer {
+        Self::start_env(export, extra, &[])
+    }
+
+    /// As `start_defaults`, the server's environment with `env` added (the
+    /// test process's own is left as it is: tests run side by side).
+    pub fn start_env(export: &Path, extra: &[&str], env: &[(&str, &str)]) -> TestServer {
         let state = TempDir::new("state");
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-        let (child, addr) = spawn(Some(export), state.path(), &extra);
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let (child, addr) = spawn(Some(export), state.path(), &extra, &env);
         TestServer {
             child: Some(child),
             export: export.to_path_buf(),
             state,
             addr,
             extra,
+            env,
             serve_dir: true,
         }
     }
@@ -128,13 +141,14 @@ impl TestServer {
         let mut extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         extra.push("--config".into());
         extra.push(config.to_str().expect("UTF-8 config path").into());
-        let (child, addr) = spawn(None, state.path(), &extra);
+        let (child, addr) = spawn(None, state.path(), &extra, &[]);
         TestServer {
             child: Some(child),
             export: mount_path.to_path_buf(),
             state,
             addr,
             extra,
+            env: Vec::new(),
             serve_dir: false,
         }
     }
@@ -210,7 +224,7 @@ impl TestServer {
     /// directory and arguments.
     pub fn respawn(&mut self) {
         let dir = self.serve_dir.then_some(self.export.as_path());
-        let (child, addr) = spawn(dir, self.state.path(), &self.extra);
+        let (child, addr) = spawn(dir, self.state.path(), &self.extra, &self.env);
         self.child = Some(child);
         self.addr = addr;
     }
@@ -236,7 +250,12 @@ fn has_insecure_flag(bin: &Path) -> bool {
     })
 }
 
-fn spawn(export: Option<&Path>, state: &Path, extra: &[String]) -> (Child, SocketAddr) {
+fn spawn(
+    export: Option<&Path>,
+    state: &Path,
+    extra: &[String],
+    env: &[(String, String)],
+) -> (Child, SocketAddr) {
     let port_file = state.join("port");
     let _ = std::fs::remove_file(&port_file);
     let log = std::fs::File::create(state.join("server.log")).expect("log file");
@@ -263,6 +282,7 @@ fn spawn(export: Option<&Path>, state: &Path, extra: &[String]) -> (Child, Socke
             .then_some("--insecure"),
         )
         .args(extra)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
