@@ -13,6 +13,7 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use super::files::{Access, OpenFile};
+use super::flusher::Running;
 use super::sys::{self, Key};
 use super::{errno, io_errno, LocalFs, Obj};
 use crate::{Call, FsResult};
@@ -137,11 +138,28 @@ impl LocalFs {
         f: &Arc<OpenFile>,
         full: bool,
     ) -> FsResult<()> {
+        self.sync_data_then(call, o, f, full, None)
+    }
+
+    /// As `sync_data`, and the reply waits for `flush` too (a flush of
+    /// closed writers running when a COMMIT came, `flusher::Running`;
+    /// its failure fails the call): when the call owes its commit, the
+    /// commit thread waits for it after the file's writeback (no request
+    /// thread sleeps for it), else this thread does, after the sync.
+    pub(super) fn sync_data_then(
+        &self,
+        call: &Call<'_>,
+        o: &Obj<'_>,
+        f: &Arc<OpenFile>,
+        full: bool,
+        flush: Option<Running>,
+    ) -> FsResult<()> {
         let key = o.st.key();
         let owing = match (&self.journal, &self.journal_commits) {
             (Some(j), Some(c)) if j.covers_data && j.dev == key.dev && call.may_owe() => Some(c),
             _ => None,
         };
+        let mut flush = flush;
         let _lead = match owing {
             Some(c) => match c.lead(call.owing()) {
                 None => {
@@ -152,19 +170,33 @@ impl LocalFs {
                     // more unsynced than `owed_writeback_bytes` (its wait
                     // would hold back every call of the batch), or one of
                     // a call owing already, is waited for here.
-                    if f.is_cached()
+                    let data = if f.is_cached()
                         && f.unsynced_bytes() <= self.opts.owed_writeback_bytes
                         && self.opts.owed_writeback_bytes > 0
                         && !call.owing()
                     {
                         sys::start_writeback(f.fd.as_raw_fd())
                             .map_err(|e| self.sync_failed(io_errno(&e)))?;
-                        if call.owe_after(c, Box::new(WriteBack(f.clone()))).is_ok() {
-                            return Ok(());
+                        Some(f.clone())
+                    } else {
+                        f.write_back().map_err(|e| self.sync_failed(io_errno(&e)))?;
+                        None
+                    };
+                    let owed = match (data, flush.take()) {
+                        (None, None) => call.owe(c),
+                        (data, flush) => {
+                            match call.owe_after(c, Box::new(WriteBack { data, flush })) {
+                                Ok(()) => true,
+                                // Not taken (the call owes work before its
+                                // commit already): done here.
+                                Err(b) => {
+                                    b.finish().map_err(errno)?;
+                                    call.owe(c)
+                                }
+                            }
                         }
-                    }
-                    f.write_back().map_err(|e| self.sync_failed(io_errno(&e)))?;
-                    if call.owe(c) {
+                    };
+                    if owed {
                         return Ok(());
                     }
                     None
@@ -173,7 +205,11 @@ impl LocalFs {
             },
             None => None,
         };
-        self.commit_with(key, full, || f.sync(!full))
+        self.commit_with(key, full, || f.sync(!full))?;
+        match flush {
+            Some(r) => r.wait().map_err(errno),
+            None => Ok(()),
+        }
     }
 
     /// Makes an object's metadata (and data) durable: through its cached
@@ -267,14 +303,22 @@ impl LocalFs {
 
 /// A cached writer's data, whose writeback the call started and the commit
 /// thread waits for before the journal commit that covers it
-/// (`crate::owed::Before`). A failure
+/// (`crate::owed::Before`), and a flush of closed writers the reply must
+/// not precede (`flusher::Running`). A failure
 /// answers the call NFS3ERR_IO (its owed failure reply), the write
-/// verifier reset for a storage error (`OpenFile::write_back`), as knfsd's
-/// `nfsd_commit` resets it on a failed fsync.
-struct WriteBack(Arc<OpenFile>);
+/// verifier reset for a storage error (`OpenFile::write_back`; the flush
+/// resets it itself), as knfsd's `nfsd_commit` resets it on a failed
+/// fsync.
+struct WriteBack {
+    data: Option<Arc<OpenFile>>,
+    flush: Option<Running>,
+}
 
 impl crate::owed::Before for WriteBack {
     fn finish(&self) -> Result<(), i32> {
-        self.0.write_back().map_err(|e| io_errno(&e))
+        if let Some(f) = &self.data {
+            f.write_back().map_err(|e| io_errno(&e))?;
+        }
+        self.flush.as_ref().map_or(Ok(()), Running::wait)
     }
 }

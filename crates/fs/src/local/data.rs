@@ -206,9 +206,12 @@ pub(super) fn commit(
         Some(f) => f,
         None => fs.open_file(call, &o, Access::Read)?,
     };
-    fs.sync_data(call, &o, &f, true)?;
     // Writers closed before their data was committed (this file's among
-    // them, perhaps) owe a flush whose error must show in this reply.
-    fs.files.flusher().settle().map_err(errno)?;
+    // them, perhaps) owe a flush whose error must show in this reply: run
+    // now if still owed; if a flush took it and still runs, the reply
+    // waits for that flush too (its syncfs may hold the only record of an
+    // error whose inode was evicted meanwhile: flusher.rs).
+    let running = fs.files.flusher().settle_or_running().map_err(errno)?;
+    fs.sync_data_then(call, &o, &f, true, running)?;
     Ok(fs.wcc(&o.st, f.fd.as_raw_fd()))
 }

@@ -102,16 +102,22 @@ fn start(tag: &str) -> Option<(LoopFs, TestServer)> {
 /// The export on a thin volume with `data` preallocated; `extra` server
 /// arguments.
 fn start_with(tag: &str, extra: &[&str]) -> Option<(LoopFs, TestServer)> {
+    let fs = thin_volume(tag)?;
+    let mut args = vec!["--no-rpcbind"];
+    args.extend_from_slice(extra);
+    let srv = TestServer::start_with(&fs.mnt.join("export"), &args);
+    Some((fs, srv))
+}
+
+/// A thin volume with `export/data` preallocated, or None (skipped).
+fn thin_volume(tag: &str) -> Option<LoopFs> {
     if common::skip(tag, unavailable(&["fallocate", "filefrag"])) {
         return None;
     }
     let fs = LoopFs::thin(tag, 64, 80);
-    let export = fs.subdir("export");
+    fs.subdir("export");
     fs.preallocated("export/data", (MIB * CHUNK) as u64);
-    let mut args = vec!["--no-rpcbind"];
-    args.extend_from_slice(extra);
-    let srv = TestServer::start_with(&export, &args);
-    Some((fs, srv))
+    Some(fs)
 }
 
 /// Client B's COMMIT sees the writeback error first; client A's COMMIT of
@@ -335,4 +341,129 @@ async fn an_error_of_an_evicted_writer_still_reaches_the_client() {
         );
     })
     .await;
+}
+
+/// A written file's descriptor is evicted dirty; the background flush it
+/// owes starts, its `syncfs` meets the writeback error, and before that
+/// `syncfs` is over (held there by the test build's hook: the server
+/// creates the file `RNFSD_TEST_FLUSH_HOLD` names and waits until it is
+/// removed) the file's clean inode is evicted (`drop_caches`; one-entry
+/// caches hold it no longer), so the error lives only in the superblock's
+/// error sequence. A COMMIT that comes now finds nothing owed, and its own
+/// fsync, through a descriptor opened afresh, succeeds: it must wait for
+/// the running flush and fail or carry the verifier that flush's failure
+/// reset, never OK with the verifier the WRITEs had. `load`: other
+/// clients' creates keep the journal commit thread busy, so the COMMIT
+/// owes its commit and the commit thread waits for the flush
+/// (`rnfsd_fs::owed::Before`); else the COMMIT's own thread waits.
+async fn commit_during_a_running_flush(tag: &str, load: bool) {
+    let Some(fs) = thin_volume(tag) else {
+        return;
+    };
+    let held = fs.dir.path().join("flush-held");
+    let held_env = held.to_str().expect("UTF-8 path");
+    // Every WRITE on a pool thread, where a cache at its bound evicts (an
+    // event loop's insert is refused instead).
+    let args = [
+        "--no-rpcbind",
+        "--no-root-squash",
+        "--write-behind-bytes",
+        "0",
+        "--open-file-cache-entries",
+        "1",
+        "--object-cache-entries",
+        "1",
+        "--flush-delay-ms",
+        "50",
+        "--inline-write-max",
+        "0",
+    ];
+    let srv = TestServer::start_env(
+        &fs.mnt.join("export"),
+        &args,
+        &[("RNFSD_TEST_FLUSH_HOLD", held_env)],
+    );
+    bounded(async {
+        let a = mount(&srv).await;
+        let fh = lookup(&a.nfs, &a.root, "data").await;
+        let (other, _) = create_file(&a.nfs, &a.root, "other").await;
+        let v1 = write_unstable(&a.nfs, &fh, MIB).await;
+        fs.exhaust();
+        // Another file's writer and object take the only slots: the data's
+        // writer closes with its data still in memory, and nothing pins
+        // its inode.
+        for i in 0..4 {
+            write_at(&a.nfs, &other, i, 1, 1).await;
+            getattr(&a.nfs, &other).await;
+        }
+        // The flush owed by that close ran its syncfs and is held.
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !held.exists() {
+            assert!(
+                std::time::Instant::now() < end,
+                "no flush ran (a server built without the test hooks?)"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        drop_caches();
+        // The scenario needs the inode gone with its error: a descriptor
+        // opened afresh would see an error its inode still held.
+        let fresh = std::fs::File::open(fs.mnt.join("export/data")).expect("open data");
+        assert!(
+            fresh.sync_all().is_ok(),
+            "the data's inode outlived drop_caches (something holds it): nothing to test"
+        );
+        drop(fresh);
+        let load = if load {
+            // Under way once the commit thread answers creates.
+            let parked = || {
+                let snap = snapshot(&srv);
+                snap.exports.iter().map(|e| e.sync_requests_parked).sum::<u64>()
+            };
+            let start = parked();
+            let l = create_load(&srv, 8).await;
+            while parked() < start + 50 {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            Some(l)
+        } else {
+            None
+        };
+        let before = writebacks_waited(&srv);
+        let r = {
+            let c = commit(&a.nfs, &fh);
+            tokio::pin!(c);
+            // A COMMIT answered while the flush is held did not wait for it.
+            let early = tokio::time::timeout(std::time::Duration::from_secs(2), &mut c).await;
+            std::fs::remove_file(&held).expect("release the flush");
+            match early {
+                Ok(r) => {
+                    eprintln!("COMMIT answered during the flush: {r:?}");
+                    r
+                }
+                Err(_) => c.await,
+            }
+        };
+        let owed = writebacks_waited(&srv) > before;
+        if let Some(l) = load {
+            l.stop().await;
+        }
+        eprintln!("COMMIT during a failing flush: {r:?} (writes: {v1:?}); waited for by the commit thread: {owed}");
+        assert!(
+            !matches!(r, Ok(v) if v == v1),
+            "COMMIT answered OK with the writes' verifier while the flush that failed ran"
+        );
+        assert_not_lost(&r, v1, &fs);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_waits_for_a_flush_already_running() {
+    commit_during_a_running_flush("wberr-running", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_thread_waits_for_a_flush_already_running() {
+    commit_during_a_running_flush("wberr-running-owed", true).await;
 }
