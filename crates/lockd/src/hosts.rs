@@ -15,8 +15,9 @@ use std::sync::Mutex;
 /// server's without NSM).
 pub const MAX_HOSTS: usize = 4096;
 
-/// A host that held locks: its NLM caller name, where it called from,
-/// and the address it called (the name it knows this server by).
+/// A host that held locks: where it called from (what it is known by),
+/// the address it called (the name it knows this server by), and the NLM
+/// caller name it gave (for the logs only: any client may send any name).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Host {
     pub name: Vec<u8>,
@@ -24,9 +25,16 @@ pub struct Host {
     pub server: IpAddr,
 }
 
+/// One record per client address and server address it called.
+type Key = (IpAddr, IpAddr);
+
+fn key(h: &Host) -> Key {
+    (crate::canon(h.addr), crate::canon(h.server))
+}
+
 pub struct Hosts {
     file: PathBuf,
-    set: Mutex<BTreeMap<Vec<u8>, Host>>,
+    set: Mutex<BTreeMap<Key, Host>>,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -85,7 +93,7 @@ impl Hosts {
             })();
             if let Some(h) = parsed {
                 if set.len() < MAX_HOSTS {
-                    set.insert(h.name.clone(), h);
+                    set.insert(key(&h), h);
                 }
             }
         }
@@ -100,7 +108,7 @@ impl Hosts {
         ))
     }
 
-    fn save(&self, set: &BTreeMap<Vec<u8>, Host>) {
+    fn save(&self, set: &BTreeMap<Key, Host>) {
         let text: String = set
             .values()
             .map(|h| format!("{} {} {}\n", hex(&h.name), h.addr, h.server))
@@ -111,28 +119,44 @@ impl Hosts {
     }
 
     /// `h` took a lock: remembered (written at once when new: a crash
-    /// right after must still find it).
+    /// right after must still find it). A client address has one record
+    /// per server address it called, whatever names it gives.
     pub fn add(&self, h: Host) {
         let mut set = self.set.lock().unwrap_or_else(|e| e.into_inner());
-        if set.get(&h.name) == Some(&h) || set.len() >= MAX_HOSTS {
+        let k = key(&h);
+        let h = Host {
+            addr: k.0,
+            server: k.1,
+            ..h
+        };
+        if let Some(known) = set.get_mut(&k) {
+            // Known: a new name is kept for the logs, not worth a write.
+            known.name = h.name;
             return;
         }
-        set.insert(h.name.clone(), h);
+        if set.len() >= MAX_HOSTS {
+            return;
+        }
+        set.insert(k, h);
         self.save(&set);
     }
 
-    /// The address `name` took its locks from, if it holds any.
-    pub fn addr_of(&self, name: &[u8]) -> Option<IpAddr> {
-        let set = self.set.lock().unwrap_or_else(|e| e.into_inner());
-        set.get(name).map(|h| h.addr)
-    }
-
-    /// `name` freed its locks (FREE_ALL, or its reboot notice).
-    pub fn remove(&self, name: &[u8]) {
+    /// The client at `addr` freed its locks (FREE_ALL, or its reboot
+    /// notice): its records go.
+    pub fn forget(&self, addr: IpAddr) {
+        let addr = crate::canon(addr);
         let mut set = self.set.lock().unwrap_or_else(|e| e.into_inner());
-        if set.remove(name).is_some() {
+        let before = set.len();
+        set.retain(|k, _| k.0 != addr);
+        if set.len() != before {
             self.save(&set);
         }
+    }
+
+    /// The records kept now.
+    pub fn list(&self) -> Vec<Host> {
+        let set = self.set.lock().unwrap_or_else(|e| e.into_inner());
+        set.values().cloned().collect()
     }
 }
 
@@ -157,11 +181,38 @@ mod tests {
             addr: "::1".parse().unwrap(),
             server: "::1".parse().unwrap(),
         });
-        h.remove(b"b");
+        h.forget("::1".parse().unwrap());
         drop(h);
         let (_, before, s2) = Hosts::load(d.path()).unwrap();
         assert_eq!(before, vec![a]);
         assert_eq!(s2, s1 + 2);
         assert_eq!(unhex("zz"), None);
+    }
+
+    /// Two clients that give the same caller name are two hosts (each is
+    /// told of a restart), and one client is one record whatever names it
+    /// gives: names cannot fill the list.
+    #[test]
+    fn hosts_are_their_addresses() {
+        let d = tempfile::tempdir().unwrap();
+        let (h, _, _) = Hosts::load(d.path()).unwrap();
+        let host = |name: &str, addr: &str| Host {
+            name: name.as_bytes().to_vec(),
+            addr: addr.parse().unwrap(),
+            server: "10.0.0.1".parse().unwrap(),
+        };
+        h.add(host("ubuntu", "10.0.0.2"));
+        h.add(host("ubuntu", "10.0.0.3"));
+        for i in 0..MAX_HOSTS + 10 {
+            h.add(host(&format!("name{i}"), "10.0.0.4"));
+        }
+        h.add(host("late", "::ffff:10.0.0.5"));
+        let addrs: Vec<String> = h.list().iter().map(|h| h.addr.to_string()).collect();
+        assert_eq!(addrs, ["10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5"]);
+        h.forget("10.0.0.2".parse().unwrap());
+        drop(h);
+        let (_, before, _) = Hosts::load(d.path()).unwrap();
+        let addrs: Vec<String> = before.iter().map(|h| h.addr.to_string()).collect();
+        assert_eq!(addrs, ["10.0.0.3", "10.0.0.4", "10.0.0.5"]);
     }
 }

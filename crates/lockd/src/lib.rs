@@ -31,6 +31,7 @@ pub mod ranges;
 mod waiters;
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -39,13 +40,25 @@ use rnfsd_fs::{Backend, Cred, Fh, FsError};
 
 use ranges::Ranges;
 
-/// An NLM lock owner (XNFS: caller_name, the owner handle `oh` and the
-/// process id `svid`).
+/// An NLM lock owner: the client host, known by the address it calls
+/// from (as knfsd's `nlmsvc_lookup_host`: the caller_name a client
+/// writes in its calls is its own choice, and two clients may share one),
+/// with the owner handle `oh` and the process id `svid` it sends.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Owner {
-    pub host: Vec<u8>,
+    /// The caller's address ([`canon`]: an IPv4-mapped address is IPv4).
+    pub addr: IpAddr,
     pub oh: Vec<u8>,
     pub svid: u32,
+}
+
+/// `ip` as the lock manager keys hosts: an IPv4-mapped IPv6 address (a
+/// dual-stack socket's IPv4 peer) as the IPv4 address.
+pub fn canon(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
 }
 
 /// The file a call is about: its export's backend, the caller's
@@ -76,10 +89,10 @@ pub struct LockReq {
 }
 
 /// A DOS share reservation request (nlm4_share): `access` and `deny` are
-/// fsh4 bits (1 read, 2 write).
+/// fsh4 bits (1 read, 2 write). The client is its address, as a lock's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShareReq {
-    pub host: Vec<u8>,
+    pub addr: IpAddr,
     pub oh: Vec<u8>,
     pub access: u32,
     pub deny: u32,
@@ -119,8 +132,8 @@ pub struct Limits {
     pub max_files: usize,
     /// Blocked lock requests waiting at once.
     pub max_waiters: usize,
-    /// Descriptors and blocked requests of one client host at once, so one
-    /// client cannot take the whole table.
+    /// Descriptors and blocked requests of one client host (one address)
+    /// at once, so one client cannot take the whole table.
     pub max_per_client: usize,
     /// DOS share reservations at once.
     pub max_shares: usize,
@@ -168,7 +181,7 @@ struct Waiter {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Share {
     file: FileKey,
-    host: Vec<u8>,
+    addr: IpAddr,
     oh: Vec<u8>,
     /// fsh4_access and fsh4_mode bits: 1 read, 2 write.
     access: u32,
@@ -178,8 +191,8 @@ struct Share {
 #[derive(Default)]
 struct Table {
     held: HashMap<(FileKey, Owner), Held>,
-    /// Entries of `held` per client host (for `max_per_client`).
-    per_host: HashMap<Vec<u8>, usize>,
+    /// Entries of `held` per client address (for `max_per_client`).
+    per_host: HashMap<IpAddr, usize>,
     waiters: Vec<Waiter>,
     shares: Vec<Share>,
     /// Descriptors opened for waiters may hold nothing now (a wait was
@@ -190,31 +203,32 @@ struct Table {
 
 impl Table {
     fn insert_held(&mut self, k: (FileKey, Owner), h: Held) {
-        let host = k.1.host.clone();
+        let addr = k.1.addr;
         if self.held.insert(k, h).is_none() {
-            *self.per_host.entry(host).or_default() += 1;
+            *self.per_host.entry(addr).or_default() += 1;
         }
     }
 
     fn remove_held(&mut self, k: &(FileKey, Owner)) {
         if self.held.remove(k).is_some() {
-            if let Some(n) = self.per_host.get_mut(&k.1.host) {
+            if let Some(n) = self.per_host.get_mut(&k.1.addr) {
                 *n -= 1;
                 if *n == 0 {
-                    self.per_host.remove(&k.1.host);
+                    self.per_host.remove(&k.1.addr);
                 }
             }
         }
     }
 
-    /// What `host` holds in the table: descriptors and waiting requests
-    /// (the waiters are at most `max_waiters`, counted on each new wait).
-    fn host_load(&self, host: &[u8]) -> usize {
-        self.per_host.get(host).copied().unwrap_or(0)
+    /// What the client at `addr` holds in the table: descriptors and
+    /// waiting requests (the waiters are at most `max_waiters`, counted on
+    /// each new wait).
+    fn host_load(&self, addr: IpAddr) -> usize {
+        self.per_host.get(&addr).copied().unwrap_or(0)
             + self
                 .waiters
                 .iter()
-                .filter(|w| w.req.owner.host == host)
+                .filter(|w| w.req.owner.addr == addr)
                 .count()
     }
 }
@@ -297,7 +311,8 @@ impl LockManager {
         self.state
     }
 
-    /// `h` took (or waits for) a lock: remembered for a restart.
+    /// `h` took (or waits for) a lock: remembered for a restart (one
+    /// record per client address and server address).
     pub fn note_host(&self, h: hosts::Host) {
         if let Some(l) = &self.hosts {
             l.add(h);
@@ -393,7 +408,7 @@ impl LockManager {
                 // A retransmitted blocking LOCK is the same wait.
                 if !t.waiters.iter().any(|w| w.file == key && w.req == *req) {
                     if t.waiters.len() >= self.limits.max_waiters
-                        || t.host_load(&req.owner.host) >= self.limits.max_per_client
+                        || t.host_load(req.owner.addr) >= self.limits.max_per_client
                     {
                         return Outcome::NoLocks;
                     }
@@ -426,7 +441,7 @@ impl LockManager {
             let mut t = self.lock_table();
             if !t.held.contains_key(&hk) {
                 if t.held.len() >= self.limits.max_files
-                    || t.host_load(&req.owner.host) >= self.limits.max_per_client
+                    || t.host_load(req.owner.addr) >= self.limits.max_per_client
                 {
                     return Err(Outcome::NoLocks);
                 }
@@ -515,52 +530,33 @@ impl LockManager {
         }
     }
 
-    /// FREE_ALL or SM_NOTIFY from `peer` naming `host`: honoured only from
-    /// the host itself (or anyone could free anyone's locks): `host` is
-    /// `peer`'s address, or the name that took its locks from `peer`. No
-    /// name is resolved: the table remembers where each host called from.
-    /// Returns whether the locks were freed.
-    pub fn free_host_from(&self, host: &[u8], peer: std::net::IpAddr) -> bool {
-        let canon = |a: std::net::IpAddr| match a {
-            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(a, std::net::IpAddr::V4),
-            v4 => v4,
-        };
-        let named = std::str::from_utf8(host)
-            .ok()
-            .and_then(|s| s.parse::<std::net::IpAddr>().ok());
-        let recorded = self.hosts.as_ref().and_then(|h| h.addr_of(host));
-        let ok = [named, recorded]
-            .into_iter()
-            .flatten()
-            .any(|a| canon(a) == canon(peer));
-        if ok {
-            self.free_host(host);
-        }
-        ok
-    }
-
-    /// FREE_ALL, or the host rebooted (NSM): every lock, wait and share of
-    /// `host` goes.
-    pub fn free_host(&self, host: &[u8]) {
+    /// FREE_ALL, or the client at `addr` rebooted (its SM_NOTIFY): every
+    /// lock, wait and share taken from that address goes, and only those
+    /// (as knfsd finds the host of FREE_ALL by the caller's address). The
+    /// name the call carries selects nothing: any client may write any
+    /// name. Returns the number of (owner, file) descriptors closed.
+    pub fn free_client(&self, addr: IpAddr) -> usize {
+        let addr = canon(addr);
         let mut t = self.lock_table();
         let files: Vec<_> = t
             .held
             .keys()
-            .filter(|(_, o)| o.host == host)
+            .filter(|(_, o)| o.addr == addr)
             .cloned()
             .collect();
         let n = files.len();
         for k in files {
             t.remove_held(&k);
         }
-        t.waiters.retain(|w| w.req.owner.host != host);
-        t.shares.retain(|s| s.host != host);
+        t.waiters.retain(|w| w.req.owner.addr != addr);
+        t.shares.retain(|s| s.addr != addr);
         drop(t);
         if let Some(l) = &self.hosts {
-            l.remove(host);
+            l.forget(addr);
         }
         self.wake.kick();
-        tracing::info!(host = %String::from_utf8_lossy(host), files = n, "lock manager: host's locks freed");
+        tracing::info!(client = %addr, files = n, "lock manager: client's locks freed");
+        n
     }
 
     /// SHARE (XNFS nlm4_share).
@@ -573,7 +569,7 @@ impl LockManager {
             fh: fh.0.clone(),
         };
         let mut t = self.lock_table();
-        let mine = |s: &Share| s.file == file && s.host == req.host && s.oh == req.oh;
+        let mine = |s: &Share| s.file == file && s.addr == req.addr && s.oh == req.oh;
         let conflict = t
             .shares
             .iter()
@@ -588,7 +584,7 @@ impl LockManager {
         }
         t.shares.push(Share {
             file,
-            host: req.host.clone(),
+            addr: req.addr,
             oh: req.oh.clone(),
             access: req.access,
             deny: req.deny,
@@ -597,7 +593,7 @@ impl LockManager {
     }
 
     /// UNSHARE (XNFS nlm4_unshare).
-    pub fn unshare(&self, export: u32, fh: &Fh, host: &[u8], oh: &[u8]) -> Outcome {
+    pub fn unshare(&self, export: u32, fh: &Fh, addr: IpAddr, oh: &[u8]) -> Outcome {
         if self.in_grace() {
             return Outcome::Grace;
         }
@@ -607,7 +603,7 @@ impl LockManager {
         };
         self.lock_table()
             .shares
-            .retain(|s| !(s.file == file && s.host == host && s.oh == oh));
+            .retain(|s| !(s.file == file && s.addr == addr && s.oh == oh));
         Outcome::Granted
     }
 

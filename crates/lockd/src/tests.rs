@@ -46,9 +46,14 @@ fn env(grace: Option<Duration>) -> Env {
     }
 }
 
+/// The address of test host `host` (named by a letter).
+fn addr(host: &str) -> std::net::IpAddr {
+    std::net::IpAddr::from([10, 0, 0, host.as_bytes()[0]])
+}
+
 fn owner(host: &str, svid: u32) -> Owner {
     Owner {
-        host: host.as_bytes().to_vec(),
+        addr: addr(host),
         oh: format!("{host}-{svid}").into_bytes(),
         svid,
     }
@@ -137,7 +142,7 @@ impl Env {
     }
     fn share(&self, host: &str, access: u32, deny: u32) -> Outcome {
         let r = ShareReq {
-            host: host.as_bytes().to_vec(),
+            addr: addr(host),
             oh: b"1".to_vec(),
             access,
             deny,
@@ -171,7 +176,7 @@ fn owners_conflict_share_and_release() {
         1,
         "a's descriptor went with its last lock"
     );
-    e.m.free_host(b"b");
+    e.m.free_client(addr("b"));
     assert_eq!(e.m.counts(), LockCounts::default());
     assert_eq!(e.lock(&a, X, r(0, 0), false), Outcome::Granted);
 }
@@ -364,8 +369,40 @@ fn share_reservations() {
     assert_eq!(e.share("b", 2, 0), Outcome::Denied(None));
     assert_eq!(e.share("b", 1, 0), Outcome::Granted);
     assert_eq!(e.share("c", 1, 1), Outcome::Denied(None));
-    assert_eq!(e.m.unshare(7, &e.fh, b"b", b"1"), Outcome::Granted);
+    assert_eq!(e.m.unshare(7, &e.fh, addr("b"), b"1"), Outcome::Granted);
     assert_eq!(e.share("c", 1, 0), Outcome::Granted);
-    e.m.free_host(b"a");
+    e.m.free_client(addr("a"));
     assert_eq!(e.share("d", 3, 3), Outcome::Denied(None), "c reads");
+}
+
+/// Two clients that send the same caller name, owner handle and svid (two
+/// VMs cloned from one image) are two owners: they conflict, and one's
+/// UNLOCK or FREE_ALL leaves the other's locks alone.
+#[test]
+fn owners_are_keyed_by_the_callers_address() {
+    let e = env(None);
+    let same = |host: &str| Owner {
+        addr: addr(host),
+        oh: b"1@ubuntu".to_vec(),
+        svid: 1,
+    };
+    let (a, b) = (same("a"), same("b"));
+    assert_eq!(e.lock(&a, X, r(0, 10), false), Outcome::Granted);
+    assert_eq!(e.lock(&b, X, r(5, 1), false), Outcome::Denied(None));
+    assert!(matches!(e.test(&b, S, r(0, 1)), Outcome::Denied(Some(_))));
+    assert_eq!(e.m.unlock(7, &e.fh, &b, r(0, 0)), Outcome::Granted);
+    assert_eq!(e.lock(&b, X, r(20, 1), false), Outcome::Granted);
+    assert_eq!(e.m.free_client(addr("b")), 1, "b's own descriptor");
+    assert_eq!(
+        e.lock(&b, X, r(5, 1), false),
+        Outcome::Denied(None),
+        "a's lock survives b's UNLOCK and FREE_ALL"
+    );
+    // An IPv4-mapped peer is the same client as its IPv4 address.
+    let mapped = match addr("a") {
+        std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        _ => unreachable!(),
+    };
+    assert_eq!(e.m.free_client(mapped.into()), 1);
+    assert_eq!(e.lock(&b, X, r(5, 1), false), Outcome::Granted);
 }

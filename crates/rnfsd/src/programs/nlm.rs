@@ -5,7 +5,9 @@
 //!
 //! The file handle in a lock is the NFS handle the client holds, so the
 //! export, its client rules and the caller's credentials are found as for
-//! NFS: a client an export does not list gets NLM4_STALE_FH.
+//! NFS: a client an export does not list gets NLM4_STALE_FH. A client is
+//! the address it calls from, as in knfsd: the caller_name it writes is
+//! only a name (any client may send any name).
 
 use std::net::IpAddr;
 
@@ -44,10 +46,15 @@ fn resolve(ctx: &CallCtx<'_>, fh: &NetObj) -> Result<(ExportRef, Fh, Cred), Nlm4
     }
 }
 
-fn request(l: &Nlm4Lock, exclusive: bool) -> LockReq {
+/// The client a call comes from: its address.
+fn client(ctx: &CallCtx<'_>) -> IpAddr {
+    rnfsd_lockd::canon(ctx.peer.ip())
+}
+
+fn request(ctx: &CallCtx<'_>, l: &Nlm4Lock, exclusive: bool) -> LockReq {
     LockReq {
         owner: Owner {
-            host: l.caller_name.0.clone(),
+            addr: client(ctx),
             oh: l.oh.0.clone(),
             svid: l.svid as u32,
         },
@@ -91,7 +98,7 @@ fn null(_: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
 }
 
 fn test4(ctx: &CallCtx<'_>, a: Nlm4TestArgs) -> Result<Nlm4TestRes, ProcError> {
-    let req = request(&a.alock, a.exclusive);
+    let req = request(ctx, &a.alock, a.exclusive);
     let o = with_file(ctx, &a.alock.fh, |m, f| m.test(f, &req));
     let stat = match o {
         Outcome::Denied(Some(Holder {
@@ -117,7 +124,7 @@ fn test4(ctx: &CallCtx<'_>, a: Nlm4TestArgs) -> Result<Nlm4TestRes, ProcError> {
 }
 
 fn lock4(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Result<Nlm4Res, ProcError> {
-    let req = request(&a.alock, a.exclusive);
+    let req = request(ctx, &a.alock, a.exclusive);
     // GRANTED goes back to where the client called from, as it expects
     // (the Linux client checks the server's address). Built only for a
     // request that may wait (a no-op closure allocates nothing).
@@ -138,8 +145,8 @@ fn lock4(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Result<Nlm4Res, ProcError> {
         let o = m.lock(f, &req, a.block, a.reclaim, callback);
         if matches!(o, Outcome::Granted | Outcome::Blocked) {
             m.note_host(rnfsd_lockd::hosts::Host {
-                name: req.owner.host.clone(),
-                addr: ctx.peer.ip(),
+                name: a.alock.caller_name.0.clone(),
+                addr: req.owner.addr,
                 server: ctx.local.ip(),
             });
         }
@@ -152,7 +159,7 @@ fn lock4(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Result<Nlm4Res, ProcError> {
 }
 
 fn cancel4(ctx: &CallCtx<'_>, a: Nlm4CancArgs) -> Result<Nlm4Res, ProcError> {
-    let req = request(&a.alock, a.exclusive);
+    let req = request(ctx, &a.alock, a.exclusive);
     let o = with_file(ctx, &a.alock.fh, |m, f| m.cancel(f.export, f.fh, &req));
     Ok(Nlm4Res {
         cookie: a.cookie,
@@ -161,7 +168,7 @@ fn cancel4(ctx: &CallCtx<'_>, a: Nlm4CancArgs) -> Result<Nlm4Res, ProcError> {
 }
 
 fn unlock4(ctx: &CallCtx<'_>, a: Nlm4UnlockArgs) -> Result<Nlm4Res, ProcError> {
-    let req = request(&a.alock, false);
+    let req = request(ctx, &a.alock, false);
     let o = with_file(ctx, &a.alock.fh, |m, f| {
         m.unlock(f.export, f.fh, &req.owner, req.range)
     });
@@ -180,9 +187,9 @@ fn granted4(_: &CallCtx<'_>, a: Nlm4TestArgs) -> Result<Nlm4Res, ProcError> {
     })
 }
 
-fn share_req(s: &Nlm4Share) -> ShareReq {
+fn share_req(ctx: &CallCtx<'_>, s: &Nlm4Share) -> ShareReq {
     ShareReq {
-        host: s.caller_name.0.clone(),
+        addr: client(ctx),
         oh: s.oh.0.clone(),
         access: s.access as u32,
         deny: s.mode as u32,
@@ -190,7 +197,7 @@ fn share_req(s: &Nlm4Share) -> ShareReq {
 }
 
 fn share4(ctx: &CallCtx<'_>, a: Nlm4ShareArgs) -> Result<Nlm4ShareRes, ProcError> {
-    let req = share_req(&a.share);
+    let req = share_req(ctx, &a.share);
     let o = with_file(ctx, &a.share.fh, |m, f| {
         m.share(f.export, f.fh, &req, a.reclaim)
     });
@@ -202,9 +209,9 @@ fn share4(ctx: &CallCtx<'_>, a: Nlm4ShareArgs) -> Result<Nlm4ShareRes, ProcError
 }
 
 fn unshare4(ctx: &CallCtx<'_>, a: Nlm4ShareArgs) -> Result<Nlm4ShareRes, ProcError> {
-    let req = share_req(&a.share);
+    let req = share_req(ctx, &a.share);
     let o = with_file(ctx, &a.share.fh, |m, f| {
-        m.unshare(f.export, f.fh, &req.host, &req.oh)
+        m.unshare(f.export, f.fh, req.addr, &req.oh)
     });
     Ok(Nlm4ShareRes {
         cookie: a.cookie,
@@ -213,13 +220,13 @@ fn unshare4(ctx: &CallCtx<'_>, a: Nlm4ShareArgs) -> Result<Nlm4ShareRes, ProcErr
     })
 }
 
-/// FREE_ALL (XNFS 10.14): the client rebooted; its locks go (only when it
-/// says so itself: `LockManager::free_host_from`).
+/// FREE_ALL (XNFS 10.14): the client rebooted; the locks it took from
+/// the address it calls from go, and only those (the name it sends is
+/// logged, not believed).
 fn free_all(ctx: &CallCtx<'_>, a: Nlm4Notify) -> Result<(), ProcError> {
     if let Some(m) = ctx.server.locks() {
-        if !m.free_host_from(&a.name.0, ctx.peer.ip()) {
-            tracing::warn!(peer = %ctx.peer, name = %String::from_utf8_lossy(&a.name.0), "FREE_ALL for another host refused");
-        }
+        tracing::debug!(peer = %ctx.peer, name = %String::from_utf8_lossy(&a.name.0), "FREE_ALL");
+        m.free_client(ctx.peer.ip());
     }
     Ok(())
 }

@@ -49,13 +49,14 @@ fn simu_crash(_: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
 }
 
 /// SM_NOTIFY from a client's statd: it rebooted, its old locks are gone
-/// with its processes. Only the host itself may say so (as rpc.statd
-/// checks the caller): the name must be the caller's.
+/// with its processes. Only the locks taken from the address it calls
+/// from go: a host can speak only for itself. The name it sends (its
+/// statd's idea of its name, which may not be the caller_name its kernel
+/// locks with) is logged, not believed.
 fn notify(ctx: &CallCtx<'_>, a: StatChge) -> Result<(), ProcError> {
     if let Some(m) = ctx.server.locks() {
-        if !m.free_host_from(&a.mon_name.0, ctx.peer.ip()) {
-            tracing::warn!(peer = %ctx.peer, name = %String::from_utf8_lossy(&a.mon_name.0), "SM_NOTIFY for another host ignored");
-        }
+        tracing::info!(peer = %ctx.peer, name = %String::from_utf8_lossy(&a.mon_name.0), state = a.state, "SM_NOTIFY: client restarted");
+        m.free_client(ctx.peer.ip());
     }
     Ok(())
 }

@@ -96,8 +96,9 @@ async fn locks_conflict_release_block_and_free() {
             "b holds 4..6"
         );
 
-        // FREE_ALL must come from the host it names: hostb took its lock
-        // from 127.0.0.1, so one from 127.0.0.5 is a stranger's.
+        // FREE_ALL frees the locks of the address it comes from, whatever
+        // name it gives: hostb took its lock from 127.0.0.1, so one from
+        // 127.0.0.5 naming it frees nothing of it.
         let stranger = NlmClient::new(client_from(&srv, "127.0.0.5").await);
         stranger
             .free_all(&Nlm4Notify {
@@ -126,14 +127,20 @@ async fn locks_conflict_release_block_and_free() {
             "127.0.0.1's locks freed"
         );
         assert_eq!(unlock(&nlm, &again).await, Nlm4Stats::Granted);
+        let b_there = nlm_lock(&f, "hostd", 4, 4, 2);
+        assert_eq!(
+            lock(&stranger, &b_there, true, false).await,
+            Nlm4Stats::Granted,
+            "hostb's lock went with the rest of 127.0.0.1's"
+        );
 
-        // DOS share reservations.
+        // DOS share reservations (owners of one host: their handles differ).
         let share = |host: &str, access: FshAccess, mode: FshMode| Nlm4ShareArgs {
             cookie: NetObj(b"s".to_vec()),
             share: Nlm4Share {
                 caller_name: CallerName(host.as_bytes().to_vec()),
                 fh: NetObj(f.data.clone()),
-                oh: NetObj(b"1".to_vec()),
+                oh: NetObj(host.as_bytes().to_vec()),
                 mode,
                 access,
             },
@@ -503,4 +510,122 @@ async fn a_restart_tells_the_hosts_that_held_locks() {
         notice.mon_name.0, b"127.0.0.1",
         "named as the client called us"
     );
+}
+
+/// The client addresses in the server's hosts file (its restart list),
+/// sorted.
+fn hosts_in_file(srv: &TestServer) -> Vec<String> {
+    let text = std::fs::read_to_string(srv.state.path().join("nlm/hosts")).unwrap_or_default();
+    let mut v: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Waits (at most 10 s) for the hosts file to list exactly `want`.
+async fn wait_hosts_file(srv: &TestServer, want: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = hosts_in_file(srv);
+        if got == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "hosts file: {got:?}, want {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Two clients that send the same caller name, owner handle and svid (two
+/// VMs cloned from one image, as Linux names its first owner "1@nodename")
+/// are two owners: they conflict, and one's UNLOCK, FREE_ALL or SM_NOTIFY
+/// under the other's name leaves the other's locks alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn clients_with_one_name_are_two_hosts() {
+    let dir = TempDir::new("nlm-names");
+    let srv = TestServer::start_with(dir.path(), &["--no-rpcbind"]);
+    bounded(async {
+        let s = mount(&srv).await;
+        let (f, _) = create_file(&s.nfs, &s.root, "n").await;
+        let named = |offset, len| Nlm4Lock {
+            caller_name: CallerName(b"ubuntu".to_vec()),
+            fh: NetObj(f.data.clone()),
+            oh: NetObj(b"1@ubuntu".to_vec()),
+            svid: 1,
+            l_offset: offset,
+            l_len: len,
+        };
+        let a = NlmClient::new(client_from(&srv, "127.0.1.1").await);
+        let b_conn = client_from(&srv, "127.0.1.2").await;
+        let b = NlmClient::new(b_conn.clone());
+        assert_eq!(
+            lock(&a, &named(0, 10), true, false).await,
+            Nlm4Stats::Granted
+        );
+        assert_eq!(
+            lock(&b, &named(5, 1), true, false).await,
+            Nlm4Stats::Denied,
+            "the same owner triple from another address is another owner"
+        );
+        let t = b
+            .test(&Nlm4TestArgs {
+                cookie: NetObj(b"t".to_vec()),
+                exclusive: false,
+                alock: named(0, 1),
+            })
+            .await
+            .expect("TEST");
+        assert!(matches!(t.stat, Nlm4TestRply::Denied(_)), "{t:?}");
+        assert_eq!(unlock(&b, &named(0, 0)).await, Nlm4Stats::Granted);
+        assert_eq!(
+            lock(&b, &named(20, 1), true, false).await,
+            Nlm4Stats::Granted
+        );
+        // Each is its own host in the restart list.
+        wait_hosts_file(&srv, &["127.0.1.1", "127.0.1.2"]).await;
+        // b's FREE_ALL and reboot notice, naming "ubuntu", free b's locks.
+        b.free_all(&Nlm4Notify {
+            name: NotifyName(b"ubuntu".to_vec()),
+            state: 3,
+        })
+        .await
+        .expect("FREE_ALL");
+        assert_eq!(
+            lock(&b, &named(20, 1), true, false).await,
+            Nlm4Stats::Granted
+        );
+        rnfsd_client::NsmClient::new(b_conn)
+            .notify(&rnfsd_proto::nsm::StatChge {
+                mon_name: rnfsd_proto::nsm::SmString(b"ubuntu".to_vec()),
+                state: 5,
+            })
+            .await
+            .expect("SM_NOTIFY");
+        wait_hosts_file(&srv, &["127.0.1.1"]).await;
+        let c = NlmClient::new(client_from(&srv, "127.0.1.3").await);
+        let other = nlm_lock(&f, "c", 1, 5, 1);
+        assert_eq!(
+            lock(&c, &other, true, false).await,
+            Nlm4Stats::Denied,
+            "a's lock survives b's UNLOCK, FREE_ALL and SM_NOTIFY"
+        );
+        let other20 = nlm_lock(&f, "c", 1, 20, 1);
+        assert_eq!(
+            lock(&c, &other20, true, false).await,
+            Nlm4Stats::Granted,
+            "b's lock went with its reboot notice"
+        );
+        a.free_all(&Nlm4Notify {
+            name: NotifyName(b"anything".to_vec()),
+            state: 3,
+        })
+        .await
+        .expect("FREE_ALL");
+        assert_eq!(lock(&c, &other, true, false).await, Nlm4Stats::Granted);
+    })
+    .await;
 }
