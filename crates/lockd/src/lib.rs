@@ -132,8 +132,9 @@ pub struct Limits {
     pub max_files: usize,
     /// Blocked lock requests waiting at once.
     pub max_waiters: usize,
-    /// Descriptors and blocked requests of one client host (one address)
-    /// at once, so one client cannot take the whole table.
+    /// Descriptors, blocked requests and share reservations of one client
+    /// host (one address) at once, so one client cannot take the whole
+    /// table.
     pub max_per_client: usize,
     /// DOS share reservations at once.
     pub max_shares: usize,
@@ -147,7 +148,9 @@ impl Default for Limits {
         Limits {
             max_files: 4096,
             max_waiters: 1024,
-            max_per_client: 1024,
+            // An eighth of the descriptors: one client cannot take them
+            // all, nor every waiter slot.
+            max_per_client: 512,
             max_shares: 4096,
             retry: Duration::from_millis(100),
         }
@@ -220,9 +223,9 @@ impl Table {
         }
     }
 
-    /// What the client at `addr` holds in the table: descriptors and
-    /// waiting requests (the waiters are at most `max_waiters`, counted on
-    /// each new wait).
+    /// What the client at `addr` holds in the table: descriptors, waiting
+    /// requests and share reservations (the waiters and shares are
+    /// bounded by `max_waiters` and `max_shares`, counted on each new one).
     fn host_load(&self, addr: IpAddr) -> usize {
         self.per_host.get(&addr).copied().unwrap_or(0)
             + self
@@ -230,6 +233,7 @@ impl Table {
                 .iter()
                 .filter(|w| w.req.owner.addr == addr)
                 .count()
+            + self.shares.iter().filter(|s| s.addr == addr).count()
     }
 }
 
@@ -317,6 +321,13 @@ impl LockManager {
         if let Some(l) = &self.hosts {
             l.add(h);
         }
+    }
+
+    /// Waits (at most `timeout`) until the hosts file holds every change
+    /// made so far (at shutdown: a clean restart finds every host). False
+    /// on timeout.
+    pub fn sync_hosts(&self, timeout: Duration) -> bool {
+        self.hosts.as_ref().is_none_or(|h| h.sync(timeout))
     }
 
     fn lock_table(&self) -> MutexGuard<'_, Table> {
@@ -559,15 +570,20 @@ impl LockManager {
         n
     }
 
-    /// SHARE (XNFS nlm4_share).
-    pub fn share(&self, export: u32, fh: &Fh, req: &ShareReq, reclaim: bool) -> Outcome {
+    /// SHARE (XNFS nlm4_share). The handle is checked by opening the file
+    /// as the caller, as a LOCK's is (a share on a file that does not
+    /// exist, or that the caller may not open, is refused).
+    pub fn share(&self, f: &FileRef<'_>, req: &ShareReq, reclaim: bool) -> Outcome {
         if self.in_grace() && !reclaim {
             return Outcome::Grace;
         }
-        let file = FileKey {
-            export,
-            fh: fh.0.clone(),
-        };
+        if let Err(e) = f
+            .backend
+            .open_for_locks(&rnfsd_fs::Call::thread(f.cred, false), f.fh)
+        {
+            return fs_outcome(&e);
+        }
+        let file = f.key();
         let mut t = self.lock_table();
         let mine = |s: &Share| s.file == file && s.addr == req.addr && s.oh == req.oh;
         let conflict = t
@@ -578,8 +594,12 @@ impl LockManager {
         if conflict {
             return Outcome::Denied(None);
         }
+        let replaced = t.shares.len();
         t.shares.retain(|s| !mine(s));
-        if t.shares.len() >= self.limits.max_shares {
+        let new = t.shares.len() == replaced;
+        if t.shares.len() >= self.limits.max_shares
+            || (new && t.host_load(req.addr) >= self.limits.max_per_client)
+        {
             return Outcome::NoLocks;
         }
         t.shares.push(Share {

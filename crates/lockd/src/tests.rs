@@ -147,7 +147,7 @@ impl Env {
             access,
             deny,
         };
-        self.m.share(7, &self.fh, &r, false)
+        self.m.share(&self.file(), &r, false)
     }
 }
 
@@ -405,4 +405,57 @@ fn owners_are_keyed_by_the_callers_address() {
     };
     assert_eq!(e.m.free_client(mapped.into()), 1);
     assert_eq!(e.lock(&b, X, r(5, 1), false), Outcome::Granted);
+}
+
+/// A share's handle is checked through the backend, and shares count in
+/// the per-client bound.
+#[test]
+fn shares_are_checked_and_bounded_per_client() {
+    let e = env(None);
+    let mut junk = e.fh.clone();
+    if let Some(b) = junk.0.last_mut() {
+        *b ^= 0xff;
+    }
+    let sh = |oh: &str| ShareReq {
+        addr: addr("a"),
+        oh: oh.as_bytes().to_vec(),
+        access: 1,
+        deny: 0,
+    };
+    let junk_file = FileRef {
+        fh: &junk,
+        ..e.file()
+    };
+    assert_eq!(e.m.share(&junk_file, &sh("1"), false), Outcome::Stale);
+    let per = LockManager::new(
+        Limits {
+            max_per_client: 2,
+            ..Limits::default()
+        },
+        None,
+    );
+    assert_eq!(per.share(&e.file(), &sh("1"), false), Outcome::Granted);
+    assert_eq!(per.share(&e.file(), &sh("2"), false), Outcome::Granted);
+    assert_eq!(per.share(&e.file(), &sh("3"), false), Outcome::NoLocks);
+    assert_eq!(
+        per.share(&e.file(), &sh("2"), false),
+        Outcome::Granted,
+        "a share replacing the owner's own is no new one"
+    );
+    let other = ShareReq {
+        addr: addr("b"),
+        ..sh("1")
+    };
+    assert_eq!(per.share(&e.file(), &other, false), Outcome::Granted);
+    assert_eq!(
+        per.lock(
+            &e.file(),
+            &req(&owner("a", 1), S, r(0, 1)),
+            false,
+            false,
+            Box::new(|| {})
+        ),
+        Outcome::NoLocks,
+        "shares count with locks"
+    );
 }

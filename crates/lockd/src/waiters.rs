@@ -89,14 +89,17 @@ impl LockManager {
     /// One pass over the blocked requests: each granted one leaves the
     /// list and its callback runs (outside the table's lock).
     pub(super) fn retry_waiters(&self) {
-        // Descriptors for owners that have none yet, opened unlocked.
+        // Descriptors for owners that have none yet, opened unlocked (none
+        // while the table is full: they could not be kept).
         let missing: Vec<_> = {
             let t = self.lock_table();
             if t.waiters.is_empty() && !t.maybe_idle {
                 return;
             }
+            let room = t.held.len() < self.limits.max_files;
             t.waiters
                 .iter()
+                .filter(|_| room)
                 .filter(|w| !t.held.contains_key(&(w.file.clone(), w.req.owner.clone())))
                 .map(|w| {
                     (

@@ -541,6 +541,13 @@ impl Running {
             r.unregister();
         }
         self.listeners.shutdown();
+        // The hosts file is written in the background: all of it before
+        // exit, so a restart tells every client.
+        if let Some(m) = self.server.locks() {
+            if !m.sync_hosts(Duration::from_secs(5)) {
+                tracing::warn!("lock manager: hosts file not written in 5 s at shutdown");
+            }
+        }
         for e in self.server.exports().iter() {
             e.backend.shutdown();
         }

@@ -165,8 +165,10 @@ server_keys! {
     nlm_max_files: usize = 4096, "open files held for lock owners";
     /// Blocked lock requests waiting at once.
     nlm_max_waiters: usize = 1024, "blocked lock requests at once";
-    /// Descriptors and blocked requests of one client host at once.
-    nlm_max_per_client: usize = 1024, "files and blocked requests of one client";
+    /// Descriptors, blocked requests and share reservations of one client
+    /// host (one address) at once: an eighth of `nlm_max_files`, so one
+    /// client cannot take the table or every waiter slot.
+    nlm_max_per_client: usize = 512, "files, blocked requests and shares of one client address";
     /// How often blocked lock requests are retried (a lock freed by a
     /// local program is seen within this).
     nlm_retry_ms: u64 = 100, "blocked requests retried this often";

@@ -198,9 +198,7 @@ fn share_req(ctx: &CallCtx<'_>, s: &Nlm4Share) -> ShareReq {
 
 fn share4(ctx: &CallCtx<'_>, a: Nlm4ShareArgs) -> Result<Nlm4ShareRes, ProcError> {
     let req = share_req(ctx, &a.share);
-    let o = with_file(ctx, &a.share.fh, |m, f| {
-        m.share(f.export, f.fh, &req, a.reclaim)
-    });
+    let o = with_file(ctx, &a.share.fh, |m, f| m.share(f, &req, a.reclaim));
     Ok(Nlm4ShareRes {
         cookie: a.cookie,
         stat: stat_of(&o),

@@ -629,3 +629,75 @@ async fn clients_with_one_name_are_two_hosts() {
     })
     .await;
 }
+
+/// NLM4 SHARE of `fh` by owner `oh` (read access, deny none): the status.
+async fn share(nlm: &NlmClient, fh: &[u8], oh: &str) -> Nlm4Stats {
+    nlm.share(&Nlm4ShareArgs {
+        cookie: NetObj(b"s".to_vec()),
+        share: Nlm4Share {
+            caller_name: CallerName(b"h".to_vec()),
+            fh: NetObj(fh.to_vec()),
+            oh: NetObj(oh.as_bytes().to_vec()),
+            mode: FshMode::DenyNone,
+            access: FshAccess::Read,
+        },
+        reclaim: false,
+    })
+    .await
+    .expect("SHARE")
+    .stat
+}
+
+/// One client sending many caller names is still one client: it cannot
+/// fill the lock table (another client still locks), its shares count in
+/// its bound, and a SHARE of a handle of nothing is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_address_cannot_fill_the_lock_table() {
+    let dir = TempDir::new("nlm-fill");
+    let cfgdir = TempDir::new("nlm-fill-cfg");
+    let cfg = write_config(
+        cfgdir.path(),
+        "[server]\nnlm_max_files = 16\nnlm_max_per_client = 8\n",
+    );
+    let srv = TestServer::start_with(
+        dir.path(),
+        &["--no-rpcbind", "--config", &cfg, "--no-root-squash"],
+    );
+    bounded(async {
+        let s = mount(&srv).await;
+        let mut files = Vec::new();
+        for i in 0..20 {
+            files.push(create_file(&s.nfs, &s.root, &format!("f{i}")).await.0);
+        }
+        let hog = NlmClient::new(client_from(&srv, "127.0.2.1").await);
+        let mut granted = 0;
+        for (i, f) in files.iter().enumerate() {
+            let l = nlm_lock(f, &format!("name-{i}-{}", "x".repeat(900)), 1, 0, 1);
+            match lock(&hog, &l, true, false).await {
+                Nlm4Stats::Granted => granted += 1,
+                st => assert_eq!(st, Nlm4Stats::DeniedNoLocks),
+            }
+        }
+        assert_eq!(granted, 8, "one address, whatever names it sends");
+        let other = NlmClient::new(client_from(&srv, "127.0.2.2").await);
+        let l = nlm_lock(&files[19], "other", 1, 0, 1);
+        assert_eq!(
+            lock(&other, &l, true, false).await,
+            Nlm4Stats::Granted,
+            "room left for another client"
+        );
+        // Shares count in the same bound.
+        assert_eq!(
+            share(&hog, &files[0].data, "s").await,
+            Nlm4Stats::DeniedNoLocks
+        );
+        assert_eq!(share(&other, &files[0].data, "s").await, Nlm4Stats::Granted);
+        // A handle of no file: refused, not reserved.
+        let mut junk = files[1].data.clone();
+        if let Some(b) = junk.last_mut() {
+            *b ^= 0xff;
+        }
+        assert_eq!(share(&other, &junk, "j").await, Nlm4Stats::StaleFh);
+    })
+    .await;
+}
