@@ -300,6 +300,9 @@ fn start_locks(
         }
     });
     server.set_locks(m);
+    server
+        .nlm_callbacks
+        .set_per_client(s.nlm_callbacks_per_client);
     Ok(Some((before, state)))
 }
 

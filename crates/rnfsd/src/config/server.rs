@@ -172,6 +172,11 @@ server_keys! {
     /// How often blocked lock requests are retried (a lock freed by a
     /// local program is seen within this).
     nlm_retry_ms: u64 = 100, "blocked requests retried this often";
+    /// NLM callbacks (GRANTED, `*_RES`) to one client address in flight at
+    /// once, of the 64 in all: a client slow to answer cannot hold every
+    /// place and make the others' callbacks be dropped.
+    nlm_callbacks_per_client: usize = crate::state::nlm::DEFAULT_CALLBACKS_PER_CLIENT,
+        "NLM callbacks to one client in flight at once";
     /// A fixed number of worker threads; overrides min/max_threads.
     threads: Option<usize> = None, "a fixed worker count", unset "adaptive",
         flag "threads" "N" => "A fixed number of worker threads instead of the adaptive \

@@ -112,6 +112,7 @@ fn at_least_one(s: &ServerConfig) -> Result<(), ConfigError> {
         ("nlm_max_waiters", s.nlm_max_waiters),
         ("nlm_max_per_client", s.nlm_max_per_client),
         ("nlm_retry_ms", s.nlm_retry_ms as usize),
+        ("nlm_callbacks_per_client", s.nlm_callbacks_per_client),
     ] {
         if v == 0 {
             return err(format!("server.{k} must be at least 1"));

@@ -16,7 +16,7 @@ use rnfsd_fs::{Cred, Fh};
 use rnfsd_proto::nlm::*;
 
 use crate::programs::{CallCtx, Program, Version};
-use crate::state::nlm::{Callbacks, MAX_CALLBACKS};
+use crate::state::nlm::Callbacks;
 use crate::state::ExportRef;
 use rnfsd_lockd::{FileRef, Holder, LockReq, Outcome, Owner, ShareReq};
 use rnfsd_rpc::proc_entry;
@@ -279,17 +279,20 @@ fn answer_async<R: rnfsd_xdr::Xdr>(
 }
 
 /// Sends procedure `proc_` of NLM `vers` with `body` to the lock manager
-/// of host `ip` (found through its port mapper), from a short-lived thread.
+/// of host `ip` (found through its port mapper), from a short-lived thread,
+/// all of it within `CALLBACK_DEADLINE`.
 fn callback(callbacks: &Callbacks, ip: IpAddr, vers: u32, proc_: u32, body: Vec<u8>) {
-    let Some(slot) = callbacks.slot() else {
-        tracing::debug!(client = %ip, proc_, "NLM callback dropped: {MAX_CALLBACKS} in flight");
+    let ip = rnfsd_lockd::canon(ip);
+    let Some(slot) = callbacks.slot(ip) else {
+        tracing::debug!(client = %ip, proc_, "NLM callback dropped: too many in flight");
         return;
     };
     let spawned = std::thread::Builder::new()
         .name("rnfsd-nlm-cb".into())
         .spawn(move || {
+            let deadline = std::time::Instant::now() + CALLBACK_DEADLINE;
             let r =
-                crate::outcall::call_registered(ip, PROGRAM, vers, proc_, &body, CALLBACK_TIMEOUT);
+                crate::outcall::call_registered(ip, None, PROGRAM, vers, proc_, &body, deadline);
             if let Err(e) = r {
                 tracing::debug!(client = %ip, proc_, "NLM callback not delivered: {e}");
             }
@@ -497,8 +500,9 @@ pub static NLM: Program = Program {
     ],
 };
 
-/// How long a GRANTED callback may take, each step.
-const CALLBACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long a callback may take, all of it (the port mapper's answer, the
+/// call and its reply).
+const CALLBACK_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The GRANTED callback (XNFS 10.3) for a blocked lock: when it runs, a
 /// short-lived thread asks the client's port mapper for its NLM v4 TCP

@@ -82,7 +82,7 @@ pub static NSM: Program = Program {
     }],
 };
 
-/// How long telling one host may take, each step.
+/// How long telling one host may take, all of it.
 const NOTIFY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Tells every host of the previous run that this server restarted into
@@ -120,6 +120,7 @@ fn send_notify(h: &Host, state: i32) -> std::io::Result<()> {
         mon_name: SmString(me.to_string().into_bytes()),
         state,
     });
-    crate::outcall::call_registered(h.addr, PROGRAM, VERSION, SM_NOTIFY, &args, NOTIFY_TIMEOUT)?;
+    let deadline = std::time::Instant::now() + NOTIFY_TIMEOUT;
+    crate::outcall::call_registered(h.addr, None, PROGRAM, VERSION, SM_NOTIFY, &args, deadline)?;
     Ok(())
 }

@@ -701,3 +701,65 @@ async fn one_address_cannot_fill_the_lock_table() {
     })
     .await;
 }
+
+/// The nlm4_res a fake client's lock manager answers GRANTED with.
+fn granted_res(stat: Nlm4Stats) -> Vec<u8> {
+    rnfsd_xdr::to_vec(&Nlm4Res {
+        cookie: NetObj(b"c".to_vec()),
+        stat,
+    })
+}
+
+/// A client whose port mapper accepts connections and never answers (it
+/// trickles nothing at all) gets many `*_MSG` answers stuck; another
+/// client's GRANTED still goes out: one client holds only its share of
+/// the callback places.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_client_cannot_hold_every_callback() {
+    let Some(_slow_pm) = client_port_mapper("NLM callback bound", "127.0.3.1") else {
+        return;
+    };
+    let Some(pm) = client_port_mapper("NLM callback bound", "127.0.3.2") else {
+        return;
+    };
+    let nlm_l = std::net::TcpListener::bind("127.0.3.2:0").unwrap();
+    let nlm_port = nlm_l.local_addr().unwrap().port();
+    let dir = TempDir::new("nlm-cb-bound");
+    let srv = TestServer::start_with(dir.path(), &["--no-rpcbind"]);
+    bounded(async {
+        let s = mount(&srv).await;
+        let (f, _) = create_file(&s.nfs, &s.root, "cb").await;
+        let slow = NlmClient::new(client_from(&srv, "127.0.3.1").await);
+        for i in 0..70 {
+            slow.test_msg(&Nlm4TestArgs {
+                cookie: NetObj(format!("t{i}").into_bytes()),
+                exclusive: true,
+                alock: nlm_lock(&f, "slow", 1, 0, 1),
+            })
+            .await
+            .expect("TEST_MSG");
+        }
+        // A blocked lock of another client, granted once the holder
+        // unlocks: its GRANTED must reach it.
+        let nlm = NlmClient::new(s.client.clone());
+        let holder = nlm_lock(&f, "holder", 1, 0, 1);
+        assert_eq!(lock(&nlm, &holder, true, false).await, Nlm4Stats::Granted);
+        let waiter = NlmClient::new(client_from(&srv, "127.0.3.2").await);
+        let w = nlm_lock(&f, "waiter", 2, 0, 1);
+        assert_eq!(lock(&waiter, &w, true, true).await, Nlm4Stats::Blocked);
+        let fake = std::thread::spawn(move || {
+            let (prog, vers, proc_, _) = serve_one(&pm, &u32::from(nlm_port).to_be_bytes());
+            assert_eq!((prog, vers, proc_), (100000, 2, 3), "PMAP GETPORT");
+            let (prog, vers, proc_, args) = serve_one(&nlm_l, &granted_res(Nlm4Stats::Granted));
+            assert_eq!((prog, vers, proc_), (100021, 4, PROC_GRANTED));
+            rnfsd_xdr::from_slice::<Nlm4TestArgs>(&args).unwrap()
+        });
+        assert_eq!(unlock(&nlm, &holder).await, Nlm4Stats::Granted);
+        let granted = tokio::task::spawn_blocking(move || fake.join().expect("GRANTED"))
+            .await
+            .unwrap();
+        assert_eq!(granted.alock.svid, 2);
+        drop(waiter);
+    })
+    .await;
+}
