@@ -246,11 +246,22 @@ pub struct LockCounts {
     pub shares: u64,
 }
 
+/// Where the grace period stands.
+#[derive(Debug, Clone, Copy)]
+enum Grace {
+    /// None (a first start, no client held locks before, or it ended).
+    Off,
+    /// This long, from `start_grace` (the server is not listening yet).
+    Pending(Duration),
+    Until(Instant),
+}
+
 pub struct LockManager {
     table: Mutex<Table>,
     limits: Limits,
-    /// Until when only reclaims are granted (None: no grace period).
-    grace_until: Mutex<Option<Instant>>,
+    /// The grace period after a restart: only reclaims are granted in it,
+    /// and only in it.
+    grace: Mutex<Grace>,
     /// Wakes the retry thread (an unlock, a new waiter, a cancel, shutdown).
     wake: Arc<waiters::Wake>,
     /// Hosts that took locks, kept across restarts (None: not kept).
@@ -287,11 +298,15 @@ impl LockManager {
     /// A manager with a grace period of `grace` from now (None: none, for
     /// a first start or when no client held locks before).
     pub fn new(limits: Limits, grace: Option<Duration>) -> Arc<LockManager> {
-        Self::with_hosts(limits, grace, None, 1)
+        let m = Self::with_hosts(limits, grace, None, 1);
+        m.start_grace();
+        m
     }
 
     /// As `new`, remembering the hosts that take locks in `hosts`, with
-    /// NSM state number `state`.
+    /// NSM state number `state`; the grace period's clock starts at
+    /// `start_grace` (when the server listens: clients cannot reclaim
+    /// before), and until then only reclaims are granted.
     pub fn with_hosts(
         limits: Limits,
         grace: Option<Duration>,
@@ -301,7 +316,7 @@ impl LockManager {
         let m = Arc::new(LockManager {
             table: Mutex::new(Table::default()),
             limits,
-            grace_until: Mutex::new(grace.map(|g| Instant::now() + g)),
+            grace: Mutex::new(grace.map_or(Grace::Off, Grace::Pending)),
             wake: Arc::default(),
             hosts,
             state,
@@ -315,12 +330,56 @@ impl LockManager {
         self.state
     }
 
-    /// `h` took (or waits for) a lock: remembered for a restart (one
-    /// record per client address and server address).
+    /// `h` took (or waits for) a lock or a share: remembered for a
+    /// restart (one record per client address and server address), while
+    /// it holds something (it may have let go meanwhile).
     pub fn note_host(&self, h: hosts::Host) {
         if let Some(l) = &self.hosts {
-            l.add(h);
+            let t = self.lock_table();
+            if t.host_load(canon(h.addr)) > 0 {
+                l.add(h);
+            }
         }
+    }
+
+    /// Once the client at `addr` holds no lock, wait or share, its records
+    /// leave the hosts list: a restart need not tell it (knfsd's host
+    /// collection unmonitors such hosts, SM_UNMON). Called with the table
+    /// locked, after what may have been its last.
+    fn settle(&self, t: &Table, addr: IpAddr) {
+        if let Some(l) = &self.hosts {
+            if t.host_load(addr) == 0 {
+                l.forget(addr);
+            }
+        }
+    }
+
+    /// Forgets the client at `addr` if it holds nothing (a host of the
+    /// previous run that did not answer our restart notice).
+    pub fn forget_if_idle(&self, addr: IpAddr) {
+        let t = self.lock_table();
+        self.settle(&t, canon(addr));
+    }
+
+    /// Forgets every remembered host that holds nothing (at the end of the
+    /// grace period: hosts of the previous run that reclaimed nothing).
+    /// Returns how many addresses went.
+    pub fn prune_hosts(&self) -> usize {
+        let Some(l) = &self.hosts else {
+            return 0;
+        };
+        let t = self.lock_table();
+        let mut idle: Vec<IpAddr> = l
+            .list()
+            .iter()
+            .map(|h| h.addr)
+            .filter(|&a| t.host_load(a) == 0)
+            .collect();
+        idle.dedup();
+        for &a in &idle {
+            l.forget(a);
+        }
+        idle.len()
     }
 
     /// Waits (at most `timeout`) until the hosts file holds every change
@@ -334,18 +393,42 @@ impl LockManager {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Starts the grace period's clock (once the server listens).
+    pub fn start_grace(&self) {
+        let mut g = self.grace.lock().unwrap_or_else(|e| e.into_inner());
+        if let Grace::Pending(d) = *g {
+            *g = Grace::Until(Instant::now() + d);
+        }
+    }
+
     /// Whether only reclaims are granted now.
     pub fn in_grace(&self) -> bool {
-        let mut g = self.grace_until.lock().unwrap_or_else(|e| e.into_inner());
+        self.grace_left().is_some()
+    }
+
+    /// What is left of the grace period (None: not in one).
+    pub fn grace_left(&self) -> Option<Duration> {
+        let mut g = self.grace.lock().unwrap_or_else(|e| e.into_inner());
         match *g {
-            Some(t) if Instant::now() < t => true,
-            Some(_) => {
-                *g = None;
-                tracing::info!("lock manager: grace period over");
-                false
-            }
-            None => false,
+            Grace::Pending(d) => Some(d),
+            Grace::Until(t) => match t.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => {
+                    *g = Grace::Off;
+                    tracing::info!("lock manager: grace period over");
+                    None
+                }
+            },
+            Grace::Off => None,
         }
+    }
+
+    /// Whether a call may go on now: in the grace period only reclaims
+    /// (XNFS), and outside it none (a reclaim after grace would take back
+    /// a range others may have held and changed meanwhile: Linux lockd
+    /// answers NLM4_DENIED_GRACE_PERIOD).
+    fn grace_allows(&self, reclaim: bool) -> bool {
+        self.in_grace() == reclaim
     }
 
     /// TEST: would the owner get what it asks? (XNFS nlm4_test.)
@@ -404,7 +487,7 @@ impl LockManager {
         reclaim: bool,
         granted: Box<dyn FnOnce() + Send>,
     ) -> Outcome {
-        if self.in_grace() && !reclaim {
+        if !self.grace_allows(reclaim) {
             return Outcome::Grace;
         }
         if !representable(req.range) {
@@ -504,6 +587,7 @@ impl LockManager {
         );
         let mut t = self.lock_table();
         let Some(h) = t.held.get_mut(&hk) else {
+            self.settle(&t, owner.addr);
             return Outcome::Granted;
         };
         if let Err(e) = h.file.unlock(range) {
@@ -514,6 +598,7 @@ impl LockManager {
             // Closing the descriptor drops whatever is left in the kernel.
             t.remove_held(&hk);
         }
+        self.settle(&t, owner.addr);
         self.wake.kick();
         Outcome::Granted
     }
@@ -531,6 +616,7 @@ impl LockManager {
         let before = t.waiters.len();
         t.waiters.retain(|w| !(w.file == key && w.req == *req));
         t.maybe_idle = true;
+        self.settle(&t, req.owner.addr);
         // The retry pass closes what the cancelled wait had opened.
         self.wake.kick();
         if t.waiters.len() < before {
@@ -574,7 +660,7 @@ impl LockManager {
     /// as the caller, as a LOCK's is (a share on a file that does not
     /// exist, or that the caller may not open, is refused).
     pub fn share(&self, f: &FileRef<'_>, req: &ShareReq, reclaim: bool) -> Outcome {
-        if self.in_grace() && !reclaim {
+        if !self.grace_allows(reclaim) {
             return Outcome::Grace;
         }
         if let Err(e) = f
@@ -621,9 +707,10 @@ impl LockManager {
             export,
             fh: fh.0.clone(),
         };
-        self.lock_table()
-            .shares
+        let mut t = self.lock_table();
+        t.shares
             .retain(|s| !(s.file == file && s.addr == addr && s.oh == oh));
+        self.settle(&t, addr);
         Outcome::Granted
     }
 

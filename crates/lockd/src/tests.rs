@@ -459,3 +459,121 @@ fn shares_are_checked_and_bounded_per_client() {
         "shares count with locks"
     );
 }
+
+/// The grace period's clock starts when the server listens; a reclaim is
+/// granted only within it (after it, Linux lockd answers
+/// NLM4_DENIED_GRACE_PERIOD: the range may have been another's meanwhile).
+#[test]
+fn grace_starts_when_listening_and_late_reclaims_are_refused() {
+    let e = env(None);
+    let m = LockManager::with_hosts(Limits::default(), Some(Duration::from_millis(200)), None, 1);
+    let a = owner("a", 1);
+    let reclaim = |o: &Owner, start| {
+        m.lock(
+            &e.file(),
+            &req(o, X, r(start, 1)),
+            false,
+            true,
+            Box::new(|| {}),
+        )
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(m.in_grace(), "the clock runs only once listening");
+    m.start_grace();
+    assert_eq!(reclaim(&a, 0), Outcome::Granted);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!m.in_grace());
+    assert_eq!(reclaim(&a, 1), Outcome::Grace, "a reclaim after grace");
+    let share = ShareReq {
+        addr: addr("a"),
+        oh: b"1".to_vec(),
+        access: 1,
+        deny: 0,
+    };
+    assert_eq!(m.share(&e.file(), &share, true), Outcome::Grace);
+    assert_eq!(
+        m.lock(
+            &e.file(),
+            &req(&a, X, r(1, 1)),
+            false,
+            false,
+            Box::new(|| {})
+        ),
+        Outcome::Granted
+    );
+}
+
+/// The hosts list keeps the clients that hold something: a client that
+/// let go of its last lock, wait or share leaves it, and hosts of the
+/// previous run that reclaimed nothing are pruned.
+#[test]
+fn hosts_that_hold_nothing_leave_the_list() {
+    let e = env(None);
+    let d = tempfile::tempdir().unwrap();
+    let note = |m: &LockManager, who: &str| {
+        m.note_host(hosts::Host {
+            name: who.as_bytes().to_vec(),
+            addr: addr(who),
+            server: "10.9.9.9".parse().unwrap(),
+        })
+    };
+    {
+        let (h, _, _) = hosts::Hosts::load(d.path()).unwrap();
+        h.add(hosts::Host {
+            name: b"old".to_vec(),
+            addr: addr("o"),
+            server: "10.9.9.9".parse().unwrap(),
+        });
+        assert!(h.sync(Duration::from_secs(10)));
+    }
+    let (h, before, state) = hosts::Hosts::load(d.path()).unwrap();
+    assert_eq!(before.len(), 1);
+    let m = LockManager::with_hosts(Limits::default(), None, Some(h), state);
+    let listed = || -> Vec<std::net::IpAddr> {
+        m.hosts
+            .as_ref()
+            .unwrap()
+            .list()
+            .iter()
+            .map(|h| h.addr)
+            .collect()
+    };
+    let lock = |o: &Owner, range, block| {
+        m.lock(&e.file(), &req(o, X, range), block, false, Box::new(|| {}))
+    };
+    let (a, b) = (owner("a", 1), owner("b", 1));
+    note(&m, "z");
+    assert_eq!(listed(), [addr("o")], "z holds nothing: not remembered");
+    assert_eq!(lock(&a, r(0, 1), false), Outcome::Granted);
+    note(&m, "a");
+    assert_eq!(lock(&b, r(0, 1), true), Outcome::Blocked);
+    note(&m, "b");
+    assert_eq!(listed(), [addr("a"), addr("b"), addr("o")]);
+    assert_eq!(m.cancel(7, &e.fh, &req(&b, X, r(0, 1))), Outcome::Granted);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while listed().contains(&addr("b")) {
+        assert!(
+            Instant::now() < deadline,
+            "b's cancelled wait kept it listed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(m.unlock(7, &e.fh, &a, r(0, 0)), Outcome::Granted);
+    assert_eq!(listed(), [addr("o")]);
+    let share = ShareReq {
+        addr: addr("a"),
+        oh: b"1".to_vec(),
+        access: 1,
+        deny: 0,
+    };
+    assert_eq!(m.share(&e.file(), &share, false), Outcome::Granted);
+    note(&m, "a");
+    assert_eq!(m.unshare(7, &e.fh, addr("a"), b"1"), Outcome::Granted);
+    assert_eq!(listed(), [addr("o")]);
+    assert_eq!(m.prune_hosts(), 1);
+    assert!(listed().is_empty());
+    assert!(m.sync_hosts(Duration::from_secs(10)));
+    drop(m);
+    let (_, before, _) = hosts::Hosts::load(d.path()).unwrap();
+    assert!(before.is_empty(), "{before:?}");
+}

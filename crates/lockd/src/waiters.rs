@@ -170,6 +170,7 @@ impl LockManager {
                 .collect();
             for k in idle {
                 t.remove_held(&k);
+                self.settle(&t, k.1.addr);
             }
             t.maybe_idle = false;
         }

@@ -177,9 +177,13 @@ impl ServerBuilder {
         let listeners = start_listeners(s, services, self.socket_activation)?;
         listeners.add_stats_sources(&stats);
         let rpcbind = register(s, &server, &listeners);
-        // Once NLM can be found: clients told of our restart reclaim at once.
-        if let Some((hosts, state)) = restarted {
-            crate::programs::nsm::notify_restart(hosts, state);
+        // Once NLM can be found: the grace period starts, and clients told
+        // of our restart reclaim at once.
+        if let Some(m) = server.locks() {
+            m.start_grace();
+            if let Some((hosts, state)) = restarted {
+                crate::programs::nsm::notify_restart(m, hosts, state, s.nlm_notify_parallel);
+            }
         }
         Ok(Running {
             cfg: self.cfg,
@@ -266,8 +270,9 @@ fn open_exports(
 }
 
 /// The lock manager (with `nlm`): hosts that took locks before a restart
-/// get a grace period to reclaim them; returns them and our new NSM state,
-/// for the notice that we restarted.
+/// get a grace period to reclaim them (its clock starts once the
+/// listeners are up); returns them and our new NSM state, for the notice
+/// that we restarted.
 fn start_locks(
     s: &ServerConfig,
     state_dir: &Path,

@@ -177,6 +177,10 @@ server_keys! {
     /// place and make the others' callbacks be dropped.
     nlm_callbacks_per_client: usize = crate::state::nlm::DEFAULT_CALLBACKS_PER_CLIENT,
         "NLM callbacks to one client in flight at once";
+    /// After a restart, hosts told at once that we restarted (SM_NOTIFY,
+    /// each within 30 s and the grace period), so hosts that are gone do
+    /// not use up the grace period of those that are there.
+    nlm_notify_parallel: usize = 32, "hosts told of a restart at once (SM_NOTIFY)";
     /// A fixed number of worker threads; overrides min/max_threads.
     threads: Option<usize> = None, "a fixed worker count", unset "adaptive",
         flag "threads" "N" => "A fixed number of worker threads instead of the adaptive \

@@ -54,6 +54,13 @@ fn threads_and_sizes(s: &ServerConfig) -> Result<(), ConfigError> {
             s.udp_threads
         ));
     }
+    // A thread each, only at start.
+    if !(1..=1024).contains(&s.nlm_notify_parallel) {
+        return err(format!(
+            "server.nlm_notify_parallel must be in 1..=1024, not {}",
+            s.nlm_notify_parallel
+        ));
+    }
     if !(-20..=19).contains(&s.blocking_nice) {
         return err(format!(
             "server.blocking_nice must be in -20..=19, not {}",

@@ -524,9 +524,9 @@ fn hosts_in_file(srv: &TestServer) -> Vec<String> {
     v
 }
 
-/// Waits (at most 10 s) for the hosts file to list exactly `want`.
+/// Waits (at most 20 s) for the hosts file to list exactly `want`.
 async fn wait_hosts_file(srv: &TestServer, want: &[&str]) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let got = hosts_in_file(srv);
         if got == want {
@@ -762,4 +762,95 @@ async fn a_slow_client_cannot_hold_every_callback() {
         drop(waiter);
     })
     .await;
+}
+
+/// After a restart, hosts that are gone (their port mappers take the
+/// connection and never answer) do not delay the notice to a host that is
+/// there: it is told well within the grace period and reclaims; the dead
+/// ones are dropped from the hosts list once their notice gave up, and a
+/// reclaim after the grace period is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restart_tells_live_hosts_past_dead_ones() {
+    let mut dead = Vec::new();
+    for i in 10..20 {
+        let Some(l) = client_port_mapper("SM_NOTIFY past dead hosts", &format!("127.0.4.{i}"))
+        else {
+            return;
+        };
+        dead.push(l);
+    }
+    let Some(pm) = client_port_mapper("SM_NOTIFY past dead hosts", "127.0.4.30") else {
+        return;
+    };
+    const GRACE: u64 = 8;
+    let dir = TempDir::new("nsm-dead");
+    let cfgdir = TempDir::new("nsm-dead-cfg");
+    let cfg = write_config(
+        cfgdir.path(),
+        &format!("[server]\nnlm_grace_secs = {GRACE}\n"),
+    );
+    let mut srv = TestServer::start_with(
+        dir.path(),
+        &["--no-rpcbind", "--config", &cfg, "--no-root-squash"],
+    );
+    let l = bounded(async {
+        let s = mount(&srv).await;
+        let (f, _) = create_file(&s.nfs, &s.root, "d").await;
+        let nlm = NlmClient::new(client_from(&srv, "127.0.4.30").await);
+        let l = nlm_lock(&f, "live", 1, 0, 1);
+        assert_eq!(lock(&nlm, &l, true, false).await, Nlm4Stats::Granted);
+        l
+    })
+    .await;
+    srv.stop();
+    // Ten hosts of the previous run that are gone, sorting first by name
+    // and by address.
+    let hosts = srv.state.path().join("nlm/hosts");
+    let mut text = std::fs::read_to_string(&hosts).expect("hosts file");
+    assert!(text.contains("127.0.4.30"), "{text}");
+    for i in 10..20 {
+        let name: String = format!("a-dead-{i}")
+            .bytes()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        text.push_str(&format!("{name} 127.0.4.{i} 127.0.0.1\n"));
+    }
+    std::fs::write(&hosts, text).unwrap();
+    let statd = std::net::TcpListener::bind("127.0.4.30:0").unwrap();
+    let statd_port = statd.local_addr().unwrap().port();
+    let fake = std::thread::spawn(move || {
+        let (prog, vers, proc_, _) = serve_one(&pm, &u32::from(statd_port).to_be_bytes());
+        assert_eq!((prog, vers, proc_), (100000, 2, 3), "PMAP GETPORT");
+        let (prog, vers, proc_, _) = serve_one(&statd, &[]);
+        assert_eq!((prog, vers, proc_), (100024, 1, 6), "SM_NOTIFY");
+        Instant::now()
+    });
+    let started = Instant::now();
+    srv.respawn();
+    let told = tokio::task::spawn_blocking(move || fake.join().expect("fake statd"))
+        .await
+        .unwrap();
+    let took = told - started;
+    assert!(
+        took < Duration::from_secs(GRACE / 2),
+        "the live host was told after {took:?}"
+    );
+    bounded(async {
+        let nlm = NlmClient::new(client_from(&srv, "127.0.4.30").await);
+        let reclaim = |l: &Nlm4Lock| lock_args(l, true, false, true);
+        let st = nlm.lock(&reclaim(&l)).await.expect("reclaim").stat;
+        assert_eq!(st, Nlm4Stats::Granted, "a reclaim within the grace period");
+        // The dead hosts are forgotten once their notices gave up (at the
+        // end of the grace period); the live one holds its lock.
+        wait_hosts_file(&srv, &["127.0.4.30"]).await;
+        let late = Nlm4Lock {
+            svid: 2,
+            l_offset: 5,
+            ..l.clone()
+        };
+        let st = nlm.lock(&reclaim(&late)).await.expect("reclaim").stat;
+        assert_eq!(st, Nlm4Stats::DeniedGracePeriod, "a reclaim after grace");
+    })
+    .await;
+    drop(dead);
 }
