@@ -362,13 +362,17 @@ pub fn nfs_service(
         .with_admit(crate::state::admit_listed)
 }
 
-/// NLM and NSM over UDP.
+/// NLM and NSM over UDP: datagrams only from hosts some export lists,
+/// as the NFS listeners take connections (a stranger's datagram would
+/// otherwise make us call it back, or anyone it names as its source).
 fn lock_service(
     server: &Arc<Server>,
     policy: Policy,
     stats: &Arc<rnfsd_stats::Registry>,
 ) -> RpcService<Server> {
-    RpcService::new(server.clone(), vec![&NLM, &NSM], policy).with_stats(stats.clone())
+    RpcService::new(server.clone(), vec![&NLM, &NSM], policy)
+        .with_stats(stats.clone())
+        .with_admit(crate::state::admit_listed)
 }
 
 /// The port mapper (with `portmap`).

@@ -36,13 +36,38 @@ fn stat_of(o: &Outcome) -> Nlm4Stats {
     }
 }
 
+/// Why a call did not reach its file.
+enum Refused {
+    /// The handle is of no export in force.
+    NoExport,
+    /// The handle's export does not take this caller.
+    Access(crate::access::Denied),
+}
+
 /// The export, handle and credentials of a lock's file.
-fn resolve(ctx: &CallCtx<'_>, fh: &NetObj) -> Result<(ExportRef, Fh, Cred), Nlm4Stats> {
-    let e = ctx.server.export_of(&fh.0).ok_or(Nlm4Stats::StaleFh)?;
+fn resolve(ctx: &CallCtx<'_>, fh: &NetObj) -> Result<(ExportRef, Fh, Cred), Refused> {
+    let e = ctx.server.export_of(&fh.0).ok_or(Refused::NoExport)?;
     match e.access().check(ctx.peer, &ctx.auth) {
         Ok(g) => Ok((e, Fh(fh.0.clone()), g.cred)),
-        Err(crate::access::Denied::NotListed) => Err(Nlm4Stats::StaleFh),
-        Err(crate::access::Denied::InsecurePort) => Err(Nlm4Stats::Failed),
+        Err(d) => Err(Refused::Access(d)),
+    }
+}
+
+/// A call's result, and whether its caller passed the export's client
+/// check: only then does a `*_MSG` call get its result sent back (a
+/// callback is a connection to the caller's hosts; a call that failed
+/// the check must not make us open one).
+struct Checked<R> {
+    res: R,
+    answer: bool,
+}
+
+impl<R> Checked<R> {
+    fn map<T>(self, f: impl FnOnce(R) -> T) -> Checked<T> {
+        Checked {
+            res: f(self.res),
+            answer: self.answer,
+        }
     }
 }
 
@@ -75,14 +100,22 @@ fn with_file(
     ctx: &CallCtx<'_>,
     fh: &NetObj,
     f: impl FnOnce(&rnfsd_lockd::LockManager, &FileRef<'_>) -> Outcome,
-) -> Outcome {
+) -> Checked<Outcome> {
+    let refused = |res, answer| Checked { res, answer };
     let Some(m) = ctx.server.locks() else {
-        return Outcome::NoLocks;
+        return refused(Outcome::NoLocks, true);
     };
     let (e, fh, cred) = match resolve(ctx, fh) {
         Ok(v) => v,
-        Err(Nlm4Stats::StaleFh) => return Outcome::Stale,
-        Err(_) => return Outcome::Failed,
+        // The caller is listed (by another export: it got in), its
+        // handle is stale: it may be told so.
+        Err(Refused::NoExport) => return refused(Outcome::Stale, true),
+        Err(Refused::Access(crate::access::Denied::NotListed)) => {
+            return refused(Outcome::Stale, false)
+        }
+        Err(Refused::Access(crate::access::Denied::InsecurePort)) => {
+            return refused(Outcome::Failed, false)
+        }
     };
     let file = FileRef {
         backend: &e.backend,
@@ -90,7 +123,10 @@ fn with_file(
         export: e.id,
         fh: &fh,
     };
-    f(m, &file)
+    Checked {
+        res: f(m, &file),
+        answer: true,
+    }
 }
 
 fn null(_: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
@@ -98,8 +134,15 @@ fn null(_: &CallCtx<'_>, _: ()) -> Result<(), ProcError> {
 }
 
 fn test4(ctx: &CallCtx<'_>, a: Nlm4TestArgs) -> Result<Nlm4TestRes, ProcError> {
+    Ok(test(ctx, a).res)
+}
+
+fn test(ctx: &CallCtx<'_>, a: Nlm4TestArgs) -> Checked<Nlm4TestRes> {
     let req = request(ctx, &a.alock, a.exclusive);
-    let o = with_file(ctx, &a.alock.fh, |m, f| m.test(f, &req));
+    with_file(ctx, &a.alock.fh, |m, f| m.test(f, &req)).map(|o| test_res(a.cookie, o))
+}
+
+fn test_res(cookie: NetObj, o: Outcome) -> Nlm4TestRes {
     let stat = match o {
         Outcome::Denied(Some(Holder {
             exclusive,
@@ -117,13 +160,14 @@ fn test4(ctx: &CallCtx<'_>, a: Nlm4TestArgs) -> Result<Nlm4TestRes, ProcError> {
         Outcome::Denied(None) => Nlm4TestRply::Denied(Nlm4Holder::default()),
         o => Nlm4TestRply::Stat(stat_of(&o)),
     };
-    Ok(Nlm4TestRes {
-        cookie: a.cookie,
-        stat,
-    })
+    Nlm4TestRes { cookie, stat }
 }
 
 fn lock4(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Result<Nlm4Res, ProcError> {
+    Ok(lock(ctx, a).res)
+}
+
+fn lock(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Checked<Nlm4Res> {
     let req = request(ctx, &a.alock, a.exclusive);
     // GRANTED goes back to where the client called from, as it expects
     // (the Linux client checks the server's address). Built only for a
@@ -141,7 +185,7 @@ fn lock4(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Result<Nlm4Res, ProcError> {
     } else {
         Box::new(|| {})
     };
-    let o = with_file(ctx, &a.alock.fh, |m, f| {
+    let c = with_file(ctx, &a.alock.fh, |m, f| {
         let o = m.lock(f, &req, a.block, a.reclaim, callback);
         if matches!(o, Outcome::Granted | Outcome::Blocked) {
             m.note_host(rnfsd_lockd::hosts::Host {
@@ -152,39 +196,48 @@ fn lock4(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Result<Nlm4Res, ProcError> {
         }
         o
     });
-    Ok(Nlm4Res {
-        cookie: a.cookie,
-        stat: stat_of(&o),
-    })
+    c.map(|o| res(a.cookie, &o))
+}
+
+fn res(cookie: NetObj, o: &Outcome) -> Nlm4Res {
+    Nlm4Res {
+        cookie,
+        stat: stat_of(o),
+    }
 }
 
 fn cancel4(ctx: &CallCtx<'_>, a: Nlm4CancArgs) -> Result<Nlm4Res, ProcError> {
+    Ok(cancel(ctx, a).res)
+}
+
+fn cancel(ctx: &CallCtx<'_>, a: Nlm4CancArgs) -> Checked<Nlm4Res> {
     let req = request(ctx, &a.alock, a.exclusive);
-    let o = with_file(ctx, &a.alock.fh, |m, f| m.cancel(f.export, f.fh, &req));
-    Ok(Nlm4Res {
-        cookie: a.cookie,
-        stat: stat_of(&o),
-    })
+    with_file(ctx, &a.alock.fh, |m, f| m.cancel(f.export, f.fh, &req)).map(|o| res(a.cookie, &o))
 }
 
 fn unlock4(ctx: &CallCtx<'_>, a: Nlm4UnlockArgs) -> Result<Nlm4Res, ProcError> {
+    Ok(unlock(ctx, a).res)
+}
+
+fn unlock(ctx: &CallCtx<'_>, a: Nlm4UnlockArgs) -> Checked<Nlm4Res> {
     let req = request(ctx, &a.alock, false);
-    let o = with_file(ctx, &a.alock.fh, |m, f| {
+    with_file(ctx, &a.alock.fh, |m, f| {
         m.unlock(f.export, f.fh, &req.owner, req.range)
-    });
-    Ok(Nlm4Res {
-        cookie: a.cookie,
-        stat: stat_of(&o),
     })
+    .map(|o| res(a.cookie, &o))
 }
 
 /// GRANTED to a server: we hold no client-side locks (XNFS: a server
 /// answers it only as a client), so nothing waits for it.
-fn granted4(_: &CallCtx<'_>, a: Nlm4TestArgs) -> Result<Nlm4Res, ProcError> {
-    Ok(Nlm4Res {
-        cookie: a.cookie,
-        stat: Nlm4Stats::Denied,
-    })
+fn granted4(ctx: &CallCtx<'_>, a: Nlm4TestArgs) -> Result<Nlm4Res, ProcError> {
+    Ok(granted(ctx, a).res)
+}
+
+fn granted(_: &CallCtx<'_>, a: Nlm4TestArgs) -> Checked<Nlm4Res> {
+    Checked {
+        res: res(a.cookie, &Outcome::Denied(None)),
+        answer: true,
+    }
 }
 
 fn share_req(ctx: &CallCtx<'_>, s: &Nlm4Share) -> ShareReq {
@@ -198,7 +251,7 @@ fn share_req(ctx: &CallCtx<'_>, s: &Nlm4Share) -> ShareReq {
 
 fn share4(ctx: &CallCtx<'_>, a: Nlm4ShareArgs) -> Result<Nlm4ShareRes, ProcError> {
     let req = share_req(ctx, &a.share);
-    let o = with_file(ctx, &a.share.fh, |m, f| m.share(f, &req, a.reclaim));
+    let o = with_file(ctx, &a.share.fh, |m, f| m.share(f, &req, a.reclaim)).res;
     Ok(Nlm4ShareRes {
         cookie: a.cookie,
         stat: stat_of(&o),
@@ -210,7 +263,8 @@ fn unshare4(ctx: &CallCtx<'_>, a: Nlm4ShareArgs) -> Result<Nlm4ShareRes, ProcErr
     let req = share_req(ctx, &a.share);
     let o = with_file(ctx, &a.share.fh, |m, f| {
         m.unshare(f.export, f.fh, req.addr, &req.oh)
-    });
+    })
+    .res;
     Ok(Nlm4ShareRes {
         cookie: a.cookie,
         stat: stat_of(&o),
@@ -304,72 +358,136 @@ fn callback(callbacks: &Callbacks, ip: IpAddr, vers: u32, proc_: u32, body: Vec<
     }
 }
 
-/// An asynchronous call of version `$vers`: the synchronous handler, its
-/// result sent back as procedure `$res`.
+/// An asynchronous call of version `$vers`: the checked handler on the
+/// version 4 arguments, its result (in `$vers`'s form, by `$conv`) sent
+/// back as procedure `$res` when the caller passed the client check.
 macro_rules! msg_call {
-    ($name:ident, $vers:expr, $args:ty, $sync:ident, $res:expr) => {
+    ($name:ident, $vers:expr, $args:ty, $checked:ident, $conv:expr, $res:expr) => {
         fn $name(ctx: &CallCtx<'_>, a: $args) -> Result<(), ProcError> {
-            let r = $sync(ctx, a)?;
-            answer_async(ctx, $vers, $res, &r)
+            let c = $checked(ctx, a.into());
+            if !c.answer {
+                tracing::debug!(peer = %ctx.peer, "NLM *_MSG refused by the export: no answer sent");
+                return Ok(());
+            }
+            answer_async(ctx, $vers, $res, &($conv)(c.res))
         }
     };
 }
 
-msg_call!(test_msg4, VERSION4, Nlm4TestArgs, test4, PROC_TEST_RES);
-msg_call!(lock_msg4, VERSION4, Nlm4LockArgs, lock4, PROC_LOCK_RES);
+fn v4<R>(r: R) -> R {
+    r
+}
+fn test_v1(r: Nlm4TestRes) -> NlmTestRes {
+    r.to_v1()
+}
+fn res_v1(r: Nlm4Res) -> NlmRes {
+    r.to_v1()
+}
+
+msg_call!(test_msg4, VERSION4, Nlm4TestArgs, test, v4, PROC_TEST_RES);
+msg_call!(lock_msg4, VERSION4, Nlm4LockArgs, lock, v4, PROC_LOCK_RES);
 msg_call!(
     cancel_msg4,
     VERSION4,
     Nlm4CancArgs,
-    cancel4,
+    cancel,
+    v4,
     PROC_CANCEL_RES
 );
 msg_call!(
     unlock_msg4,
     VERSION4,
     Nlm4UnlockArgs,
-    unlock4,
+    unlock,
+    v4,
     PROC_UNLOCK_RES
 );
 msg_call!(
     granted_msg4,
     VERSION4,
     Nlm4TestArgs,
-    granted4,
+    granted,
+    v4,
     PROC_GRANTED_RES
 );
-msg_call!(test_msg1, VERSION1, NlmTestArgs, test1, PROC_TEST_RES);
-msg_call!(lock_msg1, VERSION1, NlmLockArgs, lock1, PROC_LOCK_RES);
-msg_call!(cancel_msg1, VERSION1, NlmCancArgs, cancel1, PROC_CANCEL_RES);
+msg_call!(
+    test_msg1,
+    VERSION1,
+    NlmTestArgs,
+    test,
+    test_v1,
+    PROC_TEST_RES
+);
+msg_call!(
+    lock_msg1,
+    VERSION1,
+    NlmLockArgs,
+    lock,
+    res_v1,
+    PROC_LOCK_RES
+);
+msg_call!(
+    cancel_msg1,
+    VERSION1,
+    NlmCancArgs,
+    cancel,
+    res_v1,
+    PROC_CANCEL_RES
+);
 msg_call!(
     unlock_msg1,
     VERSION1,
     NlmUnlockArgs,
-    unlock1,
+    unlock,
+    res_v1,
     PROC_UNLOCK_RES
 );
 msg_call!(
     granted_msg1,
     VERSION1,
     NlmTestArgs,
-    granted1,
+    granted,
+    res_v1,
     PROC_GRANTED_RES
 );
-msg_call!(test_msg3, VERSION3, NlmTestArgs, test1, PROC_TEST_RES);
-msg_call!(lock_msg3, VERSION3, NlmLockArgs, lock1, PROC_LOCK_RES);
-msg_call!(cancel_msg3, VERSION3, NlmCancArgs, cancel1, PROC_CANCEL_RES);
+msg_call!(
+    test_msg3,
+    VERSION3,
+    NlmTestArgs,
+    test,
+    test_v1,
+    PROC_TEST_RES
+);
+msg_call!(
+    lock_msg3,
+    VERSION3,
+    NlmLockArgs,
+    lock,
+    res_v1,
+    PROC_LOCK_RES
+);
+msg_call!(
+    cancel_msg3,
+    VERSION3,
+    NlmCancArgs,
+    cancel,
+    res_v1,
+    PROC_CANCEL_RES
+);
 msg_call!(
     unlock_msg3,
     VERSION3,
     NlmUnlockArgs,
-    unlock1,
+    unlock,
+    res_v1,
     PROC_UNLOCK_RES
 );
 msg_call!(
     granted_msg3,
     VERSION3,
     NlmTestArgs,
-    granted1,
+    granted,
+    res_v1,
     PROC_GRANTED_RES
 );
 

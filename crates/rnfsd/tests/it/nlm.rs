@@ -854,3 +854,144 @@ async fn a_restart_tells_live_hosts_past_dead_ones() {
     .await;
     drop(dead);
 }
+
+/// One RPC call in a datagram from local address `local` to `to`
+/// (AUTH_SYS root): the reply, or None if none came within a second.
+fn udp_call_from(
+    local: &str,
+    to: std::net::SocketAddr,
+    prog: u32,
+    vers: u32,
+    proc_: u32,
+    args: &[u8],
+) -> Option<Vec<u8>> {
+    let s = std::net::UdpSocket::bind((local, 0)).expect("UDP socket");
+    s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    let auth = Auth::unix(0, 0);
+    let mut e = rnfsd_xdr::Enc::new();
+    CallHeader {
+        xid: 0x5eed,
+        rpcvers: 2,
+        prog,
+        vers,
+        proc_,
+        cred: rnfsd_proto::rpc::OpaqueAuth {
+            flavor: auth.flavor(),
+            body: auth.body(),
+        },
+        verf: rnfsd_proto::rpc::OpaqueAuth::NONE,
+    }
+    .encode(&mut e);
+    e.raw(args);
+    s.send_to(e.as_slice(), to).expect("send");
+    let mut buf = vec![0; 65536];
+    s.recv(&mut buf).ok().map(|n| buf[..n].to_vec())
+}
+
+/// Connections taken on `l` within `wait` (a fake port mapper that
+/// counts callbacks and answers none).
+fn connections_within(l: &std::net::TcpListener, wait: Duration) -> usize {
+    l.set_nonblocking(true).unwrap();
+    let deadline = Instant::now() + wait;
+    let mut n = 0;
+    while Instant::now() < deadline {
+        match l.accept() {
+            Ok(_) => n += 1,
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    n
+}
+
+/// The lock manager over UDP takes nothing from a host no export lists,
+/// and a `*_MSG` call that fails its export's client check (from a host
+/// listed only by another export) gets no `*_RES` callback: a callback is
+/// a connection we open to the caller.
+#[tokio::test(flavor = "multi_thread")]
+async fn strangers_get_no_answers_and_no_callbacks() {
+    let Some(pm_listed) = client_port_mapper("NLM strangers", "127.0.5.1") else {
+        return;
+    };
+    let Some(pm_stranger) = client_port_mapper("NLM strangers", "127.0.5.2") else {
+        return;
+    };
+    let (one, two) = (
+        TempDir::new("nlm-strangers-1"),
+        TempDir::new("nlm-strangers-2"),
+    );
+    let cfgdir = TempDir::new("nlm-strangers-cfg");
+    let export = |p: &std::path::Path, client: &str| {
+        format!(
+            "[[export]]\npath = \"{}\"\nclients = [\"{client}\"]\nsecure = false\nroot_squash = false\n",
+            p.display()
+        )
+    };
+    let cfg = write_config(
+        cfgdir.path(),
+        &format!(
+            "[server]\nregister_rpcbind = false\n{}{}",
+            export(one.path(), "127.0.0.1"),
+            export(two.path(), "127.0.5.1")
+        ),
+    );
+    let srv = TestServer::start_config(
+        std::path::Path::new(&cfg),
+        one.path(),
+        TempDir::new("nlm-strangers-state"),
+        &[],
+    );
+    let (f_one, f_two) = bounded(async {
+        let s = mount(&srv).await;
+        let (f_one, _) = create_file(&s.nfs, &s.root, "one").await;
+        let c = client_from(&srv, "127.0.5.1").await;
+        let root = mnt_from(&c, two.path().to_str().unwrap())
+            .await
+            .expect("MNT of the second export");
+        let nfs = rnfsd_client::NfsClient::new(c);
+        let (f_two, _) = create_file(&nfs, &root, "two").await;
+        (f_one, f_two)
+    })
+    .await;
+    let test_args = |fh: &rnfsd_proto::nfs3::NfsFh3| {
+        rnfsd_xdr::to_vec(&Nlm4TestArgs {
+            cookie: NetObj(b"t".to_vec()),
+            exclusive: true,
+            alock: nlm_lock(fh, "x", 1, 0, 1),
+        })
+    };
+    // A stranger over UDP: no answer, no callback.
+    let to = srv.addr;
+    assert_eq!(
+        udp_call_from("127.0.5.2", to, PROGRAM, VERSION4, 0, &[]),
+        None
+    );
+    let msg = test_args(&f_one);
+    assert_eq!(
+        udp_call_from("127.0.5.2", to, PROGRAM, VERSION4, PROC_TEST_MSG, &msg),
+        None
+    );
+    // A listed host, over UDP and TCP, with a handle of the export that
+    // does not list it: no callback either.
+    let reply = udp_call_from("127.0.5.1", to, PROGRAM, VERSION4, PROC_TEST_MSG, &msg);
+    assert!(reply.is_some(), "a listed host is answered over UDP");
+    bounded(async {
+        let nlm = NlmClient::new(client_from(&srv, "127.0.5.1").await);
+        let a: Nlm4TestArgs = rnfsd_xdr::from_slice(&msg).unwrap();
+        nlm.test_msg(&a).await.expect("TEST_MSG");
+    })
+    .await;
+    let (listed, stranger) = std::thread::scope(|s| {
+        let a = s.spawn(|| connections_within(&pm_listed, Duration::from_secs(2)));
+        let b = s.spawn(|| connections_within(&pm_stranger, Duration::from_secs(2)));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert_eq!((listed, stranger), (0, 0), "callbacks to refused callers");
+    // With a handle of its own export, the listed host is answered.
+    let ok = test_args(&f_two);
+    assert!(udp_call_from("127.0.5.1", to, PROGRAM, VERSION4, PROC_TEST_MSG, &ok).is_some());
+    assert_eq!(
+        connections_within(&pm_listed, Duration::from_secs(5)),
+        1,
+        "TEST_RES goes back to a caller its export lists"
+    );
+}
