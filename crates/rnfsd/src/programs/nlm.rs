@@ -12,9 +12,10 @@
 use std::net::IpAddr;
 
 use rnfsd_fs::lock::{LockKind, LockRange};
-use rnfsd_fs::{Cred, Fh};
+use rnfsd_fs::Fh;
 use rnfsd_proto::nlm::*;
 
+use crate::access::Grant;
 use crate::programs::{CallCtx, Program, Version};
 use crate::state::nlm::Callbacks;
 use crate::state::ExportRef;
@@ -44,11 +45,11 @@ enum Refused {
     Access(crate::access::Denied),
 }
 
-/// The export, handle and credentials of a lock's file.
-fn resolve(ctx: &CallCtx<'_>, fh: &NetObj) -> Result<(ExportRef, Fh, Cred), Refused> {
+/// The export, handle and grant (credentials, read-only) of a lock's file.
+fn resolve(ctx: &CallCtx<'_>, fh: &NetObj) -> Result<(ExportRef, Fh, Grant), Refused> {
     let e = ctx.server.export_of(&fh.0).ok_or(Refused::NoExport)?;
     match e.access().check(ctx.peer, &ctx.auth) {
-        Ok(g) => Ok((e, Fh(fh.0.clone()), g.cred)),
+        Ok(g) => Ok((e, Fh(fh.0.clone()), g)),
         Err(d) => Err(Refused::Access(d)),
     }
 }
@@ -96,16 +97,20 @@ fn request(ctx: &CallCtx<'_>, l: &Nlm4Lock, exclusive: bool) -> LockReq {
 }
 
 /// Runs `f` with the lock manager and the lock's file, or answers why not.
+/// A call that would keep others from writing (`write`: an exclusive lock,
+/// a share with write access or denying write) on a read-only export is
+/// NLM4_ROFS, as knfsd answers when it opens the file for writing.
 fn with_file(
     ctx: &CallCtx<'_>,
     fh: &NetObj,
+    write: bool,
     f: impl FnOnce(&rnfsd_lockd::LockManager, &FileRef<'_>) -> Outcome,
 ) -> Checked<Outcome> {
     let refused = |res, answer| Checked { res, answer };
     let Some(m) = ctx.server.locks() else {
         return refused(Outcome::NoLocks, true);
     };
-    let (e, fh, cred) = match resolve(ctx, fh) {
+    let (e, fh, grant) = match resolve(ctx, fh) {
         Ok(v) => v,
         // The caller is listed (by another export: it got in), its
         // handle is stale: it may be told so.
@@ -117,9 +122,12 @@ fn with_file(
             return refused(Outcome::Failed, false)
         }
     };
+    if write && grant.read_only {
+        return refused(Outcome::RoFs, true);
+    }
     let file = FileRef {
         backend: &e.backend,
-        cred: &cred,
+        cred: &grant.cred,
         export: e.id,
         fh: &fh,
     };
@@ -139,7 +147,7 @@ fn test4(ctx: &CallCtx<'_>, a: Nlm4TestArgs) -> Result<Nlm4TestRes, ProcError> {
 
 fn test(ctx: &CallCtx<'_>, a: Nlm4TestArgs) -> Checked<Nlm4TestRes> {
     let req = request(ctx, &a.alock, a.exclusive);
-    with_file(ctx, &a.alock.fh, |m, f| m.test(f, &req)).map(|o| test_res(a.cookie, o))
+    with_file(ctx, &a.alock.fh, false, |m, f| m.test(f, &req)).map(|o| test_res(a.cookie, o))
 }
 
 fn test_res(cookie: NetObj, o: Outcome) -> Nlm4TestRes {
@@ -185,7 +193,7 @@ fn lock(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Checked<Nlm4Res> {
     } else {
         Box::new(|| {})
     };
-    let c = with_file(ctx, &a.alock.fh, |m, f| {
+    let c = with_file(ctx, &a.alock.fh, a.exclusive, |m, f| {
         let o = m.lock(f, &req, a.block, a.reclaim, callback);
         if matches!(o, Outcome::Granted | Outcome::Blocked) {
             m.note_host(rnfsd_lockd::hosts::Host {
@@ -212,7 +220,10 @@ fn cancel4(ctx: &CallCtx<'_>, a: Nlm4CancArgs) -> Result<Nlm4Res, ProcError> {
 
 fn cancel(ctx: &CallCtx<'_>, a: Nlm4CancArgs) -> Checked<Nlm4Res> {
     let req = request(ctx, &a.alock, a.exclusive);
-    with_file(ctx, &a.alock.fh, |m, f| m.cancel(f.export, f.fh, &req)).map(|o| res(a.cookie, &o))
+    with_file(ctx, &a.alock.fh, false, |m, f| {
+        m.cancel(f.export, f.fh, &req)
+    })
+    .map(|o| res(a.cookie, &o))
 }
 
 fn unlock4(ctx: &CallCtx<'_>, a: Nlm4UnlockArgs) -> Result<Nlm4Res, ProcError> {
@@ -221,7 +232,7 @@ fn unlock4(ctx: &CallCtx<'_>, a: Nlm4UnlockArgs) -> Result<Nlm4Res, ProcError> {
 
 fn unlock(ctx: &CallCtx<'_>, a: Nlm4UnlockArgs) -> Checked<Nlm4Res> {
     let req = request(ctx, &a.alock, false);
-    with_file(ctx, &a.alock.fh, |m, f| {
+    with_file(ctx, &a.alock.fh, false, |m, f| {
         m.unlock(f.export, f.fh, &req.owner, req.range)
     })
     .map(|o| res(a.cookie, &o))
@@ -251,7 +262,9 @@ fn share_req(ctx: &CallCtx<'_>, s: &Nlm4Share) -> ShareReq {
 
 fn share4(ctx: &CallCtx<'_>, a: Nlm4ShareArgs) -> Result<Nlm4ShareRes, ProcError> {
     let req = share_req(ctx, &a.share);
-    let o = with_file(ctx, &a.share.fh, |m, f| m.share(f, &req, a.reclaim)).res;
+    // fsh4 bits: 2 is write (access), deny write (mode).
+    let write = req.access & 2 != 0 || req.deny & 2 != 0;
+    let o = with_file(ctx, &a.share.fh, write, |m, f| m.share(f, &req, a.reclaim)).res;
     Ok(Nlm4ShareRes {
         cookie: a.cookie,
         stat: stat_of(&o),
@@ -261,7 +274,7 @@ fn share4(ctx: &CallCtx<'_>, a: Nlm4ShareArgs) -> Result<Nlm4ShareRes, ProcError
 
 fn unshare4(ctx: &CallCtx<'_>, a: Nlm4ShareArgs) -> Result<Nlm4ShareRes, ProcError> {
     let req = share_req(ctx, &a.share);
-    let o = with_file(ctx, &a.share.fh, |m, f| {
+    let o = with_file(ctx, &a.share.fh, false, |m, f| {
         m.unshare(f.export, f.fh, req.addr, &req.oh)
     })
     .res;

@@ -995,3 +995,55 @@ async fn strangers_get_no_answers_and_no_callbacks() {
         "TEST_RES goes back to a caller its export lists"
     );
 }
+
+/// On a read-only export a client may not keep others from writing: an
+/// exclusive LOCK, and a SHARE with write access or denying write, answer
+/// NLM4_ROFS (as knfsd); shared locks, TEST and read shares work.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_only_export_refuses_write_locks() {
+    let dir = TempDir::new("nlm-ro");
+    std::fs::write(dir.path().join("ro"), b"0123456789").unwrap();
+    let srv = TestServer::start_with(dir.path(), &["--no-rpcbind", "--read-only"]);
+    bounded(async {
+        let s = mount(&srv).await;
+        let f = lookup(&s.nfs, &s.root, "ro").await;
+        let nlm = NlmClient::new(s.client.clone());
+        let l = nlm_lock(&f, "ro", 1, 0, 0);
+        assert_eq!(lock(&nlm, &l, true, false).await, Nlm4Stats::Rofs);
+        assert_eq!(
+            lock(&nlm, &l, true, true).await,
+            Nlm4Stats::Rofs,
+            "blocking"
+        );
+        let t = nlm
+            .test(&Nlm4TestArgs {
+                cookie: NetObj(b"t".to_vec()),
+                exclusive: true,
+                alock: l.clone(),
+            })
+            .await
+            .expect("TEST");
+        assert_eq!(t.stat, Nlm4TestRply::Stat(Nlm4Stats::Granted));
+        assert_eq!(lock(&nlm, &l, false, false).await, Nlm4Stats::Granted);
+        let sh = |access, mode| Nlm4ShareArgs {
+            cookie: NetObj(b"s".to_vec()),
+            share: Nlm4Share {
+                caller_name: CallerName(b"ro".to_vec()),
+                fh: NetObj(f.data.clone()),
+                oh: NetObj(b"1".to_vec()),
+                mode,
+                access,
+            },
+            reclaim: false,
+        };
+        for (access, mode, want) in [
+            (FshAccess::Write, FshMode::DenyNone, Nlm4Stats::Rofs),
+            (FshAccess::Read, FshMode::DenyWrite, Nlm4Stats::Rofs),
+            (FshAccess::Read, FshMode::DenyNone, Nlm4Stats::Granted),
+        ] {
+            let st = nlm.share(&sh(access, mode)).await.expect("SHARE").stat;
+            assert_eq!(st, want, "{access:?} {mode:?}");
+        }
+    })
+    .await;
+}
