@@ -578,6 +578,14 @@ impl LockManager {
         if !representable(range) {
             return Outcome::FBig;
         }
+        self.release(export, fh, owner, range)
+    }
+
+    /// Drops `owner`'s locks on `range` of the file, grace or not: for
+    /// UNLOCK, and for a lock granted to a client that no longer wants it
+    /// (it answered our GRANTED with a refusal: Linux lockd's
+    /// `nlmsvc_grant_reply` unlocks it too).
+    pub fn release(&self, export: u32, fh: &Fh, owner: &Owner, range: LockRange) -> Outcome {
         let hk = (
             FileKey {
                 export,

@@ -10,6 +10,7 @@
 //! only a name (any client may send any name).
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use rnfsd_fs::lock::{LockKind, LockRange};
 use rnfsd_fs::Fh;
@@ -172,28 +173,29 @@ fn test_res(cookie: NetObj, o: Outcome) -> Nlm4TestRes {
 }
 
 fn lock4(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Result<Nlm4Res, ProcError> {
-    Ok(lock(ctx, a).res)
+    Ok(lock_v4(ctx, a).res)
 }
 
-fn lock(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Checked<Nlm4Res> {
+fn lock_v4(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Checked<Nlm4Res> {
+    lock(ctx, a, VERSION4)
+}
+fn lock_v1(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Checked<Nlm4Res> {
+    lock(ctx, a, VERSION1)
+}
+fn lock_v3(ctx: &CallCtx<'_>, a: Nlm4LockArgs) -> Checked<Nlm4Res> {
+    lock(ctx, a, VERSION3)
+}
+
+/// LOCK of NLM version `vers` (its GRANTED goes out in that version).
+fn lock(ctx: &CallCtx<'_>, a: Nlm4LockArgs, vers: u32) -> Checked<Nlm4Res> {
     let req = request(ctx, &a.alock, a.exclusive);
-    // GRANTED goes back to where the client called from, as it expects
-    // (the Linux client checks the server's address). Built only for a
-    // request that may wait (a no-op closure allocates nothing).
-    let callback: Box<dyn FnOnce() + Send> = if a.block {
-        granted_callback(
-            ctx.server.nlm_callbacks.clone(),
-            ctx.peer.ip(),
-            Nlm4TestArgs {
-                cookie: a.cookie.clone(),
-                exclusive: a.exclusive,
-                alock: a.alock.clone(),
-            },
-        )
-    } else {
-        Box::new(|| {})
-    };
     let c = with_file(ctx, &a.alock.fh, a.exclusive, |m, f| {
+        // Built only for a request that may wait (a no-op closure
+        // allocates nothing).
+        let callback: Box<dyn FnOnce() + Send> = match a.block {
+            true => granted_callback(ctx, f, &req, &a, vers),
+            false => Box::new(|| {}),
+        };
         let o = m.lock(f, &req, a.block, a.reclaim, callback);
         if matches!(o, Outcome::Granted | Outcome::Blocked) {
             m.note_host(rnfsd_lockd::hosts::Host {
@@ -302,7 +304,10 @@ fn test1(ctx: &CallCtx<'_>, a: NlmTestArgs) -> Result<NlmTestRes, ProcError> {
     Ok(test4(ctx, a.into())?.to_v1())
 }
 fn lock1(ctx: &CallCtx<'_>, a: NlmLockArgs) -> Result<NlmRes, ProcError> {
-    Ok(lock4(ctx, a.into())?.to_v1())
+    Ok(lock_v1(ctx, a.into()).res.to_v1())
+}
+fn lock3(ctx: &CallCtx<'_>, a: NlmLockArgs) -> Result<NlmRes, ProcError> {
+    Ok(lock_v3(ctx, a.into()).res.to_v1())
 }
 fn cancel1(ctx: &CallCtx<'_>, a: NlmCancArgs) -> Result<NlmRes, ProcError> {
     Ok(cancel4(ctx, a.into())?.to_v1())
@@ -337,19 +342,41 @@ fn answer_async<R: rnfsd_xdr::Xdr>(
 ) -> Result<(), ProcError> {
     callback(
         &ctx.server.nlm_callbacks,
-        ctx.peer.ip(),
-        vers,
-        proc_,
-        rnfsd_xdr::to_vec(res),
+        Callback {
+            to: ctx.peer.ip(),
+            from: ctx.local.ip(),
+            vers,
+            proc_,
+            body: rnfsd_xdr::to_vec(res),
+            on_reply: None,
+        },
     );
     Ok(())
 }
 
-/// Sends procedure `proc_` of NLM `vers` with `body` to the lock manager
-/// of host `ip` (found through its port mapper), from a short-lived thread,
-/// all of it within `CALLBACK_DEADLINE`.
-fn callback(callbacks: &Callbacks, ip: IpAddr, vers: u32, proc_: u32, body: Vec<u8>) {
-    let ip = rnfsd_lockd::canon(ip);
+/// What a callback does with the client's answer (its result's bytes).
+type OnReply = Box<dyn FnOnce(&[u8]) + Send>;
+
+/// A call back to a client's lock manager.
+struct Callback {
+    /// The client.
+    to: IpAddr,
+    /// Our address it called (the callback leaves from it: the Linux
+    /// client takes GRANTED only from the server it locked with).
+    from: IpAddr,
+    vers: u32,
+    proc_: u32,
+    body: Vec<u8>,
+    /// Given the result's bytes when the client answered.
+    on_reply: Option<OnReply>,
+}
+
+/// Sends `cb` to the client's lock manager (found through its port
+/// mapper), from a short-lived thread, all of it within
+/// `CALLBACK_DEADLINE`.
+fn callback(callbacks: &Callbacks, cb: Callback) {
+    let ip = rnfsd_lockd::canon(cb.to);
+    let proc_ = cb.proc_;
     let Some(slot) = callbacks.slot(ip) else {
         tracing::debug!(client = %ip, proc_, "NLM callback dropped: too many in flight");
         return;
@@ -358,10 +385,21 @@ fn callback(callbacks: &Callbacks, ip: IpAddr, vers: u32, proc_: u32, body: Vec<
         .name("rnfsd-nlm-cb".into())
         .spawn(move || {
             let deadline = std::time::Instant::now() + CALLBACK_DEADLINE;
-            let r =
-                crate::outcall::call_registered(ip, None, PROGRAM, vers, proc_, &body, deadline);
-            if let Err(e) = r {
-                tracing::debug!(client = %ip, proc_, "NLM callback not delivered: {e}");
+            let r = crate::outcall::call_registered(
+                ip,
+                Some(cb.from),
+                PROGRAM,
+                cb.vers,
+                proc_,
+                &cb.body,
+                deadline,
+            );
+            match (r, cb.on_reply) {
+                (Ok(res), Some(then)) => then(&res),
+                (Ok(_), None) => {}
+                (Err(e), _) => {
+                    tracing::debug!(client = %ip, proc_, "NLM callback not delivered: {e}")
+                }
             }
             drop(slot);
         });
@@ -398,7 +436,14 @@ fn res_v1(r: Nlm4Res) -> NlmRes {
 }
 
 msg_call!(test_msg4, VERSION4, Nlm4TestArgs, test, v4, PROC_TEST_RES);
-msg_call!(lock_msg4, VERSION4, Nlm4LockArgs, lock, v4, PROC_LOCK_RES);
+msg_call!(
+    lock_msg4,
+    VERSION4,
+    Nlm4LockArgs,
+    lock_v4,
+    v4,
+    PROC_LOCK_RES
+);
 msg_call!(
     cancel_msg4,
     VERSION4,
@@ -435,7 +480,7 @@ msg_call!(
     lock_msg1,
     VERSION1,
     NlmLockArgs,
-    lock,
+    lock_v1,
     res_v1,
     PROC_LOCK_RES
 );
@@ -475,7 +520,7 @@ msg_call!(
     lock_msg3,
     VERSION3,
     NlmLockArgs,
-    lock,
+    lock_v3,
     res_v1,
     PROC_LOCK_RES
 );
@@ -568,11 +613,11 @@ static V4_PROCS: &[crate::programs::Proc] = &[
 /// Versions 1 and 3 share procedures 0-15 (their *_MSG handlers answer
 /// in their own version); version 3 adds 20-23.
 macro_rules! v1_table {
-    ($t:ident, $l:ident, $c:ident, $u:ident, $g:ident; $($extra:expr),* $(,)?) => {
+    ($lk:ident, $t:ident, $l:ident, $c:ident, $u:ident, $g:ident; $($extra:expr),* $(,)?) => {
         &[
             proc_entry!("NULL", (), null, CacheClass::None, 0),
             proc_entry!("TEST", NlmTestArgs, test1, CacheClass::None, TEST_RES),
-            proc_entry!("LOCK", NlmLockArgs, lock1, CacheClass::Reply, RES),
+            proc_entry!("LOCK", NlmLockArgs, $lk, CacheClass::Reply, RES),
             proc_entry!("CANCEL", NlmCancArgs, cancel1, CacheClass::Reply, RES),
             proc_entry!("UNLOCK", NlmUnlockArgs, unlock1, CacheClass::Reply, RES),
             proc_entry!("GRANTED", NlmTestArgs, granted1, CacheClass::None, RES),
@@ -592,10 +637,10 @@ macro_rules! v1_table {
 }
 
 static V1_PROCS: &[crate::programs::Proc] =
-    v1_table!(test_msg1, lock_msg1, cancel_msg1, unlock_msg1, granted_msg1;);
+    v1_table!(lock1, test_msg1, lock_msg1, cancel_msg1, unlock_msg1, granted_msg1;);
 
 static V3_PROCS: &[crate::programs::Proc] = v1_table!(
-    test_msg3, lock_msg3, cancel_msg3, unlock_msg3, granted_msg3;
+    lock3, test_msg3, lock_msg3, cancel_msg3, unlock_msg3, granted_msg3;
     unavailable_row!("16"),
     unavailable_row!("17"),
     unavailable_row!("18"),
@@ -636,15 +681,67 @@ pub static NLM: Program = Program {
 const CALLBACK_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The GRANTED callback (XNFS 10.3) for a blocked lock: when it runs, a
-/// short-lived thread asks the client's port mapper for its NLM v4 TCP
-/// port and sends GRANTED there. Failing is harmless: the client asks
-/// again on its own (the Linux client every 30 s) and gets the lock, which
-/// it already holds.
+/// short-lived thread asks the client's port mapper for its NLM TCP port
+/// in the version the client locked with and sends GRANTED there, from
+/// the address the client called. Not reaching the client is harmless: it
+/// asks again on its own (the Linux client every 30 s) and gets the lock,
+/// which it already holds. A client that answers anything but
+/// NLM4_GRANTED no longer wants the lock (its process gave up waiting):
+/// it is released, as Linux lockd's `nlmsvc_grant_reply` does, or it would
+/// stay held for no one.
 fn granted_callback(
-    callbacks: Callbacks,
-    ip: IpAddr,
-    args: Nlm4TestArgs,
+    ctx: &CallCtx<'_>,
+    f: &FileRef<'_>,
+    req: &LockReq,
+    a: &Nlm4LockArgs,
+    vers: u32,
 ) -> Box<dyn FnOnce() + Send> {
-    let body = rnfsd_xdr::to_vec(&args);
-    Box::new(move || callback(&callbacks, ip, VERSION4, PROC_GRANTED, body))
+    let body = match vers {
+        VERSION4 => rnfsd_xdr::to_vec(&Nlm4TestArgs {
+            cookie: a.cookie.clone(),
+            exclusive: a.exclusive,
+            alock: a.alock.clone(),
+        }),
+        // Widened from 32 bits: they fit back.
+        _ => rnfsd_xdr::to_vec(&NlmTestArgs {
+            cookie: a.cookie.clone(),
+            exclusive: a.exclusive,
+            alock: NlmLock {
+                caller_name: a.alock.caller_name.clone(),
+                fh: a.alock.fh.clone(),
+                oh: a.alock.oh.clone(),
+                svid: a.alock.svid,
+                l_offset: a.alock.l_offset as u32,
+                l_len: a.alock.l_len as u32,
+            },
+        }),
+    };
+    let m = ctx.server.locks().map(Arc::downgrade);
+    let (export, fh, owner, range) = (f.export, f.fh.clone(), req.owner.clone(), req.range);
+    let on_reply = move |res: &[u8]| {
+        let stat = match vers {
+            VERSION4 => rnfsd_xdr::from_slice::<Nlm4Res>(res).map(|r| r.stat),
+            _ => rnfsd_xdr::from_slice::<NlmRes>(res).map(|r| r.stat.into()),
+        };
+        // An answer we cannot read is no refusal.
+        let Ok(stat) = stat else {
+            return;
+        };
+        if stat != Nlm4Stats::Granted {
+            tracing::info!(client = %owner.addr, ?stat, "GRANTED refused by the client: lock released");
+            if let Some(m) = m.and_then(|m| m.upgrade()) {
+                m.release(export, &fh, &owner, range);
+            }
+        }
+    };
+    let callbacks = ctx.server.nlm_callbacks.clone();
+    let cb = Callback {
+        to: ctx.peer.ip(),
+        from: ctx.local.ip(),
+        vers,
+        proc_: PROC_GRANTED,
+        body,
+        on_reply: Some(Box::new(on_reply)),
+    };
+    Box::new(move || callback(&callbacks, cb))
 }

@@ -338,13 +338,21 @@ async fn a_restart_gives_a_grace_period_for_reclaims() {
 /// Serves one call on `l` (record marking): returns (prog, vers, proc,
 /// argument bytes) and answers success with `result`.
 fn serve_one(l: &std::net::TcpListener, result: &[u8]) -> (u32, u32, u32, Vec<u8>) {
+    serve_one_from(l, result).0
+}
+
+/// As `serve_one`, also returning the caller's address.
+fn serve_one_from(
+    l: &std::net::TcpListener,
+    result: &[u8],
+) -> ((u32, u32, u32, Vec<u8>), std::net::SocketAddr) {
     use std::io::{Read, Write};
     // Bounded: a callback that never comes fails the test.
     l.set_nonblocking(true).unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    let mut s = loop {
+    let (mut s, peer) = loop {
         match l.accept() {
-            Ok((s, _)) => break s,
+            Ok(c) => break c,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 assert!(Instant::now() < deadline, "no callback connection");
                 std::thread::sleep(Duration::from_millis(10));
@@ -371,7 +379,7 @@ fn serve_one(l: &std::net::TcpListener, result: &[u8]) -> (u32, u32, u32, Vec<u8
     let len = (e.len() - 4) as u32;
     e.patch_u32(0, 0x8000_0000 | len);
     s.write_all(e.as_slice()).unwrap();
-    (h.prog, h.vers, h.proc_, args)
+    ((h.prog, h.vers, h.proc_, args), peer)
 }
 
 /// A listener on `ip`:111 where a test plays a client host's port mapper
@@ -1044,6 +1052,95 @@ async fn a_read_only_export_refuses_write_locks() {
             let st = nlm.share(&sh(access, mode)).await.expect("SHARE").stat;
             assert_eq!(st, want, "{access:?} {mode:?}");
         }
+    })
+    .await;
+}
+
+/// GRANTED leaves from the server address the client called (a
+/// multi-homed server's routing would pick another, and the Linux client
+/// takes GRANTED only from the server it locked with), in the NLM version
+/// the client locked with; a client answering it with DENIED (it gave up
+/// waiting) has the lock released.
+#[tokio::test(flavor = "multi_thread")]
+async fn granted_comes_from_the_address_called_and_denied_releases() {
+    let Some(pm) = client_port_mapper("GRANTED details", "127.0.6.2") else {
+        return;
+    };
+    let nlm_l = std::net::TcpListener::bind("127.0.6.2:0").unwrap();
+    let nlm_port = nlm_l.local_addr().unwrap().port();
+    // A second NFS address, 127.0.6.1, at a port found free.
+    let second = std::net::TcpListener::bind("127.0.6.1:0").unwrap();
+    let second_addr = second.local_addr().unwrap();
+    drop(second);
+    let listen = second_addr.to_string();
+    let dir = TempDir::new("nlm-granted");
+    let srv = TestServer::start_with(dir.path(), &["--no-rpcbind", "--listen", &listen]);
+    bounded(async {
+        let s = mount(&srv).await;
+        let (f, _) = create_file(&s.nfs, &s.root, "g").await;
+        let nlm = NlmClient::new(s.client.clone());
+        let holder = nlm_lock(&f, "holder", 1, 0, 1);
+        assert_eq!(lock(&nlm, &holder, true, false).await, Nlm4Stats::Granted);
+        // The waiter calls the second address, in NLM version 1.
+        let sock = tokio::net::TcpSocket::new_v4().unwrap();
+        sock.bind("127.0.6.2:0".parse().unwrap()).unwrap();
+        let st = sock.connect(second_addr).await.expect("connect");
+        let conn = rnfsd_client::RpcConnection::from_stream(st, &config(1)).expect("conn");
+        let waiter = rnfsd_client::Client::from_connection(conn);
+        let v1 = NlmLockArgs {
+            cookie: NetObj(b"w".to_vec()),
+            block: true,
+            exclusive: true,
+            alock: NlmLock {
+                caller_name: CallerName(b"waiter".to_vec()),
+                fh: NetObj(f.data.clone()),
+                oh: NetObj(b"waiter:2".to_vec()),
+                svid: 2,
+                l_offset: 0,
+                l_len: 1,
+            },
+            reclaim: false,
+            state: 1,
+        };
+        let r: NlmRes = waiter
+            .call(PROGRAM, VERSION1, PROC_LOCK, &v1)
+            .await
+            .expect("LOCK v1");
+        assert_eq!(r.stat, NlmStats::Blocked);
+        let fake = std::thread::spawn(move || {
+            let ((prog, vers, proc_, args), from) =
+                serve_one_from(&pm, &u32::from(nlm_port).to_be_bytes());
+            assert_eq!((prog, vers, proc_), (100000, 2, 3), "PMAP GETPORT");
+            let m: rnfsd_proto::portmap::Mapping = rnfsd_xdr::from_slice(&args).unwrap();
+            assert_eq!((m.prog, m.vers), (100021, 1), "the version locked with");
+            assert_eq!(from.ip().to_string(), "127.0.6.1", "port mapper query");
+            let refused = rnfsd_xdr::to_vec(&NlmRes {
+                cookie: NetObj(b"w".to_vec()),
+                stat: NlmStats::Denied,
+            });
+            let ((prog, vers, proc_, args), from) = serve_one_from(&nlm_l, &refused);
+            assert_eq!((prog, vers, proc_), (100021, 1, PROC_GRANTED));
+            assert_eq!(from.ip().to_string(), "127.0.6.1", "GRANTED");
+            rnfsd_xdr::from_slice::<NlmTestArgs>(&args).unwrap()
+        });
+        assert_eq!(unlock(&nlm, &holder).await, Nlm4Stats::Granted);
+        let granted = tokio::task::spawn_blocking(move || fake.join().expect("GRANTED"))
+            .await
+            .unwrap();
+        assert_eq!(granted.alock.svid, 2);
+        assert_eq!(&granted.cookie.0[..], b"w");
+        // Refused: released, so another owner gets the range.
+        let other = NlmClient::new(client_from(&srv, "127.0.6.3").await);
+        let l = nlm_lock(&f, "other", 3, 0, 1);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while lock(&other, &l, true, false).await != Nlm4Stats::Granted {
+            assert!(
+                Instant::now() < deadline,
+                "the refused lock was never released"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        drop(waiter);
     })
     .await;
 }
