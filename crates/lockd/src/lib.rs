@@ -287,11 +287,36 @@ fn fs_outcome(e: &FsError) -> Outcome {
     }
 }
 
-/// fcntl's off_t is signed: a range must start and end within it
-/// (XNFS leaves larger ones to the server: NLM4_FBIG, as Linux lockd).
-fn representable(r: LockRange) -> bool {
+/// `r` as fcntl's signed off_t can hold it (XNFS leaves large ranges to
+/// the server). A start past `i64::MAX` cannot be expressed: None
+/// (NLM4_FBIG). A range whose last byte is past it reaches beyond the end
+/// of any file: it becomes "to the end" (length 0), the same bytes, as
+/// Linux lockd makes such an end OFFSET_MAX (UNLOCK of (0, 2^64-1), the
+/// whole file, is common).
+fn clamp(r: LockRange) -> Option<LockRange> {
     let max = i64::MAX as u64;
-    r.start <= max && r.len <= max && r.end().is_none_or(|e| e <= max.saturating_add(1))
+    if r.start > max {
+        return None;
+    }
+    let fits = r.len <= max
+        && r.start
+            .checked_add(r.len.saturating_sub(1))
+            .is_some_and(|last| last <= max);
+    Some(match fits {
+        true => r,
+        false => LockRange {
+            start: r.start,
+            len: 0,
+        },
+    })
+}
+
+/// `req` with its range clamped (`clamp`).
+fn clamped(req: &LockReq) -> Option<LockReq> {
+    Some(LockReq {
+        range: clamp(req.range)?,
+        ..req.clone()
+    })
 }
 
 impl LockManager {
@@ -436,9 +461,9 @@ impl LockManager {
         if self.in_grace() {
             return Outcome::Grace;
         }
-        if !representable(req.range) {
+        let Some(req) = &clamped(req) else {
             return Outcome::FBig;
-        }
+        };
         let key = f.key();
         // The owner's own descriptor ignores the owner's own locks, as
         // fcntl's F_GETLK does for a process; else a fresh one.
@@ -490,9 +515,9 @@ impl LockManager {
         if !self.grace_allows(reclaim) {
             return Outcome::Grace;
         }
-        if !representable(req.range) {
+        let Some(req) = &clamped(req) else {
             return Outcome::FBig;
-        }
+        };
         let key = f.key();
         match self.try_take(f, &key, req) {
             Ok(true) => Outcome::Granted,
@@ -571,12 +596,35 @@ impl LockManager {
     }
 
     /// UNLOCK (XNFS nlm4_unlock): unlocking what is not held is no error.
+    /// The owner's blocked requests within the range are cancelled first
+    /// (as Linux's `nlmsvc_unlock` cancels the blocked lock): else a late
+    /// grant would take back a range the client just let go.
     pub fn unlock(&self, export: u32, fh: &Fh, owner: &Owner, range: LockRange) -> Outcome {
         if self.in_grace() {
             return Outcome::Grace;
         }
-        if !representable(range) {
+        let Some(range) = clamp(range) else {
             return Outcome::FBig;
+        };
+        {
+            let key = FileKey {
+                export,
+                fh: fh.0.clone(),
+            };
+            let within = |r: LockRange| {
+                r.start >= range.start
+                    && range
+                        .end()
+                        .is_none_or(|e| r.end().is_some_and(|re| re <= e))
+            };
+            let mut t = self.lock_table();
+            let before = t.waiters.len();
+            t.waiters
+                .retain(|w| !(w.file == key && w.req.owner == *owner && within(w.req.range)));
+            if t.waiters.len() != before {
+                // The retry pass closes what the cancelled wait had opened.
+                t.maybe_idle = true;
+            }
         }
         self.release(export, fh, owner, range)
     }
@@ -616,6 +664,9 @@ impl LockManager {
         if self.in_grace() {
             return Outcome::Grace;
         }
+        let Some(req) = &clamped(req) else {
+            return Outcome::Denied(None);
+        };
         let key = FileKey {
             export,
             fh: fh.0.clone(),

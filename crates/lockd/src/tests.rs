@@ -302,7 +302,6 @@ fn bounds_and_unrepresentable_ranges() {
     let e = env(None);
     let a = owner("a", 1);
     assert_eq!(e.lock(&a, X, r(u64::MAX - 1, 1), false), Outcome::FBig);
-    assert_eq!(e.lock(&a, X, r(0, u64::MAX), false), Outcome::FBig);
     assert_eq!(
         e.lock(&a, X, r(i64::MAX as u64, 1), false),
         Outcome::Granted
@@ -576,4 +575,48 @@ fn hosts_that_hold_nothing_leave_the_list() {
     drop(m);
     let (_, before, _) = hosts::Hosts::load(d.path()).unwrap();
     assert!(before.is_empty(), "{before:?}");
+}
+
+/// A range whose end is past `i64::MAX` reaches the end of the file (as
+/// Linux lockd clamps it to OFFSET_MAX), rather than NLM4_FBIG: UNLOCK of
+/// (0, 2^64-1) is the whole file.
+#[test]
+fn ranges_past_off_t_reach_the_end_of_the_file() {
+    let e = env(None);
+    let (a, b) = (owner("a", 1), owner("b", 1));
+    assert_eq!(e.lock(&a, X, r(0, u64::MAX), false), Outcome::Granted);
+    assert_eq!(e.lock(&b, S, r(1 << 40, 1), false), Outcome::Denied(None));
+    assert_eq!(e.m.unlock(7, &e.fh, &a, r(0, u64::MAX)), Outcome::Granted);
+    assert_eq!(e.m.counts().files, 0, "all of a's locks went");
+    let max = i64::MAX as u64;
+    assert_eq!(e.lock(&a, X, r(5, max), false), Outcome::Granted);
+    match e.test(&b, S, r(max, 1)) {
+        Outcome::Denied(Some(h)) => assert_eq!((h.start, h.len), (5, 0), "to the end"),
+        o => panic!("TEST: {o:?}"),
+    }
+    assert_eq!(e.lock(&b, X, r(max + 1, 1), false), Outcome::FBig);
+}
+
+/// UNLOCK cancels the owner's blocked requests within its range (Linux's
+/// nlmsvc_unlock cancels the blocked lock): a late grant must not take
+/// back a range the client let go.
+#[test]
+fn unlock_cancels_the_owners_waits() {
+    let e = env(None);
+    let (a, b) = (owner("a", 1), owner("b", 2));
+    assert_eq!(e.lock(&a, X, r(0, 10), false), Outcome::Granted);
+    let (called, then) = counting_callback();
+    assert_eq!(e.lock_then(&b, X, r(2, 2), true, then), Outcome::Blocked);
+    let c = owner("c", 3);
+    assert_eq!(e.lock(&c, X, r(20, 1), false), Outcome::Granted);
+    let (other, then) = counting_callback();
+    assert_eq!(e.lock_then(&b, X, r(20, 1), true, then), Outcome::Blocked);
+    assert_eq!(e.m.unlock(7, &e.fh, &b, r(0, 10)), Outcome::Granted);
+    assert_eq!(e.m.counts().waiters, 1, "only the wait within 0..10 went");
+    assert_eq!(e.m.unlock(7, &e.fh, &a, r(0, 0)), Outcome::Granted);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(called.load(Ordering::SeqCst), 0, "granted after its UNLOCK");
+    assert_eq!(e.lock(&c, X, r(2, 2), false), Outcome::Granted);
+    assert_eq!(e.m.unlock(7, &e.fh, &c, r(20, 1)), Outcome::Granted);
+    wait_called(&other);
 }
