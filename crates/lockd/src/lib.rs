@@ -715,6 +715,50 @@ impl LockManager {
         n
     }
 
+    /// Frees every lock, wait and share that `keep(export, client)` no
+    /// longer allows: after a reload removed an export, or a client from
+    /// its list (as knfsd's `unlock_filesystem`). Else those locks would
+    /// keep blocking others with no one able to UNLOCK them, and the
+    /// waits keep a removed export's backend alive. Returns the number of
+    /// (owner, file) descriptors closed.
+    pub fn release_where(&self, keep: impl Fn(u32, IpAddr) -> bool) -> usize {
+        let mut t = self.lock_table();
+        let gone: Vec<_> = t
+            .held
+            .keys()
+            .filter(|(k, o)| !keep(k.export, o.addr))
+            .cloned()
+            .collect();
+        let n = gone.len();
+        let mut addrs: Vec<IpAddr> = gone.iter().map(|(_, o)| o.addr).collect();
+        for k in &gone {
+            t.remove_held(k);
+        }
+        let waiters = std::mem::take(&mut t.waiters);
+        for w in waiters {
+            if keep(w.file.export, w.req.owner.addr) {
+                t.waiters.push(w);
+            } else {
+                addrs.push(w.req.owner.addr);
+            }
+        }
+        t.shares.retain(|s| {
+            let k = keep(s.file.export, s.addr);
+            if !k {
+                addrs.push(s.addr);
+            }
+            k
+        });
+        addrs.sort();
+        addrs.dedup();
+        for a in addrs {
+            self.settle(&t, a);
+        }
+        drop(t);
+        self.wake.kick();
+        n
+    }
+
     /// SHARE (XNFS nlm4_share). The handle is checked by opening the file
     /// as the caller, as a LOCK's is (a share on a file that does not
     /// exist, or that the caller may not open, is refused).

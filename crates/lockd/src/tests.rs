@@ -620,3 +620,30 @@ fn unlock_cancels_the_owners_waits() {
     assert_eq!(e.m.unlock(7, &e.fh, &c, r(20, 1)), Outcome::Granted);
     wait_called(&other);
 }
+
+/// Locks, waits and shares of an export or client a reload dropped are
+/// freed; the others stay.
+#[test]
+fn locks_of_dropped_exports_and_clients_are_freed() {
+    let e = env(None);
+    let (a, b) = (owner("a", 1), owner("b", 1));
+    assert_eq!(e.lock(&a, X, r(0, 1), false), Outcome::Granted);
+    assert_eq!(e.lock(&b, X, r(5, 1), false), Outcome::Granted);
+    assert_eq!(e.lock(&b, X, r(0, 1), true), Outcome::Blocked);
+    assert_eq!(e.share("a", 1, 0), Outcome::Granted);
+    // b is no longer listed.
+    assert_eq!(e.m.release_where(|_, who| who != addr("b")), 1);
+    assert_eq!(
+        e.m.counts(),
+        LockCounts {
+            files: 1,
+            ranges: 1,
+            waiters: 0,
+            shares: 1
+        }
+    );
+    assert_eq!(e.lock(&owner("c", 1), X, r(5, 1), false), Outcome::Granted);
+    // Export 7 is gone.
+    assert_eq!(e.m.release_where(|export, _| export != 7), 2);
+    assert_eq!(e.m.counts(), LockCounts::default());
+}

@@ -169,6 +169,7 @@ pub fn apply(
         }
     }
     server.set_exports(next);
+    crate::programs::nlm::release_unlisted(server);
     Ok(changes)
 }
 

@@ -298,6 +298,26 @@ fn free_all(ctx: &CallCtx<'_>, a: Nlm4Notify) -> Result<(), ProcError> {
     Ok(())
 }
 
+/// After a reload (SIGHUP): the locks, waits and shares of exports no
+/// longer served, and of clients their export no longer lists, are freed.
+pub fn release_unlisted(server: &crate::state::Server) {
+    let Some(m) = server.locks() else {
+        return;
+    };
+    let exports = server.exports();
+    let n = m.release_where(|id, addr| {
+        exports
+            .iter()
+            .any(|e| e.id == id && e.access().lookup(addr).is_some())
+    });
+    if n > 0 {
+        tracing::info!(
+            files = n,
+            "lock manager: locks of removed exports or clients freed"
+        );
+    }
+}
+
 // Versions 1 and 3: the same handlers on widened arguments.
 
 fn test1(ctx: &CallCtx<'_>, a: NlmTestArgs) -> Result<NlmTestRes, ProcError> {

@@ -1144,3 +1144,50 @@ async fn granted_comes_from_the_address_called_and_denied_releases() {
     })
     .await;
 }
+
+/// A reload that removes an export frees its locks: no one could UNLOCK
+/// them any more (the handles are stale), and they would block local
+/// programs for good.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reload_frees_the_locks_of_a_removed_export() {
+    let (a, b, cfgdir) = (
+        TempDir::new("nlm-reload-a"),
+        TempDir::new("nlm-reload-b"),
+        TempDir::new("nlm-reload-cfg"),
+    );
+    let cfg = write_config(cfgdir.path(), &common::export_table(a.path(), ""));
+    let srv = TestServer::start_config(
+        std::path::Path::new(&cfg),
+        a.path(),
+        TempDir::new("nlm-reload-state"),
+        &["--no-rpcbind"],
+    );
+    bounded(async {
+        let s = mount(&srv).await;
+        let (f, _) = create_file(&s.nfs, &s.root, "held").await;
+        let nlm = NlmClient::new(s.client.clone());
+        let l = nlm_lock(&f, "127.0.0.1", 1, 0, 0);
+        assert_eq!(lock(&nlm, &l, true, false).await, Nlm4Stats::Granted);
+        let (mut c, got) = local_lock(&a.path().join("held"));
+        assert!(!got, "the client's lock holds");
+        let _ = c.wait();
+        write_config(cfgdir.path(), &common::export_table(b.path(), ""));
+        srv.hup();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (mut c, got) = local_lock(&a.path().join("held"));
+            let _ = c.kill();
+            let _ = c.wait();
+            if got {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the removed export's lock was kept: {}",
+                log_tail(&srv, 10)
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+}
