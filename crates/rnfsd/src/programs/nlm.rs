@@ -266,7 +266,19 @@ fn share4(ctx: &CallCtx<'_>, a: Nlm4ShareArgs) -> Result<Nlm4ShareRes, ProcError
     let req = share_req(ctx, &a.share);
     // fsh4 bits: 2 is write (access), deny write (mode).
     let write = req.access & 2 != 0 || req.deny & 2 != 0;
-    let o = with_file(ctx, &a.share.fh, write, |m, f| m.share(f, &req, a.reclaim)).res;
+    let o = with_file(ctx, &a.share.fh, write, |m, f| {
+        let o = m.share(f, &req, a.reclaim);
+        // A share is reclaimed after a restart as a lock is.
+        if o == Outcome::Granted {
+            m.note_host(rnfsd_lockd::hosts::Host {
+                name: a.share.caller_name.0.clone(),
+                addr: req.addr,
+                server: ctx.local.ip(),
+            });
+        }
+        o
+    })
+    .res;
     Ok(Nlm4ShareRes {
         cookie: a.cookie,
         stat: stat_of(&o),

@@ -706,6 +706,30 @@ async fn one_address_cannot_fill_the_lock_table() {
             *b ^= 0xff;
         }
         assert_eq!(share(&other, &junk, "j").await, Nlm4Stats::StaleFh);
+        // A client holding only a share is remembered for a restart, and
+        // forgotten once it holds nothing.
+        let sharer = NlmClient::new(client_from(&srv, "127.0.2.3").await);
+        assert_eq!(
+            share(&sharer, &files[2].data, "s").await,
+            Nlm4Stats::Granted
+        );
+        wait_hosts_file(&srv, &["127.0.2.1", "127.0.2.2", "127.0.2.3"]).await;
+        let unshare = sharer
+            .unshare(&Nlm4ShareArgs {
+                cookie: NetObj(b"u".to_vec()),
+                share: Nlm4Share {
+                    caller_name: CallerName(b"h".to_vec()),
+                    fh: NetObj(files[2].data.clone()),
+                    oh: NetObj(b"s".to_vec()),
+                    mode: FshMode::DenyNone,
+                    access: FshAccess::Read,
+                },
+                reclaim: false,
+            })
+            .await
+            .expect("UNSHARE");
+        assert_eq!(unshare.stat, Nlm4Stats::Granted);
+        wait_hosts_file(&srv, &["127.0.2.1", "127.0.2.2"]).await;
     })
     .await;
 }
