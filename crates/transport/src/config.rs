@@ -51,12 +51,21 @@ pub struct TransportConfig {
     /// reading it. Default 4 MiB.
     pub max_conn_output: usize,
     /// Bytes held across all connections for request records (received,
-    /// or waiting for and in a worker) and queued replies. Past it the
-    /// loops stop reading connections that have anything in flight or
-    /// queued: a client that never reads its replies stops being read,
-    /// instead of the server allocating, while a client with nothing
-    /// outstanding is still read. 0: no bound. Default 256 MiB.
+    /// or waiting for and in a worker), the room reserved for large
+    /// replies, and queued replies, shared fairly among client addresses:
+    /// under pressure (past it, or a call finding no room) each client is
+    /// held to its share, this divided among the active clients and at
+    /// least `max_record` + 64 KiB (a large READ always fits); a client at
+    /// or over its share is not read and its calls wait, one within it is
+    /// read and served up to its share (`budget.rs`). What that bounds in
+    /// all is in docs/security.md ("Limits"). 0: no bound. Default 256 MiB.
     pub max_buffered_bytes: usize,
+    /// A client held by its share of `max_buffered_bytes` (over it, or
+    /// with calls waiting for it) that lets go of nothing (no reply bytes
+    /// taken by its sockets, no call finished) for this long has its
+    /// connections closed, which frees what they hold. Zero: never.
+    /// Default 5 s.
+    pub budget_hog_time: Duration,
     /// Close a connection that sent nothing for this long and has nothing in
     /// flight. Default 6 min (as knfsd).
     pub idle_timeout: Duration,
@@ -112,6 +121,7 @@ impl Default for TransportConfig {
             max_inflight_per_conn: 64,
             max_conn_output: 4 << 20,
             max_buffered_bytes: 256 << 20,
+            budget_hog_time: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(360),
             shutdown_timeout: Duration::from_secs(10),
             pools: PoolLayout::PerLoop,

@@ -1,6 +1,7 @@
 //! A connection as shared between its event loop (reads, flushes, closes)
 //! and the workers running its requests (write replies directly).
 
+use crate::budget::Client;
 use crate::pipe::PipeLease;
 use crate::record::{LAST_FRAGMENT, MAX_FRAGMENT};
 use crate::{Msg, Reply, Shared, Spliced};
@@ -55,17 +56,21 @@ pub(crate) struct Conn {
     pub paused: AtomicBool,
     /// The peer finished sending: the loop closes once all is answered.
     pub eof: AtomicBool,
+    /// The client (address) whose share of `max_buffered_bytes` this
+    /// connection's bytes count against, with the whole budget's.
+    pub client: Arc<Client>,
     pub shared: Arc<Shared>,
 }
 
 impl Conn {
+    /// `(loop_idx, token)`: the owning loop and the connection's token there.
     pub fn new(
         id: u64,
         sock: TcpStream,
         peer: SocketAddr,
         local: SocketAddr,
-        loop_idx: usize,
-        token: usize,
+        (loop_idx, token): (usize, usize),
+        client: Arc<Client>,
         shared: Arc<Shared>,
     ) -> Conn {
         Conn {
@@ -81,8 +86,34 @@ impl Conn {
             inflight: AtomicUsize::new(0),
             paused: AtomicBool::new(false),
             eof: AtomicBool::new(false),
+            client,
             shared,
         }
+    }
+
+    /// Request bytes (records, reply room) now held against the budget,
+    /// the whole one and this client's.
+    pub(crate) fn hold(&self, n: usize) {
+        self.shared.stats.held_in.add(n as u64);
+        self.client.add(n as u64);
+    }
+
+    /// Request bytes let go (a record taken on, a call done).
+    pub(crate) fn let_go(&self, n: usize) {
+        self.shared.stats.held_out.add(n as u64);
+        self.client.let_go(n as u64);
+    }
+
+    /// Reply bytes queued on this connection.
+    fn queue_in(&self, n: usize) {
+        self.shared.stats.queued_in.add(n as u64);
+        self.client.add(n as u64);
+    }
+
+    /// Queued reply bytes sent or dropped.
+    fn queue_out(&self, n: usize) {
+        self.shared.stats.queued_out.add(n as u64);
+        self.client.let_go(n as u64);
     }
 
     fn lock_out(&self) -> MutexGuard<'_, OutQ> {
@@ -156,7 +187,7 @@ impl Conn {
         let n = r.body_len() + 4;
         q.bytes += n;
         self.queued.store(q.bytes, SeqCst);
-        self.shared.stats.queued_in.add(n as u64);
+        self.queue_in(n);
         match r.spliced {
             None => q.bufs.push_back(Out::Bytes(r.buf, 0, true)),
             Some(Spliced { pipe, pad }) => {
@@ -221,7 +252,7 @@ impl Conn {
         q.bufs.push_back(Out::Bytes(buf, off, true));
         q.bytes += rest;
         self.queued.store(q.bytes, SeqCst);
-        st.queued_in.add(rest as u64);
+        self.queue_in(rest);
         self.arm_locked(&mut q);
     }
 
@@ -360,7 +391,7 @@ impl Conn {
         let st = &self.shared.stats;
         st.bytes_out.add(n as u64);
         st.writes_out.add(1);
-        st.queued_out.add(n as u64);
+        self.queue_out(n);
         q.bytes -= n.min(q.bytes);
         self.queued.store(q.bytes, SeqCst);
     }
@@ -374,7 +405,7 @@ impl Conn {
 
     fn discard_locked(&self, q: &mut OutQ) {
         q.closed = true;
-        self.shared.stats.queued_out.add(q.bytes as u64);
+        self.queue_out(q.bytes);
         q.bufs = VecDeque::new();
         q.bytes = 0;
         self.queued.store(0, SeqCst);

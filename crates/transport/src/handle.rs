@@ -90,6 +90,7 @@ impl Handle {
                 .sum()
                 .saturating_sub(sh.stats.queued_out.sum()),
             buffered_bytes: sh.stats.buffered(),
+            budget_clients_closed: sh.clients.hogs_closed.load(Ordering::Relaxed),
             ..Default::default()
         };
         let r = |a: &AtomicU64| a.load(Ordering::Relaxed);

@@ -44,7 +44,9 @@
 //!   records + `max_conn_output` + the replies of the in-flight requests;
 //!   across connections, `max_buffered_bytes` bounds records, the room
 //!   reserved for large replies ([`Plan::reply_bound`]) and queued
-//!   replies together.
+//!   replies together, shared fairly among client addresses (`budget.rs`):
+//!   past it a client over its share is not read, and one that stays
+//!   there without draining for `budget_hog_time` is disconnected.
 //! - Buffers: each loop reads into one reused 64 KiB buffer and copies each
 //!   record into an exactly-sized `Vec` (capacity reserved from the
 //!   fragment header, after the `max_record` check) that becomes
@@ -68,6 +70,7 @@
 //!   Rust binaries ignore SIGPIPE by default, which `writev` relies on.
 
 mod api;
+mod budget;
 mod config;
 mod conn;
 mod event_loop;

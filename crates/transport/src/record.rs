@@ -18,9 +18,10 @@ pub(crate) struct TooBig {
 }
 
 /// Per-connection reassembly state. Input arrives in arbitrary slices; whole
-/// records come out in `ready`. Memory: the partial record is bounded by
-/// `max_record` (checked from the header before any byte is stored), and
-/// `ready` only holds what one parsed input slice contained.
+/// records come out in `ready` ([`pop_ready`](Self::pop_ready)). Memory:
+/// the partial record is bounded by `max_record` (checked from the header
+/// before any byte is stored), and `ready` only holds what one parsed input
+/// slice contained.
 #[derive(Default)]
 pub(crate) struct RecordReader {
     hdr: [u8; 4],
@@ -29,7 +30,9 @@ pub(crate) struct RecordReader {
     last: bool,
     frag_left: usize,
     rec: Vec<u8>,
-    pub ready: VecDeque<Vec<u8>>,
+    ready: VecDeque<Vec<u8>>,
+    /// The capacity of the records in `ready`.
+    ready_bytes: usize,
 }
 
 impl RecordReader {
@@ -93,8 +96,38 @@ impl RecordReader {
         if rec.is_empty() {
             return 0;
         }
+        self.ready_bytes += rec.capacity();
         self.ready.push_back(rec);
         1
+    }
+
+    /// The next whole record, if any.
+    pub fn pop_ready(&mut self) -> Option<Vec<u8>> {
+        let r = self.ready.pop_front()?;
+        self.ready_bytes -= r.capacity().min(self.ready_bytes);
+        Some(r)
+    }
+
+    /// Put back a record `pop_ready` gave (it is next again).
+    pub fn unpop(&mut self, r: Vec<u8>) {
+        self.ready_bytes += r.capacity();
+        self.ready.push_front(r);
+    }
+
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    pub fn clear_ready(&mut self) {
+        self.ready.clear();
+        self.ready_bytes = 0;
+    }
+
+    /// Bytes this reader holds: the partial record received so far and
+    /// the whole records not yet taken (what counts against
+    /// `max_buffered_bytes` until a record's call is handed on).
+    pub fn held(&self) -> usize {
+        self.rec.len() + self.ready_bytes
     }
 }
 
@@ -109,11 +142,6 @@ pub(crate) struct Direct {
 }
 
 impl RecordReader {
-    /// Bytes received of the record not yet complete.
-    pub fn partial_len(&self) -> usize {
-        self.rec.len()
-    }
-
     /// Bytes the fragment being received still owes (0 between fragments).
     pub fn frag_owed(&self) -> usize {
         if self.in_frag {
@@ -134,17 +162,24 @@ impl RecordReader {
     /// WRITE's payload is copied once, socket to record, not through a
     /// scratch buffer too. `fill(rec, max)` appends at most `max` bytes to
     /// `rec` (0: end of stream); it is called until the fragment is whole
-    /// or it fails (WouldBlock), so the next header stays in the socket.
-    /// Bytes read before an error are kept.
+    /// or it fails (WouldBlock), so the next header stays in the socket,
+    /// or `limit` bytes were read (at least one call is made). Bytes read
+    /// before an error are kept.
     pub fn read_direct(
         &mut self,
+        limit: usize,
         mut fill: impl FnMut(&mut Vec<u8>, usize) -> io::Result<usize>,
     ) -> (Direct, io::Result<()>) {
         let before = self.rec.len();
         let mut r = Ok(());
         let mut eof = false;
         while self.frag_left > 0 {
-            match fill(&mut self.rec, self.frag_left) {
+            let read = self.rec.len() - before;
+            if read > 0 && read >= limit {
+                break;
+            }
+            let max = self.frag_left.min(limit.saturating_sub(read).max(1));
+            match fill(&mut self.rec, max) {
                 Ok(0) => {
                     eof = true;
                     break;
@@ -194,7 +229,8 @@ mod tests {
                 n += r.feed(c, 100).unwrap();
             }
             assert_eq!(n, 3);
-            let got: Vec<_> = r.ready.drain(..).collect();
+            let got: Vec<_> = std::iter::from_fn(|| r.pop_ready()).collect();
+            assert_eq!(r.held(), 0);
             assert_eq!(
                 got,
                 vec![b"hello".to_vec(), b"abcde".to_vec(), b"z".to_vec()]
@@ -251,7 +287,7 @@ mod tests {
                     rounds += 1;
                     assert!(rounds < 100_000, "no progress");
                     if r.direct_wanted(64) {
-                        let (d, res) = r.read_direct(|v, max| append(&mut src, v, max));
+                        let (d, res) = r.read_direct(usize::MAX, |v, max| append(&mut src, v, max));
                         assert!(!d.eof);
                         got += d.records;
                         match res {
@@ -285,9 +321,36 @@ mod tests {
         let w = frag(true, &body);
         assert_eq!(r.feed(&w[..10], 1000), Ok(0));
         let mut rest: &[u8] = &w[10..200];
-        let (d, res) = r.read_direct(|v, max| append(&mut rest, v, max));
+        let (d, res) = r.read_direct(usize::MAX, |v, max| append(&mut rest, v, max));
         assert!(res.is_ok());
         assert_eq!((d.bytes, d.records, d.eof), (190, 0, true));
+    }
+
+    #[test]
+    fn a_direct_read_stops_at_its_limit_and_held_counts_partial_and_whole_records() {
+        let mut r = RecordReader::default();
+        let w = frag(true, &[5u8; 1000]);
+        assert_eq!(r.feed(&w[..4], 2000), Ok(0));
+        let mut src: &[u8] = &w[4..];
+        let (d, res) = r.read_direct(300, |v, max| append(&mut src, v, max.min(128)));
+        assert!(res.is_ok());
+        // Calls of at most 128 bytes until 300 are read: 128 + 128 + 44.
+        assert_eq!((d.bytes, d.records), (300, 0));
+        assert_eq!(r.held(), 300);
+        let (d, _) = r.read_direct(usize::MAX, |v, max| append(&mut src, v, max));
+        assert_eq!((d.bytes, d.records), (700, 1));
+        assert_eq!(r.held(), 1000);
+        let mut tail = frag(true, b"abc");
+        tail.extend(frag(false, b"de"));
+        assert_eq!(r.feed(&tail, 2000), Ok(1));
+        assert_eq!(r.held(), 1000 + 3 + 2);
+        let first = r.pop_ready().unwrap();
+        assert_eq!(r.held(), 3 + 2);
+        r.unpop(first);
+        assert_eq!(r.held(), 1000 + 3 + 2);
+        r.clear_ready();
+        assert_eq!(r.held(), 2);
+        assert!(!r.has_ready());
     }
 
     #[test]

@@ -7,14 +7,15 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use crossbeam_utils::CachePadded;
 
+use crate::budget::{Client, Clients};
 use crate::config::Limits;
 use crate::stats::{LoopStats, WorkerStats};
 use crate::Service;
 
 /// Messages to an event loop from other threads.
 pub(crate) enum Msg {
-    /// A connection accepted by loop 0 for this loop.
-    NewConn(TcpStream, SocketAddr),
+    /// A connection accepted by loop 0 for this loop, and its client.
+    NewConn(TcpStream, SocketAddr, Arc<Client>),
     /// Look at connection `token` again (if it is still connection `id`):
     /// resume reading, or close after EOF / write failure.
     Check { token: usize, id: u64 },
@@ -24,6 +25,9 @@ pub(crate) enum Msg {
     /// Close connection `token` if it is still connection `id` and idle;
     /// else this loop's oldest idle one, so the limit holds.
     CloseIdle { token: usize, id: u64 },
+    /// Close the connections of clients marked for disconnection (they
+    /// held more than their share of the budget without draining).
+    Evict,
 }
 
 /// An idle connection as one loop reports it to another.
@@ -63,31 +67,13 @@ impl Shared {
     /// accept comes here).
     pub(crate) fn release(&self, peer: &SocketAddr) {
         self.open.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-        if self.limits.max_connections_per_client > 0 {
-            let mut m = self.per_client.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(n) = m.get_mut(&peer.ip()) {
-                *n -= 1;
-                if *n == 0 {
-                    m.remove(&peer.ip());
-                }
-            }
-        }
+        self.clients.release(peer.ip());
     }
 
-    /// Admit one more connection from `peer` if its address is under the
-    /// per-client limit.
-    pub(crate) fn admit_client(&self, peer: &SocketAddr) -> bool {
-        let max = self.limits.max_connections_per_client;
-        if max == 0 {
-            return true;
-        }
-        let mut m = self.per_client.lock().unwrap_or_else(|e| e.into_inner());
-        let n = m.entry(peer.ip()).or_insert(0);
-        if *n >= max {
-            return false;
-        }
-        *n += 1;
-        true
+    /// Admit one more connection from `peer`: its client, unless its
+    /// address is at the per-client limit or being disconnected.
+    pub(crate) fn admit_client(&self, peer: &SocketAddr) -> Option<Arc<Client>> {
+        self.clients.admit(peer.ip())
     }
 }
 
@@ -101,10 +87,10 @@ pub(crate) struct Shared {
     pub loop_stats: Vec<CachePadded<LoopStats>>,
     /// Open connections (accepted and not yet closed), all loops.
     pub open: AtomicUsize,
-    /// Open connections per client address, kept only with a per-client
-    /// limit. At most one entry per open connection (entries at zero are
-    /// removed); touched at accept and close, never per request.
-    pub per_client: Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+    /// The clients (one per address with an open connection: touched at
+    /// accept and close, never per request) and their shares of
+    /// `max_buffered_bytes`.
+    pub clients: Clients,
     pub next_conn_id: AtomicU64,
     /// RUNNING → DRAINING (stop accepting and reading) → FINAL (flush
     /// replies, close, exit).

@@ -31,6 +31,9 @@ pub struct TransportStats {
     pub reply_bytes_queued: u64,
     /// Bytes held for records and queued replies (`max_buffered_bytes`).
     pub buffered_bytes: u64,
+    /// Clients (addresses) disconnected for holding more than their share
+    /// of `max_buffered_bytes` without draining (`budget_hog_time`).
+    pub budget_clients_closed: u64,
     /// Records answered on the loop thread (run to completion), and records
     /// offered there that went to the pool after all.
     pub records_inline: u64,

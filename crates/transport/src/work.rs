@@ -58,7 +58,7 @@ impl Held {
         };
         debug_assert_eq!(self.calls, self.replies.len());
         conn.send_batch(&mut self.replies);
-        conn.shared.stats.held_out.add(self.held_bytes as u64);
+        conn.let_go(self.held_bytes);
         conn.finish_n(self.calls);
         self.held_bytes = 0;
         self.calls = 0;
@@ -120,7 +120,7 @@ pub(crate) struct Work {
 impl Work {
     pub fn new(conn: Arc<Conn>, data: Vec<u8>, plan: Plan) -> Work {
         let held = data.capacity() + plan.reply_bound;
-        conn.shared.stats.held_in.add(held as u64);
+        conn.hold(held);
         Work {
             conn,
             data,
@@ -178,7 +178,7 @@ impl Drop for Work {
         if self.handed_on {
             return;
         }
-        self.conn.shared.stats.held_out.add(self.held as u64);
+        self.conn.let_go(self.held);
         self.conn.finish_one();
     }
 }

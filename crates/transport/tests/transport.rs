@@ -11,7 +11,10 @@
 //! routed `Alone` (on the loop when nothing else there is ready, or within
 //! `alone_per_turn`); 8
 //! "later": the reply is deferred (`Responder::defer`) and sent by another thread
-//! `arg` ms later. Op 5 with `arg` 2 answered on the loop also leaves
+//! `arg` ms later; 9 "large": as 2, but planned with `arg` + 8 bytes of
+//! reply room (`Plan::reply_bound`, counted against `max_buffered_bytes`
+//! while it runs, as a READ's); 10 "slow large": planned as 9, but sleeps
+//! 1 s and replies with the id alone. Op 5 with `arg` 2 answered on the loop also leaves
 //! work for the end of the loop's turn (`LoopCalls::turn_ends`), which takes
 //! `TURN_END_WORK`.
 
@@ -113,8 +116,13 @@ impl Service for Toy {
             Some(7) => Route::Alone,
             _ => Route::Pool,
         };
+        let reply_bound = match (record.get(4), record.get(5..9)) {
+            (Some(9 | 10), Some(a)) => u32::from_be_bytes([a[0], a[1], a[2], a[3]]) as usize + 8,
+            _ => 0,
+        };
         Plan {
             route,
+            reply_bound,
             ..Plan::default()
         }
     }
@@ -180,13 +188,19 @@ impl Toy {
                 r.extend_from_slice(d);
                 Some(r)
             }
-            2 => {
+            2 | 9 => {
                 let mut r = reply_buffer(4 + arg as usize);
                 r.extend_from_slice(d.get(..4).unwrap_or(&[0; 4]));
                 r.resize(8 + arg as usize, 0);
                 Some(r)
             }
             3 => None,
+            10 => {
+                thread::sleep(Duration::from_secs(1));
+                let mut r = reply_buffer(4);
+                r.extend_from_slice(d.get(..4).unwrap_or(&[0; 4]));
+                Some(r)
+            }
             8 => {
                 let later = req.responder.defer().expect("a pool job's call");
                 assert!(req.responder.defer().is_none(), "taken twice");
@@ -1486,5 +1500,283 @@ fn held_replies_go_out_before_a_half_closed_connection_closes() {
     s.shutdown(Shutdown::Write).unwrap();
     assert_eq!(read_ids(&mut s, 40), (0..40).collect::<Vec<_>>());
     assert_closed(&mut s);
+    sv.h.shutdown();
+}
+
+// ---------- the buffered-bytes budget, shared among clients ----------
+
+/// The budget of these tests; its least share is `max_record` + 64 KiB
+/// (1.125 MiB by default), so a 1 MiB call always fits.
+const BUDGET: usize = 4 << 20;
+
+fn budget_server(hog_time: Duration) -> Server {
+    server_with(
+        TransportConfig {
+            max_buffered_bytes: BUDGET,
+            budget_hog_time: hog_time,
+            ..TransportConfig::default()
+        },
+        pool(2),
+    )
+}
+
+/// `conns` connections from 127.0.0.2 that each pipeline `calls` op-9
+/// calls of 256 KiB and never read: together far over the budget.
+fn never_reading_hog(addr: SocketAddr, conns: usize, calls: u32) -> Vec<TcpStream> {
+    let burst: Vec<u8> = (0..calls)
+        .flat_map(|id| record(&payload(id, 9, 256 << 10, 0)))
+        .collect();
+    (0..conns)
+        .map(|_| {
+            let mut s = connect_from("127.0.0.2", addr);
+            s.write_all(&burst).unwrap();
+            s
+        })
+        .collect()
+}
+
+/// Until there is no room in the budget for another of the hog's calls.
+fn hog_fills_the_budget(sv: &Server) {
+    wait_until("the hog fills the budget", Duration::from_secs(10), || {
+        sv.h.stats().buffered_bytes + (256 << 10) + 8 > BUDGET as u64
+    });
+}
+
+/// One op-9 call of `n` bytes on `s`; how long its reply took.
+fn large_call(s: &mut TcpStream, id: u32, n: u32) -> Duration {
+    let t = Instant::now();
+    s.write_all(&record(&payload(id, 9, n, 0))).unwrap();
+    let r = read_record(s).unwrap();
+    assert_eq!((id_of(&r), r.len()), (id, 4 + n as usize));
+    t.elapsed()
+}
+
+/// Read (and drop) what `s` holds until the server closes it: EOF or
+/// reset within `within`.
+fn wait_closed(s: &mut TcpStream, within: Duration) {
+    let t0 = Instant::now();
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut b = vec![0u8; 64 << 10];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                assert!(
+                    t0.elapsed() < within,
+                    "connection still open after {within:?}"
+                );
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// Whether the server closed `s` (EOF or reset), reading and dropping
+/// what it still holds; false if it is open with nothing to read.
+fn server_closed(s: &TcpStream) -> bool {
+    s.set_nonblocking(true).unwrap();
+    let mut b = vec![0u8; 64 << 10];
+    let closed = loop {
+        match (&*s).read(&mut b) {
+            Ok(0) => break true,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break false,
+            Err(_) => break true,
+        }
+    };
+    s.set_nonblocking(false).unwrap();
+    closed
+}
+
+/// Until records_in stops growing (for 300 ms).
+fn records_settle(sv: &Server) -> u64 {
+    let mut last = sv.h.stats().records_in;
+    let t0 = Instant::now();
+    loop {
+        thread::sleep(Duration::from_millis(300));
+        let now = sv.h.stats().records_in;
+        if now == last {
+            return now;
+        }
+        last = now;
+        assert!(t0.elapsed() < Duration::from_secs(10), "never settled");
+    }
+}
+
+/// One client (address) pins the budget with replies it never reads: it
+/// is held to its share and not read, while a client within its share
+/// keeps being read and its calls with 1 MiB replies (no room in the
+/// budget) are answered at once.
+#[test]
+fn a_client_within_its_share_is_served_while_another_hogs_the_budget() {
+    // The hog is never disconnected here: the share alone serves the other.
+    let sv = budget_server(Duration::from_secs(600));
+    let hog = never_reading_hog(sv.addr, 8, 64);
+    hog_fills_the_budget(&sv);
+    let before = records_settle(&sv);
+    let calls = sv.svc.calls.load(Ordering::SeqCst);
+    let mut good = connect_from("127.0.0.1", sv.addr);
+    let mut worst = Duration::ZERO;
+    for id in 0..20 {
+        worst = worst.max(large_call(&mut good, id, 1 << 20));
+        // Time for the hog's waiting calls to be retried in between.
+        thread::sleep(Duration::from_millis(60));
+    }
+    eprintln!("1 MiB calls beside a hog: slowest {worst:?}");
+    assert!(
+        worst < Duration::from_secs(2),
+        "a 1 MiB call took {worst:?}"
+    );
+    // Only the good client's records were read, and only its calls ran:
+    // the room each of them frees does not go to the hog, over its share.
+    let st = sv.h.stats();
+    assert_eq!(st.records_in, before + 20, "{st:?}");
+    assert_eq!(sv.svc.calls.load(Ordering::SeqCst), calls + 20);
+    // Held to the budget plus the good client's share (one 1 MiB call at
+    // a time) and one read.
+    assert!(st.buffered_bytes <= (BUDGET + (2 << 20)) as u64, "{st:?}");
+    assert_eq!(st.budget_clients_closed, 0);
+    drop(hog);
+    sv.h.shutdown();
+}
+
+/// A client over its share that drains nothing for `budget_hog_time` has
+/// its connections closed, which frees the budget; its address may come
+/// back, and the other client was served throughout.
+#[test]
+fn a_client_over_its_share_that_drains_nothing_is_disconnected() {
+    let hog_time = Duration::from_millis(500);
+    let sv = budget_server(hog_time);
+    let hog = never_reading_hog(sv.addr, 8, 64);
+    hog_fills_the_budget(&sv);
+    let mut good = connect_from("127.0.0.1", sv.addr);
+    let t = large_call(&mut good, 1, 1 << 20);
+    eprintln!("1 MiB call beside a hog: {t:?}");
+    assert!(t < Duration::from_secs(2), "a 1 MiB call took {t:?}");
+    // The good client keeps calling meanwhile: the room each of its calls
+    // frees must not go to the hog (which would then seem to drain). The
+    // hog's sockets are not read until it is gone (that would drain it).
+    let t0 = Instant::now();
+    let mut id = 2;
+    while sv.h.stats().connections_open > 1 {
+        assert!(
+            t0.elapsed() < hog_time + Duration::from_secs(5),
+            "hog still connected after {:?}",
+            t0.elapsed()
+        );
+        let t = large_call(&mut good, id, 1 << 20);
+        assert!(t < Duration::from_secs(2), "a 1 MiB call took {t:?}");
+        id += 1;
+        thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!("hog closed {:?} after the good call", t0.elapsed());
+    wait_until("the hog's sockets closed", Duration::from_secs(5), || {
+        hog.iter().all(server_closed)
+    });
+    wait_until("the budget freed", Duration::from_secs(5), || {
+        sv.h.stats().buffered_bytes < (64 << 10)
+    });
+    let st = sv.h.stats();
+    assert_eq!(st.budget_clients_closed, 1, "{st:?}");
+    // The good client's connection was kept and still works; the hog's
+    // address may connect again.
+    assert!(large_call(&mut good, id, 1 << 20) < Duration::from_secs(2));
+    let mut back = connect_from("127.0.0.2", sv.addr);
+    let p = payload(3, 0, 0, 0);
+    back.write_all(&record(&p)).unwrap();
+    assert_eq!(read_record(&mut back).unwrap(), p);
+    sv.h.shutdown();
+}
+
+/// Partial records count against the client's share: a client that sends
+/// most of a large record on many connections and then nothing is not
+/// read past its share (the server holds about the budget, not all it
+/// sent), a client with a 1 MiB call is answered at once, and the
+/// trickler is disconnected.
+#[test]
+fn a_client_trickling_partial_records_is_held_to_its_share_then_disconnected() {
+    let hog_time = Duration::from_millis(500);
+    let sv = budget_server(hog_time);
+    // 16 records of 1 MiB, 900 KiB of each sent: 14 MiB against 4 MiB.
+    let body = payload(7, 0, 0, (1 << 20) - 9);
+    let mut trickle: Vec<TcpStream> = (0..16)
+        .map(|_| {
+            let mut s = connect_from("127.0.0.2", sv.addr);
+            s.write_all(&record(&body)[..900 << 10]).unwrap();
+            s
+        })
+        .collect();
+    wait_until(
+        "partial records fill the budget",
+        Duration::from_secs(10),
+        || sv.h.stats().buffered_bytes > BUDGET as u64,
+    );
+    // A byte more on each changes nothing.
+    for s in trickle.iter_mut() {
+        s.write_all(&[0xab]).unwrap();
+    }
+    let mut good = connect_from("127.0.0.1", sv.addr);
+    let t = large_call(&mut good, 1, 1 << 20);
+    let st = sv.h.stats();
+    eprintln!("1 MiB call beside partial records: {t:?}; {st:?}");
+    assert!(t < Duration::from_secs(2), "a 1 MiB call took {t:?}");
+    // Not read past its share: the budget, one record read before it was
+    // seen spent, and one read.
+    assert!(
+        st.bytes_in < (BUDGET + (1 << 20) + (2 << 20)) as u64,
+        "{st:?}"
+    );
+    for s in trickle.iter_mut() {
+        wait_closed(s, hog_time + Duration::from_secs(5));
+    }
+    let st = sv.h.stats();
+    assert_eq!(st.budget_clients_closed, 1, "{st:?}");
+    assert_eq!(st.records_in, 1, "{st:?}");
+    sv.h.shutdown();
+}
+
+/// Under pressure, room that frees in the budget goes only to clients
+/// within their share: a client over its share does not grow again.
+#[test]
+fn room_freed_under_pressure_goes_only_to_clients_within_their_share() {
+    let sv = budget_server(Duration::from_secs(600));
+    // The good client holds 1.5 MiB of reply room for a second ...
+    let mut good = connect_from("127.0.0.1", sv.addr);
+    good.write_all(&record(&payload(1, 10, 3 << 19, 0)))
+        .unwrap();
+    wait_until("the slow call runs", Duration::from_secs(5), || {
+        sv.h.stats().buffered_bytes >= 3 << 19
+    });
+    // ... while the hog takes what it may: about its share (half the
+    // budget, as the good client is active).
+    let hog = never_reading_hog(sv.addr, 8, 64);
+    let mut calls = sv.svc.calls.load(Ordering::SeqCst);
+    loop {
+        thread::sleep(Duration::from_millis(200));
+        let now = sv.svc.calls.load(Ordering::SeqCst);
+        if now == calls {
+            break;
+        }
+        calls = now;
+    }
+    let held = sv.h.stats().buffered_bytes;
+    assert!(held > (3 << 20), "{held}");
+    // The slow call ends: 1.5 MiB of room, which the hog does not get.
+    let r = read_record(&mut good).unwrap();
+    assert_eq!(id_of(&r), 1);
+    thread::sleep(Duration::from_millis(300));
+    let st = sv.h.stats();
+    assert_eq!(sv.svc.calls.load(Ordering::SeqCst), calls, "{st:?}");
+    assert!(st.buffered_bytes < held - (1 << 20), "{st:?}");
+    // The good client's next calls are served.
+    assert!(large_call(&mut good, 2, 1 << 20) < Duration::from_secs(2));
+    drop(hog);
     sv.h.shutdown();
 }

@@ -40,6 +40,7 @@ pub fn transport(
         max_inflight_per_conn: s.max_inflight_per_conn,
         max_conn_output: s.max_conn_output,
         max_buffered_bytes: s.max_buffered_bytes,
+        budget_hog_time: Duration::from_secs(s.budget_hog_secs),
         idle_timeout: Duration::from_secs(s.idle_timeout_secs),
         shutdown_timeout: Duration::from_secs(s.shutdown_timeout_secs),
         pools: match s.pools {
@@ -273,12 +274,14 @@ mod tests {
             (
                 t.max_inflight_per_conn,
                 t.max_conn_output,
-                t.max_buffered_bytes
+                t.max_buffered_bytes,
+                t.budget_hog_time
             ),
             (
                 td.max_inflight_per_conn,
                 td.max_conn_output,
-                td.max_buffered_bytes
+                td.max_buffered_bytes,
+                td.budget_hog_time
             )
         );
         assert_eq!(

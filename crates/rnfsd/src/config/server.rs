@@ -237,13 +237,26 @@ server_keys! {
     /// Queued unsent reply bytes of one connection before it is not read
     /// further (a slow reader cannot pin unbounded memory).
     max_conn_output: usize = 4 << 20, "queued reply bytes per connection";
-    /// Bytes held across all connections for request records and queued
-    /// replies; past it, connections with calls or replies outstanding are
-    /// not read until it drains (0: no bound).
+    /// Bytes held across all connections for request records, the room
+    /// reserved for large replies and queued replies, shared fairly among
+    /// client addresses: under pressure (past it, or a call finding no
+    /// room) each client is held to its share, this divided among the
+    /// active clients and at least `max_record` + 64 KiB, and a client at
+    /// or over its share is not read until it drains (0: no bound).
     max_buffered_bytes: usize = 256 << 20, "records + queued replies, all connections; \
-        past it only idle connections are read",
+        past it each client address is held to its share",
         flag "max-buffered-bytes" "BYTES" => "Bytes held for request records and queued \
-            replies across all connections (0: no bound).";
+            replies across all connections, shared fairly among client addresses (0: no \
+            bound).";
+    /// A client address held by its share of `max_buffered_bytes` (over
+    /// it, or with calls waiting for it) that drains nothing (no reply
+    /// bytes taken by its sockets, no call finished) for this many seconds
+    /// has its connections closed, which frees what they hold (0: never).
+    budget_hog_secs: u64 = 5, "close a client held by its share of max_buffered_bytes \
+        that drains nothing this long; 0 = never",
+        flag "budget-hog-secs" "SECS" => "Close the connections of a client address held by \
+            its share of max-buffered-bytes that drains nothing for this many seconds (0: \
+            never).";
     /// Close a connection that sent nothing for this many seconds and has
     /// nothing in flight (360: as knfsd).
     idle_timeout_secs: u64 = 360, "close idle connections";

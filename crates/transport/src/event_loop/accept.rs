@@ -3,6 +3,7 @@
 //! its loop, and registering it.
 
 use super::*;
+use crate::budget::Client;
 
 /// Pause after an accept error such as EMFILE (the listener stays readable
 /// but edge-triggered, so we must come back by timer).
@@ -73,14 +74,15 @@ impl EventLoop {
             return; // dropping `s` closes it
         }
         self.warned_limit = false;
-        if !self.shared.admit_client(&peer) {
+        let Some(client) = self.shared.admit_client(&peer) else {
             bump(&self.stats().refused, 1);
             tracing::debug!(
-                "max_connections_per_client ({}) reached; refusing {peer}",
+                "max_connections_per_client ({}) reached, or its connections are being \
+                 closed; refusing {peer}",
                 self.shared.limits.max_connections_per_client
             );
             return; // dropping `s` closes it
-        }
+        };
         self.shared.open.fetch_add(1, SeqCst);
         if let Err(e) = s.set_nonblocking(true) {
             tracing::debug!("set_nonblocking for {peer}: {e}");
@@ -92,9 +94,9 @@ impl EventLoop {
         bump(&self.stats().accepted, 1);
         let target = self.steer(&s);
         if target == self.idx {
-            self.add_conn(s, peer);
+            self.add_conn(s, peer, client);
         } else if let Some(n) = self.shared.loops.get(target) {
-            n.send(Msg::NewConn(s, peer));
+            n.send(Msg::NewConn(s, peer, client));
         }
     }
 
@@ -141,8 +143,10 @@ impl EventLoop {
         target
     }
 
-    pub(super) fn add_conn(&mut self, s: TcpStream, peer: SocketAddr) {
-        if self.phase != RUNNING {
+    pub(super) fn add_conn(&mut self, s: TcpStream, peer: SocketAddr, client: Arc<Client>) {
+        // A client being disconnected for hogging the budget gets no new
+        // connection meanwhile.
+        if self.phase != RUNNING || client.evicted() {
             self.shared.release(&peer);
             self.stats().open.fetch_sub(1, SeqCst);
             return;
@@ -181,8 +185,8 @@ impl EventLoop {
             s,
             peer,
             local,
-            self.idx,
-            i,
+            (self.idx, i),
+            client,
             self.shared.clone(),
         ));
         tracing::debug!(conn = id, %peer, "connection opened");
@@ -199,6 +203,7 @@ impl EventLoop {
                 last_active: now,
                 scheduled: false,
                 stalled: false,
+                share_wait: false,
                 held: 0,
                 eof: false,
             });

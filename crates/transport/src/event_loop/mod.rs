@@ -148,7 +148,14 @@ pub(crate) fn start(
             .map(|_| CachePadded::new(LoopStats::default()))
             .collect(),
         open: AtomicUsize::new(0),
-        per_client: Mutex::new(std::collections::HashMap::new()),
+        clients: crate::budget::Clients::new(
+            cfg.max_connections_per_client,
+            cfg.max_buffered_bytes,
+            // The least share: one largest record and one read, so a
+            // client's large READ always fits.
+            cfg.max_record.saturating_add(read::READ_CHUNK),
+            cfg.budget_hog_time,
+        ),
         next_conn_id: AtomicU64::new(1),
         phase: AtomicU8::new(RUNNING),
         drained: Mutex::new(0),
@@ -245,13 +252,18 @@ struct Entry {
     scheduled: bool,
     /// In the `stalled` list (pool queue was full).
     stalled: bool,
+    /// In the `share_wait` list (its next call does not fit its client's
+    /// share of the budget, or the budget is spent and its client is at
+    /// or over its share).
+    share_wait: bool,
     /// Peer finished sending.
     eof: bool,
     /// An event said the peer closed or the socket failed: its EOF or
     /// error may sit behind the data, so reads go on to the end (a short
     /// read no longer means nothing more will come).
     peer_closed: bool,
-    /// Bytes of a partial record counted against `max_buffered_bytes`.
+    /// Bytes of the partial record and of the whole records not yet
+    /// handed on, counted against `max_buffered_bytes`.
     held: usize,
     /// The socket's SO_RCVLOWAT, when above 1 (waiting for a large
     /// fragment's body in one wakeup).
@@ -281,16 +293,29 @@ struct EventLoop {
     /// Connections that may have readable data (or ready records) to
     /// process this turn.
     run: VecDeque<usize>,
-    /// Connections whose next record the full pool refused, or that hold
-    /// something while the buffered-bytes budget is spent.
+    /// Connections whose next record the full pool refused (retried every
+    /// `STALL_RETRY`).
     stalled: Vec<usize>,
-    /// `max_buffered_bytes` is spent (computed once per turn).
-    over_budget: bool,
-    /// Bytes buffered across all loops when last summed, and the reply
-    /// room this loop reserved since: summing every per-CPU cell per call
-    /// would cost a cache line per CPU on each one.
+    /// Connections waiting for their client's share of the budget (their
+    /// next call has no room in the budget nor in the share, or the budget
+    /// is spent and their client is at or over its share): retried after
+    /// each check of the shares (`budget.rs`).
+    share_wait: Vec<usize>,
+    /// The check of the shares last seen.
+    epoch_seen: u64,
+    /// A check marked clients for disconnection mid-turn.
+    evict_pending: bool,
+    /// The budget was under pressure when this turn began
+    /// (`Clients::pressed`): calls take room only within their share.
+    pressed: bool,
+    /// Bytes buffered across all loops when last summed, and what this
+    /// loop added since (records read, reply room reserved): summing every
+    /// per-CPU cell per call would cost a cache line per CPU on each one.
     buffered_seen: u64,
-    reserved_since: u64,
+    added_since: u64,
+    /// Most bytes the next direct read takes (64 KiB while the budget is
+    /// spent, so a client overshoots its share by one read at most).
+    read_limit: usize,
     warned_budget: bool,
     scratch: Box<[u8]>,
     evbuf: Vec<(Token, bool, bool, bool)>,
@@ -336,9 +361,13 @@ impl EventLoop {
             free: Vec::new(),
             run: VecDeque::new(),
             stalled: Vec::new(),
-            over_budget: false,
+            share_wait: Vec::new(),
+            epoch_seen: 0,
+            evict_pending: false,
+            pressed: false,
             buffered_seen: 0,
-            reserved_since: 0,
+            added_since: 0,
+            read_limit: usize::MAX,
             warned_budget: false,
             scratch: vec![0u8; read::READ_CHUNK].into_boxed_slice(),
             evbuf: Vec::with_capacity(256),
@@ -460,9 +489,17 @@ impl EventLoop {
         }
         let now = Instant::now();
         let stall = (!self.stalled.is_empty()).then(|| now + STALL_RETRY);
+        // While the budget is spent (as last seen) or connections wait for
+        // their share: the next check of the shares, which also finds
+        // clients whose connections raise no events.
+        let budget = self.shared.limits.max_buffered_bytes as u64;
+        let check = (budget > 0
+            && (!self.share_wait.is_empty() || self.buffered_seen + self.added_since > budget))
+            .then(|| self.shared.clients.next_check().max(now));
         [
             self.next_sweep,
             stall,
+            check,
             self.accept_paused_until,
             self.final_deadline,
         ]
@@ -488,12 +525,14 @@ impl EventLoop {
         }
         self.run.clear();
         self.stalled.clear();
+        self.share_wait.clear();
         for e in self.conns.iter_mut().flatten() {
             // Received but never handed to the pool: not in flight, dropped
             // (the client retransmits on its next connection).
             e.rd = RecordReader::default();
             e.scheduled = false;
             e.stalled = false;
+            e.share_wait = false;
         }
         let mut n = self
             .shared
@@ -539,7 +578,7 @@ impl EventLoop {
             .registry()
             .deregister(&mut SourceFd(&e.conn.sock.as_raw_fd()));
         e.conn.close();
-        self.shared.stats.held_out.add(e.held as u64);
+        e.conn.let_go(e.held);
         self.free.push(i);
         self.shared.release(&e.conn.peer);
         self.stats().open.fetch_sub(1, SeqCst);
@@ -554,7 +593,8 @@ impl EventLoop {
         };
         for m in msgs {
             match m {
-                Msg::NewConn(s, peer) => self.add_conn(s, peer),
+                Msg::NewConn(s, peer, client) => self.add_conn(s, peer, client),
+                Msg::Evict => self.evict_marked(false),
                 Msg::OldestIdle(reply) => {
                     let _ = reply.send(self.oldest_idle());
                 }

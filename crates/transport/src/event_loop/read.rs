@@ -73,9 +73,9 @@ impl EventLoop {
         let budget = self.shared.limits.max_buffered_bytes as u64;
         if budget > 0 {
             self.buffered_seen = self.shared.stats.buffered();
-            self.reserved_since = 0;
+            self.added_since = 0;
+            self.budget_turn();
         }
-        self.over_budget = budget > 0 && self.buffered_seen > budget;
         for _ in 0..self.run.len() {
             let Some(i) = self.run.pop_front() else {
                 break;
@@ -85,12 +85,93 @@ impl EventLoop {
                 self.read_conn(i);
             }
         }
+        if self.evict_pending {
+            self.evict_pending = false;
+            self.evict_marked(true);
+        }
+    }
+
+    /// Past the budget (or with connections waiting for their client's
+    /// share), the periodic check of the shares when it is due; the
+    /// connections waiting for their share are retried after each check
+    /// (by any loop).
+    fn budget_turn(&mut self) {
+        let now = Instant::now();
+        self.pressed = self.shared.clients.pressed(now);
+        if !self.over_budget() && self.share_wait.is_empty() {
+            return;
+        }
+        if self.shared.clients.check_if_due(now) {
+            self.evict_marked(true);
+        }
+        let epoch = self.shared.clients.epoch();
+        if epoch != self.epoch_seen {
+            self.epoch_seen = epoch;
+            for i in std::mem::take(&mut self.share_wait) {
+                if let Some(Some(e)) = self.conns.get_mut(i) {
+                    e.share_wait = false;
+                    self.schedule(i);
+                }
+            }
+        }
+    }
+
+    /// The budget is spent: the bytes held across all loops when last
+    /// summed, plus what this loop added since (summed again once that
+    /// reaches a sixteenth of the budget, so other loops' additions are
+    /// seen then; summing every per-CPU cell per call would cost a cache
+    /// line per CPU on each one).
+    pub(super) fn over_budget(&mut self) -> bool {
+        let budget = self.shared.limits.max_buffered_bytes as u64;
+        if budget == 0 {
+            return false;
+        }
+        if self.added_since >= budget / 16 {
+            self.buffered_seen = self.shared.stats.buffered();
+            self.added_since = 0;
+        }
+        self.buffered_seen + self.added_since > budget
+    }
+
+    /// Close this loop's connections of clients marked for disconnection;
+    /// with `tell`, ask the other loops to do the same.
+    pub(super) fn evict_marked(&mut self, tell: bool) {
+        if tell {
+            for (j, n) in self.shared.loops.iter().enumerate() {
+                if j != self.idx {
+                    n.send(Msg::Evict);
+                }
+            }
+        }
+        for i in 0..self.conns.len() {
+            if matches!(self.conns.get(i), Some(Some(e)) if e.conn.client.evicted()) {
+                self.close(i);
+            }
+        }
+    }
+
+    /// Count connection `i`'s record bytes (partial and whole records not
+    /// yet handed on) against the budget, as they are now: after each
+    /// submission, and when reading stops.
+    fn sync_held(&mut self, i: usize) {
+        let Some(Some(e)) = self.conns.get_mut(i) else {
+            return;
+        };
+        let now = e.rd.held();
+        if now > e.held {
+            e.conn.hold(now - e.held);
+            self.added_since += (now - e.held) as u64;
+        } else {
+            e.conn.let_go(e.held - now);
+        }
+        e.held = now;
     }
 
     /// Answer or hand ready records to the pool while the bounds allow;
     /// the replies answered here leave together at the end.
     fn submit_ready(&mut self, i: usize) -> Submitted {
         let r = self.submit_records(i);
+        self.sync_held(i);
         if !self.batch.is_empty() {
             match self.conns.get(i) {
                 Some(Some(e)) => e.conn.send_batch(&mut self.batch),
@@ -105,10 +186,10 @@ impl EventLoop {
         let Some(Some(e)) = self.conns.get_mut(i) else {
             return Submitted::Blocked;
         };
-        while let Some(mut data) = e.rd.ready.pop_front() {
+        while let Some(mut data) = e.rd.pop_ready() {
             let c = &e.conn;
             if !c.can_read() {
-                e.rd.ready.push_front(data);
+                e.rd.unpop(data);
                 // Over a bound (in-flight requests or queued reply bytes):
                 // whoever brings us back under both notifies us.
                 c.paused.store(true, SeqCst);
@@ -117,11 +198,14 @@ impl EventLoop {
                 }
                 return Submitted::Blocked;
             }
-            // Budget: a call whose reply could be large is taken from a
-            // connection with calls or replies outstanding only while the
-            // bytes held plus that reply fit (knfsd reserves reply room
-            // before it takes a request); a connection with nothing
-            // outstanding is always served.
+            // Budget: a call whose reply could be large, or from a
+            // connection with calls or replies outstanding, is taken while
+            // the bytes held plus its reply room fit the budget (knfsd
+            // reserves reply room before it takes a request) and the budget
+            // is not under pressure; else while its client's bytes plus
+            // that room fit the client's share (`budget.rs`). A connection
+            // with nothing outstanding is always served a call with a small
+            // reply.
             // The service reads the record once here: where it runs, how
             // much reply room it needs, and a word it gets back with it.
             // (A record pushed back below is planned again when retried.)
@@ -129,32 +213,47 @@ impl EventLoop {
             let bound = plan.reply_bound;
             let budget = self.shared.limits.max_buffered_bytes as u64;
             let outstanding = c.inflight.load(SeqCst) > 0 || c.queued_bytes() > 0;
-            // The turn's sum plus what this loop reserved since, summed
+            // The turn's sum plus what this loop added since, summed
             // again once that reaches a sixteenth of the budget (other
-            // loops' reservations are seen then).
-            if budget > 0 && bound > 0 && self.reserved_since >= budget / 16 {
+            // loops' additions are seen then).
+            if budget > 0 && bound > 0 && self.added_since >= budget / 16 {
                 self.buffered_seen = self.shared.stats.buffered();
-                self.reserved_since = 0;
+                self.added_since = 0;
             }
-            if budget > 0
-                && (outstanding || bound > FREE_REPLY)
-                && self.buffered_seen + self.reserved_since + bound as u64 > budget
-            {
-                e.rd.ready.push_front(data);
-                if !e.stalled {
-                    e.stalled = true;
-                    self.stalled.push(i);
+            if budget > 0 && (outstanding || bound > FREE_REPLY) {
+                let room = self.buffered_seen + self.added_since + bound as u64 <= budget;
+                let clients = &self.shared.clients;
+                // Under pressure (as of this turn), or with no room: the
+                // client's share decides. Its bytes still count this record
+                // (synced after the submissions).
+                if !room || self.pressed {
+                    if clients.check_if_due(Instant::now()) {
+                        self.evict_pending = true;
+                    }
+                    // Taken if it fits the share, room or not: room in
+                    // the budget does not go to a client over its share.
+                    let share = clients.share();
+                    if c.client.bytes().saturating_add(bound as u64) > share {
+                        // Its client's bytes must fall first (or the share
+                        // grow): retried after the next check.
+                        e.rd.unpop(data);
+                        c.client.waits();
+                        if !e.share_wait {
+                            e.share_wait = true;
+                            self.share_wait.push(i);
+                        }
+                        if !self.warned_budget {
+                            tracing::warn!(
+                                "max_buffered_bytes ({budget}) reached: each client is held to \
+                                 its share of it (now {share} bytes)"
+                            );
+                            self.warned_budget = true;
+                        }
+                        return Submitted::Blocked;
+                    }
                 }
-                if !self.warned_budget {
-                    tracing::warn!(
-                        "max_buffered_bytes ({budget}) reached: connections with calls or \
-                         replies outstanding wait until it drains"
-                    );
-                    self.warned_budget = true;
-                }
-                return Submitted::Blocked;
             }
-            self.reserved_since += bound as u64;
+            self.added_since += bound as u64;
             let route = plan.route;
             let mut deferred = false;
             // Run to completion: what the service can answer from memory is
@@ -166,7 +265,7 @@ impl EventLoop {
             // waits for it, or `alone_per_turn` times a turn when some do:
             // a handoff then costs two switches to save them one copy's
             // wait, and the copy is bounded per turn.
-            let quiet = self.run.is_empty() && e.rd.ready.is_empty();
+            let quiet = self.run.is_empty() && !e.rd.has_ready();
             let alone = route == Route::Alone && (quiet || self.alone_left > 0);
             if let Some(calls) = self
                 .calls
@@ -240,7 +339,7 @@ impl EventLoop {
                 Err(SubmitError::Full(mut w)) => {
                     let d = std::mem::take(&mut w.data);
                     drop(w); // uncounts the request
-                    e.rd.ready.push_front(d);
+                    e.rd.unpop(d);
                     if !e.stalled {
                         e.stalled = true;
                         self.stalled.push(i);
@@ -248,7 +347,7 @@ impl EventLoop {
                     return Submitted::Blocked;
                 }
                 Err(SubmitError::Closed(_)) => {
-                    e.rd.ready.clear();
+                    e.rd.clear_ready();
                     return Submitted::Blocked;
                 }
             }
@@ -264,12 +363,16 @@ impl EventLoop {
             }
             match self.read_once(i) {
                 ReadOutcome::More => {}
-                ReadOutcome::Stop => return,
+                ReadOutcome::Stop => {
+                    self.sync_held(i);
+                    return;
+                }
                 ReadOutcome::Drained => {
                     self.submit_ready(i);
                     return;
                 }
                 ReadOutcome::Eof => {
+                    self.sync_held(i);
                     self.after_change(i);
                     return;
                 }
@@ -300,29 +403,31 @@ impl EventLoop {
                 return ReadOutcome::Stop; // a worker or our own flush resumes us
             }
         }
-        // Budget spent: only a connection with nothing outstanding is read
-        // (knfsd reserves reply room before it takes a request); the
-        // others are retried as it drains.
-        if self.over_budget && (c.inflight.load(SeqCst) > 0 || c.queued_bytes() > 0) {
-            if !e.stalled {
-                e.stalled = true;
-                self.stalled.push(i);
+        // Budget spent: a client at or over its share is not read (its
+        // bytes must fall first: replies drained, calls done; retried
+        // after each check of the shares); the others are, 64 KiB at a
+        // time.
+        if self.over_budget() {
+            let Some(Some(e)) = self.conns.get_mut(i) else {
+                return ReadOutcome::Stop;
+            };
+            if e.conn.client.bytes() >= self.shared.clients.share() {
+                e.conn.client.waits();
+                if !e.share_wait {
+                    e.share_wait = true;
+                    self.share_wait.push(i);
+                }
+                return ReadOutcome::Stop;
             }
-            return ReadOutcome::Stop;
+            self.read_limit = READ_CHUNK;
+        } else {
+            self.read_limit = usize::MAX;
         }
-        let out = self.read_into_record(i);
-        // The partial record's bytes count against the budget.
-        if let Some(Some(e)) = self.conns.get_mut(i) {
-            let now = e.rd.partial_len();
-            let st = &self.shared.stats;
-            if now > e.held {
-                st.held_in.add((now - e.held) as u64);
-            } else {
-                st.held_out.add((e.held - now) as u64);
-            }
-            e.held = now;
-        }
-        out
+        // What it read counts against the budget once it is synced: after
+        // the records it completed are handed on (`submit_ready`), so a
+        // record read and handed on at once costs no count, or when
+        // reading stops.
+        self.read_into_record(i)
     }
 
     /// The read syscall of `read_once`.
@@ -335,7 +440,8 @@ impl EventLoop {
         // A large fragment body goes straight into its record (one copy
         // from the socket, not two); headers and small calls use scratch.
         if e.rd.direct_wanted(DIRECT_MIN) {
-            let (d, r) = e.rd.read_direct(|v, max| sys::recv_append(&c.sock, v, max));
+            let (d, r) =
+                e.rd.read_direct(self.read_limit, |v, max| sys::recv_append(&c.sock, v, max));
             let st = &self.shared.loop_stats[self.idx];
             bump(&st.bytes_in, d.bytes as u64);
             bump(&st.records_in, d.records as u64);
