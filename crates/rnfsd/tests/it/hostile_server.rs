@@ -875,19 +875,136 @@ fn client_that_never_reads() {
     assert_alive(pid);
 }
 
-/// A global memory budget (hardening item 4): 1,000 connections each send
-/// 32 READs of 1 MiB and never read a reply. Each connection alone stays
-/// under its own bounds (64 in flight, 4 MiB queued), but together they
-/// would hold about 4 GB; with `--max-buffered-bytes` 64 MiB, a call whose
-/// reply could be large is taken only while its reply fits the budget, so
-/// the server's RSS stays near the budget, and a well-behaved client
-/// (nothing outstanding, small replies) is still served.
+/// A connection from the local address `from` (another 127.x address is
+/// another client to the server), with the usual timeouts.
+fn connect_from(from: [u8; 4], addr: SocketAddr) -> TcpStream {
+    connect_from_with(from, addr, None)
+}
+
+/// As `connect_from`, with a receive buffer of `rcvbuf` bytes if given.
+fn connect_from_with(from: [u8; 4], addr: SocketAddr, rcvbuf: Option<usize>) -> TcpStream {
+    use rustix::net::{AddressFamily, SocketType};
+    let fd = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None).expect("socket");
+    if let Some(n) = rcvbuf {
+        rustix::net::sockopt::set_socket_recv_buffer_size(&fd, n).expect("SO_RCVBUF");
+    }
+    rustix::net::bind(&fd, &SocketAddr::from((from, 0))).expect("bind");
+    rustix::net::connect(&fd, &addr).expect("connect");
+    let s = TcpStream::from(fd);
+    s.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    s.set_write_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    s
+}
+
+/// Whether the server closed `s` (EOF or reset), reading and dropping
+/// what it still holds; false if it is open with nothing to read.
+fn server_closed(s: &TcpStream) -> bool {
+    s.set_nonblocking(true).expect("nonblocking");
+    let mut b = vec![0u8; 64 << 10];
+    loop {
+        match (&*s).read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return true,
+        }
+    }
+}
+
+/// The hog (all of `hogs`, one client) is disconnected within `within`:
+/// the server (`pid`) holds at most `fds` descriptors again (the hog's are
+/// all closed at once; a few others may come and go), and then
+/// each of its sockets sees the close. Meanwhile `good` keeps reading
+/// `file` in 1 MiB READs, each answered within `each`. The hog's sockets
+/// are not read before (that would let the server drain its replies).
+/// Returns how long the disconnection took.
+fn hog_disconnected(
+    (pid, fds): (u32, usize),
+    hogs: &[TcpStream],
+    good: &mut TcpStream,
+    file: &rnfsd_proto::nfs3::NfsFh3,
+    within: Duration,
+    each: Duration,
+) -> Duration {
+    let t0 = Instant::now();
+    let mut xid = 10_000;
+    while fd_count(pid) > fds {
+        assert!(
+            t0.elapsed() < within,
+            "the hog is still connected after {:?} (server fds {}, want {fds} at most)",
+            t0.elapsed(),
+            fd_count(pid)
+        );
+        let took = read_1mib(good, file, xid);
+        assert!(took < each, "a 1 MiB READ took {took:?}");
+        xid += 1;
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let gone = t0.elapsed();
+    let mut open: Vec<&TcpStream> = hogs.iter().collect();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !open.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "{} hog sockets saw no close",
+            open.len()
+        );
+        open.retain(|s| !server_closed(s));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    gone
+}
+
+/// A READ of 1 MiB of `file` on `s` (all of it answered); how long it took.
+fn read_1mib(s: &mut TcpStream, file: &rnfsd_proto::nfs3::NfsFh3, xid: u32) -> Duration {
+    let mut args = Enc::new();
+    file.encode(&mut args);
+    args.u64(0);
+    args.u32(1 << 20);
+    let t = Instant::now();
+    let (h, body) = rpc(s, &call(xid, NFS_PROGRAM, 3, 6, args.as_slice()));
+    let took = t.elapsed();
+    assert_eq!(h, ReplyHeader::Accepted(AcceptStat::Success));
+    assert!(body.len() > 1 << 20, "READ reply of {} bytes", body.len());
+    took
+}
+
+/// How long the budget tests give a client over its share that drains
+/// nothing (`--budget-hog-secs`): long enough that the well-behaved
+/// client's calls certainly come while the hog is connected, even on a
+/// loaded machine.
+const HOG_SECS: u64 = 10;
+
+/// Arguments for a server with a 64 MiB budget that both 127.0.0.1 (the
+/// well-behaved client) and 127.0.0.2 (the hog) may use.
+const BUDGET_ARGS: [&str; 10] = [
+    "--max-buffered-bytes",
+    "67108864",
+    "--budget-hog-secs",
+    "10",
+    "--splice-pipes",
+    "0",
+    "--client",
+    "127.0.0.1",
+    "--client",
+    "127.0.0.2",
+];
+
+/// A global memory budget shared fairly among clients: 1,000 connections
+/// from one client (127.0.0.2) each send 32 READs of 1 MiB and never read
+/// a reply. Each connection alone stays under its own bounds (64 in
+/// flight, 4 MiB queued), but together they would hold about 4 GB; with
+/// `--max-buffered-bytes` 64 MiB, a call whose reply could be large is
+/// taken only while its reply fits, so the server's RSS stays near the
+/// budget. The hog is held to its share: a well-behaved client at another
+/// address (127.0.0.1) is served meanwhile, a NULL, a 4 KiB READ and a
+/// 1 MiB READ (which needs room the hog holds), and the hog, which
+/// drains nothing once its sockets are full, is disconnected after
+/// `--budget-hog-secs`.
 #[test]
 fn a_thousand_clients_that_never_read_stay_within_the_budget() {
-    let (d, srv, pid) = start(
-        "hostile-budget",
-        &["--max-buffered-bytes", "67108864", "--splice-pipes", "0"],
-    );
+    let (d, srv, pid) = start("hostile-budget", &BUDGET_ARGS);
     let (file, read) = big_file(&srv, d.path());
     let args = read.into_vec();
     let mut burst = Vec::new();
@@ -895,25 +1012,35 @@ fn a_thousand_clients_that_never_read_stay_within_the_budget() {
         burst.extend(framed(&call(100 + xid, NFS_PROGRAM, 3, 6, &args)));
     }
     let rss0 = rss_kib(pid);
+    let fds0 = fd_count(pid);
     let mut hogs = Vec::with_capacity(1000);
     let mut peak = rss0;
     for i in 0..1000 {
-        let mut h = connect(srv.addr);
+        // Small receive buffers: the hog's sockets take little of its
+        // replies, so its queue on the server stops draining soon (with
+        // the default ones each takes a few hundred KiB first, and the
+        // hog is only disconnected once they are full).
+        let mut h = connect_from_with([127, 0, 0, 2], srv.addr, Some(4096));
         h.write_all(&burst).expect("send READs");
         hogs.push(h);
         if i % 50 == 0 {
             peak = peak.max(rss_kib(pid));
         }
     }
-    // Let the server do all it will.
+    // Let the hog take what it will (most of the budget, in 1 MiB replies).
     let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        peak = peak.max(rss_kib(pid));
+    while Instant::now() < deadline && rss_kib(pid) < rss0 + 56 * MIB {
         std::thread::sleep(Duration::from_millis(100));
     }
-    // A client with nothing outstanding is served meanwhile (NULL, and a
-    // READ of 4 KiB: small replies need no room from the budget).
-    let mut good = connect(srv.addr);
+    peak = peak.max(rss_kib(pid));
+    assert!(
+        peak >= rss0 + 56 * MIB,
+        "the hog did not fill the budget (RSS {rss0} -> {peak} KiB)"
+    );
+    // A client with nothing outstanding is served meanwhile: NULL, a READ
+    // of 4 KiB (a small reply), and a READ of 1 MiB, which finds no room in
+    // the budget but fits its share.
+    let mut good = connect_from([127, 0, 0, 1], srv.addr);
     well_behaved_on(&mut good, 1);
     let mut small = Enc::new();
     file.encode(&mut small);
@@ -921,16 +1048,37 @@ fn a_thousand_clients_that_never_read_stay_within_the_budget() {
     small.u32(4096);
     let t = Instant::now();
     let (h, body) = rpc(&mut good, &call(2, NFS_PROGRAM, 3, 6, small.as_slice()));
+    let small_took = t.elapsed();
     assert_eq!(h, ReplyHeader::Accepted(AcceptStat::Success));
     assert!(body.len() > 4096, "READ reply of {} bytes", body.len());
+    let large_took = read_1mib(&mut good, &file, 3);
+    // Both while the hog is still connected.
     assert!(
-        t.elapsed() < Duration::from_secs(5),
-        "READ took {:?}",
-        t.elapsed()
+        fd_count(pid) >= fds0 + 1000,
+        "the hog was disconnected before the well-behaved client's READs"
+    );
+    eprintln!("beside 1,000 connections that never read: 4 KiB READ {small_took:?}, 1 MiB READ {large_took:?}");
+    let slack = Duration::from_secs(5);
+    assert!(
+        small_took < slack && large_took < Duration::from_secs(HOG_SECS) + slack,
+        "READs took {small_took:?} (4 KiB) and {large_took:?} (1 MiB)"
     );
     peak = peak.max(rss_kib(pid));
-    // The budget (64 MiB) plus replies being built by workers and the
-    // allocator's slack; without it the hogs would pin about 4 GB.
+    // The hog drains nothing: disconnected after HOG_SECS, while the
+    // well-behaved client keeps reading.
+    let gone = hog_disconnected(
+        (pid, fds0 + 10),
+        &hogs,
+        &mut good,
+        &file,
+        Duration::from_secs(HOG_SECS) + Duration::from_secs(20),
+        slack,
+    );
+    eprintln!("the hog was disconnected {gone:?} after the 1 MiB READ");
+    peak = peak.max(rss_kib(pid));
+    // The budget (64 MiB), the well-behaved client's share, replies being
+    // built by workers and the allocator's slack; without it the hogs
+    // would pin about 4 GB.
     let grew = peak.saturating_sub(rss0);
     eprintln!("1,000 clients that never read: server RSS grew by {grew} KiB (budget 65,536 KiB)");
     assert!(
@@ -938,6 +1086,88 @@ fn a_thousand_clients_that_never_read_stay_within_the_budget() {
         "server RSS grew by {grew} KiB for 1,000 clients that never read"
     );
     drop(hogs);
+    well_behaved(srv.addr, 3);
+    assert_alive(pid);
+}
+
+/// The budget against partial records: 240 connections from one client
+/// (127.0.0.2) each send 1 MiB of a 1 MiB + 60 KiB record, then a byte,
+/// then nothing. Partial records count against the budget and the
+/// client's share, so with `--max-buffered-bytes` 64 MiB the server reads
+/// them only up to about the budget (not the 240 MiB sent); a 1 MiB READ
+/// from another client (127.0.0.1) is answered while they are connected,
+/// and the trickler, which drains nothing, is disconnected after
+/// `--budget-hog-secs`.
+#[test]
+fn partial_records_on_240_connections_do_not_stall_large_reads() {
+    let (d, srv, pid) = start("hostile-trickle", &BUDGET_ARGS);
+    let (file, _) = big_file(&srv, d.path());
+    let rss0 = rss_kib(pid);
+    let fds0 = fd_count(pid);
+    let mut head = mark((1 << 20) + (60 << 10), true).to_vec();
+    head.extend(vec![0x5a; 1 << 20]);
+    // Non-blocking sends, in passes over all connections for 3 s: once
+    // the server stops reading, the kernel's buffers take what they can
+    // and the rest is never sent.
+    let trickle: Vec<TcpStream> = (0..240)
+        .map(|_| {
+            let s = connect_from([127, 0, 0, 2], srv.addr);
+            s.set_nonblocking(true).expect("nonblocking");
+            s
+        })
+        .collect();
+    let mut off = vec![0usize; trickle.len()];
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(3) && off.iter().any(|&o| o < head.len()) {
+        for (s, o) in trickle.iter().zip(off.iter_mut()) {
+            while *o < head.len() {
+                match (&*s).write(&head[*o..]) {
+                    Ok(n) => *o += n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => panic!("trickler send: {e}"),
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent: usize = off.iter().sum();
+    let mut peak = rss_kib(pid);
+    for s in &trickle {
+        let _ = (&*s).write(&[0x5a]);
+    }
+    let mut good = connect_from([127, 0, 0, 1], srv.addr);
+    well_behaved_on(&mut good, 1);
+    let took = read_1mib(&mut good, &file, 2);
+    assert!(
+        fd_count(pid) >= fds0 + 240,
+        "the trickler was disconnected before the well-behaved client's READ"
+    );
+    peak = peak.max(rss_kib(pid));
+    eprintln!(
+        "beside 240 partial records ({} MiB sent): 1 MiB READ {took:?}",
+        sent >> 20
+    );
+    assert!(
+        took < Duration::from_secs(HOG_SECS) + Duration::from_secs(5),
+        "the 1 MiB READ took {took:?}"
+    );
+    let gone = hog_disconnected(
+        (pid, fds0 + 10),
+        &trickle,
+        &mut good,
+        &file,
+        Duration::from_secs(HOG_SECS) + Duration::from_secs(20),
+        Duration::from_secs(5),
+    );
+    eprintln!("the trickler was disconnected {gone:?} after the 1 MiB READ");
+    peak = peak.max(rss_kib(pid));
+    // Read up to about the budget, not all that was sent.
+    let grew = peak.saturating_sub(rss0);
+    eprintln!("240 partial records: server RSS grew by {grew} KiB (budget 65,536 KiB)");
+    assert!(
+        grew < 112 * MIB,
+        "server RSS grew by {grew} KiB for partial records"
+    );
     well_behaved(srv.addr, 3);
     assert_alive(pid);
 }
