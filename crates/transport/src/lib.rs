@@ -45,8 +45,9 @@
 //!   across connections, `max_buffered_bytes` bounds records, the room
 //!   reserved for large replies ([`Plan::reply_bound`]) and queued
 //!   replies together, shared fairly among client addresses (`budget.rs`):
-//!   past it a client over its share is not read, and one that stays
-//!   there without draining for `budget_hog_time` is disconnected.
+//!   under pressure each client is held to its share (a client at or over
+//!   it is not read and its calls wait), and one held there that drains
+//!   nothing for `budget_hog_time` is disconnected.
 //! - Buffers: each loop reads into one reused 64 KiB buffer and copies each
 //!   record into an exactly-sized `Vec` (capacity reserved from the
 //!   fragment header, after the `max_record` check) that becomes
