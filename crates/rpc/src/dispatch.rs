@@ -19,19 +19,13 @@ use crate::auth::{self, Auth, AuthFail};
 use crate::ctx::{CallCtx, LoopState, ProcError, State, Wait};
 use crate::drc::{Drc, Key, Lookup};
 use crate::header::{self, FIXED};
+use crate::limits::{INITIAL_REPLY, MAX_REPLY_HEADER};
 use crate::table::{CacheClass, Miss, Programs, Row};
-
-/// Room for the longest reply header we write (a PROG_MISMATCH accepted
-/// reply: xid, type, stat, null verifier, accept_stat, low, high).
-pub const MAX_REPLY_HEADER: usize = 32;
 
 /// Where a success reply's result body starts after the record mark: we
 /// always answer with a null verifier (xid, REPLY, MSG_ACCEPTED, flavor,
 /// length 0, SUCCESS).
 const BODY_AT: usize = 4 + 24;
-
-/// Bytes first reserved for a reply body.
-const INITIAL_REPLY: usize = 1024;
 
 const _: () = assert!(BODY_AT - 4 <= MAX_REPLY_HEADER);
 

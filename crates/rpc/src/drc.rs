@@ -23,16 +23,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// Argument bytes covered by the checksum (knfsd: RC_CSUMLEN).
-pub const CSUM_LEN: usize = 256;
-/// Independent buckets (locks and LRU lists).
-pub const BUCKETS: usize = 64;
-/// Bytes charged per entry besides its reply: key, map slot, LRU slot.
-pub const ENTRY_OVERHEAD: usize = 160;
-/// Expired replies are looked for on every this many calls of a bucket...
-const EXPIRE_EVERY: u64 = 16;
-/// ... and at most this many dropped then.
-const EXPIRE_BATCH: usize = 32;
+use crate::limits::{BUCKETS, CSUM_LEN, ENTRY_OVERHEAD, EXPIRE_BATCH, EXPIRE_EVERY};
 
 /// Identifies a call across retransmissions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -155,6 +146,20 @@ impl Bucket {
                 self.bytes -= s.bytes();
             }
         }
+        self.check();
+        // Once the LRU is empty nothing is charged: the bound holds.
+        debug_assert!(self.bytes <= max, "{} bytes past {max}", self.bytes);
+    }
+
+    /// The books: every entry is in the map and the LRU once, and a bucket
+    /// with no entry is charged nothing (`shrink` relies on both).
+    fn check(&self) {
+        debug_assert_eq!(self.map.len(), self.lru.len(), "map and LRU disagree");
+        debug_assert!(
+            !self.map.is_empty() || self.bytes == 0,
+            "{} bytes charged to no entry",
+            self.bytes
+        );
     }
 
     /// Drop expired replies from the old end: on every `EXPIRE_EVERY`th
@@ -237,6 +242,7 @@ impl Drc {
                 Some((old, r)) => {
                     b.lru.remove(&old);
                     b.lru.insert(seq, fresh);
+                    b.check();
                     match r {
                         None => return Lookup::InProgress,
                         Some(r) => r,
@@ -292,6 +298,7 @@ impl Drc {
         if matches!(b.map.get(key).map(|s| &s.state), Some(State::InProgress)) {
             b.remove(key);
         }
+        b.check();
     }
 
     /// Bytes charged to all entries (for tests and statistics).

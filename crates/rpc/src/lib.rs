@@ -26,13 +26,15 @@ mod ctx;
 mod dispatch;
 pub mod drc;
 pub mod header;
+pub mod limits;
 mod service;
 mod table;
 
 pub use auth::Auth;
 pub use ctx::{CallCtx, LoopState, Moved, Park, ProcError, State, Wait};
-pub use dispatch::{Answer, Parked, Policy, MAX_REPLY_HEADER};
+pub use dispatch::{Answer, Parked, Policy};
 pub use drc::{Drc, DrcConfig};
+pub use limits::MAX_REPLY_HEADER;
 pub use service::RpcService;
 pub use table::{CacheClass, Class, Miss, Proc, ProcFn, Program, Programs, Room, Row, Version};
 

@@ -1,0 +1,84 @@
+//! The RPC layer's bounds on the request path, each with what it bounds
+//! and why this value, and the relations the code relies on, checked at
+//! compile time. Wire constants stay in rnfsd-proto; the duplicate reply
+//! cache's configured bounds (`DrcConfig`) come from the server's
+//! configuration.
+
+/// Room for the longest reply header dispatch writes: an accepted
+/// PROG_MISMATCH (xid, REPLY, MSG_ACCEPTED, a null verifier's flavor and
+/// length, accept_stat, low, high). Every reply buffer starts this large.
+pub const MAX_REPLY_HEADER: usize = 32;
+
+/// Bytes first reserved for a reply body: most replies fit, and a large
+/// one (READ, READDIR) grows to what its request asks for, never to its
+/// procedure's bound.
+pub const INITIAL_REPLY: usize = 1024;
+
+/// Duplicate reply cache: argument bytes covered by a call's checksum
+/// (knfsd's RC_CSUMLEN): enough to tell apart calls with equal xids.
+pub const CSUM_LEN: usize = 256;
+/// Duplicate reply cache: independent buckets (locks and LRU lists), so
+/// calls of different clients rarely share a lock.
+pub const BUCKETS: usize = 64;
+/// Duplicate reply cache: bytes charged per entry besides its reply (key,
+/// map slot, LRU slot), so entries without a reply count too.
+pub const ENTRY_OVERHEAD: usize = 160;
+/// Duplicate reply cache: expired replies are looked for on every this
+/// many calls of a bucket (finding the oldest costs a tree walk)...
+pub const EXPIRE_EVERY: u64 = 16;
+/// ... and at most this many dropped then (bounded work under the lock).
+pub const EXPIRE_BATCH: usize = 32;
+
+/// The longest accepted reply header: 8 words (PROG_MISMATCH); and the
+/// longest denied one: 6 words (RPC_MISMATCH: xid, REPLY, MSG_DENIED,
+/// reject_stat, low, high). `tests::reply_headers_fit` encodes each.
+const LONGEST_ACCEPTED: usize = 8 * 4;
+const LONGEST_DENIED: usize = 6 * 4;
+const _: () = assert!(MAX_REPLY_HEADER >= LONGEST_ACCEPTED && MAX_REPLY_HEADER >= LONGEST_DENIED);
+
+// The memory bound is split over the buckets, and every entry costs
+// something, so a bucket's bound bounds its entries too.
+const _: () = assert!(BUCKETS > 0 && ENTRY_OVERHEAD > 0);
+// Expiry keeps up with one new entry per call: a pass every EXPIRE_EVERY
+// calls drops up to EXPIRE_BATCH.
+const _: () = assert!(EXPIRE_EVERY > 0 && EXPIRE_BATCH as u64 >= EXPIRE_EVERY);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rnfsd_proto::rpc::{encode_accepted, encode_denied, AcceptStat, AuthStat, RejectStat};
+    use rnfsd_xdr::Enc;
+
+    /// Every reply header dispatch can write fits `MAX_REPLY_HEADER`, and
+    /// the longest ones are as long as the compile-time checks say.
+    #[test]
+    fn reply_headers_fit() {
+        let accepted = [
+            AcceptStat::Success,
+            AcceptStat::ProgUnavail,
+            AcceptStat::ProgMismatch { low: 2, high: 3 },
+            AcceptStat::ProcUnavail,
+            AcceptStat::GarbageArgs,
+            AcceptStat::SystemErr,
+        ]
+        .map(|s| {
+            let mut e = Enc::new();
+            encode_accepted(&mut e, 7, s);
+            e.len()
+        });
+        let denied = [
+            RejectStat::RpcMismatch { low: 2, high: 2 },
+            RejectStat::AuthError(AuthStat::TooWeak),
+        ]
+        .map(|s| {
+            let mut e = Enc::new();
+            encode_denied(&mut e, 7, s);
+            e.len()
+        });
+        assert_eq!(accepted.iter().max(), Some(&LONGEST_ACCEPTED));
+        assert_eq!(denied.iter().max(), Some(&LONGEST_DENIED));
+        for n in accepted.iter().chain(&denied) {
+            assert!(*n <= MAX_REPLY_HEADER, "{n} > {MAX_REPLY_HEADER}");
+        }
+    }
+}
