@@ -6,8 +6,7 @@
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Upper bound on cells per counter (memory: 128 B each).
-const MAX_CELLS: usize = 64;
+use crate::limits::MAX_CELLS;
 
 /// CPUs configured (not just online or in our affinity mask or cgroup
 /// quota): `sched_getcpu` may name any of them, so per-CPU cells are sized

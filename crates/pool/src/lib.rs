@@ -60,6 +60,7 @@ pub mod affinity;
 mod config;
 pub mod counter;
 mod lazy;
+pub mod limits;
 pub mod sched;
 mod stats;
 mod sys;
@@ -69,6 +70,7 @@ pub use counter::StripedCounter;
 pub use stats::PoolStats;
 
 use counter::bump;
+use limits::PREALLOC_MAX;
 use stats::{Counters, Totals};
 
 use crossbeam_utils::CachePadded;
@@ -215,6 +217,28 @@ impl<J: Job> Shared<J> {
             g.peak_waking = g.waking;
         }
         debug_assert!(g.waking <= self.max_waking, "waking bound broken");
+        self.check(g);
+    }
+
+    /// The counts' invariants (under the lock): every idle or woken
+    /// worker is a thread counted in `threads` (which `stats` subtracts
+    /// them from), `threads` stays within its bound, and the waking bound
+    /// holds except where it is lifted: at shutdown (every idle worker is
+    /// woken) and under `Handoff::Double` (its receiver wakes regardless).
+    fn check(&self, g: &Inner<J>) {
+        debug_assert!(
+            g.idle.len() + g.waking <= g.threads,
+            "{} idle + {} waking of {} threads",
+            g.idle.len(),
+            g.waking,
+            g.threads
+        );
+        debug_assert!(g.threads <= self.max_threads, "threads past their bound");
+        debug_assert!(g.spawning <= g.threads && g.slots.len() <= g.threads);
+        debug_assert!(
+            g.shutdown || self.cfg.handoff == Handoff::Double || g.waking <= self.max_waking,
+            "waking bound broken"
+        );
     }
 
     /// Work is queued: wake one idle worker if the waking bound allows, or
@@ -279,6 +303,7 @@ fn spawn_worker<J: Job>(shared: &Arc<Shared<J>>, woken: bool) {
             if woken {
                 g.waking -= 1;
             }
+            shared.check(&g);
             g.spawn_failures += 1;
             tracing::warn!("rnfsd-pool: cannot start worker thread: {e}");
         }
@@ -331,6 +356,7 @@ fn worker_main<J: Job>(shared: Arc<Shared<J>>, mut just_woken: bool) {
         if just_woken {
             g.waking -= 1;
         }
+        shared.check(&g);
         if double {
             if let Some(q) = g.queue.pop_front() {
                 // The receiver step: move the job, wake another thread to run
@@ -459,6 +485,7 @@ fn exit_worker<J: Job>(shared: &Arc<Shared<J>>, mut g: MutexGuard<'_, Inner<J>>,
     if let Some(i) = g.slots.iter().position(|s| Arc::ptr_eq(s, slot)) {
         g.slots.swap_remove(i);
     }
+    shared.check(&g);
     drop(g);
     shared.exit_cv.notify_all();
 }
@@ -476,9 +503,9 @@ impl<J: Job> Pool<J> {
         };
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner {
-                queue: VecDeque::with_capacity(cfg.queue_limit.min(4096)),
+                queue: VecDeque::with_capacity(cfg.queue_limit.min(PREALLOC_MAX)),
                 proc_queue: VecDeque::new(),
-                idle: VecDeque::with_capacity(max.min(4096)),
+                idle: VecDeque::with_capacity(max.min(PREALLOC_MAX)),
                 waking: 0,
                 peak_waking: 0,
                 threads: 0,
@@ -572,6 +599,8 @@ impl<J: Job> Pool<J> {
     /// Counters and gauges, summed on read.
     pub fn stats(&self) -> PoolStats {
         let g = self.shared.lock();
+        // `running` below cannot underflow.
+        self.shared.check(&g);
         let mut t = g.retired;
         for s in &g.slots {
             t.add(&s.counters);

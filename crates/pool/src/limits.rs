@@ -1,0 +1,17 @@
+//! The pool's own bounds, each with what it bounds and why this value,
+//! and the relations the code relies on, checked at compile time. The
+//! configured bounds (threads, queue, waking) are `PoolConfig`'s.
+
+/// Cells of one `StripedCounter` at most (memory: 128 B each): more CPUs
+/// than this share cells, which stays correct (adds are atomic).
+pub const MAX_CELLS: usize = 64;
+
+/// Queue and idle-stack slots a pool allocates up front at most; beyond
+/// them both grow on demand, so a large `queue_limit` or thread bound
+/// costs no memory until it is used.
+pub const PREALLOC_MAX: usize = 4096;
+
+// A counter's cell count is CPUs rounded up to a power of two (the CPU
+// number is masked, not divided), so the bound must be one itself or the
+// rounding would pass it.
+const _: () = assert!(MAX_CELLS.is_power_of_two());
