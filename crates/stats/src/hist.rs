@@ -16,6 +16,11 @@ const MAX_EXP: u32 = 30;
 /// Buckets of one histogram.
 pub const BUCKETS: usize = (1 << SUB_BITS) + (MAX_EXP - SUB_BITS) as usize * HALF;
 
+// `index` shifts a u64 by up to MAX_EXP, and a bucket's number travels
+// as a u32 (`Hist::buckets`).
+const _: () = assert!(SUB_BITS < MAX_EXP && MAX_EXP < 64);
+const _: () = assert!(BUCKETS <= u32::MAX as usize);
+
 /// The bucket of a value in µs.
 #[inline]
 pub fn index(us: u64) -> usize {

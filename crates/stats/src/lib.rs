@@ -17,6 +17,7 @@
 
 pub mod format;
 pub mod hist;
+pub mod limits;
 mod rpc;
 pub mod snapshot;
 
@@ -28,6 +29,8 @@ pub use rpc::{auth_stat_name, nfsstat3_name, Outcome, AUTH_STATS, NFS_STATUSES};
 pub use snapshot::{CacheCounts, ExportCounts, LockCounts, Snapshot};
 
 use rnfsd_transport::{PoolStats, TransportStats};
+
+use limits::{MAX_SHARDS, SLOTS_PER_LINE};
 
 /// What to count, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -83,11 +86,6 @@ pub struct ProcDesc {
     pub name: &'static str,
 }
 
-/// Upper bound on shards (memory: about 25 KiB per procedure per shard).
-/// More CPUs than this share shards, which stays correct (adds are atomic).
-const MAX_SHARDS: usize = 16;
-const SLOTS_PER_LINE: usize = 16;
-
 /// One cache line pair (adjacent-line prefetch makes 128 the safe unit).
 #[repr(align(128))]
 struct Line([AtomicU64; SLOTS_PER_LINE]);
@@ -118,6 +116,9 @@ const S_NFS: usize = S_AUTH + rpc::AUTH_SLOTS;
 const S_PROCS: usize = S_NFS + rpc::NFS_SLOTS;
 /// Per procedure: calls, latency sum, latency max, then the buckets.
 const PROC_SLOTS: usize = 3 + hist::BUCKETS;
+
+// The status ranges start past the last fixed slot.
+const _: () = assert!(S_WRITE_BYTES < S_AUTH);
 
 /// Where a program version's procedures start among the procedure rows.
 struct VersIndex {

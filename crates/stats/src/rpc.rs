@@ -87,23 +87,47 @@ pub const NFS_STATUSES: [(u32, &str); 29] = [
 ];
 pub const NFS_SLOTS: usize = NFS_STATUSES.len() + 1;
 
-/// Slots of the values below 72 (the unassigned ones go to "other").
-const SMALL: [u8; 72] = {
-    let mut t = [NFS_STATUSES.len() as u8; 72];
+/// The first `SMALL_STATUSES` rows of `NFS_STATUSES` are the values below
+/// `SMALL_END`, found through `SMALL`; the rest are 10001, 10002, ... in
+/// order, found by subtraction.
+const SMALL_STATUSES: usize = 21;
+const SMALL_END: u32 = 72;
+
+/// Slots of the values below `SMALL_END` (the unassigned ones go to
+/// "other").
+const SMALL: [u8; SMALL_END as usize] = {
+    let mut t = [NFS_STATUSES.len() as u8; SMALL_END as usize];
     let mut i = 0;
-    while i < 21 {
+    while i < SMALL_STATUSES {
         t[NFS_STATUSES[i].0 as usize] = i as u8;
         i += 1;
     }
     t
 };
 
+// The table has the shape `SMALL` and `nfs_index` rely on, and every slot
+// (the "other" one included) fits `SMALL`'s u8.
+const _: () = {
+    let mut i = 0;
+    while i < NFS_STATUSES.len() {
+        let v = NFS_STATUSES[i].0;
+        if i < SMALL_STATUSES {
+            assert!(v < SMALL_END);
+        } else {
+            assert!(v == 10001 + (i - SMALL_STATUSES) as u32);
+        }
+        i += 1;
+    }
+    assert!(NFS_STATUSES.len() == SMALL_STATUSES + 8);
+    assert!(NFS_SLOTS <= u8::MAX as usize + 1);
+};
+
 /// The slot of an nfsstat3 value; unknown values share the last.
 #[inline]
 pub fn nfs_index(st: u32) -> usize {
     match st {
-        0..=71 => SMALL[st as usize] as usize,
-        10001..=10008 => 21 + (st - 10001) as usize,
+        0..SMALL_END => SMALL[st as usize] as usize,
+        10001..=10008 => SMALL_STATUSES + (st - 10001) as usize,
         _ => NFS_STATUSES.len(),
     }
 }
