@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use rnfsd_fs::owed::{self, Commits};
+use rnfsd_fs::limits::owed::MAX_THREADS;
+use rnfsd_fs::owed::Commits;
 use rnfsd_fs::{Call, Cred};
 use std::time::{Duration, Instant};
 
@@ -210,11 +211,8 @@ pub fn create_cmd(a: LocalArgs) -> Result<(), String> {
         return Err("--sync-create is local-fsmark's; local-create has --group-commit".into());
     }
     let k = a.group_commit;
-    if k > owed::MAX_THREADS {
-        return Err(format!(
-            "--group-commit: 0 to {} threads",
-            owed::MAX_THREADS
-        ));
+    if k > MAX_THREADS {
+        return Err(format!("--group-commit: 0 to {} threads", MAX_THREADS));
     }
     for &streams in &a.streams {
         let streams = streams.max(1);

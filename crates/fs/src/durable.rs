@@ -262,8 +262,14 @@ impl<K: Hash + Eq + Clone> Committer<K> {
     /// Marks `b` (queued for `key`) as running with a slot already taken,
     /// and wakes its leader.
     fn grant(&self, g: &mut State<K>, key: &K, b: &Arc<Batch>) {
+        // A slot was taken below the bound, or passed on by a sync that
+        // ended.
+        debug_assert!(g.in_flight <= self.max_in_flight, "syncs past the slots");
         if let Some(o) = g.objects.get_mut(key) {
             o.running += 1;
+            // One batch of an object is queued at a time, and made ready
+            // only while fewer than `depth` of its syncs run.
+            debug_assert!(o.running <= o.depth, "{} syncs of one object", o.running);
             if o.queued.as_ref().is_some_and(|q| Arc::ptr_eq(q, b)) {
                 // Closed: later requests start the next batch.
                 o.queued = None;
@@ -288,6 +294,9 @@ impl<K: Hash + Eq + Clone> Committer<K> {
         let mut drop_key = false;
         let mut ready = None;
         if let Some(o) = g.objects.get_mut(key) {
+            // This sync was counted when granted: its object's entry stays
+            // while a sync of it runs.
+            debug_assert!(o.running > 0, "a sync ended that never ran");
             o.running = o.running.saturating_sub(1);
             match o.queued.clone() {
                 Some(q) if !o.queued_ready => {

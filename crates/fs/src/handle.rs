@@ -25,6 +25,8 @@ const HEAD: usize = 6;
 pub const MAX_KERNEL_BYTES: usize = MAX_HANDLE - HEAD - 2 - MAC_LEN;
 const PATH_LEN: usize = HEAD + 8 + 8 + 4 + MAC_LEN;
 const CEPH_LEN: usize = HEAD + 8 + 8 + 8 + 4 + MAC_LEN;
+// Every kind's handle fits the bound a handle has on the wire.
+const _: () = assert!(PATH_LEN <= MAX_HANDLE && CEPH_LEN <= MAX_HANDLE);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decoded {

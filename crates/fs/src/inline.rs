@@ -60,6 +60,8 @@
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
+use crate::limits::inline::{AFTER_TURN_MAX, BACKOFF_MAX, BACKOFF_MIN, SLOW_STEP};
+
 /// Work left for the end of a loop turn. `Send`: the [`Loop`] holding it
 /// belongs to an event loop's calls, made on one thread and moved to the
 /// loop's.
@@ -70,10 +72,6 @@ pub trait TurnJob: Send {
     /// job could not be left for the turn's end.
     fn hand_off(self: Box<Self>);
 }
-
-/// Jobs one loop turn may leave for its end; past it they go elsewhere
-/// (`Loop::may_leave_for_turn_end`), so a turn's end stays short.
-pub const AFTER_TURN_MAX: usize = 4;
 
 /// A change run to its end (`Loop::run_to_end`): when it began, the
 /// thread's sleeps then, and how to read them again.
@@ -102,14 +100,6 @@ enum Attempt {
     /// The jobs left for the turn's end are running.
     TurnEnd,
 }
-
-/// A speculative step that took at least this long is checked for a
-/// sleep; a shorter one held the loop's other calls for less than a
-/// handoff's wakeup across CPUs costs (about 35 µs here), sleep or not.
-pub const SLOW_STEP: Duration = Duration::from_micros(50);
-
-const BACKOFF_MIN: Duration = Duration::from_millis(10);
-const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// Whether recent steps slept: no speculation before `quiet_until`; the
 /// quiet time a step that slept sets next is `next`.

@@ -12,6 +12,7 @@ pub mod ceph;
 pub mod durable;
 pub mod handle;
 pub mod inline;
+pub mod limits;
 pub mod local;
 pub mod lock;
 pub mod owed;

@@ -30,6 +30,7 @@ use std::io;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::durable::CommitCounts;
+use crate::limits::owed::MAX_THREADS;
 
 /// Notes a commit of `commits` as owed in `owed` (a call's, see
 /// `Call::owe`), after `before` if given. A second change of the same
@@ -127,6 +128,8 @@ pub struct Lead(Arc<Commits>);
 impl Drop for Lead {
     fn drop(&mut self) {
         let mut s = self.0.lock();
+        // Counted in `running` when made (`Commits::lead`), dropped once.
+        debug_assert!(s.running > 0, "a lead's commit ended twice");
         s.running = s.running.saturating_sub(1);
     }
 }
@@ -151,16 +154,6 @@ pub struct Commits {
     state: Mutex<State>,
     cv: Condvar,
 }
-
-/// Commit threads per filesystem at most (`journal_commit_threads`). More
-/// than one asks the kernel for the next commit while one runs, so
-/// commits follow each other with no gap; but each then carries fewer
-/// calls, and on this disk the commit's cache flush, not the gap, is the
-/// cost. One thread, whose next batch gathers while it answers the last,
-/// ran fs_mark 0.98x-1.16x of four (FILE_SYNC writes 1.04x-1.35x) with
-/// a quarter to a third fewer journal commits and context switches
-/// (docs/durability.md, "One commit thread").
-pub const MAX_THREADS: usize = 8;
 
 impl Commits {
     /// Starts `threads` threads (1 to `MAX_THREADS`) named `name`, each

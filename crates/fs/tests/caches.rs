@@ -1140,7 +1140,7 @@ fn write_behind_of_a_loop_write_starts_when_the_turn_ends() {
         changes: false,
     };
     const THRESHOLD: u64 = 64 << 10;
-    let files = rnfsd_fs::inline::AFTER_TURN_MAX + 1;
+    let files = rnfsd_fs::limits::inline::AFTER_TURN_MAX + 1;
     let chunk: Vec<u8> = (0..THRESHOLD as usize).map(|i| (i % 251) as u8).collect();
     // (started by the thread before the turn's end, started by the turn's
     // end, all started in the end, all counted as on a loop); None: a
@@ -1216,7 +1216,7 @@ fn write_behind_of_a_loop_write_starts_when_the_turn_ends() {
     let got = until_not_given_up(&None, attempt, || {
         std::thread::sleep(Duration::from_millis(1100))
     });
-    let want = rnfsd_fs::inline::AFTER_TURN_MAX as u64;
+    let want = rnfsd_fs::limits::inline::AFTER_TURN_MAX as u64;
     let Some((thread, turn, all, on_loop)) = got else {
         panic!("every attempt's write gave up on the loop");
     };

@@ -5,6 +5,8 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::limits::margin::{HIGH_WATER, TARGET};
+
 pub struct FdBudget {
     limit: usize,
     used: AtomicUsize,
@@ -18,7 +20,12 @@ pub struct Permit(Arc<FdBudget>);
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        self.0.used.fetch_sub(1, Ordering::Relaxed);
+        let was = self.0.used.fetch_sub(1, Ordering::Relaxed);
+        // Each permit was counted once, under the limit (`try_acquire`).
+        debug_assert!(
+            (1..=self.0.limit).contains(&was),
+            "{was} descriptors held at a permit's drop"
+        );
     }
 }
 
@@ -61,14 +68,14 @@ impl FdBudget {
 
     /// Above this the reclaimer is woken (1/64 below the limit).
     pub fn high_water(&self) -> usize {
-        self.limit - self.limit / 64
+        self.limit - self.limit / HIGH_WATER
     }
 
     /// The reclaimer frees down to this (1/32 below the limit), leaving
     /// room for misses to insert without evicting inline; a narrow margin,
     /// since every entry freed early may be a miss later.
     pub fn target(&self) -> usize {
-        self.limit - self.limit / 32
+        self.limit - self.limit / TARGET
     }
 
     /// At or above the reclaimer's target: the caches sharing the budget

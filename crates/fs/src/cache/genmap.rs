@@ -7,6 +7,8 @@ use std::hash::{BuildHasher, Hash};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::limits::genmap::{MAX_SHARDS, MIN_PER_SHARD};
+
 /// A bounded map in independently locked shards, each kept as two
 /// generations: when a shard's current generation is half its share full it
 /// becomes the old one and the previous old one is dropped whole; a hit in
@@ -28,12 +30,6 @@ struct Gens<K, V> {
     hits: u64,
     misses: u64,
 }
-
-/// Shards at most, and the fewest entries per shard: a rotation clears one
-/// shard's old generation, so shards stay small (about 10,000 entries at
-/// 10 million) to bound that work.
-const MAX_SHARDS: usize = 1024;
-const MIN_PER_SHARD: usize = 1024;
 
 impl<K: Hash + Eq + Clone, V: Clone> GenMap<K, V> {
     /// At most `cap` entries (two generations of `cap / 2` in all).
@@ -72,6 +68,8 @@ impl<K: Hash + Eq + Clone, V: Clone> GenMap<K, V> {
         }
         g.old.remove(&k);
         g.cur.insert(k, v);
+        // Each generation holds at most `half`: the map's bound.
+        debug_assert!(g.cur.len() <= half && g.old.len() <= half);
         dead
     }
 

@@ -20,12 +20,8 @@ use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Fewest entries a shard is sized for; small caches use fewer shards.
-const MIN_PER_SHARD: usize = 64;
-const MAX_SHARDS: usize = 64;
-
-/// Slots a bounded eviction looks at per entry it wants to free.
-pub const SCAN_PER_EVICT: usize = 8;
+use crate::limits::lru::{MAX_SHARDS, MIN_PER_SHARD, SCAN_PER_EVICT};
+use crate::limits::margin::{HIGH_WATER, TARGET};
 
 pub struct Lru<K, V> {
     shards: Box<[Shard<K, V>]>,
@@ -176,7 +172,7 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        if !full_elsewhere && self.len() + self.cap / 64 < self.cap {
+        if !full_elsewhere && self.len() + self.cap / HIGH_WATER < self.cap {
             return true;
         }
         self.door.seen_before(self.hasher.hash_one(k))
@@ -453,10 +449,10 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         if self.trimmed_at.swap(inserts, Ordering::Relaxed) == inserts {
             return 0;
         }
-        if len <= cap - cap / 64 {
+        if len <= cap - cap / HIGH_WATER {
             return 0;
         }
-        self.reclaim(len - (cap - cap / 32), out)
+        self.reclaim(len - (cap - cap / TARGET), out)
     }
 
     /// The next `n` slots of the sweep (entries cloned, for checks made

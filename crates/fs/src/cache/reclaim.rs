@@ -14,15 +14,7 @@ use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use super::budget::{FdBudget, Permit};
-
-/// Upkeep period while there is work.
-const TICK: Duration = Duration::from_millis(100);
-/// The longest upkeep period, reached after ticks that found nothing to do.
-const MAX_TICK: Duration = Duration::from_millis(1600);
-/// Entries one `reclaim` call frees at most (one shard lock each time).
-pub const BATCH: usize = 32;
-/// Batches per tick at most, so one tick's work is bounded too.
-const MAX_BATCHES: usize = 1024;
+use crate::limits::reclaim::{BATCH, MAX_BATCHES, MAX_TICK, TICK};
 
 /// A cache the reclaimer looks after.
 pub trait Reclaim: Send + Sync {

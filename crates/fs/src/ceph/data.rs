@@ -12,10 +12,8 @@ use super::attr::to_attr;
 use super::ffi::{File, Statx};
 use super::{err, Inner, Node};
 use crate::access::{access_bits, ACCESS3_EXECUTE, ACCESS3_MODIFY, ACCESS3_READ};
+use crate::limits::ceph::MAX_READ;
 use crate::{Attr, Cred, Fh, FsError, FsResult, PreAttr, Stable, Wcc};
-
-/// Largest READ served (the server's max_io bounds it first).
-const MAX_READ: u32 = 4 << 20;
 
 impl Inner {
     pub(super) fn may_data(&self, cred: &Cred, st: &Statx, bits: u32) -> FsResult<()> {

@@ -5,10 +5,8 @@ use std::sync::Arc;
 use super::attr::{is_dir, to_attr};
 use super::{err, perm, Inner, Node};
 use crate::access::check_name;
+use crate::limits::ceph::MAX_DIR_ENTRIES;
 use crate::{Attr, Cred, DirEntry, DirPage, Fh, FsError, FsResult};
-
-/// Largest entry count one READDIR returns (bounds the page's memory).
-const MAX_DIR_ENTRIES: usize = 64 * 1024;
 
 impl Inner {
     fn dir(self: &Arc<Self>, fh: &Fh) -> FsResult<(Arc<Node>, crate::ceph::ffi::Statx)> {

@@ -15,7 +15,7 @@
 //! queue never holds more writers than the descriptor budget has permits;
 //! a queued writer keeps its descriptor, and its permit, until the thread
 //! is done with it; a loop's turn leaves at most
-//! `crate::inline::AFTER_TURN_MAX` writebacks for its end. Handing a
+//! `crate::limits::inline::AFTER_TURN_MAX` writebacks for its end. Handing a
 //! writer over is an atomic add and, past the threshold (once per
 //! `write_behind_bytes`), one boxed job pushed to the loop's list or the
 //! thread's queue (with one wakeup of the thread): never a wait, so an

@@ -10,6 +10,7 @@
 use std::cell::RefCell;
 
 use super::sys;
+use crate::limits::local::MAX_GROUPS;
 use crate::{Cred, FsError, FsResult};
 
 /// What this thread's filesystem identity is known to be. None = unknown
@@ -58,9 +59,6 @@ fn get_groups() -> Option<Vec<u32>> {
 thread_local! {
     static STATE: RefCell<State> = RefCell::new(State::current());
 }
-
-/// Largest supplementary group list accepted (AUTH_SYS carries at most 16).
-const MAX_GROUPS: usize = 1024;
 
 // One syscall per change, no read-back: callers are either root whose
 // switches were proved to work at open (`verify_switching`; root without

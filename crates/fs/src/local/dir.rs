@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use super::resolve::Renamed;
 use super::{check_name, errno, sys, LocalFs, Obj, MAX_DIR_ENTRIES};
+use crate::limits::local::DIR_BUF;
 use crate::{Attr, Call, DirEntry, DirPage, Fh, FsError, FsResult};
 
 impl LocalFs {
@@ -196,7 +197,7 @@ pub(super) fn readdir(
     // read permission on the directory only, as locally (`ls` of a
     // directory with r but not x works).
     let rfd = sys::reopen(d.raw(), libc::O_RDONLY | libc::O_DIRECTORY)?;
-    let mut rd = sys::DirReader::new(rfd, sys::DIR_BUF);
+    let mut rd = sys::DirReader::new(rfd, DIR_BUF);
     if cookie != 0 {
         rd.seek(cookie).map_err(|_| FsError::BadCookie)?;
     }

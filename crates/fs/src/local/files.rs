@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::cache::{Caches, Counts, Lru, Permit, Reclaim};
+use crate::limits::local::{LATER_KICK, LATER_MAX, MAX_IDLE_CLOSES, WRITE_IDLE_MS};
 use crate::WriteVerifier;
 
 use super::behind::WriteBehind;
@@ -213,20 +214,6 @@ impl Drop for OpenFile {
     }
 }
 
-/// Written descriptors idle this long are closed, their flush owed to the
-/// flusher (knfsd's
-/// laundrette closes unused v3 files within about two seconds): a held
-/// writer blocks exec (ETXTBSY) and lease holders.
-const WRITE_IDLE_MS: u64 = 2000;
-/// Idle writers one tick closes at most (each may cost a flush).
-const MAX_IDLE_CLOSES: usize = 64;
-/// Writers an event loop let go of, waiting for the reclaimer to close
-/// them (`release`), at most; past it the loop closes them itself. Well
-/// inside the descriptors `fd_reserve` leaves beside the caches' budget.
-const LATER_MAX: usize = 64;
-/// Waiting writers at which the reclaimer is woken before its tick.
-const LATER_KICK: usize = 16;
-
 pub(super) struct FileCache {
     lru: Lru<(Key, Access), OpenFile>,
     caches: Arc<Caches>,
@@ -333,6 +320,7 @@ impl FileCache {
             return;
         }
         g.push(f);
+        debug_assert!(g.len() <= LATER_MAX, "{} writers wait", g.len());
         let kick = g.len() == LATER_KICK;
         drop(g);
         if kick {

@@ -77,7 +77,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub use creds::reset_thread_creds;
 pub use options::{
@@ -85,9 +85,13 @@ pub use options::{
     DEFAULT_WRITE_BEHIND_BYTES,
 };
 
+use crate::access::NAME_MAX;
 use crate::cache::{Caches, GenMap, TtlSet};
 use crate::durable::Committer;
 use crate::handle::{self, Sealer};
+use crate::limits::local::{
+    ENOMEM_RETRIES, MAX_DEPTH, MAX_DIR_ENTRIES, MAX_READ, NEGATIVE_CAP, NEGATIVE_TTL, SYMLINK_MAX,
+};
 use crate::{Attr, Call, Cred, Fh, FsError, FsResult, PreAttr, Wcc, WriteVerifier};
 use files::FileCache;
 use locmap::LocMap;
@@ -121,20 +125,6 @@ impl LocalFs {
         Ok(())
     }
 }
-
-/// Longest chain of directories followed when walking or verifying a path.
-const MAX_DEPTH: usize = 2048;
-/// Extra open_by_handle_at attempts after a transient ENOMEM.
-const ENOMEM_RETRIES: u32 = 3;
-/// How long "not this object" (a handle whose object is gone) is trusted.
-const NEGATIVE_TTL: Duration = Duration::from_secs(10);
-const NEGATIVE_CAP: usize = 4096;
-/// Largest READ served in one call (the server's max_io is smaller).
-const MAX_READ: u32 = 4 << 20;
-/// Largest entry count one READDIR returns (bounds the page's memory).
-const MAX_DIR_ENTRIES: usize = 64 * 1024;
-use crate::access::NAME_MAX;
-const SYMLINK_MAX: usize = 4095;
 
 fn errno(e: i32) -> FsError {
     FsError::Errno(e)

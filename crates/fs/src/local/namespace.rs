@@ -5,6 +5,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use super::sys::Stat;
 use super::{check_name, errno, io_errno, sys, FdRef, LocalFs, Obj, SYMLINK_MAX};
+use crate::limits::local::INLINE_FREE_MAX;
 use crate::{Attr, Call, CreateHow, Created, Fh, FsResult, NodeKind, SetAttr, SetTime, Time, Wcc};
 
 impl LocalFs {
@@ -269,10 +270,6 @@ pub(super) fn mknod(
     sys::mknodat(d.raw(), &c, fmt | (set.mode.unwrap_or(0o666) & 0o7777), dev)?;
     fs.finish_create(call, &d, name, &c, set)
 }
-
-/// A name whose removal frees more than this (its last link) is not
-/// removed or renamed over on an event loop (`LocalFs::changing`).
-const INLINE_FREE_MAX: u64 = 16 << 20;
 
 /// Whether removing the name of `st` frees a large file's blocks in the
 /// call (`INLINE_FREE_MAX`).

@@ -121,6 +121,9 @@ pub(super) struct ObjCache {
 const WINDOW_USEFUL: i32 = 32;
 const WINDOW_PROBE: u32 = 16;
 const WINDOW_MEMORY: i32 = 2 * WINDOW_USEFUL;
+// The score can fall below -WINDOW_USEFUL (turning the window off), and
+// one probe in WINDOW_PROBE is a remainder.
+const _: () = assert!(0 < WINDOW_USEFUL && WINDOW_USEFUL < WINDOW_MEMORY && WINDOW_PROBE > 0);
 
 /// One call in `WINDOW_PROBE` on this thread (a per-thread count: no shared
 /// line written on every miss).
@@ -139,6 +142,7 @@ fn probe_now() -> bool {
 /// call in flight (64 streams) with few collisions, small enough that the
 /// main cache keeps most of the bound.
 const WINDOW_SHARE: usize = 16;
+const _: () = assert!(WINDOW_SHARE > 1);
 
 impl ObjCache {
     /// At most `cap` entries: `cap / 16` (at least 1) in the window, the

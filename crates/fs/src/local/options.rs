@@ -63,7 +63,7 @@ pub struct LocalOptions {
     pub max_syncs_in_flight: usize,
     /// Threads committing the journal of a `sync` export on ext4 or XFS for
     /// calls whose replies wait for it (`journal.rs`); 1 to
-    /// `owed::MAX_THREADS`, and at most `max_syncs_in_flight`.
+    /// `limits::owed::MAX_THREADS`, and at most `max_syncs_in_flight`.
     pub journal_commit_threads: usize,
     /// The journal commit threads run under SCHED_BATCH
     /// (`rnfsd_pool::sched`): their wakeups do not preempt a running
@@ -152,7 +152,7 @@ impl Default for LocalOptions {
             // and 1.16x of 16 with fewer context switches per file and less
             // spread; 4 ran 0.57x-0.70x (docs/durability.md).
             max_syncs_in_flight: 64,
-            // One gathers bigger batches than four (`owed::MAX_THREADS`).
+            // One gathers bigger batches than four (`limits::owed::MAX_THREADS`).
             journal_commit_threads: 1,
             journal_commit_batch: false,
             owed_writeback_bytes: DEFAULT_OWED_WRITEBACK_BYTES,

@@ -23,21 +23,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::cache::TtlSet;
+use crate::limits::local::{
+    MAX_SCAN_DEPTH, MAX_WANTED, MISSING_CAP, MISSING_TTL, REFRESH_EVERY, SCAN_BUF,
+};
 
 use super::locmap::LocMap;
 use super::sys::{self, Key};
-
-/// Deepest directory a walk descends into (one open fd per level).
-const MAX_SCAN_DEPTH: usize = 256;
-/// getdents buffer of each walk level.
-const SCAN_BUF: usize = 8 * 1024;
-/// Inodes wanted at once at most; more answer JUKEBOX until some resolve.
-const MAX_WANTED: usize = 1 << 16;
-/// How long "not found by a complete walk" is trusted.
-const MISSING_TTL: Duration = Duration::from_secs(10);
-const MISSING_CAP: usize = 4096;
-/// Entries between looks at whether new inodes are wanted.
-const REFRESH_EVERY: usize = 256;
 
 /// What a wait for a location ended with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

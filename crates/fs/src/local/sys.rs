@@ -637,9 +637,6 @@ pub struct DirReader {
     end: bool,
 }
 
-/// getdents64 buffer per reader; bounds memory per directory being read.
-pub const DIR_BUF: usize = 32 * 1024;
-
 impl DirReader {
     /// `fd` must be open O_RDONLY|O_DIRECTORY.
     pub fn new(fd: OwnedFd, buf_size: usize) -> Self {

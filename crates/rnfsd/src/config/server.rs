@@ -114,8 +114,8 @@ pub const MAX_MAX_IO: u32 = 16 << 20;
 /// this per address would only sit idle.
 pub const MAX_UDP_THREADS: usize = 16;
 /// The journal's commits run one after another; more threads asking for
-/// them would only wait (`rnfsd_fs::owed::MAX_THREADS`).
-pub const MAX_JOURNAL_COMMIT_THREADS: usize = rnfsd_fs::owed::MAX_THREADS;
+/// them would only wait (`rnfsd_fs::limits::owed::MAX_THREADS`).
+pub const MAX_JOURNAL_COMMIT_THREADS: usize = rnfsd_fs::limits::owed::MAX_THREADS;
 /// Most `blocking_lazy_wake_us` (100 ms): a call left behind a long one
 /// waits this long at most.
 pub const MAX_BLOCKING_LAZY_WAKE_US: u64 = 100_000;
