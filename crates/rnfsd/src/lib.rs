@@ -18,6 +18,7 @@ pub mod config;
 pub mod docs_gen;
 mod endpoint;
 pub mod keys;
+pub mod limits;
 pub mod listeners;
 pub mod live;
 pub mod metrics;

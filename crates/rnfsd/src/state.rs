@@ -12,6 +12,7 @@ use rnfsd_fs::Backend;
 
 use crate::access::ExportAccess;
 use crate::backend::{HandleMode, ResolvedBackend};
+use crate::limits::{MAX_MAX_IO, MIN_MAX_IO};
 use mounts::MountTable;
 use nlm::Callbacks;
 use portmap::Registration;
@@ -24,6 +25,17 @@ pub const DEFAULT_INLINE_WRITE_MAX: u32 = 64 << 10;
 /// `inline_write_alone_max`'s default: `max_io`'s, so every UNSTABLE WRITE
 /// may run on a loop that has nothing else ready (docs/request-path.md).
 pub const DEFAULT_INLINE_WRITE_ALONE_MAX: u32 = DEFAULT_MAX_IO;
+
+// The default transfer size is one a configuration may set (a multiple of
+// 4 in the range `config/validate.rs` checks), and whole: below the
+// wire's bound, so it is not clamped (`programs::nfs3::max_io`).
+const _: () = assert!(MIN_MAX_IO <= DEFAULT_MAX_IO && DEFAULT_MAX_IO <= MAX_MAX_IO);
+const _: () = assert!(DEFAULT_MAX_IO.is_multiple_of(4));
+const _: () = assert!(DEFAULT_MAX_IO as usize <= rnfsd_proto::nfs3::MAX_DATA);
+// By default the small WRITEs run on the loop, the larger ones when it
+// has nothing else ready, up to the largest a client sends.
+const _: () = assert!(DEFAULT_INLINE_WRITE_MAX <= DEFAULT_INLINE_WRITE_ALONE_MAX);
+const _: () = assert!(DEFAULT_INLINE_WRITE_ALONE_MAX <= DEFAULT_MAX_IO);
 
 /// One exported directory.
 pub struct Export {

@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::keys::server_keys;
 use super::{err, ConfigError};
+use crate::limits::MAX_WRITE_OVERHEAD;
 
 /// Experiment switch: which idle worker is woken first (see rnfsd-pool).
 /// `lifo` (the most recently idle, cache-hot worker) is the design.
@@ -104,12 +105,15 @@ impl std::str::FromStr for MaxWaking {
 
 // Defined beside the server state whose fields they set.
 pub use crate::state::{DEFAULT_INLINE_WRITE_ALONE_MAX, DEFAULT_INLINE_WRITE_MAX, DEFAULT_MAX_IO};
-/// Room beyond `max_io` for the RPC header, credentials and WRITE arguments.
+/// Room beyond `max_io` for the RPC header, credentials and WRITE arguments
+/// (`max_record`'s default).
 pub const RECORD_OVERHEAD: u32 = 64 * 1024;
-/// RFC 1813 leaves the transfer size to the server; below a page is silly
-/// and above 16 MiB a single call pins too much memory per worker.
-pub const MIN_MAX_IO: u32 = 4096;
-pub const MAX_MAX_IO: u32 = 16 << 20;
+/// The least room beyond `max_io` a configured `max_record` may leave.
+pub const MIN_RECORD_OVERHEAD: u32 = 4096;
+// A WRITE of `max_io` bytes fits a record of the default size, and of
+// the least size a configuration may set (`validate.rs`).
+const _: () = assert!(RECORD_OVERHEAD >= MIN_RECORD_OVERHEAD);
+const _: () = assert!(MIN_RECORD_OVERHEAD as usize >= MAX_WRITE_OVERHEAD);
 /// Port mapper and lock calls are few and quick: more UDP threads than
 /// this per address would only sit idle.
 pub const MAX_UDP_THREADS: usize = 16;
@@ -127,6 +131,7 @@ pub const MAX_REPLY_BATCH: usize = 256;
 pub const DEFAULT_INLINE_LARGE_WRITES_PER_TURN: usize = 4;
 /// Its bound: a call read in a turn waits for at most this many copies.
 pub const MAX_INLINE_LARGE_WRITES_PER_TURN: usize = 64;
+const _: () = assert!(DEFAULT_INLINE_LARGE_WRITES_PER_TURN <= MAX_INLINE_LARGE_WRITES_PER_TURN);
 
 server_keys! {
     /// TCP addresses NFS and MOUNT answer on (both on each).

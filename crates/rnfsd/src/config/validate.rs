@@ -4,8 +4,9 @@
 use std::collections::HashSet;
 
 use super::{err, Config, ConfigError, MaxWaking, ServerConfig};
-use super::{MAX_BLOCKING_LAZY_WAKE_US, MAX_INLINE_LARGE_WRITES_PER_TURN};
-use super::{MAX_JOURNAL_COMMIT_THREADS, MAX_MAX_IO, MAX_REPLY_BATCH, MAX_UDP_THREADS, MIN_MAX_IO};
+use super::{MAX_BLOCKING_LAZY_WAKE_US, MAX_INLINE_LARGE_WRITES_PER_TURN, MIN_RECORD_OVERHEAD};
+use super::{MAX_JOURNAL_COMMIT_THREADS, MAX_REPLY_BATCH, MAX_UDP_THREADS};
+use crate::limits::{MAX_MAX_IO, MIN_MAX_IO};
 
 impl Config {
     /// Check the values that do not need the filesystem.
@@ -92,11 +93,12 @@ fn threads_and_sizes(s: &ServerConfig) -> Result<(), ConfigError> {
             s.max_io
         ));
     }
-    if u64::from(s.max_record()) < u64::from(s.max_io) + 4096 {
+    let least = u64::from(s.max_io) + u64::from(MIN_RECORD_OVERHEAD);
+    if u64::from(s.max_record()) < least {
         return err(format!(
-            "server.max_record ({}) must be at least server.max_io + 4096 ({})",
+            "server.max_record ({}) must be at least server.max_io + {MIN_RECORD_OVERHEAD} \
+             ({least})",
             s.max_record(),
-            u64::from(s.max_io) + 4096
         ));
     }
     Ok(())

@@ -15,8 +15,9 @@ use rnfsd_proto::mount::{
 use rnfsd_proto::rpc::AUTH_SYS;
 
 use crate::access::Denied;
+use crate::limits::MAX_MOUNT_ENTRIES;
 use crate::programs::{CallCtx, Program, Version};
-use crate::state::mounts::{MountTable, MAX_MOUNT_ENTRIES};
+use crate::state::mounts::MountTable;
 use crate::state::{Export, Server};
 use rnfsd_rpc::proc_entry;
 use rnfsd_rpc::{CacheClass, ProcError};

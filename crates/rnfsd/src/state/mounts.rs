@@ -4,9 +4,7 @@ use std::collections::VecDeque;
 
 use rnfsd_proto::mount::{DirPath, MountBody, MountList, Name};
 
-/// Bound on remembered (host, path) mounts; the oldest is forgotten first.
-/// The list is advisory (RFC 1813 appendix I: DUMP "may not be accurate").
-pub const MAX_MOUNT_ENTRIES: usize = 256;
+use crate::limits::MAX_MOUNT_ENTRIES;
 
 /// The (client, path) pairs of successful MNTs.
 #[derive(Debug, Default)]
@@ -23,6 +21,7 @@ impl MountTable {
             self.entries.pop_front();
         }
         self.entries.push_back((host.to_owned(), path.to_vec()));
+        debug_assert!(self.entries.len() <= MAX_MOUNT_ENTRIES);
     }
 
     pub fn remove(&mut self, host: &str, path: &[u8]) {

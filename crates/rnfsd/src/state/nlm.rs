@@ -6,12 +6,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Callbacks (GRANTED, *_RES) being sent at once; past it a callback is
-/// dropped: the client asks again on its own (GRANTED) or its *_MSG
-/// times out and is retransmitted. Each takes a thread for at most
-/// `CALLBACK_DEADLINE`, so a flood of *_MSG calls cannot make threads
-/// without end.
-pub const MAX_CALLBACKS: usize = 64;
+use crate::limits::MAX_CALLBACKS;
 
 /// Default of `nlm_callbacks_per_client`.
 pub const DEFAULT_CALLBACKS_PER_CLIENT: usize = 8;
@@ -72,7 +67,9 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let mut u = self.0.used.lock().unwrap_or_else(|e| e.into_inner());
         let (total, per) = &mut *u;
-        *total -= 1;
+        // This slot was counted when taken, and is given back once.
+        debug_assert!(*total > 0, "a callback slot given back twice");
+        *total = total.saturating_sub(1);
         if let Some(n) = per.get_mut(&self.1) {
             *n -= 1;
             if *n == 0 {

@@ -14,7 +14,7 @@ use rnfsd_rpc::ProcError;
 
 /// READ3resok up to its data: status, post_op_attr (present), count, eof
 /// and the opaque's length. Reserved before the read and filled after it.
-const READ_HEAD: usize = ST + PATTR + 4 + 4 + 4;
+pub(super) const READ_HEAD: usize = ST + PATTR + 4 + 4 + 4;
 
 pub(super) fn read_run(
     ctx: &CallCtx<'_>,

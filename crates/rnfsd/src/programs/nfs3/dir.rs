@@ -7,7 +7,8 @@ use rnfsd_xdr::pad4;
 
 use super::common::{check_name, fs_call, post_attr, resolve_or_fail};
 use super::convert::*;
-use super::{max_io, MAX_DIR_BATCH, ST};
+use super::{max_io, ST};
+use crate::limits::MAX_DIR_BATCH;
 use crate::programs::CallCtx;
 use rnfsd_rpc::ProcError;
 

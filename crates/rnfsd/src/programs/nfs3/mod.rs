@@ -11,10 +11,11 @@
 use rnfsd_proto::nfs3::*;
 use rnfsd_xdr::Dec;
 
+use crate::limits::{MIN_MAX_IO, ROOM_HEAD};
 use crate::programs::{CallCtx, Proc, Program, Version};
 use crate::state::Server;
 use rnfsd_rpc::proc_entry;
-use rnfsd_rpc::{CacheClass, Class, Route};
+use rnfsd_rpc::{CacheClass, Class, Route, MAX_REPLY_HEADER};
 
 mod attr;
 mod common;
@@ -28,14 +29,12 @@ mod tests;
 /// Largest transfer we ever do, whatever the configuration says: the wire
 /// types bound READ/WRITE data by `MAX_DATA`.
 pub(super) fn max_io(ctx: &CallCtx<'_>) -> u32 {
-    ctx.server.max_io.clamp(4096, MAX_DATA as u32)
+    ctx.server.max_io.clamp(MIN_MAX_IO, MAX_DATA as u32)
 }
 
 /// FSINFO dtpref: what we like READDIR counts to be (knfsd uses a page;
 /// larger means fewer round trips on big directories).
 pub(super) const DTPREF: u32 = 64 * 1024;
-/// Most entries asked of a backend for one READDIR/READDIRPLUS reply.
-pub(super) const MAX_DIR_BATCH: usize = 4096;
 
 // Upper bounds on each result body, for the table (see `Proc::max_reply`).
 pub(super) const ST: usize = 4;
@@ -241,8 +240,10 @@ fn room(server: &Server, d: &mut Dec<'_>, skip: usize) -> usize {
     count.map_or(max, |c| (c as usize).min(max)) + ROOM_HEAD
 }
 
-/// Room for a large result's head (status, attributes, counts).
-const ROOM_HEAD: usize = 1024;
+// Beyond its count a READ's reply holds the record mark, the RPC reply
+// header, READ3resok's head and the data's XDR padding; a READDIR's or
+// READDIRPLUS's result is within its count (RFC 1813 §3.3.16, §3.3.17).
+const _: () = assert!(ROOM_HEAD >= 4 + MAX_REPLY_HEADER + data::READ_HEAD + 3);
 
 /// READ3args: file, offset, count.
 fn read_room(server: &Server, d: &mut Dec<'_>) -> usize {
