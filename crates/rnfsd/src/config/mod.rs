@@ -308,4 +308,25 @@ mod tests {
             .unwrap_err()
             .contains("queue_limit"));
     }
+
+    /// The buffered-bytes budget holds the reply room of the largest READ
+    /// (0: no budget), or that READ would wait for room forever.
+    #[test]
+    fn the_budget_holds_the_largest_reply_room() {
+        let check = |max_io: u32, budget: usize| {
+            let mut c = Config::from_toml(&format!(
+                "[server]\nmax_io = {max_io}\nmax_buffered_bytes = {budget}"
+            ))
+            .unwrap();
+            c.exports.push(ExportConfig::new("/x"));
+            c.validate().map_err(|e| e.0)
+        };
+        let room = |max_io: u32| max_io as usize + crate::limits::ROOM_HEAD;
+        for max_io in [4096, 1 << 20, 4 << 20] {
+            assert!(check(max_io, room(max_io)).is_ok(), "{max_io}");
+            assert!(check(max_io, 0).is_ok(), "{max_io}: no budget");
+            let e = check(max_io, room(max_io) - 1).unwrap_err();
+            assert!(e.contains("max_buffered_bytes"), "{e}");
+        }
+    }
 }

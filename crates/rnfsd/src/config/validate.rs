@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use super::{err, Config, ConfigError, MaxWaking, ServerConfig};
 use super::{MAX_BLOCKING_LAZY_WAKE_US, MAX_INLINE_LARGE_WRITES_PER_TURN, MIN_RECORD_OVERHEAD};
 use super::{MAX_JOURNAL_COMMIT_THREADS, MAX_REPLY_BATCH, MAX_UDP_THREADS};
-use crate::limits::{MAX_MAX_IO, MIN_MAX_IO};
+use crate::limits::{MAX_MAX_IO, MIN_MAX_IO, ROOM_HEAD};
 
 impl Config {
     /// Check the values that do not need the filesystem.
@@ -99,6 +99,17 @@ fn threads_and_sizes(s: &ServerConfig) -> Result<(), ConfigError> {
             "server.max_record ({}) must be at least server.max_io + {MIN_RECORD_OVERHEAD} \
              ({least})",
             s.max_record(),
+        ));
+    }
+    // A READ (READDIR, READDIRPLUS) of up to max_io bytes reserves that
+    // much reply room and ROOM_HEAD against the budget before it runs, and
+    // waits until it fits: under a smaller budget it would wait forever.
+    let room = u64::from(s.max_io) + ROOM_HEAD as u64;
+    if s.max_buffered_bytes != 0 && (s.max_buffered_bytes as u64) < room {
+        return err(format!(
+            "server.max_buffered_bytes ({}) must be 0 or at least server.max_io + {ROOM_HEAD} \
+             ({room}): a READ of max_io bytes reserves that much before it runs",
+            s.max_buffered_bytes,
         ));
     }
     Ok(())
