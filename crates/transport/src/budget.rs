@@ -28,6 +28,7 @@
 //! finds the clients to disconnect; it visits each client once (there is
 //! at most one per open connection).
 
+use crate::limits::{ACTIVE_FOR_MIN, CHECK_EVERY_MAX, CHECK_EVERY_MIN};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
@@ -35,19 +36,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
-
-/// The check's period (an eighth of `hog_after`, within these): often
-/// enough that a share follows the clients coming and going and that
-/// connections waiting for their share are retried soon after it allows
-/// (they are retried after each check), rarely enough to cost little (one
-/// pass over the clients, and one retry of each waiting connection).
-const CHECK_EVERY_MAX: Duration = Duration::from_millis(25);
-const CHECK_EVERY_MIN: Duration = Duration::from_millis(5);
-/// A client that held bytes this lately still counts among the clients
-/// sharing the budget (at least; twice `hog_after` if longer), so that the
-/// share a hog is held to does not grow back between another client's
-/// calls.
-const ACTIVE_FOR_MIN: Duration = Duration::from_secs(1);
 
 /// One client address: what its connections hold against the budget.
 /// Shared by its connections; the clients map keeps it while it has one.

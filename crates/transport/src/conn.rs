@@ -1,6 +1,7 @@
 //! A connection as shared between its event loop (reads, flushes, closes)
 //! and the workers running its requests (write replies directly).
 
+use crate::api::ReplySink;
 use crate::budget::Client;
 use crate::pipe::PipeLease;
 use crate::record::{LAST_FRAGMENT, MAX_FRAGMENT};
@@ -157,6 +158,7 @@ impl Conn {
             return;
         }
         let prev = self.inflight.fetch_sub(n, SeqCst);
+        debug_assert!(prev >= n, "finished {n} calls with {prev} in flight");
         // Resume a loop paused by backpressure, or let it close a
         // half-closed connection whose last request just finished.
         let resume = self.paused.load(SeqCst) && self.can_read() && self.paused.swap(false, SeqCst);
@@ -424,5 +426,24 @@ impl Conn {
         self.discard_locked(&mut q);
         drop(q);
         let _ = self.sock.shutdown(Shutdown::Both);
+    }
+}
+
+/// How a deferred reply (`Responder::defer`) reaches its connection.
+impl ReplySink for Conn {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn begin(&self) {
+        self.inflight.fetch_add(1, SeqCst);
+    }
+
+    fn send(&self, reply: Reply) {
+        Conn::send(self, reply);
+    }
+
+    fn finish(&self) {
+        self.finish_n(1);
     }
 }

@@ -23,35 +23,57 @@ impl Transport {
         pool: PoolConfig,
         service: Arc<dyn Service>,
     ) -> io::Result<Handle> {
-        event_loop::start(cfg, pool, service)
+        match event_loop::start(cfg, pool, service) {
+            Ok(s) => Ok(Handle::of(s)),
+            Err((e, started)) => {
+                // Stop what started; the handle's shutdown does it all.
+                if let Some(s) = started {
+                    Handle::of(s).shutdown();
+                }
+                Err(e)
+            }
+        }
     }
 }
 
 #[derive(PartialEq, Eq, Clone, Copy)]
-pub(crate) enum State {
+enum State {
     Running,
     Stopping,
     Done,
 }
 
-pub(crate) struct HandleInner {
-    pub(crate) shared: Arc<Shared>,
+struct HandleInner {
+    shared: Arc<Shared>,
     /// One pool (`Shared`) or one per loop (`PerLoop`).
-    pub(crate) pools: Vec<Arc<rnfsd_pool::Pool<crate::work::Work>>>,
-    pub(crate) addrs: Vec<SocketAddr>,
-    pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
-    pub(crate) state: Mutex<State>,
-    pub(crate) state_cv: Condvar,
+    pools: Vec<Arc<rnfsd_pool::Pool<crate::work::Work>>>,
+    addrs: Vec<SocketAddr>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    state: Mutex<State>,
+    state_cv: Condvar,
 }
 
 /// A running transport. Cheap to clone; all clones control the same
 /// transport. Dropping the last clone shuts it down.
 #[derive(Clone)]
 pub struct Handle {
-    pub(crate) inner: Arc<HandleInner>,
+    inner: Arc<HandleInner>,
 }
 
 impl Handle {
+    fn of(s: event_loop::Started) -> Handle {
+        Handle {
+            inner: Arc::new(HandleInner {
+                shared: s.shared,
+                pools: s.pools,
+                addrs: s.addrs,
+                threads: Mutex::new(s.threads),
+                state: Mutex::new(State::Running),
+                state_cv: Condvar::new(),
+            }),
+        }
+    }
+
     /// The bound listening addresses (useful with port 0).
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
         self.inner.addrs.clone()

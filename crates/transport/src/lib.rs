@@ -76,9 +76,9 @@ mod config;
 mod conn;
 mod event_loop;
 mod handle;
+pub mod limits;
 mod pipe;
 mod record;
-mod responder;
 mod shared;
 mod stats;
 mod sys;
@@ -87,17 +87,18 @@ mod work;
 
 pub use event_loop::split_pool;
 pub use pipe::{PipeLease, PipePool};
-pub use responder::{Later, Responder};
 pub use udp::{UdpConfig, UdpHandle, UdpStats, UdpTransport, UDP_CONN_ID};
 
-pub use api::{reply_buffer, Inline, LoopCalls, Plan, Reply, Request, Route, Service, Spliced};
+pub use api::{
+    reply_buffer, Inline, Later, LoopCalls, Plan, Reply, Request, Responder, Route, Service,
+    Spliced,
+};
 pub use config::{PoolLayout, TransportConfig};
 pub use handle::{Handle, Transport};
 pub use rnfsd_pool::{PoolConfig, PoolStats, StripedCounter};
 pub use stats::TransportStats;
 
 pub(crate) use config::Limits;
-pub(crate) use handle::{HandleInner, State};
 pub(crate) use rnfsd_pool::counter::bump;
 pub(crate) use shared::{IdleConn, LoopNotify, Msg, Shared, DRAINING, FINAL, RUNNING};
 pub(crate) use stats::{LoopStats, WorkerStats};

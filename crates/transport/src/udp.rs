@@ -21,6 +21,7 @@
 //! shared by the threads: at port mapper rates a shared cache line costs
 //! nothing worth striping.
 
+use crate::limits::UDP_POLL as POLL;
 use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,11 +30,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::{Request, Service, TransportStats};
-
-/// How often an idle thread looks at the stop flag, should the socket's
-/// shutdown not wake it (it does on Linux: a receive on a socket shut for
-/// reading returns at once). Long, so an idle server does not wake for it.
-const POLL: Duration = Duration::from_secs(5);
 
 /// `Request::conn_id` of calls from the `i`-th bound socket: `UDP_CONN_ID
 /// | i`, apart from the TCP transports' counters (which start at 0).

@@ -15,22 +15,10 @@
 //! ([`Held`], the pool's per-worker state), passed to each job it runs.
 
 use crate::conn::Conn;
+use crate::limits::{MAX_HELD_REPLY, MAX_SHORT_RECORD};
 use crate::{Plan, Reply, Request, Responder};
 use rnfsd_pool::Job;
 use std::sync::Arc;
-
-/// A reply this large (a READ's data) is not held: it leaves at once,
-/// with whatever is held.
-const MAX_HELD_REPLY: usize = 16 << 10;
-
-/// A call this large (a WRITE of 16 KiB or more) is not short: replies are
-/// not held while it runs, nor is its own (a 1 MiB WRITE's pwrite takes
-/// hundreds of microseconds, and a client with a few such calls in flight
-/// would stall waiting for replies held behind them).
-pub(crate) const MAX_SHORT_RECORD: usize = 16 << 10;
-
-// A held reply never outgrows the short calls it may wait for by much.
-const _: () = assert!(MAX_HELD_REPLY >= MAX_SHORT_RECORD);
 
 /// Replies one worker holds back, all of one connection.
 #[derive(Default)]
@@ -89,6 +77,7 @@ impl Held {
         if self.calls >= limit || large {
             self.flush();
         }
+        debug_assert!(self.calls < limit.max(1), "held past reply_batch");
     }
 }
 

@@ -4,10 +4,7 @@
 
 use super::*;
 use crate::budget::Client;
-
-/// Pause after an accept error such as EMFILE (the listener stays readable
-/// but edge-triggered, so we must come back by timer).
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+use crate::limits::ACCEPT_BACKOFF;
 
 /// Where `evict_oldest_idle` made room.
 enum Evicted {

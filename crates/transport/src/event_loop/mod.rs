@@ -7,13 +7,13 @@
 //! submitting them within the in-flight and buffered-bytes bounds.
 
 use crate::conn::Conn;
+use crate::limits::{READ_CHUNK, STALL_RETRY};
 use crate::record::RecordReader;
 use crate::sys;
 use crate::work::Work;
 use crate::{
-    bump, Handle, HandleInner, IdleConn, Inline, Limits, LoopCalls, LoopNotify, LoopStats, Msg,
-    PoolLayout, Request, Responder, Route, Service, Shared, State, TransportConfig, WorkerStats,
-    DRAINING, FINAL, RUNNING,
+    bump, IdleConn, Inline, Limits, LoopCalls, LoopNotify, LoopStats, Msg, PoolLayout, Request,
+    Responder, Route, Service, Shared, TransportConfig, WorkerStats, DRAINING, FINAL, RUNNING,
 };
 use crossbeam_utils::CachePadded;
 use mio::unix::SourceFd;
@@ -32,47 +32,48 @@ const WAKER: Token = Token(usize::MAX);
 const LAZY_TIMER: Token = Token(usize::MAX - 1);
 
 const LISTENER_BASE: usize = usize::MAX / 2;
-/// Retry interval while the pool queue is full.
-const STALL_RETRY: Duration = Duration::from_millis(1);
 
 pub(crate) fn start(
     cfg: TransportConfig,
     pool_cfg: PoolConfig,
     service: Arc<dyn Service>,
-) -> io::Result<Handle> {
+) -> Result<Started, (io::Error, Option<Started>)> {
     let mut listeners = cfg.listeners;
     for a in &cfg.listen {
-        listeners.push(TcpListener::bind(a)?);
+        listeners.push(TcpListener::bind(a).map_err(|e| (e, None))?);
     }
     if listeners.is_empty() {
-        return Err(io::Error::new(
+        let e = io::Error::new(
             io::ErrorKind::InvalidInput,
             "rnfsd-transport: no listen address",
-        ));
+        );
+        return Err((e, None));
     }
     let mut addrs = Vec::with_capacity(listeners.len());
     for l in &listeners {
-        l.set_nonblocking(true)?;
-        addrs.push(l.local_addr()?);
+        l.set_nonblocking(true).map_err(|e| (e, None))?;
+        addrs.push(l.local_addr().map_err(|e| (e, None))?);
     }
     let n = cfg.event_threads.max(1);
     let mut polls = Vec::with_capacity(n);
     let mut loops = Vec::with_capacity(n);
     for _ in 0..n {
-        let p = Poll::new()?;
+        let p = Poll::new().map_err(|e| (e, None))?;
         loops.push(LoopNotify {
-            waker: Waker::new(p.registry(), WAKER)?,
+            waker: Waker::new(p.registry(), WAKER).map_err(|e| (e, None))?,
             inbox: Mutex::new(Vec::new()),
         });
         polls.push(p);
     }
     if let Some(p) = polls.first() {
         for (j, l) in listeners.iter().enumerate() {
-            p.registry().register(
-                &mut SourceFd(&l.as_raw_fd()),
-                Token(LISTENER_BASE + j),
-                Interest::READABLE,
-            )?;
+            p.registry()
+                .register(
+                    &mut SourceFd(&l.as_raw_fd()),
+                    Token(LISTENER_BASE + j),
+                    Interest::READABLE,
+                )
+                .map_err(|e| (e, None))?;
         }
     }
     // CPU of each loop (and of its pool, if per loop), when pinning.
@@ -89,13 +90,15 @@ pub(crate) fn start(
         vec![None; n]
     };
     let pools: Vec<Arc<Pool<Work>>> = match cfg.pools {
-        PoolLayout::Shared => vec![Arc::new(Pool::new(pool_cfg.clone())?)],
+        PoolLayout::Shared => vec![Arc::new(
+            Pool::new(pool_cfg.clone()).map_err(|e| (e, None))?,
+        )],
         PoolLayout::PerLoop => {
             let mut v = Vec::with_capacity(n);
             for (i, cpu) in cpus.iter().enumerate() {
                 let c = split_pool(&pool_cfg, n, i, *cpu);
                 // On error the pools already made shut down as they drop.
-                v.push(Arc::new(Pool::new(c)?));
+                v.push(Arc::new(Pool::new(c).map_err(|e| (e, None))?));
             }
             v
         }
@@ -103,18 +106,21 @@ pub(crate) fn start(
     // The blocking pool: shared by the loops, not pinned (its threads
     // mostly sleep in fsync).
     let blocking = if cfg.blocking_threads > 0 {
-        Some(Arc::new(Pool::new(PoolConfig {
-            threads: Threads::Adaptive {
-                min: 1,
-                max: cfg.blocking_threads,
-            },
-            name: "rnfsd-sync".into(),
-            cpu: None,
-            nice: cfg.blocking_nice,
-            sched_batch: cfg.blocking_sched_batch,
-            lazy_wake: cfg.blocking_lazy_wake,
-            ..pool_cfg.clone()
-        })?))
+        Some(Arc::new(
+            Pool::new(PoolConfig {
+                threads: Threads::Adaptive {
+                    min: 1,
+                    max: cfg.blocking_threads,
+                },
+                name: "rnfsd-sync".into(),
+                cpu: None,
+                nice: cfg.blocking_nice,
+                sched_batch: cfg.blocking_sched_batch,
+                lazy_wake: cfg.blocking_lazy_wake,
+                ..pool_cfg.clone()
+            })
+            .map_err(|e| (e, None))?,
+        ))
     } else {
         None
     };
@@ -123,7 +129,8 @@ pub(crate) fn start(
     if let (Some(b), Some(p)) = (&blocking, polls.first()) {
         if let Some(fd) = b.lazy_timer() {
             p.registry()
-                .register(&mut SourceFd(&fd), LAZY_TIMER, Interest::READABLE)?;
+                .register(&mut SourceFd(&fd), LAZY_TIMER, Interest::READABLE)
+                .map_err(|e| (e, None))?;
         }
     }
     let shared = Arc::new(Shared {
@@ -153,7 +160,7 @@ pub(crate) fn start(
             cfg.max_buffered_bytes,
             // The least share: one largest record and one read, so a
             // client's large READ always fits.
-            cfg.max_record.saturating_add(read::READ_CHUNK),
+            cfg.max_record.saturating_add(READ_CHUNK),
             cfg.budget_hog_time,
         ),
         next_conn_id: AtomicU64::new(1),
@@ -161,6 +168,9 @@ pub(crate) fn start(
         drained: Mutex::new(0),
         drained_cv: Condvar::new(),
     });
+    if pools.is_empty() {
+        return Err((io::Error::other("rnfsd-transport: no pool"), None));
+    }
     let mut threads = Vec::with_capacity(n);
     let mut listeners = Some(listeners);
     for (idx, poll) in polls.into_iter().enumerate() {
@@ -169,11 +179,9 @@ pub(crate) fn start(
         } else {
             Vec::new()
         };
-        let pool = pools.get(idx % pools.len()).cloned();
+        // `pools` has one pool at least (checked above).
+        let pool = pools[idx % pools.len()].clone();
         let cpu = cpus.get(idx).copied().flatten();
-        let Some(pool) = pool else {
-            return Err(io::Error::other("rnfsd-transport: no pool"));
-        };
         let el = EventLoop::new(idx, poll, shared.clone(), pool, blocking.clone(), ls);
         let t = std::thread::Builder::new()
             .name(format!("rnfsd-evloop-{idx}"))
@@ -188,34 +196,36 @@ pub(crate) fn start(
         match t {
             Ok(t) => threads.push(t),
             Err(e) => {
-                // Stop what started; the handle's shutdown does it all.
-                handle(shared, pools, addrs, threads).shutdown();
-                return Err(e);
+                // What started is stopped by its handle's shutdown.
+                let mut pools = pools;
+                pools.extend(blocking);
+                let started = Started {
+                    shared,
+                    pools,
+                    addrs,
+                    threads,
+                };
+                return Err((e, Some(started)));
             }
         }
     }
     // Shut down and counted with the others.
     let mut pools = pools;
     pools.extend(blocking);
-    Ok(handle(shared, pools, addrs, threads))
+    Ok(Started {
+        shared,
+        pools,
+        addrs,
+        threads,
+    })
 }
 
-fn handle(
-    shared: Arc<Shared>,
-    pools: Vec<Arc<Pool<Work>>>,
-    addrs: Vec<SocketAddr>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-) -> Handle {
-    Handle {
-        inner: Arc::new(HandleInner {
-            shared,
-            pools,
-            addrs,
-            threads: Mutex::new(threads),
-            state: Mutex::new(State::Running),
-            state_cv: Condvar::new(),
-        }),
-    }
+/// What `start` started: a handle is made of it (`handle.rs`).
+pub(crate) struct Started {
+    pub shared: Arc<Shared>,
+    pub pools: Vec<Arc<Pool<Work>>>,
+    pub addrs: Vec<SocketAddr>,
+    pub threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 /// Loop `idx`'s share of `cfg` under `PoolLayout::PerLoop` (see there):
@@ -369,7 +379,7 @@ impl EventLoop {
             added_since: 0,
             read_limit: usize::MAX,
             warned_budget: false,
-            scratch: vec![0u8; read::READ_CHUNK].into_boxed_slice(),
+            scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
             evbuf: Vec::with_capacity(256),
             rr: 0,
             accept_paused_until: None,

@@ -3,19 +3,7 @@
 //! pool, within the in-flight, output and buffered-bytes bounds.
 
 use super::*;
-
-/// Bytes per read syscall (one per-loop buffer, reused).
-pub(super) const READ_CHUNK: usize = 64 << 10;
-/// Over the buffered-bytes budget, a connection with nothing outstanding
-/// may still make a call whose reply is at most this large.
-const FREE_REPLY: usize = 64 << 10;
-/// Fragment bodies still owing this much are read straight into the record.
-const DIRECT_MIN: usize = 16 << 10;
-/// Reads per connection per turn, so one flooding client cannot starve the
-/// others of its loop (16 × 64 KiB = 1 MiB).
-const READ_BUDGET: usize = 16;
-/// Reply bytes a loop gathers for one connection before sending them.
-const BATCH_BYTES: usize = 256 << 10;
+use crate::limits::{BATCH_BYTES, DIRECT_MIN, FREE_REPLY, READ_BUDGET, READ_CHUNK};
 
 enum ReadOutcome {
     /// Read something; go on.
