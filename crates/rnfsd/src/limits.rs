@@ -78,3 +78,9 @@ const _: () = assert!(rnfsd_fs::access::NAME_MAX <= nfs3::MAX_NAME);
 const _: () = assert!(fs::local::SYMLINK_MAX <= nfs3::MAX_PATH);
 // DUMP's mount list decodes within a client's list bound.
 const _: () = assert!(MAX_MOUNT_ENTRIES <= mount::MAX_LIST);
+
+// A READ of the smallest transfer size is a call the transport takes from
+// an idle connection however full the buffered-bytes budget is (its reply
+// room is at most `FREE_REPLY`), as docs/security.md promises for small
+// READs.
+const _: () = assert!(MIN_MAX_IO as usize + ROOM_HEAD <= rnfsd_transport::limits::FREE_REPLY);

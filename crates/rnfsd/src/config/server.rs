@@ -114,6 +114,11 @@ pub const MIN_RECORD_OVERHEAD: u32 = 4096;
 // the least size a configuration may set (`validate.rs`).
 const _: () = assert!(RECORD_OVERHEAD >= MIN_RECORD_OVERHEAD);
 const _: () = assert!(MIN_RECORD_OVERHEAD as usize >= MAX_WRITE_OVERHEAD);
+// The server's default record is the transport's own default (what a
+// transport started without the server would take).
+const _: () = assert!(
+    (DEFAULT_MAX_IO + RECORD_OVERHEAD) as usize == rnfsd_transport::limits::DEFAULT_MAX_RECORD
+);
 /// Port mapper and lock calls are few and quick: more UDP threads than
 /// this per address would only sit idle.
 pub const MAX_UDP_THREADS: usize = 16;
