@@ -52,6 +52,35 @@ pub(super) fn is_dir(st: &Statx) -> bool {
     u32::from(st.mode) & libc::S_IFMT == libc::S_IFDIR
 }
 
+/// The ACCESS3 bits of `want` that the r, w and x permissions `rwx` (4,
+/// 2 and 1) give, as knfsd maps them (`crate::access::access_bits`): for
+/// a directory READ=r, LOOKUP=x, MODIFY/EXTEND/DELETE=w+x; otherwise
+/// READ=r, MODIFY/EXTEND=w, EXECUTE=x.
+pub(super) fn access3(dir: bool, rwx: u32, want: u32) -> u32 {
+    use crate::access::*;
+    let (r, w, x) = (rwx & 4 != 0, rwx & 2 != 0, rwx & 1 != 0);
+    let mut g = 0;
+    if r {
+        g |= ACCESS3_READ;
+    }
+    if dir {
+        if x {
+            g |= ACCESS3_LOOKUP;
+        }
+        if w && x {
+            g |= ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE;
+        }
+    } else {
+        if w {
+            g |= ACCESS3_MODIFY | ACCESS3_EXTEND;
+        }
+        if x {
+            g |= ACCESS3_EXECUTE;
+        }
+    }
+    g & want
+}
+
 /// CephFS's default `max_file_size` (1 TiB); the MDS refuses larger.
 const MAX_FILE_SIZE: u64 = 1 << 40;
 
@@ -176,8 +205,7 @@ impl Inner {
     ) -> FsResult<(u32, Attr)> {
         let n = self.resolve(fh)?;
         let st = self.attrs(&n)?;
-        let granted =
-            crate::access::access_bits(is_dir(&st), u32::from(st.mode), st.uid, st.gid, cred, want);
+        let granted = access3(is_dir(&st), self.rwx(&n, &st, cred)?, want);
         Ok((granted, to_attr(&st, self.opts.fsid)))
     }
 

@@ -1,22 +1,30 @@
 //! READ, WRITE and COMMIT through files each cached inode opens once.
 //!
 //! Files are opened as the server (root) and the caller's right is decided
-//! per call from the attributes, as knfsd decides it: the owner may always
-//! read and write (the client checked at open time, and a chmod since must
-//! not break an open file), and a READ is allowed with execute permission.
+//! per call from the attributes and the POSIX ACL (`acl.rs`), as knfsd
+//! decides it: the owner may always read and write (the client checked at
+//! open time, and a chmod since must not break an open file), and a READ
+//! is allowed with execute permission.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::attr::to_attr;
+use super::attr::{access3, to_attr};
 use super::ffi::{File, Statx};
 use super::{err, Inner, Node};
-use crate::access::{access_bits, ACCESS3_EXECUTE, ACCESS3_MODIFY, ACCESS3_READ};
+use crate::access::{ACCESS3_EXECUTE, ACCESS3_MODIFY, ACCESS3_READ};
 use crate::limits::ceph::MAX_READ;
 use crate::{Attr, Cred, Fh, FsError, FsResult, PreAttr, Stable, Wcc};
 
 impl Inner {
-    pub(super) fn may_data(&self, cred: &Cred, st: &Statx, bits: u32) -> FsResult<()> {
+    /// Whether `cred` may use `n`'s data: one of the ACCESS3 `bits`.
+    pub(super) fn may_data(
+        &self,
+        cred: &Cred,
+        n: &Arc<Node>,
+        st: &Statx,
+        bits: u32,
+    ) -> FsResult<()> {
         if u32::from(st.mode) & libc::S_IFMT != libc::S_IFREG {
             return Err(FsError::Errno(if super::attr::is_dir(st) {
                 libc::EISDIR
@@ -24,10 +32,7 @@ impl Inner {
                 libc::EINVAL
             }));
         }
-        let mode = u32::from(st.mode);
-        if cred.uid == 0
-            || cred.uid == st.uid
-            || access_bits(false, mode, st.uid, st.gid, cred, bits) != 0
+        if cred.uid == 0 || cred.uid == st.uid || access3(false, self.rwx(n, st, cred)?, bits) != 0
         {
             Ok(())
         } else {
@@ -70,7 +75,7 @@ impl Inner {
     ) -> FsResult<(bool, Attr)> {
         let n = self.resolve(fh)?;
         let st = self.attrs(&n)?;
-        self.may_data(cred, &st, ACCESS3_READ | ACCESS3_EXECUTE)?;
+        self.may_data(cred, &n, &st, ACCESS3_READ | ACCESS3_EXECUTE)?;
         let f = self.file(&n, false)?;
         let want = count.min(MAX_READ) as usize;
         let start = buf.len();
@@ -107,7 +112,7 @@ impl Inner {
     ) -> FsResult<(u32, Stable, Wcc)> {
         let n = self.resolve(fh)?;
         let st = self.attrs(&n)?;
-        self.may_data(cred, &st, ACCESS3_MODIFY)?;
+        self.may_data(cred, &n, &st, ACCESS3_MODIFY)?;
         let before = PreAttr::from(&to_attr(&st, self.opts.fsid));
         let f = self.file(&n, true)?;
         let mut done = 0;

@@ -12,7 +12,7 @@
 //! from many threads at once; each `Inode`, `File` and `Dir` holds a
 //! reference to its mount, so the mount is released last.
 
-use std::ffi::{c_char, c_int, c_uint, CStr, CString};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -145,6 +145,7 @@ ceph_fns! {
     ceph_unmount: fn(*mut CMount) -> c_int;
     ceph_release: fn(*mut CMount) -> c_int;
     ceph_get_fs_cid: fn(*mut CMount) -> i64;
+    ceph_umask: fn(*mut CMount, libc::mode_t) -> libc::mode_t;
     ceph_set_uuid: fn(*mut CMount, *const c_char) -> ();
     ceph_start_reclaim: fn(*mut CMount, *const c_char, c_uint) -> c_int;
     ceph_finish_reclaim: fn(*mut CMount) -> ();
@@ -170,6 +171,8 @@ ceph_fns! {
     ceph_ll_unlink: fn(*mut CMount, *mut CInode, *const c_char, *const CPerm) -> c_int;
     ceph_ll_rmdir: fn(*mut CMount, *mut CInode, *const c_char, *const CPerm) -> c_int;
     ceph_ll_rename: fn(*mut CMount, *mut CInode, *const c_char, *mut CInode, *const c_char, *const CPerm) -> c_int;
+    ceph_ll_getxattr: fn(*mut CMount, *mut CInode, *const c_char, *mut c_void, usize, *const CPerm) -> c_int;
+    ceph_ll_setxattr: fn(*mut CMount, *mut CInode, *const c_char, *const c_void, usize, c_int, *const CPerm) -> c_int;
     ceph_ll_readlink: fn(*mut CMount, *mut CInode, *mut c_char, usize, *const CPerm) -> c_int;
     ceph_ll_statfs: fn(*mut CMount, *mut CInode, *mut libc::statvfs) -> c_int;
     ceph_ll_opendir: fn(*mut CMount, *mut CInode, *mut *mut CDir, *const CPerm) -> c_int;
@@ -291,13 +294,21 @@ impl Mount {
         // SAFETY: m.cm was created above; conf is NUL-terminated.
         rc(unsafe { (f.ceph_conf_read_file)(m.cm, conf.as_ptr()) })
             .map_err(|e| format!("reading {}: {}", a.conf, errstr(e)))?;
-        let (k, v) = (
-            c("client_mount_timeout")?,
-            c(&a.mount_timeout_secs.to_string())?,
-        );
-        // SAFETY: both strings NUL-terminated; cm valid.
-        rc(unsafe { (f.ceph_conf_set)(m.cm, k.as_ptr(), v.as_ptr()) })
-            .map_err(|e| format!("ceph_conf_set: {}", errstr(e)))?;
+        // After the file, so it wins: POSIX ACLs checked by libcephfs for
+        // what callers do as themselves (lookups, namespace changes,
+        // SETATTR), inherited from default ACLs at creation, updated by a
+        // chmod, and readable for the backend's own checks (`acl.rs`), as a
+        // kernel mount does by default (nfs-ganesha sets it too).
+        let set = [
+            ("client_mount_timeout", a.mount_timeout_secs.to_string()),
+            ("client_acl_type", "posix_acl".to_owned()),
+        ];
+        for (k, v) in set {
+            let (kc, vc) = (c(k)?, c(&v)?);
+            // SAFETY: both strings NUL-terminated; cm valid.
+            rc(unsafe { (f.ceph_conf_set)(m.cm, kc.as_ptr(), vc.as_ptr()) })
+                .map_err(|e| format!("ceph_conf_set {k}: {}", errstr(e)))?;
+        }
         // SAFETY: cm valid, configured.
         rc(unsafe { (f.ceph_init)(m.cm) }).map_err(|e| format!("ceph_init: {}", errstr(e)))?;
         if let Some(fs) = a.fs {
@@ -321,6 +332,10 @@ impl Mount {
             // SAFETY: cm initialized, not mounted; uc NUL-terminated.
             unsafe { (f.ceph_set_uuid)(m.cm, uc.as_ptr()) };
         }
+        // No umask of libcephfs's own (002 once ACLs are on): the client
+        // applied its user's; a default ACL still applies at creation.
+        // SAFETY: cm initialized.
+        unsafe { (f.ceph_umask)(m.cm, 0) };
         let root = c(a.root)?;
         // SAFETY: cm initialized; root NUL-terminated.
         rc(unsafe { (f.ceph_mount)(m.cm, root.as_ptr()) })
@@ -591,6 +606,77 @@ impl Mount {
         })?;
         buf.truncate(n as usize);
         Ok(buf)
+    }
+
+    /// An extended attribute's value; None when the inode has none of
+    /// that name.
+    pub fn getxattr(&self, i: &Inode, name: &str, perm: &Perm) -> Result<Option<Vec<u8>>, i32> {
+        let n = cstr(name.as_bytes())?;
+        // Room for an ACL of a few hundred entries at once; a larger value
+        // is asked for its size first.
+        let mut buf = vec![0u8; 4096];
+        for _ in 0..4 {
+            // SAFETY: i live; n NUL-terminated; buf writable for its length.
+            let r = unsafe {
+                (self.f.ceph_ll_getxattr)(
+                    self.cm,
+                    i.p,
+                    n.as_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    perm.p,
+                )
+            };
+            match rc(r) {
+                Ok(len) => {
+                    buf.truncate(len as usize);
+                    return Ok(Some(buf));
+                }
+                Err(libc::ENODATA) => return Ok(None),
+                Err(libc::ERANGE) => {
+                    // SAFETY: as above; size 0 asks for the value's size.
+                    let need = rc(unsafe {
+                        (self.f.ceph_ll_getxattr)(
+                            self.cm,
+                            i.p,
+                            n.as_ptr(),
+                            ptr::null_mut(),
+                            0,
+                            perm.p,
+                        )
+                    })?;
+                    buf.resize(need as usize, 0);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        // Changing size under us all along.
+        Err(libc::ERANGE)
+    }
+
+    /// Sets an extended attribute (`flags`: XATTR_CREATE, XATTR_REPLACE).
+    pub fn setxattr(
+        &self,
+        i: &Inode,
+        name: &str,
+        value: &[u8],
+        flags: c_int,
+        perm: &Perm,
+    ) -> Result<(), i32> {
+        let n = cstr(name.as_bytes())?;
+        // SAFETY: i live; n NUL-terminated; value readable for its length.
+        rc(unsafe {
+            (self.f.ceph_ll_setxattr)(
+                self.cm,
+                i.p,
+                n.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                flags,
+                perm.p,
+            )
+        })
+        .map(drop)
     }
 
     pub fn statfs(&self, i: &Inode) -> Result<libc::statvfs, i32> {

@@ -108,7 +108,7 @@ impl Inner {
     ) -> FsResult<(Arc<File>, Arc<Inner>)> {
         let n = self.resolve(fh)?;
         let st = self.attrs(&n)?;
-        self.may_data(cred, &st, ACCESS3_READ | ACCESS3_EXECUTE)?;
+        self.may_data(cred, &n, &st, ACCESS3_READ | ACCESS3_EXECUTE)?;
         // Read-write so exclusive locks work (as fcntl wants).
         let p = self.server_perm()?;
         let f = match self.m.open_file(&n.inode, libc::O_RDWR, p) {

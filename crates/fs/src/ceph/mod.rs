@@ -34,6 +34,7 @@
 //! `dir.rs`, `data.rs` and `namespace.rs` hold the procedures by area;
 //! `lock.rs` byte-range locks for the lock manager.
 
+mod acl;
 mod attr;
 mod calls;
 mod data;

@@ -1296,3 +1296,182 @@ async fn no_mds_gets_jukebox_within_the_limit() {
         Err(_) => panic!("test body exceeded {CEPH_TEST_TIMEOUT:?}"),
     }
 }
+
+// ---------------------------------------------------------------------------
+// 5. POSIX ACLs set on CephFS (here through libcephfs, as a kernel mount or
+// another rnfsd would) are honoured for READ, WRITE, ACCESS and LOOKUP.
+
+const ACL_USER_OBJ: u16 = 0x01;
+const ACL_USER: u16 = 0x02;
+const ACL_GROUP_OBJ: u16 = 0x04;
+const ACL_MASK: u16 = 0x10;
+const ACL_OTHER: u16 = 0x20;
+
+/// A system.posix_acl_access value: version 2, then (tag, perm, id).
+fn acl_xattr(entries: &[(u16, u16, u32)]) -> Vec<u8> {
+    let mut v = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in entries {
+        v.extend_from_slice(&tag.to_le_bytes());
+        v.extend_from_slice(&perm.to_le_bytes());
+        v.extend_from_slice(&id.to_le_bytes());
+    }
+    v
+}
+
+/// Sets the access ACL of `path` (from CephFS's root) as root, through a
+/// libcephfs client of this test's own.
+fn set_acl(conf: &str, path: &[&str], acl: &[u8]) {
+    use rnfsd_fs::ceph::ffi::{Mount, MountArgs, Perm};
+    let m = Mount::open(&MountArgs {
+        conf,
+        client: "admin",
+        fs: None,
+        root: "/",
+        mount_timeout_secs: 30,
+        uuid: None,
+    })
+    .expect("libcephfs mount");
+    let root = Perm::new(0, 0, &[]).expect("perm");
+    let mut at = m.lookup_root().expect("root");
+    for p in path {
+        at = m.lookup(&at, p.as_bytes(), &root).expect("lookup").0;
+    }
+    m.setxattr(&at, "system.posix_acl_access", acl, 0, &root)
+        .unwrap_or_else(|e| panic!("setxattr {path:?}: errno {e}"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn posix_acls_are_honoured() {
+    let Some(conf) = ceph_conf("posix_acls_are_honoured") else {
+        return;
+    };
+    bounded_ceph(async {
+        let Some(scratch) = Scratch::new("acls").await else {
+            return;
+        };
+        let head = scratch.head(TempDir::new("ceph-acls"));
+        let s = mount(&head).await;
+        let any = u32::MAX;
+        let (bob, carol) = (1001, 1002);
+        // Mode 0644, but not for bob.
+        let (denied, _) = create_file(&s.nfs, &s.root, "denied").await;
+        write(&s.nfs, &denied, 0, b"secret").await;
+        // Mode 0640 (root's group), and for bob too.
+        let (granted, _) = create_file(&s.nfs, &s.root, "granted").await;
+        write(&s.nfs, &granted, 0, b"shared").await;
+        ok(
+            "SETATTR 0640",
+            setattr_res(&s.nfs, &granted, sattr_mode(0o640), None).await,
+        );
+        // A directory bob may not search.
+        let closed = mkdir(&s.nfs, &s.root, "closed").await;
+        create_file(&s.nfs, &closed, "inner").await;
+        let dir = scratch.dir.clone();
+        let conf2 = conf.clone();
+        tokio::task::spawn_blocking(move || {
+            let conf = conf2.as_str();
+            set_acl(
+                conf,
+                &[&dir, "denied"],
+                &acl_xattr(&[
+                    (ACL_USER_OBJ, 6, any),
+                    (ACL_USER, 0, bob),
+                    (ACL_GROUP_OBJ, 4, any),
+                    (ACL_MASK, 4, any),
+                    (ACL_OTHER, 4, any),
+                ]),
+            );
+            set_acl(
+                conf,
+                &[&dir, "granted"],
+                &acl_xattr(&[
+                    (ACL_USER_OBJ, 6, any),
+                    (ACL_USER, 4, bob),
+                    (ACL_GROUP_OBJ, 4, any),
+                    (ACL_MASK, 4, any),
+                    (ACL_OTHER, 0, any),
+                ]),
+            );
+            set_acl(
+                conf,
+                &[&dir, "closed"],
+                &acl_xattr(&[
+                    (ACL_USER_OBJ, 7, any),
+                    (ACL_USER, 0, bob),
+                    (ACL_GROUP_OBJ, 5, any),
+                    (ACL_MASK, 5, any),
+                    (ACL_OTHER, 5, any),
+                ]),
+            );
+        })
+        .await
+        .expect("setting ACLs");
+        let as_bob = s.nfs.with_auth(Auth::unix(bob, bob));
+        let as_carol = s.nfs.with_auth(Auth::unix(carol, carol));
+        let access = |nfs: NfsClient, fh: NfsFh3| async move {
+            ok(
+                "ACCESS",
+                nfs.access(&Access3Args {
+                    object: fh,
+                    access: ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY,
+                })
+                .await,
+            )
+            .access
+        };
+        // Denied to bob by his entry, though "other" may read.
+        fail(
+            "bob's READ of denied",
+            read_res(&as_bob, &denied, 0, 100).await,
+            Nfsstat3::Acces,
+        );
+        assert_eq!(
+            access(as_bob.clone(), denied.clone()).await & ACCESS3_READ,
+            0,
+            "bob's ACCESS of denied"
+        );
+        assert_eq!(read_data(&as_carol, &denied, 0, 100).await, b"secret");
+        assert_ne!(
+            access(as_carol.clone(), denied.clone()).await & ACCESS3_READ,
+            0
+        );
+        // Granted to bob by his entry, though "other" may not read.
+        assert_eq!(read_data(&as_bob, &granted, 0, 100).await, b"shared");
+        assert_ne!(
+            access(as_bob.clone(), granted.clone()).await & ACCESS3_READ,
+            0,
+            "bob's ACCESS of granted"
+        );
+        fail(
+            "carol's READ of granted",
+            read_res(&as_carol, &granted, 0, 100).await,
+            Nfsstat3::Acces,
+        );
+        fail(
+            "bob's WRITE of granted (his entry is r--)",
+            as_bob
+                .write(&Write3Args {
+                    file: granted.clone(),
+                    offset: 0,
+                    count: 1,
+                    stable: StableHow::FileSync,
+                    data: b"x".to_vec(),
+                })
+                .await,
+            Nfsstat3::Acces,
+        );
+        // libcephfs checks the caller's LOOKUP against the ACL too.
+        assert_eq!(
+            access(as_bob.clone(), closed.clone()).await & ACCESS3_LOOKUP,
+            0,
+            "bob's ACCESS of closed"
+        );
+        fail(
+            "bob's LOOKUP in closed",
+            lookup_res(&as_bob, &closed, "inner").await,
+            Nfsstat3::Acces,
+        );
+        lookup(&as_carol, &closed, "inner").await;
+    })
+    .await;
+}
