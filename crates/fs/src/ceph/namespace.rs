@@ -89,29 +89,76 @@ impl Inner {
     ) -> FsResult<Created> {
         check_name(name, false)?;
         let (d, before) = self.parent(dir)?;
-        let p = perm(cred)?;
-        let (flags, mode, set) = match how {
-            CreateHow::Unchecked(s) => (libc::O_CREAT, s.mode.unwrap_or(0o666), s.clone()),
-            CreateHow::Guarded(s) => (
-                libc::O_CREAT | libc::O_EXCL,
-                s.mode.unwrap_or(0o666),
-                s.clone(),
-            ),
-            CreateHow::Exclusive(_) => (libc::O_CREAT | libc::O_EXCL, 0o600, SetAttr::default()),
+        let (set, guarded) = match how {
+            CreateHow::Unchecked(s) => (s, false),
+            CreateHow::Guarded(s) => (s, true),
+            CreateHow::Exclusive(verf) => {
+                return self.create_exclusive(cred, &d, &before, name, verf)
+            }
         };
+        let p = perm(cred)?;
+        let mode = libc::S_IFREG | (set.mode.unwrap_or(0o666) & 0o7777);
+        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_RDWR;
+        // O_EXCL for UNCHECKED too: the client's attributes go only to a
+        // file this call made. One that was there gets only the size, as
+        // knfsd does: a racing open(O_CREAT) must not chmod another's file.
+        // A few tries: the file may go between the create and the lookup.
+        for _ in 0..3 {
+            match self.m.create(&d.inode, name, mode, flags, &p) {
+                Ok((inode, file, st)) => {
+                    let (c, n) = self.made(cred, &d, &before, inode, st, set)?;
+                    // The open creation made serves the writes that follow
+                    // (until their COMMIT).
+                    n.wr.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get_or_insert(Arc::new(file));
+                    return Ok(c);
+                }
+                Err(libc::EEXIST) if !guarded => match self.m.lookup(&d.inode, name, &p) {
+                    Ok((inode, st)) => {
+                        if u32::from(st.mode) & libc::S_IFMT != libc::S_IFREG {
+                            return Err(FsError::Errno(libc::EEXIST));
+                        }
+                        let size = SetAttr {
+                            size: set.size,
+                            ..SetAttr::default()
+                        };
+                        return Ok(self.made(cred, &d, &before, inode, st, &size)?.0);
+                    }
+                    Err(libc::ENOENT) => continue,
+                    Err(e) => return Err(err(e)),
+                },
+                Err(e) => return Err(err(e)),
+            }
+        }
+        // Made and removed by others all along: the client retries.
+        Err(FsError::Errno(libc::EAGAIN))
+    }
+
+    /// EXCLUSIVE (RFC 1813 §3.3.8): made with mode 0600, then given the
+    /// verifier (in its times, as knfsd keeps it); a retry finds it.
+    fn create_exclusive(
+        self: &Arc<Self>,
+        cred: &Cred,
+        d: &Arc<Node>,
+        before: &Statx,
+        name: &[u8],
+        verf: &[u8; 8],
+    ) -> FsResult<Created> {
+        let p = perm(cred)?;
+        let (vm, va) = verifier_times(verf);
         let made = self.m.create(
             &d.inode,
             name,
-            libc::S_IFREG | (mode & 0o7777),
-            flags | libc::O_RDWR,
+            libc::S_IFREG | 0o600,
+            libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
             &p,
         );
-        let (inode, file, st) = match (made, how) {
-            (Ok(x), _) => x,
-            (Err(libc::EEXIST), CreateHow::Exclusive(verf)) => {
+        let (inode, file, st) = match made {
+            Ok(x) => x,
+            Err(libc::EEXIST) => {
                 // A retry of our own EXCLUSIVE create finds its verifier.
                 let (inode, st) = self.m.lookup(&d.inode, name, &p).map_err(err)?;
-                let (vm, va) = verifier_times(verf);
                 let same = u32::from(st.mode) & libc::S_IFMT == libc::S_IFREG
                     && st.mtime.tv_sec == vm
                     && st.atime.tv_sec == va
@@ -119,27 +166,19 @@ impl Inner {
                 if !same {
                     return Err(FsError::Errno(libc::EEXIST));
                 }
-                let (c, _) = self.made(cred, &d, &before, inode, st, &SetAttr::default())?;
-                return Ok(c);
+                return Ok(self
+                    .made(cred, d, before, inode, st, &SetAttr::default())?
+                    .0);
             }
-            (Err(e), _) => return Err(err(e)),
+            Err(e) => return Err(err(e)),
         };
-        let set = match how {
-            CreateHow::Exclusive(verf) => {
-                let (vm, va) = verifier_times(verf);
-                let t = |s| SetTime::ClientTime(Time { sec: s, nsec: 0 });
-                SetAttr {
-                    atime: t(va),
-                    mtime: t(vm),
-                    ..SetAttr::default()
-                }
-            }
-            // Size 0 of UNCHECKED on an existing file truncates it.
-            _ => set,
+        let t = |s| SetTime::ClientTime(Time { sec: s, nsec: 0 });
+        let set = SetAttr {
+            atime: t(va),
+            mtime: t(vm),
+            ..SetAttr::default()
         };
-        let (c, n) = self.made(cred, &d, &before, inode, st, &set)?;
-        // The open creation made serves the writes that follow (until
-        // their COMMIT).
+        let (c, n) = self.made(cred, d, before, inode, st, &set)?;
         n.wr.lock()
             .unwrap_or_else(|e| e.into_inner())
             .get_or_insert(Arc::new(file));

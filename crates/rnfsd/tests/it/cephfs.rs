@@ -1475,3 +1475,110 @@ async fn posix_acls_are_honoured() {
     })
     .await;
 }
+
+// ---------------------------------------------------------------------------
+// 6. UNCHECKED CREATE of a file that exists changes only its size (as
+// knfsd does): a racing open(O_CREAT) must not chmod another's file.
+
+fn sattr(mode: Option<u32>, size: Option<u64>) -> Sattr3 {
+    Sattr3 {
+        mode,
+        size,
+        ..Sattr3::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unchecked_create_of_an_existing_file_changes_only_its_size() {
+    bounded_ceph(async {
+        let Some(scratch) = Scratch::new("unchecked").await else {
+            return;
+        };
+        let head = scratch.head(TempDir::new("ceph-unchecked"));
+        let s = mount(&head).await;
+        let d = mkdir(&s.nfs, &s.root, "d").await;
+        // A private file of uid 1000.
+        let (f, _) = create_file(&s.nfs, &d, "f").await;
+        write(&s.nfs, &f, 0, b"private").await;
+        let own = Sattr3 {
+            mode: Some(0o600),
+            uid: Some(1000),
+            gid: Some(1000),
+            ..Sattr3::default()
+        };
+        ok(
+            "SETATTR owner",
+            setattr_res(&s.nfs, &f, own.clone(), None).await,
+        );
+        let owner = s.nfs.with_auth(Auth::unix(1000, 1000));
+        let other = s.nfs.with_auth(Auth::unix(2000, 2000));
+        let check = |what: &'static str| {
+            let nfs = s.nfs.clone();
+            let f = f.clone();
+            async move {
+                let a = getattr(&nfs, &f).await;
+                assert_eq!((a.mode, a.uid, a.gid), (0o600, 1000, 1000), "{what}");
+                a
+            }
+        };
+        // The owner's open(O_CREAT, 0644) of the file it has.
+        let r = ok(
+            "UNCHECKED by the owner",
+            create_how(
+                &owner,
+                &d,
+                "f",
+                CreateHow3::Unchecked(sattr(Some(0o644), None)),
+            )
+            .await,
+        );
+        assert_eq!(r.obj, Some(f.clone()), "UNCHECKED gave another object");
+        assert_eq!(check("after the owner's UNCHECKED").await.size, 7);
+        // Someone else's: it opens, nothing changes (not EPERM for a
+        // chmod it may not do).
+        ok(
+            "UNCHECKED by another user",
+            create_how(
+                &other,
+                &d,
+                "f",
+                CreateHow3::Unchecked(sattr(Some(0o666), None)),
+            )
+            .await,
+        );
+        assert_eq!(check("after another user's UNCHECKED").await.size, 7);
+        // The size is applied (O_TRUNC).
+        ok(
+            "UNCHECKED size 0",
+            create_how(
+                &owner,
+                &d,
+                "f",
+                CreateHow3::Unchecked(sattr(Some(0o644), Some(0))),
+            )
+            .await,
+        );
+        assert_eq!(check("after UNCHECKED size 0").await.size, 0);
+        // A file the call makes gets every attribute asked for.
+        let r = ok(
+            "UNCHECKED of a new file",
+            create_how(&s.nfs, &d, "new", CreateHow3::Unchecked(own)).await,
+        );
+        let a = getattr(&s.nfs, &r.obj.expect("handle")).await;
+        assert_eq!((a.mode, a.uid, a.gid), (0o600, 1000, 1000), "a new file");
+        // Over a directory: EEXIST.
+        mkdir(&s.nfs, &d, "sub").await;
+        fail(
+            "UNCHECKED over a directory",
+            create_how(
+                &owner,
+                &d,
+                "sub",
+                CreateHow3::Unchecked(sattr(Some(0o644), None)),
+            )
+            .await,
+            Nfsstat3::Exist,
+        );
+    })
+    .await;
+}
