@@ -25,6 +25,34 @@ fn verifier_times(verf: &[u8; 8]) -> (i64, i64) {
     (i64::from(m), i64::from(a))
 }
 
+/// The private name an EXCLUSIVE create makes its file under before it
+/// links it: in the same directory (a link stays in its quota realm), the
+/// same for every try of one create (the verifier and the name), on any
+/// head. Left only if a head died mid-create and the client never retried
+/// (or another file took the name meanwhile).
+fn exclusive_name(verf: &[u8; 8], name: &[u8]) -> Vec<u8> {
+    let h = blake3::hash(name);
+    let mut n = b".rnfsd-excl-".to_vec();
+    for b in verf.iter().chain(&h.as_bytes()[..8]) {
+        n.extend_from_slice(format!("{b:02x}").as_bytes());
+    }
+    n
+}
+
+/// Test builds only (the `test-hooks` feature, which the server's
+/// integration tests turn on): an EXCLUSIVE create of the name in
+/// `RNFSD_TEST_CEPH_ABORT_EXCLUSIVE` aborts the process once its file
+/// exists under its private name, before the verifier is set: a head
+/// killed mid-create, at a moment a test knows.
+#[cfg(feature = "test-hooks")]
+fn abort_point(name: &[u8]) {
+    if std::env::var_os("RNFSD_TEST_CEPH_ABORT_EXCLUSIVE")
+        .is_some_and(|n| n.as_encoded_bytes() == name)
+    {
+        std::process::abort();
+    }
+}
+
 impl Inner {
     /// The directory a change happens in, with its attributes before.
     fn parent(self: &Arc<Self>, dir: &Fh) -> FsResult<(Arc<Node>, Statx)> {
@@ -135,8 +163,13 @@ impl Inner {
         Err(FsError::Errno(libc::EAGAIN))
     }
 
-    /// EXCLUSIVE (RFC 1813 §3.3.8): made with mode 0600, then given the
-    /// verifier (in its times, as knfsd keeps it); a retry finds it.
+    /// EXCLUSIVE (RFC 1813 §3.3.8), atomic across heads: the file is made
+    /// under a private name of this create (`exclusive_name`), given the
+    /// verifier (in its times, as knfsd keeps it), and only then linked
+    /// under `name` (a link fails on an existing name), and the private
+    /// name removed. The client's retry, on this head or on another after
+    /// this one died at any step, goes on from the private file, or finds
+    /// `name` holding its verifier.
     fn create_exclusive(
         self: &Arc<Self>,
         cred: &Cred,
@@ -147,42 +180,112 @@ impl Inner {
     ) -> FsResult<Created> {
         let p = perm(cred)?;
         let (vm, va) = verifier_times(verf);
-        let made = self.m.create(
+        let ours = |st: &Statx| {
+            u32::from(st.mode) & libc::S_IFMT == libc::S_IFREG
+                && st.mtime.tv_sec == vm
+                && st.atime.tv_sec == va
+                && st.size == 0
+        };
+        let tmp = exclusive_name(verf, name);
+        // Taken already: a retry of this create finds its verifier (and
+        // removes the private name, still a second link where a head died
+        // before it did). Without making a file first: lock-file users
+        // fail here often.
+        match self.m.lookup(&d.inode, name, &p) {
+            Ok((inode, st)) => {
+                let (ours, left) = (ours(&st), st.nlink > 1);
+                let tmp = (ours && left).then_some(&tmp[..]);
+                return self.exclusive_found(cred, d, before, tmp, inode, st, ours);
+            }
+            Err(libc::ENOENT) => {}
+            Err(e) => return Err(err(e)),
+        }
+        let (inode, file, st) = match self.m.create(
             &d.inode,
-            name,
+            &tmp,
             libc::S_IFREG | 0o600,
             libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
             &p,
-        );
-        let (inode, file, st) = match made {
-            Ok(x) => x,
+        ) {
+            Ok((i, f, st)) => (i, Some(f), st),
             Err(libc::EEXIST) => {
-                // A retry of our own EXCLUSIVE create finds its verifier.
-                let (inode, st) = self.m.lookup(&d.inode, name, &p).map_err(err)?;
-                let same = u32::from(st.mode) & libc::S_IFMT == libc::S_IFREG
-                    && st.mtime.tv_sec == vm
-                    && st.atime.tv_sec == va
-                    && st.size == 0;
-                if !same {
+                // An earlier try of this create: the caller's own empty file.
+                let (i, st) = self.m.lookup(&d.inode, &tmp, &p).map_err(err)?;
+                if u32::from(st.mode) & libc::S_IFMT != libc::S_IFREG
+                    || st.uid != cred.uid
+                    || st.size != 0
+                {
                     return Err(FsError::Errno(libc::EEXIST));
                 }
-                return Ok(self
-                    .made(cred, d, before, inode, st, &SetAttr::default())?
-                    .0);
+                (i, None, st)
             }
             Err(e) => return Err(err(e)),
         };
-        let t = |s| SetTime::ClientTime(Time { sec: s, nsec: 0 });
-        let set = SetAttr {
-            atime: t(va),
-            mtime: t(vm),
-            ..SetAttr::default()
-        };
-        let (c, n) = self.made(cred, d, before, inode, st, &set)?;
-        n.wr.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_or_insert(Arc::new(file));
+        #[cfg(feature = "test-hooks")]
+        abort_point(name);
+        if !ours(&st) {
+            let t = |s| SetTime::ClientTime(Time { sec: s, nsec: 0 });
+            let (mut x, mask) = to_setattr(&SetAttr {
+                atime: t(va),
+                mtime: t(vm),
+                ..SetAttr::default()
+            });
+            self.m.setattr(&inode, &mut x, mask, &p).map_err(err)?;
+        }
+        match self.m.link(&inode, &d.inode, name, &p) {
+            Ok(()) => {}
+            Err(libc::EEXIST) => {
+                // Made meanwhile: by a retry of this create on another head,
+                // or by someone else.
+                drop(file);
+                let (i, st) = self.m.lookup(&d.inode, name, &p).map_err(err)?;
+                let ours = ours(&st);
+                return self.exclusive_found(cred, d, before, Some(&tmp), i, st, ours);
+            }
+            Err(e) => {
+                let _ = self.m.unlink(&d.inode, &tmp, &p);
+                return Err(err(e));
+            }
+        }
+        match self.m.unlink(&d.inode, &tmp, &p) {
+            Ok(()) | Err(libc::ENOENT) => {}
+            Err(e) => return Err(err(e)),
+        }
+        let st = self.m.getattr(&inode, self.server_perm()?).map_err(err)?;
+        let (c, n) = self.made(cred, d, before, inode, st, &SetAttr::default())?;
+        if let Some(f) = file {
+            n.wr.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert(Arc::new(f));
+        }
         Ok(c)
+    }
+
+    /// EXCLUSIVE found `name` taken: by this very create (its verifier),
+    /// or by another file. The private name `tmp` goes first.
+    #[allow(clippy::too_many_arguments)]
+    fn exclusive_found(
+        self: &Arc<Self>,
+        cred: &Cred,
+        d: &Arc<Node>,
+        before: &Statx,
+        tmp: Option<&[u8]>,
+        inode: Inode,
+        st: Statx,
+        ours: bool,
+    ) -> FsResult<Created> {
+        if let Some(tmp) = tmp {
+            match self.m.unlink(&d.inode, tmp, &*perm(cred)?) {
+                Ok(()) | Err(libc::ENOENT) => {}
+                Err(e) => return Err(err(e)),
+            }
+        }
+        if !ours {
+            return Err(FsError::Errno(libc::EEXIST));
+        }
+        Ok(self
+            .made(cred, d, before, inode, st, &SetAttr::default())?
+            .0)
     }
 
     pub(super) fn mkdir(

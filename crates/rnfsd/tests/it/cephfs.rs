@@ -1582,3 +1582,92 @@ async fn unchecked_create_of_an_existing_file_changes_only_its_size() {
     })
     .await;
 }
+
+// ---------------------------------------------------------------------------
+// 7. EXCLUSIVE CREATE survives a head killed mid-create: the client's retry
+// on another head makes its file, not EEXIST.
+
+/// A head of the scratch directory with `server` lines in its config.
+fn head_with(scratch: &Scratch, tag: &str, server: &str, env: &[(&str, &str)]) -> (Head, TempDir) {
+    let cfg = TempDir::new(&format!("{tag}-cfg"));
+    let text = std::fs::read_to_string(&scratch.head_cfg_file).expect("head config");
+    let f = write_config(cfg.path(), &format!("[server]\n{server}\n{text}"));
+    let head = Head(TestServer::start_config_env(
+        Path::new(&f),
+        Path::new(MNT),
+        TempDir::new(tag),
+        &["--no-rpcbind"],
+        env,
+    ));
+    (head, cfg)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exclusive_create_survives_a_head_killed_mid_create() {
+    bounded_ceph(async {
+        let Some(scratch) = Scratch::new("exclusive").await else {
+            return;
+        };
+        let lock_name = "lock-file";
+        // Head A aborts (test builds only) once the file exists, before
+        // the verifier is set.
+        let (mut a, _cfg) = head_with(
+            &scratch,
+            "ceph-abort",
+            "",
+            &[("RNFSD_TEST_CEPH_ABORT_EXCLUSIVE", lock_name)],
+        );
+        let b = scratch.head(a.copy_handle_key("ceph-b"));
+        let (sa, sb) = (mount(&a).await, mount(&b).await);
+        assert_eq!(sa.root, sb.root);
+        let d = mkdir(&sa.nfs, &sa.root, "d").await;
+        let verf = Verf3(*b"\x12\x34\x56\x78\x9a\xbc\xde\xf0");
+        let died = create_how(&sa.nfs, &d, lock_name, CreateHow3::Exclusive(verf)).await;
+        assert!(died.is_err(), "head A answered: {died:?}");
+        // A restarts: its new session ends the one it left (whose
+        // capabilities the other head would otherwise wait for).
+        a.kill();
+        a.respawn();
+        // The client retries on B: its own create, made whole.
+        let r = ok(
+            "EXCLUSIVE retried on B",
+            create_how(&sb.nfs, &d, lock_name, CreateHow3::Exclusive(verf)).await,
+        );
+        let fh = r.obj.expect("handle");
+        let at = getattr(&sb.nfs, &fh).await;
+        assert_eq!((at.ftype, at.size, at.nlink), (Ftype3::Reg, 0, 1));
+        let again = ok(
+            "EXCLUSIVE retried again",
+            create_how(&sb.nfs, &d, lock_name, CreateHow3::Exclusive(verf)).await,
+        );
+        assert_eq!(again.obj, Some(fh.clone()));
+        fail(
+            "EXCLUSIVE, another verifier",
+            create_how(
+                &sb.nfs,
+                &d,
+                lock_name,
+                CreateHow3::Exclusive(Verf3(*b"another!")),
+            )
+            .await,
+            Nfsstat3::Exist,
+        );
+        // The client's SETATTR after the create (RFC 1813 §3.3.8).
+        ok(
+            "SETATTR after EXCLUSIVE",
+            setattr_res(&sb.nfs, &fh, sattr_mode(0o644), None).await,
+        );
+        // Nothing else is left in the directory.
+        let names: Vec<String> = sb
+            .nfs
+            .readdir_all(&d)
+            .await
+            .expect("READDIR")
+            .iter()
+            .map(|e| name(&e.name))
+            .filter(|n| n != "." && n != "..")
+            .collect();
+        assert_eq!(names, [lock_name], "left in the directory");
+    })
+    .await;
+}

@@ -138,17 +138,32 @@ impl TestServer {
         state: TempDir,
         extra: &[&str],
     ) -> TestServer {
+        Self::start_config_env(config, mount_path, state, extra, &[])
+    }
+
+    /// As `start_config`, the server's environment with `env` added.
+    pub fn start_config_env(
+        config: &Path,
+        mount_path: &Path,
+        state: TempDir,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> TestServer {
         let mut extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         extra.push("--config".into());
         extra.push(config.to_str().expect("UTF-8 config path").into());
-        let (child, addr) = spawn(None, state.path(), &extra, &[]);
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let (child, addr) = spawn(None, state.path(), &extra, &env);
         TestServer {
             child: Some(child),
             export: mount_path.to_path_buf(),
             state,
             addr,
             extra,
-            env: Vec::new(),
+            env,
             serve_dir: false,
         }
     }
