@@ -15,20 +15,118 @@
 //! * So at most `direct_max` workers wait on a cluster that stopped
 //!   answering, only the calls already running when it stopped, and every
 //!   later call gets an answer within the limit.
+//! * A call answered JUKEBOX never runs later: one still queued is dropped
+//!   when a pool thread takes it. One already inside libcephfs cannot be
+//!   called back, so until it ends it is *late*: a later call on any
+//!   object it names (its handles; a lock owner) waits for it, at most the
+//!   limit, then gets JUKEBOX itself. The client's retry, or the next
+//!   write to the same range, can then never be overtaken by it.
 //! * Never on an event-loop thread (`crate::inline`): there a call gives up
 //!   at once and runs again on a worker.
 //!
 //! Hand-written: a slot array and a few lines over std's bounded channel;
 //! no thread-pool crate waits with a deadline or skips itself when healthy.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use crate::{Call, FsError, FsResult};
+use crate::{Call, Fh, FsError, FsResult};
 
 type Job = Box<dyn FnOnce() + Send>;
+
+/// An object whose calls keep their order (see `late`): a handle, or a
+/// lock owner (a tag byte first, so the two never meet).
+pub type Key = Vec<u8>;
+
+pub fn fh_key(fh: &Fh) -> Key {
+    let mut k = Vec::with_capacity(fh.0.len() + 1);
+    k.push(0);
+    k.extend_from_slice(&fh.0);
+    k
+}
+
+pub fn owner_key(owner: u64) -> Key {
+    let mut k = vec![1];
+    k.extend_from_slice(&owner.to_be_bytes());
+    k
+}
+
+/// Where a pooled call is: `Late` when it was answered JUKEBOX while
+/// running (with the objects that wait for it), `Abandoned` when it was
+/// answered before it started (it never will).
+enum State {
+    Queued,
+    Running,
+    Late(Vec<Key>),
+    Abandoned,
+    Done,
+}
+
+/// Ends a running pooled call, also by unwinding: its state and its late
+/// objects.
+struct Ending {
+    st: Arc<Mutex<State>>,
+    gate: Arc<Gate>,
+}
+
+impl Ending {
+    /// Done, and `tell` the caller under the state lock: a caller that
+    /// finds it Done finds the result too.
+    fn finish(&self, tell: impl FnOnce()) {
+        let mut s = lock(&self.st);
+        if let State::Late(keys) = std::mem::replace(&mut *s, State::Done) {
+            self.gate.end_late(&keys);
+        }
+        tell();
+    }
+}
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        self.finish(|| {});
+    }
+}
+
+/// What the pool's jobs share with the backend.
+struct Gate {
+    /// Objects named by a late call, each with how many name it.
+    late: Mutex<HashMap<Key, usize>>,
+    /// Late calls now: 0 keeps every call off the lock above.
+    late_n: AtomicUsize,
+    ended: Condvar,
+}
+
+impl Gate {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, usize>> {
+        self.late.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn add_late(&self, keys: &[Key]) {
+        let mut m = self.lock();
+        for k in keys {
+            *m.entry(k.clone()).or_insert(0) += 1;
+        }
+        self.late_n.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn end_late(&self, keys: &[Key]) {
+        let mut m = self.lock();
+        for k in keys {
+            if let Some(n) = m.get_mut(k) {
+                *n -= 1;
+                if *n == 0 {
+                    m.remove(k);
+                }
+            }
+        }
+        self.late_n.fetch_sub(1, Ordering::SeqCst);
+        drop(m);
+        self.ended.notify_all();
+    }
+}
 
 /// A start time on a cache line of its own (written by one worker per
 /// call, read by the watchdog only).
@@ -37,6 +135,7 @@ struct Slot(AtomicU64);
 
 pub struct Calls {
     tx: SyncSender<Job>,
+    gate: Arc<Gate>,
     timeout: Duration,
     epoch: Instant,
     /// Start of each direct call in flight (ns since `epoch`, +1), 0 = free.
@@ -47,6 +146,10 @@ pub struct Calls {
     pub timed_out: AtomicU64,
     pub refused: AtomicU64,
     pub stalls: AtomicU64,
+}
+
+fn lock(s: &Mutex<State>) -> MutexGuard<'_, State> {
+    s.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn jukebox() -> FsError {
@@ -96,6 +199,11 @@ impl Calls {
         }
         let calls = Arc::new(Calls {
             tx,
+            gate: Arc::new(Gate {
+                late: Mutex::new(HashMap::new()),
+                late_n: AtomicUsize::new(0),
+                ended: Condvar::new(),
+            }),
             timeout,
             epoch: Instant::now(),
             slots: (0..direct_max).map(|_| Slot(AtomicU64::new(0))).collect(),
@@ -143,14 +251,17 @@ impl Calls {
         None
     }
 
-    /// Whether a call may run here and now: a direct slot while the
-    /// cluster answers (hold it while the call runs), None when the call
-    /// must go through the timed pool (`pooled`), an error for a call
-    /// inline on an event loop (which must never wait on the cluster).
-    pub fn direct(&self, call: &Call<'_>) -> FsResult<Option<impl Drop + '_>> {
+    /// Whether a call on `keys` may run here and now: a direct slot while
+    /// the cluster answers (hold it while the call runs), None when the
+    /// call must go through the timed pool (`pooled`), an error for a call
+    /// inline on an event loop (which must never wait on the cluster), and
+    /// JUKEBOX for one that waited the limit for a late call on its
+    /// objects.
+    pub fn direct(&self, call: &Call<'_>, keys: &[&Fh]) -> FsResult<Option<impl Drop + '_>> {
         if call.inline() {
             return Err(call.give_up());
         }
+        self.after_late(|k| keys.iter().any(|f| k.split_first() == Some((&0, &f.0[..]))))?;
         Ok(self.direct_slot())
     }
 
@@ -162,27 +273,63 @@ impl Calls {
         self.take_slot()
     }
 
-    /// Runs `f` within the time limit (see the module docs), for a caller
-    /// on a thread that may wait (a lock call: never on an event loop).
+    /// Waits (at most the limit) until no late call names an object
+    /// `named` picks; JUKEBOX past the limit.
+    fn after_late(&self, named: impl Fn(&Key) -> bool) -> FsResult<()> {
+        if self.gate.late_n.load(Ordering::SeqCst) == 0 {
+            return Ok(());
+        }
+        let m = self.gate.lock();
+        let (_m, waited) = self
+            .gate
+            .ended
+            .wait_timeout_while(m, self.timeout, |m| m.keys().any(&named))
+            .unwrap_or_else(|e| e.into_inner());
+        if waited.timed_out() {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            return Err(jukebox());
+        }
+        Ok(())
+    }
+
+    /// Runs `f`, a call on `keys`, within the time limit (see the module
+    /// docs), for a caller on a thread that may wait (a lock call: never
+    /// on an event loop).
     pub fn run<T: Send + 'static>(
         &self,
+        keys: Vec<Key>,
         f: impl FnOnce() -> FsResult<T> + Send + 'static,
     ) -> FsResult<T> {
+        self.after_late(|k| keys.contains(k))?;
         match self.direct_slot() {
             Some(_held) => f(),
-            None => self.pooled(f),
+            None => self.pooled(keys, f),
         }
     }
 
-    /// Runs `f` on the pool; waits for it at most the time limit.
+    /// Runs `f`, a call on `keys`, on the pool; waits for it at most the
+    /// time limit. Answered JUKEBOX, it never starts later, or if it had
+    /// started, it is late until it ends.
     pub fn pooled<T: Send + 'static>(
         &self,
+        keys: Vec<Key>,
         f: impl FnOnce() -> FsResult<T> + Send + 'static,
     ) -> FsResult<T> {
         let (rtx, rrx) = mpsc::sync_channel(1);
+        let state = Arc::new(Mutex::new(State::Queued));
+        let (st, gate) = (state.clone(), self.gate.clone());
         let job: Job = Box::new(move || {
+            {
+                let mut s = lock(&st);
+                if matches!(*s, State::Abandoned) {
+                    return;
+                }
+                *s = State::Running;
+            }
+            let end = Ending { st, gate };
+            let r = f();
             // The caller may have given up: nobody to tell then.
-            let _ = rtx.send(f());
+            end.finish(|| drop(rtx.send(r)));
         });
         match self.tx.try_send(job) {
             Ok(()) => {}
@@ -195,6 +342,23 @@ impl Calls {
         match rrx.recv_timeout(self.timeout) {
             Ok(r) => r,
             Err(RecvTimeoutError::Timeout) => {
+                {
+                    let mut s = lock(&state);
+                    match std::mem::replace(&mut *s, State::Abandoned) {
+                        State::Queued => {}
+                        State::Running => {
+                            self.gate.add_late(&keys);
+                            *s = State::Late(keys);
+                        }
+                        // Ended just now: its result is there.
+                        other => {
+                            *s = other;
+                            if let Ok(r) = rrx.try_recv() {
+                                return r;
+                            }
+                        }
+                    }
+                }
                 let n = self.timed_out.fetch_add(1, Ordering::Relaxed) + 1;
                 if n.is_power_of_two() {
                     tracing::warn!(
@@ -262,29 +426,35 @@ mod tests {
     fn pool_answers_times_out_and_refuses() {
         // No direct slots: every call goes through the pool.
         let c = Calls::new("t", 0, 1, 1, Duration::from_millis(50));
-        assert_eq!(c.run(|| Ok(7)), Ok(7));
+        assert_eq!(c.run(vec![], || Ok(7)), Ok(7));
         assert_eq!(
-            c.run(|| -> FsResult<()> { Err(FsError::Stale) }),
+            c.run(vec![], || -> FsResult<()> { Err(FsError::Stale) }),
             Err(FsError::Stale)
         );
         let (tx, rx) = mpsc::channel::<()>();
         // A call stuck past the limit answers ETIMEDOUT (JUKEBOX) ...
         assert_eq!(
-            c.run(move || {
+            c.run(vec![], move || {
                 let _ = rx.recv_timeout(Duration::from_secs(5));
                 Ok(())
             }),
             Err(FsError::Errno(libc::ETIMEDOUT))
         );
         // ... the one queue slot fills, and the next call is refused at once.
-        assert_eq!(c.run(|| Ok(1)), Err(FsError::Errno(libc::ETIMEDOUT)));
-        assert_eq!(c.run(|| Ok(2)), Err(FsError::Errno(libc::ETIMEDOUT)));
+        assert_eq!(
+            c.run(vec![], || Ok(1)),
+            Err(FsError::Errno(libc::ETIMEDOUT))
+        );
+        assert_eq!(
+            c.run(vec![], || Ok(2)),
+            Err(FsError::Errno(libc::ETIMEDOUT))
+        );
         assert_eq!(c.refused.load(Ordering::Relaxed), 1);
         drop(tx);
         // Unstuck, the pool serves again.
         let ok = (0..100).any(|_| {
             std::thread::sleep(Duration::from_millis(10));
-            c.run(|| Ok(3)) == Ok(3)
+            c.run(vec![], || Ok(3)) == Ok(3)
         });
         assert!(ok);
     }
@@ -295,13 +465,13 @@ mod tests {
         // Healthy: runs on the calling thread.
         let me = std::thread::current().id();
         assert_eq!(
-            c.run(move || Ok(std::thread::current().id() == me)),
+            c.run(vec![], move || Ok(std::thread::current().id() == me)),
             Ok(true)
         );
         let (tx, rx) = mpsc::channel::<()>();
         let c2 = c.clone();
         let stuck = std::thread::spawn(move || {
-            c2.run(move || {
+            c2.run(vec![], move || {
                 let _ = rx.recv_timeout(Duration::from_secs(10));
                 Ok(())
             })
@@ -316,12 +486,12 @@ mod tests {
         // Stalled: a call goes to the pool, off this thread, and one stuck
         // there is answered JUKEBOX within the limit.
         assert_eq!(
-            c.run(move || Ok(std::thread::current().id() == me)),
+            c.run(vec![], move || Ok(std::thread::current().id() == me)),
             Ok(false)
         );
         let t0 = Instant::now();
         assert_eq!(
-            c.run(|| {
+            c.run(vec![], || {
                 std::thread::sleep(Duration::from_millis(400));
                 Ok(())
             }),
@@ -338,15 +508,121 @@ mod tests {
         assert!(!c.is_stalled());
     }
 
+    /// A pool of one thread held by a call until the returned sender
+    /// sends or drops: that call is answered JUKEBOX (late, on `keys`).
+    fn hold_pool(
+        c: &Arc<Calls>,
+        keys: Vec<Key>,
+        ran: Arc<Mutex<Vec<&'static str>>>,
+    ) -> mpsc::Sender<()> {
+        let (tx, rx) = mpsc::channel::<()>();
+        let r = c.pooled(keys, move || {
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+            ran.lock().unwrap().push("held");
+            Ok(())
+        });
+        assert_eq!(r, Err(FsError::Errno(libc::ETIMEDOUT)));
+        tx
+    }
+
+    #[test]
+    fn a_call_answered_before_it_started_never_runs() {
+        // No direct slots: every call goes through the one pool thread.
+        let c = Calls::new("t", 0, 1, 4, Duration::from_millis(50));
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let held = hold_pool(&c, vec![owner_key(9)], ran.clone());
+        // A WRITE of "A" waits in the queue past the limit: JUKEBOX.
+        let f = fh_key(&Fh(b"file".to_vec()));
+        let r2 = ran.clone();
+        let a = c.run(vec![f.clone()], move || {
+            r2.lock().unwrap().push("A");
+            Ok(())
+        });
+        assert_eq!(a, Err(FsError::Errno(libc::ETIMEDOUT)));
+        // The pool frees up: "A" is dropped, the next call runs.
+        drop(held);
+        let r3 = ran.clone();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut b = Err(FsError::Stale);
+        while b.is_err() && Instant::now() < deadline {
+            let r3 = r3.clone();
+            b = c.run(vec![f.clone()], move || {
+                r3.lock().unwrap().push("B");
+                Ok(())
+            });
+        }
+        assert_eq!(b, Ok(()));
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(
+            *ran.lock().unwrap(),
+            ["held", "B"],
+            "the JUKEBOX'd call ran"
+        );
+    }
+
+    #[test]
+    fn a_late_call_holds_back_later_calls_on_its_objects() {
+        // One direct slot: the cluster answers, calls run here.
+        let c = Calls::new("t", 1, 1, 4, Duration::from_millis(100));
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let (file, other) = (Fh(b"file".to_vec()), Fh(b"other".to_vec()));
+        // A call on the file answered JUKEBOX while it runs on the pool.
+        let held = hold_pool(&c, vec![fh_key(&file)], ran.clone());
+        let cred = Call::thread(&CRED, false);
+        // Another object: at once.
+        let t0 = Instant::now();
+        assert!(matches!(c.direct(&cred, &[&other]), Ok(Some(_))));
+        assert!(t0.elapsed() < Duration::from_millis(50));
+        // The same object, while the late call runs on: JUKEBOX at the
+        // limit, and nothing of it ran.
+        let t0 = Instant::now();
+        assert!(matches!(
+            c.direct(&cred, &[&other, &file]),
+            Err(FsError::Errno(libc::ETIMEDOUT))
+        ));
+        assert!(t0.elapsed() >= Duration::from_millis(100));
+        let r2 = ran.clone();
+        let k = fh_key(&file);
+        assert_eq!(
+            c.run(vec![k.clone()], move || {
+                r2.lock().unwrap().push("too early");
+                Ok(())
+            }),
+            Err(FsError::Errno(libc::ETIMEDOUT))
+        );
+        // It ends while a later call waits: that one runs after it.
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            drop(held);
+        });
+        let r3 = ran.clone();
+        assert_eq!(
+            c.run(vec![k], move || {
+                r3.lock().unwrap().push("after");
+                Ok(())
+            }),
+            Ok(())
+        );
+        release.join().unwrap();
+        assert_eq!(*ran.lock().unwrap(), ["held", "after"]);
+        assert!(matches!(c.direct(&cred, &[&file]), Ok(Some(_))));
+    }
+
     #[test]
     fn never_waits_on_an_event_loop_thread() {
         let c = Calls::new("t", 4, 1, 1, Duration::from_millis(100));
         let lp = crate::inline::Loop::new(crate::inline::Leave::NONE);
         lp.begin_call();
         let call = Call::on_loop(&CRED, &lp);
-        assert!(matches!(c.direct(&call), Err(FsError::Errno(libc::EAGAIN))));
+        assert!(matches!(
+            c.direct(&call, &[]),
+            Err(FsError::Errno(libc::EAGAIN))
+        ));
         assert!(lp.end_call());
         // On a thread it may wait, directly while the cluster answers.
-        assert!(matches!(c.direct(&Call::thread(&CRED, false)), Ok(Some(_))));
+        assert!(matches!(
+            c.direct(&Call::thread(&CRED, false), &[]),
+            Ok(Some(_))
+        ));
     }
 }

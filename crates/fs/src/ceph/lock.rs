@@ -52,10 +52,11 @@ impl CephLocks {
             l_pid: 0,
         };
         let (file, inner, owner) = (self.file.clone(), self.inner.clone(), self.owner);
-        self.calls.run(move || {
-            inner.m.lock(&file, &mut fl, owner, get).map_err(err)?;
-            Ok(fl)
-        })
+        self.calls
+            .run(vec![super::calls::owner_key(owner)], move || {
+                inner.m.lock(&file, &mut fl, owner, get).map_err(err)?;
+                Ok(fl)
+            })
     }
 }
 

@@ -395,10 +395,11 @@ impl Inner {
 /// arguments, while the cluster answers; otherwise on the timed pool with
 /// owned copies of the arguments named in `[..]` (the call may outlive the
 /// worker's wait), the caller's credential named `|i, cred|` likewise. The
-/// healthy path copies and allocates nothing.
+/// handles in `on [..]` are the objects it must not overtake a late call
+/// on (`calls.rs`). The healthy path copies and allocates nothing.
 macro_rules! ceph_call {
-    ($self:ident, $call:ident, [$($v:ident),*], |$i:ident, $cred:ident| $body:expr) => {{
-        match $self.calls.direct($call)? {
+    ($self:ident, $call:ident, on [$($k:ident),*], [$($v:ident),*], |$i:ident, $cred:ident| $body:expr) => {{
+        match $self.calls.direct($call, &[$($k),*])? {
             Some(_held) => {
                 let $i = &$self.inner;
                 let $cred = $call.cred;
@@ -409,18 +410,19 @@ macro_rules! ceph_call {
                 r
             }
             None => {
+                let keys = vec![$(calls::fh_key($k)),*];
                 $(let $v = $v.to_owned();)*
                 let $cred = $call.cred.clone();
                 let inner = $self.inner.clone();
-                $self.calls.pooled(move || {
+                $self.calls.pooled(keys, move || {
                     let $i = &inner;
                     $body
                 })
             }
         }
     }};
-    ($self:ident, $call:ident, [$($v:ident),*], |$i:ident| $body:expr) => {{
-        match $self.calls.direct($call)? {
+    ($self:ident, $call:ident, on [$($k:ident),*], [$($v:ident),*], |$i:ident| $body:expr) => {{
+        match $self.calls.direct($call, &[$($k),*])? {
             Some(_held) => {
                 let $i = &$self.inner;
                 #[allow(clippy::needless_borrow)]
@@ -428,9 +430,10 @@ macro_rules! ceph_call {
                 r
             }
             None => {
+                let keys = vec![$(calls::fh_key($k)),*];
                 $(let $v = $v.to_owned();)*
                 let inner = $self.inner.clone();
-                $self.calls.pooled(move || {
+                $self.calls.pooled(keys, move || {
                     let $i = &inner;
                     $body
                 })
@@ -446,7 +449,7 @@ impl Backend for CephFs {
 
     // attr.rs
     fn getattr(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Attr> {
-        ceph_call!(self, call, [fh], |i| i.attr(&i.resolve(&fh)?))
+        ceph_call!(self, call, on[fh], [fh], |i| i.attr(&i.resolve(&fh)?))
     }
 
     fn setattr(
@@ -456,27 +459,28 @@ impl Backend for CephFs {
         set: &SetAttr,
         guard: Option<Time>,
     ) -> FsResult<Wcc> {
-        ceph_call!(self, call, [fh, set], |i, cred| i
+        ceph_call!(self, call, on[fh], [fh, set], |i, cred| i
             .setattr(&cred, &fh, &set, guard))
     }
 
     fn access(&self, call: &Call<'_>, fh: &Fh, want: u32) -> FsResult<(u32, Attr)> {
-        ceph_call!(self, call, [fh], |i, cred| i.access(&cred, &fh, want))
+        ceph_call!(self, call, on[fh], [fh], |i, cred| i
+            .access(&cred, &fh, want))
     }
 
     fn fsstat(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(FsStat, Attr)> {
-        ceph_call!(self, call, [fh], |i| i.fsstat(&fh))
+        ceph_call!(self, call, on[fh], [fh], |i| i.fsstat(&fh))
     }
 
     fn fsinfo(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(FsInfo, Attr)> {
-        ceph_call!(self, call, [fh], |i| Ok((
+        ceph_call!(self, call, on[fh], [fh], |i| Ok((
             attr::FSINFO,
             i.attr(&i.resolve(&fh)?)?
         )))
     }
 
     fn pathconf(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(PathConf, Attr)> {
-        ceph_call!(self, call, [fh], |i| Ok((
+        ceph_call!(self, call, on[fh], [fh], |i| Ok((
             attr::PATHCONF,
             i.attr(&i.resolve(&fh)?)?
         )))
@@ -484,12 +488,12 @@ impl Backend for CephFs {
 
     // dir.rs
     fn lookup(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<(Fh, Attr, Option<Attr>)> {
-        ceph_call!(self, call, [dir, name], |i, cred| i
+        ceph_call!(self, call, on[dir], [dir, name], |i, cred| i
             .lookup(&cred, &dir, &name))
     }
 
     fn readlink(&self, call: &Call<'_>, fh: &Fh) -> FsResult<(Vec<u8>, Attr)> {
-        ceph_call!(self, call, [fh], |i, cred| i.readlink(&cred, &fh))
+        ceph_call!(self, call, on[fh], [fh], |i, cred| i.readlink(&cred, &fh))
     }
 
     fn readdir(
@@ -501,7 +505,7 @@ impl Backend for CephFs {
         max_entries: usize,
         plus: bool,
     ) -> FsResult<DirPage> {
-        ceph_call!(self, call, [dir], |i, cred| i.readdir(
+        ceph_call!(self, call, on[dir], [dir], |i, cred| i.readdir(
             &cred,
             &dir,
             cookie,
@@ -521,11 +525,11 @@ impl Backend for CephFs {
     ) -> FsResult<(bool, Attr)> {
         // Straight into the caller's buffer when run here; through a
         // buffer of the call's own on the pool.
-        if let Some(_held) = self.calls.direct(call)? {
+        if let Some(_held) = self.calls.direct(call, &[fh])? {
             return self.inner.read(call.cred, fh, offset, count, buf);
         }
         let (cred, fh, inner) = (call.cred.clone(), fh.clone(), self.inner.clone());
-        let (data, eof, a) = self.calls.pooled(move || {
+        let (data, eof, a) = self.calls.pooled(vec![calls::fh_key(&fh)], move || {
             let mut data = Vec::new();
             let (eof, a) = inner.read(&cred, &fh, offset, count, &mut data)?;
             Ok((data, eof, a))
@@ -542,22 +546,22 @@ impl Backend for CephFs {
         data: &[u8],
         stable: Stable,
     ) -> FsResult<(u32, Stable, Wcc)> {
-        ceph_call!(self, call, [fh, data], |i, cred| i
+        ceph_call!(self, call, on[fh], [fh, data], |i, cred| i
             .write(&cred, &fh, offset, &data, stable))
     }
 
     fn commit(&self, call: &Call<'_>, fh: &Fh, _offset: u64, _count: u32) -> FsResult<Wcc> {
-        ceph_call!(self, call, [fh], |i, cred| i.commit(&cred, &fh))
+        ceph_call!(self, call, on[fh], [fh], |i, cred| i.commit(&cred, &fh))
     }
 
     // namespace.rs
     fn create(&self, call: &Call<'_>, dir: &Fh, name: &[u8], how: &CreateHow) -> FsResult<Created> {
-        ceph_call!(self, call, [dir, name, how], |i, cred| i
+        ceph_call!(self, call, on[dir], [dir, name, how], |i, cred| i
             .create(&cred, &dir, &name, &how))
     }
 
     fn mkdir(&self, call: &Call<'_>, dir: &Fh, name: &[u8], set: &SetAttr) -> FsResult<Created> {
-        ceph_call!(self, call, [dir, name, set], |i, cred| i
+        ceph_call!(self, call, on[dir], [dir, name, set], |i, cred| i
             .mkdir(&cred, &dir, &name, &set))
     }
 
@@ -569,7 +573,7 @@ impl Backend for CephFs {
         target: &[u8],
         set: &SetAttr,
     ) -> FsResult<Created> {
-        ceph_call!(self, call, [dir, name, target, set], |i, cred| i
+        ceph_call!(self, call, on[dir], [dir, name, target, set], |i, cred| i
             .symlink(&cred, &dir, &name, &target, &set))
     }
 
@@ -581,17 +585,17 @@ impl Backend for CephFs {
         kind: NodeKind,
         set: &SetAttr,
     ) -> FsResult<Created> {
-        ceph_call!(self, call, [dir, name, set], |i, cred| i
+        ceph_call!(self, call, on[dir], [dir, name, set], |i, cred| i
             .mknod(&cred, &dir, &name, kind, &set))
     }
 
     fn remove(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
-        ceph_call!(self, call, [dir, name], |i, cred| i
+        ceph_call!(self, call, on[dir], [dir, name], |i, cred| i
             .remove(&cred, &dir, &name, false))
     }
 
     fn rmdir(&self, call: &Call<'_>, dir: &Fh, name: &[u8]) -> FsResult<Wcc> {
-        ceph_call!(self, call, [dir, name], |i, cred| i
+        ceph_call!(self, call, on[dir], [dir, name], |i, cred| i
             .remove(&cred, &dir, &name, true))
     }
 
@@ -603,18 +607,19 @@ impl Backend for CephFs {
         to_dir: &Fh,
         to: &[u8],
     ) -> FsResult<(Wcc, Wcc)> {
-        ceph_call!(self, call, [from_dir, from, to_dir, to], |i, cred| i
+        ceph_call!(self, call, on [from_dir, to_dir], [from_dir, from, to_dir, to], |i, cred| i
             .rename(&cred, &from_dir, &from, &to_dir, &to))
     }
 
     fn link(&self, call: &Call<'_>, file: &Fh, dir: &Fh, name: &[u8]) -> FsResult<(Attr, Wcc)> {
-        ceph_call!(self, call, [file, dir, name], |i, cred| i
+        ceph_call!(self, call, on [file, dir], [file, dir, name], |i, cred| i
             .link(&cred, &file, &dir, &name))
     }
 
     // lock.rs
     fn open_for_locks(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Arc<dyn crate::lock::LockFile>> {
-        let f = ceph_call!(self, call, [fh], |i, cred| i.open_for_locks(&cred, &fh))?;
+        let f = ceph_call!(self, call, on[fh], [fh], |i, cred| i
+            .open_for_locks(&cred, &fh))?;
         Ok(Arc::new(lock::CephLocks::new(f, self.calls.clone())))
     }
 

@@ -1671,3 +1671,169 @@ async fn exclusive_create_survives_a_head_killed_mid_create() {
     })
     .await;
 }
+
+// ---------------------------------------------------------------------------
+// 8. A call answered JUKEBOX never runs later: a WRITE that timed out while
+// queued cannot land after the client's next WRITE to the same range.
+
+/// SIGSTOP of a process until dropped (SIGCONT, also on a panic).
+struct Frozen(u32);
+
+impl Frozen {
+    fn new(pid: u32) -> Frozen {
+        let st = std::process::Command::new("kill")
+            .args(["-STOP", &pid.to_string()])
+            .status()
+            .expect("kill -STOP");
+        assert!(st.success(), "kill -STOP {pid}");
+        Frozen(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &self.0.to_string()])
+            .status();
+    }
+}
+
+async fn write_status(nfs: &NfsClient, fh: &NfsFh3, data: &[u8]) -> Nfsstat3 {
+    nfs.write(&Write3Args {
+        file: fh.clone(),
+        offset: 0,
+        count: data.len() as u32,
+        stable: StableHow::FileSync,
+        data: data.to_vec(),
+    })
+    .await
+    .expect("WRITE rpc")
+    .status()
+}
+
+async fn getattr_took(nfs: &NfsClient, fh: &NfsFh3) -> (Nfsstat3, Duration) {
+    let t0 = std::time::Instant::now();
+    let st = getattr_status(nfs, fh).await.expect("GETATTR rpc");
+    (st, t0.elapsed())
+}
+
+/// Two other CephFS clients (heads T1, T2 of the same directory) each
+/// holding the write capabilities of a file of their own (g1, g2): while
+/// one is frozen, a call of the head under test on its file waits for it,
+/// and nothing else does.
+struct Blockers {
+    t: [Head; 2],
+    /// g1 and g2 through the head under test.
+    g: [NfsFh3; 2],
+}
+
+impl Blockers {
+    async fn new(scratch: &Scratch, s: &Session) -> Blockers {
+        let t = [
+            scratch.head(TempDir::new("ceph-t1")),
+            scratch.head(TempDir::new("ceph-t2")),
+        ];
+        let mut g = Vec::new();
+        for (t, name) in t.iter().zip(["g1", "g2"]) {
+            let ts = mount(t).await;
+            let (gt, _) = create_file(&ts.nfs, &ts.root, name).await;
+            let gh = lookup(&s.nfs, &s.root, name).await;
+            getattr(&s.nfs, &gh).await;
+            // Buffered by the other client: it holds the file's write
+            // capabilities until it is asked for them.
+            write_res(&ts.nfs, &gt, 0, b"x", StableHow::Unstable).await;
+            g.push(gh);
+        }
+        let g = [g[0].clone(), g[1].clone()];
+        Blockers { t, g }
+    }
+
+    fn freeze(&self) -> (Frozen, Frozen) {
+        let pid = |h: &Head| h.pid().expect("blocker runs");
+        (Frozen::new(pid(&self.t[0])), Frozen::new(pid(&self.t[1])))
+    }
+
+    /// GETATTR of g1 or g2 (`i`) through `s`, in the background.
+    fn call(&self, s: &Session, i: usize) -> tokio::task::JoinHandle<(Nfsstat3, Duration)> {
+        let (nfs, g) = (s.nfs.clone(), self.g[i].clone());
+        tokio::spawn(async move { getattr_took(&nfs, &g).await })
+    }
+}
+
+/// Until a call on the root answers at once: `s`'s head runs calls
+/// directly again.
+async fn until_direct(s: &Session) {
+    for _ in 0..50 {
+        let (st, took) = getattr_took(&s.nfs, &s.root).await;
+        if st == Nfsstat3::Ok && took < Duration::from_millis(500) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the head never ran calls directly again");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_answered_jukebox_never_lands_later() {
+    let Some(_conf) = ceph_conf("a_write_answered_jukebox_never_lands_later") else {
+        return;
+    };
+    // Alone on the cluster: two of its clients are frozen for a while.
+    let _alone = CLUSTER.write().await;
+    let body = async {
+        let Some(scratch) = Scratch::new("jukebox_write").await else {
+            return;
+        };
+        // One call at a time directly and one on the pool, limit 1 s.
+        let (h, _cfg) = head_with(
+            &scratch,
+            "ceph-one",
+            "ceph_call_timeout_ms = 1000\nceph_call_threads = 1",
+            &[],
+        );
+        let s = mount(&h).await;
+        let (f, _) = create_file(&s.nfs, &s.root, "f").await;
+        assert_eq!(write_status(&s.nfs, &f, b"0000").await, Nfsstat3::Ok);
+        let b = Blockers::new(&scratch, &s).await;
+        let (frozen1, frozen2) = b.freeze();
+        // g1 holds the direct slot past the limit: the head is stalled...
+        let on_g1 = b.call(&s, 0);
+        tokio::time::sleep(Duration::from_millis(1600)).await;
+        // ... g2 holds the pool's one thread ...
+        let on_g2 = b.call(&s, 1);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        // ... and a WRITE of "AAAA" waits behind it, past the limit.
+        assert_eq!(
+            write_status(&s.nfs, &f, b"AAAA").await,
+            Nfsstat3::Jukebox,
+            "WRITE A, queued behind a stuck call"
+        );
+        assert_eq!(
+            on_g2.await.expect("task").0,
+            Nfsstat3::Jukebox,
+            "GETATTR g2"
+        );
+        // g1's client answers: the head runs calls directly again.
+        drop(frozen1);
+        assert_eq!(on_g1.await.expect("task").0, Nfsstat3::Ok, "GETATTR g1");
+        until_direct(&s).await;
+        // The client's next WRITE to the same range, answered at once.
+        assert_eq!(
+            write_status(&s.nfs, &f, b"BBBB").await,
+            Nfsstat3::Ok,
+            "WRITE B"
+        );
+        // g2's client answers: the pool's thread is free for what waits.
+        drop(frozen2);
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        assert_eq!(
+            read_data(&s.nfs, &f, 0, 100).await,
+            b"BBBB",
+            "the WRITE answered JUKEBOX landed after the later one"
+        );
+    };
+    match tokio::time::timeout(CEPH_TEST_TIMEOUT, body).await {
+        Ok(()) => {}
+        Err(_) => panic!("test body exceeded {CEPH_TEST_TIMEOUT:?}"),
+    }
+}
