@@ -21,6 +21,9 @@
 //!   object it names (its handles; a lock owner) waits for it, at most the
 //!   limit, then gets JUKEBOX itself. The client's retry, or the next
 //!   write to the same range, can then never be overtaken by it.
+//! * At exit (`close`) no call enters libcephfs any more, and the backend
+//!   waits a while for those inside: unmounting under them would free
+//!   what they use.
 //! * Never on an event-loop thread (`crate::inline`): there a call gives up
 //!   at once and runs again on a worker.
 //!
@@ -65,8 +68,8 @@ enum State {
     Done,
 }
 
-/// Ends a running pooled call, also by unwinding: its state and its late
-/// objects.
+/// Ends a running pooled call, also by unwinding: its state, its late
+/// objects, the running count.
 struct Ending {
     st: Arc<Mutex<State>>,
     gate: Arc<Gate>,
@@ -87,6 +90,7 @@ impl Ending {
 impl Drop for Ending {
     fn drop(&mut self) {
         self.finish(|| {});
+        self.gate.running.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -97,6 +101,10 @@ struct Gate {
     /// Late calls now: 0 keeps every call off the lock above.
     late_n: AtomicUsize,
     ended: Condvar,
+    /// Pooled calls inside libcephfs now.
+    running: AtomicUsize,
+    /// Set at exit: no call starts any more.
+    closing: AtomicBool,
 }
 
 impl Gate {
@@ -203,6 +211,8 @@ impl Calls {
                 late: Mutex::new(HashMap::new()),
                 late_n: AtomicUsize::new(0),
                 ended: Condvar::new(),
+                running: AtomicUsize::new(0),
+                closing: AtomicBool::new(false),
             }),
             timeout,
             epoch: Instant::now(),
@@ -242,7 +252,7 @@ impl Calls {
             let s = &self.slots[i];
             if s.0.load(Ordering::Relaxed) == 0
                 && s.0
-                    .compare_exchange(0, now, Ordering::AcqRel, Ordering::Relaxed)
+                    .compare_exchange(0, now, Ordering::SeqCst, Ordering::Relaxed)
                     .is_ok()
             {
                 return Some(Held(s));
@@ -256,21 +266,28 @@ impl Calls {
     /// call must go through the timed pool (`pooled`), an error for a call
     /// inline on an event loop (which must never wait on the cluster), and
     /// JUKEBOX for one that waited the limit for a late call on its
-    /// objects.
+    /// objects, or one at exit.
     pub fn direct(&self, call: &Call<'_>, keys: &[&Fh]) -> FsResult<Option<impl Drop + '_>> {
         if call.inline() {
             return Err(call.give_up());
         }
         self.after_late(|k| keys.iter().any(|f| k.split_first() == Some((&0, &f.0[..]))))?;
-        Ok(self.direct_slot())
+        self.direct_slot()
     }
 
-    /// A direct slot while the cluster answers.
-    fn direct_slot(&self) -> Option<Held<'_>> {
-        if self.stalled.load(Ordering::Acquire) {
-            return None;
+    /// A direct slot while the cluster answers; JUKEBOX at exit.
+    fn direct_slot(&self) -> FsResult<Option<Held<'_>>> {
+        let held = if self.stalled.load(Ordering::Acquire) {
+            None
+        } else {
+            self.take_slot()
+        };
+        // After the slot is taken: `close` sees the slot, or this sees it
+        // closing (both SeqCst).
+        if self.gate.closing.load(Ordering::SeqCst) {
+            return Err(jukebox());
         }
-        self.take_slot()
+        Ok(held)
     }
 
     /// Waits (at most the limit) until no late call names an object
@@ -301,7 +318,7 @@ impl Calls {
         f: impl FnOnce() -> FsResult<T> + Send + 'static,
     ) -> FsResult<T> {
         self.after_late(|k| keys.contains(k))?;
-        match self.direct_slot() {
+        match self.direct_slot()? {
             Some(_held) => f(),
             None => self.pooled(keys, f),
         }
@@ -322,6 +339,15 @@ impl Calls {
             {
                 let mut s = lock(&st);
                 if matches!(*s, State::Abandoned) {
+                    return;
+                }
+                // Counted before the check: `close` sees it running, or
+                // this sees it closing (both SeqCst).
+                gate.running.fetch_add(1, Ordering::SeqCst);
+                if gate.closing.load(Ordering::SeqCst) {
+                    gate.running.fetch_sub(1, Ordering::SeqCst);
+                    *s = State::Done;
+                    let _ = rtx.send(Err(jukebox()));
                     return;
                 }
                 *s = State::Running;
@@ -370,6 +396,24 @@ impl Calls {
                 Err(jukebox())
             }
             Err(RecvTimeoutError::Disconnected) => Err(FsError::Errno(libc::EIO)),
+        }
+    }
+
+    /// At exit: no call starts from now on (each gets JUKEBOX), and this
+    /// waits at most `wait` for those inside libcephfs. Whether none is.
+    pub fn close(&self, wait: Duration) -> bool {
+        self.gate.closing.store(true, Ordering::SeqCst);
+        let end = Instant::now() + wait;
+        loop {
+            let busy = self.gate.running.load(Ordering::SeqCst) != 0
+                || self.slots.iter().any(|s| s.0.load(Ordering::SeqCst) != 0);
+            if !busy {
+                return true;
+            }
+            if Instant::now() >= end {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 
@@ -606,6 +650,34 @@ mod tests {
         release.join().unwrap();
         assert_eq!(*ran.lock().unwrap(), ["held", "after"]);
         assert!(matches!(c.direct(&cred, &[&file]), Ok(Some(_))));
+    }
+
+    #[test]
+    fn close_waits_for_calls_inside_then_refuses_new_ones() {
+        let c = Calls::new("t", 1, 1, 4, Duration::from_millis(50));
+        let (tx, rx) = mpsc::channel::<()>();
+        let c2 = c.clone();
+        let inside = std::thread::spawn(move || {
+            c2.run(vec![], move || {
+                let _ = rx.recv_timeout(Duration::from_secs(10));
+                Ok(())
+            })
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        // A direct call inside libcephfs: not idle within the wait.
+        assert!(!c.close(Duration::from_millis(50)));
+        drop(tx);
+        assert_eq!(inside.join().ok(), Some(Ok(())));
+        assert!(c.close(Duration::from_secs(1)));
+        // Closed: nothing runs, directly or on the pool.
+        assert_eq!(
+            c.run(vec![], || -> FsResult<()> { panic!("ran after close") }),
+            Err(FsError::Errno(libc::ETIMEDOUT))
+        );
+        assert_eq!(
+            c.pooled(vec![], || -> FsResult<()> { panic!("ran after close") }),
+            Err(FsError::Errno(libc::ETIMEDOUT))
+        );
     }
 
     #[test]

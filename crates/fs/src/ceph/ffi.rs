@@ -722,6 +722,13 @@ impl Mount {
         }
     }
 
+    /// At the process's exit with calls still inside libcephfs: the
+    /// session is left as it is (unmounting would free what those calls
+    /// use), and nothing calls libcephfs on this mount any more.
+    pub fn abandon(&self) {
+        self.gone.store(true, Ordering::Release);
+    }
+
     fn is_gone(&self) -> bool {
         self.gone.load(Ordering::Acquire)
     }

@@ -624,6 +624,16 @@ impl Backend for CephFs {
     }
 
     fn shutdown(&self) {
+        // Calls still inside libcephfs (the cluster stopped answering
+        // them) would use what an unmount frees: wait for them a while,
+        // else leave the session to the MDS's timeout.
+        if !self.calls.close(self.inner.opts.call_timeout) {
+            tracing::warn!(
+                "CephFS calls still wait for the cluster at exit: the session is left, and the MDS ends it at its timeout (or this head's next start does)"
+            );
+            self.inner.m.abandon();
+            return;
+        }
         // Written but uncommitted data first (as a close would), then the
         // session, so other heads get its capabilities at once.
         // Two passes: the first clears the CLOCK's second-chance bits.

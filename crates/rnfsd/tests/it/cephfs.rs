@@ -1837,3 +1837,56 @@ async fn a_write_answered_jukebox_never_lands_later() {
         Err(_) => panic!("test body exceeded {CEPH_TEST_TIMEOUT:?}"),
     }
 }
+
+// ---------------------------------------------------------------------------
+// 9. Exit while a call answered JUKEBOX still waits inside libcephfs: no
+// unmount under it (that would free what it uses); the session is left,
+// and the head's next start ends it.
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exit_with_a_call_stuck_in_libcephfs() {
+    let Some(_conf) = ceph_conf("exit_with_a_call_stuck_in_libcephfs") else {
+        return;
+    };
+    // Alone on the cluster: two of its clients are frozen for a while.
+    let _alone = CLUSTER.write().await;
+    let body = async {
+        let Some(scratch) = Scratch::new("stuck_exit").await else {
+            return;
+        };
+        let (mut h, _cfg) = head_with(
+            &scratch,
+            "ceph-exit",
+            "ceph_call_timeout_ms = 1000\nceph_call_threads = 1\nshutdown_timeout_secs = 1",
+            &[],
+        );
+        let s = mount(&h).await;
+        let b = Blockers::new(&scratch, &s).await;
+        let (frozen1, frozen2) = b.freeze();
+        // g1 stalls the head; g2 then holds the pool's thread, answered
+        // JUKEBOX; g1 is answered once its client is back.
+        let on_g1 = b.call(&s, 0);
+        tokio::time::sleep(Duration::from_millis(1600)).await;
+        assert_eq!(b.call(&s, 1).await.expect("task").0, Nfsstat3::Jukebox);
+        drop(frozen1);
+        assert_eq!(on_g1.await.expect("task").0, Nfsstat3::Ok, "GETATTR g1");
+        // Exit with the GETATTR of g2 inside libcephfs.
+        let t0 = std::time::Instant::now();
+        let code = tokio::task::block_in_place(|| h.0.stop());
+        let took = t0.elapsed();
+        drop(frozen2);
+        let log = std::fs::read_to_string(h.state.path().join("server.log")).unwrap_or_default();
+        assert_eq!(code, Some(0), "exit (after {took:?}):\n{log}");
+        assert!(took < Duration::from_secs(10), "exit took {took:?}");
+        assert!(log.contains("session is left"), "{log}");
+        // Its next start ends the session it left.
+        h.respawn();
+        let s = mount(&h).await;
+        getattr(&s.nfs, &b.g[1]).await;
+        assert_eq!(h.0.stop(), Some(0), "a clean exit");
+    };
+    match tokio::time::timeout(CEPH_TEST_TIMEOUT, body).await {
+        Ok(()) => {}
+        Err(_) => panic!("test body exceeded {CEPH_TEST_TIMEOUT:?}"),
+    }
+}
