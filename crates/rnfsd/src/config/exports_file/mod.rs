@@ -387,20 +387,45 @@ impl Parser<'_> {
                     _ => return Err(self.err(t.line, format!("{:?}: options must be (opt,opt,...) right after the client, with no space", t.text))),
                 },
             };
-            let name = if name.is_empty() {
-                self.warn(t.line, format!("no client before {:?}: it applies to every host (*), as exportfs does; write *{} to say so", t.text, t.text));
-                "*"
-            } else {
-                name
-            };
             let mut o = defaults;
             if let Some(l) = list {
                 self.options(&mut o, l, t.line)?;
             }
+            let name = if name.is_empty() {
+                // The classic "host (rw)" typo: exportfs gives the world
+                // these options. Read-only and squashed it is kept.
+                let what = format!(
+                    "no client before {:?}: exportfs gives these options to every host (*)",
+                    t.text
+                );
+                if let Some(open) = opens(&o) {
+                    return Err(self.err(t.line, format!("{what}, here {open}: write *{} if that is meant, or remove the space after the client", t.text)));
+                }
+                self.warn(
+                    t.line,
+                    format!("{what}, as rnfsd does; write *{} to say so", t.text),
+                );
+                "*"
+            } else {
+                name
+            };
             clients.push((t, name, o));
         }
         if clients.is_empty() {
-            self.warn(at, format!("{} has no clients: exported to every host (*), as exportfs does; write * to say so", path.display()));
+            let what = format!(
+                "{} has no clients: exportfs exports it to every host (*)",
+                path.display()
+            );
+            if let Some(open) = opens(&defaults) {
+                return Err(self.err(
+                    at,
+                    format!("{what}, here {open}: list the clients, or write * to say so"),
+                ));
+            }
+            self.warn(
+                at,
+                format!("{what}, as rnfsd does (read-only); write * to say so"),
+            );
             clients.push((&world, "*", defaults));
         }
         // rnfsd keeps these per export.
@@ -513,6 +538,20 @@ impl Parser<'_> {
             }
         }
     }
+}
+
+/// The options that make an implicit `*` (a bare `(opts)`, a line with no
+/// clients) a hole rather than a typo: "with rw, no_root_squash", or None.
+fn opens(o: &Opts) -> Option<String> {
+    let words: Vec<&str> = [
+        (!o.read_only, "rw"),
+        (!o.root_squash, "no_root_squash"),
+        (!o.secure, "insecure"),
+    ]
+    .iter()
+    .filter_map(|&(on, w)| on.then_some(w))
+    .collect();
+    (!words.is_empty()).then(|| format!("with {}", words.join(", ")))
 }
 
 fn is_uuid(v: &str) -> bool {

@@ -380,21 +380,45 @@ fn defaults_bare_options_and_no_clients() {
     let p = ok("/x -async,crossmnt,fsid=9 10.0.0.1 10.0.0.2(rw)");
     let e = &p.exports[0];
     assert_eq!((e.sync, e.cross_mounts, e.id), (false, true, Some(9)));
-    // A bare (opts) is *(opts) (the classic "host (rw)" mistake).
-    let p = ok("/x 10.0.0.1 (rw)");
+    // A bare (opts) is *(opts) (the classic "host (rw)" mistake): kept
+    // when it gives the world nothing more than the defaults...
+    let p = ok("/x 10.0.0.1 (sync,all_squash)");
     assert_eq!(opts(&p, 0, "10.0.0.1"), Some(knfsd_default()));
-    assert!(!opts(&p, 0, "203.0.113.1").unwrap().read_only);
+    let world = opts(&p, 0, "203.0.113.1").unwrap();
+    assert!(world.read_only && world.all_squash && world.secure);
     assert!(
-        p.warnings[0].starts_with("F:1: no client before \"(rw)\""),
+        p.warnings[0].starts_with("F:1: no client before \"(sync,all_squash)\""),
         "{:?}",
         p.warnings
     );
-    // No clients: everyone, with the defaults, and a warning.
-    let p = ok("/x\n/y -rw");
+    // ... refused when the world would get rw, no_root_squash or
+    // insecure (exportfs accepts them all).
+    for (text, want) in [
+        ("/x 10.0.0.1 (rw)", "F:1: no client before \"(rw)\": exportfs gives these options to every host (*), here with rw: write *(rw)"),
+        ("/x 10.0.0.1 \\\n  (no_root_squash)", "F:2: no client before \"(no_root_squash)\": exportfs gives these options to every host (*), here with no_root_squash"),
+        ("/x 10.0.0.1 (ro,insecure)", "F:1: no client before \"(ro,insecure)\": exportfs gives these options to every host (*), here with insecure"),
+        ("/x -rw 10.0.0.1 (sync)", "here with rw"),
+        ("/x -no_root_squash,insecure,rw 10.0.0.1 (ro)", "here with no_root_squash, insecure"),
+    ] {
+        let e = bad(text);
+        assert!(e.contains(want), "{text:?}: {e}");
+    }
+    assert!(ok("/x -rw 10.0.0.1 (ro)").warnings[0].contains("no client before"));
+    // No clients: everyone, read-only with the defaults, and a warning...
+    let p = ok("/x\n/y -ro,all_squash,async");
     assert_eq!(opts(&p, 0, "203.0.113.1"), Some(knfsd_default()));
-    assert!(!opts(&p, 1, "203.0.113.1").unwrap().read_only);
+    assert!(opts(&p, 1, "203.0.113.1").unwrap().all_squash);
     assert_eq!(p.warnings.len(), 2);
     assert!(p.warnings[1].starts_with("F:2: /y has no clients"));
+    // ... and refused with options that open it.
+    for (text, want) in [
+        ("/y -rw", "F:1: /y has no clients: exportfs exports it to every host (*), here with rw: list the clients"),
+        ("\n/y -no_root_squash", "F:2: /y has no clients: exportfs exports it to every host (*), here with no_root_squash"),
+        ("/y -insecure", "here with insecure"),
+    ] {
+        let e = bad(text);
+        assert!(e.contains(want), "{text:?}: {e}");
+    }
     // Same options twice is harmless (a name and its address).
     let p = ok("/x master(rw) 192.0.2.10(rw)");
     assert_eq!(p.exports[0].access().unwrap().rules().len(), 1);
