@@ -3,8 +3,9 @@
 //!
 //! Each export has a list of client specifications (an address, a CIDR
 //! network, or `*`), each with its options. A client is matched as
-//! exports(5) orders it: a single address first, then networks in the order
-//! given, then `*`. The per-call check is a short linear scan over
+//! nfs-utils' mountd orders it: a single address first, then networks in
+//! the order given, then netgroup members (an exports(5) `@group`, expanded
+//! to its members' addresses at load), then `*`. The per-call check is a short linear scan over
 //! precomputed (network, mask) pairs plus building the squashed credential:
 //! no allocation beyond the credential's group list, no lock, no shared
 //! write (the rules sit behind an `ArcSwap` in [`crate::state::Export`]).
@@ -37,6 +38,9 @@ pub struct ClientSpec {
     prefix: u8,
     /// As written, for EXPORT (showmount -e) and logs.
     text: String,
+    /// A member of an exports(5) netgroup: it ranks after networks, as
+    /// MCL_NETGROUP after MCL_SUBNETWORK in nfs-utils, whatever its prefix.
+    netgroup: bool,
 }
 
 fn mask(prefix: u8) -> u128 {
@@ -66,6 +70,7 @@ impl ClientSpec {
                 net: 0,
                 prefix: 0,
                 text,
+                netgroup: false,
             });
         }
         let (addr, len) = match text.split_once('/') {
@@ -91,18 +96,32 @@ impl ClientSpec {
                 "client {text:?}: address has bits set beyond the /{len} prefix"
             ));
         }
-        Ok(ClientSpec { net, prefix, text })
+        Ok(ClientSpec {
+            net,
+            prefix,
+            text,
+            netgroup: false,
+        })
+    }
+
+    /// The same addresses, as a netgroup member (ranked after networks).
+    pub fn in_netgroup(self) -> ClientSpec {
+        ClientSpec {
+            netgroup: true,
+            ..self
+        }
     }
 
     pub fn matches(&self, ip: IpAddr) -> bool {
         key_of(ip) & mask(self.prefix) == self.net
     }
 
-    /// exports(5) precedence class: single host, network, anyone.
+    /// Precedence class: single host, network, netgroup member, anyone.
     fn class(&self) -> u8 {
         match self.prefix {
+            0 => 3,
+            _ if self.netgroup => 2,
             128 => 0,
-            0 => 2,
             _ => 1,
         }
     }
@@ -210,8 +229,8 @@ pub struct ExportAccess {
 }
 
 impl ExportAccess {
-    /// Orders `rules` by exports(5) precedence (hosts, networks, `*`),
-    /// keeping the given order within each class.
+    /// Orders `rules` by precedence (hosts, networks, netgroup members,
+    /// `*`), keeping the given order within each class.
     pub fn new(mut rules: Vec<Rule>) -> ExportAccess {
         rules.sort_by_key(|r| r.spec.class());
         ExportAccess { rules }
@@ -225,6 +244,7 @@ impl ExportAccess {
                 net: 0,
                 prefix: 0,
                 text: "*".into(),
+                netgroup: false,
             },
             opts: ClientOpts {
                 read_only,
@@ -330,6 +350,28 @@ mod tests {
         assert!(ro("192.168.0.1"), "* last");
         let b = ExportAccess::new(vec![rule("10.0.0.0/8", false)]);
         assert!(b.lookup(ip("11.0.0.1")).is_none());
+    }
+
+    #[test]
+    fn netgroup_members_rank_after_networks_before_any() {
+        let member = |s: &str, read_only| Rule {
+            spec: spec(s).in_netgroup(),
+            ..rule(s, read_only)
+        };
+        let a = ExportAccess::new(vec![
+            rule("*", true),
+            member("10.1.2.3", false),
+            member("192.168.0.7", false),
+            rule("10.0.0.0/8", true),
+            rule("10.9.9.9", false),
+        ]);
+        let ro = |s| a.lookup(ip(s)).unwrap().read_only;
+        assert!(ro("10.1.2.3"), "the network outranks the netgroup member");
+        assert!(!ro("192.168.0.7"), "the member outranks *");
+        assert!(!ro("10.9.9.9"), "a listed host outranks the network");
+        assert!(ro("172.16.0.1"));
+        // A member and the same address listed as a host are two rules.
+        assert_ne!(spec("10.1.2.3"), spec("10.1.2.3").in_netgroup());
     }
 
     fn sys(uid: u32, gid: u32, gids: &[u32]) -> Auth {

@@ -52,6 +52,10 @@ pub struct ClientConfig {
     pub anongid: Option<u32>,
     #[serde(default)]
     pub secure: Option<bool>,
+    /// A member of an exports(5) `@netgroup` (not a TOML key): it ranks
+    /// after networks, as in nfs-utils.
+    #[serde(skip)]
+    pub netgroup: bool,
 }
 
 /// Which backend serves an export.
@@ -194,7 +198,8 @@ impl ExportConfig {
                 anongid: c.anongid.unwrap_or(base.anongid),
                 secure: c.secure.unwrap_or(base.secure),
             };
-            push(ClientSpec::parse(&c.match_).map_err(at)?, opts)?;
+            let spec = ClientSpec::parse(&c.match_).map_err(at)?;
+            push(if c.netgroup { spec.in_netgroup() } else { spec }, opts)?;
         }
         if rules.is_empty() && self.origin.is_none() {
             return Err(at(

@@ -441,6 +441,8 @@ impl Parser<'_> {
         }
         let mut rules: Vec<(ClientConfig, String, usize)> = Vec::new();
         for (t, name, o) in &clients {
+            // classify: a name starting with @ is a netgroup.
+            let netgroup = name.starts_with('@');
             for spec in self.resolve(name, t.line)? {
                 let c = ClientConfig {
                     match_: spec,
@@ -450,8 +452,12 @@ impl Parser<'_> {
                     anonuid: Some(o.anonuid),
                     anongid: Some(o.anongid),
                     secure: Some(o.secure),
+                    netgroup,
                 };
-                match rules.iter().find(|(r, _, _)| r.match_ == c.match_) {
+                // A host also in a netgroup is two rules: the host's ranks
+                // first.
+                let same = |r: &ClientConfig| (&r.match_, r.netgroup) == (&c.match_, c.netgroup);
+                match rules.iter().find(|(r, _, _)| same(r)) {
                     None => rules.push((c, t.text.clone(), t.line)),
                     Some((r, _, _)) if *r == c => {}
                     Some((_, other, l)) => {

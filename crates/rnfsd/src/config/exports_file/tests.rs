@@ -31,6 +31,8 @@ fn fake() -> Fake {
     f.hosts.insert("noaddr", vec![]);
     f.groups.insert("trusted", vec!["master", "192.0.2.40"]);
     f.groups.insert("external", vec!["ext1", "", "gone"]);
+    f.groups
+        .insert("admins", vec!["10.1.2.3", "pc001", "master"]);
     f
 }
 
@@ -309,7 +311,7 @@ fn errors_name_the_line() {
         ("/x -crossmnt 10.0.0.1 10.0.0.2(crossmnt) \\\n 10.0.0.3(nocrossmnt)", "F:2: unknown option \"nocrossmnt\""),
         ("/x 10.0.0.1(crossmnt) 10.0.0.2", "F:1: clients"),
         ("/x 10.0.0.1(ro) 10.0.0.1(rw)", "F:1: client 10.0.0.1 (from \"10.0.0.1(rw)\") is also given by \"10.0.0.1(ro)\" on line 1"),
-        ("/x master(ro) @trusted(rw)", "F:1: client 192.0.2.10 (from \"@trusted(rw)\")"),
+        ("/x @trusted(ro) @admins(rw)", "F:1: client 192.0.2.10 (from \"@admins(rw)\") is also given by \"@trusted(ro)\""),
     ];
     for (text, want) in cases {
         let e = bad(text);
@@ -469,6 +471,51 @@ fn client_forms() {
         let p = ok(&format!("/x {w}"));
         assert_eq!(p.warnings.is_empty(), w == "*", "{w}");
     }
+}
+
+/// Netgroup members rank after networks and before `*`, as nfs-utils'
+/// MCL_NETGROUP after MCL_SUBNETWORK; a host listed by name or address
+/// ranks before them.
+#[test]
+fn netgroups_rank_after_networks() {
+    let p = ok("/x 10.0.0.0/8(ro) @admins(rw,no_root_squash) *(ro,all_squash)");
+    let admin = ClientOpts {
+        read_only: false,
+        root_squash: false,
+        ..knfsd_default()
+    };
+    assert_eq!(opts(&p, 0, "10.1.2.3"), Some(knfsd_default()), "10/8 wins");
+    assert_eq!(opts(&p, 0, "192.0.2.20"), Some(admin), "pc001: the group");
+    assert!(opts(&p, 0, "192.0.2.99").unwrap().all_squash, "*");
+    let texts: Vec<String> = p.exports[0]
+        .access()
+        .unwrap()
+        .rules()
+        .iter()
+        .map(|r| r.spec.to_string())
+        .collect();
+    assert_eq!(
+        texts,
+        ["10.0.0.0/8", "10.1.2.3", "192.0.2.20", "192.0.2.10", "*"]
+    );
+    // The same order whatever the order written.
+    let q = ok("/x *(ro,all_squash) @admins(rw,no_root_squash) 10.0.0.0/8(ro)");
+    assert_eq!(opts(&q, 0, "10.1.2.3"), Some(knfsd_default()));
+    // A host named directly outranks its netgroup, so differing options
+    // are no conflict.
+    let p = ok("/x @admins(rw) master(ro)");
+    assert_eq!(opts(&p, 0, "192.0.2.10"), Some(knfsd_default()));
+    assert!(!opts(&p, 0, "192.0.2.20").unwrap().read_only);
+    // Two netgroups with one member: the same rank, an error (above).
+    assert!(bad("/x @trusted(rw) @admins(ro)").contains("192.0.2.10"));
+    assert_eq!(
+        ok("/x @trusted(rw) @admins(rw)").exports[0]
+            .access()
+            .unwrap()
+            .rules()
+            .len(),
+        4
+    );
 }
 
 #[test]
