@@ -56,6 +56,10 @@ impl Opener {
         if e.access.rules().iter().any(|r| !r.opts.secure) {
             tracing::warn!(path, "export is insecure for some clients: their calls may come from any source port, so any local user on such a client can claim any uid");
         }
+        let root_calls = s.act_as_caller == Some(false) && rustix::process::geteuid().is_root();
+        if matches!(e.backend, ResolvedBackend::Local) && root_calls {
+            tracing::warn!(path, "export served as root for every call (act_as_caller = false as root, all_calls_as_root): whatever uid a client claims, and whatever root_squash or all_squash say, its calls run as root");
+        }
         if !e.sync {
             tracing::warn!(path, "export is async: namespace changes and SETATTR are answered before they reach stable storage; a crash of this host can undo them");
         }

@@ -502,6 +502,12 @@ server_keys! {
     /// root; None = as root only).
     act_as_caller: Option<bool> = None, "run calls as the caller's uid/gids",
         unset "true as root";
+    /// Confirms `act_as_caller = false` for a server running as root:
+    /// every call then runs as root, with root's file capabilities,
+    /// whatever uid the client claims and whatever root_squash and
+    /// all_squash say. Without it, that combination is refused at start.
+    all_calls_as_root: bool = false, "with act_as_caller = false as root: confirm that every \
+        call runs as root (squashing then means nothing)";
     /// Where the handle key lives (None: /var/lib/rnfsd as root, else
     /// $XDG_STATE_HOME/rnfsd or ~/.local/state/rnfsd).
     state_dir: Option<PathBuf> = None, "the handle key, lock state and admin socket",
@@ -550,6 +556,25 @@ server_keys! {
 }
 
 impl ServerConfig {
+    /// A server running as root (`root`) with `act_as_caller = false` does
+    /// every call as root: no client's uid, no squashing reaches the
+    /// filesystem. That needs `all_calls_as_root = true` to say so.
+    pub fn check_identity(&self, root: bool) -> Result<(), ConfigError> {
+        match (self.act_as_caller, self.all_calls_as_root) {
+            (Some(false), false) if root => err(
+                "server.act_as_caller = false while running as root: every call would run as \
+                 root, whatever uid the client claims and whatever root_squash or all_squash \
+                 say. Remove act_as_caller (root then acts as each caller), run as an \
+                 unprivileged user, or set server.all_calls_as_root = true to confirm",
+            ),
+            (Some(false), _) | (_, false) => Ok(()),
+            (_, true) => err(
+                "server.all_calls_as_root = true only confirms act_as_caller = false: set \
+                 both, or neither",
+            ),
+        }
+    }
+
     /// Descriptors the caches may hold, given the open-files limit
     /// `nofile`: `cache_fds` if set (an error if it leaves too little room),
     /// else half of what connections and per-call use leave. Per-call use:
@@ -591,5 +616,43 @@ impl ServerConfig {
     pub fn max_record(&self) -> u32 {
         self.max_record
             .unwrap_or(self.max_io.saturating_add(RECORD_OVERHEAD))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    /// Root with `act_as_caller = false` runs every call as root: refused
+    /// unless `all_calls_as_root` confirms it.
+    #[test]
+    fn root_without_acting_as_caller_needs_confirming() {
+        let cfg = |t: &str| Config::from_toml(&format!("[server]\n{t}")).unwrap();
+        let off = cfg("act_as_caller = false\n");
+        let e = off.server.check_identity(true).unwrap_err().0;
+        assert!(
+            e.contains("act_as_caller = false while running as root")
+                && e.contains("all_calls_as_root = true"),
+            "{e}"
+        );
+        assert_eq!(off.server.check_identity(false), Ok(()), "not root");
+        let confirmed = cfg("act_as_caller = false\nall_calls_as_root = true\n");
+        assert_eq!(confirmed.server.check_identity(true), Ok(()));
+        assert_eq!(confirmed.server.check_identity(false), Ok(()));
+        for t in ["", "act_as_caller = true\n"] {
+            assert_eq!(cfg(t).server.check_identity(true), Ok(()), "{t:?}");
+        }
+        // Alone it would read as "run as root": it only confirms.
+        for t in [
+            "all_calls_as_root = true\n",
+            "act_as_caller = true\nall_calls_as_root = true\n",
+        ] {
+            let e = cfg(t).server.check_identity(true).unwrap_err().0;
+            assert!(e.contains("only confirms"), "{t:?}: {e}");
+        }
+        // validate() checks it against this process's euid.
+        let root = rustix::process::geteuid().is_root();
+        assert_eq!(off.validate().is_err(), root);
+        assert_eq!(confirmed.validate(), Ok(()));
     }
 }

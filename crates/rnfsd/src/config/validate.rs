@@ -17,6 +17,7 @@ impl Config {
         at_least_one(s)?;
         durations(s)?;
         backends(s)?;
+        s.check_identity(rustix::process::geteuid().is_root())?;
         // No exports is legal: a packaged server starts with none and gets
         // them by a reload (SIGHUP), as knfsd with an empty /etc/exports.
         for e in &self.exports {
