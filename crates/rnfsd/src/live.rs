@@ -8,9 +8,14 @@
 //! started with; a removed export's backend (descriptors, caches, its
 //! flusher) is released when the last of them ends, written files flushed
 //! on the way out.
+//!
+//! An export with `mountpoint` (exports(5) `mp`) whose mount point is not
+//! mounted is left out, at start and at each reload, with an error in the
+//! log; `exportfs` lists it as not exported, and a later reload that finds
+//! it mounted exports it.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rnfsd_fs::cache::Caches;
 use rnfsd_fs::ceph::CephFs;
@@ -36,6 +41,38 @@ pub struct Opener {
     /// This head's identity (host name and state directory): the same on
     /// every start, different on every other head.
     pub head: String,
+    /// The exports left out because their mount point is not mounted.
+    pub not_exported: NotExported,
+}
+
+/// The exports left out because their `mountpoint` is not mounted, with
+/// why (path, reason), for `exportfs`: set at start and by each reload that
+/// is applied.
+#[derive(Debug, Clone, Default)]
+pub struct NotExported(Arc<Mutex<Vec<(String, String)>>>);
+
+impl NotExported {
+    fn set(&self, v: Vec<(String, String)>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = v;
+    }
+
+    fn get(&self) -> Vec<(String, String)> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Logs (loudly: it is not served) that `e` is left out because of `why`.
+fn left_out(e: &ResolvedExport, why: &str) -> (String, String) {
+    let path = e.path.display().to_string();
+    tracing::error!(
+        path,
+        "export NOT exported: {why} (mountpoint): is its filesystem mounted? A reload \
+         (SIGHUP) exports it once it is"
+    );
+    (path, format!("{why} (mountpoint)"))
 }
 
 fn blake3_hex(b: &[u8]) -> String {
@@ -43,6 +80,25 @@ fn blake3_hex(b: &[u8]) -> String {
 }
 
 impl Opener {
+    /// Open the backends of `exports` but those whose mount point is not
+    /// mounted, which are logged and listed as not exported.
+    pub fn open_all(
+        &self,
+        s: &ServerConfig,
+        exports: &[ResolvedExport],
+    ) -> Result<Vec<Arc<Export>>, String> {
+        let mut opened = Vec::with_capacity(exports.len());
+        let mut left = Vec::new();
+        for e in exports {
+            match &e.not_mounted {
+                Some(why) => left.push(left_out(e, why)),
+                None => opened.push(self.open(s, e)?),
+            }
+        }
+        self.not_exported.set(left);
+        Ok(opened)
+    }
+
     /// Open `e`'s backend with the `[server]` cache settings `s`, and count
     /// its statistics for as long as it lives.
     pub fn open(&self, s: &ServerConfig, e: &ResolvedExport) -> Result<Arc<Export>, String> {
@@ -127,7 +183,12 @@ pub fn apply(
     let mut next: Vec<Arc<Export>> = Vec::with_capacity(resolved.len());
     // Access changes of kept exports wait until every new one has opened.
     let mut access_changes: Vec<(Arc<Export>, ExportAccess)> = Vec::new();
+    let mut left = Vec::new();
     for r in &resolved {
+        if let Some(why) = &r.not_mounted {
+            left.push(left_out(r, why));
+            continue;
+        }
         let kept = current
             .iter()
             .find(|e| e.id == r.id && Path::new(&e.path) == r.path);
@@ -173,6 +234,7 @@ pub fn apply(
         }
     }
     server.set_exports(next);
+    opener.not_exported.set(left);
     crate::programs::nlm::release_unlisted(server);
     Ok(changes)
 }
@@ -213,8 +275,9 @@ pub fn describe_access(a: &ExportAccess) -> String {
 }
 
 /// What is exported, one line per export and client with the effective
-/// options, as `exportfs -v` prints (`<world>` for `*`).
-pub fn exportfs(server: &Server) -> String {
+/// options, as `exportfs -v` prints (`<world>` for `*`), then a comment
+/// line for each export left out because its mount point is not mounted.
+pub fn exportfs(server: &Server, not_exported: &NotExported) -> String {
     let mut out = String::new();
     for e in server.exports().iter() {
         let mut export_opts = vec![
@@ -248,6 +311,9 @@ pub fn exportfs(server: &Server) -> String {
     }
     if out.is_empty() {
         out.push_str("# nothing exported\n");
+    }
+    for (path, why) in not_exported.get() {
+        out.push_str(&format!("# {path:<13}\tnot exported: {why}\n"));
     }
     out
 }

@@ -153,12 +153,13 @@ impl ServerBuilder {
             verifier: Arc::new(WriteVerifier::new(keys::new_write_verifier())),
             stats: stats.clone(),
             head: head_name(&self.state_dir),
+            not_exported: live::NotExported::default(),
         };
         let opened = open_exports(s, &self.exports, &opener)?;
         let server = Arc::new(nfs_server(s, opener.verifier.clone()));
         server.set_exports(opened);
         let restarted = start_locks(s, &self.state_dir, &server, &stats)?;
-        let admin = start_admin(s, &self.state_dir, &server, &stats)?;
+        let admin = start_admin(s, &self.state_dir, &server, &stats, &opener)?;
         let metrics = match s.metrics {
             Some(a) => Some(
                 MetricsServer::start(a, stats.clone())
@@ -256,10 +257,8 @@ fn open_exports(
     exports: &[ResolvedExport],
     opener: &live::Opener,
 ) -> Result<Vec<Arc<crate::state::Export>>, Error> {
-    let mut opened = Vec::with_capacity(exports.len());
-    for e in exports {
-        opened.push(opener.open(s, e).map_err(Error::runtime)?);
-    }
+    // Those whose mount point is not mounted are left out (logged).
+    let opened = opener.open_all(s, exports).map_err(Error::runtime)?;
     if opened.is_empty() {
         tracing::warn!(
             "nothing is exported yet: add [[export]] tables or `exports = FILE` to the \
@@ -317,16 +316,17 @@ fn start_admin(
     state_dir: &Path,
     server: &Arc<Server>,
     stats: &Arc<rnfsd_stats::Registry>,
+    opener: &live::Opener,
 ) -> Result<AdminSocket, Error> {
     // Before any thread that creates files exists (it narrows the umask).
     let path = s
         .admin_socket
         .clone()
         .unwrap_or_else(|| state_dir.join(admin::DEFAULT_NAME));
-    let view = server.clone();
+    let (view, left) = (server.clone(), opener.not_exported.clone());
     let sources = admin::Sources {
         stats: stats.clone(),
-        exports: Arc::new(move || live::exportfs(&view)),
+        exports: Arc::new(move || live::exportfs(&view, &left)),
     };
     AdminSocket::start(&path, sources)
         .map_err(|e| Error::runtime(format!("admin socket {}: {e}", path.display())))

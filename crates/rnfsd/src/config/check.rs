@@ -21,9 +21,16 @@ pub fn check(file: &Path) -> Result<String, ConfigError> {
     );
     // resolve_exports keeps the order of c.exports.
     for (e, from) in exports.iter().zip(&c.exports) {
+        let why = e.not_mounted.as_ref();
+        let left = why.map(|w| format!(": not exported now: {w} (mountpoint)"));
+        let left = left.unwrap_or_default();
         match &from.origin {
-            Some(o) => out.push_str(&format!("  {} (id {}, {o})\n", e.path.display(), e.id)),
-            None => out.push_str(&format!("  {} (id {})\n", e.path.display(), e.id)),
+            Some(o) => out.push_str(&format!(
+                "  {} (id {}, {o}){left}\n",
+                e.path.display(),
+                e.id
+            )),
+            None => out.push_str(&format!("  {} (id {}){left}\n", e.path.display(), e.id)),
         }
     }
     for w in &c.warnings {

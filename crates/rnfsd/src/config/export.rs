@@ -58,6 +58,76 @@ pub struct ClientConfig {
     pub netgroup: bool,
 }
 
+/// exports(5) `mountpoint`/`mp`: export only while a filesystem is mounted
+/// there, so an unmounted disk's empty mount point directory (on the root
+/// filesystem) is never exported. Checked at start and at every reload.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum MountPoint {
+    /// No check (`false`).
+    #[default]
+    Off,
+    /// The export's path must be a mount point (`true`, exports(5) `mp`).
+    Export,
+    /// This absolute path must be a mount point (`mp=PATH`).
+    At(PathBuf),
+}
+
+impl MountPoint {
+    /// `mp=PATH`'s PATH: absolute, so it cannot depend on the working
+    /// directory.
+    pub fn at(p: &str) -> Result<MountPoint, String> {
+        match Path::new(p).is_absolute() {
+            true => Ok(MountPoint::At(p.into())),
+            false => Err(format!("mountpoint {p:?} is not an absolute path")),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MountPoint {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = MountPoint;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("true, false or an absolute path")
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<MountPoint, E> {
+                Ok(if b {
+                    MountPoint::Export
+                } else {
+                    MountPoint::Off
+                })
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<MountPoint, E> {
+                MountPoint::at(s).map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Whether `path` is the root of a mount. The kernel says so
+/// (STATX_ATTR_MOUNT_ROOT, Linux 5.8; it sees bind mounts of a directory
+/// of the same filesystem too); before that, `path/..` has another mount
+/// id, or (nfs-utils' `is_mountpoint`) another device or the same inode.
+pub fn is_mount_point(path: &Path) -> std::io::Result<bool> {
+    use rustix::fs::{statx, AtFlags, StatxAttributes, StatxFlags, CWD};
+    let want = StatxFlags::BASIC_STATS | StatxFlags::MNT_ID;
+    let st = statx(CWD, path, AtFlags::empty(), want)?;
+    if st.stx_attributes_mask.contains(StatxAttributes::MOUNT_ROOT) {
+        return Ok(st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT));
+    }
+    let up = statx(CWD, path.join(".."), AtFlags::empty(), want)?;
+    let same_inode = (st.stx_dev_major, st.stx_dev_minor, st.stx_ino)
+        == (up.stx_dev_major, up.stx_dev_minor, up.stx_ino);
+    let mnt_ids = StatxFlags::MNT_ID.bits();
+    if st.stx_mask & up.stx_mask & mnt_ids != 0 {
+        return Ok(st.stx_mnt_id != up.stx_mnt_id || same_inode);
+    }
+    let other_dev = (st.stx_dev_major, st.stx_dev_minor) != (up.stx_dev_major, up.stx_dev_minor);
+    Ok(other_dev || same_inode)
+}
+
 /// Which backend serves an export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -116,6 +186,11 @@ pub struct ExportConfig {
     /// Let clients cross into filesystems mounted below the export.
     #[serde(default)]
     pub cross_mounts: bool,
+    /// Export only while a filesystem is mounted at the path (`true`) or
+    /// at another path (`"PATH"`); else it is left out, with an error in
+    /// the log, until a reload finds it mounted.
+    #[serde(default)]
+    pub mountpoint: MountPoint,
     /// exports(5) `sync` (default): namespace changes and SETATTR are on
     /// stable storage before the reply (RFC 1813 §4.8). `false` is
     /// exports(5) `async`: faster, and a crash of the server's host can
@@ -153,6 +228,7 @@ impl ExportConfig {
             id: None,
             handle_mode: HandleMode::Auto,
             cross_mounts: false,
+            mountpoint: MountPoint::Off,
             backend: BackendKind::Local,
             cephfs: None,
             origin: None,
@@ -223,6 +299,10 @@ pub struct ResolvedExport {
     /// Client list and options.
     pub access: crate::access::ExportAccess,
     pub backend: ResolvedBackend,
+    /// Why it is not exported now: its `mountpoint` is not mounted. Its
+    /// path is then as written (made absolute), not resolved: the
+    /// directory may be missing until the filesystem is mounted.
+    pub not_mounted: Option<String>,
 }
 
 /// The default export id: FNV-1a over the canonical path. Hand-written so
@@ -243,7 +323,15 @@ pub fn export_id_for(path: &Path) -> u32 {
 pub fn resolve_exports(exports: &[ExportConfig]) -> Result<Vec<ResolvedExport>, ConfigError> {
     let mut out: Vec<ResolvedExport> = Vec::with_capacity(exports.len());
     for e in exports {
-        let (path, backend) = resolve_backend(e)?;
+        let not_mounted = not_mounted(e)?;
+        let (path, backend) = match &not_mounted {
+            None => resolve_backend(e)?,
+            Some(_) => (
+                std::path::absolute(&e.path)
+                    .map_err(|x| ConfigError(format!("export {}: {x}", e.path.display())))?,
+                ResolvedBackend::Local,
+            ),
+        };
         if path.to_str().is_none() {
             return err(format!(
                 "export {}: path is not valid UTF-8",
@@ -281,9 +369,31 @@ pub fn resolve_exports(exports: &[ExportConfig]) -> Result<Vec<ResolvedExport>, 
             sync: e.sync,
             access: e.access()?,
             backend,
+            not_mounted,
         });
     }
     Ok(out)
+}
+
+/// Why `e` is not to be exported now: its `mountpoint` is not mounted
+/// (or cannot be looked at).
+fn not_mounted(e: &ExportConfig) -> Result<Option<String>, ConfigError> {
+    let at = match &e.mountpoint {
+        MountPoint::Off => return Ok(None),
+        _ if e.backend != BackendKind::Local => {
+            return err(format!(
+                "export {}: mountpoint is for local exports",
+                e.path.display()
+            ))
+        }
+        MountPoint::Export => &e.path,
+        MountPoint::At(p) => p,
+    };
+    Ok(match is_mount_point(at) {
+        Ok(true) => None,
+        Ok(false) => Some(format!("{} is not a mount point", at.display())),
+        Err(x) => Some(format!("{}: {x}", at.display())),
+    })
 }
 
 /// The path clients mount and the backend: a local export's canonical
@@ -461,6 +571,70 @@ mod tests {
         let mut other = ExportConfig::new(d.path());
         other.id = Some(42);
         assert!(e(&[fixed, other]).contains("same id"));
+    }
+
+    #[test]
+    fn mount_points() {
+        let d = tempfile::tempdir().unwrap();
+        let sub = d.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        assert!(is_mount_point(Path::new("/")).unwrap());
+        assert!(is_mount_point(Path::new("/proc")).unwrap(), "procfs");
+        assert!(!is_mount_point(&sub).unwrap());
+        assert!(is_mount_point(&d.path().join("missing")).is_err());
+    }
+
+    #[test]
+    fn mountpoint_key() {
+        let m = |v: &str| {
+            let t = format!("[[export]]\npath = \"/x\"\nmountpoint = {v}\n");
+            Config::from_toml(&t).map(|c| c.exports[0].mountpoint.clone())
+        };
+        assert_eq!(m("false"), Ok(MountPoint::Off));
+        assert_eq!(m("true"), Ok(MountPoint::Export));
+        assert_eq!(m("\"/mnt/d\""), Ok(MountPoint::At("/mnt/d".into())));
+        assert!(m("\"mnt\"").unwrap_err().0.contains("not an absolute path"));
+        assert!(m("3")
+            .unwrap_err()
+            .0
+            .contains("true, false or an absolute path"));
+        assert_eq!(ExportConfig::new("/x").mountpoint, MountPoint::Off);
+
+        // Not a mount point: kept, as written, with why; no error even
+        // when the directory is missing (the disk did not mount).
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        let with = |path: &Path, mp: MountPoint| ExportConfig {
+            mountpoint: mp,
+            ..ExportConfig::new(path)
+        };
+        let r = resolve_exports(&[
+            with(&a, MountPoint::Export),
+            with(
+                &d.path().join("gone/x"),
+                MountPoint::At(d.path().join("gone")),
+            ),
+            with(&a.join("../b/."), MountPoint::At("/proc".into())),
+            with(d.path(), MountPoint::Off),
+        ])
+        .unwrap();
+        let why = |i: usize| r[i].not_mounted.clone().unwrap_or_default();
+        assert_eq!(why(0), format!("{} is not a mount point", a.display()));
+        assert!(
+            why(1).starts_with(&format!("{}: ", d.path().join("gone").display())),
+            "{}",
+            why(1)
+        );
+        assert_eq!(r[1].path, d.path().join("gone/x"));
+        assert_eq!(r[2].not_mounted, None, "/proc is mounted");
+        assert_eq!(r[2].path, std::fs::canonicalize(&b).unwrap(), "resolved");
+        assert_eq!(r[3].not_mounted, None);
+        let mut ceph = with(Path::new("/s"), MountPoint::Export);
+        (ceph.backend, ceph.id) = (BackendKind::Cephfs, Some(1));
+        let e = resolve_exports(&[ceph]).unwrap_err().0;
+        assert!(e.contains("mountpoint is for local exports"), "{e}");
     }
 
     #[test]

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use clap::builder::ValueParser;
 use clap::{Arg, ArgAction, ArgMatches};
 
-use super::{BackendKind, CephfsConfig, ExportConfig, HandleMode};
+use super::{BackendKind, CephfsConfig, ExportConfig, HandleMode, MountPoint};
 use super::{Handoff, MaxWaking, PoolLayout, WakeOrder};
 
 /// Declares `ServerConfig` (serde: unknown keys are errors, absent keys
@@ -198,6 +198,16 @@ quoted_text!(
     BackendKind: b => b.word(),
     rnfsd_stats::Mode: m => m.as_str()
 );
+
+impl DefaultText for MountPoint {
+    fn toml(&self) -> Option<String> {
+        match self {
+            MountPoint::Off => false.toml(),
+            MountPoint::Export => true.toml(),
+            MountPoint::At(p) => p.toml(),
+        }
+    }
+}
 
 impl DefaultText for MaxWaking {
     fn toml(&self) -> Option<String> {
@@ -390,6 +400,7 @@ pub fn export_keys() -> Vec<KeyDoc> {
         k("id", shown(&e.id, Some("hash of the path".into())), "fixed export id (it is in every handle)"),
         k("handle_mode", shown(&e.handle_mode, None), "auto | kernel | path"),
         k("cross_mounts", shown(&e.cross_mounts, None), ""),
+        k("mountpoint", shown(&e.mountpoint, None), "export only while a filesystem is mounted at the path (true) or at a PATH (exports(5) mp)"),
         k("sync", shown(&e.sync, None), "exports(5) sync; false = async (namespace changes and SETATTR answered before synced)"),
         k("clients", shown(&e.clients.clone().unwrap_or(clients), None), "addresses, networks (ADDR/LEN) or \"*\""),
         k("root_squash", shown(&e.root_squash, None), ""),

@@ -236,6 +236,7 @@ mod tests {
             sync: true,
             access: crate::access::ExportAccess::allow_all(false),
             backend: super::super::ResolvedBackend::Local,
+            not_mounted: None,
         }
     }
 

@@ -147,3 +147,87 @@ async fn reload_adds_removes_and_reopens_exports_with_connections_kept() {
     })
     .await;
 }
+
+/// Points the symlink `link` at `to`, replacing it in one rename.
+fn repoint(link: &std::path::Path, to: &std::path::Path) {
+    let tmp = link.with_extension("new");
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(to, &tmp).expect("symlink");
+    std::fs::rename(&tmp, link).expect("rename symlink");
+}
+
+/// An export with `mountpoint` is served only while its mount point is
+/// mounted, checked at start and at every reload of the same
+/// configuration; one with exports(5) `mp` whose own path is not a mount
+/// point is never served. A symlink stands for the mount: pointed at /proc
+/// (a mount point), the check sees what mounting a filesystem would show.
+#[tokio::test(flavor = "multi_thread")]
+async fn mountpoint_exports_only_while_mounted() {
+    let (a, b, cfgdir) = (
+        TempDir::new("mp-a"),
+        TempDir::new("mp-b"),
+        TempDir::new("mp-cfg"),
+    );
+    let (pa, pb) = (a.path().to_str().unwrap(), b.path().to_str().unwrap());
+    let plain = cfgdir.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    let link = cfgdir.path().join("mnt");
+    repoint(&link, &plain);
+    let exports = cfgdir.path().join("exports");
+    std::fs::write(
+        &exports,
+        format!("{pb} 127.0.0.1(rw,insecure,no_root_squash,mp)\n"),
+    )
+    .unwrap();
+    let cfg = write_config(
+        cfgdir.path(),
+        &format!(
+            "[server]\nexports = \"{}\"\n{}",
+            exports.display(),
+            export_table(a.path(), &format!("mountpoint = \"{}\"\n", link.display()))
+        ),
+    );
+    let srv = TestServer::start_with(cfgdir.path(), &["--no-rpcbind", "--config", &cfg]);
+    let served = |t: &str, p: &str| t.lines().any(|l| l.starts_with(p));
+    let left_out = |t: &str, p: &str, at: &str| {
+        t.lines().any(|l| {
+            l.starts_with(&format!("# {p}"))
+                && l.contains(&format!(
+                    "not exported: {at} is not a mount point (mountpoint)"
+                ))
+        })
+    };
+    let t = exportfs(&srv);
+    assert!(!served(&t, pa) && !served(&t, pb), "{t}");
+    assert!(left_out(&t, pa, link.to_str().unwrap()), "{t}");
+    assert!(left_out(&t, pb, pb), "{t}");
+    assert!(
+        log_tail(&srv, 50).contains("export NOT exported"),
+        "{}",
+        log_tail(&srv, 50)
+    );
+    bounded(async {
+        let client = connect(&srv).await;
+        let mount = MountClient::new(client.clone());
+        assert!(mount.mnt(pa).await.is_err(), "a exported while not mounted");
+        assert!(mount.mnt(pb).await.is_err(), "b exported while not mounted");
+
+        // "Mounted": the same configuration, reloaded.
+        repoint(&link, std::path::Path::new("/proc"));
+        srv.hup();
+        let t = wait_exports(&srv, |t| served(t, pa));
+        assert!(!served(&t, pb) && left_out(&t, pb, pb), "{t}");
+        assert!(!t.contains(&format!("# {pa}")), "{t}");
+        mount.mnt(pa).await.expect("MNT a once mounted");
+
+        // "Unmounted" again: left out at the next reload.
+        repoint(&link, &plain);
+        srv.hup();
+        wait_exports(&srv, |t| {
+            !served(t, pa) && left_out(t, pa, link.to_str().unwrap())
+        });
+        assert!(mount.mnt(pa).await.is_err(), "a exported after unmount");
+        assert!(!client.is_closed());
+    })
+    .await;
+}

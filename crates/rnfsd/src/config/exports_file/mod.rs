@@ -18,7 +18,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 
-use super::{ClientConfig, ConfigError, ExportConfig};
+use super::{ClientConfig, ConfigError, ExportConfig, MountPoint};
 
 mod resolve;
 pub use resolve::{Resolver, SystemResolver};
@@ -172,7 +172,7 @@ fn unescape_path(s: &str) -> Result<PathBuf, String> {
 }
 
 /// One client's options (exports(5) names; knfsd's defaults).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Opts {
     read_only: bool,
     root_squash: bool,
@@ -184,6 +184,7 @@ struct Opts {
     sync: bool,
     fsid: Option<u32>,
     crossmnt: bool,
+    mountpoint: MountPoint,
 }
 
 impl Default for Opts {
@@ -198,6 +199,7 @@ impl Default for Opts {
             sync: true,
             fsid: None,
             crossmnt: false,
+            mountpoint: MountPoint::Off,
         }
     }
 }
@@ -216,7 +218,6 @@ fn harmless(name: &str) -> Option<&'static str> {
         "insecure_locks" | "no_auth_nlm" => {
             "rnfsd still checks lock (NLM) calls' credentials (secure_locks): a client sending unauthenticated lock requests is refused"
         }
-        "mountpoint" | "mp" => "rnfsd does not check that the export is a mount point",
         "nordirplus" => "rnfsd always answers READDIRPLUS",
         "acl" | "no_acl" => "rnfsd serves no NFSACL protocol; permission checks are the kernel's",
         "pnfs" | "no_pnfs" | "security_label" | "refer" | "replicas" => {
@@ -260,7 +261,7 @@ impl Parser<'_> {
                 Some((n, v)) => (n, Some(v)),
                 None => (opt, None),
             };
-            let takes_value = matches!(name, "mountpoint" | "mp" | "refer" | "replicas");
+            let takes_value = matches!(name, "refer" | "replicas");
             if let Some(why) = harmless(name).filter(|_| val.is_none() || takes_value) {
                 self.warn(line, format!("option {opt:?} ignored: {why}"));
                 continue;
@@ -285,6 +286,11 @@ impl Parser<'_> {
                 ("secure", None) => o.secure = true,
                 ("insecure", None) => o.secure = false,
                 ("crossmnt", None) => o.crossmnt = true,
+                ("mountpoint" | "mp", None) => o.mountpoint = MountPoint::Export,
+                ("mountpoint" | "mp", Some(p)) => {
+                    o.mountpoint = MountPoint::at(p)
+                        .map_err(|m| self.err(line, format!("option {opt:?}: {m}")))?
+                }
                 ("anonuid", v) => o.anonuid = num(v)?,
                 ("anongid", v) => o.anongid = num(v)?,
                 ("fsid", Some(v)) => self.fsid(o, v, opt, line)?,
@@ -387,7 +393,7 @@ impl Parser<'_> {
                     _ => return Err(self.err(t.line, format!("{:?}: options must be (opt,opt,...) right after the client, with no space", t.text))),
                 },
             };
-            let mut o = defaults;
+            let mut o = defaults.clone();
             if let Some(l) = list {
                 self.options(&mut o, l, t.line)?;
             }
@@ -426,17 +432,18 @@ impl Parser<'_> {
                 at,
                 format!("{what}, as rnfsd does (read-only); write * to say so"),
             );
-            clients.push((&world, "*", defaults));
+            clients.push((&world, "*", defaults.clone()));
         }
         // rnfsd keeps these per export.
-        let (t0, _, o0) = clients[0];
+        let (t0, _, o0) = &clients[0];
+        let per_export = |o: &Opts| (o.sync, o.fsid, o.crossmnt, o.mountpoint.clone());
         if let Some((t, _, _)) = clients
             .iter()
-            .find(|(_, _, o)| (o.sync, o.fsid, o.crossmnt) != (o0.sync, o0.fsid, o0.crossmnt))
+            .find(|(_, _, o)| per_export(o) != per_export(o0))
         {
             return Err(self.err(
                 t.line,
-                format!("clients {:?} and {:?} of {} differ in sync/async, fsid or crossmnt, which rnfsd sets per export", t0.text, t.text, path.display()),
+                format!("clients {:?} and {:?} of {} differ in sync/async, fsid, crossmnt or mountpoint, which rnfsd sets per export", t0.text, t.text, path.display()),
             ));
         }
         let mut rules: Vec<(ClientConfig, String, usize)> = Vec::new();
@@ -480,6 +487,7 @@ impl Parser<'_> {
             client_rules: rules.into_iter().map(|(c, _, _)| c).collect(),
             id: o0.fsid,
             cross_mounts: o0.crossmnt,
+            mountpoint: o0.mountpoint.clone(),
             sync: o0.sync,
             origin: Some(format!("{}:{at}", self.source)),
             ..ExportConfig::new(path)

@@ -233,10 +233,6 @@ fn every_option() {
         "auth_nlm",
         "insecure_locks",
         "no_auth_nlm",
-        "mountpoint",
-        "mp",
-        "mountpoint=/x",
-        "mp=/x",
         "nordirplus",
         "acl",
         "no_acl",
@@ -271,6 +267,35 @@ fn every_option() {
         one("sec=sys").1.warnings.is_empty(),
         "sec=sys is what rnfsd does"
     );
+}
+
+#[test]
+fn mountpoint_options() {
+    let mp = |text: &str| ok(text).exports.remove(0).mountpoint;
+    assert_eq!(mp("/x 10.0.0.1"), MountPoint::Off);
+    for o in ["mp", "mountpoint"] {
+        assert_eq!(mp(&format!("/x 10.0.0.1({o})")), MountPoint::Export, "{o}");
+        assert_eq!(
+            mp(&format!("/x -{o}=/srv 10.0.0.1 10.0.0.2(rw)")),
+            MountPoint::At("/srv".into()),
+            "{o}"
+        );
+        let e = bad(&format!("/x 10.0.0.1({o}=srv)"));
+        assert!(
+            e.starts_with(&format!(
+                "F:1: option \"{o}=srv\": mountpoint \"srv\" is not an absolute path"
+            )),
+            "{e}"
+        );
+    }
+    assert!(ok("/x 10.0.0.1(mp)").warnings.is_empty());
+    // Per export in rnfsd: the clients of a line must agree.
+    let e = bad("/x 10.0.0.1(mp) 10.0.0.2");
+    assert!(
+        e.contains("differ in sync/async, fsid, crossmnt or mountpoint"),
+        "{e}"
+    );
+    assert!(bad("/x 10.0.0.1(mp=/a) 10.0.0.2(mp=/b)").contains("mountpoint"));
 }
 
 #[test]
