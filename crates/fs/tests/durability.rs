@@ -84,7 +84,7 @@ fn sync_exports_sync_every_change_and_async_ones_none() {
                 &SetAttr::default()
             ))),
             per(1),
-            "SYMLINK: its directory"
+            "SYMLINK: the filesystem (a symlink cannot be opened to be synced)"
         );
         let f = create(&fs, &sub, b"g");
         assert_eq!(
@@ -102,6 +102,25 @@ fn sync_exports_sync_every_change_and_async_ones_none() {
             ))),
             per(2),
             "RENAME across directories: both"
+        );
+        // A directory moved to another directory: its own `..` changed as
+        // well, which only a sync of the whole filesystem covers here (no
+        // ordered journal to commit it with the rename).
+        let sub2 = fs
+            .mkdir(&pool(&root()), &sub, b"e", &SetAttr::default())
+            .unwrap()
+            .fh;
+        drop(sub2);
+        assert_eq!(
+            counted(&fs, || drop(fs.rename(
+                &pool(&root()),
+                &sub,
+                b"e",
+                &r,
+                b"e2"
+            ))),
+            per(1),
+            "RENAME of a directory across directories: the filesystem"
         );
         assert_eq!(
             counted(&fs, || drop(fs.remove(&pool(&root()), &r, b"g2"))),

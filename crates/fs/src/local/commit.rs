@@ -230,9 +230,10 @@ impl LocalFs {
     }
 
     /// On a `sync` export, makes a namespace change durable before the
-    /// reply: the new or changed object (regular files and directories; a
-    /// new symlink or node is made durable with its directory entry, which
-    /// journaling filesystems commit together) and the directory.
+    /// reply: the new or changed object and the directory. A new symlink or
+    /// device node cannot be opened to be synced: with no ordered journal
+    /// to commit it with its directory entry (ext2, ext4 without a journal
+    /// or with fast commits) the whole filesystem is synced for it.
     pub(super) fn sync_change(
         &self,
         call: &Call<'_>,
@@ -265,25 +266,35 @@ impl LocalFs {
         if self.commit_journal(call, &devs, child.filter(|_| made))? {
             return Ok(());
         }
-        if let Some(c) = child.filter(|c| c.st.is_reg() || c.st.is_dir()) {
-            self.sync_object(call, c)?;
+        match child {
+            Some(c) if c.st.is_reg() || c.st.is_dir() => self.sync_object(call, c)?,
+            // A syncfs, which covers the directory too.
+            Some(c) => return self.sync_object(call, c),
+            None => {}
         }
         self.sync_object(call, dir)
     }
 
     /// On a `sync` export, makes a RENAME durable before the reply: both
     /// directories, the new name first (once it is durable the object
-    /// cannot be lost).
+    /// cannot be lost). A directory moved to another directory changed its
+    /// own `..` entry too: with no ordered journal to commit that with the
+    /// rename, the whole filesystem is synced for it.
     pub(super) fn sync_rename(
         &self,
         call: &Call<'_>,
         from: &Obj<'_>,
         to: &Obj<'_>,
+        moved_dir: bool,
     ) -> FsResult<()> {
         if !self.opts.sync
             || self.commit_journal(call, &[from.st.key().dev, to.st.key().dev], None)?
         {
             return Ok(());
+        }
+        if moved_dir && from.st.key() != to.st.key() {
+            let key = to.st.key();
+            return self.commit_with(key, true, || sys::syncfs(self.root.as_raw_fd()));
         }
         self.sync_object(call, to)?;
         if from.st.key() != to.st.key() {

@@ -335,7 +335,7 @@ pub(super) fn rename(
         }
     }
     fs.locs.insert(moved.key(), d2.st.key(), to);
-    fs.sync_rename(call, &d1, &d2)?;
+    fs.sync_rename(call, &d1, &d2, moved.is_dir())?;
     Ok((fs.wcc(&d1.st, d1.raw()), fs.wcc(&d2.st, d2.raw())))
 }
 
