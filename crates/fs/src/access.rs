@@ -36,8 +36,16 @@ pub const ACCESS3_EXECUTE: u32 = 0x20;
 /// DELETE=w+x; others: READ=r, MODIFY/EXTEND=w, EXECUTE=x). Root gets all
 /// but EXECUTE on a non-directory with no x bit at all.
 pub fn access_bits(dir: bool, mode: u32, uid: u32, gid: u32, cred: &Cred, want: u32) -> u32 {
-    let perm = mode_rwx(dir, mode, uid, gid, cred);
-    let (r, w, x) = (perm & 4 != 0, perm & 2 != 0, perm & 1 != 0);
+    rwx_access3(dir, mode_rwx(dir, mode, uid, gid, cred), want)
+}
+
+/// The ACCESS3 bits of `want` that the r, w and x permissions `rwx` (4, 2
+/// and 1) give, as knfsd maps them: for a directory READ=r, LOOKUP=x,
+/// MODIFY/EXTEND/DELETE=w+x; otherwise READ=r, MODIFY/EXTEND=w,
+/// EXECUTE=x. For a backend that decides r, w and x its own way (CephFS's
+/// ACLs).
+pub fn rwx_access3(dir: bool, rwx: u32, want: u32) -> u32 {
+    let (r, w, x) = (rwx & 4 != 0, rwx & 2 != 0, rwx & 1 != 0);
     let mut g = 0;
     if r {
         g |= ACCESS3_READ;

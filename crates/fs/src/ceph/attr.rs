@@ -52,33 +52,10 @@ pub(super) fn is_dir(st: &Statx) -> bool {
     u32::from(st.mode) & libc::S_IFMT == libc::S_IFDIR
 }
 
-/// The ACCESS3 bits of `want` that the r, w and x permissions `rwx` (4,
-/// 2 and 1) give, as knfsd maps them (`crate::access::access_bits`): for
-/// a directory READ=r, LOOKUP=x, MODIFY/EXTEND/DELETE=w+x; otherwise
-/// READ=r, MODIFY/EXTEND=w, EXECUTE=x.
+/// The ACCESS3 bits of `want` that the r, w and x permissions `rwx` give
+/// (`crate::access::rwx_access3`, knfsd's mapping).
 pub(super) fn access3(dir: bool, rwx: u32, want: u32) -> u32 {
-    use crate::access::*;
-    let (r, w, x) = (rwx & 4 != 0, rwx & 2 != 0, rwx & 1 != 0);
-    let mut g = 0;
-    if r {
-        g |= ACCESS3_READ;
-    }
-    if dir {
-        if x {
-            g |= ACCESS3_LOOKUP;
-        }
-        if w && x {
-            g |= ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE;
-        }
-    } else {
-        if w {
-            g |= ACCESS3_MODIFY | ACCESS3_EXTEND;
-        }
-        if x {
-            g |= ACCESS3_EXECUTE;
-        }
-    }
-    g & want
+    crate::access::rwx_access3(dir, rwx, want)
 }
 
 /// CephFS's default `max_file_size` (1 TiB); the MDS refuses larger.
