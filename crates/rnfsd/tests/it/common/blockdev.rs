@@ -281,3 +281,135 @@ impl Drop for LoopFs {
 pub fn drop_caches() {
     let _ = std::fs::write("/proc/sys/vm/drop_caches", "3");
 }
+
+/// One extent of a file, from `filefrag -v` (FIEMAP), in filesystem blocks.
+#[derive(Debug, Clone)]
+pub struct Extent {
+    pub logical: u64,
+    pub physical: u64,
+    pub len: u64,
+    /// filefrag's flags column ("unwritten", "last,eof", ...).
+    pub flags: String,
+}
+
+/// `path`'s extents and the block size they count in, with `filefrag -v`'s
+/// whole output (for a report); None if filefrag failed.
+pub fn extents(path: &Path) -> Option<(u64, Vec<Extent>, String)> {
+    let o = Command::new("filefrag").arg("-v").arg(path).output().ok()?;
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    if !o.status.success() {
+        return None;
+    }
+    let block: u64 = out
+        .split("blocks of ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())?;
+    let list = out
+        .lines()
+        .filter_map(|l| {
+            // "   1:   10..  11:   26996346..  26996347:   2:   26996358: last,unwritten,eof"
+            let cols: Vec<&str> = l.split(':').map(str::trim).collect();
+            let (lf, _) = cols.get(1)?.split_once("..")?;
+            let (pf, _) = cols.get(2)?.split_once("..")?;
+            Some(Extent {
+                logical: lf.trim().parse().ok()?,
+                physical: pf.trim().parse().ok()?,
+                len: cols.get(3)?.parse().ok()?,
+                flags: cols.last().map_or("", |f| f).to_owned(),
+            })
+        })
+        .collect();
+    Some((block, list, out))
+}
+
+impl LoopFs {
+    /// Switches the loop device to direct I/O on its image (`losetup
+    /// --direct-io=on`: no page cache of the image between the filesystem
+    /// and the disk) or back; the kernel's view after it, as `direct_io`.
+    pub fn set_direct_io(&self, on: bool) -> Option<bool> {
+        let flag = format!("--direct-io={}", if on { "on" } else { "off" });
+        run("losetup", &[&flag, &self.dev]);
+        self.direct_io()
+    }
+
+    /// Whether the loop device does direct I/O on its image
+    /// (`/sys/block/loopN/loop/dio`).
+    pub fn direct_io(&self) -> Option<bool> {
+        let name = self.dev.trim_start_matches("/dev/");
+        std::fs::read_to_string(format!("/sys/block/{name}/loop/dio"))
+            .ok()
+            .map(|s| s.trim() == "1")
+    }
+
+    /// "ext4" or "xfs".
+    pub fn fstype(&self) -> &'static str {
+        self.fstype
+    }
+
+    /// The loop device's and the filesystem's state, for a report: the
+    /// device's `losetup` line and queue settings, the mount's options, and
+    /// the superblock's state (`dumpe2fs -h`, or `xfs_info`).
+    pub fn state(&self) -> String {
+        let sh = |cmd: &str, args: &[&str]| {
+            Command::new(cmd).args(args).output().map_or_else(
+                |e| format!("{cmd}: {e}\n"),
+                |o| {
+                    format!(
+                        "{}{}",
+                        String::from_utf8_lossy(&o.stdout),
+                        String::from_utf8_lossy(&o.stderr)
+                    )
+                },
+            )
+        };
+        let name = self.dev.trim_start_matches("/dev/");
+        let mut s = sh(
+            "losetup",
+            &[
+                "-l",
+                "-O",
+                "NAME,BACK-FILE,DIO,LOG-SEC,AUTOCLEAR,RO,SIZELIMIT",
+                &self.dev,
+            ],
+        );
+        for f in [
+            "queue/write_cache",
+            "queue/discard_max_bytes",
+            "loop/backing_file",
+        ] {
+            let v = std::fs::read_to_string(format!("/sys/block/{name}/{f}")).unwrap_or_default();
+            s += &format!("{f}: {}\n", v.trim());
+        }
+        let mnt = self.mnt.to_string_lossy().into_owned();
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+        for l in mounts.lines().filter(|l| l.contains(&mnt)) {
+            s += &format!("mount: {l}\n");
+        }
+        if self.fstype == "xfs" {
+            s += &sh("xfs_info", &[&mnt]);
+        } else {
+            let h = sh("dumpe2fs", &["-h", &self.dev]);
+            let keep = [
+                "Filesystem state",
+                "Errors behavior",
+                "Filesystem features",
+                "Journal features",
+                "Journal sequence",
+                "Journal start",
+                "Journal errno",
+                "Mount count",
+                "Last mount time",
+                "Last write time",
+                "FS Error count",
+                "First error",
+                "Last error",
+            ];
+            for l in h.lines().filter(|l| keep.iter().any(|k| l.starts_with(k))) {
+                s += l;
+                s.push('\n');
+            }
+        }
+        s
+    }
+}
