@@ -21,7 +21,9 @@
 //! load: `mixed`, `data`, `names`, `creates`, `alone-names`,
 //! `alone-sync`), `RNFSD_CRASH_CLIENTS` (clients of a round that has
 //! several), `RNFSD_CRASH_WRITE_BLOCKS` (4 KiB blocks per WRITE),
-//! `RNFSD_CRASH_MOMENT_MS` (`500-3000`: the cut's range),
+//! `RNFSD_CRASH_WRITE_BEHIND` (the server's `--write-behind-bytes`,
+//! 8192 unless given), `RNFSD_CRASH_MOMENT_MS` (`500-3000`: the cut's
+//! range),
 //! `RNFSD_CRASH_LOOP_DIO=1` (the loop device in direct-I/O mode) and
 //! `RNFSD_CRASH_KEEP_GOING=1` (every loss of every round reported with the
 //! lost files' state; the test fails at the end, listing the rounds).
@@ -800,6 +802,9 @@ struct Knobs {
     clients: Option<usize>,
     /// 4 KiB blocks per WRITE.
     write_blocks: u64,
+    /// The server's `--write-behind-bytes` (the test's 8 KiB unless given;
+    /// the server's default is 4 MiB).
+    write_behind: u64,
     moment_ms: (u64, u64),
     loop_dio: bool,
     keep_going: bool,
@@ -835,6 +840,7 @@ impl Knobs {
             load: var("RNFSD_CRASH_KIND").map(|v| Load::parse(&v)),
             clients: num("RNFSD_CRASH_CLIENTS").map(|n| n.clamp(1, 64) as usize),
             write_blocks: num("RNFSD_CRASH_WRITE_BLOCKS").map_or(1, |n| n.clamp(1, 64)),
+            write_behind: num("RNFSD_CRASH_WRITE_BEHIND").unwrap_or(2 * BLOCK as u64),
             moment_ms,
             loop_dio: var("RNFSD_CRASH_LOOP_DIO").is_some_and(|v| v == "1"),
             keep_going: var("RNFSD_CRASH_KEEP_GOING").is_some_and(|v| v == "1"),
@@ -938,7 +944,7 @@ async fn round(r: u64, k: Knobs) -> Option<String> {
         &[
             "--no-rpcbind",
             "--write-behind-bytes",
-            &(2 * BLOCK).to_string(),
+            &k.write_behind.to_string(),
         ],
     );
     let acked = Arc::new(Mutex::new(Acked::default()));
@@ -1011,9 +1017,10 @@ async fn round(r: u64, k: Knobs) -> Option<String> {
     };
     let (blocks, names) = (checked.blocks, checked.names);
     let what = format!(
-        "round {r} ({kind}, {load:?}, {clients} clients, {} KiB WRITEs, {} direct I/O {}): cut at {at:?}: \
-         {ops} acknowledged operations: {} COMMITs and {} FILE_SYNC WRITEs acknowledging {} WRITEs, {:.1} MiB",
+        "round {r} ({kind}, {load:?}, {clients} clients, {} KiB WRITEs, write-behind {} B, {} direct I/O {}): \
+         cut at {at:?}: {ops} acknowledged operations: {} COMMITs and {} FILE_SYNC WRITEs acknowledging {} WRITEs, {:.1} MiB",
         n * 4,
+        k.write_behind,
         fs.dev,
         if fs.direct_io() == Some(true) { "on" } else { "off" },
         counts.0,
