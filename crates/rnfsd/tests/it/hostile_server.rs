@@ -1,4 +1,4 @@
-//! Hostile input against the running server (issue 6): broken record
+//! Hostile input against the running server: broken record
 //! marking, oversized and truncated records, random bytes, XDR counts of
 //! 0xffffffff inside otherwise valid calls, thousands of idle connections,
 //! and a client that never reads its replies.
