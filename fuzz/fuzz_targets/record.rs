@@ -114,6 +114,7 @@ fuzz_target!(|data: &[u8]| {
     let mut rest = stream;
     let mut i = 0;
     let mut got_err = None;
+    let mut got: Vec<Vec<u8>> = Vec::new();
     while !rest.is_empty() {
         let n = sizes[i % 4].min(rest.len());
         i += 1;
@@ -126,12 +127,13 @@ fuzz_target!(|data: &[u8]| {
                 break;
             }
         }
-        for rec in &r.ready {
+        while let Some(rec) = r.pop_ready() {
             assert!(rec.len() <= max, "record over the bound");
+            got.push(rec);
         }
     }
     let nonempty: Vec<&Vec<u8>> = want.iter().filter(|v| !v.is_empty()).collect();
-    let ready: Vec<&Vec<u8>> = r.ready.iter().collect();
+    let ready: Vec<&Vec<u8>> = got.iter().collect();
     assert_eq!(ready, nonempty, "transport records differ from reference");
     match end {
         End::TooBig(c) => assert_eq!(got_err, Some(c), "transport missed too-big"),
