@@ -2,7 +2,7 @@
 //! what the service plans for it, where its call runs, and the reply.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use crate::PipeLease;
 
@@ -67,6 +67,17 @@ pub trait Service: Send + Sync + 'static {
     fn admit(&self, _peer: &SocketAddr) -> bool {
         true
     }
+
+    /// A record `plan` routed [`Route::Reply`], read on connection
+    /// `conn_id`: an answer to a record the service sent there itself
+    /// ([`ConnHandle::send`]). Called on the event loop as soon as it is
+    /// read: must be cheap and must not block. Default: dropped.
+    fn reply_received(&self, _conn_id: u64, _record: Vec<u8>) {}
+
+    /// Connection `conn_id` brings no more records: its peer finished
+    /// sending, or it is closed. Called once per connection, on its loop;
+    /// must be cheap. Whatever waits for a record from it may give up now.
+    fn disconnected(&self, _conn_id: u64) {}
 }
 
 /// One event loop's own calls (run to completion): a `Quick` call is
@@ -110,6 +121,12 @@ pub enum Route {
     /// May wait for the disk or stable storage: the blocking pool, if
     /// there is one.
     Blocking,
+    /// Not a call: an answer to a record the service sent on this
+    /// connection (a back channel's call, RFC 8881 §2.10.3.1). Handed to
+    /// [`Service::reply_received`] on the loop as soon as it is read: it
+    /// is not in flight, takes no pool slot and no `max_inflight_per_conn`
+    /// place, and no reply room (`reply_bound` is ignored).
+    Reply,
 }
 
 /// A reply: bytes, optionally followed by bytes waiting in a pipe.
@@ -176,8 +193,9 @@ pub fn reply_buffer(capacity: usize) -> Vec<u8> {
 // neither closes the connection nor reads past `max_inflight_per_conn`
 // meanwhile: that is the bound on replies waiting this way.
 
-/// A connection as a deferred reply sees it: the transport's connections
-/// implement it, so this interface names no connection type.
+/// A connection as a deferred reply or a [`ConnHandle`] sees it: the
+/// transport's connections implement it, so this interface names no
+/// connection type.
 pub(crate) trait ReplySink: Send + Sync {
     /// The connection's id, for logs.
     fn id(&self) -> u64;
@@ -188,6 +206,10 @@ pub(crate) trait ReplySink: Send + Sync {
     fn send(&self, reply: Reply);
     /// A deferred call finished (its reply sent, or none).
     fn finish(&self);
+    /// Send a record of the service's own ([`ConnHandle::send`]).
+    fn send_record(&self, record: Reply) -> Result<(), SendError>;
+    /// Not closed, and its peer has not finished sending.
+    fn is_open(&self) -> bool;
 }
 
 /// How a call's reply may leave besides being returned by the service.
@@ -211,6 +233,17 @@ impl Responder {
     /// Whether the reply may be deferred (`defer` would succeed).
     pub fn can_defer(&self) -> bool {
         self.conn.is_some()
+    }
+
+    /// A handle to send records of the service's own on the call's
+    /// connection later, from any thread (a back channel): made only when
+    /// asked. None where the call cannot be deferred (`can_defer`): a call
+    /// tried on an event loop, a UDP datagram, or one already deferred.
+    pub fn conn(&self) -> Option<ConnHandle> {
+        self.conn.as_ref().map(|c| ConnHandle {
+            id: c.id(),
+            conn: Arc::downgrade(c),
+        })
     }
 
     /// Take the call, to answer it later from any thread: the service then
@@ -262,6 +295,75 @@ impl std::fmt::Debug for Later {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Later")
             .field("conn", &self.conn.as_ref().map(|c| c.id()))
+            .finish()
+    }
+}
+
+/// Why [`ConnHandle::send`] sent nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// The connection is closed, failed, or its peer finished sending.
+    Closed,
+    /// More than `max_conn_output` bytes wait to be sent on it: its peer
+    /// is not reading.
+    Full,
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SendError::Closed => "connection closed",
+            SendError::Full => "connection output full",
+        })
+    }
+}
+
+impl std::error::Error for SendError {}
+
+/// A connection as the service may keep it, to send records of its own on
+/// it later from any thread: the calls of a back channel (RFC 8881
+/// §2.10.3.1), whose REPLYs come back through [`Route::Reply`] and
+/// [`Service::reply_received`]. Taken from a pool job's call
+/// ([`Responder::conn`]). Cheap to clone; it holds the connection weakly,
+/// so it never keeps a closed connection (or its socket) alive nor delays
+/// its close: once the connection is gone, `send` fails.
+#[derive(Clone)]
+pub struct ConnHandle {
+    id: u64,
+    conn: Weak<dyn ReplySink>,
+}
+
+impl ConnHandle {
+    /// The connection's id: [`Request::conn_id`] of its calls, and what
+    /// `Service::reply_received` and `Service::disconnected` name.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether the connection is open and its peer still sending (so a
+    /// record sent now may be answered).
+    pub fn is_open(&self) -> bool {
+        self.conn.upgrade().is_some_and(|c| c.is_open())
+    }
+
+    /// Send one record (non-blocking, as a reply is: the loop finishes
+    /// what the socket does not take). Its first 4 bytes are reserved for
+    /// the record mark, as a reply's (start it with `reply_buffer`). It
+    /// may leave before or after replies of calls under way, never inside
+    /// one.
+    pub fn send(&self, record: Vec<u8>) -> Result<(), SendError> {
+        match self.conn.upgrade() {
+            Some(c) => c.send_record(Reply::from(record)),
+            None => Err(SendError::Closed),
+        }
+    }
+}
+
+impl std::fmt::Debug for ConnHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnHandle")
+            .field("id", &self.id)
+            .field("open", &self.is_open())
             .finish()
     }
 }

@@ -5,7 +5,7 @@ use crate::api::ReplySink;
 use crate::budget::Client;
 use crate::pipe::PipeLease;
 use crate::record::{LAST_FRAGMENT, MAX_FRAGMENT};
-use crate::{Msg, Reply, Shared, Spliced};
+use crate::{Msg, Reply, SendError, Shared, Spliced};
 use std::collections::VecDeque;
 use std::io::{self, IoSlice, Write};
 use std::os::fd::AsFd;
@@ -205,23 +205,24 @@ impl Conn {
     /// Send one reply from a worker: write it now without blocking; queue
     /// what the socket does not take, for the loop to finish on
     /// writability. The first 4 bytes are overwritten by the record mark.
-    pub fn send(&self, mut reply: Reply) {
+    /// False: nothing was or will be sent (closed, failed, or unmarkable).
+    pub fn send(&self, mut reply: Reply) -> bool {
         if !self.mark(&mut reply) {
-            return;
+            return false;
         }
         let st = &self.shared.stats;
         let mut q = self.lock_out();
         if q.closed {
-            return;
+            return false;
         }
         if !q.bufs.is_empty() || reply.spliced.is_some() {
             self.enqueue_locked(&mut q, reply);
             if let Err(e) = self.flush_locked(&mut q) {
                 self.fail_locked(&mut q, e);
-                return;
+                return false;
             }
             self.arm_locked(&mut q);
-            return;
+            return !q.closed;
         }
         // The common case: nothing queued, all bytes; no queue entry at all
         // if the socket takes them.
@@ -231,7 +232,7 @@ impl Conn {
             match (&self.sock).write(&buf[off..]) {
                 Ok(0) => {
                     self.fail_locked(&mut q, io::ErrorKind::WriteZero.into());
-                    return;
+                    return false;
                 }
                 Ok(n) => {
                     off += n;
@@ -239,14 +240,14 @@ impl Conn {
                     st.writes_out.add(1);
                     if off == buf.len() {
                         st.replies_out.add(1);
-                        return;
+                        return true;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     self.fail_locked(&mut q, e);
-                    return;
+                    return false;
                 }
             }
         }
@@ -256,6 +257,7 @@ impl Conn {
         self.queued.store(q.bytes, SeqCst);
         self.queue_in(rest);
         self.arm_locked(&mut q);
+        !q.closed
     }
 
     /// Output is queued: make sure the loop flushes it on writability.
@@ -445,5 +447,25 @@ impl ReplySink for Conn {
 
     fn finish(&self) {
         self.finish_n(1);
+    }
+
+    /// A back channel's record: refused once the peer stopped sending (no
+    /// answer can come) or stopped reading (`max_conn_output` queued).
+    fn send_record(&self, record: Reply) -> Result<(), SendError> {
+        if self.eof.load(SeqCst) {
+            return Err(SendError::Closed);
+        }
+        if self.queued_bytes() > self.shared.limits.max_conn_output {
+            return Err(SendError::Full);
+        }
+        if !self.send(record) {
+            return Err(SendError::Closed);
+        }
+        self.shared.stats.back_calls_out.add(1);
+        Ok(())
+    }
+
+    fn is_open(&self) -> bool {
+        !self.eof.load(SeqCst) && !self.is_closed()
     }
 }

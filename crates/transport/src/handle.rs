@@ -113,6 +113,7 @@ impl Handle {
                 .saturating_sub(sh.stats.queued_out.sum()),
             buffered_bytes: sh.stats.buffered(),
             budget_clients_closed: sh.clients.hogs_closed.load(Ordering::Relaxed),
+            back_calls_out: sh.stats.back_calls_out.sum(),
             ..Default::default()
         };
         let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -126,6 +127,7 @@ impl Handle {
             t.bytes_in += r(&l.bytes_in);
             t.records_inline += r(&l.inline);
             t.records_deferred += r(&l.deferred);
+            t.back_replies_in += r(&l.back_replies_in);
         }
         t
     }

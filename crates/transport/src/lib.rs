@@ -67,6 +67,14 @@
 //! - UDP ([`UdpTransport`], the `udp` module): one datagram per call and
 //!   per reply, answered on the receiving thread; for the port mapper and
 //!   the lock manager, not NFS.
+//! - Back channel: a service may send records of its own on a client's
+//!   connection ([`ConnHandle`], from [`Responder::conn`]), RFC 8881
+//!   §2.10.3.1. The answers arrive among the client's calls; the
+//!   service's `plan` routes each to [`Route::Reply`] (it reads the header
+//!   anyway, and the transport knows nothing of RPC), and the loop hands
+//!   it to [`Service::reply_received`] at once: not in flight, no pool
+//!   slot. [`Service::disconnected`] says when a connection can bring no
+//!   more.
 //! - SIGPIPE: replies are written with `send(MSG_NOSIGNAL)` and `writev`;
 //!   Rust binaries ignore SIGPIPE by default, which `writev` relies on.
 
@@ -90,8 +98,8 @@ pub use pipe::{PipeLease, PipePool};
 pub use udp::{UdpConfig, UdpHandle, UdpStats, UdpTransport, UDP_CONN_ID};
 
 pub use api::{
-    reply_buffer, Inline, Later, LoopCalls, Plan, Reply, Request, Responder, Route, Service,
-    Spliced,
+    reply_buffer, ConnHandle, Inline, Later, LoopCalls, Plan, Reply, Request, Responder, Route,
+    SendError, Service, Spliced,
 };
 pub use config::{PoolLayout, TransportConfig};
 pub use handle::{Handle, Transport};

@@ -16,12 +16,12 @@ pub struct TransportStats {
     pub connections_refused: u64,
     /// Idle connections closed to make room at `max_connections`.
     pub connections_evicted: u64,
-    /// Complete request records received.
+    /// Complete records received (back-channel REPLYs included).
     pub records_in: u64,
     /// Records over `max_record` (each closed its connection).
     pub records_too_big: u64,
     pub bytes_in: u64,
-    /// Replies fully written to sockets.
+    /// Records fully written to sockets: replies, and back-channel calls.
     pub replies_out: u64,
     /// Socket writes that carried reply bytes: replies_out / writes_out is
     /// how many replies left together (inline batches, `reply_batch`).
@@ -38,6 +38,11 @@ pub struct TransportStats {
     /// offered there that went to the pool after all.
     pub records_inline: u64,
     pub records_deferred: u64,
+    /// Back channel (RFC 8881 §2.10.3.1): records the service sent on
+    /// connections of its own accord (`ConnHandle::send`), and REPLY
+    /// records received, handed to `Service::reply_received`.
+    pub back_calls_out: u64,
+    pub back_replies_in: u64,
 }
 
 /// Counters written by workers (any thread): per-CPU cells.
@@ -54,6 +59,8 @@ pub(crate) struct WorkerStats {
     /// handed to workers.
     pub held_in: StripedCounter,
     pub held_out: StripedCounter,
+    /// Records sent through a `ConnHandle`.
+    pub back_calls_out: StripedCounter,
 }
 
 impl WorkerStats {
@@ -78,6 +85,8 @@ pub(crate) struct LoopStats {
     pub bytes_in: AtomicU64,
     pub inline: AtomicU64,
     pub deferred: AtomicU64,
+    /// Records routed `Route::Reply`.
+    pub back_replies_in: AtomicU64,
     /// Connections this loop holds now: counted by the accepting loop when
     /// it deals one here (`EventLoop::steer`, which balances on it),
     /// uncounted by this loop when it closes one or fails to add it.

@@ -203,6 +203,7 @@ impl EventLoop {
                 share_wait: false,
                 held: 0,
                 eof: false,
+                told_gone: false,
             });
         }
         self.schedule(i);

@@ -278,6 +278,8 @@ struct Entry {
     /// The socket's SO_RCVLOWAT, when above 1 (waiting for a large
     /// fragment's body in one wakeup).
     lowat: usize,
+    /// `Service::disconnected` was called (at EOF, or on close).
+    told_gone: bool,
 }
 
 struct EventLoop {
@@ -588,12 +590,26 @@ impl EventLoop {
             .registry()
             .deregister(&mut SourceFd(&e.conn.sock.as_raw_fd()));
         e.conn.close();
+        if !e.told_gone {
+            self.shared.service.disconnected(e.conn.id);
+        }
         e.conn.let_go(e.held);
         self.free.push(i);
         self.shared.release(&e.conn.peer);
         self.stats().open.fetch_sub(1, SeqCst);
         bump(&self.stats().closed, 1);
         tracing::debug!(conn = e.conn.id, peer = %e.conn.peer, "connection closed");
+    }
+
+    /// Connection `i` brings no more records (its peer finished sending):
+    /// tell the service once, so nothing waits for its answers.
+    fn tell_gone(&mut self, i: usize) {
+        if let Some(Some(e)) = self.conns.get_mut(i) {
+            if !e.told_gone {
+                e.told_gone = true;
+                self.shared.service.disconnected(e.conn.id);
+            }
+        }
     }
 
     fn drain_inbox(&mut self) {

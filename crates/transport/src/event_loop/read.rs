@@ -177,6 +177,14 @@ impl EventLoop {
         while let Some(mut data) = e.rd.pop_ready() {
             let c = &e.conn;
             if !c.can_read() {
+                // A REPLY read already takes no in-flight place: it goes
+                // on (the socket is not read past the bound, so only
+                // those read before it).
+                if self.shared.service.plan(&data).route == Route::Reply {
+                    bump(&self.shared.loop_stats[self.idx].back_replies_in, 1);
+                    self.shared.service.reply_received(c.id, data);
+                    continue;
+                }
                 e.rd.unpop(data);
                 // Over a bound (in-flight requests or queued reply bytes):
                 // whoever brings us back under both notifies us.
@@ -198,6 +206,13 @@ impl EventLoop {
             // much reply room it needs, and a word it gets back with it.
             // (A record pushed back below is planned again when retried.)
             let plan = self.shared.service.plan(&data);
+            if plan.route == Route::Reply {
+                // Not a call: an answer to the service's own record on this
+                // connection, taken at once (not in flight, no pool slot).
+                bump(&self.shared.loop_stats[self.idx].back_replies_in, 1);
+                self.shared.service.reply_received(c.id, data);
+                continue;
+            }
             let bound = plan.reply_bound;
             let budget = self.shared.limits.max_buffered_bytes as u64;
             let outstanding = c.inflight.load(SeqCst) > 0 || c.queued_bytes() > 0;
@@ -361,6 +376,7 @@ impl EventLoop {
                 }
                 ReadOutcome::Eof => {
                     self.sync_held(i);
+                    self.tell_gone(i);
                     self.after_change(i);
                     return;
                 }
