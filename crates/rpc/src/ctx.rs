@@ -4,9 +4,10 @@
 use std::cell::Cell;
 use std::net::SocketAddr;
 
-use rnfsd_transport::Spliced;
+use rnfsd_transport::{Responder, Spliced};
 
 use crate::auth::Auth;
+use crate::back::{BackChannel, BackConn};
 
 /// The server state a service's handlers share (for NFS: the exports and
 /// their backends), and what the RPC layer needs of it.
@@ -77,6 +78,11 @@ pub struct CallCtx<'a, S: State> {
     /// The reply may leave later from another thread (a pool job's call),
     /// so the handler may park it (`park`) instead of waiting.
     pub may_park: bool,
+    /// The connection's id (0 where none: `CallCtx::new` alone).
+    conn_id: u64,
+    /// The service's back channel and the call's responder, whose
+    /// connection it calls (`back_channel`).
+    back: Option<(&'a BackChannel, &'a Responder)>,
     spliced: Cell<Option<Spliced>>,
     parked: Cell<Option<Park>>,
     moved: Cell<Moved>,
@@ -101,10 +107,43 @@ impl<'a, S: State> CallCtx<'a, S> {
             server,
             on_loop,
             may_park,
+            conn_id: 0,
+            back: None,
             spliced: Cell::new(None),
             parked: Cell::new(None),
             moved: Cell::new(Moved::default()),
         }
+    }
+
+    /// The call arrived on connection `conn_id`, of a service with the back
+    /// channel `back` (if any), and may leave by `responder`.
+    pub(crate) fn on_conn(
+        mut self,
+        conn_id: u64,
+        back: Option<&'a BackChannel>,
+        responder: &'a Responder,
+    ) -> Self {
+        self.conn_id = conn_id;
+        self.back = back.map(|b| (b, responder));
+        self
+    }
+
+    /// The id of the connection the call arrived on (the transport's
+    /// `Request::conn_id`; the same for every call of one connection).
+    pub fn conn_id(&self) -> u64 {
+        self.conn_id
+    }
+
+    /// The back channel of the connection the call arrived on, to call
+    /// its client later from any thread (RFC 8881 §2.10.3.1: what
+    /// CREATE_SESSION and BIND_CONN_TO_SESSION bind). Made only when
+    /// asked. None when the service has no back channel
+    /// (`RpcService::with_back_channel`), or the call has no connection
+    /// to keep: tried on an event loop (give up, and it runs again in a
+    /// pool, where it has one), or a UDP datagram.
+    pub fn back_channel(&self) -> Option<BackConn> {
+        let (b, r) = self.back?;
+        Some(b.on(r.conn()?))
     }
 
     /// The result ends in data waiting in a pipe (READ by splice): it

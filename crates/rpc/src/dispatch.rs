@@ -16,6 +16,7 @@ use rnfsd_transport::{Later, Reply, Responder};
 use rnfsd_xdr::{Dec, Enc};
 
 use crate::auth::{self, Auth, AuthFail};
+use crate::back::BackChannel;
 use crate::ctx::{CallCtx, LoopState, ProcError, State, Wait};
 use crate::drc::{Drc, Key, Lookup};
 use crate::header::{self, FIXED};
@@ -105,6 +106,10 @@ pub(crate) struct Incoming<'r, S: State> {
     pub planned: Option<usize>,
     pub peer: SocketAddr,
     pub local: SocketAddr,
+    /// The connection's id (`Request::conn_id`).
+    pub conn_id: u64,
+    /// The service's back channel, if it has one.
+    pub back: Option<&'r BackChannel>,
     pub on_loop: Option<&'r S::Loop>,
 }
 
@@ -325,10 +330,14 @@ impl<S: State> Dispatcher<'_, S> {
             self.state,
             inc.on_loop,
             responder.can_defer(),
-        );
+        )
+        .on_conn(inc.conn_id, inc.back, responder);
         let (mut reply, outcome, ran) = execute(&ctx, row, &mut d);
         let moved = ctx.moved_total();
         let moved = (moved.read, moved.written);
+        let parked = ctx.take_parked();
+        // It borrows the responder, which may now defer the reply.
+        drop(ctx);
         // Only a handler's own reply is kept; RPC-level failures run again if
         // retransmitted (knfsd: RC_NOCACHE on those paths). Replies of cached
         // procedures are all bytes (nothing spliced). Nor the reply of an
@@ -336,7 +345,7 @@ impl<S: State> Dispatcher<'_, S> {
         // pool and must not meet its own entry there.
         let gave_up = inc.on_loop.is_some_and(|l| l.gave_up());
         let keep = ran && reply.as_ref().is_some_and(|r| r.spliced.is_none()) && !gave_up;
-        if let Some(p) = ctx.take_parked() {
+        if let Some(p) = parked {
             let fail = failure(xid, Some(p.fail_body));
             match (reply, responder.defer()) {
                 (Some(reply), Some(later)) => {

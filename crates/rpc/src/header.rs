@@ -4,7 +4,7 @@
 //! verifier by their lengths; their contents are decoded once, by dispatch
 //! (`auth.rs`).
 
-use rnfsd_proto::rpc::{MAX_AUTH_BYTES, MSG_CALL};
+use rnfsd_proto::rpc::{MAX_AUTH_BYTES, MSG_CALL, MSG_REPLY};
 use rnfsd_xdr::Dec;
 
 /// The fixed words of a call: xid, then (after msg_type CALL) rpcvers,
@@ -52,6 +52,14 @@ pub fn peek(record: &[u8]) -> Option<Peek> {
     })
 }
 
+/// Whether the record is a REPLY (msg_type 1, RFC 5531 §9): an answer to
+/// a call this server sent (a back channel's).
+pub fn is_reply(record: &[u8]) -> bool {
+    record
+        .get(4..8)
+        .is_some_and(|w| w == MSG_REPLY.to_be_bytes().as_slice())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,6 +72,8 @@ mod tests {
     fn reads_the_fixed_words_and_steps_over_the_credential() {
         assert_eq!(peek(&words(&[9, 0, 2, 100003, 3])), None, "short");
         assert_eq!(peek(&words(&[9, 1, 2, 100003, 3, 1])), None, "a reply");
+        assert!(is_reply(&words(&[9, 1, 0])));
+        assert!(!is_reply(&words(&[9, 0, 2])) && !is_reply(&words(&[9])));
         let p = peek(&words(&[9, 0, 2, 100003, 3, 1, 1, 4, 7, 0, 0, 42])).unwrap();
         assert_eq!(
             (p.xid, p.rpcvers, p.prog, p.vers, p.proc_),

@@ -17,11 +17,18 @@
 //! 3. The reply is framed once; statistics get what dispatch decoded and
 //!    answered (`rnfsd_stats::Registry::record`), never the bytes again.
 //!
+//! The back channel (RFC 8881 §2.10.3.1): a service given a
+//! [`BackChannel`] plans REPLY records (answers to calls the server sent
+//! on a client's connection) to the transport's `Route::Reply` and hands
+//! them to it, and a handler takes its connection's [`BackConn`] from
+//! [`CallCtx::back_channel`] to call the client later (`back.rs`).
+//!
 //! Hand-written: the hot path (one header read, a row by number, no
 //! allocation beyond the reply) is ours to keep short, and no RPC crate
 //! serves synchronous handlers on our own event loops and pools.
 
 mod auth;
+mod back;
 mod ctx;
 mod dispatch;
 pub mod drc;
@@ -31,6 +38,9 @@ mod service;
 mod table;
 
 pub use auth::Auth;
+pub use back::{
+    BackChannel, BackChannelConfig, BackChannelStats, BackConn, CallError, PendingCall,
+};
 pub use ctx::{CallCtx, LoopState, Moved, Park, ProcError, State, Wait};
 pub use dispatch::{Answer, Parked, Policy};
 pub use drc::{Drc, DrcConfig};

@@ -29,6 +29,22 @@ pub const EXPIRE_EVERY: u64 = 16;
 /// ... and at most this many dropped then (bounded work under the lock).
 pub const EXPIRE_BATCH: usize = 32;
 
+/// Back channel (RFC 8881 §2.10.3.1): calls awaiting a REPLY on one
+/// connection (`BackChannelConfig::max_pending_per_conn`). A session's
+/// back channel has the slots CREATE_SESSION granted (RFC 8881 §18.36,
+/// ca_maxrequests) and its layer sends no more at once: this leaves room
+/// for a few sessions on one connection.
+pub const BC_MAX_PENDING_PER_CONN: usize = 16;
+/// Back channel: calls awaiting a REPLY on all connections
+/// (`BackChannelConfig::max_pending`); each holds its record's xid and a
+/// slot, about 100 bytes, so the table stays under half a MiB.
+pub const BC_MAX_PENDING: usize = 4096;
+/// Back channel: the longest a call waits for its REPLY
+/// (`BackChannelConfig::max_wait`); a later deadline is brought to this.
+/// Past a lease several times over (RFC 8881 §8.3; knfsd's is 90 s): no
+/// callback is worth waiting for longer.
+pub const BC_MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// The longest accepted reply header: 8 words (PROG_MISMATCH); and the
 /// longest denied one: 6 words (RPC_MISMATCH: xid, REPLY, MSG_DENIED,
 /// reject_stat, low, high). `tests::reply_headers_fit` encodes each.
@@ -39,6 +55,10 @@ const _: () = assert!(MAX_REPLY_HEADER >= LONGEST_ACCEPTED && MAX_REPLY_HEADER >
 // The memory bound is split over the buckets, and every entry costs
 // something, so a bucket's bound bounds its entries too.
 const _: () = assert!(BUCKETS > 0 && ENTRY_OVERHEAD > 0);
+// One connection's calls fit the bound on all of them.
+const _: () = assert!(BC_MAX_PENDING_PER_CONN > 0 && BC_MAX_PENDING >= BC_MAX_PENDING_PER_CONN);
+const _: () = assert!(BC_MAX_WAIT.as_secs() > 0);
+
 // Expiry keeps up with one new entry per call: a pass every EXPIRE_EVERY
 // calls drops up to EXPIRE_BATCH.
 const _: () = assert!(EXPIRE_EVERY > 0 && EXPIRE_BATCH as u64 >= EXPIRE_EVERY);

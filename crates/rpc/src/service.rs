@@ -11,6 +11,7 @@ use std::time::Instant;
 use rnfsd_stats::Registry;
 use rnfsd_transport::{Inline, LoopCalls, Plan, Reply, Request, Route, Service};
 
+use crate::back::BackChannel;
 use crate::ctx::{LoopState, State};
 use crate::dispatch::{Answer, Dispatched, Dispatcher, Incoming, Policy};
 use crate::drc::Drc;
@@ -28,6 +29,9 @@ pub struct RpcService<S: State> {
     drc: Option<Arc<Drc>>,
     /// Whether a connection from a peer may take a slot.
     admit: fn(&S, &SocketAddr) -> bool,
+    /// Calls this server sent on its clients' connections, awaiting their
+    /// REPLYs (none: REPLY records are dropped, as any non-call).
+    back: Option<BackChannel>,
 }
 
 impl<S: State> RpcService<S> {
@@ -39,7 +43,21 @@ impl<S: State> RpcService<S> {
             stats: None,
             drc: None,
             admit: |_, _| true,
+            back: None,
         }
+    }
+
+    /// Call clients on their own connections (RFC 8881 §2.10.3.1): REPLY
+    /// records go to `back` (not to dispatch, which drops them), and a
+    /// pool job's handler gets its connection's back channel
+    /// (`CallCtx::back_channel`). Give each service its own.
+    pub fn with_back_channel(mut self, back: BackChannel) -> Self {
+        self.back = Some(back);
+        self
+    }
+
+    pub fn back_channel(&self) -> Option<&BackChannel> {
+        self.back.as_ref()
     }
 
     /// Answer retransmitted non-idempotent calls from `drc`.
@@ -106,6 +124,8 @@ impl<S: State> RpcService<S> {
             planned: planned_row(req.plan),
             peer: req.peer,
             local: req.local,
+            conn_id: req.conn_id,
+            back: self.back.as_ref(),
             on_loop,
         };
         let Dispatched {
@@ -152,6 +172,14 @@ impl<S: State> Service for RpcService<S> {
     /// no row goes to the pool, where dispatch answers why.
     fn plan(&self, record: &[u8]) -> Plan {
         let Some(h) = header::peek(record) else {
+            // Not a call. A REPLY goes to the back channel, if any; a call
+            // pays nothing for this.
+            if self.back.is_some() && header::is_reply(record) {
+                return Plan {
+                    route: Route::Reply,
+                    ..Plan::default()
+                };
+            }
             return Plan::default();
         };
         let (Some(args_at), rnfsd_proto::rpc::RPC_VERSION) = (h.args_at, h.rpcvers) else {
@@ -175,6 +203,30 @@ impl<S: State> Service for RpcService<S> {
 
     fn admit(&self, peer: &SocketAddr) -> bool {
         (self.admit)(&self.state, peer)
+    }
+
+    /// A REPLY to one of our back-channel calls; one matching none is
+    /// dropped, and counted as any record dropped.
+    fn reply_received(&self, conn_id: u64, record: Vec<u8>) {
+        let matched = self
+            .back
+            .as_ref()
+            .is_some_and(|b| b.deliver(conn_id, record));
+        if !matched {
+            if let Some((reg, shard)) = self
+                .stats
+                .as_deref()
+                .and_then(|r| r.shard().map(|s| (r, s)))
+            {
+                reg.record(shard, None, rnfsd_stats::Outcome::Dropped, (0, 0), 0);
+            }
+        }
+    }
+
+    fn disconnected(&self, conn_id: u64) {
+        if let Some(b) = &self.back {
+            b.disconnected(conn_id);
+        }
     }
 }
 
