@@ -9,7 +9,10 @@
 //!   shared by several operations;
 //! - [`attr`]: attribute numbers (§5.8), `Bitmap4` and `Fattr4`;
 //! - [`ops`]: `ArgOp` / `ResOp`, every operation of §18 (3..58), split by
-//!   family in `ops/*.rs`.
+//!   family in `ops/*.rs`;
+//! - [`compound`]: COMPOUND4args decoded one operation at a time, and the
+//!   COMPOUND4res writer;
+//! - [`cb`]: the callback program (§20).
 //!
 //! Every variable-length item is bounded on decode, before anything is
 //! allocated: by the RFC's own limit where it has one (`NFS4_FHSIZE`,
@@ -22,10 +25,13 @@
 use rnfsd_xdr::{xdr_enum, Dec, Enc, Result, Xdr, XdrError};
 
 pub mod attr;
+pub mod cb;
+pub mod compound;
 pub mod ops;
 pub mod types;
 
 pub use attr::*;
+pub use compound::*;
 pub use ops::*;
 pub use types::*;
 
