@@ -100,6 +100,11 @@ impl<'d, 'a> OpIter<'d, 'a> {
     pub fn left(&self) -> u32 {
         self.left
     }
+
+    /// Offset in the record after the operations read so far.
+    pub fn position(&self) -> usize {
+        self.d.position()
+    }
 }
 
 impl<'d, 'a> Iterator for OpIter<'d, 'a> {
