@@ -115,7 +115,8 @@ xdr_struct! {
 }
 
 bounded_opaque!(
-    /// notifylist4: a notify4's encoded values, at most `MAX_ATTRLIST`.
+    /// notifylist4 (RFC 8881 §20.4): a notify4's encoded values, at most
+    /// `MAX_ATTRLIST` bytes.
     NotifyList4,
     MAX_ATTRLIST
 );

@@ -200,7 +200,8 @@ impl CompoundWriter {
     }
 }
 
-/// A whole COMPOUND4res, owned: what a client (or a test) decodes.
+/// A whole COMPOUND4res (RFC 8881 §16.2), owned: what a client (or a
+/// test) decodes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompoundRes {
     pub status: Nfsstat4,

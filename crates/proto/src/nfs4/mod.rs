@@ -376,8 +376,8 @@ impl std::fmt::Display for Nfsstat4 {
     }
 }
 
-/// The status union most results use (`switch (nfsstat4 status) { case
-/// NFS4_OK: resok; default: void; }`): `Ok` carries the resok body, `Fail`
+/// The status union most results use (RFC 5662: `switch (nfsstat4 status)
+/// { case NFS4_OK: resok; default: void; }`): `Ok` carries the resok body, `Fail`
 /// any other status and nothing else.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NfsRes4<T> {

@@ -216,9 +216,9 @@ impl Xdr for Stateid4 {
 }
 
 bounded_opaque!(
-    /// The `owner` bytes of a state_owner4, client_owner4's co_ownerid,
-    /// server_owner4's so_major_id and EXCHANGE_ID's server scope:
-    /// opaque<NFS4_OPAQUE_LIMIT>.
+    /// opaque<NFS4_OPAQUE_LIMIT> (RFC 8881 §3.3.10, §2.4, §2.5): the
+    /// `owner` bytes of a state_owner4, client_owner4's co_ownerid,
+    /// server_owner4's so_major_id and EXCHANGE_ID's server scope.
     Opaque1024,
     NFS4_OPAQUE_LIMIT
 );
@@ -270,12 +270,13 @@ xdr_struct! {
 }
 
 bounded_opaque!(
-    /// sec_oid4: a GSS mechanism OID, at most `MAX_SEC_OID` bytes.
+    /// sec_oid4 (RFC 8881 §3.2): a GSS mechanism OID, at most
+    /// `MAX_SEC_OID` bytes.
     SecOid4,
     MAX_SEC_OID
 );
 bounded_opaque!(
-    /// gsshandle4_t, at most NFS4_OPAQUE_LIMIT bytes.
+    /// gsshandle4_t (RFC 8881 §18.35), at most NFS4_OPAQUE_LIMIT bytes.
     GssHandle4,
     NFS4_OPAQUE_LIMIT
 );

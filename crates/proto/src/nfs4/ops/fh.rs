@@ -96,7 +96,8 @@ impl Xdr for SecInfo4 {
     }
 }
 
-/// SECINFO4resok: secinfo4<>, at most `MAX_SMALL_ARRAY` flavors.
+/// SECINFO4resok (RFC 8881 §18.29): secinfo4<>, at most
+/// `MAX_SMALL_ARRAY` flavors.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SecInfo4ResOk(pub Vec<SecInfo4>);
 

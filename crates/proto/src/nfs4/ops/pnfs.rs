@@ -26,7 +26,8 @@ pub const LAYOUTIOMODE4_ANY: u32 = 3;
 
 bounded_opaque!(
     /// A layout-type-specific body (loc_body, lou_body, lrf_body,
-    /// da_addr_body), at most `MAX_LAYOUT_BODY` bytes.
+    /// da_addr_body; RFC 8881 §3.3.15-§3.3.18), at most `MAX_LAYOUT_BODY`
+    /// bytes.
     LayoutBody,
     MAX_LAYOUT_BODY
 );
