@@ -137,3 +137,11 @@ for p in range(6):
     write("dispatch", f"portmap{p}", bytes([S | 8 | 16 | 1, 2, 2, p, 0]) + u32(100003, 3, 6, 0))
 write("dispatch", "raw_null", b"\x00" + call(100003, 3, 0))
 write("dispatch", "raw_getattr", b"\x00" + call(100003, 3, 1, FH))
+
+# nfs4_compound: COMPOUND4args (tag, minorversion, ops) as a server reads it.
+SESSION = bytes(range(16))
+SEQ = u32(53) + SESSION + u32(1, 0, 0, 0)  # OP_SEQUENCE, slot 0, seqid 1
+write("nfs4_compound", "seq_putroot_getattr", opaque(b"t") + u32(1, 3) + SEQ + u32(24) + u32(9, 2, 0x0010011A, 0x00B0A23A))
+write("nfs4_compound", "exchange_id", opaque(b"") + u32(1, 1) + u32(42) + bytes(8) + opaque(b"client") + u32(0, 0, 0))
+write("nfs4_compound", "minor0", opaque(b"") + u32(0, 1, 24))
+write("nfs4_compound", "illegal", opaque(b"") + u32(1, 2, 24, 10044))

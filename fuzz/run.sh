@@ -6,7 +6,7 @@
 #                                all) plus every saved regression input
 #   fuzz/run.sh --build          build all targets only
 #
-# Targets: record rpc_header xdr_args dispatch. See docs/fuzzing.md.
+# Targets: record rpc_header xdr_args dispatch nfs4_compound. See docs/fuzzing.md.
 # Env: FUZZ_SANITIZER (default none; "address" works too, slower build),
 #      FUZZ_TARGET_DIR (default fuzz/target; e.g. fuzz/target-asan for an
 #      ASan build kept beside the plain one),
@@ -18,7 +18,7 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(dirname "$HERE")"
-TARGETS=(record rpc_header xdr_args dispatch)
+TARGETS=(record rpc_header xdr_args dispatch nfs4_compound)
 SAN="${FUZZ_SANITIZER:-none}"
 TRIPLE="$(rustc -vV | sed -n 's/^host: //p')"
 TDIR="${FUZZ_TARGET_DIR:-$HERE/target}"
