@@ -10,8 +10,8 @@
 use rnfsd_xdr::{xdr_struct, Dec, Enc, Result, Xdr, XdrError};
 
 use super::{
-    decode_array, encode_array, fail_status, Bitmap4, Fattr4, Fsid4, LockOwner4, NfsFh4, NfsRes4,
-    Nfsstat4, OpResult, OpenDelegation4, SessionId4, Stateid4, MAX_ATTRLIST,
+    decode_array, encode_array, Bitmap4, Fattr4, Fsid4, LockOwner4, NfsFh4, NfsRes4, Nfsstat4,
+    OpResult, OpenDelegation4, SessionId4, Stateid4, MAX_ATTRLIST,
 };
 use crate::mount::bounded_opaque;
 
@@ -354,7 +354,8 @@ macro_rules! cb_ops {
                 e.u32(self.opnum());
                 match self {
                     $(CbResOp::$v(r) => r.encode(e),)*
-                    CbResOp::Illegal(s) => fail_status(*s, &[]).encode(e),
+                    // CB_ILLEGAL4res is its status alone (RFC 8881 §20.11).
+                    CbResOp::Illegal(s) => s.encode(e),
                 }
             }
             fn decode(d: &mut Dec<'_>) -> Result<Self> {

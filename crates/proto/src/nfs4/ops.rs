@@ -244,7 +244,8 @@ macro_rules! res_ops {
                 e.u32(self.opnum());
                 match self {
                     $(ResOp::$v(r) => r.encode(e),)*
-                    ResOp::Illegal(s) => fail_status(*s, &[]).encode(e),
+                    // ILLEGAL4res is its status alone (RFC 8881 §18.52).
+                    ResOp::Illegal(s) => s.encode(e),
                 }
             }
             /// Reads resop then the result (RFC 5662 nfs_resop4); an
