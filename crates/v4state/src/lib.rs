@@ -62,7 +62,9 @@
 pub mod client;
 pub mod error;
 pub mod ids;
+pub mod session;
 mod shards;
+pub mod slot;
 
 #[cfg(test)]
 mod tests;
@@ -75,10 +77,15 @@ use std::time::Duration;
 pub use client::{ClientHandle, ExchangeIdArgs, ExchangeIdOk};
 pub use error::{Denied, V4Error};
 pub use ids::{ClientId, ConnId, FileKey, Principal, SessionId, Special, Stateid, Verifier};
+pub use session::{
+    seq_status, BindDir, ChannelAttrs, ConnDir, CreateSessionArgs, SequenceArgs, Sequenced,
+    SessionCreated, SlotTicket,
+};
+pub use slot::Digest;
 
 use client::Registry;
 use ids::{Clock, Minter};
-use shards::locked;
+use shards::{locked, Shards};
 
 /// Bounds on the state (each will be a config key). Defaults suit a
 /// server of a few thousand clients.
@@ -208,6 +215,8 @@ impl Stats {
 pub struct Counts {
     pub clients: u64,
     pub sessions: u64,
+    /// Bytes reserved for slot reply caches.
+    pub reply_cache_bytes: u64,
     pub stateids: u64,
     /// Clients whose state is being freed.
     pub doomed_clients: u64,
@@ -229,6 +238,11 @@ pub struct State {
     pub(crate) doomed: Mutex<VecDeque<Arc<client::Client>>>,
     pub(crate) stats: Stats,
     pub(crate) total_stateids: AtomicUsize,
+    pub(crate) sessions: Shards<SessionId, Arc<session::Session>>,
+    /// The sessions each connection is bound to (each session's own list
+    /// is the truth; this finds them when a connection closes).
+    pub(crate) conns: Shards<ConnId, Vec<SessionId>>,
+    pub(crate) cache: session::CacheBudget,
 }
 
 impl State {
@@ -252,6 +266,9 @@ impl State {
             doomed: Mutex::new(VecDeque::new()),
             stats: Stats::default(),
             total_stateids: AtomicUsize::new(0),
+            sessions: Shards::new(),
+            conns: Shards::new(),
+            cache: session::CacheBudget::default(),
         })
     }
 
@@ -268,7 +285,8 @@ impl State {
         let s = &self.stats;
         Counts {
             clients: locked(&self.registry).by_id.len() as u64,
-            sessions: 0,
+            sessions: self.sessions.len() as u64,
+            reply_cache_bytes: self.cache.used() as u64,
             stateids: self.total_stateids.load(Ordering::Relaxed) as u64,
             doomed_clients: locked(&self.doomed).len() as u64,
             limit_hits: LIMITS

@@ -1,8 +1,10 @@
 //! Tests of the state as the protocol layer drives it.
 
 mod clients;
+mod sessions;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::*;
 
@@ -30,4 +32,63 @@ pub(crate) fn exid(
         principal: &who(principal),
         update: false,
     })
+}
+
+pub(crate) fn attrs() -> ChannelAttrs {
+    ChannelAttrs {
+        header_pad_size: 0,
+        max_request_size: 1 << 20,
+        max_response_size: 1 << 20,
+        max_response_size_cached: 8192,
+        max_operations: 16,
+        max_requests: 32,
+    }
+}
+
+pub(crate) fn cs_args<'a>(id: ClientId, seq: u32, p: &'a Principal) -> CreateSessionArgs<'a> {
+    CreateSessionArgs {
+        clientid: id,
+        sequence: seq,
+        principal: p,
+        flags: session::CREATE_SESSION_CONN_BACK_CHAN,
+        fore: attrs(),
+        back: attrs(),
+        cb_program: 0x40000000,
+        conn: ConnId(1),
+    }
+}
+
+/// A confirmed client `owner` (principal "p") with one session.
+pub(crate) fn client_with_session(s: &State, owner: &str) -> (ClientId, SessionCreated) {
+    let e = exid(s, owner, 1, "p").unwrap();
+    let p = who("p");
+    let c = s
+        .create_session(&cs_args(e.clientid, e.sequenceid, &p))
+        .unwrap();
+    (e.clientid, c)
+}
+
+pub(crate) fn seq(
+    s: &State,
+    id: SessionId,
+    slot: u32,
+    seqid: u32,
+    digest: u64,
+) -> Result<Sequenced, V4Error> {
+    s.sequence(&SequenceArgs {
+        sessionid: id,
+        sequenceid: seqid,
+        slotid: slot,
+        highest_slotid: slot,
+        conn: ConnId(1),
+        digest,
+    })
+}
+
+/// A new request on `slot` with `seqid`: its ticket.
+pub(crate) fn ticket(s: &State, id: SessionId, slot: u32, seqid: u32) -> SlotTicket {
+    match seq(s, id, slot, seqid, seqid as u64).unwrap() {
+        Sequenced::New(t) => t,
+        Sequenced::Replay(_) => panic!("a replay"),
+    }
 }
