@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::error::V4Error;
-use crate::ids::{ClientId, Principal, SessionId, Verifier};
+use crate::ids::{ClientId, FileKey, Principal, SessionId, Verifier};
 use crate::shards::locked;
 use crate::{Limit, State};
 
@@ -48,17 +48,26 @@ pub(crate) struct CsSlot {
     pub(crate) cached: Option<crate::session::SessionCreated>,
 }
 
+/// The owners of a client (open or lock owners): each one's stateid
+/// per file.
+pub(crate) type Owners = HashMap<Arc<[u8]>, HashMap<FileKey, [u8; 12]>>;
+
 /// What a client holds.
 #[derive(Default)]
 pub(crate) struct ClientState {
     pub(crate) sessions: Vec<SessionId>,
+    pub(crate) stateids: HashMap<[u8; 12], crate::stateid::Entry>,
+    pub(crate) open_owners: Owners,
+    pub(crate) lock_owners: Owners,
+    /// Stateids revoked and not freed yet.
+    pub(crate) revoked: usize,
 }
 
 impl ClientState {
     /// Whether it holds sessions or state (DESTROY_CLIENTID refuses then,
     /// and §18.35.5's client collision keeps the record).
     pub(crate) fn has_state(&self) -> bool {
-        !self.sessions.is_empty()
+        !self.sessions.is_empty() || !self.stateids.is_empty()
     }
 }
 

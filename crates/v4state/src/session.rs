@@ -141,6 +141,7 @@ pub(crate) struct Session {
     pub(crate) client: Arc<Client>,
     pub(crate) fore: ChannelAttrs,
     pub(crate) back: ChannelAttrs,
+    pub(crate) cb_program: u32,
     /// It asked for a back channel (at creation or with a bind since).
     back_wanted: AtomicBool,
     /// Reply cache bytes reserved for it.
@@ -415,6 +416,7 @@ impl State {
                 client: c.clone(),
                 fore,
                 back,
+                cb_program: a.cb_program,
                 back_wanted: AtomicBool::new(want_back),
                 reserved,
                 inner: Mutex::new(SessionInner {
@@ -631,6 +633,20 @@ impl State {
                 locked(&s.inner).conns.retain(|&(c, _)| c != conn);
             }
         }
+    }
+
+    /// The back channel of session `id` as accepted, its callback program
+    /// and the connections serving it (newest last), for the callback
+    /// client.
+    pub fn back_channel(&self, id: &SessionId) -> Option<(ChannelAttrs, u32, Vec<ConnId>)> {
+        let s = self.sessions.shard(id).get(id).cloned()?;
+        let conns = locked(&s.inner)
+            .conns
+            .iter()
+            .filter(|c| c.1.back())
+            .map(|c| c.0)
+            .collect();
+        Some((s.back, s.cb_program, conns))
     }
 
     /// The channels `conn` serves in session `id` (None: not bound).

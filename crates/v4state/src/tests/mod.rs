@@ -1,7 +1,9 @@
 //! Tests of the state as the protocol layer drives it.
 
 mod clients;
+mod opens;
 mod sessions;
+mod stateids;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,4 +93,43 @@ pub(crate) fn ticket(s: &State, id: SessionId, slot: u32, seqid: u32) -> SlotTic
         Sequenced::New(t) => t,
         Sequenced::Replay(_) => panic!("a replay"),
     }
+}
+
+/// A confirmed client `owner` with a session: its handle (from a
+/// SEQUENCE) and session id.
+pub(crate) fn handle(s: &State, owner: &str) -> (ClientHandle, SessionId) {
+    let (_, c) = client_with_session(s, owner);
+    let t = ticket(s, c.sessionid, 0, 1);
+    let h = t.client();
+    t.finish(None).unwrap();
+    (h, c.sessionid)
+}
+
+pub(crate) const F: FileKey = FileKey {
+    fsid: 1,
+    fileid: 100,
+};
+pub(crate) const G: FileKey = FileKey {
+    fsid: 1,
+    fileid: 200,
+};
+
+pub(crate) fn open(
+    s: &State,
+    c: &ClientHandle,
+    owner: &str,
+    file: FileKey,
+    access: u32,
+    deny: u32,
+) -> Result<Opened, V4Error> {
+    s.open(
+        c,
+        &OpenArgs {
+            owner: owner.as_bytes(),
+            file,
+            access,
+            deny,
+            claim: Claim::New,
+        },
+    )
 }

@@ -282,3 +282,14 @@ fn callback_down_flag() {
     let t = ticket(&s, c.sessionid, 0, 2);
     assert_eq!(t.status_flags, seq_status::CB_PATH_DOWN);
 }
+
+#[test]
+fn back_channel_is_reported() {
+    let s = state();
+    let (_, c) = client_with_session(&s, "a");
+    let (attrs, prog, conns) = s.back_channel(&c.sessionid).unwrap();
+    assert_eq!(prog, 0x40000000);
+    assert_eq!(attrs.max_response_size_cached, 0);
+    assert_eq!(attrs.max_requests, session::MAX_BACK_SLOTS);
+    assert_eq!(conns, vec![ConnId(1)]);
+}
