@@ -61,7 +61,9 @@
 pub mod client;
 pub mod error;
 pub mod ids;
+pub mod lock;
 pub mod open;
+mod ranges;
 pub mod session;
 mod shards;
 pub mod slot;
@@ -78,6 +80,7 @@ use std::time::Duration;
 pub use client::{ClientHandle, ExchangeIdArgs, ExchangeIdOk};
 pub use error::{Denied, V4Error};
 pub use ids::{ClientId, ConnId, FileKey, Principal, SessionId, Special, Stateid, Verifier};
+pub use lock::{BackendLockFile, LockArgs, Locker4, LocktArgs, OpenLockFile};
 pub use open::{Claim, OpenArgs, Opened};
 pub use session::{
     seq_status, BindDir, ChannelAttrs, ConnDir, CreateSessionArgs, SequenceArgs, Sequenced,

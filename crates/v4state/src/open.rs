@@ -68,10 +68,12 @@ pub struct Opened {
 
 /// The share reservations on one file, counted over all opens: how many
 /// hold read / write access, and deny read / write.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct FileState {
     access: [u32; 2],
     deny: [u32; 2],
+    /// The lock stateids on the file, of all clients.
+    pub(crate) lockers: Vec<crate::lock::Locker>,
 }
 
 impl FileState {
@@ -310,7 +312,7 @@ impl State {
         let mut files = self.files.shard(file);
         if let Some(f) = files.get_mut(file) {
             f.sub(access, deny);
-            if f.is_empty() {
+            if f.is_empty() && f.lockers.is_empty() {
                 files.remove(file);
             }
         }
@@ -364,6 +366,10 @@ impl State {
         let kind = e.kind();
         let access = match &e.body {
             Body::Open(o) => o.access,
+            Body::Lock(l) => {
+                let open = l.open;
+                crate::lock::open_access(&st, &open)
+            }
             Body::Delegation { write } => match write {
                 true => ACCESS_BOTH,
                 false => ACCESS_READ,

@@ -48,9 +48,19 @@ pub(crate) struct OpenBody {
     pub(crate) locks: Vec<[u8; 12]>,
 }
 
+/// A lock owner's state on one file (§9.4).
+#[derive(Debug, Clone)]
+pub(crate) struct LockBody {
+    pub(crate) owner: Arc<[u8]>,
+    /// The open it came from.
+    pub(crate) open: [u8; 12],
+    pub(crate) held: Arc<crate::lock::LockHeld>,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) enum Body {
     Open(OpenBody),
+    Lock(LockBody),
     /// A delegation (granted by the delegation work to come; only tests
     /// make one now).
     #[cfg_attr(not(test), allow(dead_code))]
@@ -71,6 +81,7 @@ impl Entry {
     pub(crate) fn kind(&self) -> StateKind {
         match self.body {
             Body::Open(_) => StateKind::Open,
+            Body::Lock(_) => StateKind::Lock,
             Body::Delegation { .. } => StateKind::Delegation,
         }
     }
@@ -223,12 +234,15 @@ impl State {
     pub fn free_stateid(&self, c: &ClientHandle, sid: &Stateid) -> Result<(), V4Error> {
         let freed = {
             let mut st = locked(&c.0.st);
-            let revoked = match st.find_mut(self, &c.0, sid) {
-                Ok(_) => return Err(V4Error::LocksHeld),
-                Err(V4Error::AdminRevoked | V4Error::DelegRevoked) => true,
+            match st.find_mut(self, &c.0, sid) {
+                Ok(e) => match &e.body {
+                    Body::Lock(l) if !l.held.holds_any() => {}
+                    _ => return Err(V4Error::LocksHeld),
+                },
+                // Revoked state of any kind is freed.
+                Err(V4Error::AdminRevoked | V4Error::DelegRevoked) => {}
                 Err(e) => return Err(e),
-            };
-            let _ = revoked;
+            }
             self.release_stateid(&mut st, &sid.other)
         };
         // Closing freed descriptors (none hold locks here) outside locks.
@@ -240,18 +254,39 @@ impl State {
     /// (an open's lock stateids, share reservations, owners left with
     /// nothing): the lock descriptors it freed, for the caller to drop
     /// with no lock held (closing them releases their kernel locks).
-    pub(crate) fn release_stateid(&self, st: &mut ClientState, other: &[u8; 12]) -> Vec<()> {
-        let out = Vec::new();
+    pub(crate) fn release_stateid(
+        &self,
+        st: &mut ClientState,
+        other: &[u8; 12],
+    ) -> Vec<Arc<crate::lock::LockHeld>> {
+        let mut out = Vec::new();
         let Some(e) = st.take(self, other) else {
             return out;
         };
         let revoked = e.revoked.is_some();
         match e.body {
             Body::Open(o) => {
+                for l in &o.locks {
+                    if let Some(le) = st.take(self, l) {
+                        if let Body::Lock(lb) = le.body {
+                            self.forget_lock(st, &le.file, l, lb, &mut out);
+                        }
+                    }
+                }
                 if !revoked {
                     self.unshare(&e.file, o.access, o.deny);
                 }
                 forget_owner(&mut st.open_owners, &o.owner, &e.file, other);
+            }
+            Body::Lock(lb) => {
+                if let Some(Entry {
+                    body: Body::Open(o),
+                    ..
+                }) = st.stateids.get_mut(&lb.open)
+                {
+                    o.locks.retain(|x| x != other);
+                }
+                self.forget_lock(st, &e.file, other, lb, &mut out);
             }
             Body::Delegation { .. } => {}
         }
