@@ -33,6 +33,8 @@ pub(crate) struct Client {
     pub(crate) confirmed: AtomicBool,
     /// The embedder says its callback path is down.
     pub(crate) cb_down: AtomicBool,
+    /// It may have revoked stateids not freed yet (see `has_revoked`).
+    pub(crate) has_revoked: AtomicBool,
     /// The last CREATE_SESSION sequence id it used (mirrors `cs`, for
     /// EXCHANGE_ID's reply without taking `cs`).
     pub(crate) cs_seqid: AtomicU32,
@@ -259,6 +261,7 @@ impl State {
             expired: AtomicBool::new(false),
             confirmed: AtomicBool::new(false),
             cb_down: AtomicBool::new(false),
+            has_revoked: AtomicBool::new(false),
             cs_seqid: AtomicU32::new(0),
             cs: Mutex::new(CsSlot::default()),
             st: Mutex::new(ClientState::default()),
@@ -322,6 +325,13 @@ impl State {
         );
         self.drop_sessions(c);
         locked(&self.doomed).push_back(c.clone());
+        self.wake.kick();
+    }
+
+    /// A dropped client's state is all freed: its record goes (the
+    /// record store comes with persistence).
+    pub(crate) fn forget_client(&self, c: &Arc<Client>) {
+        let _ = c;
     }
 
     /// `c`'s lease ran out: it goes, with everything it holds.

@@ -55,12 +55,10 @@
 //! only `Client::cs` or no lock held, serialised by the record store's
 //! own mutex, which nothing else is taken under.
 
-// Lock owners and admin revocation come with the next steps.
-#![allow(dead_code)]
-
 pub mod client;
 pub mod error;
 pub mod ids;
+pub mod lease;
 pub mod lock;
 pub mod open;
 mod ranges;
@@ -80,6 +78,7 @@ use std::time::Duration;
 pub use client::{ClientHandle, ExchangeIdArgs, ExchangeIdOk};
 pub use error::{Denied, V4Error};
 pub use ids::{ClientId, ConnId, FileKey, Principal, SessionId, Special, Stateid, Verifier};
+pub use lease::{Reaped, Reaper};
 pub use lock::{BackendLockFile, LockArgs, Locker4, LocktArgs, OpenLockFile};
 pub use open::{Claim, OpenArgs, Opened};
 pub use session::{
@@ -251,6 +250,8 @@ pub struct State {
     pub(crate) cache: session::CacheBudget,
     /// Share reservations per file, over all clients.
     pub(crate) files: Shards<FileKey, open::FileState>,
+    /// Wakes the reaper thread.
+    pub(crate) wake: Arc<lease::Wake>,
 }
 
 impl State {
@@ -278,6 +279,7 @@ impl State {
             conns: Shards::new(),
             cache: session::CacheBudget::default(),
             files: Shards::new(),
+            wake: Arc::default(),
         })
     }
 
@@ -304,6 +306,10 @@ impl State {
             false => Ok(()),
         }
     }
+
+    /// Work at the end of a reaper pass (grace comes with the client
+    /// records).
+    pub(crate) fn after_reap(&self) {}
 
     pub fn counts(&self) -> Counts {
         let s = &self.stats;

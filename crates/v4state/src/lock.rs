@@ -149,6 +149,14 @@ impl LockHeld {
         })
     }
 
+    /// Drops every lock (revocation): the descriptor, to be dropped with
+    /// no lock held.
+    pub(crate) fn revoke(&self) -> Option<Arc<dyn LockFile>> {
+        let mut m = locked(&self.m);
+        m.ranges = Ranges::default();
+        m.file.take()
+    }
+
     /// Tests `write`/`r` through the descriptor, if it has one.
     fn test(&self, write: bool, r: LockRange) -> Option<FsResult<Option<Conflict>>> {
         let m = locked(&self.m);

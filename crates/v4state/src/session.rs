@@ -567,6 +567,9 @@ impl State {
         if c.cb_down.load(Ordering::Relaxed) {
             f |= seq_status::CB_PATH_DOWN;
         }
+        if self.has_revoked(c) {
+            f |= seq_status::ADMIN_STATE_REVOKED;
+        }
         f
     }
 

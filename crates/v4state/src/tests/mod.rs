@@ -1,6 +1,7 @@
 //! Tests of the state as the protocol layer drives it.
 
 mod clients;
+mod leases;
 mod locks;
 mod opens;
 mod sessions;
