@@ -33,6 +33,11 @@ pub(crate) struct Client {
     pub(crate) confirmed: AtomicBool,
     /// The embedder says its callback path is down.
     pub(crate) cb_down: AtomicBool,
+    /// It was recorded before the restart: it may reclaim in the grace
+    /// period.
+    pub(crate) may_reclaim: AtomicBool,
+    /// It sent RECLAIM_COMPLETE.
+    pub(crate) reclaim_done: AtomicBool,
     /// It may have revoked stateids not freed yet (see `has_revoked`).
     pub(crate) has_revoked: AtomicBool,
     /// The last CREATE_SESSION sequence id it used (mirrors `cs`, for
@@ -262,6 +267,8 @@ impl State {
             confirmed: AtomicBool::new(false),
             cb_down: AtomicBool::new(false),
             has_revoked: AtomicBool::new(false),
+            may_reclaim: AtomicBool::new(false),
+            reclaim_done: AtomicBool::new(false),
             cs_seqid: AtomicU32::new(0),
             cs: Mutex::new(CsSlot::default()),
             st: Mutex::new(ClientState::default()),
@@ -328,10 +335,16 @@ impl State {
         self.wake.kick();
     }
 
-    /// A dropped client's state is all freed: its record goes (the
-    /// record store comes with persistence).
+    /// A dropped client's state is all freed: its record goes (unless a
+    /// newer record of its owner replaced it). Called by the reaper, with
+    /// no lock held.
     pub(crate) fn forget_client(&self, c: &Arc<Client>) {
-        let _ = c;
+        if let (Some(r), true) = (&self.records, c.confirmed.load(Ordering::Acquire)) {
+            if let Err(e) = r.remove(&c.owner, c.id) {
+                tracing::warn!(clientid = format!("{:#x}", c.id.0), error = %e,
+                    "nfsv4: client record not removed");
+            }
+        }
     }
 
     /// `c`'s lease ran out: it goes, with everything it holds.
@@ -351,10 +364,19 @@ impl State {
             && c.busy.load(Ordering::Acquire) == 0
     }
 
-    /// Makes `c`'s record durable before it is confirmed (the record
-    /// store comes with persistence).
+    /// Makes `c`'s record durable before it is confirmed: NFS4ERR_SERVERFAULT
+    /// when it cannot be written (a client whose record may be lost must
+    /// not be told it is known). Called with only `c.cs` held.
     pub(crate) fn record_client(&self, c: &Arc<Client>) -> Result<(), V4Error> {
-        let _ = c;
-        Ok(())
+        c.may_reclaim
+            .store(self.grace.was_known(&c.owner), Ordering::Release);
+        let Some(r) = &self.records else {
+            return Ok(());
+        };
+        r.write(&c.owner, c.id).map_err(|e| {
+            tracing::warn!(clientid = format!("{:#x}", c.id.0), error = %e,
+                "nfsv4: client record not written");
+            V4Error::ServerFault
+        })
     }
 }

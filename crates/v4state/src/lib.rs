@@ -57,11 +57,13 @@
 
 pub mod client;
 pub mod error;
+pub mod grace;
 pub mod ids;
 pub mod lease;
 pub mod lock;
 pub mod open;
 mod ranges;
+pub mod records;
 pub mod session;
 mod shards;
 pub mod slot;
@@ -71,12 +73,13 @@ pub mod stateid;
 mod tests;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use client::{ClientHandle, ExchangeIdArgs, ExchangeIdOk};
 pub use error::{Denied, V4Error};
+pub use grace::{Grace, GraceHold};
 pub use ids::{ClientId, ConnId, FileKey, Principal, SessionId, Special, Stateid, Verifier};
 pub use lease::{Reaped, Reaper};
 pub use lock::{BackendLockFile, LockArgs, Locker4, LocktArgs, OpenLockFile};
@@ -220,6 +223,7 @@ impl Stats {
 pub struct Counts {
     pub clients: u64,
     pub sessions: u64,
+    pub in_grace: bool,
     /// Bytes reserved for slot reply caches.
     pub reply_cache_bytes: u64,
     pub stateids: u64,
@@ -252,22 +256,65 @@ pub struct State {
     pub(crate) files: Shards<FileKey, open::FileState>,
     /// Wakes the reaper thread.
     pub(crate) wake: Arc<lease::Wake>,
+    pub(crate) grace: Arc<Grace>,
+    pub(crate) records: Option<records::Records>,
+    /// The previous run's unreclaimed records were swept (grace is over).
+    swept: AtomicBool,
 }
 
 impl State {
     /// A state for a server instance with boot verifier `boot` (distinct
     /// for each start: ids carry it, so ones from before a restart are
     /// recognised as stale; never 0 or `u32::MAX`).
+    ///
+    /// No client records are kept: after a restart no client may reclaim,
+    /// and there is no grace period.
     pub fn new(cfg: Config, boot: u32) -> std::io::Result<Arc<State>> {
-        Ok(Self::with_key(cfg, boot, ids::random_key()?))
+        Ok(Self::with_key(
+            cfg,
+            boot,
+            ids::random_key()?,
+            None,
+            Vec::new(),
+        ))
     }
 
-    pub(crate) fn with_key(cfg: Config, boot: u32, key: [u8; 32]) -> Arc<State> {
+    /// A state keeping its client records in `dir` (made if missing),
+    /// which also gives the boot verifier: the clients recorded by the
+    /// previous run may reclaim in the grace period, whose clock starts at
+    /// [`start_grace`](State::start_grace).
+    pub fn with_records(cfg: Config, dir: &std::path::Path) -> std::io::Result<Arc<State>> {
+        let (r, loaded) = records::Records::open(dir)?;
+        tracing::info!(
+            boot = loaded.boot,
+            clients = loaded.previous.len(),
+            "nfsv4: client records loaded"
+        );
+        Ok(Self::with_key(
+            cfg,
+            loaded.boot,
+            ids::random_key()?,
+            Some(r),
+            loaded.previous,
+        ))
+    }
+
+    pub(crate) fn with_key(
+        cfg: Config,
+        boot: u32,
+        key: [u8; 32],
+        records: Option<records::Records>,
+        previous: Vec<Vec<u8>>,
+    ) -> Arc<State> {
         debug_assert!(boot != 0 && boot != u32::MAX);
+        let clock = Arc::new(Clock::default());
         Arc::new(State {
+            grace: Grace::with_clock(clock.clone(), cfg.grace_time, previous),
+            records,
+            swept: AtomicBool::new(false),
             cfg,
             ids: Minter::new(boot, key),
-            clock: Arc::new(Clock::default()),
+            clock,
             registry: Mutex::new(Registry {
                 by_id: HashMap::new(),
                 by_owner: HashMap::new(),
@@ -292,30 +339,86 @@ impl State {
         &self.cfg
     }
 
-    /// Whether only reclaims are allowed now (grace comes with the client
-    /// records).
-    pub(crate) fn in_grace(&self) -> bool {
-        false
+    /// The grace period, to share with the NLM lock manager.
+    pub fn grace(&self) -> &Arc<Grace> {
+        &self.grace
     }
 
-    /// Whether `c` may do a reclaim (`reclaim`) or a new open / lock now.
+    /// Starts the grace period's clock (once the server listens).
+    pub fn start_grace(&self) {
+        self.grace.start();
+    }
+
+    pub(crate) fn in_grace(&self) -> bool {
+        self.grace.in_grace()
+    }
+
+    /// Whether `c` may reclaim (`reclaim`) or make new state now: a new
+    /// open or lock in the grace period is NFS4ERR_GRACE; a reclaim after
+    /// it, or by a client that already sent RECLAIM_COMPLETE, is
+    /// NFS4ERR_NO_GRACE; one by a client not recorded before the restart
+    /// NFS4ERR_RECLAIM_BAD.
     pub(crate) fn grace_check(&self, c: &client::Client, reclaim: bool) -> Result<(), V4Error> {
-        let _ = c;
-        match reclaim {
-            true => Err(V4Error::NoGrace),
-            false => Ok(()),
+        let in_grace = self.in_grace();
+        if !reclaim {
+            return match in_grace {
+                true => Err(V4Error::Grace),
+                false => Ok(()),
+            };
+        }
+        if !in_grace || c.reclaim_done.load(Ordering::Acquire) {
+            return Err(V4Error::NoGrace);
+        }
+        if !c.may_reclaim.load(Ordering::Acquire) {
+            return Err(V4Error::ReclaimBad);
+        }
+        Ok(())
+    }
+
+    /// RECLAIM_COMPLETE (§18.51): `c` has reclaimed all it will; the
+    /// grace period ends once every recorded client has said so.
+    /// `one_fs` (rca_one_fs) is accepted and changes nothing, as knfsd.
+    /// NFS4ERR_COMPLETE_ALREADY the second time.
+    pub fn reclaim_complete(&self, c: &ClientHandle, one_fs: bool) -> Result<(), V4Error> {
+        if one_fs {
+            return Ok(());
+        }
+        if c.0.is_expired() {
+            return Err(V4Error::Expired);
+        }
+        if c.0.reclaim_done.swap(true, Ordering::AcqRel) {
+            return Err(V4Error::CompleteAlready);
+        }
+        if c.0.may_reclaim.load(Ordering::Acquire) {
+            self.grace.reclaim_complete(&c.0.owner);
+        }
+        Ok(())
+    }
+
+    /// Work at the end of a reaper pass: once the grace period is over,
+    /// the records of the previous run's clients that did not come back
+    /// go (once).
+    pub(crate) fn after_reap(&self) {
+        let Some(r) = &self.records else {
+            return;
+        };
+        if self.grace.is_over() && !self.swept.swap(true, Ordering::AcqRel) {
+            match r.sweep(self.ids.boot) {
+                Ok(n) => tracing::info!(records = n, "nfsv4: unreclaimed client records removed"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "nfsv4: client records not swept");
+                    self.swept.store(false, Ordering::Release);
+                }
+            }
         }
     }
-
-    /// Work at the end of a reaper pass (grace comes with the client
-    /// records).
-    pub(crate) fn after_reap(&self) {}
 
     pub fn counts(&self) -> Counts {
         let s = &self.stats;
         Counts {
             clients: locked(&self.registry).by_id.len() as u64,
             sessions: self.sessions.len() as u64,
+            in_grace: self.grace.in_grace(),
             reply_cache_bytes: self.cache.used() as u64,
             stateids: self.total_stateids.load(Ordering::Relaxed) as u64,
             doomed_clients: locked(&self.doomed).len() as u64,

@@ -1,6 +1,7 @@
 //! Tests of the state as the protocol layer drives it.
 
 mod clients;
+mod grace;
 mod leases;
 mod locks;
 mod opens;
@@ -17,7 +18,7 @@ pub(crate) fn state() -> Arc<State> {
 }
 
 pub(crate) fn state_with(cfg: Config) -> Arc<State> {
-    State::with_key(cfg, 7, [9; 32])
+    State::with_key(cfg, 7, [9; 32], None, Vec::new())
 }
 
 pub(crate) fn who(name: &str) -> Principal {
