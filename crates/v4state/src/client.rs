@@ -195,7 +195,7 @@ impl State {
     /// 8. update with another verifier: NFS4ERR_NOT_SAME;
     /// 9. update with another principal: NFS4ERR_PERM.
     ///
-    /// A new record past [`Limits::max_clients`]: NFS4ERR_RESOURCE.
+    /// A new record past [`Limits::max_clients`](crate::Limits::max_clients): NFS4ERR_RESOURCE.
     pub fn exchange_id(&self, a: &ExchangeIdArgs<'_>) -> Result<ExchangeIdOk, V4Error> {
         let now = self.clock.now_ms();
         let mut reg = locked(&self.registry);

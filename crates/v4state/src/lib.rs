@@ -37,7 +37,8 @@
 //! 4. The shards of `State::files` (share reservations and lock holders
 //!    per file, checked across clients) and of `State::sessions`.
 //! 5. `Session::inner` (one per session): the slot table and the bound
-//!    connections. SEQUENCE takes only the session shard, then this.
+//!    connections. SEQUENCE takes only the session shard, then this (and
+//!    the client's `st` briefly when it has revoked state to report).
 //! 6. The shards of `State::conns` (which sessions a connection is bound
 //!    to).
 //! 7. `LockHeld::m` (one per lock stateid): the lock owner's descriptor on
@@ -48,12 +49,19 @@
 //!    only calls on the same (lock owner, file) wait. Opening the
 //!    descriptor (a path walk) happens with no lock held.
 //!
-//! The reaper (`reap`) frees expired clients' state in batches of
-//! bounded size, taking the same locks in the same order, and drops the
-//! freed descriptors (closing them releases their kernel locks) after
-//! letting go of every lock. Record files are written and removed with
-//! only `Client::cs` or no lock held, serialised by the record store's
-//! own mutex, which nothing else is taken under.
+//! The reaper ([`State::reap`]) frees dropped clients' state in batches
+//! of bounded size, taking the same locks in the same order, and drops
+//! the freed descriptors (closing them releases their kernel locks)
+//! after letting go of every lock. Record files are written with only
+//! `Client::cs` held and removed by the reaper with no lock held,
+//! serialised by the record store's own mutex, under which nothing else
+//! is taken. Calls that free lock stateids (CLOSE, FREE_STATEID) likewise
+//! drop the descriptors after their locks are let go.
+//!
+//! Each call is on one client's [`ClientHandle`] (from SEQUENCE's
+//! [`SlotTicket::client`]), so no global table is searched on the request
+//! path: a stateid is looked up in its client's own table (another
+//! client's is NFS4ERR_BAD_STATEID there, as in knfsd).
 
 pub mod client;
 pub mod error;

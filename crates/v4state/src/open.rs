@@ -118,6 +118,12 @@ impl FileState {
     pub(crate) fn is_empty(&self) -> bool {
         self.access == [0, 0] && self.deny == [0, 0]
     }
+
+    /// The counts, for the state audit of the tests.
+    #[cfg(test)]
+    pub(crate) fn counts(&self) -> ([u32; 2], [u32; 2]) {
+        (self.access, self.deny)
+    }
 }
 
 fn check_bits(access: u32, deny: u32) -> Result<(), V4Error> {

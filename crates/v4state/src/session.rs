@@ -23,6 +23,9 @@ pub const CREATE_SESSION_CONN_BACK_CHAN: u32 = 0x2;
 pub const CREATE_SESSION_CONN_RDMA: u32 = 0x4;
 
 /// The SEQ4_STATUS bits of SEQUENCE's reply (§18.46.3) this state sets.
+/// The lease bits (EXPIRED_ALL/SOME_STATE_REVOKED) are never set: with no
+/// courtesy clients an expired client keeps nothing, and its SEQUENCE is
+/// NFS4ERR_BADSESSION.
 pub mod seq_status {
     /// The client's callback path is down (the embedder says so).
     pub const CB_PATH_DOWN: u32 = 0x1;

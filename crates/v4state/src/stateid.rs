@@ -2,7 +2,7 @@
 //! stateid passes before use, TEST_STATEID (§18.48) and FREE_STATEID
 //! (§18.38).
 //!
-//! A stateid's `other` is made by [`Minter`](crate::ids::Minter) (boot
+//! A stateid's `other` is made by `ids::Minter` (boot
 //! verifier, counter, MAC); its `seqid` starts at 1 and goes up by one on
 //! every change of the state it names (an OPEN upgrade, OPEN_DOWNGRADE,
 //! LOCK, LOCKU).
@@ -193,8 +193,12 @@ pub(crate) fn add_test_delegation(s: &State, c: &ClientHandle, file: FileKey) ->
 
 impl State {
     /// Checks `sid` for use by `c` on `file` (None: any file): what it
-    /// names. Errors as [`ClientState::find_mut`] says, and
-    /// NFS4ERR_BAD_STATEID when it is of another file.
+    /// names. Errors: NFS4ERR_BAD_STATEID for a special, unknown or
+    /// forged one or one of another file, NFS4ERR_STALE_STATEID for
+    /// another instance's, NFS4ERR_EXPIRED when the client's lease ran
+    /// out, NFS4ERR_ADMIN_REVOKED / NFS4ERR_DELEG_REVOKED for revoked
+    /// state, NFS4ERR_OLD_STATEID for an older seqid (0 is the current
+    /// one) and NFS4ERR_BAD_STATEID for a newer one.
     pub fn check_stateid(
         &self,
         c: &ClientHandle,

@@ -50,6 +50,7 @@ fn expired_client_state_is_freed_in_batches() {
     // a's handle, kept from before, sees EXPIRED.
     assert_eq!(open(&s, &a, "o", G, 1, 0), Err(V4Error::Expired));
     assert_eq!(s.check_stateid(&a, &oa, None), Err(V4Error::Expired));
+    super::audit::audit(&s);
 }
 
 #[test]
@@ -128,4 +129,5 @@ fn admin_revocation() {
     let t = ticket(&s, sa, 0, 3);
     assert_eq!(t.status_flags, 0);
     assert_eq!(s.counts().stateids, 3);
+    super::audit::audit(&s);
 }

@@ -152,6 +152,7 @@ fn conflicts_name_our_owner() {
     let u = s.locku(&a, &la2, F, 0, 10).unwrap();
     assert_eq!(u.seqid, 3);
     more_lock(&s, &e, &b, lb, true, 0, 10).unwrap();
+    super::audit::audit(&s);
 }
 
 #[test]
@@ -234,6 +235,7 @@ fn free_stateid_and_close_with_locks() {
     assert_eq!(s.check_stateid(&a, &l, None), Err(V4Error::BadStateid));
     new_lock(&s, &e, &b, ob, "lb", true, 0, 1).unwrap();
     assert_eq!(s.counts().stateids, 2, "b's open and lock");
+    super::audit::audit(&s);
 }
 
 #[test]
@@ -279,6 +281,7 @@ fn lock_owner_and_stateid_rules() {
     );
     assert_eq!(s.check_io(&a, &again, F, false), Ok(Some(StateKind::Lock)));
     assert_eq!(s.check_io(&a, &again, F, true), Err(V4Error::OpenMode));
+    super::audit::audit(&s);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Tests of the state as the protocol layer drives it.
 
+mod audit;
 mod clients;
 mod grace;
 mod leases;
@@ -7,6 +8,7 @@ mod locks;
 mod opens;
 mod sessions;
 mod stateids;
+mod stress;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -29,6 +29,7 @@ fn share_reservations_hold_across_clients() {
     open(&s, &b, "o", G, ACCESS_WRITE, DENY_BOTH).unwrap();
     s.close(&a, &o.stateid).unwrap();
     open(&s, &b, "w", F, ACCESS_WRITE, DENY_NONE).unwrap();
+    super::audit::audit(&s);
 }
 
 #[test]
@@ -50,6 +51,7 @@ fn upgrade_merges_and_checks_only_others() {
         "the upgrade's new deny hits b's read"
     );
     assert_eq!(s.counts().stateids, 2);
+    super::audit::audit(&s);
 }
 
 #[test]
@@ -86,6 +88,7 @@ fn downgrade_rules() {
         "no longer held"
     );
     assert_eq!(s.open_downgrade(&a, &d, 0, DENY_NONE), Err(V4Error::Inval));
+    super::audit::audit(&s);
 }
 
 #[test]

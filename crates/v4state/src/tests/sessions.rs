@@ -293,3 +293,79 @@ fn back_channel_is_reported() {
     assert_eq!(attrs.max_requests, session::MAX_BACK_SLOTS);
     assert_eq!(conns, vec![ConnId(1)]);
 }
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// SEQUENCE through the state, over several slots: a new request
+        /// only on a slot's next id, each replay the reply its slot cached
+        /// for its last request, and slots never disturb each other.
+        #[test]
+        fn sequence_over_slots(ops in prop::collection::vec((0u32..3, -1i32..3, any::<bool>()), 1..80)) {
+            let s = state();
+            let (_, c) = client_with_session(&s, "a");
+            let mut last = [0u32; 3];
+            let mut cached: [Option<Arc<[u8]>>; 3] = [None, None, None];
+            for (slot, delta, cache) in ops {
+                let i = slot as usize;
+                let id = last[i].wrapping_add(delta as u32);
+                let digest = id as u64 * 10 + slot as u64;
+                match seq(&s, c.sessionid, slot, id, digest) {
+                    Ok(Sequenced::New(t)) => {
+                        prop_assert_eq!(id, last[i].wrapping_add(1));
+                        last[i] = id;
+                        let reply: Option<Arc<[u8]>> =
+                            cache.then(|| Arc::from(digest.to_be_bytes().as_slice()));
+                        t.finish(reply.clone()).unwrap();
+                        cached[i] = reply;
+                    }
+                    Ok(Sequenced::Replay(r)) => {
+                        prop_assert_eq!(id, last[i]);
+                        prop_assert_eq!(Some(r), cached[i].clone());
+                    }
+                    Err(V4Error::RetryUncachedRep) => {
+                        prop_assert_eq!(id, last[i]);
+                        prop_assert!(cached[i].is_none());
+                    }
+                    Err(V4Error::SeqMisordered) => {
+                        prop_assert!(id != last[i].wrapping_add(1));
+                        prop_assert!(id != last[i] || last[i] == 0);
+                    }
+                    Err(e) => prop_assert!(false, "unexpected {:?}", e),
+                }
+            }
+        }
+
+        /// CREATE_SESSION's own sequence: one session per new sequence id,
+        /// the same one again for a retransmission, nothing for any other.
+        #[test]
+        fn create_session_sequence(deltas in prop::collection::vec(-2i32..3, 1..30)) {
+            let s = state();
+            let e = exid(&s, "a", 1, "p").unwrap();
+            let p = who("p");
+            let mut last = e.sequenceid - 1;
+            let mut made: Option<SessionCreated> = None;
+            let mut sessions = 0;
+            for d in deltas {
+                let seq = last.wrapping_add(d as u32);
+                let r = s.create_session(&cs_args(e.clientid, seq, &p));
+                if seq == last.wrapping_add(1) {
+                    let r = r.unwrap();
+                    last = seq;
+                    sessions += 1;
+                    made = Some(r);
+                } else if seq == last && made.is_some() {
+                    prop_assert_eq!(Some(r.unwrap()), made.clone());
+                } else {
+                    prop_assert!(r.is_err());
+                }
+                if sessions > 7 {
+                    break; // sessions_per_client
+                }
+            }
+            prop_assert_eq!(s.counts().sessions, sessions);
+        }
+    }
+}
