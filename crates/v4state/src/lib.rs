@@ -29,8 +29,9 @@
 //!    when CREATE_SESSION confirms it (only that client's CREATE_SESSION
 //!    waits on it; the write must land before the reply).
 //! 2. `State::registry`: clients by id and by owner. Taken by
-//!    EXCHANGE_ID, CREATE_SESSION, DESTROY_CLIENTID and the reaper's scan,
-//!    never on the SEQUENCE / OPEN / LOCK / I/O path.
+//!    EXCHANGE_ID, CREATE_SESSION, DESTROY_CLIENTID, revocation and the
+//!    reaper's scan; on the SEQUENCE / OPEN / LOCK / I/O path only by a
+//!    SEQUENCE that finds its client's lease run out.
 //! 3. `Client::st` (one per client): the client's owners, stateids and
 //!    session list. Every state call of a client takes it once or twice,
 //!    briefly, with no I/O under it.
@@ -46,8 +47,10 @@
 //!    fcntl (F_OFD_SETLK/GETLK) that changes or tests the kernel's locks,
 //!    so the copy and the kernel agree; this is the one lock held across
 //!    a filesystem call on the request path, and it is the owner's own:
-//!    only calls on the same (lock owner, file) wait. Opening the
-//!    descriptor (a path walk) happens with no lock held.
+//!    only calls on the same (lock owner, file) wait, and FREE_STATEID or
+//!    revocation of that stateid (under the client's `st`: a wait of one
+//!    non-blocking fcntl at most). Opening the descriptor (a path walk)
+//!    happens with no lock held.
 //!
 //! The reaper ([`State::reap`]) frees dropped clients' state in batches
 //! of bounded size, taking the same locks in the same order, and drops

@@ -531,7 +531,7 @@ impl State {
                 }
                 _ => {}
             });
-            if v.is_ok() && matches!(v, Ok(Verdict::New)) {
+            if matches!(v, Ok(Verdict::New)) {
                 c.busy.fetch_add(1, Ordering::AcqRel);
             }
             (v, highest, i.conns.iter().any(|&(_, d)| d.back()))
