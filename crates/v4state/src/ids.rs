@@ -9,8 +9,6 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::error::V4Error;
-
 /// A client id (clientid4): the boot verifier in the high 32 bits, a
 /// counter in the low ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -117,21 +115,6 @@ pub(crate) fn next_seqid(s: u32) -> u32 {
     }
 }
 
-/// Checks a client's stateid seqid against the state's current one
-/// (§8.2.2): 0 is the current one; an older one is OLD_STATEID, a newer
-/// one (never issued) BAD_STATEID.
-pub(crate) fn check_seqid(given: u32, current: u32) -> Result<(), V4Error> {
-    if given == 0 || given == current {
-        return Ok(());
-    }
-    // Wrapping comparison: seqids wrap at 2^32 (skipping 0).
-    if (given.wrapping_sub(current) as i32) > 0 {
-        Err(V4Error::BadStateid)
-    } else {
-        Err(V4Error::OldStateid)
-    }
-}
-
 /// Makes ids for one server instance.
 pub(crate) struct Minter {
     pub(crate) boot: u32,
@@ -189,19 +172,29 @@ impl Minter {
         o
     }
 
-    /// Whether `other` could be one of ours: STALE_STATEID when another
-    /// instance issued it, BAD_STATEID when no instance did (its MAC is
-    /// wrong).
-    pub(crate) fn check_other(&self, other: &[u8; 12]) -> Result<(), V4Error> {
+    /// Who made stateid `other` (the stateid checks say what each
+    /// answer means to a client).
+    pub(crate) fn origin(&self, other: &[u8; 12]) -> Origin {
         if other[..4] != self.boot.to_be_bytes() {
-            return Err(V4Error::StaleStateid);
+            return Origin::OtherInstance;
         }
         let m = self.mac(b"stateid", &other[..8]);
         if other[8..] != m.as_bytes()[..4] {
-            return Err(V4Error::BadStateid);
+            return Origin::Forged;
         }
-        Ok(())
+        Origin::Ours
     }
+}
+
+/// Who made a stateid `other`, by its boot verifier and MAC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// This instance.
+    Ours,
+    /// Another instance (one before a restart): its boot verifier differs.
+    OtherInstance,
+    /// No instance: its MAC is wrong.
+    Forged,
 }
 
 /// A random key for the MACs (from /dev/urandom).
@@ -273,26 +266,14 @@ mod tests {
     fn others_are_checked() {
         let m = Minter::new(5, [1; 32]);
         let o = m.stateid_other();
-        assert_eq!(m.check_other(&o), Ok(()));
+        assert_eq!(m.origin(&o), Origin::Ours);
         let mut forged = o;
         forged[6] ^= 1;
-        assert_eq!(m.check_other(&forged), Err(V4Error::BadStateid));
+        assert_eq!(m.origin(&forged), Origin::Forged);
         let later = Minter::new(6, [2; 32]);
-        assert_eq!(later.check_other(&o), Err(V4Error::StaleStateid));
+        assert_eq!(later.origin(&o), Origin::OtherInstance);
         assert_ne!(m.stateid_other(), o, "each is new");
         assert_eq!(m.client_id().boot(), 5);
         assert_ne!(m.session_id(), m.session_id());
-    }
-
-    #[test]
-    fn seqid_rules() {
-        assert_eq!(check_seqid(0, 9), Ok(()));
-        assert_eq!(check_seqid(9, 9), Ok(()));
-        assert_eq!(check_seqid(8, 9), Err(V4Error::OldStateid));
-        assert_eq!(check_seqid(10, 9), Err(V4Error::BadStateid));
-        // Across the wrap: 1 follows u32::MAX.
-        assert_eq!(next_seqid(u32::MAX), 1);
-        assert_eq!(check_seqid(u32::MAX, 1), Err(V4Error::OldStateid));
-        assert_eq!(check_seqid(2, u32::MAX), Err(V4Error::BadStateid));
     }
 }

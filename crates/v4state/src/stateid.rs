@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::client::{Client, ClientHandle, ClientState};
 use crate::error::V4Error;
-use crate::ids::{check_seqid, next_seqid, FileKey, Stateid};
+use crate::ids::{next_seqid, FileKey, Minter, Origin, Stateid};
 use crate::shards::locked;
 use crate::{Limit, State};
 
@@ -94,6 +94,32 @@ impl Entry {
     }
 }
 
+/// Checks a client's stateid seqid against the state's current one
+/// (§8.2.2): 0 is the current one; an older one is OLD_STATEID, a newer
+/// one (never issued) BAD_STATEID.
+pub(crate) fn check_seqid(given: u32, current: u32) -> Result<(), V4Error> {
+    if given == 0 || given == current {
+        return Ok(());
+    }
+    // Wrapping comparison: seqids wrap at 2^32 (skipping 0).
+    if (given.wrapping_sub(current) as i32) > 0 {
+        Err(V4Error::BadStateid)
+    } else {
+        Err(V4Error::OldStateid)
+    }
+}
+
+/// Whether `other` could be one of ours: STALE_STATEID when another
+/// instance issued it, BAD_STATEID when no instance did (its MAC is
+/// wrong).
+pub(crate) fn check_other(ids: &Minter, other: &[u8; 12]) -> Result<(), V4Error> {
+    match ids.origin(other) {
+        Origin::Ours => Ok(()),
+        Origin::OtherInstance => Err(V4Error::StaleStateid),
+        Origin::Forged => Err(V4Error::BadStateid),
+    }
+}
+
 /// What a valid stateid names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StateInfo {
@@ -119,7 +145,7 @@ impl ClientState {
         if sid.special().is_some() {
             return Err(V4Error::BadStateid);
         }
-        s.ids.check_other(&sid.other)?;
+        check_other(&s.ids, &sid.other)?;
         if c.is_expired() {
             return Err(V4Error::Expired);
         }
@@ -313,5 +339,22 @@ pub(crate) fn forget_owner(
         if files.is_empty() {
             owners.remove(owner);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seqid_rules() {
+        assert_eq!(check_seqid(0, 9), Ok(()));
+        assert_eq!(check_seqid(9, 9), Ok(()));
+        assert_eq!(check_seqid(8, 9), Err(V4Error::OldStateid));
+        assert_eq!(check_seqid(10, 9), Err(V4Error::BadStateid));
+        // Across the wrap: 1 follows u32::MAX.
+        assert_eq!(next_seqid(u32::MAX), 1);
+        assert_eq!(check_seqid(u32::MAX, 1), Err(V4Error::OldStateid));
+        assert_eq!(check_seqid(2, u32::MAX), Err(V4Error::BadStateid));
     }
 }
