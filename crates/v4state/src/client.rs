@@ -1,150 +1,27 @@
 //! Clients (RFC 8881 §2.4): EXCHANGE_ID (§18.35) with the cases of
-//! §18.35.5, DESTROY_CLIENTID (§18.50), and the records of each client.
+//! §18.35.5 and DESTROY_CLIENTID (§18.50).
 //!
 //! A client record is unconfirmed from its EXCHANGE_ID until its first
 //! CREATE_SESSION, confirmed after. Per owner there is at most one of
 //! each: a restarted client (same owner, new verifier) gets a new
 //! unconfirmed record while its old confirmed one stays, and the old one
 //! goes (with all its state) when the new one is confirmed.
+//!
+//! The records themselves and the registry are in `registry`; this sits
+//! above the sessions, as a client it drops loses its sessions at once
+//! (`session`'s `doom`).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::error::V4Error;
-use crate::ids::{ClientId, FileKey, Principal, SessionId, Verifier};
+use crate::ids::{ClientId, Principal, Verifier};
+use crate::registry::{Client, CsSlot};
 use crate::shards::locked;
+use crate::table::ClientState;
 use crate::{Limit, State};
 
-/// One client record.
-pub(crate) struct Client {
-    pub(crate) id: ClientId,
-    pub(crate) owner: Vec<u8>,
-    pub(crate) verifier: Verifier,
-    pub(crate) principal: Principal,
-    /// When its lease was last renewed (the state's clock, ms).
-    pub(crate) renewed_ms: AtomicU64,
-    /// Requests of it in progress (SEQUENCE to reply): its lease does not
-    /// run out under them.
-    pub(crate) busy: AtomicU32,
-    /// Set once, when it expires or is destroyed or replaced: its
-    /// sessions are gone and its stateids answer EXPIRED until freed.
-    pub(crate) expired: AtomicBool,
-    pub(crate) confirmed: AtomicBool,
-    /// The embedder says its callback path is down.
-    pub(crate) cb_down: AtomicBool,
-    /// It was recorded before the restart: it may reclaim in the grace
-    /// period.
-    pub(crate) may_reclaim: AtomicBool,
-    /// It sent RECLAIM_COMPLETE.
-    pub(crate) reclaim_done: AtomicBool,
-    /// It may have revoked stateids not freed yet (see `has_revoked`).
-    pub(crate) has_revoked: AtomicBool,
-    /// The last CREATE_SESSION sequence id it used (mirrors `cs`, for
-    /// EXCHANGE_ID's reply without taking `cs`).
-    pub(crate) cs_seqid: AtomicU32,
-    pub(crate) cs: Mutex<CsSlot>,
-    pub(crate) st: Mutex<ClientState>,
-}
-
-/// The CREATE_SESSION slot (§18.36.4): the sequence id of the last one
-/// and its result, replayed to a retransmission.
-#[derive(Default)]
-pub(crate) struct CsSlot {
-    pub(crate) seqid: u32,
-    pub(crate) cached: Option<crate::session::SessionCreated>,
-}
-
-/// The owners of a client (open or lock owners): each one's stateid
-/// per file.
-pub(crate) type Owners = HashMap<Arc<[u8]>, HashMap<FileKey, [u8; 12]>>;
-
-/// What a client holds.
-#[derive(Default)]
-pub(crate) struct ClientState {
-    pub(crate) sessions: Vec<SessionId>,
-    pub(crate) stateids: HashMap<[u8; 12], crate::stateid::Entry>,
-    pub(crate) open_owners: Owners,
-    pub(crate) lock_owners: Owners,
-    /// Stateids revoked and not freed yet.
-    pub(crate) revoked: usize,
-}
-
-impl ClientState {
-    /// Whether it holds sessions or state (DESTROY_CLIENTID refuses then,
-    /// and §18.35.5's client collision keeps the record).
-    pub(crate) fn has_state(&self) -> bool {
-        !self.sessions.is_empty() || !self.stateids.is_empty()
-    }
-}
-
-impl Client {
-    pub(crate) fn is_expired(&self) -> bool {
-        self.expired.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn renew(&self, now_ms: u64) {
-        self.renewed_ms.fetch_max(now_ms, Ordering::Relaxed);
-    }
-}
-
-/// A client, as SEQUENCE finds it, for the calls of the rest of the
-/// compound.
-#[derive(Clone)]
-pub struct ClientHandle(pub(crate) Arc<Client>);
-
-impl ClientHandle {
-    pub fn id(&self) -> ClientId {
-        self.0.id
-    }
-
-    pub fn owner(&self) -> &[u8] {
-        &self.0.owner
-    }
-
-    /// Whether its lease ran out (or it was destroyed) meanwhile.
-    pub fn is_expired(&self) -> bool {
-        self.0.is_expired()
-    }
-}
-
-impl std::fmt::Debug for ClientHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ClientHandle({:#x})", self.0.id.0)
-    }
-}
-
-/// The records of one owner.
-#[derive(Default)]
-pub(crate) struct Owned {
-    pub(crate) confirmed: Option<Arc<Client>>,
-    pub(crate) unconfirmed: Option<Arc<Client>>,
-}
-
-pub(crate) struct Registry {
-    pub(crate) by_id: HashMap<ClientId, Arc<Client>>,
-    pub(crate) by_owner: HashMap<Vec<u8>, Owned>,
-}
-
-impl Registry {
-    /// Takes `c` out of both maps (it may already be out).
-    pub(crate) fn unlink(&mut self, c: &Arc<Client>) {
-        if self.by_id.get(&c.id).is_some_and(|x| Arc::ptr_eq(x, c)) {
-            self.by_id.remove(&c.id);
-        }
-        if let Some(o) = self.by_owner.get_mut(&c.owner) {
-            if o.confirmed.as_ref().is_some_and(|x| Arc::ptr_eq(x, c)) {
-                o.confirmed = None;
-            }
-            if o.unconfirmed.as_ref().is_some_and(|x| Arc::ptr_eq(x, c)) {
-                o.unconfirmed = None;
-            }
-            if o.confirmed.is_none() && o.unconfirmed.is_none() {
-                self.by_owner.remove(&c.owner);
-            }
-        }
-    }
-}
+pub use crate::registry::ClientHandle;
 
 /// EXCHANGE_ID's arguments as this crate needs them.
 #[derive(Debug, Clone, Copy)]
@@ -317,66 +194,5 @@ impl State {
         };
         self.doom(&c, "destroyed");
         Ok(())
-    }
-
-    /// Marks `c` expired and hands it to the reaper, which frees what it
-    /// holds. Its sessions go at once (the client sees BADSESSION).
-    pub(crate) fn doom(&self, c: &Arc<Client>, why: &'static str) {
-        if c.expired.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        tracing::info!(
-            clientid = format!("{:#x}", c.id.0),
-            why,
-            "nfsv4: client state dropped"
-        );
-        self.drop_sessions(c);
-        locked(&self.doomed).push_back(c.clone());
-        self.wake.kick();
-    }
-
-    /// A dropped client's state is all freed: its record goes (unless a
-    /// newer record of its owner replaced it). Called by the reaper, with
-    /// no lock held.
-    pub(crate) fn forget_client(&self, c: &Arc<Client>) {
-        if let (Some(r), true) = (&self.records, c.confirmed.load(Ordering::Acquire)) {
-            if let Err(e) = r.remove(&c.owner, c.id) {
-                tracing::warn!(clientid = format!("{:#x}", c.id.0), error = %e,
-                    "nfsv4: client record not removed");
-            }
-        }
-    }
-
-    /// `c`'s lease ran out: it goes, with everything it holds.
-    pub(crate) fn expire(&self, c: &Arc<Client>) {
-        locked(&self.registry).unlink(c);
-        if !c.is_expired() {
-            self.stats.clients_expired.fetch_add(1, Ordering::Relaxed);
-        }
-        self.doom(c, "lease expired");
-    }
-
-    /// Whether `c`'s lease ran out by `now` (never while a request of it
-    /// runs).
-    pub(crate) fn lease_over(&self, c: &Client, now: u64) -> bool {
-        let lease = crate::ids::ms(self.cfg.lease_time);
-        now.saturating_sub(c.renewed_ms.load(Ordering::Relaxed)) > lease
-            && c.busy.load(Ordering::Acquire) == 0
-    }
-
-    /// Makes `c`'s record durable before it is confirmed: NFS4ERR_SERVERFAULT
-    /// when it cannot be written (a client whose record may be lost must
-    /// not be told it is known). Called with only `c.cs` held.
-    pub(crate) fn record_client(&self, c: &Arc<Client>) -> Result<(), V4Error> {
-        c.may_reclaim
-            .store(self.grace.was_known(&c.owner), Ordering::Release);
-        let Some(r) = &self.records else {
-            return Ok(());
-        };
-        r.write(&c.owner, c.id).map_err(|e| {
-            tracing::warn!(clientid = format!("{:#x}", c.id.0), error = %e,
-                "nfsv4: client record not written");
-            V4Error::ServerFault
-        })
     }
 }

@@ -7,16 +7,21 @@
 //! reaper frees what it held in batches of bounded size, off the request
 //! path. There are no "courtesy" clients: an expired client's state is
 //! not kept for it.
+//!
+//! At the top with `lock`: a pass expires clients through `session` and
+//! frees their stateids through `stateid`; revocation gives back shares
+//! through `files`.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::client::{Client, ClientHandle};
-use crate::lock::LockHeld;
+use crate::lockfile::LockHeld;
+use crate::registry::{Client, ClientHandle};
 use crate::shards::locked;
-use crate::stateid::{Body, Revoked};
+use crate::table::{Body, Revoked};
+use crate::wake::Wake;
 use crate::State;
 
 /// What one reaper pass did.
@@ -28,36 +33,6 @@ pub struct Reaped {
     pub freed: usize,
     /// Clients whose state is all freed now.
     pub finished: usize,
-}
-
-/// Wakes the reaper thread early (a client was dropped) or stops it.
-#[derive(Default)]
-pub(crate) struct Wake {
-    m: Mutex<(bool, bool)>,
-    cv: Condvar,
-}
-
-impl Wake {
-    pub(crate) fn kick(&self) {
-        locked(&self.m).0 = true;
-        self.cv.notify_all();
-    }
-
-    fn stop(&self) {
-        locked(&self.m).1 = true;
-        self.cv.notify_all();
-    }
-
-    /// Waits for a kick, a stop or `d`: false once stopped.
-    fn wait(&self, d: Duration) -> bool {
-        let g = locked(&self.m);
-        let (mut g, _) = self
-            .cv
-            .wait_timeout_while(g, d, |(kicked, stop)| !*kicked && !*stop)
-            .unwrap_or_else(|e| e.into_inner());
-        g.0 = false;
-        !g.1
-    }
 }
 
 /// The reaper thread: stops when dropped.
@@ -144,6 +119,24 @@ impl State {
         out
     }
 
+    /// Work at the end of a reaper pass: once the grace period is over,
+    /// the records of the previous run's clients that did not come back
+    /// go (once).
+    fn after_reap(&self) {
+        let Some(r) = &self.records else {
+            return;
+        };
+        if self.grace.is_over() && !self.swept.swap(true, Ordering::AcqRel) {
+            match r.sweep(self.ids.boot) {
+                Ok(n) => tracing::info!(records = n, "nfsv4: unreclaimed client records removed"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "nfsv4: client records not swept");
+                    self.swept.store(false, Ordering::Release);
+                }
+            }
+        }
+    }
+
     /// Frees up to `n` stateids of dropped client `c`: the descriptors
     /// freed, how many stateids went, whether none is left.
     fn free_some(&self, c: &Client, n: usize) -> (Vec<Arc<LockHeld>>, usize, bool) {
@@ -195,19 +188,6 @@ impl State {
             drop(dropped);
         }
         n
-    }
-
-    /// Whether `c` has revoked stateids not freed yet (lock-free while it
-    /// has none).
-    pub(crate) fn has_revoked(&self, c: &Client) -> bool {
-        if !c.has_revoked.load(Ordering::Acquire) {
-            return false;
-        }
-        let any = locked(&c.st).revoked > 0;
-        if !any {
-            c.has_revoked.store(false, Ordering::Release);
-        }
-        any
     }
 
     /// Renews `c`'s lease (for a caller that serves it outside a

@@ -19,6 +19,32 @@
 //! an error (NFS4ERR_RESOURCE unless RFC 8881 names another) and counted
 //! ([`Counts::limit_hits`]).
 //!
+//! # Modules
+//!
+//! The modules form layers: each imports only modules of the layers
+//! below it, and a module's `impl State` block calls only `State` methods
+//! of its own layer or below (`State`, its tables and counters are the
+//! crate root's, as are the accessors over leaves such as `in_grace`).
+//!
+//! 1. Leaves, data with their own small methods: `ids`; `error` (over
+//!    `ids`); `ranges`; `shards`; `slot`; `wake` (the reaper's wake-up);
+//!    `grace`; `records`; `channel` (channel attributes and
+//!    CREATE_SESSION's result).
+//! 2. The kinds of state, each over the leaves and the kinds before it:
+//!    `lockfile` (a lock owner's kernel locks on one file); `table` (a
+//!    client's stateids and owners, the checks of a stateid); `files`
+//!    (shares and lock stateids per file, across clients); `registry`
+//!    (client records, by id and owner, and what concerns one client
+//!    alone: lease, durable record, grace); `session` (sessions, slots,
+//!    connections: CREATE_SESSION, SEQUENCE, DESTROY_SESSION,
+//!    BIND_CONN_TO_SESSION, and dropping a client, whose sessions go at
+//!    once).
+//! 3. The calls that span kinds: `client` (EXCHANGE_ID and
+//!    DESTROY_CLIENTID, which drop clients); `stateid` (the check of a
+//!    stateid, TEST_STATEID, FREE_STATEID, freeing a stateid with what
+//!    hangs off it); `open` (over `stateid`); `lock` (over `open`);
+//!    `lease` (the reaper and revocation, over `session` and `stateid`).
+//!
 //! # Locking
 //!
 //! Calls run on many threads at once. Locks, in the order they may be
@@ -52,6 +78,14 @@
 //!    non-blocking fcntl at most). Opening the descriptor (a path walk)
 //!    happens with no lock held.
 //!
+//! Below all of these, with nothing taken under them: the queue of
+//! dropped clients (`State::doomed`), the reaper's wake-up, the grace
+//! period's state and the record store's mutex.
+//!
+//! `Client::cs` and `Client::st` are in `registry`, `Session::inner` in
+//! `session`, `LockHeld::m` in `lockfile`; the tables are the fields of
+//! [`State`].
+//!
 //! The reaper ([`State::reap`]) frees dropped clients' state in batches
 //! of bounded size, taking the same locks in the same order, and drops
 //! the freed descriptors (closing them releases their kernel locks)
@@ -66,19 +100,25 @@
 //! path: a stateid is looked up in its client's own table (another
 //! client's is NFS4ERR_BAD_STATEID there, as in knfsd).
 
+mod channel;
 pub mod client;
 pub mod error;
+mod files;
 pub mod grace;
 pub mod ids;
 pub mod lease;
 pub mod lock;
+mod lockfile;
 pub mod open;
 mod ranges;
 pub mod records;
+mod registry;
 pub mod session;
 mod shards;
 pub mod slot;
 pub mod stateid;
+mod table;
+mod wake;
 
 #[cfg(test)]
 mod tests;
@@ -102,8 +142,8 @@ pub use session::{
 pub use slot::Digest;
 pub use stateid::{StateInfo, StateKind};
 
-use client::Registry;
 use ids::{Clock, Minter};
+use registry::Registry;
 use shards::{locked, Shards};
 
 /// Bounds on the state (each will be a config key). Defaults suit a
@@ -255,7 +295,7 @@ pub struct State {
     pub(crate) clock: Arc<Clock>,
     pub(crate) registry: Mutex<Registry>,
     /// Clients expired or destroyed whose state the reaper still frees.
-    pub(crate) doomed: Mutex<VecDeque<Arc<client::Client>>>,
+    pub(crate) doomed: Mutex<VecDeque<Arc<registry::Client>>>,
     pub(crate) stats: Stats,
     pub(crate) total_stateids: AtomicUsize,
     pub(crate) sessions: Shards<SessionId, Arc<session::Session>>,
@@ -264,13 +304,13 @@ pub struct State {
     pub(crate) conns: Shards<ConnId, Vec<SessionId>>,
     pub(crate) cache: session::CacheBudget,
     /// Share reservations per file, over all clients.
-    pub(crate) files: Shards<FileKey, open::FileState>,
+    pub(crate) files: Shards<FileKey, files::FileState>,
     /// Wakes the reaper thread.
-    pub(crate) wake: Arc<lease::Wake>,
+    pub(crate) wake: Arc<wake::Wake>,
     pub(crate) grace: Arc<Grace>,
     pub(crate) records: Option<records::Records>,
     /// The previous run's unreclaimed records were swept (grace is over).
-    swept: AtomicBool,
+    pub(crate) swept: AtomicBool,
 }
 
 impl State {
@@ -362,66 +402,6 @@ impl State {
 
     pub(crate) fn in_grace(&self) -> bool {
         self.grace.in_grace()
-    }
-
-    /// Whether `c` may reclaim (`reclaim`) or make new state now: a new
-    /// open or lock in the grace period is NFS4ERR_GRACE; a reclaim after
-    /// it, or by a client that already sent RECLAIM_COMPLETE, is
-    /// NFS4ERR_NO_GRACE; one by a client not recorded before the restart
-    /// NFS4ERR_RECLAIM_BAD.
-    pub(crate) fn grace_check(&self, c: &client::Client, reclaim: bool) -> Result<(), V4Error> {
-        let in_grace = self.in_grace();
-        if !reclaim {
-            return match in_grace {
-                true => Err(V4Error::Grace),
-                false => Ok(()),
-            };
-        }
-        if !in_grace || c.reclaim_done.load(Ordering::Acquire) {
-            return Err(V4Error::NoGrace);
-        }
-        if !c.may_reclaim.load(Ordering::Acquire) {
-            return Err(V4Error::ReclaimBad);
-        }
-        Ok(())
-    }
-
-    /// RECLAIM_COMPLETE (§18.51): `c` has reclaimed all it will; the
-    /// grace period ends once every recorded client has said so.
-    /// `one_fs` (rca_one_fs) is accepted and changes nothing, as knfsd.
-    /// NFS4ERR_COMPLETE_ALREADY the second time.
-    pub fn reclaim_complete(&self, c: &ClientHandle, one_fs: bool) -> Result<(), V4Error> {
-        if one_fs {
-            return Ok(());
-        }
-        if c.0.is_expired() {
-            return Err(V4Error::Expired);
-        }
-        if c.0.reclaim_done.swap(true, Ordering::AcqRel) {
-            return Err(V4Error::CompleteAlready);
-        }
-        if c.0.may_reclaim.load(Ordering::Acquire) {
-            self.grace.reclaim_complete(&c.0.owner);
-        }
-        Ok(())
-    }
-
-    /// Work at the end of a reaper pass: once the grace period is over,
-    /// the records of the previous run's clients that did not come back
-    /// go (once).
-    pub(crate) fn after_reap(&self) {
-        let Some(r) = &self.records else {
-            return;
-        };
-        if self.grace.is_over() && !self.swept.swap(true, Ordering::AcqRel) {
-            match r.sweep(self.ids.boot) {
-                Ok(n) => tracing::info!(records = n, "nfsv4: unreclaimed client records removed"),
-                Err(e) => {
-                    tracing::warn!(error = %e, "nfsv4: client records not swept");
-                    self.swept.store(false, Ordering::Release);
-                }
-            }
-        }
     }
 
     pub fn counts(&self) -> Counts {

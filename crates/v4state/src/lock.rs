@@ -3,175 +3,29 @@
 //!
 //! A lock stateid stands for one lock owner on one file, made from an
 //! open stateid (open_to_lock_owner) or used again (exist_lock_owner).
-//! Its locks are the kernel's: the stateid has its own open file
-//! description of the file (`LockFile`, fcntl OFD locks), so the kernel
-//! keeps lock owners apart and NFSv4 clients, NLM clients (crates/lockd
-//! takes the same kind of locks) and local programs see each other's
-//! locks. Closing the description (the last range unlocked, the stateid
-//! freed, its open closed, the client gone) drops its locks.
+//! Its locks are the kernel's, through the owner's own open file
+//! description of the file (`lockfile`): closing the description (the
+//! last range unlocked, the stateid freed, its open closed, the client
+//! gone) drops its locks.
+//!
+//! The top of the state: LOCK needs an open (`open`'s access bits), and a
+//! lock stateid made for a LOCK that did not take is freed again
+//! (`stateid`).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use rnfsd_fs::lock::{Conflict, LockFile, LockKind, LockRange};
-use rnfsd_fs::{Backend, Cred, Fh, FsResult};
+use rnfsd_fs::lock::{Conflict, LockKind, LockRange};
 
-use crate::client::{ClientHandle, ClientState};
 use crate::error::{Denied, V4Error};
 use crate::ids::{ClientId, FileKey, Stateid};
+use crate::lockfile::{kind, LockHeld, Locker};
 use crate::open::{ACCESS_READ, ACCESS_WRITE};
-use crate::ranges::Ranges;
+use crate::registry::ClientHandle;
 use crate::shards::locked;
-use crate::stateid::{forget_owner, Body, Entry, LockBody};
+use crate::table::{Body, ClientState, Entry, LockBody};
 use crate::{Limit, State};
 
-/// Opens a lock owner's descriptor on the file a call is about (the
-/// embedder knows the backend, the handle and the caller's credentials).
-pub trait OpenLockFile {
-    fn open_lock_file(&self) -> FsResult<Arc<dyn LockFile>>;
-}
-
-impl<F: Fn() -> FsResult<Arc<dyn LockFile>>> OpenLockFile for F {
-    fn open_lock_file(&self) -> FsResult<Arc<dyn LockFile>> {
-        self()
-    }
-}
-
-/// [`OpenLockFile`] through a backend's `open_for_locks`, as the caller
-/// may (knfsd's NFSD_MAY_LOCK: read permission or ownership).
-pub struct BackendLockFile<'a> {
-    pub backend: &'a Arc<dyn Backend>,
-    pub cred: &'a Cred,
-    pub fh: &'a Fh,
-}
-
-impl OpenLockFile for BackendLockFile<'_> {
-    fn open_lock_file(&self) -> FsResult<Arc<dyn LockFile>> {
-        self.backend
-            .open_for_locks(&rnfsd_fs::Call::thread(self.cred, false), self.fh)
-    }
-}
-
-/// One lock stateid's descriptor and our copy of its ranges. Its mutex
-/// is held across the non-blocking fcntl that changes or tests the
-/// kernel's locks, so both agree (see the crate doc's locking order).
-#[derive(Default)]
-pub(crate) struct LockHeld {
-    m: Mutex<HeldInner>,
-}
-
-#[derive(Default)]
-struct HeldInner {
-    /// Open while it holds locks (or is about to).
-    file: Option<Arc<dyn LockFile>>,
-    ranges: Ranges,
-}
-
-impl std::fmt::Debug for LockHeld {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LockHeld")
-    }
-}
-
-fn kind(write: bool) -> LockKind {
-    match write {
-        true => LockKind::Exclusive,
-        false => LockKind::Shared,
-    }
-}
-
-impl LockHeld {
-    pub(crate) fn holds_any(&self) -> bool {
-        !locked(&self.m).ranges.is_empty()
-    }
-
-    fn overlaps(&self, r: LockRange) -> bool {
-        locked(&self.m).ranges.overlaps(r.start, r.end())
-    }
-
-    /// Takes `write`/`r` through the owner's descriptor (opened first if
-    /// it has none, with no lock held): None when granted, else the lock
-    /// in the way.
-    fn take(
-        &self,
-        opener: &dyn OpenLockFile,
-        write: bool,
-        r: LockRange,
-    ) -> Result<Option<Conflict>, V4Error> {
-        let mut opened: Option<Arc<dyn LockFile>> = None;
-        loop {
-            let mut m = locked(&self.m);
-            if m.file.is_none() {
-                m.file = opened.take();
-            }
-            if let Some(file) = m.file.clone() {
-                let mut next = m.ranges.clone();
-                if !next.set(r.start, r.end(), write) {
-                    return Err(V4Error::Resource);
-                }
-                // Twice: a conflict that is gone by the time we ask whose
-                // it was is tried again once.
-                for _ in 0..2 {
-                    if file
-                        .lock(kind(write), r)
-                        .map_err(|e| V4Error::from_fs(&e))?
-                    {
-                        m.ranges = next;
-                        return Ok(None);
-                    }
-                    if let Some(c) = file
-                        .test(kind(write), r)
-                        .map_err(|e| V4Error::from_fs(&e))?
-                    {
-                        return Ok(Some(c));
-                    }
-                }
-                return Ok(Some(Conflict {
-                    kind: kind(write),
-                    range: r,
-                }));
-            }
-            drop(m);
-            opened = Some(opener.open_lock_file().map_err(|e| V4Error::from_fs(&e))?);
-        }
-    }
-
-    /// Lets go of `r`: the descriptor when it now holds nothing, for the
-    /// caller to drop with no lock held.
-    fn release(&self, r: LockRange) -> Result<Option<Arc<dyn LockFile>>, V4Error> {
-        let mut m = locked(&self.m);
-        if let Some(file) = &m.file {
-            file.unlock(r).map_err(|e| V4Error::from_fs(&e))?;
-        }
-        m.ranges.clear(r.start, r.end());
-        Ok(match m.ranges.is_empty() {
-            true => m.file.take(),
-            false => None,
-        })
-    }
-
-    /// Drops every lock (revocation): the descriptor, to be dropped with
-    /// no lock held.
-    pub(crate) fn revoke(&self) -> Option<Arc<dyn LockFile>> {
-        let mut m = locked(&self.m);
-        m.ranges = Ranges::default();
-        m.file.take()
-    }
-
-    /// Tests `write`/`r` through the descriptor, if it has one.
-    fn test(&self, write: bool, r: LockRange) -> Option<FsResult<Option<Conflict>>> {
-        let m = locked(&self.m);
-        m.file.as_ref().map(|f| f.test(kind(write), r))
-    }
-}
-
-/// A lock owner's lock stateid on a file, as the file's table lists it
-/// (to name the owner of a conflicting lock).
-#[derive(Clone)]
-pub(crate) struct Locker {
-    client: ClientId,
-    owner: Arc<[u8]>,
-    held: Arc<LockHeld>,
-}
+pub use crate::lockfile::{BackendLockFile, OpenLockFile};
 
 /// LOCK's locker4.
 #[derive(Debug, Clone, Copy)]
@@ -324,7 +178,7 @@ impl State {
         let need = if a.write { ACCESS_WRITE } else { ACCESS_READ };
         match a.locker {
             Locker4::Existing(sid) => {
-                let e = st.find_mut(self, &c.0, &sid)?;
+                let e = st.find_mut(self, c.0.is_expired(), &sid)?;
                 let (file, Body::Lock(l)) = (e.file, &e.body) else {
                     return Err(V4Error::BadStateid);
                 };
@@ -332,13 +186,13 @@ impl State {
                     return Err(V4Error::BadStateid);
                 }
                 let (open, held) = (l.open, l.held.clone());
-                if open_access(st, &open) & need == 0 {
+                if st.open_access(&open) & need == 0 {
                     return Err(V4Error::OpenMode);
                 }
                 Ok((sid.other, held, false))
             }
             Locker4::New { open, owner } => {
-                let e = st.find_mut(self, &c.0, &open)?;
+                let e = st.find_mut(self, c.0.is_expired(), &open)?;
                 let (file, Body::Open(o)) = (e.file, &e.body) else {
                     return Err(V4Error::BadStateid);
                 };
@@ -499,7 +353,7 @@ impl State {
         let r = fcntl_range(offset, length)?;
         let held = {
             let mut st = locked(&c.0.st);
-            let e = st.find_mut(self, &c.0, sid)?;
+            let e = st.find_mut(self, c.0.is_expired(), sid)?;
             match &e.body {
                 Body::Lock(l) if e.file == file => l.held.clone(),
                 _ => return Err(V4Error::BadStateid),
@@ -515,39 +369,6 @@ impl State {
             seqid,
             other: sid.other,
         })
-    }
-
-    /// Forgets lock stateid body `lb` on `file` (taken out of the table):
-    /// out of its owner and the file's lockers; its descriptor goes to
-    /// `out`, to be dropped with no lock held.
-    pub(crate) fn forget_lock(
-        &self,
-        st: &mut ClientState,
-        file: &FileKey,
-        other: &[u8; 12],
-        lb: LockBody,
-        out: &mut Vec<Arc<LockHeld>>,
-    ) {
-        forget_owner(&mut st.lock_owners, &lb.owner, file, other);
-        let mut files = self.files.shard(file);
-        if let Some(f) = files.get_mut(file) {
-            f.lockers.retain(|l| !Arc::ptr_eq(&l.held, &lb.held));
-            if f.is_empty() && f.lockers.is_empty() {
-                files.remove(file);
-            }
-        }
-        out.push(lb.held);
-    }
-}
-
-/// The access of open stateid `open` (0 if gone).
-pub(crate) fn open_access(st: &ClientState, open: &[u8; 12]) -> u32 {
-    match st.stateids.get(open) {
-        Some(Entry {
-            body: Body::Open(o),
-            ..
-        }) => o.access,
-        _ => 0,
     }
 }
 

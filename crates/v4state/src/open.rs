@@ -8,14 +8,17 @@
 //! denies, or whose deny another open's access hits, is
 //! NFS4ERR_SHARE_DENIED. In 4.1 open owners carry no sequencing (the
 //! session's slots do) and there is no OPEN_CONFIRM.
+//!
+//! Above the stateids: the share counts live in `files`, and CLOSE frees
+//! through `stateid`.
 
 use std::sync::Arc;
 
-use crate::client::ClientHandle;
 use crate::error::V4Error;
 use crate::ids::{FileKey, Special, Stateid};
+use crate::registry::ClientHandle;
 use crate::shards::locked;
-use crate::stateid::{Body, Entry, OpenBody, StateKind};
+use crate::table::{Body, Entry, OpenBody, StateKind};
 use crate::{Limit, State};
 
 /// OPEN4_SHARE_ACCESS_READ.
@@ -64,66 +67,6 @@ pub struct Opened {
     pub deny: u32,
     /// An existing open of the owner was upgraded.
     pub upgraded: bool,
-}
-
-/// The share reservations on one file, counted over all opens: how many
-/// hold read / write access, and deny read / write.
-#[derive(Default)]
-pub(crate) struct FileState {
-    access: [u32; 2],
-    deny: [u32; 2],
-    /// The lock stateids on the file, of all clients.
-    pub(crate) lockers: Vec<crate::lock::Locker>,
-}
-
-impl FileState {
-    fn add(&mut self, access: u32, deny: u32) {
-        for (i, bit) in [1u32, 2].into_iter().enumerate() {
-            self.access[i] += u32::from(access & bit != 0);
-            self.deny[i] += u32::from(deny & bit != 0);
-        }
-    }
-
-    fn sub(&mut self, access: u32, deny: u32) {
-        for (i, bit) in [1u32, 2].into_iter().enumerate() {
-            debug_assert!(access & bit == 0 || self.access[i] > 0);
-            debug_assert!(deny & bit == 0 || self.deny[i] > 0);
-            self.access[i] -= u32::from(access & bit != 0);
-            self.deny[i] -= u32::from(deny & bit != 0);
-        }
-    }
-
-    /// The bits others hold, `own` (access, deny) left out.
-    fn others(&self, own: (u32, u32)) -> (u32, u32) {
-        let mut a = 0;
-        let mut d = 0;
-        for (i, bit) in [1u32, 2].into_iter().enumerate() {
-            if self.access[i] > u32::from(own.0 & bit != 0) {
-                a |= bit;
-            }
-            if self.deny[i] > u32::from(own.1 & bit != 0) {
-                d |= bit;
-            }
-        }
-        (a, d)
-    }
-
-    /// Whether asking `access`/`deny` conflicts with the opens of others
-    /// (the asker's own open holds `own`).
-    fn conflicts(&self, own: (u32, u32), access: u32, deny: u32) -> bool {
-        let (a, d) = self.others(own);
-        d & access != 0 || a & deny != 0
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.access == [0, 0] && self.deny == [0, 0]
-    }
-
-    /// The counts, for the state audit of the tests.
-    #[cfg(test)]
-    pub(crate) fn counts(&self) -> ([u32; 2], [u32; 2]) {
-        (self.access, self.deny)
-    }
 }
 
 fn check_bits(access: u32, deny: u32) -> Result<(), V4Error> {
@@ -260,7 +203,7 @@ impl State {
     ) -> Result<Stateid, V4Error> {
         check_bits(access, deny)?;
         let mut st = locked(&c.0.st);
-        let e = st.find_mut(self, &c.0, sid)?;
+        let e = st.find_mut(self, c.0.is_expired(), sid)?;
         let file = e.file;
         let Body::Open(o) = &mut e.body else {
             return Err(V4Error::BadStateid);
@@ -302,7 +245,7 @@ impl State {
     pub fn close(&self, c: &ClientHandle, sid: &Stateid) -> Result<(), V4Error> {
         let freed = {
             let mut st = locked(&c.0.st);
-            let e = st.find_mut(self, &c.0, sid)?;
+            let e = st.find_mut(self, c.0.is_expired(), sid)?;
             if e.kind() != StateKind::Open {
                 return Err(V4Error::BadStateid);
             }
@@ -311,26 +254,6 @@ impl State {
         // Dropped with no lock held: closing descriptors releases locks.
         drop(freed);
         Ok(())
-    }
-
-    /// Gives back share bits `access`/`deny` on `file`.
-    pub(crate) fn unshare(&self, file: &FileKey, access: u32, deny: u32) {
-        let mut files = self.files.shard(file);
-        if let Some(f) = files.get_mut(file) {
-            f.sub(access, deny);
-            if f.is_empty() && f.lockers.is_empty() {
-                files.remove(file);
-            }
-        }
-    }
-
-    /// Whether some open of `file` denies `access` (READ/WRITE bits): for
-    /// I/O with the anonymous stateid, and for NLM's view of NFSv4 shares.
-    pub fn share_denies(&self, file: &FileKey, access: u32) -> bool {
-        let files = self.files.shard(file);
-        files
-            .get(file)
-            .is_some_and(|f| f.others((0, 0)).1 & access != 0)
     }
 
     /// Checks the stateid of a READ (`write` false) or WRITE/SETATTR of
@@ -365,7 +288,7 @@ impl State {
             None => {}
         }
         let mut st = locked(&c.0.st);
-        let e = st.find_mut(self, &c.0, sid)?;
+        let e = st.find_mut(self, c.0.is_expired(), sid)?;
         if e.file != file {
             return Err(V4Error::BadStateid);
         }
@@ -374,7 +297,7 @@ impl State {
             Body::Open(o) => o.access,
             Body::Lock(l) => {
                 let open = l.open;
-                crate::lock::open_access(&st, &open)
+                st.open_access(&open)
             }
             Body::Delegation { write } => match write {
                 true => ACCESS_BOTH,
@@ -385,44 +308,5 @@ impl State {
             return Err(V4Error::OpenMode);
         }
         Ok(Some(kind))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// The counts agree with the opens they were built from, and the
-        /// conflict test is the RFC's: another open's deny hits the access
-        /// asked, or another's access the deny asked.
-        #[test]
-        fn share_counts(opens in prop::collection::vec((1u32..4, 0u32..4), 0..12),
-                        remove in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
-                        ask in (1u32..4, 0u32..4)) {
-            let mut f = FileState::default();
-            let mut live = opens.clone();
-            for &(a, d) in &opens {
-                f.add(a, d);
-            }
-            for i in remove {
-                if live.is_empty() { break; }
-                let (a, d) = live.remove(i.index(live.len()));
-                f.sub(a, d);
-            }
-            let want = live.iter().any(|&(a, d)| d & ask.0 != 0 || a & ask.1 != 0);
-            prop_assert_eq!(f.conflicts((0, 0), ask.0, ask.1), want);
-            // Leaving one open out is checking against the rest.
-            if let Some(&(a, d)) = live.first() {
-                let rest = &live[1..];
-                let want = rest.iter().any(|&(ra, rd)| rd & ask.0 != 0 || ra & ask.1 != 0);
-                prop_assert_eq!(f.conflicts((a, d), ask.0, ask.1), want);
-            }
-            for &(a, d) in &live {
-                f.sub(a, d);
-            }
-            prop_assert!(f.is_empty());
-        }
     }
 }

@@ -2,16 +2,24 @@
 //! sequence id and cached result, DESTROY_SESSION (§18.37), SEQUENCE
 //! (§18.46) over the slot table, BIND_CONN_TO_SESSION (§18.34) and the
 //! connections bound to each session.
+//!
+//! And dropping a client (its lease ran out, it was destroyed or
+//! replaced): its sessions go at once, the rest of its state to the
+//! reaper. Above the client records (a session holds its client);
+//! EXCHANGE_ID and DESTROY_CLIENTID (`client`) and the reaper (`lease`)
+//! drop clients through here.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::client::{Client, ClientHandle};
 use crate::error::V4Error;
 use crate::ids::{ClientId, ConnId, Principal, SessionId};
+use crate::registry::{Client, ClientHandle};
 use crate::shards::locked;
 use crate::slot::{Digest, Slot, Verdict};
 use crate::{Limit, State};
+
+pub use crate::channel::{ChannelAttrs, SessionCreated};
 
 /// CREATE_SESSION4_FLAG_PERSIST: not offered (the reply cache is lost on
 /// restart).
@@ -42,18 +50,6 @@ pub const MIN_CHANNEL_SIZE: u32 = 256;
 
 /// Back channel slots we accept at most.
 pub const MAX_BACK_SLOTS: u32 = 16;
-
-/// A channel's attributes (channel_attrs4, without RDMA).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ChannelAttrs {
-    pub header_pad_size: u32,
-    pub max_request_size: u32,
-    pub max_response_size: u32,
-    pub max_response_size_cached: u32,
-    pub max_operations: u32,
-    /// The number of slots.
-    pub max_requests: u32,
-}
 
 /// Which channels a connection serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,17 +93,6 @@ pub struct CreateSessionArgs<'a> {
     /// The connection it came on: bound to the fore channel (and the back
     /// one with CONN_BACK_CHAN).
     pub conn: ConnId,
-}
-
-/// CREATE_SESSION's result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionCreated {
-    pub sessionid: SessionId,
-    pub sequence: u32,
-    /// The flags granted (CONN_BACK_CHAN only).
-    pub flags: u32,
-    pub fore: ChannelAttrs,
-    pub back: ChannelAttrs,
 }
 
 /// SEQUENCE's arguments.
@@ -478,11 +463,36 @@ impl State {
     }
 
     /// Drops every session of `c` (it expired or was replaced).
-    pub(crate) fn drop_sessions(&self, c: &Arc<Client>) {
+    fn drop_sessions(&self, c: &Arc<Client>) {
         let mut st = locked(&c.st);
         for id in std::mem::take(&mut st.sessions) {
             self.remove_session(&id);
         }
+    }
+
+    /// Marks `c` expired and hands it to the reaper, which frees what it
+    /// holds. Its sessions go at once (the client sees BADSESSION).
+    pub(crate) fn doom(&self, c: &Arc<Client>, why: &'static str) {
+        if c.expired.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        tracing::info!(
+            clientid = format!("{:#x}", c.id.0),
+            why,
+            "nfsv4: client state dropped"
+        );
+        self.drop_sessions(c);
+        locked(&self.doomed).push_back(c.clone());
+        self.wake.kick();
+    }
+
+    /// `c`'s lease ran out: it goes, with everything it holds.
+    pub(crate) fn expire(&self, c: &Arc<Client>) {
+        locked(&self.registry).unlink(c);
+        if !c.is_expired() {
+            self.stats.clients_expired.fetch_add(1, Ordering::Relaxed);
+        }
+        self.doom(c, "lease expired");
     }
 
     /// SEQUENCE (§18.46): finds the session and applies the slot's rules

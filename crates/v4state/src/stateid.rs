@@ -1,124 +1,23 @@
-//! Stateids (RFC 8881 §8.2): each client's table of them, the checks a
-//! stateid passes before use, TEST_STATEID (§18.48) and FREE_STATEID
-//! (§18.38).
+//! Stateids (RFC 8881 §8.2) as calls use them: the check of a stateid
+//! for use, TEST_STATEID (§18.48), FREE_STATEID (§18.38), and freeing a
+//! stateid with everything hanging off it (CLOSE, FREE_STATEID, a LOCK
+//! that did not take, and the reaper free through it).
 //!
-//! A stateid's `other` is made by `ids::Minter` (boot
-//! verifier, counter, MAC); its `seqid` starts at 1 and goes up by one on
-//! every change of the state it names (an OPEN upgrade, OPEN_DOWNGRADE,
-//! LOCK, LOCKU).
+//! What a stateid stands for, each client's table of them and the rules
+//! of their seqids are in `table`; the per-file shares and lockers a
+//! freed stateid gives back are in `files`.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::client::{Client, ClientHandle, ClientState};
 use crate::error::V4Error;
-use crate::ids::{next_seqid, FileKey, Minter, Origin, Stateid};
+use crate::ids::{FileKey, Stateid};
+use crate::lockfile::LockHeld;
+use crate::registry::ClientHandle;
 use crate::shards::locked;
-use crate::{Limit, State};
+use crate::table::{forget_owner, Body, ClientState, Entry, LockBody};
+use crate::State;
 
-/// What a stateid stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StateKind {
-    Open,
-    Lock,
-    Delegation,
-}
-
-/// Why a stateid no longer works while it is still in the table (until
-/// FREE_STATEID).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Revoked {
-    Admin,
-}
-
-/// An open's share state (§9.1).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct OpenBody {
-    pub(crate) owner: Arc<[u8]>,
-    /// OPEN4_SHARE_ACCESS_* bits held (1 read, 2 write).
-    pub(crate) access: u32,
-    /// OPEN4_SHARE_DENY_* bits held.
-    pub(crate) deny: u32,
-    /// Which access values (1..=3) and deny values (0..=3) OPENs asked
-    /// for, as bits `1 << value`: OPEN_DOWNGRADE may only go back to one
-    /// of them (knfsd's st_access_bmap; RFC 8881 §18.18.3).
-    pub(crate) access_seen: u8,
-    pub(crate) deny_seen: u8,
-    /// Its lock stateids (open_to_lock_owner).
-    pub(crate) locks: Vec<[u8; 12]>,
-}
-
-/// A lock owner's state on one file (§9.4).
-#[derive(Debug, Clone)]
-pub(crate) struct LockBody {
-    pub(crate) owner: Arc<[u8]>,
-    /// The open it came from.
-    pub(crate) open: [u8; 12],
-    pub(crate) held: Arc<crate::lock::LockHeld>,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) enum Body {
-    Open(OpenBody),
-    Lock(LockBody),
-    /// A delegation (granted by the delegation work to come; only tests
-    /// make one now).
-    #[cfg_attr(not(test), allow(dead_code))]
-    Delegation {
-        write: bool,
-    },
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Entry {
-    pub(crate) seqid: u32,
-    pub(crate) file: FileKey,
-    pub(crate) revoked: Option<Revoked>,
-    pub(crate) body: Body,
-}
-
-impl Entry {
-    pub(crate) fn kind(&self) -> StateKind {
-        match self.body {
-            Body::Open(_) => StateKind::Open,
-            Body::Lock(_) => StateKind::Lock,
-            Body::Delegation { .. } => StateKind::Delegation,
-        }
-    }
-
-    pub(crate) fn bump(&mut self) -> u32 {
-        let before = self.seqid;
-        self.seqid = next_seqid(self.seqid);
-        debug_assert!(self.seqid != before && self.seqid != 0);
-        self.seqid
-    }
-}
-
-/// Checks a client's stateid seqid against the state's current one
-/// (§8.2.2): 0 is the current one; an older one is OLD_STATEID, a newer
-/// one (never issued) BAD_STATEID.
-pub(crate) fn check_seqid(given: u32, current: u32) -> Result<(), V4Error> {
-    if given == 0 || given == current {
-        return Ok(());
-    }
-    // Wrapping comparison: seqids wrap at 2^32 (skipping 0).
-    if (given.wrapping_sub(current) as i32) > 0 {
-        Err(V4Error::BadStateid)
-    } else {
-        Err(V4Error::OldStateid)
-    }
-}
-
-/// Whether `other` could be one of ours: STALE_STATEID when another
-/// instance issued it, BAD_STATEID when no instance did (its MAC is
-/// wrong).
-pub(crate) fn check_other(ids: &Minter, other: &[u8; 12]) -> Result<(), V4Error> {
-    match ids.origin(other) {
-        Origin::Ours => Ok(()),
-        Origin::OtherInstance => Err(V4Error::StaleStateid),
-        Origin::Forged => Err(V4Error::BadStateid),
-    }
-}
+pub use crate::table::StateKind;
 
 /// What a valid stateid names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,76 +26,6 @@ pub struct StateInfo {
     pub file: FileKey,
     /// Its current seqid.
     pub seqid: u32,
-}
-
-impl ClientState {
-    /// The entry `sid` names, checked (§8.2.2, §8.2.4): NFS4ERR_BAD_STATEID
-    /// for a special or unknown one, NFS4ERR_STALE_STATEID for another
-    /// instance's, NFS4ERR_EXPIRED when the client's lease ran out,
-    /// NFS4ERR_ADMIN_REVOKED / NFS4ERR_DELEG_REVOKED for revoked state,
-    /// NFS4ERR_OLD_STATEID / NFS4ERR_BAD_STATEID for a seqid other than
-    /// the current one (0 stands for the current one).
-    pub(crate) fn find_mut(
-        &mut self,
-        s: &State,
-        c: &Client,
-        sid: &Stateid,
-    ) -> Result<&mut Entry, V4Error> {
-        if sid.special().is_some() {
-            return Err(V4Error::BadStateid);
-        }
-        check_other(&s.ids, &sid.other)?;
-        if c.is_expired() {
-            return Err(V4Error::Expired);
-        }
-        let e = self
-            .stateids
-            .get_mut(&sid.other)
-            .ok_or(V4Error::BadStateid)?;
-        if e.revoked.is_some() {
-            return Err(match e.body {
-                Body::Delegation { .. } => V4Error::DelegRevoked,
-                _ => V4Error::AdminRevoked,
-            });
-        }
-        check_seqid(sid.seqid, e.seqid)?;
-        Ok(e)
-    }
-
-    /// A new stateid for `e`, within the client's and the server's bounds
-    /// (NFS4ERR_RESOURCE past them).
-    pub(crate) fn add(&mut self, s: &State, e: Entry) -> Result<[u8; 12], V4Error> {
-        if self.stateids.len() >= s.cfg.limits.stateids_per_client {
-            return Err(s.stats.hit(Limit::StateidsPerClient));
-        }
-        let total = s
-            .total_stateids
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < s.cfg.limits.total_stateids).then_some(n + 1)
-            });
-        if total.is_err() {
-            return Err(s.stats.hit(Limit::TotalStateids));
-        }
-        let mut other = s.ids.stateid_other();
-        // The counter wraps after 2^32 stateids in one run: skip live ones.
-        while self.stateids.contains_key(&other) {
-            other = s.ids.stateid_other();
-        }
-        self.stateids.insert(other, e);
-        debug_assert!(self.stateids.len() <= s.cfg.limits.stateids_per_client);
-        Ok(other)
-    }
-
-    /// Takes stateid `other` out of the table (and out of the count).
-    pub(crate) fn take(&mut self, s: &State, other: &[u8; 12]) -> Option<Entry> {
-        let e = self.stateids.remove(other)?;
-        if e.revoked.is_some() {
-            self.revoked -= 1;
-        }
-        let before = s.total_stateids.fetch_sub(1, Ordering::AcqRel);
-        debug_assert!(before > 0);
-        Some(e)
-    }
 }
 
 /// Open stateids' own table entries, for the tests of the stateid rules.
@@ -232,7 +61,7 @@ impl State {
         file: Option<FileKey>,
     ) -> Result<StateInfo, V4Error> {
         let mut st = locked(&c.0.st);
-        let e = st.find_mut(self, &c.0, sid)?;
+        let e = st.find_mut(self, c.0.is_expired(), sid)?;
         if file.is_some_and(|f| f != e.file) {
             return Err(V4Error::BadStateid);
         }
@@ -249,7 +78,7 @@ impl State {
     pub fn test_stateids(&self, c: &ClientHandle, sids: &[Stateid]) -> Vec<Result<(), V4Error>> {
         let mut st = locked(&c.0.st);
         sids.iter()
-            .map(|sid| match st.find_mut(self, &c.0, sid) {
+            .map(|sid| match st.find_mut(self, c.0.is_expired(), sid) {
                 Ok(_) => Ok(()),
                 Err(V4Error::StaleStateid) => Err(V4Error::BadStateid),
                 Err(e) => Err(e),
@@ -264,7 +93,7 @@ impl State {
     pub fn free_stateid(&self, c: &ClientHandle, sid: &Stateid) -> Result<(), V4Error> {
         let freed = {
             let mut st = locked(&c.0.st);
-            match st.find_mut(self, &c.0, sid) {
+            match st.find_mut(self, c.0.is_expired(), sid) {
                 Ok(e) => match &e.body {
                     Body::Lock(l) if !l.held.holds_any() => {}
                     _ => return Err(V4Error::LocksHeld),
@@ -288,7 +117,7 @@ impl State {
         &self,
         st: &mut ClientState,
         other: &[u8; 12],
-    ) -> Vec<Arc<crate::lock::LockHeld>> {
+    ) -> Vec<Arc<LockHeld>> {
         let mut out = Vec::new();
         let Some(e) = st.take(self, other) else {
             return out;
@@ -322,39 +151,26 @@ impl State {
         }
         out
     }
-}
 
-/// Owner `owner` no longer has stateid `other` on `file`; an owner left
-/// with none goes.
-pub(crate) fn forget_owner(
-    owners: &mut crate::client::Owners,
-    owner: &Arc<[u8]>,
-    file: &FileKey,
-    other: &[u8; 12],
-) {
-    if let Some(files) = owners.get_mut(owner) {
-        if files.get(file) == Some(other) {
-            files.remove(file);
+    /// Forgets lock stateid body `lb` on `file` (taken out of the table):
+    /// out of its owner and the file's lockers; its descriptor goes to
+    /// `out`, to be dropped with no lock held.
+    fn forget_lock(
+        &self,
+        st: &mut ClientState,
+        file: &FileKey,
+        other: &[u8; 12],
+        lb: LockBody,
+        out: &mut Vec<Arc<LockHeld>>,
+    ) {
+        forget_owner(&mut st.lock_owners, &lb.owner, file, other);
+        let mut files = self.files.shard(file);
+        if let Some(f) = files.get_mut(file) {
+            f.lockers.retain(|l| !Arc::ptr_eq(&l.held, &lb.held));
+            if f.is_empty() && f.lockers.is_empty() {
+                files.remove(file);
+            }
         }
-        if files.is_empty() {
-            owners.remove(owner);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn seqid_rules() {
-        assert_eq!(check_seqid(0, 9), Ok(()));
-        assert_eq!(check_seqid(9, 9), Ok(()));
-        assert_eq!(check_seqid(8, 9), Err(V4Error::OldStateid));
-        assert_eq!(check_seqid(10, 9), Err(V4Error::BadStateid));
-        // Across the wrap: 1 follows u32::MAX.
-        assert_eq!(next_seqid(u32::MAX), 1);
-        assert_eq!(check_seqid(u32::MAX, 1), Err(V4Error::OldStateid));
-        assert_eq!(check_seqid(2, u32::MAX), Err(V4Error::BadStateid));
+        out.push(lb.held);
     }
 }

@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use crate::shards::locked;
-use crate::stateid::Body;
+use crate::table::Body;
 use crate::*;
 
 pub(crate) fn audit(s: &State) {
-    let mut clients: Vec<Arc<client::Client>> =
+    let mut clients: Vec<Arc<registry::Client>> =
         locked(&s.registry).by_id.values().cloned().collect();
     clients.extend(locked(&s.doomed).iter().cloned());
     let mut stateids = 0;
