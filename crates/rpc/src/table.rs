@@ -163,13 +163,13 @@ impl<S: State> Programs<S> {
             .iter()
             .find(|(p, v, _)| *p == prog && *v == vers)
         else {
-            let p = self
-                .programs
-                .iter()
-                .find(|p| p.prog == prog)
-                .ok_or(Miss::ProgUnavail)?;
-            let low = p.versions.iter().map(|v| v.vers).min().unwrap_or(0);
-            let high = p.versions.iter().map(|v| v.vers).max().unwrap_or(0);
+            // A program's versions may come from several tables (NFSv3
+            // and NFSv4 are separate ones): the range covers them all.
+            let served = self.versions.iter().filter(|(p, _, _)| *p == prog);
+            let (low, high) = served.fold(None, |r: Option<(u32, u32)>, (_, v, _)| {
+                Some(r.map_or((*v, *v), |(l, h)| (l.min(*v), h.max(*v))))
+            })
+            .ok_or(Miss::ProgUnavail)?;
             return Err(Miss::ProgMismatch { low, high });
         };
         let i = first + proc_ as usize;

@@ -613,3 +613,32 @@ fn with_stats_counts_calls_and_outcomes() {
     assert_eq!(n.proc("test", "NULL").unwrap().calls, 3);
     assert_eq!(n.proc("test", "ECHO").unwrap().calls, 1);
 }
+
+static TEST_PROG_V7: Program<Toy> = Program {
+    name: "test",
+    prog: 400_000,
+    versions: &[Version { vers: 7, procs: V3 }],
+};
+
+/// A program's versions served from two tables (as NFSv3 and NFSv4 are):
+/// both answer, and PROG_MISMATCH names the range of both.
+#[test]
+fn versions_of_one_program_in_two_tables() {
+    let svc = RpcService::new(
+        Arc::new(Toy),
+        vec![&TEST_PROG, &TEST_PROG_V7],
+        Policy::default(),
+    );
+    let c = sys(1);
+    let r = svc
+        .answer(&call(1, 2, 400_000, 7, 1, (AUTH_SYS, &c), &[0, 0, 0, 5]), peer(), local())
+        .unwrap();
+    assert_eq!(reply(&r.buf).1, ReplyHeader::Accepted(AcceptStat::Success));
+    let r = svc
+        .answer(&call(2, 2, 400_000, 4, 0, (AUTH_SYS, &c), &[]), peer(), local())
+        .unwrap();
+    assert_eq!(
+        reply(&r.buf).1,
+        ReplyHeader::Accepted(AcceptStat::ProgMismatch { low: 2, high: 7 })
+    );
+}
