@@ -106,6 +106,12 @@ pub struct SequenceArgs {
     pub conn: ConnId,
     /// The caller's digest of the compound (see [`Digest`]).
     pub digest: Digest,
+    /// Operations in the compound (NFS4ERR_TOO_MANY_OPS past the
+    /// session's ca_maxoperations).
+    pub ops: u32,
+    /// The compound's size in bytes (NFS4ERR_REQ_TOO_BIG past the
+    /// session's ca_maxrequestsize).
+    pub request_size: u32,
 }
 
 /// What SEQUENCE found.
@@ -182,6 +188,11 @@ impl SlotTicket {
     /// The largest reply the slot may cache.
     pub fn cache_limit(&self) -> usize {
         self.session.fore.max_response_size_cached as usize
+    }
+
+    /// The largest reply the session takes (ca_maxresponsesize).
+    pub fn max_response_size(&self) -> usize {
+        self.session.fore.max_response_size as usize
     }
 
     /// The request is done. `reply` (the encoded compound reply, when
@@ -498,7 +509,7 @@ impl State {
     /// SEQUENCE (§18.46): finds the session and applies the slot's rules
     /// (see [`Sequenced`]); renews the client's lease. Errors:
     /// NFS4ERR_BADSESSION (unknown, destroyed, or its client's lease ran
-    /// out), NFS4ERR_BADSLOT, NFS4ERR_SEQ_MISORDERED, NFS4ERR_DELAY (a
+    /// out), NFS4ERR_TOO_MANY_OPS, NFS4ERR_REQ_TOO_BIG, NFS4ERR_BADSLOT, NFS4ERR_SEQ_MISORDERED, NFS4ERR_DELAY (a
     /// retry of a request still running), NFS4ERR_RETRY_UNCACHED_REP,
     /// NFS4ERR_SEQ_FALSE_RETRY.
     pub fn sequence(&self, a: &SequenceArgs) -> Result<Sequenced, V4Error> {
@@ -516,6 +527,14 @@ impl State {
         if self.lease_over(c, now) {
             self.expire(c);
             return Err(V4Error::BadSession);
+        }
+        // The session's bounds, before the slot: a compound past them
+        // is refused without using the slot (§18.46.3, as knfsd).
+        if a.ops > s.fore.max_operations {
+            return Err(V4Error::TooManyOps);
+        }
+        if a.request_size > s.fore.max_request_size {
+            return Err(V4Error::ReqTooBig);
         }
         let mut evicted = None;
         let (v, highest, back_bound) = {

@@ -89,6 +89,8 @@ pub(crate) fn seq(
         highest_slotid: slot,
         conn: ConnId(1),
         digest,
+        ops: 1,
+        request_size: 0,
     })
 }
 

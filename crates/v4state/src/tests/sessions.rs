@@ -213,6 +213,8 @@ fn connections_bind_and_unbind() {
         highest_slotid: 0,
         conn: ConnId(2),
         digest: 0,
+        ops: 1,
+        request_size: 0,
     })
     .unwrap();
     assert_eq!(s.conn_binding(&id, ConnId(2)), Some(ConnDir::Fore));
@@ -236,6 +238,8 @@ fn connections_bind_and_unbind() {
             highest_slotid: 0,
             conn: ConnId(4),
             digest: 2,
+            ops: 1,
+            request_size: 0,
         })
         .unwrap()
     {
