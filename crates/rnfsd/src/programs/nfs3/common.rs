@@ -2,55 +2,32 @@
 //! check the caller may use it, best-effort attributes for failure replies,
 //! and the name check.
 
-use rnfsd_fs::{Call, Cred, Fh};
+use rnfsd_fs::{Call, Fh};
 use rnfsd_proto::nfs3::*;
-use rnfsd_rpc::Wait;
 use rnfsd_xdr::{Enc, Xdr};
 
 use super::convert::fattr3_of;
 use crate::access::{Denied, Grant};
+pub(super) use crate::programs::fscall::fs_call;
+use crate::programs::fscall::park_owed;
 use crate::programs::CallCtx;
 use crate::state::{Export, ExportRef};
 
-/// A change on a `sync` export may leave its call owing a journal commit
-/// (`rnfsd_fs::owed`): its reply then leaves once that commit is done. If
-/// the commit fails, the call answers NFS3ERR_IO with no attributes
-/// instead (RFC 1813 §4.8; knfsd answers a failed `commit_metadata` with
-/// the error): this parks the reply on the commit with that failure.
+/// A change on a `sync` export may leave its call owing a journal commit:
+/// its reply then leaves once that commit is done. If the commit fails,
+/// the call answers NFS3ERR_IO with no attributes instead (RFC 1813 §4.8;
+/// knfsd answers a failed `commit_metadata` with the error).
 pub(super) fn owing<T: Xdr, F: Xdr + Default>(
     ctx: &CallCtx<'_>,
     call: &Call<'_>,
     res: NfsRes<T, F>,
 ) -> NfsRes<T, F> {
-    if let Some(owed) = call.take_owed() {
+    park_owed(ctx, call, || {
         let mut e = Enc::new();
         NfsRes::<T, F>::Fail(Nfsstat3::Io, F::default()).encode(&mut e);
-        ctx.park(Box::new(Commit(owed)), e.into_vec());
-    }
+        e.into_vec()
+    });
     res
-}
-
-/// A journal commit a reply waits for, as the RPC layer waits.
-struct Commit(rnfsd_fs::owed::Owed);
-
-impl Wait for Commit {
-    fn then(self: Box<Self>, f: Box<dyn FnOnce(bool) + Send>) {
-        self.0.then(Box::new(move |r| f(r.is_ok())));
-    }
-
-    fn wait(self: Box<Self>) -> bool {
-        self.0.wait().is_ok()
-    }
-}
-
-/// The backend's view of a call: as `cred`, on the loop the call runs on
-/// (memory only) or on a thread that may owe its commit when the reply
-/// can leave later.
-pub(crate) fn fs_call<'c>(ctx: &'c CallCtx<'_>, cred: &'c Cred) -> Call<'c> {
-    match ctx.on_loop {
-        Some(l) => Call::on_loop(cred, &l.0),
-        None => Call::thread(cred, ctx.may_park),
-    }
 }
 
 /// Route a handle to its export and check the caller may use it; returns
