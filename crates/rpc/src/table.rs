@@ -166,10 +166,11 @@ impl<S: State> Programs<S> {
             // A program's versions may come from several tables (NFSv3
             // and NFSv4 are separate ones): the range covers them all.
             let served = self.versions.iter().filter(|(p, _, _)| *p == prog);
-            let (low, high) = served.fold(None, |r: Option<(u32, u32)>, (_, v, _)| {
-                Some(r.map_or((*v, *v), |(l, h)| (l.min(*v), h.max(*v))))
-            })
-            .ok_or(Miss::ProgUnavail)?;
+            let (low, high) = served
+                .fold(None, |r: Option<(u32, u32)>, (_, v, _)| {
+                    Some(r.map_or((*v, *v), |(l, h)| (l.min(*v), h.max(*v))))
+                })
+                .ok_or(Miss::ProgUnavail)?;
             return Err(Miss::ProgMismatch { low, high });
         };
         let i = first + proc_ as usize;

@@ -631,11 +631,19 @@ fn versions_of_one_program_in_two_tables() {
     );
     let c = sys(1);
     let r = svc
-        .answer(&call(1, 2, 400_000, 7, 1, (AUTH_SYS, &c), &[0, 0, 0, 5]), peer(), local())
+        .answer(
+            &call(1, 2, 400_000, 7, 1, (AUTH_SYS, &c), &[0, 0, 0, 5]),
+            peer(),
+            local(),
+        )
         .unwrap();
     assert_eq!(reply(&r.buf).1, ReplyHeader::Accepted(AcceptStat::Success));
     let r = svc
-        .answer(&call(2, 2, 400_000, 4, 0, (AUTH_SYS, &c), &[]), peer(), local())
+        .answer(
+            &call(2, 2, 400_000, 4, 0, (AUTH_SYS, &c), &[]),
+            peer(),
+            local(),
+        )
         .unwrap();
     assert_eq!(
         reply(&r.buf).1,
