@@ -2,8 +2,10 @@
 //! in it (`mounts`, `portmap`, `nlm`).
 
 pub mod mounts;
+pub mod nfs4;
 pub mod nlm;
 pub mod portmap;
+pub mod pseudo;
 
 use std::sync::Arc;
 
@@ -120,6 +122,17 @@ pub struct ExportRef {
     i: usize,
 }
 
+/// A second hold on the same export (SAVEFH): one shared count, not a
+/// new load.
+impl Clone for ExportRef {
+    fn clone(&self) -> Self {
+        ExportRef {
+            list: arc_swap::Guard::from_inner(Arc::clone(&self.list)),
+            i: self.i,
+        }
+    }
+}
+
 impl std::ops::Deref for ExportRef {
     type Target = Export;
     fn deref(&self) -> &Export {
@@ -151,6 +164,8 @@ pub struct Server {
     pub inline_misses: bool,
     /// The lock manager (NLM), when it is served.
     locks: std::sync::OnceLock<Arc<rnfsd_lockd::LockManager>>,
+    /// NFSv4.1, when it is served (`nfs4`).
+    nfs4: std::sync::OnceLock<Arc<nfs4::Nfs4>>,
     /// MOUNT's list of who mounted what (DUMP).
     pub(crate) mounts: std::sync::Mutex<MountTable>,
     /// What the built-in port mapper answers: set once the listeners are
@@ -177,6 +192,7 @@ impl Server {
             inline_changes: true,
             inline_misses: false,
             locks: std::sync::OnceLock::new(),
+            nfs4: std::sync::OnceLock::new(),
             mounts: Default::default(),
             registrations: Default::default(),
             nlm_callbacks: Default::default(),
@@ -230,6 +246,16 @@ impl Server {
         self.locks.get()
     }
 
+    /// Serve NFSv4 with `n` (once, at start).
+    pub fn set_nfs4(&self, n: Arc<nfs4::Nfs4>) {
+        let _ = self.nfs4.set(n);
+    }
+
+    /// The NFSv4 side, if NFSv4 is served.
+    pub fn nfs4(&self) -> Option<&Arc<nfs4::Nfs4>> {
+        self.nfs4.get()
+    }
+
     /// The exports in force now.
     pub fn exports(&self) -> arc_swap::Guard<ExportList> {
         self.exports.load()
@@ -239,7 +265,17 @@ impl Server {
     /// already running finish with the exports they started with; a
     /// removed export's backend is dropped when the last of them ends.
     pub fn set_exports(&self, exports: Vec<Arc<Export>>) {
+        if let Some(n) = self.nfs4.get() {
+            n.set_exports(&exports);
+        }
         self.exports.store(Arc::new(exports));
+    }
+
+    /// The export with id `id` in force now.
+    pub fn export_by_id(&self, id: u32) -> Option<ExportRef> {
+        let list = self.exports.load();
+        let i = list.iter().position(|e| e.id == id)?;
+        Some(ExportRef { list, i })
     }
 
     /// The export a handle belongs to (None: not exported now).

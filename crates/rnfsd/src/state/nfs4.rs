@@ -1,0 +1,77 @@
+//! What the NFSv4.1 program keeps in the server: the protocol state
+//! (clients, sessions, stateids, leases: `rnfsd_v4state`), the
+//! pseudo-filesystem joining the exports, and the server's identity as
+//! EXCHANGE_ID gives it (RFC 8881 §2.5, §18.35).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use rnfsd_v4state::{Reaper, State};
+
+use super::pseudo::Pseudo;
+use super::Export;
+
+/// The NFSv4 side of the server.
+pub struct Nfs4 {
+    pub state: Arc<State>,
+    pseudo: ArcSwap<Pseudo>,
+    /// server_owner4.so_major_id and eir_server_scope: this host's name,
+    /// so a client sees every address of one server as the same server
+    /// (trunking, §2.10.5) and two hosts as two.
+    pub owner: Vec<u8>,
+    /// The lease (`nfs4_lease_secs`): the `lease_time` attribute.
+    pub lease: Duration,
+    /// Minor version 2 is answered (its operations NFS4ERR_NOTSUPP until
+    /// they are served), so a client asking for 4.2 first keeps the
+    /// mount at 4.2 rather than retrying 4.1.
+    pub minor2: bool,
+    /// Frees expired clients' state off the request path; stops when
+    /// dropped.
+    _reaper: Option<Reaper>,
+}
+
+impl Nfs4 {
+    /// The NFSv4 side for `state`, with the pseudo-filesystem of
+    /// `exports`.
+    pub fn new(
+        state: Arc<State>,
+        exports: &[Arc<Export>],
+        minor2: bool,
+        reaper: Option<Reaper>,
+    ) -> Nfs4 {
+        let lease = state.config().lease_time;
+        Nfs4 {
+            state,
+            pseudo: ArcSwap::from_pointee(pseudo_of(exports)),
+            owner: host_name(),
+            lease,
+            minor2,
+            _reaper: reaper,
+        }
+    }
+
+    /// The pseudo-filesystem in force (a compound keeps the one it
+    /// started with).
+    pub fn pseudo(&self) -> arc_swap::Guard<Arc<Pseudo>> {
+        self.pseudo.load()
+    }
+
+    /// The pseudo-filesystem in force, to keep.
+    pub fn pseudo_full(&self) -> Arc<Pseudo> {
+        self.pseudo.load_full()
+    }
+
+    /// The exports changed: rebuild the pseudo-filesystem.
+    pub fn set_exports(&self, exports: &[Arc<Export>]) {
+        self.pseudo.store(Arc::new(pseudo_of(exports)));
+    }
+}
+
+fn pseudo_of(exports: &[Arc<Export>]) -> Pseudo {
+    Pseudo::build(exports.iter().map(|e| (e.id, e.path.as_str())))
+}
+
+fn host_name() -> Vec<u8> {
+    rustix::system::uname().nodename().to_bytes().to_vec()
+}
