@@ -32,10 +32,12 @@ use crate::listeners::{self, Listeners, Services};
 use crate::metrics::{self, MetricsServer};
 use crate::programs::mount::MOUNT;
 use crate::programs::nfs3::NFS3;
+use crate::programs::nfs4::NFS4;
 use crate::programs::nlm::NLM;
 use crate::programs::nsm::NSM;
 use crate::programs::portmap::{self, Registration, PORTMAP};
 use crate::programs::Program;
+use crate::state::nfs4::Nfs4;
 use crate::state::Server;
 use crate::{keys, live, rpcbind};
 use rnfsd_lockd::hosts::Host;
@@ -145,7 +147,7 @@ impl ServerBuilder {
         // reload keeps them.
         let stats = Arc::new(rnfsd_stats::Registry::new(
             s.stats,
-            metrics::proc_descs(&[&NFS3, &MOUNT, &PORTMAP, &NLM, &NSM]),
+            metrics::proc_descs(&[&NFS3, &NFS4, &MOUNT, &PORTMAP, &NLM, &NSM]),
         ));
         let opener = live::Opener {
             key: self.key,
@@ -159,6 +161,7 @@ impl ServerBuilder {
         let server = Arc::new(nfs_server(s, opener.verifier.clone()));
         server.set_exports(opened);
         let restarted = start_locks(s, &self.state_dir, &server, &stats)?;
+        start_nfs4(s, &self.state_dir, &server)?;
         let admin = start_admin(s, &self.state_dir, &server, &stats, &opener)?;
         let metrics = match s.metrics {
             Some(a) => Some(
@@ -178,6 +181,9 @@ impl ServerBuilder {
         let listeners = start_listeners(s, services, self.socket_activation)?;
         listeners.add_stats_sources(&stats);
         let rpcbind = register(s, &server, &listeners);
+        if let Some(n) = server.nfs4() {
+            n.state.start_grace();
+        }
         // Once NLM can be found: the grace period starts, and clients told
         // of our restart reclaim at once.
         if let Some(m) = server.locks() {
@@ -344,8 +350,33 @@ fn lock_programs(s: &ServerConfig) -> Vec<&'static Program> {
 /// Everything served on the NFS addresses over TCP.
 fn nfs_programs(s: &ServerConfig) -> Vec<&'static Program> {
     let mut v: Vec<&'static Program> = vec![&NFS3, &MOUNT];
+    if s.nfs4 {
+        v.push(&NFS4);
+    }
     v.extend(lock_programs(s));
     v
+}
+
+/// How often the NFSv4 reaper looks for expired leases, and how many
+/// stateids it frees in one pass (small batches, off the request path).
+const NFS4_REAP_EVERY: Duration = Duration::from_secs(1);
+const NFS4_REAP_BATCH: usize = 512;
+
+/// The NFSv4 state (with `nfs4`): client records in `state_dir/nfs4`,
+/// whose previous clients may reclaim in the grace period.
+fn start_nfs4(s: &ServerConfig, state_dir: &Path, server: &Arc<Server>) -> Result<(), Error> {
+    if !s.nfs4 {
+        return Ok(());
+    }
+    let dir = state_dir.join("nfs4");
+    let state = rnfsd_v4state::State::with_records(lower::nfs4(s), &dir)
+        .map_err(|e| Error::runtime(format!("NFSv4 client records in {}: {e}", dir.display())))?;
+    let reaper = state
+        .spawn_reaper(NFS4_REAP_EVERY, NFS4_REAP_BATCH)
+        .map_err(|e| Error::runtime(format!("NFSv4 reaper: {e}")))?;
+    let n = Nfs4::new(state, &server.exports(), s.nfs4_minor2, Some(reaper));
+    server.set_nfs4(Arc::new(n));
+    Ok(())
 }
 
 /// NFS, MOUNT (and NLM, NSM) over TCP.

@@ -175,6 +175,13 @@ impl CompoundWriter {
         status
     }
 
+    /// Takes back the last result counted (the caller truncated what it
+    /// wrote, to answer that operation otherwise: NFS4ERR_REP_TOO_BIG).
+    pub fn undo_last(&mut self) {
+        debug_assert!(self.count > 0);
+        self.count = self.count.saturating_sub(1);
+    }
+
     /// Results so far.
     pub fn count(&self) -> u32 {
         self.count

@@ -222,6 +222,33 @@ pub fn drc(s: &ServerConfig) -> Option<rnfsd_rpc::DrcConfig> {
     })
 }
 
+/// The NFSv4 state's timing and bounds. Its grace period is NLM's
+/// (`nlm_grace_secs`): one grace for both.
+pub fn nfs4(s: &ServerConfig) -> rnfsd_v4state::Config {
+    let d = rnfsd_v4state::Limits::default();
+    rnfsd_v4state::Config {
+        lease_time: Duration::from_secs(s.nfs4_lease_secs),
+        grace_time: Duration::from_secs(s.nlm_grace_secs),
+        limits: rnfsd_v4state::Limits {
+            max_clients: s.nfs4_max_clients,
+            sessions_per_client: s.nfs4_sessions_per_client,
+            slots_per_session: s.nfs4_slots_per_session,
+            open_owners_per_client: s.nfs4_owners_per_client,
+            lock_owners_per_client: s.nfs4_owners_per_client,
+            stateids_per_client: s.nfs4_stateids_per_client,
+            total_stateids: s.nfs4_max_stateids,
+            reply_cache_bytes: s.nfs4_reply_cache_bytes,
+            // A max_io READ or WRITE and its compound (at most the
+            // largest compound reply we build).
+            max_request_size: (s.max_io + 4096).max(d.max_request_size),
+            max_response_size: ((s.max_io + 4096).max(d.max_response_size) as usize)
+                .min(crate::programs::nfs4::MAX_COMPOUND_REPLY)
+                as u32,
+            ..d
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

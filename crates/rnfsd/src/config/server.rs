@@ -191,6 +191,29 @@ server_keys! {
     /// each within 30 s and the grace period), so hosts that are gone do
     /// not use up the grace period of those that are there.
     nlm_notify_parallel: usize = 32, "hosts told of a restart at once (SM_NOTIFY)";
+    /// Serve NFSv4.1 (program 100003 version 4) on the NFS addresses
+    /// beside NFSv3. Off until every operation a client needs is served.
+    nfs4: bool = false, "NFSv4.1 on the NFS addresses";
+    /// Answer minor version 2 too (its new operations NFS4ERR_NOTSUPP),
+    /// so a client asking for 4.2 first stays at 4.2.
+    nfs4_minor2: bool = true, "NFSv4.2 compounds answered (4.2 operations NOTSUPP)";
+    /// NFSv4 lease (RFC 8881 §8.3): a client silent this long loses its
+    /// state. 90: as knfsd and nfs-ganesha.
+    nfs4_lease_secs: u64 = 90, "NFSv4 lease: a silent client's state goes after this";
+    /// NFSv4 client records at once (confirmed and unconfirmed).
+    nfs4_max_clients: usize = 4096, "NFSv4 clients at once";
+    /// Sessions one NFSv4 client may hold.
+    nfs4_sessions_per_client: usize = 8, "NFSv4 sessions per client";
+    /// Slots of a session (the most concurrent requests a session gets).
+    nfs4_slots_per_session: usize = 64, "NFSv4 slots per session";
+    /// Open and lock owners of one client, each.
+    nfs4_owners_per_client: usize = 4096, "NFSv4 open owners, and lock owners, per client";
+    /// Stateids (open, lock) of one client.
+    nfs4_stateids_per_client: usize = 16384, "NFSv4 stateids per client";
+    /// Stateids of all clients together.
+    nfs4_max_stateids: usize = 1_048_576, "NFSv4 stateids in all";
+    /// Bytes for the sessions' reply caches together (slots x 4 KiB each).
+    nfs4_reply_cache_bytes: usize = 64 << 20, "NFSv4 slot reply caches in all, bytes";
     /// A fixed number of worker threads; overrides min/max_threads.
     threads: Option<usize> = None, "a fixed worker count", unset "adaptive",
         flag "threads" "N" => "A fixed number of worker threads instead of the adaptive \

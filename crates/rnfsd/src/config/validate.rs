@@ -134,6 +134,14 @@ fn at_least_one(s: &ServerConfig) -> Result<(), ConfigError> {
         ("nlm_max_per_client", s.nlm_max_per_client),
         ("nlm_retry_ms", s.nlm_retry_ms as usize),
         ("nlm_callbacks_per_client", s.nlm_callbacks_per_client),
+        ("nfs4_lease_secs", s.nfs4_lease_secs as usize),
+        ("nfs4_max_clients", s.nfs4_max_clients),
+        ("nfs4_sessions_per_client", s.nfs4_sessions_per_client),
+        ("nfs4_slots_per_session", s.nfs4_slots_per_session),
+        ("nfs4_owners_per_client", s.nfs4_owners_per_client),
+        ("nfs4_stateids_per_client", s.nfs4_stateids_per_client),
+        ("nfs4_max_stateids", s.nfs4_max_stateids),
+        ("nfs4_reply_cache_bytes", s.nfs4_reply_cache_bytes),
     ] {
         if v == 0 {
             return err(format!("server.{k} must be at least 1"));

@@ -3,8 +3,10 @@
 
 use crate::state::Server;
 
+mod fscall;
 pub mod mount;
 pub mod nfs3;
+pub mod nfs4;
 pub mod nlm;
 pub mod nsm;
 pub mod portmap;

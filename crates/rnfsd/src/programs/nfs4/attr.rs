@@ -1,0 +1,167 @@
+//! GETATTR and ACCESS (RFC 8881 §18.7, §18.1), for export objects and
+//! pseudo directories.
+
+use rnfsd_fs::{Attr, FileType, Time};
+use rnfsd_proto::nfs4::*;
+use rnfsd_xdr::Enc;
+
+use super::compound::Compound;
+use super::cur::{Cur, Obj};
+use super::fattr::{self, Subject, WRITE_ONLY};
+use super::status::of_fs;
+use crate::state::pseudo::Pseudo;
+
+/// ACCESS4 bits (§18.1.1), the same values as NFSv3's.
+const ACCESS4_READ: u32 = 0x01;
+const ACCESS4_LOOKUP: u32 = 0x02;
+const ACCESS4_MODIFY: u32 = 0x04;
+const ACCESS4_EXTEND: u32 = 0x08;
+const ACCESS4_DELETE: u32 = 0x10;
+const ACCESS4_EXECUTE: u32 = 0x20;
+const ACCESS4_ALL: u32 = 0x3f;
+
+/// The attributes of an export object, with what `want` also needs.
+pub(super) fn obj_fattr(
+    c: &Compound<'_, '_>,
+    o: &Obj,
+    attr: &Attr,
+    want: &Bitmap4,
+    e: &mut Enc,
+) -> Result<(), Nfsstat4> {
+    let call = o.call(c.ctx);
+    let fsstat = match fattr::needs_fsstat(want) {
+        true => Some(o.exp.backend.fsstat(&call, &o.fh).map_err(of_fs)?.0),
+        false => None,
+    };
+    let pathconf = match fattr::needs_pathconf(want) {
+        true => Some(o.exp.backend.pathconf(&call, &o.fh).map_err(of_fs)?.0),
+        false => None,
+    };
+    let mounted_on_fileid = match o.is_root() {
+        true => Pseudo::fileid_of_path(&o.exp.path),
+        false => attr.fileid,
+    };
+    let s = Subject {
+        attr,
+        fsid: (u64::from(o.exp.id), attr.fsid),
+        fh: &o.fh.0,
+        mounted_on_fileid,
+        fsstat,
+        pathconf,
+        lease: c.nfs4.lease.as_secs().min(u64::from(u32::MAX)) as u32,
+        max_io: u64::from(c.ctx.server.max_io),
+    };
+    fattr::encode(e, want, &s);
+    Ok(())
+}
+
+/// fsid of the pseudo-filesystem: its own (§7.5), unlike any export's
+/// (whose major is an export id, below 2^32).
+pub(super) const PSEUDO_FSID: (u64, u64) = (0xffff_ffff_0000_0000, 0);
+
+/// A pseudo directory's attributes: read-only, owned by root, times of
+/// the server's start.
+pub(super) fn pseudo_attr(c: &Compound<'_, '_>, i: usize) -> Attr {
+    let node = c.pseudo.node(i);
+    let fileid = node.map_or(0, |n| n.fileid);
+    let nlink = 2 + node.map_or(0, |n| n.children.len() as u32);
+    let t = Time {
+        sec: i64::from(c.nfs4.state.boot()),
+        nsec: 0,
+    };
+    Attr {
+        ftype: FileType::Directory,
+        mode: 0o555,
+        nlink,
+        uid: 0,
+        gid: 0,
+        size: 4096,
+        used: 4096,
+        rdev: (0, 0),
+        fsid: 0,
+        fileid,
+        atime: t,
+        mtime: t,
+        ctime: t,
+    }
+}
+
+pub(super) fn pseudo_fattr(c: &Compound<'_, '_>, i: usize, want: &Bitmap4, e: &mut Enc) {
+    let attr = pseudo_attr(c, i);
+    let fh = c.pseudo.handle(i).unwrap_or_default();
+    let s = Subject {
+        attr: &attr,
+        fsid: PSEUDO_FSID,
+        fh: &fh,
+        mounted_on_fileid: attr.fileid,
+        fsstat: None,
+        pathconf: None,
+        lease: c.nfs4.lease.as_secs().min(u64::from(u32::MAX)) as u32,
+        max_io: u64::from(c.ctx.server.max_io),
+    };
+    fattr::encode(e, want, &s);
+}
+
+/// GETATTR (§18.7), written straight into the reply.
+pub(super) fn getattr(c: &mut Compound<'_, '_>, a: GetAttr4Args, e: &mut Enc) -> Nfsstat4 {
+    if WRITE_ONLY.iter().any(|&w| a.attr_request.contains(w)) {
+        e.u32(Nfsstat4::Inval as u32);
+        return Nfsstat4::Inval;
+    }
+    let status_at = e.len();
+    e.u32(Nfsstat4::Ok as u32);
+    let r = match c.cur.clone() {
+        Some(Cur::Pseudo(i)) => {
+            pseudo_fattr(c, i, &a.attr_request, e);
+            Ok(())
+        }
+        Some(Cur::Obj(o)) => {
+            let call = o.call(c.ctx);
+            match o.exp.backend.getattr(&call, &o.fh) {
+                Ok(attr) => obj_fattr(c, &o, &attr, &a.attr_request, e),
+                Err(err) => Err(of_fs(err)),
+            }
+        }
+        None => Err(Nfsstat4::NoFileHandle),
+    };
+    match r {
+        Ok(()) => Nfsstat4::Ok,
+        Err(s) => {
+            e.truncate(status_at);
+            e.u32(s as u32);
+            s
+        }
+    }
+}
+
+/// ACCESS (§18.1): the backend's answer, less what a read-only export
+/// forbids; a pseudo directory may be read and searched only.
+pub(super) fn access(c: &mut Compound<'_, '_>, a: Access4Args) -> Access4Res {
+    if a.access & !ACCESS4_ALL != 0 {
+        return NfsRes4::Fail(Nfsstat4::Inval);
+    }
+    let cur = match c.cur() {
+        Ok(cur) => cur.clone(),
+        Err(s) => return NfsRes4::Fail(s),
+    };
+    let granted = match cur {
+        Cur::Pseudo(_) => a.access & (ACCESS4_READ | ACCESS4_LOOKUP | ACCESS4_EXECUTE),
+        Cur::Obj(o) => {
+            let call = o.call(c.ctx);
+            match o.exp.backend.access(&call, &o.fh, a.access) {
+                Ok((mut g, _)) => {
+                    g &= a.access;
+                    if o.grant.read_only {
+                        g &= !(ACCESS4_MODIFY | ACCESS4_EXTEND | ACCESS4_DELETE);
+                    }
+                    g
+                }
+                Err(err) => return NfsRes4::Fail(of_fs(err)),
+            }
+        }
+    };
+    NfsRes4::Ok(Access4ResOk {
+        supported: a.access,
+        access: granted,
+    })
+}

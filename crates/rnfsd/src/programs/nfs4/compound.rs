@@ -1,0 +1,338 @@
+//! The COMPOUND driver (RFC 8881 §16.2): minor versions, the SEQUENCE
+//! rules (§2.10.6, §18.46), the session's bounds, the slot's reply cache,
+//! and the current and saved filehandles and stateid each operation of
+//! `ops::OPS` runs with.
+
+use std::hash::Hasher;
+use std::sync::Arc;
+
+use rnfsd_fs::owed::Owed;
+use rnfsd_proto::nfs4::{
+    ArgOp, CompoundHead, CompoundWriter, Nfsstat4, ResOp, Sequence4Args, Sequence4ResOk,
+    SessionId4, Stateid4, OP_ALLOCATE, OP_BIND_CONN_TO_SESSION, OP_CREATE_SESSION,
+    OP_DESTROY_CLIENTID, OP_DESTROY_SESSION, OP_EXCHANGE_ID, OP_ILLEGAL, OP_REMOVEXATTR,
+    OP_SEQUENCE,
+};
+use rnfsd_rpc::ProcError;
+use rnfsd_v4state::{ClientHandle, ConnId, SequenceArgs, Sequenced, SessionId, SlotTicket};
+use rnfsd_xdr::{Dec, Enc, Xdr};
+
+use super::cur::Cur;
+use super::ops::{self, Needs};
+use super::status::of_state;
+use crate::programs::fscall::park_commit;
+use crate::programs::CallCtx;
+use crate::state::nfs4::Nfs4;
+use crate::state::pseudo::Pseudo;
+
+/// Longest COMPOUND tag we echo (utf8str_cs has no bound of its own;
+/// knfsd takes up to NFSD4_MAX_TAGLEN, 128).
+pub(super) const MAX_TAG: usize = 128;
+
+/// Operations a compound without SEQUENCE may carry (its first, if it
+/// is allowed alone, and the one that gets NFS4ERR_NOT_ONLY_OP).
+const MAX_SESSIONLESS_OPS: u32 = 1;
+
+/// What a compound's operations share.
+pub(super) struct Compound<'c, 'a> {
+    pub ctx: &'c CallCtx<'a>,
+    pub nfs4: &'c Nfs4,
+    /// The pseudo-filesystem as the compound began.
+    pub pseudo: Arc<Pseudo>,
+    pub minor: u32,
+    pub cur: Option<Cur>,
+    pub saved: Option<Cur>,
+    /// The current and saved stateids (§16.2.3.1.2).
+    pub cur_sid: Option<Stateid4>,
+    pub saved_sid: Option<Stateid4>,
+    /// The slot the compound's SEQUENCE holds.
+    pub ticket: Option<SlotTicket>,
+    /// Operations in the compound, as the client said.
+    pub nops: u32,
+    /// The journal commit a change on a `sync` export left the reply
+    /// owing (one: an older one is waited for when a newer comes).
+    owed: Option<Owed>,
+}
+
+impl<'c, 'a> Compound<'c, 'a> {
+    /// The session's client (NFS4ERR_OP_NOT_IN_SESSION never reaches
+    /// here: the driver refuses state operations without SEQUENCE).
+    pub fn client(&self) -> Result<ClientHandle, Nfsstat4> {
+        self.ticket
+            .as_ref()
+            .map(|t| t.client())
+            .ok_or(Nfsstat4::OpNotInSession)
+    }
+
+    /// The session the compound runs in.
+    pub fn session(&self) -> Option<SessionId> {
+        self.ticket.as_ref().map(|t| t.sessionid())
+    }
+
+    /// This connection, as sessions know it.
+    pub fn conn(&self) -> ConnId {
+        ConnId(self.ctx.conn_id())
+    }
+
+    /// The current filehandle (NFS4ERR_NOFILEHANDLE without one; the
+    /// table checks first, so this only fails on a driver bug).
+    pub fn cur(&self) -> Result<&Cur, Nfsstat4> {
+        self.cur.as_ref().ok_or(Nfsstat4::NoFileHandle)
+    }
+
+    /// Sets the current filehandle; the current stateid goes with it
+    /// (§16.2.3.1.2: operations that set the filehandle clear it).
+    pub fn set_cur(&mut self, c: Cur) {
+        self.cur = Some(c);
+        self.cur_sid = None;
+    }
+
+    /// A stateid argument with the special current stateid (seqid 1,
+    /// other all zeros) replaced by the compound's (§16.2.3.1.2);
+    /// NFS4ERR_BAD_STATEID when there is none.
+    pub fn stateid(&self, s: &Stateid4) -> Result<Stateid4, Nfsstat4> {
+        if s.seqid == 1 && s.other == [0; 12] {
+            return self.cur_sid.ok_or(Nfsstat4::BadStateid);
+        }
+        Ok(*s)
+    }
+
+    /// A change left the call owing a journal commit: the reply waits
+    /// for it.
+    #[allow(dead_code)] // the namespace and OPEN operations' (being written)
+    pub fn owe(&mut self, call: &rnfsd_fs::Call<'_>) {
+        if let Some(o) = call.take_owed() {
+            if let Some(older) = self.owed.replace(o) {
+                // Commits complete in order; waiting for the older one
+                // here keeps one wait per reply.
+                let _ = older.wait();
+            }
+        }
+    }
+}
+
+/// NULL (§16.1).
+pub(super) fn null(_ctx: &CallCtx<'_>, _a: ()) -> Result<(), ProcError> {
+    Ok(())
+}
+
+/// COMPOUND (§16.2).
+pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(), ProcError> {
+    let Some(nfs4) = ctx.server.nfs4() else {
+        return Err(ProcError::ProcUnavail);
+    };
+    let args = d.rest();
+    let head = CompoundHead::decode(d, MAX_TAG).map_err(|_| ProcError::GarbageArgs)?;
+    let start = e.len();
+    let mut w = CompoundWriter::begin(e, head.tag);
+    let minor_ok = head.minorversion == 1 || (head.minorversion == 2 && nfs4.minor2);
+    if !minor_ok {
+        // §16.2.3: no results.
+        w.finish_with(e, Nfsstat4::MinorVersMismatch);
+        return Ok(());
+    }
+    let mut c = Compound {
+        ctx,
+        nfs4,
+        pseudo: nfs4.pseudo_full(),
+        minor: head.minorversion,
+        cur: None,
+        saved: None,
+        cur_sid: None,
+        saved_sid: None,
+        ticket: None,
+        nops: head.nops,
+        owed: None,
+    };
+    let mut cachethis = false;
+    for (i, op) in head.ops(d).enumerate() {
+        let i = i as u32;
+        let op_start = e.len();
+        let arg = match op.arg {
+            Ok(a) => a,
+            Err(_) => {
+                // §15.2: the operation that did not decode, and stop.
+                w.push(e, &ResOp::error(op.opnum, Nfsstat4::BadXdr));
+                break;
+            }
+        };
+        let status = if let Some(s) = refuse(&c, i, &arg, head.nops) {
+            w.push(e, &ResOp::error(arg.opnum(), s))
+        } else if let ArgOp::Sequence(sa) = arg {
+            match sequence(&mut c, &sa, args, e, start, &mut w) {
+                Seq::Go => {
+                    cachethis = sa.cachethis;
+                    Nfsstat4::Ok
+                }
+                Seq::Replayed => return Ok(()),
+                Seq::Failed(s) => s,
+            }
+        } else {
+            run_op(&mut c, arg, e, &mut w)
+        };
+        if status != Nfsstat4::Ok {
+            break;
+        }
+        // §2.10.6.4, §18.46.3: the reply within the session's bounds.
+        if let Some(t) = &c.ticket {
+            let len = e.len() - start;
+            let over = if len > t.max_response_size() {
+                Some(Nfsstat4::RepTooBig)
+            } else if cachethis && len > t.cache_limit() {
+                Some(Nfsstat4::RepTooBigToCache)
+            } else {
+                None
+            };
+            if let Some(s) = over {
+                e.truncate(op_start);
+                w.undo_last();
+                w.push(e, &ResOp::error(op.opnum, s));
+                break;
+            }
+        }
+    }
+    w.finish(e);
+    if let Some(t) = c.ticket.take() {
+        let body: Option<Arc<[u8]>> = cachethis.then(|| Arc::from(&e.as_slice()[start..]));
+        // Too big to cache was answered above; this cannot fail.
+        let _ = t.finish(body);
+    }
+    if let Some(owed) = c.owed.take() {
+        let tag = head.tag.to_vec();
+        park_commit(ctx, owed, move || io_reply(&tag));
+    }
+    Ok(())
+}
+
+/// Why operation `i` may not run where it is, if it may not.
+fn refuse(c: &Compound<'_, '_>, i: u32, arg: &ArgOp<'_>, nops: u32) -> Option<Nfsstat4> {
+    let opnum = arg.opnum();
+    if opnum == OP_SEQUENCE {
+        // §18.46.3: only first.
+        return (i != 0).then_some(Nfsstat4::SequencePos);
+    }
+    if c.ticket.is_some() || matches!(arg, ArgOp::Illegal { .. }) {
+        return None;
+    }
+    // No SEQUENCE first: only the operations that make or end a session
+    // or client may run, and alone (§18.35.3, §18.36.3, §18.34.3,
+    // §18.50.3; DESTROY_SESSION may also follow SEQUENCE, §18.37.3).
+    let sessionless = matches!(
+        opnum,
+        OP_EXCHANGE_ID
+            | OP_CREATE_SESSION
+            | OP_DESTROY_SESSION
+            | OP_BIND_CONN_TO_SESSION
+            | OP_DESTROY_CLIENTID
+    );
+    if !sessionless || i > 0 {
+        return Some(Nfsstat4::OpNotInSession);
+    }
+    (nops > MAX_SESSIONLESS_OPS).then_some(Nfsstat4::NotOnlyOp)
+}
+
+/// One operation through its row of the table.
+fn run_op(
+    c: &mut Compound<'_, '_>,
+    arg: ArgOp<'_>,
+    e: &mut Enc,
+    w: &mut CompoundWriter,
+) -> Nfsstat4 {
+    let opnum = arg.opnum();
+    let Some(row) = ops::row(opnum) else {
+        if let ArgOp::Illegal { opnum } = arg {
+            // NFSv4.2's operations (RFC 7862 §15) are not served yet: a
+            // 4.2 client learns so per operation and falls back.
+            if c.minor == 2 && (OP_ALLOCATE..=OP_REMOVEXATTR).contains(&opnum) {
+                e.u32(opnum);
+                e.u32(Nfsstat4::NotSupp as u32);
+                return w.pushed(Nfsstat4::NotSupp);
+            }
+        }
+        // §15.2: an unknown operation is ILLEGAL.
+        let r = if opnum == OP_ILLEGAL || matches!(arg, ArgOp::Illegal { .. }) {
+            ResOp::Illegal(Nfsstat4::OpIllegal)
+        } else {
+            ResOp::error(opnum, Nfsstat4::NotSupp)
+        };
+        return w.push(e, &r);
+    };
+    let missing = match row.needs {
+        Needs::Nothing => false,
+        Needs::Cur => c.cur.is_none(),
+        Needs::CurAndSaved => c.cur.is_none() || c.saved.is_none(),
+    };
+    if missing {
+        return w.push(e, &ResOp::error(opnum, Nfsstat4::NoFileHandle));
+    }
+    tracing::trace!(op = row.name, "nfsv4 operation");
+    let status = (row.run)(c, arg, e);
+    w.pushed(status)
+}
+
+enum Seq {
+    Go,
+    Replayed,
+    Failed(Nfsstat4),
+}
+
+/// SEQUENCE (§18.46): the slot taken, or its cached reply sent.
+fn sequence(
+    c: &mut Compound<'_, '_>,
+    sa: &Sequence4Args,
+    args: &[u8],
+    e: &mut Enc,
+    start: usize,
+    w: &mut CompoundWriter,
+) -> Seq {
+    let a = SequenceArgs {
+        sessionid: SessionId(sa.sessionid.0),
+        sequenceid: sa.sequenceid,
+        slotid: sa.slotid,
+        highest_slotid: sa.highest_slotid,
+        conn: c.conn(),
+        digest: digest(args),
+        ops: c.nops,
+        request_size: args.len().min(u32::MAX as usize) as u32,
+    };
+    match c.nfs4.state.sequence(&a) {
+        Ok(Sequenced::New(t)) => {
+            let ok = Sequence4ResOk {
+                sessionid: SessionId4(t.sessionid().0),
+                sequenceid: sa.sequenceid,
+                slotid: sa.slotid,
+                highest_slotid: t.highest_slotid,
+                target_highest_slotid: t.target_highest_slotid,
+                status_flags: t.status_flags,
+            };
+            c.ticket = Some(t);
+            w.push(e, &ResOp::Sequence(rnfsd_proto::nfs4::NfsRes4::Ok(ok)));
+            Seq::Go
+        }
+        Ok(Sequenced::Replay(body)) => {
+            // §2.10.6.1.3: the same reply, byte for byte.
+            e.truncate(start);
+            e.raw(&body);
+            Seq::Replayed
+        }
+        Err(err) => Seq::Failed(w.push(e, &ResOp::error(OP_SEQUENCE, of_state(&err)))),
+    }
+}
+
+/// A compound's fingerprint, telling a retry from a new request reusing
+/// a slot's sequence id (NFS4ERR_SEQ_FALSE_RETRY, §2.10.6.1.3.1).
+fn digest(args: &[u8]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    h.write(args);
+    h.finish()
+}
+
+/// The reply when the journal commit a change owed failed: NFS4ERR_IO
+/// for the compound, with no results (its effects may not be durable).
+fn io_reply(tag: &[u8]) -> Vec<u8> {
+    let mut e = Enc::new();
+    Nfsstat4::Io.encode(&mut e);
+    e.opaque(tag);
+    e.u32(0);
+    e.into_vec()
+}

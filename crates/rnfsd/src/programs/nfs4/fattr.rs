@@ -1,0 +1,360 @@
+//! fattr4 (RFC 8881 §5): the attributes we serve, written straight into
+//! the reply in bit order, and what each comes from.
+
+use rnfsd_fs::{Attr, FileType, FsStat, PathConf, Time};
+use rnfsd_proto::nfs4::*;
+use rnfsd_xdr::Enc;
+
+/// Every attribute we return (§5.6 REQUIRED, and the §5.7 RECOMMENDED
+/// ones Linux reads). `time_access_set` and `time_modify_set` are
+/// settable only (§5.7: GETATTR of them is NFS4ERR_INVAL).
+pub(super) const SUPPORTED: &[u32] = &[
+    FATTR4_SUPPORTED_ATTRS,
+    FATTR4_TYPE,
+    FATTR4_FH_EXPIRE_TYPE,
+    FATTR4_CHANGE,
+    FATTR4_SIZE,
+    FATTR4_LINK_SUPPORT,
+    FATTR4_SYMLINK_SUPPORT,
+    FATTR4_NAMED_ATTR,
+    FATTR4_FSID,
+    FATTR4_UNIQUE_HANDLES,
+    FATTR4_LEASE_TIME,
+    FATTR4_RDATTR_ERROR,
+    FATTR4_ACLSUPPORT,
+    FATTR4_CANSETTIME,
+    FATTR4_CASE_INSENSITIVE,
+    FATTR4_CASE_PRESERVING,
+    FATTR4_CHOWN_RESTRICTED,
+    FATTR4_FILEHANDLE,
+    FATTR4_FILEID,
+    FATTR4_FILES_AVAIL,
+    FATTR4_FILES_FREE,
+    FATTR4_FILES_TOTAL,
+    FATTR4_HOMOGENEOUS,
+    FATTR4_MAXFILESIZE,
+    FATTR4_MAXLINK,
+    FATTR4_MAXNAME,
+    FATTR4_MAXREAD,
+    FATTR4_MAXWRITE,
+    FATTR4_MODE,
+    FATTR4_NO_TRUNC,
+    FATTR4_NUMLINKS,
+    FATTR4_OWNER,
+    FATTR4_OWNER_GROUP,
+    FATTR4_RAWDEV,
+    FATTR4_SPACE_AVAIL,
+    FATTR4_SPACE_FREE,
+    FATTR4_SPACE_TOTAL,
+    FATTR4_SPACE_USED,
+    FATTR4_TIME_ACCESS,
+    FATTR4_TIME_ACCESS_SET,
+    FATTR4_TIME_DELTA,
+    FATTR4_TIME_METADATA,
+    FATTR4_TIME_MODIFY,
+    FATTR4_TIME_MODIFY_SET,
+    FATTR4_MOUNTED_ON_FILEID,
+    FATTR4_SUPPATTR_EXCLCREAT,
+];
+
+/// The attributes an EXCLUSIVE4_1 create may set with its verifier
+/// (§18.16.3; the times hold the verifier until the first SETATTR).
+pub(super) const EXCLCREAT: &[u32] = &[FATTR4_SIZE, FATTR4_MODE, FATTR4_OWNER, FATTR4_OWNER_GROUP];
+
+/// Write-only attributes: asking GETATTR for them is NFS4ERR_INVAL.
+pub(super) const WRITE_ONLY: &[u32] = &[FATTR4_TIME_ACCESS_SET, FATTR4_TIME_MODIFY_SET];
+
+/// The largest file we say a client may make (ext4's and XFS's are
+/// larger; the backend refuses what its filesystem cannot hold).
+const MAXFILESIZE: u64 = i64::MAX as u64;
+
+/// `SUPPORTED` as a bitmap.
+pub(super) fn supported() -> Bitmap4 {
+    bits(SUPPORTED)
+}
+
+pub(super) fn bits(list: &[u32]) -> Bitmap4 {
+    let mut b = Bitmap4::new();
+    for &n in list {
+        b.insert(n);
+    }
+    b
+}
+
+/// Attributes that need a statfs of the filesystem.
+pub(super) fn needs_fsstat(want: &Bitmap4) -> bool {
+    [
+        FATTR4_FILES_AVAIL,
+        FATTR4_FILES_FREE,
+        FATTR4_FILES_TOTAL,
+        FATTR4_SPACE_AVAIL,
+        FATTR4_SPACE_FREE,
+        FATTR4_SPACE_TOTAL,
+    ]
+    .iter()
+    .any(|&a| want.contains(a))
+}
+
+/// Attributes that need the filesystem's pathconf.
+pub(super) fn needs_pathconf(want: &Bitmap4) -> bool {
+    want.contains(FATTR4_MAXLINK) || want.contains(FATTR4_MAXNAME)
+}
+
+/// What an object's attributes are made from.
+pub(super) struct Subject<'a> {
+    pub attr: &'a Attr,
+    /// fsid4: the export's id and the backend's filesystem (§5.8.1.9:
+    /// each export its own, so the client sees each as a filesystem).
+    pub fsid: (u64, u64),
+    pub fh: &'a [u8],
+    /// The fileid of what it is mounted on: its own, unless it is an
+    /// export's root (§5.8.2.23).
+    pub mounted_on_fileid: u64,
+    pub fsstat: Option<FsStat>,
+    pub pathconf: Option<PathConf>,
+    /// lease_time (seconds), maxread/maxwrite (bytes).
+    pub lease: u32,
+    pub max_io: u64,
+}
+
+/// Writes fattr4 for `want` (what we do not support is left out, as
+/// §5.5 says): the mask answered, then the values in bit order.
+pub(super) fn encode(e: &mut Enc, want: &Bitmap4, s: &Subject<'_>) {
+    let mut mask = want.intersect(&supported());
+    for w in WRITE_ONLY {
+        mask.remove(*w);
+    }
+    if s.fsstat.is_none() {
+        for a in [
+            FATTR4_FILES_AVAIL,
+            FATTR4_FILES_FREE,
+            FATTR4_FILES_TOTAL,
+            FATTR4_SPACE_AVAIL,
+            FATTR4_SPACE_FREE,
+            FATTR4_SPACE_TOTAL,
+        ] {
+            mask.remove(a);
+        }
+    }
+    let mask = trim(mask);
+    mask.encode_into(e);
+    let len_at = e.len();
+    e.u32(0);
+    let start = e.len();
+    for bit in mask.iter() {
+        value(e, bit, s);
+    }
+    let n = e.len() - start;
+    e.patch_u32(len_at, n as u32);
+}
+
+/// The mask with trailing zero words dropped.
+fn trim(m: Bitmap4) -> Bitmap4 {
+    let w = m.words();
+    let n = w.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1);
+    Bitmap4::from_words(&w[..n]).unwrap_or_default()
+}
+
+trait EncodeInto {
+    fn encode_into(&self, e: &mut Enc);
+}
+
+impl EncodeInto for Bitmap4 {
+    fn encode_into(&self, e: &mut Enc) {
+        rnfsd_xdr::Xdr::encode(self, e);
+    }
+}
+
+fn time(e: &mut Enc, t: Time) {
+    e.i64(t.sec);
+    e.u32(t.nsec);
+}
+
+/// nfs_ftype4 (§5.8.1.2).
+pub(super) fn ftype(t: FileType) -> u32 {
+    match t {
+        FileType::Regular => 1,
+        FileType::Directory => 2,
+        FileType::BlockDev => 3,
+        FileType::CharDev => 4,
+        FileType::Symlink => 5,
+        FileType::Socket => 6,
+        FileType::Fifo => 7,
+    }
+}
+
+/// The change attribute (§5.8.1.4): ctime in nanoseconds, which moves on
+/// every change of data or metadata and never goes back (a fine-grained
+/// ctime, as ext4, XFS and CephFS keep).
+pub(super) fn change(a: &Attr) -> u64 {
+    (a.ctime.sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(u64::from(a.ctime.nsec))
+}
+
+/// An id as owner and owner_group say it without id mapping: its
+/// number (§5.9, RFC 8881 allows numeric strings under AUTH_SYS).
+fn id_string(e: &mut Enc, id: u32) {
+    let mut buf = itoa_buf(id);
+    e.opaque(buf.as_bytes_mut());
+}
+
+struct Digits {
+    b: [u8; 10],
+    start: usize,
+}
+
+impl Digits {
+    fn as_bytes_mut(&mut self) -> &[u8] {
+        &self.b[self.start..]
+    }
+}
+
+fn itoa_buf(mut n: u32) -> Digits {
+    let mut b = [0u8; 10];
+    let mut i = b.len();
+    loop {
+        i -= 1;
+        b[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    Digits { b, start: i }
+}
+
+fn value(e: &mut Enc, bit: u32, s: &Subject<'_>) {
+    let a = s.attr;
+    match bit {
+        FATTR4_SUPPORTED_ATTRS => rnfsd_xdr::Xdr::encode(&supported(), e),
+        FATTR4_TYPE => e.u32(ftype(a.ftype)),
+        FATTR4_FH_EXPIRE_TYPE => e.u32(FH4_PERSISTENT),
+        FATTR4_CHANGE => e.u64(change(a)),
+        FATTR4_SIZE => e.u64(a.size),
+        FATTR4_LINK_SUPPORT | FATTR4_SYMLINK_SUPPORT => e.bool(true),
+        FATTR4_NAMED_ATTR => e.bool(false),
+        FATTR4_FSID => {
+            e.u64(s.fsid.0);
+            e.u64(s.fsid.1);
+        }
+        FATTR4_UNIQUE_HANDLES => e.bool(true),
+        FATTR4_LEASE_TIME => e.u32(s.lease),
+        // Only READDIR reports a per-entry error (§5.8.1.12).
+        FATTR4_RDATTR_ERROR => e.u32(Nfsstat4::Ok as u32),
+        // No ACLs (§6.2.1.1): none of ALLOW, DENY, AUDIT, ALARM.
+        FATTR4_ACLSUPPORT => e.u32(0),
+        FATTR4_CANSETTIME => e.bool(true),
+        FATTR4_CASE_INSENSITIVE => e.bool(s.pathconf.is_some_and(|p| p.case_insensitive)),
+        FATTR4_CASE_PRESERVING => e.bool(s.pathconf.is_none_or(|p| p.case_preserving)),
+        FATTR4_CHOWN_RESTRICTED => e.bool(true),
+        FATTR4_FILEHANDLE => e.opaque(s.fh),
+        FATTR4_FILEID => e.u64(a.fileid),
+        FATTR4_FILES_AVAIL => e.u64(s.fsstat.map_or(0, |f| f.afiles)),
+        FATTR4_FILES_FREE => e.u64(s.fsstat.map_or(0, |f| f.ffiles)),
+        FATTR4_FILES_TOTAL => e.u64(s.fsstat.map_or(0, |f| f.tfiles)),
+        FATTR4_HOMOGENEOUS => e.bool(true),
+        FATTR4_MAXFILESIZE => e.u64(MAXFILESIZE),
+        FATTR4_MAXLINK => e.u32(s.pathconf.map_or(65_000, |p| p.linkmax)),
+        FATTR4_MAXNAME => e.u32(s.pathconf.map_or(255, |p| p.name_max)),
+        FATTR4_MAXREAD | FATTR4_MAXWRITE => e.u64(s.max_io),
+        FATTR4_MODE => e.u32(a.mode & 0o7777),
+        FATTR4_NO_TRUNC => e.bool(true),
+        FATTR4_NUMLINKS => e.u32(a.nlink),
+        FATTR4_OWNER => id_string(e, a.uid),
+        FATTR4_OWNER_GROUP => id_string(e, a.gid),
+        FATTR4_RAWDEV => {
+            e.u32(a.rdev.0);
+            e.u32(a.rdev.1);
+        }
+        FATTR4_SPACE_AVAIL => e.u64(s.fsstat.map_or(0, |f| f.abytes)),
+        FATTR4_SPACE_FREE => e.u64(s.fsstat.map_or(0, |f| f.fbytes)),
+        FATTR4_SPACE_TOTAL => e.u64(s.fsstat.map_or(0, |f| f.tbytes)),
+        FATTR4_SPACE_USED => e.u64(a.used),
+        FATTR4_TIME_ACCESS => time(e, a.atime),
+        // Nanosecond timestamps.
+        FATTR4_TIME_DELTA => time(e, Time { sec: 0, nsec: 1 }),
+        FATTR4_TIME_METADATA => time(e, a.ctime),
+        FATTR4_TIME_MODIFY => time(e, a.mtime),
+        FATTR4_MOUNTED_ON_FILEID => e.u64(s.mounted_on_fileid),
+        FATTR4_SUPPATTR_EXCLCREAT => rnfsd_xdr::Xdr::encode(&bits(EXCLCREAT), e),
+        _ => debug_assert!(false, "attribute {bit} is in SUPPORTED without a value"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rnfsd_xdr::{Dec, Xdr};
+
+    fn attr() -> Attr {
+        Attr {
+            ftype: FileType::Regular,
+            mode: 0o100644,
+            nlink: 1,
+            uid: 1000,
+            gid: 100,
+            size: 5,
+            used: 4096,
+            rdev: (0, 0),
+            fsid: 7,
+            fileid: 42,
+            atime: Time { sec: 1, nsec: 2 },
+            mtime: Time { sec: 3, nsec: 4 },
+            ctime: Time { sec: 5, nsec: 6 },
+        }
+    }
+
+    fn subject(a: &Attr) -> Subject<'_> {
+        Subject {
+            attr: a,
+            fsid: (1, 7),
+            fh: b"handle",
+            mounted_on_fileid: 42,
+            fsstat: None,
+            pathconf: None,
+            lease: 90,
+            max_io: 1 << 20,
+        }
+    }
+
+    #[test]
+    fn every_supported_attribute_has_a_value_and_the_length_is_right() {
+        let a = attr();
+        let mut e = Enc::new();
+        encode(&mut e, &supported(), &subject(&a));
+        let f = Fattr4::decode(&mut Dec::new(e.as_slice())).unwrap();
+        // No statfs asked: those six are left out, as are the write-only.
+        assert!(!f.attrmask.contains(FATTR4_SPACE_FREE));
+        assert!(!f.attrmask.contains(FATTR4_TIME_MODIFY_SET));
+        assert!(f.attrmask.contains(FATTR4_MOUNTED_ON_FILEID));
+        assert!(f.attrmask.contains(FATTR4_SUPPATTR_EXCLCREAT));
+    }
+
+    #[test]
+    fn values_in_bit_order() {
+        let a = attr();
+        let want = bits(&[FATTR4_OWNER, FATTR4_TYPE, FATTR4_SIZE, FATTR4_MODE, 200]);
+        let mut e = Enc::new();
+        encode(&mut e, &want, &subject(&a));
+        let f = Fattr4::decode(&mut Dec::new(e.as_slice())).unwrap();
+        assert_eq!(
+            f.attrmask.iter().collect::<Vec<_>>(),
+            vec![FATTR4_TYPE, FATTR4_SIZE, FATTR4_MODE, FATTR4_OWNER]
+        );
+        let mut d = Dec::new(&f.attr_vals);
+        assert_eq!(d.u32().unwrap(), 1);
+        assert_eq!(d.u64().unwrap(), 5);
+        assert_eq!(d.u32().unwrap(), 0o644);
+        assert_eq!(d.opaque(16).unwrap(), b"1000");
+        assert_eq!(d.remaining(), 0);
+    }
+
+    #[test]
+    fn ids_as_decimal_strings() {
+        for n in [0u32, 7, 10, 65534, u32::MAX] {
+            let mut d = itoa_buf(n);
+            assert_eq!(d.as_bytes_mut(), n.to_string().as_bytes());
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! NFS version 4.1 (RFC 8881), program 100003 version 4: NULL and
+//! COMPOUND. COMPOUND runs its operations one by one through one
+//! declarative table (`ops::OPS`, like knfsd's `nfsd4_ops[]`), each row
+//! naming its handler, in the file of its kind:
+//!
+//! - `session`: EXCHANGE_ID, CREATE_SESSION, SEQUENCE, DESTROY_SESSION,
+//!   BIND_CONN_TO_SESSION, DESTROY_CLIENTID, RECLAIM_COMPLETE,
+//!   TEST_STATEID, FREE_STATEID, BACKCHANNEL_CTL;
+//! - `fh`: the current and saved filehandles (PUTFH, PUTROOTFH,
+//!   PUTPUBFH, GETFH, SAVEFH, RESTOREFH), LOOKUP and LOOKUPP through the
+//!   pseudo-filesystem, SECINFO and SECINFO_NO_NAME;
+//! - `attr`: GETATTR and ACCESS, and fattr4 (`fattr`);
+//! - `setattr`: SETATTR, VERIFY, NVERIFY;
+//! - `dir`: CREATE, LINK, REMOVE, RENAME, READLINK, READDIR;
+//! - `open`: OPEN, OPEN_DOWNGRADE, CLOSE, DELEGRETURN;
+//! - `io`: READ, WRITE, COMMIT;
+//! - `lock`: LOCK, LOCKT, LOCKU.
+//!
+//! `compound` is the driver: the SEQUENCE rules, the session's bounds,
+//! the slot's reply cache, the current filehandle and stateid.
+//!
+//! Served only with `nfs4` on: NFSv3 and NFSv4 are separate tables of one
+//! program, so a client asking for a version we do not serve learns the
+//! range of both (`rnfsd_rpc::Programs`).
+
+use rnfsd_proto::nfs4::{NFS4_PROGRAM, NFS_V4};
+use rnfsd_rpc::{proc_entry, CacheClass, Class};
+
+use crate::programs::{Proc, Program, Version};
+
+mod attr;
+mod compound;
+mod cur;
+mod dir;
+mod fattr;
+mod fh;
+mod io;
+mod lock;
+mod open;
+mod ops;
+mod session;
+mod setattr;
+mod status;
+
+pub use ops::op_names;
+
+/// Upper bound on a COMPOUND reply body: the largest reply a session may
+/// have (`rnfsd_v4state::Limits::max_response_size` is clamped to it).
+pub const MAX_COMPOUND_REPLY: usize = (1 << 20) + 64 * 1024;
+
+pub static NFS4: Program = Program {
+    name: "nfs4",
+    prog: NFS4_PROGRAM,
+    versions: &[Version {
+        vers: NFS_V4,
+        procs: &PROCS,
+    }],
+};
+
+// Exactly-once is the session's (its slots' reply cache, RFC 8881
+// §2.10.6), never the duplicate request cache's: COMPOUND is `None`.
+// Every compound runs in a pool: a SEQUENCE advances its slot, so a
+// compound cannot be tried on the event loop and run again elsewhere.
+static PROCS: [Proc; 2] = [
+    proc_entry!(
+        "NULL",
+        (),
+        compound::null,
+        CacheClass::None,
+        0,
+        Class::Quick
+    ),
+    proc_entry!(
+        raw "COMPOUND",
+        compound::run,
+        CacheClass::None,
+        MAX_COMPOUND_REPLY,
+        Class::Pool
+    ),
+];

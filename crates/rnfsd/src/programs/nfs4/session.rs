@@ -1,0 +1,272 @@
+//! Clients, sessions and stateids (RFC 8881 §18.33-§18.51): the
+//! protocol's side; the rules themselves are `rnfsd_v4state`'s.
+
+use rnfsd_proto::nfs4::*;
+use rnfsd_rpc::Auth;
+use rnfsd_v4state::{
+    BindDir, ChannelAttrs, ClientId, ConnDir, CreateSessionArgs, ExchangeIdArgs, Principal,
+    SessionId, Stateid, Verifier,
+};
+
+use super::compound::Compound;
+use super::status::of_state;
+
+/// EXCHANGE_ID flags a client may send (§18.35.3); any other is
+/// NFS4ERR_INVAL.
+const EID_FLAGS_FROM_CLIENT: u32 = EXCHGID4_FLAG_SUPP_MOVED_REFER
+    | EXCHGID4_FLAG_SUPP_MOVED_MIGR
+    | EXCHGID4_FLAG_BIND_PRINC_STATEID
+    | EXCHGID4_FLAG_MASK_PNFS
+    | EXCHGID4_FLAG_UPD_CONFIRMED_REC_A;
+
+/// CREATE_SESSION flags we know (§18.36.3).
+const CS_FLAGS: u32 = CREATE_SESSION4_FLAG_PERSIST
+    | CREATE_SESSION4_FLAG_CONN_BACK_CHAN
+    | CREATE_SESSION4_FLAG_CONN_RDMA;
+
+/// The caller as sessions compare callers (§2.4.3, §18.35.4: a client
+/// record belongs to the principal that made it). AUTH_SYS has no
+/// principal but its uid and gid (knfsd compares those); AUTH_NONE none.
+fn principal(c: &Compound<'_, '_>) -> Principal {
+    match &c.ctx.auth {
+        Auth::Sys(s) => {
+            let mut p = Vec::with_capacity(9);
+            p.push(1);
+            p.extend_from_slice(&s.uid.to_be_bytes());
+            p.extend_from_slice(&s.gid.to_be_bytes());
+            Principal(p)
+        }
+        Auth::None => Principal(vec![0]),
+    }
+}
+
+pub(super) fn exchange_id(c: &mut Compound<'_, '_>, a: ExchangeId4Args) -> ExchangeId4Res {
+    if a.flags & !EID_FLAGS_FROM_CLIENT != 0 {
+        return NfsRes4::Fail(Nfsstat4::Inval);
+    }
+    // SP4_MACH_CRED and SP4_SSV need RPCSEC_GSS (§2.10.8.3): refused.
+    if !matches!(a.state_protect, StateProtect4A::None) {
+        return NfsRes4::Fail(Nfsstat4::NotSupp);
+    }
+    let p = principal(c);
+    let r = c.nfs4.state.exchange_id(&ExchangeIdArgs {
+        owner: &a.clientowner.ownerid.0,
+        verifier: Verifier(a.clientowner.verifier.0),
+        principal: &p,
+        update: a.flags & EXCHGID4_FLAG_UPD_CONFIRMED_REC_A != 0,
+    });
+    match r {
+        Ok(ok) => {
+            // No pNFS: a plain NFSv4.1 server (§13.1).
+            let mut flags = EXCHGID4_FLAG_USE_NON_PNFS;
+            if ok.confirmed {
+                flags |= EXCHGID4_FLAG_CONFIRMED_R;
+            }
+            NfsRes4::Ok(ExchangeId4ResOk {
+                clientid: ok.clientid.0,
+                sequenceid: ok.sequenceid,
+                flags,
+                state_protect: StateProtect4R::None,
+                server_owner: ServerOwner4 {
+                    minor_id: 0,
+                    major_id: Opaque1024(c.nfs4.owner.clone()),
+                },
+                server_scope: Opaque1024(c.nfs4.owner.clone()),
+                server_impl_id: Some(NfsImplId4 {
+                    domain: Utf8Str(b"rnfsd.dev".to_vec()),
+                    name: Utf8Str(format!("rnfsd {}", env!("CARGO_PKG_VERSION")).into_bytes()),
+                    date: Nfstime4 {
+                        seconds: 0,
+                        nseconds: 0,
+                    },
+                }),
+            })
+        }
+        Err(e) => NfsRes4::Fail(of_state(&e)),
+    }
+}
+
+fn chan_in(a: &ChannelAttrs4) -> ChannelAttrs {
+    ChannelAttrs {
+        header_pad_size: a.headerpadsize,
+        max_request_size: a.maxrequestsize,
+        max_response_size: a.maxresponsesize,
+        max_response_size_cached: a.maxresponsesize_cached,
+        max_operations: a.maxoperations,
+        max_requests: a.maxrequests,
+    }
+}
+
+fn chan_out(a: &ChannelAttrs) -> ChannelAttrs4 {
+    ChannelAttrs4 {
+        headerpadsize: a.header_pad_size,
+        maxrequestsize: a.max_request_size,
+        maxresponsesize: a.max_response_size,
+        maxresponsesize_cached: a.max_response_size_cached,
+        maxoperations: a.max_operations,
+        maxrequests: a.max_requests,
+        rdma_ird: None,
+    }
+}
+
+/// A callback security flavour we can send with (§18.36.3): AUTH_NONE
+/// or AUTH_SYS.
+fn usable_cb_sec(p: &[CallbackSecParms4]) -> bool {
+    p.iter()
+        .any(|s| matches!(s, CallbackSecParms4::None | CallbackSecParms4::Sys(_)))
+}
+
+pub(super) fn create_session(c: &mut Compound<'_, '_>, a: CreateSession4Args) -> CreateSession4Res {
+    if a.flags & !CS_FLAGS != 0 {
+        return NfsRes4::Fail(Nfsstat4::Inval);
+    }
+    if a.fore_chan_attrs.rdma_ird.is_some() || a.back_chan_attrs.rdma_ird.is_some() {
+        return NfsRes4::Fail(Nfsstat4::Inval);
+    }
+    // A back channel we could not authenticate on is no back channel
+    // (§18.36.4: the server may refuse; it then says so in SEQUENCE).
+    let mut flags = a.flags & !(CREATE_SESSION4_FLAG_PERSIST | CREATE_SESSION4_FLAG_CONN_RDMA);
+    if !usable_cb_sec(&a.sec_parms) {
+        flags &= !CREATE_SESSION4_FLAG_CONN_BACK_CHAN;
+    }
+    let p = principal(c);
+    let r = c.nfs4.state.create_session(&CreateSessionArgs {
+        clientid: ClientId(a.clientid),
+        sequence: a.sequence,
+        principal: &p,
+        flags,
+        fore: chan_in(&a.fore_chan_attrs),
+        back: chan_in(&a.back_chan_attrs),
+        cb_program: a.cb_program,
+        conn: c.conn(),
+    });
+    match r {
+        Ok(s) => NfsRes4::Ok(CreateSession4ResOk {
+            sessionid: SessionId4(s.sessionid.0),
+            sequence: s.sequence,
+            flags: s.flags,
+            fore_chan_attrs: chan_out(&s.fore),
+            back_chan_attrs: chan_out(&s.back),
+        }),
+        Err(e) => NfsRes4::Fail(of_state(&e)),
+    }
+}
+
+pub(super) fn destroy_session(c: &mut Compound<'_, '_>, a: DestroySession4Args) -> Nfsstat4 {
+    let id = SessionId(a.sessionid.0);
+    let in_it = c.session() == Some(id);
+    // §18.37.3: without SEQUENCE, the connection must be bound to it.
+    if c.ticket.is_none() && c.nfs4.state.conn_binding(&id, c.conn()).is_none() {
+        return match c.nfs4.state.back_channel(&id) {
+            Some(_) => Nfsstat4::ConnNotBoundToSession,
+            None => Nfsstat4::BadSession,
+        };
+    }
+    match c.nfs4.state.destroy_session(&id, in_it) {
+        Ok(()) => Nfsstat4::Ok,
+        Err(e) => of_state(&e),
+    }
+}
+
+pub(super) fn bind_conn(
+    c: &mut Compound<'_, '_>,
+    a: BindConnToSession4Args,
+) -> BindConnToSession4Res {
+    if a.use_conn_in_rdma_mode {
+        // No RDMA here; the answer says so (§18.34.3).
+    }
+    let dir = match a.dir {
+        ChannelDirFromClient4::Fore => BindDir::Fore,
+        ChannelDirFromClient4::Back => BindDir::Back,
+        ChannelDirFromClient4::ForeOrBoth => BindDir::ForeOrBoth,
+        ChannelDirFromClient4::BackOrBoth => BindDir::BackOrBoth,
+    };
+    let id = SessionId(a.sessid.0);
+    match c.nfs4.state.bind_conn_to_session(&id, c.conn(), dir) {
+        Ok(d) => NfsRes4::Ok(BindConnToSession4ResOk {
+            sessid: a.sessid,
+            dir: match d {
+                ConnDir::Fore => ChannelDirFromServer4::Fore,
+                ConnDir::Back => ChannelDirFromServer4::Back,
+                ConnDir::Both => ChannelDirFromServer4::Both,
+            },
+            use_conn_in_rdma_mode: false,
+        }),
+        Err(e) => NfsRes4::Fail(of_state(&e)),
+    }
+}
+
+pub(super) fn backchannel_ctl(_c: &mut Compound<'_, '_>, a: BackchannelCtl4Args) -> Nfsstat4 {
+    // §18.33.3: the flavours must include one we can use.
+    match usable_cb_sec(&a.sec_parms) {
+        true => Nfsstat4::Ok,
+        false => Nfsstat4::Inval,
+    }
+}
+
+pub(super) fn destroy_clientid(c: &mut Compound<'_, '_>, a: DestroyClientId4Args) -> Nfsstat4 {
+    let id = ClientId(a.clientid);
+    // §18.50.3: not from a session of the client itself.
+    if c.client().is_ok_and(|h| h.id() == id) {
+        return Nfsstat4::ClientIdBusy;
+    }
+    match c.nfs4.state.destroy_clientid(id) {
+        Ok(()) => Nfsstat4::Ok,
+        Err(e) => of_state(&e),
+    }
+}
+
+pub(super) fn reclaim_complete(c: &mut Compound<'_, '_>, a: ReclaimComplete4Args) -> Nfsstat4 {
+    let h = match c.client() {
+        Ok(h) => h,
+        Err(s) => return s,
+    };
+    if a.one_fs && c.cur.is_none() {
+        return Nfsstat4::NoFileHandle;
+    }
+    match c.nfs4.state.reclaim_complete(&h, a.one_fs) {
+        Ok(()) => Nfsstat4::Ok,
+        Err(e) => of_state(&e),
+    }
+}
+
+pub(super) fn sid(s: &Stateid4) -> Stateid {
+    Stateid {
+        seqid: s.seqid,
+        other: s.other,
+    }
+}
+
+pub(super) fn test_stateid(c: &mut Compound<'_, '_>, a: TestStateid4Args) -> TestStateid4Res {
+    let h = match c.client() {
+        Ok(h) => h,
+        Err(s) => return NfsRes4::Fail(s),
+    };
+    let sids: Vec<Stateid> = a.stateids.iter().map(sid).collect();
+    let status_codes = c
+        .nfs4
+        .state
+        .test_stateids(&h, &sids)
+        .iter()
+        .map(|r| match r {
+            Ok(()) => Nfsstat4::Ok,
+            Err(e) => of_state(e),
+        })
+        .collect();
+    NfsRes4::Ok(TestStateid4ResOk { status_codes })
+}
+
+pub(super) fn free_stateid(c: &mut Compound<'_, '_>, a: FreeStateid4Args) -> Nfsstat4 {
+    let h = match c.client() {
+        Ok(h) => h,
+        Err(s) => return s,
+    };
+    let s = match c.stateid(&a.stateid) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    match c.nfs4.state.free_stateid(&h, &sid(&s)) {
+        Ok(()) => Nfsstat4::Ok,
+        Err(e) => of_state(&e),
+    }
+}
