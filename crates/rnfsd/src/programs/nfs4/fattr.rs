@@ -1,9 +1,9 @@
 //! fattr4 (RFC 8881 §5): the attributes we serve, written straight into
 //! the reply in bit order, and what each comes from.
 
-use rnfsd_fs::{Attr, FileType, FsStat, PathConf, Time};
+use rnfsd_fs::{Attr, FileType, FsStat, PathConf, SetAttr, SetTime, Time};
 use rnfsd_proto::nfs4::*;
-use rnfsd_xdr::Enc;
+use rnfsd_xdr::{Dec, Enc, Xdr};
 
 /// Every attribute we return (§5.6 REQUIRED, and the §5.7 RECOMMENDED
 /// ones Linux reads). `time_access_set` and `time_modify_set` are
@@ -67,6 +67,84 @@ pub(super) const WRITE_ONLY: &[u32] = &[FATTR4_TIME_ACCESS_SET, FATTR4_TIME_MODI
 /// The largest file we say a client may make (ext4's and XFS's are
 /// larger; the backend refuses what its filesystem cannot hold).
 const MAXFILESIZE: u64 = i64::MAX as u64;
+
+/// Attributes a client may set (SETATTR, CREATE, OPEN's createattrs):
+/// size, mode, owner, owner_group, and the two times (§5.6, §5.7).
+pub(super) const SETTABLE: &[u32] = &[
+    FATTR4_SIZE,
+    FATTR4_MODE,
+    FATTR4_OWNER,
+    FATTR4_OWNER_GROUP,
+    FATTR4_TIME_ACCESS_SET,
+    FATTR4_TIME_MODIFY_SET,
+];
+
+/// An owner or owner_group string as an id: a decimal number (what we
+/// send without id mapping, §5.9); anything else NFS4ERR_BADOWNER.
+fn id_of(s: &[u8]) -> Result<u32, Nfsstat4> {
+    if s.is_empty() || s.len() > 10 || !s.iter().all(u8::is_ascii_digit) {
+        return Err(Nfsstat4::BadOwner);
+    }
+    std::str::from_utf8(s)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or(Nfsstat4::BadOwner)
+}
+
+fn set_time(t: Settime4) -> Result<SetTime, Nfsstat4> {
+    Ok(match t {
+        Settime4::ServerTime => SetTime::ServerTime,
+        // §3.3.1: nseconds beyond a second is NFS4ERR_INVAL.
+        Settime4::ClientTime(t) if t.nseconds >= 1_000_000_000 => return Err(Nfsstat4::Inval),
+        Settime4::ClientTime(t) => SetTime::ClientTime(Time {
+            sec: t.seconds,
+            nsec: t.nseconds,
+        }),
+    })
+}
+
+/// fattr4 a client sends to set attributes, as the backend takes them,
+/// and the mask of what it sets (SETATTR's and CREATE's attrsset).
+/// An attribute we support but cannot set is NFS4ERR_INVAL, one we do
+/// not support NFS4ERR_ATTRNOTSUPP (§18.30.3); values that do not
+/// decode, or bytes left over, NFS4ERR_BADXDR.
+#[allow(dead_code)] // SETATTR, CREATE and OPEN's (being written)
+pub(super) fn decode_settable(f: &Fattr4) -> Result<(SetAttr, Bitmap4), Nfsstat4> {
+    let supported = supported();
+    for bit in f.attrmask.iter() {
+        if !supported.contains(bit) {
+            return Err(Nfsstat4::AttrNotSupp);
+        }
+        if !SETTABLE.contains(&bit) {
+            return Err(Nfsstat4::Inval);
+        }
+    }
+    let mut d = Dec::new(&f.attr_vals);
+    let mut set = SetAttr::default();
+    let bad = |_| Nfsstat4::BadXdr;
+    for bit in f.attrmask.iter() {
+        match bit {
+            FATTR4_SIZE => set.size = Some(d.u64().map_err(bad)?),
+            FATTR4_MODE => {
+                let m = d.u32().map_err(bad)?;
+                // §6.2.4: bits above the twelve mode bits are invalid.
+                if m & !0o7777 != 0 {
+                    return Err(Nfsstat4::Inval);
+                }
+                set.mode = Some(m);
+            }
+            FATTR4_OWNER => set.uid = Some(id_of(d.opaque(NFS4_OPAQUE_LIMIT).map_err(bad)?)?),
+            FATTR4_OWNER_GROUP => set.gid = Some(id_of(d.opaque(NFS4_OPAQUE_LIMIT).map_err(bad)?)?),
+            FATTR4_TIME_ACCESS_SET => set.atime = set_time(Settime4::decode(&mut d).map_err(bad)?)?,
+            FATTR4_TIME_MODIFY_SET => set.mtime = set_time(Settime4::decode(&mut d).map_err(bad)?)?,
+            _ => return Err(Nfsstat4::Inval),
+        }
+    }
+    if d.remaining() != 0 {
+        return Err(Nfsstat4::BadXdr);
+    }
+    Ok((set, f.attrmask))
+}
 
 /// `SUPPORTED` as a bitmap.
 pub(super) fn supported() -> Bitmap4 {
@@ -285,7 +363,6 @@ fn value(e: &mut Enc, bit: u32, s: &Subject<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rnfsd_xdr::{Dec, Xdr};
 
     fn attr() -> Attr {
         Attr {
@@ -348,6 +425,51 @@ mod tests {
         assert_eq!(d.u32().unwrap(), 0o644);
         assert_eq!(d.opaque(16).unwrap(), b"1000");
         assert_eq!(d.remaining(), 0);
+    }
+
+    type Val<'a> = (u32, &'a dyn Fn(&mut Enc));
+
+    fn settable(bits_vals: &[Val<'_>]) -> Fattr4 {
+        let mut e = Enc::new();
+        let mut m = Bitmap4::new();
+        for (b, f) in bits_vals {
+            m.insert(*b);
+            f(&mut e);
+        }
+        Fattr4 {
+            attrmask: m,
+            attr_vals: e.into_vec(),
+        }
+    }
+
+    #[test]
+    fn settable_attributes_decode_and_the_rest_are_refused() {
+        let f = settable(&[
+            (FATTR4_SIZE, &|e| e.u64(9)),
+            (FATTR4_MODE, &|e| e.u32(0o640)),
+            (FATTR4_OWNER, &|e| e.opaque(b"1001")),
+            (FATTR4_TIME_MODIFY_SET, &|e| e.u32(0)),
+        ]);
+        let (set, mask) = decode_settable(&f).unwrap();
+        assert_eq!(set.size, Some(9));
+        assert_eq!(set.mode, Some(0o640));
+        assert_eq!(set.uid, Some(1001));
+        assert_eq!(set.mtime, SetTime::ServerTime);
+        assert_eq!(mask, f.attrmask);
+        let f = settable(&[(FATTR4_TYPE, &|e| e.u32(1))]);
+        assert_eq!(decode_settable(&f), Err(Nfsstat4::Inval));
+        let f = settable(&[(FATTR4_ACL, &|e| e.u32(0))]);
+        assert_eq!(decode_settable(&f), Err(Nfsstat4::AttrNotSupp));
+        let f = settable(&[(FATTR4_OWNER, &|e| e.opaque(b"alice@x"))]);
+        assert_eq!(decode_settable(&f), Err(Nfsstat4::BadOwner));
+        let f = settable(&[(FATTR4_SIZE, &|e| e.u32(1))]);
+        assert_eq!(decode_settable(&f), Err(Nfsstat4::BadXdr));
+        let f = settable(&[(FATTR4_MODE, &|e| e.u64(0o644))]);
+        assert_eq!(
+            decode_settable(&f),
+            Err(Nfsstat4::BadXdr),
+            "bytes left over"
+        );
     }
 
     #[test]
