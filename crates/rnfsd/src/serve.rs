@@ -518,6 +518,12 @@ impl Running {
             .map(|e| e.path.clone())
             .collect();
         let mut what = String::from("nfs v3, mount v3");
+        if s.nfs4 {
+            what.push_str(match s.nfs4_minor2 {
+                true => ", nfs v4.1 and v4.2",
+                false => ", nfs v4.1",
+            });
+        }
         if s.portmap {
             let l = &self.listeners;
             what.push_str(&format!(", portmap on {}", list(&l.portmap_addrs())));

@@ -30,6 +30,7 @@ mod hostile_regressions;
 mod hostile_server;
 mod layering;
 mod libnfs_interop;
+mod nfs4;
 mod nlm;
 mod object_cache;
 mod reload_exports;

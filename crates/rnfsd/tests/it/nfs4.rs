@@ -1,0 +1,351 @@
+//! End to end, NFSv4.1 (RFC 8881) against the real server over TCP, with
+//! compounds built from rnfsd-proto: minor versions, the sessionless
+//! rules, EXCHANGE_ID and CREATE_SESSION, SEQUENCE's reply cache, the
+//! pseudo-filesystem, and one handle format for NFSv3 and NFSv4.
+
+use crate::common;
+
+use common::nfs::*;
+use common::{TempDir, TestServer};
+use rnfsd_client::{Auth, ClientConfig, ClientError, RpcConnection};
+use rnfsd_proto::nfs4::*;
+use rnfsd_proto::rpc::AuthSys;
+use rnfsd_xdr::{Dec, Enc, Xdr};
+
+const NFS4: u32 = 100003;
+const COMPOUND: u32 = 1;
+
+async fn connect(srv: &TestServer) -> RpcConnection {
+    let cfg = ClientConfig {
+        auth: Auth::sys(0, 0, &[], "nfs4-e2e"),
+        ..ClientConfig::default()
+    };
+    RpcConnection::connect(srv.addr, &cfg)
+        .await
+        .expect("connect")
+}
+
+fn args(minor: u32, ops: &[ArgOp<'_>]) -> Vec<u8> {
+    let mut e = Enc::new();
+    encode_compound(&mut e, b"e2e", minor, ops);
+    e.into_vec()
+}
+
+async fn raw(c: &RpcConnection, body: &[u8]) -> Vec<u8> {
+    c.call_raw(NFS4, 4, COMPOUND, body).await.expect("COMPOUND")
+}
+
+async fn compound(c: &RpcConnection, minor: u32, ops: &[ArgOp<'_>]) -> CompoundRes {
+    let r = raw(c, &args(minor, ops)).await;
+    CompoundRes::decode(&mut Dec::new(&r), 64, 64).expect("COMPOUND4res")
+}
+
+/// EXCHANGE_ID and CREATE_SESSION: the session's id.
+async fn session(c: &RpcConnection, owner: &[u8]) -> SessionId4 {
+    let eid = ArgOp::ExchangeId(ExchangeId4Args {
+        clientowner: ClientOwner4 {
+            verifier: Verifier4([7; 8]),
+            ownerid: Opaque1024(owner.to_vec()),
+        },
+        flags: 0,
+        state_protect: StateProtect4A::None,
+        client_impl_id: None,
+    });
+    let r = compound(c, 1, &[eid]).await;
+    let ResOp::ExchangeId(NfsRes4::Ok(ok)) = &r.results[0] else {
+        panic!("EXCHANGE_ID: {r:?}");
+    };
+    assert_eq!(ok.flags & EXCHGID4_FLAG_CONFIRMED_R, 0, "a new client");
+    let chan = ChannelAttrs4 {
+        headerpadsize: 0,
+        maxrequestsize: 1 << 20,
+        maxresponsesize: 1 << 20,
+        maxresponsesize_cached: 8192,
+        maxoperations: 16,
+        maxrequests: 8,
+        rdma_ird: None,
+    };
+    let cs = ArgOp::CreateSession(CreateSession4Args {
+        clientid: ok.clientid,
+        sequence: ok.sequenceid,
+        flags: 0,
+        fore_chan_attrs: chan,
+        back_chan_attrs: chan,
+        cb_program: 0x4000_0000,
+        sec_parms: vec![CallbackSecParms4::Sys(AuthSys {
+            stamp: 1,
+            machine_name: b"e2e".to_vec(),
+            uid: 0,
+            gid: 0,
+            gids: vec![],
+        })],
+    });
+    let r = compound(c, 1, &[cs]).await;
+    let ResOp::CreateSession(NfsRes4::Ok(ok)) = &r.results[0] else {
+        panic!("CREATE_SESSION: {r:?}");
+    };
+    assert!(ok.fore_chan_attrs.maxrequests >= 1 && ok.fore_chan_attrs.maxrequests <= 8);
+    assert!(ok.fore_chan_attrs.maxresponsesize_cached <= 8192);
+    ok.sessionid
+}
+
+fn seq(id: SessionId4, seqid: u32, slot: u32, cachethis: bool) -> ArgOp<'static> {
+    ArgOp::Sequence(Sequence4Args {
+        sessionid: id,
+        sequenceid: seqid,
+        slotid: slot,
+        highest_slotid: 0,
+        cachethis,
+    })
+}
+
+fn getattr(bits: &[u32]) -> ArgOp<'static> {
+    let mut b = Bitmap4::new();
+    for &x in bits {
+        b.insert(x);
+    }
+    ArgOp::GetAttr(GetAttr4Args { attr_request: b })
+}
+
+fn component(name: &str) -> Component4 {
+    Component4(name.as_bytes().to_vec())
+}
+
+/// The values of a GETATTR result that asked for `type` and `fsid`, and
+/// optionally `fileid`.
+fn type_fsid(r: &ResOp) -> (u32, (u64, u64)) {
+    let ResOp::GetAttr(NfsRes4::Ok(f)) = r else {
+        panic!("GETATTR: {r:?}");
+    };
+    let mut d = Dec::new(&f.attr_vals);
+    let t = d.u32().unwrap();
+    let fsid = (d.u64().unwrap(), d.u64().unwrap());
+    (t, fsid)
+}
+
+fn start(tag: &str) -> (TempDir, TestServer) {
+    let dir = TempDir::new(tag);
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(dir.path().join("sub/f"), b"hello").unwrap();
+    let srv = TestServer::start_with(dir.path(), &["--no-rpcbind", "--nfs4"]);
+    (dir, srv)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn minor_versions_and_the_sessionless_rules() {
+    let (_dir, srv) = start("nfs4-minor");
+    bounded(async {
+        let c = connect(&srv).await;
+        // RFC 8881 §16.2.3: minor version 0 (and 3) is refused with no
+        // results; the tag comes back.
+        for minor in [0, 3] {
+            let r = compound(&c, minor, &[ArgOp::PutRootFh]).await;
+            assert_eq!(r.status, Nfsstat4::MinorVersMismatch, "minor {minor}");
+            assert!(r.results.is_empty());
+            assert_eq!(r.tag, b"e2e");
+        }
+        // No SEQUENCE first: only the operations that make a session
+        // (RFC 8881 §2.10.6.2, §18.46.3).
+        let r = compound(&c, 1, &[ArgOp::PutRootFh, ArgOp::GetFh]).await;
+        assert_eq!(r.status, Nfsstat4::OpNotInSession);
+        assert_eq!(r.results.len(), 1);
+        // EXCHANGE_ID must be alone (§18.35.3).
+        let eid = ArgOp::ExchangeId(ExchangeId4Args {
+            clientowner: ClientOwner4 {
+                verifier: Verifier4([1; 8]),
+                ownerid: Opaque1024(b"alone".to_vec()),
+            },
+            flags: 0,
+            state_protect: StateProtect4A::None,
+            client_impl_id: None,
+        });
+        let r = compound(&c, 1, &[eid, ArgOp::PutRootFh]).await;
+        assert_eq!(r.status, Nfsstat4::NotOnlyOp);
+        // An empty compound is fine (§16.2.3).
+        let r = compound(&c, 1, &[]).await;
+        assert_eq!((r.status, r.results.len()), (Nfsstat4::Ok, 0));
+        // An unknown session.
+        let r = compound(&c, 1, &[seq(SessionId4([9; 16]), 1, 0, false)]).await;
+        assert_eq!(r.status, Nfsstat4::BadSession);
+        // Garbage where the head should be: GARBAGE_ARGS.
+        match c.call_raw(NFS4, 4, COMPOUND, &[0, 0, 0, 200]).await {
+            Err(ClientError::GarbageArgs) => {}
+            other => panic!("garbage compound: {other:?}"),
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_replay_from_the_slot_and_the_pseudo_fs_joins_the_export() {
+    let (dir, srv) = start("nfs4-session");
+    bounded(async {
+        let c = connect(&srv).await;
+        let sid = session(&c, b"e2e-client-1").await;
+
+        // PUTROOTFH is the pseudo root, its own filesystem.
+        let r = compound(
+            &c,
+            1,
+            &[
+                seq(sid, 1, 0, false),
+                ArgOp::PutRootFh,
+                getattr(&[FATTR4_TYPE, FATTR4_FSID]),
+            ],
+        )
+        .await;
+        assert_eq!(r.status, Nfsstat4::Ok, "{r:?}");
+        let (t, pseudo_fsid) = type_fsid(&r.results[2]);
+        assert_eq!(t, 2, "a directory");
+
+        // LOOKUP down the export's path crosses into the export: another
+        // fsid; LOOKUPP from its root comes back to the pseudo tree.
+        let path = dir.path().canonicalize().unwrap();
+        let mut ops = vec![seq(sid, 2, 0, false), ArgOp::PutRootFh];
+        let comps: Vec<String> = path
+            .iter()
+            .skip(1)
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect();
+        for name in &comps {
+            ops.push(ArgOp::Lookup(Lookup4Args {
+                objname: component(name),
+            }));
+        }
+        ops.push(getattr(&[FATTR4_TYPE, FATTR4_FSID]));
+        ops.push(ArgOp::GetFh);
+        ops.push(ArgOp::LookupP);
+        ops.push(getattr(&[FATTR4_TYPE, FATTR4_FSID]));
+        let r = compound(&c, 1, &ops).await;
+        assert_eq!(r.status, Nfsstat4::Ok, "{r:?}");
+        let n = r.results.len();
+        let (t, export_fsid) = type_fsid(&r.results[n - 4]);
+        assert_eq!(t, 2);
+        assert_ne!(export_fsid, pseudo_fsid);
+        let ResOp::GetFh(NfsRes4::Ok(root_fh)) = &r.results[n - 3] else {
+            panic!("GETFH");
+        };
+        assert_eq!(type_fsid(&r.results[n - 1]).1, pseudo_fsid);
+
+        // One handle format: NFSv3's root handle is NFSv4's.
+        let v3 = mount(&srv).await;
+        assert_eq!(v3.root.data, root_fh.0);
+
+        // A retry of a cached request is answered byte for byte from the
+        // slot, without running it again (RFC 8881 §2.10.6.1.3).
+        let body = args(
+            1,
+            &[
+                seq(sid, 3, 0, true),
+                ArgOp::PutFh(PutFh4Args {
+                    object: root_fh.clone(),
+                }),
+                ArgOp::Lookup(Lookup4Args {
+                    objname: component("sub"),
+                }),
+                getattr(&[FATTR4_TYPE, FATTR4_FSID, FATTR4_CHANGE]),
+            ],
+        );
+        let first = raw(&c, &body).await;
+        std::fs::write(dir.path().join("sub/g"), b"changes sub's change attribute").unwrap();
+        let again = raw(&c, &body).await;
+        assert_eq!(first, again, "the retry comes from the reply cache");
+        // The same slot and sequence id with another compound is a false
+        // retry (§2.10.6.1.3.1).
+        let other = args(1, &[seq(sid, 3, 0, true), ArgOp::PutRootFh]);
+        let r = CompoundRes::decode(&mut Dec::new(&raw(&c, &other).await), 64, 8).unwrap();
+        assert_eq!(r.status, Nfsstat4::SeqFalseRetry);
+        // Skipping a sequence id is misordered.
+        let r = compound(&c, 1, &[seq(sid, 99, 0, false)]).await;
+        assert_eq!(r.status, Nfsstat4::SeqMisordered);
+        // An uncached request's retry says so.
+        let body = args(1, &[seq(sid, 4, 0, false), ArgOp::PutRootFh]);
+        raw(&c, &body).await;
+        let r = CompoundRes::decode(&mut Dec::new(&raw(&c, &body).await), 64, 8).unwrap();
+        assert_eq!(r.status, Nfsstat4::RetryUncachedRep);
+
+        // SEQUENCE only first.
+        let r = compound(&c, 1, &[seq(sid, 5, 0, false), seq(sid, 6, 0, false)]).await;
+        assert_eq!(r.status, Nfsstat4::SequencePos);
+        // A handle of nothing of ours.
+        let r = compound(
+            &c,
+            1,
+            &[
+                seq(sid, 6, 0, false),
+                ArgOp::PutFh(PutFh4Args {
+                    object: NfsFh4(vec![1, 2]),
+                }),
+            ],
+        )
+        .await;
+        assert_eq!(r.status, Nfsstat4::BadHandle);
+        // No current filehandle.
+        let r = compound(&c, 1, &[seq(sid, 7, 0, false), ArgOp::GetFh]).await;
+        assert_eq!(r.status, Nfsstat4::NoFileHandle);
+        // Names LOOKUP refuses (§18.13.3). A compound whose later
+        // operation fails still used its slot's sequence id.
+        for (n, (name, want)) in [
+            ("", Nfsstat4::Inval),
+            (".", Nfsstat4::BadName),
+            ("..", Nfsstat4::BadName),
+            ("a/b", Nfsstat4::BadName),
+            ("no-such", Nfsstat4::NoEnt),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let r = compound(
+                &c,
+                1,
+                &[
+                    seq(sid, 8 + n as u32, 0, false),
+                    ArgOp::PutFh(PutFh4Args {
+                        object: root_fh.clone(),
+                    }),
+                    ArgOp::Lookup(Lookup4Args {
+                        objname: component(name),
+                    }),
+                ],
+            )
+            .await;
+            assert_eq!(r.status, want, "LOOKUP {name:?}");
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn minor_version_two_answers_its_new_operations_notsupp() {
+    let (_dir, srv) = start("nfs4-minor2");
+    bounded(async {
+        let c = connect(&srv).await;
+        let sid = session(&c, b"e2e-client-2").await;
+        // SEQUENCE, PUTROOTFH, then SEEK (opnum 69) with its arguments.
+        let mut e = Enc::new();
+        CompoundHead {
+            tag: b"",
+            minorversion: 2,
+            nops: 3,
+        }
+        .encode(&mut e);
+        seq(sid, 1, 0, false).encode(&mut e);
+        ArgOp::PutRootFh.encode(&mut e);
+        e.u32(69);
+        Stateid4::default().encode(&mut e);
+        e.u64(0);
+        e.u32(0);
+        let r = raw(&c, e.as_slice()).await;
+        let mut d = Dec::new(&r);
+        assert_eq!(d.u32().unwrap(), Nfsstat4::NotSupp as u32);
+        d.opaque(64).unwrap();
+        assert_eq!(d.u32().unwrap(), 3, "three results");
+        ResOp::decode(&mut d).unwrap();
+        ResOp::decode(&mut d).unwrap();
+        assert_eq!(
+            (d.u32().unwrap(), d.u32().unwrap()),
+            (69, Nfsstat4::NotSupp as u32)
+        );
+    })
+    .await;
+}
