@@ -24,8 +24,10 @@ use std::sync::Arc;
 use rnfsd::access::ExportAccess;
 use rnfsd::programs::mount::MOUNT;
 use rnfsd::programs::nfs3::NFS3;
+use rnfsd::programs::nfs4::NFS4;
 use rnfsd::programs::portmap::PORTMAP;
 use rnfsd::programs::Program;
+use rnfsd::state::nfs4::Nfs4;
 use rnfsd::state::{Export, Server};
 use rnfsd_fs::local::{HandleMode, LocalFs, LocalOptions};
 use rnfsd_proto::rpc::{AcceptStat, AuthSys, ReplyHeader, AUTH_NONE, AUTH_SYS, MSG_CALL};
@@ -67,6 +69,11 @@ impl Env {
             // READ data copied: the reply is all bytes, for the checks.
             None,
         ));
+        // NFSv4.1 with its state in memory (no records), minor version 2
+        // off so every reply decodes with the 4.1 types.
+        let v4 = rnfsd_v4state::State::new(rnfsd_v4state::Config::default(), 1)
+            .expect("NFSv4 state");
+        server.set_nfs4(Arc::new(Nfs4::new(v4, &server.exports(), false, None)));
         let drc = Arc::new(Drc::new(DrcConfig::default()));
         let svc = |progs: Vec<&'static Program>, allow_auth_none| {
             RpcService::new(server.clone(), progs, Policy { allow_auth_none })
@@ -75,8 +82,8 @@ impl Env {
         let mut env = Env {
             services: [
                 [
-                    svc(vec![&NFS3, &MOUNT], false),
-                    svc(vec![&NFS3, &MOUNT], true),
+                    svc(vec![&NFS3, &NFS4, &MOUNT], false),
+                    svc(vec![&NFS3, &NFS4, &MOUNT], true),
                 ],
                 [svc(vec![&PORTMAP], false), svc(vec![&PORTMAP], true)],
             ],
@@ -182,8 +189,8 @@ pub fn feed(env: &Env, data: &[u8]) -> Option<ReplyHeader> {
     };
     let p = progs
         .iter()
-        .find(|p| p.prog == prog)
-        .and_then(|p| p.versions.iter().find(|v| v.vers == vers))
+        .filter(|p| p.prog == prog)
+        .find_map(|p| p.versions.iter().find(|v| v.vers == vers))
         .and_then(|v| v.procs.get(proc_ as usize))
         .expect("SUCCESS for an unknown procedure");
     let body = d.rest();
@@ -230,6 +237,17 @@ fn check_result(prog: u32, vers: u32, proc_: u32, body: &[u8]) {
             19 => full::<FsInfo3Res>(body, "FSINFO"),
             20 => full::<PathConf3Res>(body, "PATHCONF"),
             21 => full::<Commit3Res>(body, "COMMIT"),
+            _ => {}
+        },
+        (NFS_PROGRAM, 4) => match proc_ {
+            0 => full::<()>(body, "NULL"),
+            1 => {
+                let r = rnfsd_proto::nfs4::CompoundRes::decode(&mut Dec::new(body), 1024, 1 << 16);
+                match r {
+                    Ok(_) => {}
+                    Err(e) => panic!("COMPOUND result does not decode ({e:?}): {body:02x?}"),
+                }
+            }
             _ => {}
         },
         (mount::PROGRAM, 3) => match proc_ {
