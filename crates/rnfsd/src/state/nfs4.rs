@@ -12,6 +12,10 @@ use rnfsd_v4state::{Reaper, State};
 use super::pseudo::Pseudo;
 use super::Export;
 
+/// Upper bound on a COMPOUND reply body: the largest reply a session may
+/// have (`rnfsd_v4state::Limits::max_response_size` is clamped to it).
+pub const MAX_COMPOUND_REPLY: usize = (1 << 20) + 64 * 1024;
+
 /// The NFSv4 side of the server.
 pub struct Nfs4 {
     pub state: Arc<State>,

@@ -44,9 +44,7 @@ mod status;
 
 pub use ops::op_names;
 
-/// Upper bound on a COMPOUND reply body: the largest reply a session may
-/// have (`rnfsd_v4state::Limits::max_response_size` is clamped to it).
-pub const MAX_COMPOUND_REPLY: usize = (1 << 20) + 64 * 1024;
+pub use crate::state::nfs4::MAX_COMPOUND_REPLY;
 
 pub static NFS4: Program = Program {
     name: "nfs4",
