@@ -71,9 +71,15 @@ impl Env {
         ));
         // NFSv4.1 with its state in memory (no records), minor version 2
         // off so every reply decodes with the 4.1 types.
-        let v4 = rnfsd_v4state::State::new(rnfsd_v4state::Config::default(), 1)
-            .expect("NFSv4 state");
-        server.set_nfs4(Arc::new(Nfs4::new(v4, &server.exports(), false, None)));
+        let v4 =
+            rnfsd_v4state::State::new(rnfsd_v4state::Config::default(), 1).expect("NFSv4 state");
+        server.set_nfs4(Arc::new(Nfs4::new(
+            v4,
+            &server.exports(),
+            false,
+            None,
+            None,
+        )));
         let drc = Arc::new(Drc::new(DrcConfig::default()));
         let svc = |progs: Vec<&'static Program>, allow_auth_none| {
             RpcService::new(server.clone(), progs, Policy { allow_auth_none })

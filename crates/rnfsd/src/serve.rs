@@ -145,10 +145,11 @@ impl ServerBuilder {
         };
         // The counters belong to the process, not to a configuration: a
         // reload keeps them.
-        let stats = Arc::new(rnfsd_stats::Registry::new(
-            s.stats,
-            metrics::proc_descs(&[&NFS3, &NFS4, &MOUNT, &PORTMAP, &NLM, &NSM]),
-        ));
+        let stats = Arc::new(rnfsd_stats::Registry::new(s.stats, {
+            let mut d = metrics::proc_descs(&[&NFS3, &NFS4, &MOUNT, &PORTMAP, &NLM, &NSM]);
+            d.extend(crate::programs::nfs4::op_descs());
+            d
+        }));
         let opener = live::Opener {
             key: self.key,
             caches: Caches::new(cache_fds),
@@ -161,7 +162,7 @@ impl ServerBuilder {
         let server = Arc::new(nfs_server(s, opener.verifier.clone()));
         server.set_exports(opened);
         let restarted = start_locks(s, &self.state_dir, &server, &stats)?;
-        start_nfs4(s, &self.state_dir, &server)?;
+        start_nfs4(s, &self.state_dir, &server, &stats)?;
         let admin = start_admin(s, &self.state_dir, &server, &stats, &opener)?;
         let metrics = match s.metrics {
             Some(a) => Some(
@@ -364,7 +365,12 @@ const NFS4_REAP_BATCH: usize = 512;
 
 /// The NFSv4 state (with `nfs4`): client records in `state_dir/nfs4`,
 /// whose previous clients may reclaim in the grace period.
-fn start_nfs4(s: &ServerConfig, state_dir: &Path, server: &Arc<Server>) -> Result<(), Error> {
+fn start_nfs4(
+    s: &ServerConfig,
+    state_dir: &Path,
+    server: &Arc<Server>,
+    stats: &Arc<rnfsd_stats::Registry>,
+) -> Result<(), Error> {
     if !s.nfs4 {
         return Ok(());
     }
@@ -374,7 +380,13 @@ fn start_nfs4(s: &ServerConfig, state_dir: &Path, server: &Arc<Server>) -> Resul
     let reaper = state
         .spawn_reaper(NFS4_REAP_EVERY, NFS4_REAP_BATCH)
         .map_err(|e| Error::runtime(format!("NFSv4 reaper: {e}")))?;
-    let n = Nfs4::new(state, &server.exports(), s.nfs4_minor2, Some(reaper));
+    let n = Nfs4::new(
+        state,
+        &server.exports(),
+        s.nfs4_minor2,
+        Some(reaper),
+        Some(stats.clone()),
+    );
     server.set_nfs4(Arc::new(n));
     Ok(())
 }

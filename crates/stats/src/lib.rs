@@ -282,15 +282,7 @@ impl Registry {
     ) {
         self.add(s, S_RECORDS, 1);
         if let Some(r) = call.and_then(|(p, v, c)| self.proc_row(p, v, c)) {
-            let base = S_PROCS + r * PROC_SLOTS;
-            self.add(s, base, 1);
-            self.add(s, base + 1, elapsed_us);
-            let max = self.cell(s, base + 2);
-            // Plain load first: the max rarely moves, so the RMW is rare.
-            if elapsed_us > max.load(Ordering::Relaxed) {
-                max.fetch_max(elapsed_us, Ordering::Relaxed);
-            }
-            self.add(s, base + 3 + hist::index(elapsed_us), 1);
+            self.count_row(s, r, elapsed_us);
         }
         match outcome {
             Outcome::Dropped => self.add(s, S_DROPPED, 1),
@@ -314,6 +306,31 @@ impl Registry {
             Outcome::SystemErr => self.add(s, S_SYSTEM_ERR, 1),
             Outcome::RpcMismatch => self.add(s, S_RPC_MISMATCH, 1),
             Outcome::AuthError(a) => self.add(s, S_AUTH + rpc::auth_index(a), 1),
+        }
+    }
+
+    /// Count one call of row `r` taking `elapsed_us`.
+    #[inline]
+    fn count_row(&self, s: Shard, r: usize, elapsed_us: u64) {
+        let base = S_PROCS + r * PROC_SLOTS;
+        self.add(s, base, 1);
+        self.add(s, base + 1, elapsed_us);
+        let max = self.cell(s, base + 2);
+        // Plain load first: the max rarely moves, so the RMW is rare.
+        if elapsed_us > max.load(Ordering::Relaxed) {
+            max.fetch_max(elapsed_us, Ordering::Relaxed);
+        }
+        self.add(s, base + 3 + hist::index(elapsed_us), 1);
+    }
+
+    /// Count a part of a call that has rows of its own (an NFSv4
+    /// operation inside COMPOUND: `prog`, `vers` and `proc_` name a row
+    /// registered for it), with its latency; the record itself is counted
+    /// by [`record`](Registry::record).
+    #[inline]
+    pub fn record_part(&self, s: Shard, prog: u32, vers: u32, proc_: u32, elapsed_us: u64) {
+        if let Some(r) = self.proc_row(prog, vers, proc_) {
+            self.count_row(s, r, elapsed_us);
         }
     }
 

@@ -242,8 +242,7 @@ pub fn nfs4(s: &ServerConfig) -> rnfsd_v4state::Config {
             // largest compound reply we build).
             max_request_size: (s.max_io + 4096).max(d.max_request_size),
             max_response_size: ((s.max_io + 4096).max(d.max_response_size) as usize)
-                .min(crate::state::nfs4::MAX_COMPOUND_REPLY)
-                as u32,
+                .min(crate::state::nfs4::MAX_COMPOUND_REPLY) as u32,
             ..d
         },
     }

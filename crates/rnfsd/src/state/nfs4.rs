@@ -30,6 +30,8 @@ pub struct Nfs4 {
     /// they are served), so a client asking for 4.2 first keeps the
     /// mount at 4.2 rather than retrying 4.1.
     pub minor2: bool,
+    /// Where each operation is counted (None: not counted).
+    pub stats: Option<Arc<rnfsd_stats::Registry>>,
     /// Frees expired clients' state off the request path; stops when
     /// dropped.
     _reaper: Option<Reaper>,
@@ -43,6 +45,7 @@ impl Nfs4 {
         exports: &[Arc<Export>],
         minor2: bool,
         reaper: Option<Reaper>,
+        stats: Option<Arc<rnfsd_stats::Registry>>,
     ) -> Nfs4 {
         let lease = state.config().lease_time;
         Nfs4 {
@@ -51,6 +54,7 @@ impl Nfs4 {
             owner: host_name(),
             lease,
             minor2,
+            stats,
             _reaper: reaper,
         }
     }

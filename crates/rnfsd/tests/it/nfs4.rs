@@ -227,6 +227,23 @@ async fn sessions_replay_from_the_slot_and_the_pseudo_fs_joins_the_export() {
         };
         assert_eq!(type_fsid(&r.results[n - 1]).1, pseudo_fsid);
 
+        // Each operation is counted in the statistics (nfsstat's v4
+        // operation table): so far 2 SEQUENCEs, 2 PUTROOTFHs, 1 LOOKUPP.
+        let snap = rnfsd::admin::query(&srv.state.path().join("admin.sock"), "snapshot")
+            .expect("admin socket");
+        let snap = rnfsd_stats::Snapshot::from_json(&snap).expect("snapshot");
+        let calls = |name: &str| {
+            snap.procs
+                .iter()
+                .find(|p| p.program == "nfs4_op" && p.name == name)
+                .map(|p| p.calls)
+        };
+        assert_eq!(calls("SEQUENCE"), Some(2));
+        assert_eq!(calls("PUTROOTFH"), Some(2));
+        assert_eq!(calls("LOOKUPP"), Some(1));
+        assert_eq!(calls("LOOKUP"), Some(comps.len() as u64));
+        assert_eq!(calls("OPEN"), Some(0));
+
         // One handle format: NFSv3's root handle is NFSv4's.
         let v3 = mount(&srv).await;
         assert_eq!(v3.root.data, root_fh.0);

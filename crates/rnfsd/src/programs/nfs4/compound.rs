@@ -5,6 +5,7 @@
 
 use std::hash::Hasher;
 use std::sync::Arc;
+use std::time::Instant;
 
 use rnfsd_fs::owed::Owed;
 use rnfsd_proto::nfs4::{
@@ -18,7 +19,7 @@ use rnfsd_v4state::{ClientHandle, ConnId, SequenceArgs, Sequenced, SessionId, Sl
 use rnfsd_xdr::{Dec, Enc, Xdr};
 
 use super::cur::Cur;
-use super::ops::{self, Needs};
+use super::ops::{self, Needs, OPS_STATS_PROG, OPS_STATS_VERS};
 use super::status::of_state;
 use crate::programs::fscall::park_commit;
 use crate::programs::CallCtx;
@@ -159,7 +160,10 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         let status = if let Some(s) = refuse(&c, i, &arg, head.nops) {
             w.push(e, &ResOp::error(arg.opnum(), s))
         } else if let ArgOp::Sequence(sa) = arg {
-            match sequence(&mut c, &sa, args, e, start, &mut w) {
+            let t0 = Instant::now();
+            let r = sequence(&mut c, &sa, args, e, start, &mut w);
+            count(&c, OP_SEQUENCE, t0);
+            match r {
                 Seq::Go => {
                     cachethis = sa.cachethis;
                     Nfsstat4::Ok
@@ -266,8 +270,25 @@ fn run_op(
         return w.push(e, &ResOp::error(opnum, Nfsstat4::NoFileHandle));
     }
     tracing::trace!(op = row.name, "nfsv4 operation");
+    let t0 = Instant::now();
     let status = (row.run)(c, arg, e);
+    count(c, opnum, t0);
     w.pushed(status)
+}
+
+/// Counts operation `opnum`, begun at `t0`, in the statistics.
+fn count(c: &Compound<'_, '_>, opnum: u32, t0: Instant) {
+    let Some(st) = &c.nfs4.stats else { return };
+    if let Some(shard) = st.shard() {
+        let us = t0.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
+        st.record_part(
+            shard,
+            OPS_STATS_PROG,
+            OPS_STATS_VERS,
+            ops::stats_row(opnum),
+            us,
+        );
+    }
 }
 
 enum Seq {

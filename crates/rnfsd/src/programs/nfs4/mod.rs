@@ -42,7 +42,7 @@ mod session;
 mod setattr;
 mod status;
 
-pub use ops::op_names;
+pub use ops::{op_descs, OPS_STATS_PROG, OPS_STATS_VERS};
 
 pub use crate::state::nfs4::MAX_COMPOUND_REPLY;
 

@@ -220,10 +220,31 @@ pub(super) fn row(opnum: u32) -> Option<&'static Op> {
     OPS.get(i as usize)
 }
 
-/// The name of every operation of NFSv4.1 (RFC 8881 §18), by opnum, for
-/// statistics; `None` for numbers that name none.
-pub fn op_names() -> Vec<(u32, &'static str)> {
-    ALL_NAMES.to_vec()
+/// Where per-operation counts are kept in the statistics registry: a
+/// program number of the transient range (never served on the wire),
+/// named `nfs4_op`, version 1 (the minor version), one row per
+/// operation with row `opnum - FIRST_OP`.
+pub const OPS_STATS_PROG: u32 = 0x4000_0003;
+pub const OPS_STATS_VERS: u32 = 1;
+const FIRST_OP: u32 = OP_ACCESS;
+
+/// The statistics rows of every NFSv4.1 operation (RFC 8881 §18).
+pub fn op_descs() -> Vec<rnfsd_stats::ProcDesc> {
+    ALL_NAMES
+        .iter()
+        .map(|&(num, name)| rnfsd_stats::ProcDesc {
+            program: "nfs4_op",
+            prog: OPS_STATS_PROG,
+            vers: OPS_STATS_VERS,
+            proc_: num - FIRST_OP,
+            name,
+        })
+        .collect()
+}
+
+/// The statistics row of operation `opnum`.
+pub(super) fn stats_row(opnum: u32) -> u32 {
+    opnum.wrapping_sub(FIRST_OP)
 }
 
 /// Every NFSv4.1 operation's number and name.
