@@ -32,7 +32,7 @@ mod waiters;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use rnfsd_fs::lock::{LockFile, LockKind, LockRange};
@@ -268,7 +268,13 @@ pub struct LockManager {
     hosts: Option<hosts::Hosts>,
     /// This run's NSM state number (odd: up).
     state: i32,
+    /// Another lock manager's grace period (NFSv4's) this one shares: while
+    /// it lasts, only reclaims are granted here too.
+    other_grace: OnceLock<OtherGrace>,
 }
+
+/// Whether another lock manager is in its grace period.
+pub type OtherGrace = Box<dyn Fn() -> bool + Send + Sync>;
 
 impl Drop for LockManager {
     fn drop(&mut self) {
@@ -345,6 +351,7 @@ impl LockManager {
             wake: Arc::default(),
             hosts,
             state,
+            other_grace: OnceLock::new(),
         });
         waiters::start(&m);
         m
@@ -426,9 +433,17 @@ impl LockManager {
         }
     }
 
-    /// Whether only reclaims are granted now.
+    /// Whether only reclaims are granted now: in our grace period, or in
+    /// the one we share.
     pub fn in_grace(&self) -> bool {
-        self.grace_left().is_some()
+        self.grace_left().is_some() || self.other_grace.get().is_some_and(|g| g())
+    }
+
+    /// Shares another lock manager's grace period (once; NFSv4's, so a v4
+    /// client reclaiming after a restart finds its ranges free of NLM
+    /// clients' new locks).
+    pub fn share_grace(&self, other: OtherGrace) {
+        let _ = self.other_grace.set(other);
     }
 
     /// What is left of the grace period (None: not in one).

@@ -647,3 +647,37 @@ fn locks_of_dropped_exports_and_clients_are_freed() {
     assert_eq!(e.m.release_where(|export, _| export != 7), 2);
     assert_eq!(e.m.counts(), LockCounts::default());
 }
+
+#[test]
+fn a_shared_grace_period_holds_new_locks_back_until_it_ends() {
+    let e = env(None);
+    let m = LockManager::with_hosts(Limits::default(), None, None, 1);
+    m.start_grace();
+    let other = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let o = other.clone();
+    m.share_grace(Box::new(move || {
+        o.load(std::sync::atomic::Ordering::Relaxed)
+    }));
+    let a = owner("a", 1);
+    let lock = |reclaim| {
+        m.lock(
+            &e.file(),
+            &req(&a, X, r(0, 1)),
+            false,
+            reclaim,
+            Box::new(|| {}),
+        )
+    };
+    assert!(
+        m.in_grace() && m.grace_left().is_none(),
+        "the other's grace only"
+    );
+    assert_eq!(
+        lock(false),
+        Outcome::Grace,
+        "a new lock in the shared grace"
+    );
+    other.store(false, std::sync::atomic::Ordering::Relaxed);
+    assert!(!m.in_grace());
+    assert_eq!(lock(false), Outcome::Granted);
+}

@@ -183,6 +183,9 @@ impl ServerBuilder {
         listeners.add_stats_sources(&stats);
         let rpcbind = register(s, &server, &listeners);
         if let Some(n) = server.nfs4() {
+            if let Some(m) = server.locks() {
+                share_grace(m, n);
+            }
             n.state.start_grace();
         }
         // Once NLM can be found: the grace period starts, and clients told
@@ -356,6 +359,33 @@ fn nfs_programs(s: &ServerConfig) -> Vec<&'static Program> {
     }
     v.extend(lock_programs(s));
     v
+}
+
+/// NLM and NFSv4 share one grace period after a restart: NLM grants only
+/// reclaims while NFSv4's lasts, and NFSv4's does not end early (when
+/// its last known client says RECLAIM_COMPLETE) while NLM's clients may
+/// still reclaim.
+fn share_grace(m: &Arc<rnfsd_lockd::LockManager>, n: &Nfs4) {
+    let g = n.state.grace().clone();
+    m.share_grace(Box::new(move || g.in_grace()));
+    if m.grace_left().is_none() {
+        return;
+    }
+    let hold = n.state.grace().hold();
+    let m = Arc::downgrade(m);
+    let spawned = std::thread::Builder::new()
+        .name("grace-share".into())
+        .spawn(move || {
+            // Until NLM's own grace period is over (or the manager gone).
+            while let Some(left) = m.upgrade().and_then(|m| m.grace_left()) {
+                std::thread::sleep(left.min(Duration::from_secs(1)));
+            }
+            drop(hold);
+        });
+    if let Err(e) = spawned {
+        // Without the thread NFSv4's grace may end before NLM's.
+        tracing::warn!("grace sharing thread: {e}");
+    }
 }
 
 /// How often the NFSv4 reaper looks for expired leases, and how many
