@@ -429,10 +429,15 @@ pub fn nfs_service(
     stats: &Arc<rnfsd_stats::Registry>,
 ) -> RpcService<Server> {
     let drc = lower::drc(s).map(|c| Arc::new(rnfsd_rpc::Drc::new(c)));
-    RpcService::new(server.clone(), nfs_programs(s), policy)
+    let svc = RpcService::new(server.clone(), nfs_programs(s), policy)
         .with_stats(stats.clone())
         .with_drc(drc)
-        .with_admit(crate::state::admit_listed)
+        .with_admit(crate::state::admit_listed);
+    // NFSv4.1 calls its clients back on their own connections.
+    match s.nfs4 {
+        true => svc.with_back_channel(rnfsd_rpc::BackChannel::new(Default::default())),
+        false => svc,
+    }
 }
 
 /// NLM and NSM over UDP: datagrams only from hosts some export lists,

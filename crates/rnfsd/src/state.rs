@@ -321,6 +321,15 @@ impl rnfsd_rpc::State for Server {
     fn new_loop(&self) -> Option<NfsLoop> {
         Some(NfsLoop(rnfsd_fs::inline::Loop::new(self.leave())))
     }
+
+    /// An NFSv4 session's connection closed: it is no longer bound to it
+    /// (RFC 8881 §2.10.3.1), so a bound connection cannot outlive its
+    /// socket.
+    fn disconnected(&self, conn_id: u64) {
+        if let Some(n) = self.nfs4() {
+            n.state.conn_closed(rnfsd_v4state::ConnId(conn_id));
+        }
+    }
 }
 
 /// Connections are taken only from hosts some export lists (under the

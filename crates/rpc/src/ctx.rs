@@ -19,6 +19,10 @@ pub trait State: Send + Sync + 'static {
     /// Made once per event loop, on its thread. None: every call of this
     /// state's services goes to a pool.
     fn new_loop(&self) -> Option<Self::Loop>;
+
+    /// Connection `conn_id` closed (state kept per connection, such as
+    /// NFSv4 sessions' bound connections, lets go of it).
+    fn disconnected(&self, _conn_id: u64) {}
 }
 
 /// One event loop's state for the calls tried on it. A call tried there

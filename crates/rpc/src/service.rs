@@ -227,6 +227,7 @@ impl<S: State> Service for RpcService<S> {
         if let Some(b) = &self.back {
             b.disconnected(conn_id);
         }
+        self.state.disconnected(conn_id);
     }
 }
 
