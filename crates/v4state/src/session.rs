@@ -211,14 +211,25 @@ impl SlotTicket {
         }
     }
 
+    /// The request changed nothing and will be sent again from the start
+    /// (an event loop tried it and it would have waited): the slot goes
+    /// back to what it was, so the retry is a new request, not a replay.
+    pub fn abandon(mut self) {
+        self.end_with(|s, seqid| s.abandon(seqid));
+    }
+
     fn end(&mut self, reply: Option<Arc<[u8]>>) {
+        self.end_with(|s, seqid| s.finish(seqid, reply));
+    }
+
+    fn end_with(&mut self, f: impl FnOnce(&mut Slot, u32)) {
         if std::mem::replace(&mut self.done, true) {
             return;
         }
         {
             let mut i = locked(&self.session.inner);
             if let Some(s) = i.slots.get_mut(self.slot as usize) {
-                s.finish(self.seqid, reply);
+                f(s, self.seqid);
             }
         }
         let c = &self.session.client;

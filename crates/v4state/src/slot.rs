@@ -20,7 +20,13 @@ pub(crate) struct Slot {
     pub(crate) digest: Option<Digest>,
     /// Its reply, when the caller cached it.
     pub(crate) reply: Option<Arc<[u8]>>,
+    /// While a request runs: the digest and reply of the one before, to
+    /// put back if it is abandoned.
+    prev: Option<Last>,
 }
+
+/// A request's digest and cached reply.
+type Last = (Option<Digest>, Option<Arc<[u8]>>);
 
 /// What a SEQUENCE on this slot is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,10 +52,9 @@ impl Slot {
             });
         }
         if seqid == self.seqid.wrapping_add(1) {
+            self.prev = Some((self.digest.replace(digest), self.reply.take()));
             self.seqid = seqid;
             self.in_use = true;
-            self.digest = Some(digest);
-            self.reply = None;
             return Ok(Verdict::New);
         }
         match self.digest {
@@ -72,6 +77,20 @@ impl Slot {
         if self.in_use && self.seqid == seqid {
             self.in_use = false;
             self.reply = reply;
+            self.prev = None;
+        }
+    }
+
+    /// The request that began with `seqid` changed nothing and will be
+    /// run again from the start (it was tried where it could not wait):
+    /// the slot is as it was before it began.
+    pub(crate) fn abandon(&mut self, seqid: u32) {
+        if self.in_use && self.seqid == seqid {
+            let (digest, reply) = self.prev.take().unwrap_or_default();
+            self.seqid = seqid.wrapping_sub(1);
+            self.digest = digest;
+            self.reply = reply;
+            self.in_use = false;
         }
     }
 }
@@ -101,6 +120,25 @@ mod tests {
         s.finish(2, None);
         assert_eq!(s.begin(2, 2), Err(V4Error::RetryUncachedRep));
         assert_eq!(s.begin(1, 1), Err(V4Error::SeqMisordered), "behind");
+    }
+
+    #[test]
+    fn an_abandoned_request_leaves_the_slot_as_it_was() {
+        let mut s = Slot::default();
+        assert_eq!(s.begin(1, 1), Ok(Verdict::New));
+        s.finish(1, Some(bytes(b"r1")));
+        assert_eq!(s.begin(2, 2), Ok(Verdict::New));
+        s.abandon(2);
+        assert_eq!(
+            s.begin(1, 1),
+            Ok(Verdict::Replay(bytes(b"r1"))),
+            "1 is still the last"
+        );
+        assert_eq!(s.begin(2, 2), Ok(Verdict::New), "2 runs again");
+        s.abandon(1);
+        assert!(s.in_use, "only the running request's own id abandons it");
+        s.finish(2, None);
+        assert_eq!(s.begin(2, 2), Err(V4Error::RetryUncachedRep));
     }
 
     #[test]

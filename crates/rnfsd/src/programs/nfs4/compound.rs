@@ -14,7 +14,7 @@ use rnfsd_proto::nfs4::{
     OP_DESTROY_CLIENTID, OP_DESTROY_SESSION, OP_EXCHANGE_ID, OP_ILLEGAL, OP_REMOVEXATTR,
     OP_SEQUENCE,
 };
-use rnfsd_rpc::ProcError;
+use rnfsd_rpc::{ProcError, Route};
 use rnfsd_v4state::{ClientHandle, ConnId, SequenceArgs, Sequenced, SessionId, SlotTicket};
 use rnfsd_xdr::{Dec, Enc, Xdr};
 
@@ -112,6 +112,68 @@ impl<'c, 'a> Compound<'c, 'a> {
     }
 }
 
+/// Operations that change nothing and usually answer from memory: a
+/// compound of only these is tried on the event loop (run to completion),
+/// as NFSv3's GETATTR and LOOKUP are.
+fn quick_op(opnum: u32) -> bool {
+    use rnfsd_proto::nfs4::*;
+    matches!(
+        opnum,
+        OP_SEQUENCE
+            | OP_PUTFH
+            | OP_PUTROOTFH
+            | OP_PUTPUBFH
+            | OP_GETFH
+            | OP_SAVEFH
+            | OP_RESTOREFH
+            | OP_GETATTR
+            | OP_ACCESS
+            | OP_LOOKUP
+            | OP_LOOKUPP
+    )
+}
+
+/// Where a COMPOUND runs (read on the loop from its arguments): on the
+/// loop when every operation is quick and the first is SEQUENCE (a try
+/// that would wait gives its slot back, `SlotTicket::abandon`, and runs
+/// again in a pool); in the blocking pool when it changes something on a
+/// `sync` export (it waits for the journal, as NFSv3's changes there);
+/// else in the loop's pool.
+pub(super) fn route(server: &crate::state::Server, d: &mut Dec<'_>) -> Route {
+    let Ok(head) = CompoundHead::decode(d, MAX_TAG) else {
+        return Route::Pool;
+    };
+    let mut quick = true;
+    let mut sync = false;
+    for (i, op) in head.ops(d).enumerate() {
+        let Ok(arg) = op.arg else {
+            return Route::Pool;
+        };
+        let n = arg.opnum();
+        if i == 0 && n != OP_SEQUENCE {
+            return Route::Pool;
+        }
+        if let ArgOp::PutFh(a) = &arg {
+            sync |= server.export_of(&a.object.0).is_some_and(|e| e.sync);
+        }
+        quick &= quick_op(n);
+        if !quick && sync {
+            return Route::Blocking;
+        }
+    }
+    match quick {
+        true => Route::Quick,
+        false => Route::Pool,
+    }
+}
+
+/// Whether the event loop trying this call gave it up (it would have
+/// waited).
+fn gave_up(ctx: &CallCtx<'_>) -> bool {
+    use rnfsd_rpc::LoopState;
+    ctx.on_loop.is_some_and(|l| l.gave_up())
+}
+
 /// NULL (§16.1).
 pub(super) fn null(_ctx: &CallCtx<'_>, _a: ()) -> Result<(), ProcError> {
     Ok(())
@@ -174,6 +236,13 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         } else {
             run_op(&mut c, arg, e, &mut w)
         };
+        if gave_up(ctx) {
+            // Changed nothing: run again in a pool from the start.
+            if let Some(t) = c.ticket.take() {
+                t.abandon();
+            }
+            return Ok(());
+        }
         if status != Nfsstat4::Ok {
             break;
         }

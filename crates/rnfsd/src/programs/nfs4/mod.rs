@@ -57,8 +57,7 @@ pub static NFS4: Program = Program {
 
 // Exactly-once is the session's (its slots' reply cache, RFC 8881
 // §2.10.6), never the duplicate request cache's: COMPOUND is `None`.
-// Every compound runs in a pool: a SEQUENCE advances its slot, so a
-// compound cannot be tried on the event loop and run again elsewhere.
+// Where a compound runs its arguments say (`compound::route`).
 static PROCS: [Proc; 2] = [
     proc_entry!(
         "NULL",
@@ -73,6 +72,6 @@ static PROCS: [Proc; 2] = [
         compound::run,
         CacheClass::None,
         MAX_COMPOUND_REPLY,
-        Class::Pool
+        Class::By(compound::route)
     ),
 ];
