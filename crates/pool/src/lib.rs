@@ -234,7 +234,9 @@ impl<J: Job> Shared<J> {
             g.threads
         );
         debug_assert!(g.threads <= self.max_threads, "threads past their bound");
-        debug_assert!(g.spawning <= g.threads && g.slots.len() <= g.threads);
+        // Not `spawning <= threads`: a new worker may retire (idle_timeout)
+        // before its spawner takes the lock again to uncount `spawning`.
+        debug_assert!(g.slots.len() <= g.threads);
         debug_assert!(
             g.shutdown || self.cfg.handoff == Handoff::Double || g.waking <= self.max_waking,
             "waking bound broken"
