@@ -308,6 +308,7 @@ async fn prometheus_endpoint_parses() {
         .iter()
         .find(|s| {
             s.metric == "rnfsd_request_duration_seconds"
+                && s.labels.get("program") == Some("nfs")
                 && s.labels.get("procedure") == Some("LOOKUP")
         })
         .expect("LOOKUP histogram");
