@@ -374,3 +374,42 @@ async fn minor_version_two_answers_its_new_operations_notsupp() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn client_records_are_written_as_the_server_after_a_squashed_caller() {
+    // One worker thread and nothing run on the event loops, root
+    // squashed: the LOOKUP below leaves that
+    // thread's filesystem identity a user's, which cannot write the
+    // state directory; CREATE_SESSION, which writes the client's record
+    // there, must still succeed.
+    let dir = TempDir::new("nfs4-creds");
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let srv = TestServer::start_defaults(
+        dir.path(),
+        &[
+            "--no-rpcbind",
+            "--nfs4",
+            "--threads",
+            "1",
+            "--pools",
+            "shared",
+            "--no-run-inline",
+        ],
+    );
+    bounded(async {
+        let v3 = mount(&srv).await;
+        let user = v3.nfs.with_auth(Auth::sys(1000, 1000, &[], "u"));
+        let (_fh, attr) = create_file(&user, &v3.root, "owned-by-1000").await;
+        assert_eq!(attr.uid, 1000);
+        // A LOOKUP as the user, on the one worker (a change of a `sync`
+        // export ran in the blocking pool).
+        lookup(&user, &v3.root, "owned-by-1000").await;
+        let c = connect(&srv).await;
+        session(&c, b"after-a-user").await;
+    })
+    .await;
+}
