@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run nfs-ganesha (Debian package, VFS FSAL, NFSv3 over TCP) beside rnfsd for
-# side-by-side benchmarks. See docs/ganesha.md.
+# Run nfs-ganesha (Debian package, VFS FSAL, NFSv3 over TCP; with --v4 also
+# NFSv4.1 and 4.2) beside rnfsd for side-by-side benchmarks and as a reference
+# server for the NFSv4.1 client's tests. See docs/ganesha.md.
 #
 # ganesha 4.3 will not start without rpcbind, and a loopback-only rpcbind
 # (`rpcbind -h 127.0.0.1`) crashes, so ganesha always runs with a PRIVATE
@@ -9,13 +10,13 @@
 # private). Nothing outside the namespace can reach it, and it cannot touch
 # the host's rpcbind. The client therefore has to run inside the namespace:
 #
-#   scripts/ganesha.sh exec --export DIR [--port N] [--mnt-port M] -- CMD ARGS...
+#   scripts/ganesha.sh exec --export DIR [--port N] [--mnt-port M] [--v4] -- CMD ARGS...
 #       namespace + rpcbind + ganesha, wait until NFS and MOUNT answer, run
 #       CMD in the namespace (NFS at 127.0.0.1:N, default 2049; MOUNT at
 #       127.0.0.1:M, default 20048: ganesha 4.3 cannot serve MOUNT on the NFS
 #       port), stop both by PID, exit with CMD's status. CMD sees
 #       GANESHA_NFS_PORT, GANESHA_MNT_PORT and GANESHA_EXPORT.
-#   scripts/ganesha.sh start --export DIR [--port N] [--mnt-port M]
+#   scripts/ganesha.sh start --export DIR [--port N] [--mnt-port M] [--v4]
 #       the same in the background, until `stop`; run clients with
 #       `scripts/ganesha.sh enter -- CMD ARGS...` (nsenter into it).
 #   scripts/ganesha.sh stop | status
@@ -24,6 +25,9 @@
 #       and print its path; for harnesses that run ganesha themselves
 #       (tests/kernel-client/ns.sh). --nlm turns ganesha's NLM on (off
 #       by default; it then needs an rpc.statd beside it).
+#   --v4: serve NFSv4.1 and 4.2 as well as NFSv3 (Protocols = 3, 4 and
+#       Minor_Versions = 1, 2); the export's v4 path is DIR too. Without
+#       it, NFSv3 only, as before.
 #
 # Environment: GANESHA_RUN (run dir, default /tmp/rnfsd-ganesha),
 # GANESHA_WAIT (seconds to wait for ganesha to answer, default 30).
@@ -35,12 +39,13 @@ PORT=2049
 MNT_PORT=
 EXPORT=
 NLM=false
+V4=false
 
 die() { echo "ganesha.sh: $*" >&2; exit 2; }
 log() { echo "ganesha.sh: $*" >&2; }
 
 usage() {
-    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,/^set -euo pipefail/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -70,6 +75,12 @@ fsal_dir() {
 
 write_config() {
     mkdir -p "$RUN/recovery" "$RUN/state"
+    local protocols=3 minor=
+    if [ "$V4" = true ]; then
+        protocols="3, 4"
+        # NFSv4.0 stays off: the client under test speaks 4.1.
+        minor="Minor_Versions = 1, 2;"
+    fi
     cat >"$RUN/ganesha.conf" <<EOF
 # Written by scripts/ganesha.sh; regenerated on every start.
 NFS_CORE_PARAM {
@@ -79,7 +90,7 @@ NFS_CORE_PARAM {
     Rquota_Port = 0;
     # No Bind_addr: getaddrinfo("127.0.0.1") fails in a namespace with only
     # lo (AI_ADDRCONFIG), and lo is all there is here anyway.
-    Protocols = 3;
+    Protocols = $protocols;
     Enable_NLM = $NLM;
     Enable_RQUOTA = false;
     Enable_UDP = false;
@@ -90,6 +101,7 @@ NFS_CORE_PARAM {
 NFSv4 {
     Graceless = true;
     RecoveryRoot = "$RUN/recovery";
+    $minor
 }
 NFS_KRB5 { Active_krb5 = false; }
 EXPORT_DEFAULTS {
@@ -99,7 +111,7 @@ EXPORT {
     Export_Id = 77;
     Path = "$EXPORT";
     Pseudo = "$EXPORT";
-    Protocols = 3;
+    Protocols = $protocols;
     Transports = TCP;
     Access_Type = RW;
     Squash = No_Root_Squash;
@@ -190,6 +202,7 @@ parse_opts() {
         --port) PORT=${2:?}; shift 2 ;;
         --mnt-port) MNT_PORT=${2:?}; shift 2 ;;
         --nlm) NLM=true; shift ;;
+        --v4) V4=true; shift ;;
         --) shift; CMD=("$@"); return 0 ;;
         *) die "unknown argument: $1" ;;
         esac
