@@ -116,7 +116,7 @@ impl Client {
 
     /// The next connection round-robin, skipping failed ones while any is
     /// still open (a failed one is returned only so its error is reported).
-    fn pick(&self) -> Result<&RpcConnection, ClientError> {
+    pub(crate) fn pick(&self) -> Result<&RpcConnection, ClientError> {
         let conns = &self.pool.conns;
         let n = conns.len();
         if n == 0 {

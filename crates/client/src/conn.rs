@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use rnfsd_proto::rpc::{AcceptStat, CallHeader, OpaqueAuth, RejectStat, ReplyHeader, RPC_VERSION};
+use rnfsd_proto::rpc::{
+    AcceptStat, CallHeader, OpaqueAuth, RejectStat, ReplyHeader, MSG_CALL, RPC_VERSION,
+};
 use rnfsd_xdr::{Dec, Enc, Xdr};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -78,9 +80,19 @@ impl Default for ClientConfig {
 
 type ReplySlot = oneshot::Sender<Result<Vec<u8>, ClientError>>;
 
+/// Answers RPC calls the peer sends over this connection (an NFSv4.1 back
+/// channel, RFC 8881 §2.10.3.1): given the whole call record (from the
+/// xid), returns the whole reply message (from the xid) to send back, or
+/// `None` to drop the call. It runs on the connection's reader task, so it
+/// must be quick and must not wait for replies on the same connection.
+pub type CallHandler = Arc<dyn Fn(&[u8]) -> Option<Vec<u8>> + Send + Sync>;
+
 struct State {
     pending: HashMap<u32, ReplySlot>,
     closed: Option<ClientError>,
+    /// With a handler, records whose msg_type is CALL go to it instead of
+    /// being matched as replies.
+    on_call: Option<CallHandler>,
 }
 
 /// What the reader, the writer and the callers share.
@@ -371,6 +383,7 @@ impl RpcConnection {
             state: Mutex::new(State {
                 pending: HashMap::with_capacity(max_in_flight.min(4096)),
                 closed: None,
+                on_call: None,
             }),
             closed: AtomicBool::new(false),
             next_xid: AtomicU32::new(initial_xid()),
@@ -378,7 +391,11 @@ impl RpcConnection {
         // The semaphore admits at most max_in_flight calls, so this queue
         // never holds more and `send` never waits on it.
         let (tx, rx) = mpsc::channel(max_in_flight);
-        let reader = tokio::spawn(reader_task(rd, shared.clone(), cfg.max_reply)).abort_handle();
+        // The reader holds a sender too, for replies to the peer's calls; it
+        // is aborted when the connection is dropped, so the writer still
+        // ends then.
+        let reader =
+            tokio::spawn(reader_task(rd, shared.clone(), cfg.max_reply, tx.clone())).abort_handle();
         tokio::spawn(writer_task(wr, rx, shared.clone()));
         Ok(RpcConnection {
             inner: Arc::new(Inner {
@@ -435,6 +452,12 @@ impl RpcConnection {
     /// fails at once.
     pub fn is_closed(&self) -> bool {
         self.inner.shared.closed.load(Ordering::Acquire)
+    }
+
+    /// Answer the calls the peer sends over this connection with `handler`
+    /// (`None`: stop answering). See [`CallHandler`].
+    pub fn set_call_handler(&self, handler: Option<CallHandler>) {
+        self.inner.shared.lock().on_call = handler;
     }
 
     /// Number of calls waiting for a reply right now.
@@ -566,6 +589,24 @@ impl RpcConnection {
         Ok(rec)
     }
 
+    /// Like `call_encoded_with`, but returns the reply record undecoded
+    /// with the offset of its results (no copy of a large READ reply).
+    pub(crate) async fn call_encoded_rec_with(
+        &self,
+        auth: &Auth,
+        timeout: Option<Duration>,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        encode: impl FnOnce(&mut Enc),
+    ) -> Result<(Vec<u8>, usize), ClientError> {
+        let mut e = start_call(auth, prog, vers, proc_);
+        encode(&mut e);
+        let rec = self.inner.round_trip(finish_call(e)?, timeout).await?;
+        let off = reply_results_offset(&rec)?;
+        Ok((rec, off))
+    }
+
     pub(crate) async fn call_message_with(
         &self,
         timeout: Option<Duration>,
@@ -638,12 +679,56 @@ fn initial_xid() -> u32 {
     t ^ s ^ std::process::id().rotate_left(8)
 }
 
-async fn reader_task(rd: OwnedReadHalf, shared: Arc<Shared>, max_reply: usize) {
+/// msg_type of a record (RFC 5531 §9), if it has one.
+fn msg_type(rec: &[u8]) -> Option<u32> {
+    rec.get(4..8)
+        .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// Prefix `reply` (a whole reply message) with its record mark; `None` if
+/// it cannot be one fragment.
+fn framed(reply: &[u8]) -> Option<Vec<u8>> {
+    if reply.len() > MAX_FRAGMENT {
+        return None;
+    }
+    let mut out = Vec::with_capacity(reply.len() + 4);
+    out.extend_from_slice(&(LAST_FRAGMENT | reply.len() as u32).to_be_bytes());
+    out.extend_from_slice(reply);
+    Some(out)
+}
+
+async fn reader_task(
+    rd: OwnedReadHalf,
+    shared: Arc<Shared>,
+    max_reply: usize,
+    tx: mpsc::Sender<Vec<u8>>,
+) {
     let mut rd = BufReader::with_capacity(READ_BUF, rd);
     let why = loop {
         // Each record gets its own buffer: it moves to the caller.
         let mut rec = Vec::new();
         match read_record(&mut rd, max_reply, &mut rec).await {
+            Ok(true) if msg_type(&rec) == Some(MSG_CALL) => {
+                let handler = shared.lock().on_call.clone();
+                match handler {
+                    Some(h) => {
+                        // One call at a time: the peer's back channel is
+                        // bounded by its own slots, and this by the reader.
+                        if let Some(reply) = h(&rec).as_deref().and_then(framed) {
+                            if tx.send(reply).await.is_err() {
+                                break ClientError::Disconnected("connection closed".into());
+                            }
+                        }
+                    }
+                    // No handler: as before, a CALL is taken for a
+                    // malformed reply to whichever call has its xid.
+                    None => {
+                        if let Some(xid) = rnfsd_proto::rpc::peek_xid(&rec) {
+                            shared.complete(xid, rec);
+                        }
+                    }
+                }
+            }
             Ok(true) => {
                 // A record too short to carry an xid matches no call.
                 if let Some(xid) = rnfsd_proto::rpc::peek_xid(&rec) {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use rnfsd_proto::mount::MountStat3;
 use rnfsd_proto::nfs3::Nfsstat3;
+use rnfsd_proto::nfs4::Nfsstat4;
 use rnfsd_proto::rpc::AuthStat;
 use rnfsd_xdr::XdrError;
 
@@ -51,6 +52,9 @@ pub enum ClientError {
     Mount(MountStat3),
     /// An NFSv3 helper got a non-OK `nfsstat3`.
     Nfs(Nfsstat3),
+    /// An NFSv4.1 helper's COMPOUND failed: operation `op` (its number,
+    /// 0 when the server returned no results) answered `status`.
+    Nfs4 { op: u32, status: Nfsstat4 },
     /// A helper was given an argument it cannot send (e.g. an empty path
     /// component).
     InvalidInput(String),
@@ -97,6 +101,7 @@ impl fmt::Display for ClientError {
             ClientError::Timeout => f.write_str("RPC call timed out"),
             ClientError::Mount(s) => write!(f, "MOUNT error {s:?}"),
             ClientError::Nfs(s) => write!(f, "NFS error {s}"),
+            ClientError::Nfs4 { op, status } => write!(f, "NFSv4 error {status} from op {op}"),
             ClientError::InvalidInput(s) => write!(f, "invalid input: {s}"),
         }
     }
