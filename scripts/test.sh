@@ -33,6 +33,8 @@ command -v showmount >/dev/null 2>&1 || need_apt+=(nfs-common)
 { command -v rpcbind && command -v rpcinfo; } >/dev/null 2>&1 || need_apt+=(rpcbind)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+# The NFSv4.1 client's tests run against nfs-ganesha (scripts/ganesha.sh).
+command -v ganesha.nfsd >/dev/null 2>&1 || need_apt+=(nfs-ganesha nfs-ganesha-vfs)
 if [ ${#need_apt[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"
