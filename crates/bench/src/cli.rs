@@ -106,6 +106,7 @@ pub enum Cmd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::v41::Vers;
     use crate::workload::Mix;
 
     #[test]
@@ -135,6 +136,33 @@ mod tests {
                 Cli::try_parse_from(["rnfsd-bench", "run", "--export", "/x", "--mix", m]).is_ok()
             );
         }
+        // --vers: 3 by default, 4.1 by name, nothing else.
+        let vers = |extra: &[&str]| {
+            let mut args = vec!["rnfsd-bench", "run", "--export", "/x"];
+            args.extend_from_slice(extra);
+            Cli::try_parse_from(args).map(|c| match c.cmd {
+                Cmd::Run(a) => a.vers,
+                _ => panic!("not run"),
+            })
+        };
+        assert_eq!(vers(&[]).unwrap(), Vers::V3);
+        assert_eq!(vers(&["--vers", "4.1"]).unwrap(), Vers::V41);
+        assert_eq!(vers(&["--vers", "3"]).unwrap(), Vers::V3);
+        assert!(vers(&["--vers", "4"]).is_err());
+        assert!(Cli::try_parse_from([
+            "rnfsd-bench",
+            "run",
+            "--export",
+            "/x",
+            "--mix",
+            "open-read-close",
+            "--vers",
+            "4.1"
+        ])
+        .is_ok());
+        let cli = Cli::try_parse_from(["rnfsd-bench", "create", "--export", "/x", "--vers", "4.1"])
+            .unwrap();
+        assert!(matches!(cli.cmd, Cmd::Create(a) if a.target.vers == Vers::V41));
         let cli = Cli::try_parse_from(["rnfsd-bench", "prepare", "/tmp/t", "--file-size", "4096"])
             .unwrap();
         assert!(matches!(

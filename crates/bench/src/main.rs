@@ -20,6 +20,7 @@ mod run;
 mod session;
 mod stats;
 mod storm;
+mod v41;
 mod workload;
 
 use std::process::ExitCode;

@@ -22,6 +22,7 @@ use rnfsd_client::{check, Client, ClientError, MountClient, NfsClient};
 use crate::proc_cost::ProcSample;
 use crate::session;
 use crate::stats::{self, histogram};
+use crate::v41::Vers;
 use crate::workload::{self, WALK_MAX_TIME};
 
 /// Where and how to reach the server, and where results go.
@@ -30,6 +31,11 @@ pub struct Target {
     /// Server address (NFS, and MOUNT unless --mount-addr).
     #[arg(long, default_value = "127.0.0.1:2049")]
     pub addr: SocketAddr,
+    /// NFS version: 3 (with MOUNT), or 4.1 (sessions; create, mkdir, read
+    /// and write only; --export is then the export's path from the
+    /// server's root).
+    #[arg(long, value_enum, default_value = "3")]
+    pub vers: Vers,
     /// MOUNT's address when it is not the NFS port (nfs-ganesha).
     #[arg(long)]
     pub mount_addr: Option<SocketAddr>,
@@ -277,6 +283,14 @@ impl StreamClients {
     }
 }
 
+/// Commands that speak NFSv3 only.
+fn v3_only(t: &Target, cmd: &str) -> Result<(), String> {
+    match t.vers {
+        Vers::V3 => Ok(()),
+        Vers::V41 => Err(format!("{cmd} is NFSv3 only (no --vers 4.1)")),
+    }
+}
+
 /// A name no earlier run used: ext4 reuses freed inodes slowly, so a
 /// directory just emptied is never reused.
 pub fn fresh_name(prefix: &str) -> String {
@@ -394,7 +408,7 @@ pub fn progress(len: u64, msg: &str) -> ProgressBar {
 }
 
 /// Why an operation failed, as counted in a row's `error_kinds`.
-fn why(e: impl std::fmt::Display) -> String {
+pub(crate) fn why(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
@@ -476,7 +490,7 @@ where
     }
 }
 
-fn row(t: &Target, workload: &str, streams: usize, p: &Phase, unit: &str) -> OpResult {
+pub(crate) fn row(t: &Target, workload: &str, streams: usize, p: &Phase, unit: &str) -> OpResult {
     let mut r = p.row(&t.label, workload, streams, unit);
     r.conns = Some(session::actual_conns(t.conns, streams));
     r.conn_per_stream = t.conns == 0;
@@ -533,6 +547,9 @@ pub struct CreateArgs {
 /// `create` (CREATE then REMOVE) or `mkdir` (MKDIR then RMDIR) of N entries
 /// in one fresh directory per stream count.
 pub async fn create_cmd(a: CreateArgs, dirs: bool) -> Result<(), String> {
+    if a.target.vers == Vers::V41 {
+        return crate::v41::create_cmd(a, dirs).await;
+    }
     let c = connect_any(&a.target).await?;
     let json = a.target.json.clone();
     print_header();
@@ -615,6 +632,7 @@ pub struct FsmarkArgs {
 /// COMMIT (the NFS counterpart of write + fsync), on all streams at once;
 /// with `--file-sync`, CREATE and one WRITE FILE_SYNC.
 pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
+    v3_only(&a.target, "fsmark")?;
     let c = connect_any(&a.target).await?;
     let lim = a.target.deadline();
     let json = a.target.json.clone();
@@ -762,6 +780,7 @@ pub struct MountArgs {
 
 /// MNT then GETATTR of the returned root, K times: latency of each call.
 pub async fn mount_cmd(a: MountArgs) -> Result<(), String> {
+    v3_only(&a.target, "mount")?;
     let c = connect(&a.target).await?;
     if let Some(limit) = a.warm_tree {
         let items = workload::walk(&c.nfs, &c.root, limit, WALK_MAX_TIME)
@@ -879,6 +898,9 @@ async fn io_sizes(nfs: &NfsClient, root: &NfsFh3) -> (u64, u64) {
 /// Sequential 1 MiB WRITEs (`write`) or READs (`read`, after writing the file
 /// UNSTABLE + COMMIT) of a fresh file; throughput in MB/s.
 pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
+    if a.target.vers == Vers::V41 {
+        return crate::v41::io_cmd(a, read).await;
+    }
     let c = connect(&a.target).await?;
     let json = a.target.json.clone();
     let total = a.size.clamp(1, 1 << 20) * CHUNK;
@@ -1011,6 +1033,7 @@ mod tests {
 
     fn target(conns: usize) -> Target {
         Target {
+            vers: Vers::V3,
             addr: "127.0.0.1:9".parse().unwrap(),
             mount_addr: None,
             export: "/x".into(),

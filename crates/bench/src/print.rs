@@ -12,6 +12,10 @@ use crate::workload::Mix;
 pub struct Measurement {
     pub label: String,
     pub mix: Mix,
+    /// The row's name when it is not the mix's: NFSv4.1 rows are
+    /// "<mix>-v4.1" (absent for NFSv3, whose rows are named by `mix`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
     pub streams: usize,
     /// Distinct objects the calls went to (--handles; 0: see root_handle).
     pub handles: usize,
@@ -78,7 +82,7 @@ pub fn print_row(m: &Measurement) {
     println!(
         "{:<28} {:>8} {:>7} {:>7} {:>6} {:>11.0} {:>8} {:>8} {:>10} {:>9} {:>7}",
         m.label,
-        m.mix.name(),
+        m.workload.as_deref().unwrap_or(m.mix.name()),
         handles_cell(m),
         m.streams,
         conns_cell(m),

@@ -14,6 +14,7 @@ use crate::proc_cost::ProcSample;
 use crate::session::{
     actual_conns, check_streams, connect, per_stream_clients, stream_clients, Session,
 };
+use crate::v41::Vers;
 use crate::workload::{self, Load, Mix};
 
 #[derive(clap::Args, Clone)]
@@ -21,6 +22,11 @@ pub struct RunArgs {
     /// Server address (NFS, and MOUNT unless --mount-addr).
     #[arg(long, default_value = "127.0.0.1:2049")]
     pub addr: SocketAddr,
+    /// NFS version: 3 (with MOUNT), or 4.1 (sessions; --export is then the
+    /// export's path from the server's root, --mount-addr and
+    /// --handles-file do not apply).
+    #[arg(long, value_enum, default_value = "3")]
+    pub vers: Vers,
     /// MOUNT's address when it is not the NFS port (nfs-ganesha).
     #[arg(long)]
     pub mount_addr: Option<SocketAddr>,
@@ -110,6 +116,7 @@ pub async fn measure(
     Ok(Measurement {
         label: label.to_string(),
         mix: p.mix,
+        workload: None,
         streams,
         handles: p.handles,
         root_handle: p.mix.uses_root(p.handles),
@@ -156,7 +163,7 @@ async fn timed_run(
 }
 
 /// Pins the calling thread to the first CPU it may run on.
-fn pin_first_cpu() -> Result<(), String> {
+pub(crate) fn pin_first_cpu() -> Result<(), String> {
     let cpu = rnfsd_pool::affinity::allowed_cpus()
         .ok()
         .and_then(|c| c.first().copied())
@@ -204,6 +211,9 @@ async fn single_stream(
 }
 
 pub async fn run_cmd(a: RunArgs) -> Result<(), String> {
+    if a.vers == Vers::V41 {
+        return crate::v41::run_cmd(a).await;
+    }
     // A handle file replaces the walk (and the --handles sample).
     let from_file = match &a.handles_file {
         Some(f) => Some(Load::from_handles(a.mix, handles::read_handles(f)?)?),

@@ -113,6 +113,10 @@ pub enum Mix {
     /// a READDIRPLUS of its directory every 16 objects (the SVC_MAX_WAKING
     /// thread's load).
     Traverse,
+    /// NFSv4.1 only (`--vers 4.1`): OPEN for reading by name, READ of 4096
+    /// bytes at offset 0, CLOSE, of --handles regular files: three
+    /// compounds, each counted as a call.
+    OpenReadClose,
 }
 
 impl Mix {
@@ -125,6 +129,7 @@ impl Mix {
             Mix::Read => "read",
             Mix::Write => "write",
             Mix::Traverse => "traverse",
+            Mix::OpenReadClose => "open-read-close",
         }
     }
 
@@ -149,7 +154,7 @@ pub fn validate(mix: Mix, handles: usize, tree_limit: usize) -> Result<(), Strin
         Mix::Null | Mix::Traverse if handles > 0 => Err(format!(
             "--handles does not apply to --mix {m} (null sends no handle; traverse visits the walked tree)"
         )),
-        Mix::Lookup | Mix::Read | Mix::Write if handles == 0 => Err(format!(
+        Mix::Lookup | Mix::Read | Mix::Write | Mix::OpenReadClose if handles == 0 => Err(format!(
             "--mix {m} needs --handles N > 0 (objects of the tree; `rnfsd-bench prepare` makes one)"
         )),
         _ if handles > MAX_HANDLES => Err(format!("--handles is at most {MAX_HANDLES}")),
@@ -206,13 +211,13 @@ pub fn sample_indices(m: usize, n: usize, seed: u64) -> Vec<usize> {
 }
 
 /// The seed of the handle sample: fixed so reruns use the same objects.
-const SAMPLE_SEED: u64 = 0x5eed_0000_0000_0001;
+pub(crate) const SAMPLE_SEED: u64 = 0x5eed_0000_0000_0001;
 
 /// Which walked objects `mix` may use: regular files for read and write,
 /// anything for the rest.
 fn eligible(mix: Mix, it: &TreeItem) -> bool {
     match mix {
-        Mix::Read | Mix::Write => it.ftype == Some(Ftype3::Reg),
+        Mix::Read | Mix::Write | Mix::OpenReadClose => it.ftype == Some(Ftype3::Reg),
         _ => true,
     }
 }
@@ -222,7 +227,9 @@ pub fn sample(items: &[TreeItem], mix: Mix, n: usize) -> Result<Vec<TreeItem>, S
     let pool: Vec<&TreeItem> = items.iter().filter(|it| eligible(mix, it)).collect();
     if pool.len() < n {
         let what = match mix {
-            Mix::Read | Mix::Write => format!("regular files (of {} objects walked)", items.len()),
+            Mix::Read | Mix::Write | Mix::OpenReadClose => {
+                format!("regular files (of {} objects walked)", items.len())
+            }
             _ => "objects".into(),
         };
         return Err(format!(
@@ -235,6 +242,9 @@ pub fn sample(items: &[TreeItem], mix: Mix, n: usize) -> Result<Vec<TreeItem>, S
         .map(|i| pool[i].clone())
         .collect())
 }
+
+/// Why an NFSv4.1-only mix is refused over NFSv3.
+pub const NFS41_ONLY: &str = "--mix open-read-close is NFSv4.1 only: add --vers 4.1";
 
 /// Bytes per READ and WRITE of the read and write mixes.
 pub const IO_BYTES: usize = 4096;
@@ -323,6 +333,7 @@ impl Load {
                 return Err("the export is empty: `rnfsd-bench prepare DIR` first".into())
             }
             Mix::Traverse => Load::Traverse(items),
+            Mix::OpenReadClose => return Err(NFS41_ONLY.into()),
         })
     }
 
