@@ -12,7 +12,7 @@
 #       [--seed-size] [--no-pin-client]
 #       [--handles N[,M]] [--io-streams 1,4,16] [--io-mib 256] [--io-passes 4]
 #       [--io-block-kib 1024]
-#       [--fsmark-streams 16] [--fsmark-conns 4]
+#       [--fsmark-streams 16] [--fsmark-conns 4] [--vers 3|4.1]
 #
 # Workloads (default all): getattr traverse create mkdir fsmark mount write
 # (and, when named, fsmark-sync: fsmark with one FILE_SYNC WRITE per file
@@ -67,6 +67,10 @@
 # wait for the host to write back every page of the image file.
 # --no-pin-client: the one-stream shape's client thread is not kept on one
 # CPU (it is by default: rnfsd-bench --pin-one-stream).
+# --vers 4.1: every bench command speaks NFSv4.1 (`rnfsd-bench --vers
+# 4.1`: a session per connection, rows named "<workload>-v4.1") and ganesha
+# serves it (ganesha.sh --v4); fsmark, fsmark-sync, mount and the ceiling
+# server are NFSv3 only, so the default workloads leave them out.
 # --seed-size: getattr/traverse/mount on the bounded-wakeup lesson's rsync
 # tree (161,480 files in 10,841 directories) instead of 20,000 files in 1,000.
 #
@@ -88,6 +92,8 @@ BENCH=$ROOT/target/release/rnfsd-bench
 RNFSD=$ROOT/target/release/rnfsd
 ROUNDS=3
 WORKLOADS=getattr,traverse,create,mkdir,fsmark,mount,write,read
+WORKLOADS_ARG=
+VERS=3
 SERVERS=rnfsd,ganesha
 LOCAL=1
 QUICK=
@@ -114,7 +120,7 @@ log() { echo "compare.sh $(date +%T): $*" >&2; }
 while [ $# -gt 0 ]; do
     case "$1" in
     --rounds) ROUNDS=$2; shift 2 ;;
-    --workloads) WORKLOADS=$2; shift 2 ;;
+    --workloads) WORKLOADS_ARG=$2; shift 2 ;;
     --servers) SERVERS=$2; shift 2 ;;
     --no-local) LOCAL=; shift ;;
     --quick) QUICK=1; shift ;;
@@ -146,11 +152,24 @@ while [ $# -gt 0 ]; do
     --io-block-kib) IO_BLOCK_KIB=$2; shift 2 ;;
     --fsmark-streams) FSMARK_STREAMS_ARG=$2; shift 2 ;;
     --fsmark-conns) FSMARK_CONNS=$2; shift 2 ;;
+    --vers) VERS=$2; shift 2 ;;
     -h | --help) awk 'NR > 1 && /^set -euo/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1" ;;
     esac
 done
 [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 10 ] || die "--rounds must be 1..10"
+# Appended to every bench command; ganesha's extra option.
+VERS_ARGS=() GANESHA_VERS=()
+case "$VERS" in
+3) ;;
+4.1)
+    VERS_ARGS=(--vers 4.1) GANESHA_VERS=(--v4)
+    # The NFSv3-only workloads leave the default set.
+    WORKLOADS=getattr,traverse,create,mkdir,write,read
+    ;;
+*) die "--vers 3|4.1" ;;
+esac
+[ -z "$WORKLOADS_ARG" ] || WORKLOADS=$WORKLOADS_ARG
 [[ $FSMARK_CONNS =~ ^[0-9]+$ ]] && [ "$FSMARK_CONNS" -le 64 ] || die "--fsmark-conns must be 0..64"
 if [ -n "$MOUNT_FILES" ]; then
     [ "$MOUNT_FILES" -ge 1 ] && [ "$MOUNT_FILES" -le 2000000 ] || die "--mount-files must be 1..2000000"
@@ -166,6 +185,9 @@ for w in "${WL[@]}"; do
     null | getattr-h | access-h | lookup-h | read-h | write-h) ;;
     *) die "unknown workload: $w" ;;
     esac
+    if [ "$VERS" != 3 ]; then
+        case $w in fsmark | fsmark-sync | mount) die "workload $w is NFSv3 only (--vers $VERS)" ;; esac
+    fi
 done
 MAX_HANDLES=0
 [ "${#HL[@]}" -ge 1 ] && [ "${#HL[@]}" -le 4 ] || die "--handles takes 1 to 4 counts"
@@ -179,6 +201,7 @@ for s in "${SV[@]}"; do
     rnfsd-*) [ -n "${VARIANT[${s#rnfsd-}]+x}" ] || die "server $s needs --variant ${s#rnfsd-}=ARGS" ;;
     *) die "unknown server: $s" ;;
     esac
+    [ "$s" != ceiling ] || [ "$VERS" = 3 ] || die "the ceiling server answers NFSv3 only (--vers $VERS)"
 done
 [ "$(id -u)" = 0 ] || die "must run as root (ganesha's namespace, loop mounts)"
 
@@ -344,7 +367,7 @@ drive_server() { # PID WORKLOAD LABEL
         bench_args "$w" "$label"
         write_steps
         BENCH=$BENCH bash "$WORK/steps.sh" --addr "127.0.0.1:$(cat "$WORK/port")" \
-            --export "$FS/export" --server-pid "$pid" --json "$RESULTS" || st=$?
+            --export "$FS/export" --server-pid "$pid" --json "$RESULTS" "${VERS_ARGS[@]}" || st=$?
     else
         log "$label did not start"
         st=1
@@ -380,10 +403,10 @@ run_ganesha() { # WORKLOAD
     # (same PID namespace). MOUNT has a port of its own (ganesha 4.3). One
     # ganesha for all of the workload's steps, each bounded inside.
     GANESHA_RUN=$WORK/ganesha BENCH=$BENCH timeout $((RUN_TIMEOUT * ${#STEPS[@]})) "$HERE/ganesha.sh" exec \
-        --export "$FS/export" --port 2049 --mnt-port 20048 -- \
+        --export "$FS/export" --port 2049 --mnt-port 20048 "${GANESHA_VERS[@]}" -- \
         sh -c 'exec "$@" --server-pid "$(cat "$GANESHA_RUN/ganesha.realpid")"' sh \
         bash "$WORK/steps.sh" --addr 127.0.0.1:2049 --mount-addr 127.0.0.1:20048 \
-        --export "$FS/export" --json "$RESULTS" \
+        --export "$FS/export" --json "$RESULTS" "${VERS_ARGS[@]}" \
         2> >(grep -v -E '^ +[0-9]+ +[0-9]+ +(tcp|udp)|program vers' >&2) || st=$?
     return "$st"
 }
@@ -423,6 +446,7 @@ run_local() { # WORKLOAD (create or fsmark)
     echo "ganesha: $(dpkg-query -W -f '${Version}' nfs-ganesha 2>/dev/null || echo 'not installed yet')"
     echo "fresh filesystem per run: $FRESH_FS (ext4 on a loop device under $WORK${LOOP_DIO:+, direct I/O})"
     echo "one-stream client pinned to one CPU: $([ ${#PIN_ONE[@]} -gt 0 ] && echo yes || echo no)"
+    echo "NFS version: $VERS"
     echo "rounds: $ROUNDS; workloads: $WORKLOADS; servers: $SERVERS; local: ${LOCAL:-no}; quick: ${QUICK:-no}"
     echo "handles: $HANDLES (tree of $HTREE_FILES files in $HTREE_DIRS dirs for the -h workloads)"
     for v in "${!VARIANT[@]}"; do echo "variant rnfsd-$v: ${VARIANT_BIN[$v]:-rnfsd} serve ... ${VARIANT[$v]}"; done
@@ -469,9 +493,12 @@ LOCALS=${LOCAL:+,local}
 grep -q '"label":"local-sync"' "$RESULTS" && LOCALS+=,local-sync
 "$BENCH" report --json "$RESULTS" --labels "$SERVERS$LOCALS" \
     --out "$OUT/summary.json" >"$OUT/report.md"
+# NFSv4.1 rows are named "<mix>-v4.1" (their "workload").
+SUFFIX=
+[ "$VERS" = 3 ] || SUFFIX=-v$VERS
 for m in getattr traverse null access lookup; do
     grep -qi "\"mix\":\"$m\"" "$RESULTS" || continue
-    "$BENCH" chart --json "$RESULTS" --workload "$m" --title "$m: calls/s against client streams" \
+    "$BENCH" chart --json "$RESULTS" --workload "$m$SUFFIX" --title "$m$SUFFIX: calls/s against client streams" \
         --out "$OUT/$m.svg" || true
 done
 cat "$OUT/report.md"
