@@ -80,9 +80,13 @@ pub(super) const SETTABLE: &[u32] = &[
 ];
 
 /// An owner or owner_group string as an id: a decimal number (what we
-/// send without id mapping, §5.9); anything else NFS4ERR_BADOWNER.
+/// send without id mapping, §5.9); empty is NFS4ERR_INVAL (as knfsd's
+/// `nfsd_map_name_to_uid`), anything else NFS4ERR_BADOWNER.
 fn id_of(s: &[u8]) -> Result<u32, Nfsstat4> {
-    if s.is_empty() || s.len() > 10 || !s.iter().all(u8::is_ascii_digit) {
+    if s.is_empty() {
+        return Err(Nfsstat4::Inval);
+    }
+    if s.len() > 10 || !s.iter().all(u8::is_ascii_digit) {
         return Err(Nfsstat4::BadOwner);
     }
     std::str::from_utf8(s)
@@ -462,6 +466,8 @@ mod tests {
         assert_eq!(decode_settable(&f), Err(Nfsstat4::AttrNotSupp));
         let f = settable(&[(FATTR4_OWNER, &|e| e.opaque(b"alice@x"))]);
         assert_eq!(decode_settable(&f), Err(Nfsstat4::BadOwner));
+        let f = settable(&[(FATTR4_OWNER_GROUP, &|e| e.opaque(b""))]);
+        assert_eq!(decode_settable(&f), Err(Nfsstat4::Inval));
         let f = settable(&[(FATTR4_SIZE, &|e| e.u32(1))]);
         assert_eq!(decode_settable(&f), Err(Nfsstat4::BadXdr));
         let f = settable(&[(FATTR4_MODE, &|e| e.u64(0o644))]);
