@@ -269,9 +269,15 @@ pub(super) fn ftype(t: FileType) -> u32 {
 /// every change of data or metadata and never goes back (a fine-grained
 /// ctime, as ext4, XFS and CephFS keep).
 pub(super) fn change(a: &Attr) -> u64 {
-    (a.ctime.sec as u64)
+    change_of(a.ctime)
+}
+
+/// The change attribute of an object whose ctime is `ctime` (wcc data
+/// keeps only the times of the attributes before a change).
+pub(super) fn change_of(ctime: Time) -> u64 {
+    (ctime.sec as u64)
         .wrapping_mul(1_000_000_000)
-        .wrapping_add(u64::from(a.ctime.nsec))
+        .wrapping_add(u64::from(ctime.nsec))
 }
 
 /// An id as owner and owner_group say it without id mapping: its

@@ -85,7 +85,7 @@ pub(super) fn check_name(name: &[u8]) -> Result<(), Nfsstat4> {
 /// Why an export object cannot be looked in: NFS4ERR_SYMLINK for a
 /// symbolic link, NFS4ERR_NOTDIR for anything else but a directory
 /// (§18.13.3).
-fn not_a_dir(c: &Compound<'_, '_>, o: &Obj) -> Result<(), Nfsstat4> {
+pub(super) fn not_a_dir(c: &Compound<'_, '_>, o: &Obj) -> Result<(), Nfsstat4> {
     let call = o.call(c.ctx);
     match o.exp.backend.getattr(&call, &o.fh).map_err(of_fs)?.ftype {
         FileType::Directory => Ok(()),
