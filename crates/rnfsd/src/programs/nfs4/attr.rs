@@ -1,7 +1,7 @@
 //! GETATTR and ACCESS (RFC 8881 §18.7, §18.1), for export objects and
 //! pseudo directories.
 
-use rnfsd_fs::{Attr, FileType, Time};
+use rnfsd_fs::{Attr, Backend, Call, Fh, FileType, FsStat, PathConf, Time};
 use rnfsd_proto::nfs4::*;
 use rnfsd_xdr::Enc;
 
@@ -10,6 +10,7 @@ use super::cur::{Cur, Obj};
 use super::fattr::{self, Subject, WRITE_ONLY};
 use super::status::of_fs;
 use crate::state::pseudo::Pseudo;
+use crate::state::Export;
 
 /// ACCESS4 bits (§18.1.1), the same values as NFSv3's.
 const ACCESS4_READ: u32 = 0x01;
@@ -20,6 +21,41 @@ const ACCESS4_DELETE: u32 = 0x10;
 const ACCESS4_EXECUTE: u32 = 0x20;
 const ACCESS4_ALL: u32 = 0x3f;
 
+/// What of its filesystem an object's attributes may need: statfs and
+/// pathconf, fetched only for the attributes that need them, and shared by
+/// the entries of one READDIR on one filesystem.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct FsFacts {
+    pub fsstat: Option<FsStat>,
+    pub pathconf: Option<PathConf>,
+}
+
+impl FsFacts {
+    /// What `want` needs, asked of the backend about `fh`.
+    pub fn of(
+        backend: &dyn Backend,
+        call: &Call<'_>,
+        fh: &Fh,
+        want: &Bitmap4,
+    ) -> Result<FsFacts, Nfsstat4> {
+        let fsstat = match fattr::needs_fsstat(want) {
+            true => Some(backend.fsstat(call, fh).map_err(of_fs)?.0),
+            false => None,
+        };
+        let pathconf = match fattr::needs_pathconf(want) {
+            true => Some(backend.pathconf(call, fh).map_err(of_fs)?.0),
+            false => None,
+        };
+        Ok(FsFacts { fsstat, pathconf })
+    }
+
+    /// Whether these answer everything `want` needs.
+    pub fn cover(&self, want: &Bitmap4) -> bool {
+        (self.fsstat.is_some() || !fattr::needs_fsstat(want))
+            && (self.pathconf.is_some() || !fattr::needs_pathconf(want))
+    }
+}
+
 /// The attributes of an export object, with what `want` also needs.
 pub(super) fn obj_fattr(
     c: &Compound<'_, '_>,
@@ -29,30 +65,39 @@ pub(super) fn obj_fattr(
     e: &mut Enc,
 ) -> Result<(), Nfsstat4> {
     let call = o.call(c.ctx);
-    let fsstat = match fattr::needs_fsstat(want) {
-        true => Some(o.exp.backend.fsstat(&call, &o.fh).map_err(of_fs)?.0),
-        false => None,
-    };
-    let pathconf = match fattr::needs_pathconf(want) {
-        true => Some(o.exp.backend.pathconf(&call, &o.fh).map_err(of_fs)?.0),
-        false => None,
-    };
-    let mounted_on_fileid = match o.is_root() {
-        true => Pseudo::fileid_of_path(&o.exp.path),
+    let facts = FsFacts::of(o.exp.backend.as_ref(), &call, &o.fh, want)?;
+    export_fattr(c, &o.exp, &o.fh, attr, o.is_root(), &facts, want, e);
+    Ok(())
+}
+
+/// The attributes of object `fh` of export `exp` (its root if `root`),
+/// whose filesystem's facts `want` needs are in `facts`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn export_fattr(
+    c: &Compound<'_, '_>,
+    exp: &Export,
+    fh: &Fh,
+    attr: &Attr,
+    root: bool,
+    facts: &FsFacts,
+    want: &Bitmap4,
+    e: &mut Enc,
+) {
+    let mounted_on_fileid = match root {
+        true => Pseudo::fileid_of_path(&exp.path),
         false => attr.fileid,
     };
     let s = Subject {
         attr,
-        fsid: (u64::from(o.exp.id), attr.fsid),
-        fh: &o.fh.0,
+        fsid: (u64::from(exp.id), attr.fsid),
+        fh: &fh.0,
         mounted_on_fileid,
-        fsstat,
-        pathconf,
+        fsstat: facts.fsstat,
+        pathconf: facts.pathconf,
         lease: c.nfs4.lease.as_secs().min(u64::from(u32::MAX)) as u32,
         max_io: u64::from(c.ctx.server.max_io),
     };
     fattr::encode(e, want, &s);
-    Ok(())
 }
 
 /// fsid of the pseudo-filesystem: its own (§7.5), unlike any export's
