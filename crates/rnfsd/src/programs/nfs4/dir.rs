@@ -218,6 +218,12 @@ fn rename_in(c: &mut Compound<'_, '_>, a: &Rename4Args) -> Result<Rename4ResOk, 
         Cur::Obj(o) => Some(o),
         Cur::Pseudo(_) => None,
     };
+    // The source directory is changed too: a read-only export is
+    // NFS4ERR_ROFS before any NFS4ERR_XDEV (knfsd's nfsd_rename checks
+    // both directories for writing first).
+    if let Some(f) = &from {
+        f.writable()?;
+    }
     let to = match dir_to_change(c) {
         Ok(to) => to,
         // Both in the pseudo-filesystem: read-only; one of them: XDEV.
