@@ -202,7 +202,7 @@ parse_opts() {
         --port) PORT=${2:?}; shift 2 ;;
         --mnt-port) MNT_PORT=${2:?}; shift 2 ;;
         --nlm) NLM=true; shift ;;
-        --v4) V4=true; shift ;;
+        --v4 | --nfs4) V4=true; shift ;;
         --) shift; CMD=("$@"); return 0 ;;
         *) die "unknown argument: $1" ;;
         esac
