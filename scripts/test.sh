@@ -17,6 +17,8 @@
 # RNFSD_CEPH_MON_PORT (default 13300) its mon's port. The cargo tests get
 # RNFSD_CEPH_CONF=<dir>/ceph.conf; without it those tests skip, or fail
 # under CI.
+# RNFSD_PYNFS=1 runs the pynfs NFSv4.1 stage (tests/pynfs/run.sh, about
+# 10 minutes); it is off until rnfsd serves NFSv4.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -93,6 +95,19 @@ cargo test --workspace
 # Its memory and CPU are the guest's from here on (the failover workload
 # runs a cluster of its own in its namespace).
 [ -n "$ceph_skip" ] || tests/ceph/cluster.sh down "$ceph_dir" >/dev/null 2>&1 || true
+
+# pynfs's NFSv4.1 server tests against a real rnfsd (tests/pynfs/run.sh:
+# the debug server cargo test built, a temp export, `nfs4 = true`), judged
+# against tests/pynfs/expected/rnfsd-4.1; docs/pynfs.md. Off until rnfsd
+# serves NFSv4.1: RNFSD_PYNFS=1 runs it.
+pynfs_stage() {
+    RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" tests/pynfs/run.sh --server rnfsd
+}
+if [ "${RNFSD_PYNFS:-}" = 1 ]; then
+    pynfs_stage
+else
+    echo "SKIP: pynfs stage (rnfsd does not serve NFSv4.1 yet; RNFSD_PYNFS=1 runs it)"
+fi
 
 if [ "${RNFSD_SKIP_PACKAGE:-}" = 1 ]; then
     echo "SKIP: package test (RNFSD_SKIP_PACKAGE=1)"
