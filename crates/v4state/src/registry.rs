@@ -87,6 +87,13 @@ impl ClientHandle {
     pub fn is_expired(&self) -> bool {
         self.0.is_expired()
     }
+
+    /// Whether it sent RECLAIM_COMPLETE (rca_one_fs false). Until then a
+    /// client may only reclaim: RFC 8881 §18.51.3 answers its other
+    /// OPENs NFS4ERR_GRACE (the protocol layer asks, as knfsd's OPEN).
+    pub fn reclaim_completed(&self) -> bool {
+        self.0.reclaim_done.load(Ordering::Acquire)
+    }
 }
 
 impl std::fmt::Debug for ClientHandle {

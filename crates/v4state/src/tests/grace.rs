@@ -192,7 +192,11 @@ fn grace_ends_when_all_known_clients_complete() {
     s.start_grace();
     let (a, _) = handle(&s, "a");
     assert!(s.grace().in_grace());
+    assert!(!a.reclaim_completed());
+    s.reclaim_complete(&a, true).unwrap();
+    assert!(!a.reclaim_completed(), "rca_one_fs is not the whole client");
     s.reclaim_complete(&a, false).unwrap();
+    assert!(a.reclaim_completed());
     assert!(!s.grace().in_grace());
     let (b, _) = handle(&s, "b");
     open(&s, &b, "o", F, 1, 0).unwrap();
