@@ -1,21 +1,692 @@
-//! OPEN, OPEN_DOWNGRADE, CLOSE, DELEGRETURN (RFC 8881 §18.16-§18.20, §18.6). Not yet served: NFS4ERR_NOTSUPP.
+//! OPEN, OPEN_DOWNGRADE, CLOSE, DELEGRETURN (RFC 8881 §18.16, §18.18,
+//! §18.2, §18.6): the filesystem's side (the name looked up or the file
+//! made, its type, the caller's permission, truncation); the open state
+//! itself (owners, share reservations, stateids, grace) is
+//! `rnfsd_v4state`'s. No delegation is ever granted.
+//!
+//! Also the steps I/O and locks share: the current filehandle as a
+//! regular file, and the key the state knows a file by.
 
+use rnfsd_fs::{Attr, CreateHow, FileType, SetAttr, Time};
 use rnfsd_proto::nfs4::*;
+use rnfsd_v4state::{Claim, FileKey, OpenArgs, StateKind, Stateid};
 
 use super::compound::Compound;
+use super::cur::{Cur, Obj};
+use super::fattr::{self, EXCLCREAT};
+use super::fh::{check_name, lookup_in};
+use super::session::sid;
+use super::status::{of_fs, of_state};
 
-pub(super) fn open(_c: &mut Compound<'_, '_>, _a: Open4Args) -> Open4Res {
-    OpResult::from_status(Nfsstat4::NotSupp)
+/// ACCESS3 bits asked of the backend (the same as ACCESS4's, §18.1).
+const ACCESS_READ: u32 = 0x01;
+const ACCESS_MODIFY: u32 = 0x04;
+const ACCESS_EXECUTE: u32 = 0x20;
+
+/// The want bits OPEN takes besides a delegation want (§18.16.3).
+const WANT_WHEN: u32 = OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL
+    | OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED;
+
+/// The current filehandle as a file the state can name.
+pub(super) struct File {
+    pub obj: Obj,
+    pub attr: Attr,
+    pub key: FileKey,
 }
 
-pub(super) fn open_downgrade(_c: &mut Compound<'_, '_>, _a: OpenDowngrade4Args) -> Stateid4Res {
-    OpResult::from_status(Nfsstat4::NotSupp)
+/// The key the state knows a file by: the backend's (fsid, fileid), as
+/// fattr4's fsid and fileid give it within the export.
+pub(super) fn key_of(a: &Attr) -> FileKey {
+    FileKey {
+        fsid: a.fsid,
+        fileid: a.fileid,
+    }
 }
 
-pub(super) fn close(_c: &mut Compound<'_, '_>, _a: Close4Args) -> Stateid4Res {
-    OpResult::from_status(Nfsstat4::NotSupp)
+/// An object that is not a regular file, as READ, WRITE, LOCK and OPEN
+/// refuse it (§18.22.3, §18.32.3, §18.16.3): a directory NFS4ERR_ISDIR, a
+/// symbolic link NFS4ERR_SYMLINK, anything else NFS4ERR_WRONG_TYPE.
+pub(super) fn regular(t: FileType) -> Result<(), Nfsstat4> {
+    match t {
+        FileType::Regular => Ok(()),
+        FileType::Directory => Err(Nfsstat4::IsDir),
+        FileType::Symlink => Err(Nfsstat4::Symlink),
+        _ => Err(Nfsstat4::WrongType),
+    }
 }
 
-pub(super) fn delegreturn(_c: &mut Compound<'_, '_>, _a: DelegReturn4Args) -> Nfsstat4 {
-    OpResult::from_status(Nfsstat4::NotSupp)
+/// The current filehandle's file, if it is an export's object (a pseudo
+/// directory holds no state).
+pub(super) fn cur_file(c: &Compound<'_, '_>) -> Result<Option<File>, Nfsstat4> {
+    match c.cur()? {
+        Cur::Pseudo(_) => Ok(None),
+        Cur::Obj(o) => {
+            let attr = o
+                .exp
+                .backend
+                .getattr(&o.call(c.ctx), &o.fh)
+                .map_err(of_fs)?;
+            Ok(Some(File {
+                obj: o.clone(),
+                key: key_of(&attr),
+                attr,
+            }))
+        }
+    }
+}
+
+/// The current filehandle as a regular file (a pseudo directory is a
+/// directory).
+pub(super) fn regular_file(c: &Compound<'_, '_>) -> Result<File, Nfsstat4> {
+    let f = cur_file(c)?.ok_or(Nfsstat4::IsDir)?;
+    regular(f.attr.ftype)?;
+    Ok(f)
+}
+
+pub(super) fn sid4(s: Stateid) -> Stateid4 {
+    Stateid4 {
+        seqid: s.seqid,
+        other: s.other,
+    }
+}
+
+/// OPEN's share_access and share_deny, checked (§18.16.3): access one of
+/// READ, WRITE, BOTH; deny within BOTH; the want bits one of the
+/// delegation wants and, for OPEN only (`open`), the two "when" flags.
+/// Anything else is NFS4ERR_INVAL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Share {
+    access: u32,
+    deny: u32,
+    /// OPEN4_SHARE_ACCESS_WANT_* (the delegation wanted).
+    want: u32,
+}
+
+fn share(share_access: u32, share_deny: u32, open: bool) -> Result<Share, Nfsstat4> {
+    let access = share_access & OPEN4_SHARE_ACCESS_BOTH;
+    let want = share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;
+    let when = share_access & WANT_WHEN;
+    let rest =
+        share_access & !(OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_DELEG_MASK | WANT_WHEN);
+    if access == 0
+        || rest != 0
+        || share_deny & !OPEN4_SHARE_DENY_BOTH != 0
+        || want > OPEN4_SHARE_ACCESS_WANT_CANCEL
+        || (!open && when != 0)
+    {
+        return Err(Nfsstat4::Inval);
+    }
+    Ok(Share {
+        access,
+        deny: share_deny,
+        want,
+    })
+}
+
+/// The delegation part of OPEN's reply: none is ever granted. A client
+/// that said what it wants is told why not (§18.16.3, as knfsd): it asked
+/// for none, it cancelled, or (any delegation) we have none to give.
+fn no_delegation(want: u32) -> OpenDelegation4 {
+    match want {
+        OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE => OpenDelegation4::None,
+        OPEN4_SHARE_ACCESS_WANT_NO_DELEG => {
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Why(WhyNoDelegation4::NotWanted))
+        }
+        OPEN4_SHARE_ACCESS_WANT_CANCEL => {
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Why(WhyNoDelegation4::Cancelled))
+        }
+        _ => OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource {
+            server_will_signal_avail: false,
+        }),
+    }
+}
+
+/// The change attribute of a time (`fattr::change`'s rule).
+fn change_of(t: Time) -> u64 {
+    (t.sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(u64::from(t.nsec))
+}
+
+/// The file an OPEN ends on.
+struct Target {
+    obj: Obj,
+    attr: Attr,
+    /// This OPEN made it (an EXCLUSIVE retry with the same verifier too):
+    /// its owner may open it whatever its mode (knfsd's owner override).
+    created: bool,
+    cinfo: ChangeInfo4,
+    attrset: Bitmap4,
+    /// UNCHECKED4 over an existing file with size 0: truncated once the
+    /// open is granted (knfsd: not before, the OPEN may yet fail).
+    truncate: bool,
+}
+
+fn no_cinfo() -> ChangeInfo4 {
+    ChangeInfo4 {
+        atomic: false,
+        before: 0,
+        after: 0,
+    }
+}
+
+/// The attributes that hold an exclusive create's verifier (§18.16.3:
+/// attrset names them, so the client sets them itself after).
+fn verifier_attrs() -> Bitmap4 {
+    fattr::bits(&[FATTR4_TIME_ACCESS, FATTR4_TIME_MODIFY])
+}
+
+/// The current filehandle as the file itself (CLAIM_FH, CLAIM_PREVIOUS).
+fn this_file(c: &Compound<'_, '_>) -> Result<Target, Nfsstat4> {
+    let f = cur_file(c)?.ok_or(Nfsstat4::IsDir)?;
+    Ok(Target {
+        obj: f.obj,
+        attr: f.attr,
+        created: false,
+        cinfo: no_cinfo(),
+        attrset: Bitmap4::new(),
+        truncate: false,
+    })
+}
+
+/// An existing file `name` in `dir` (no change to the directory: its
+/// change attribute before and after are one).
+fn existing(
+    c: &Compound<'_, '_>,
+    dir: &Cur,
+    name: &[u8],
+    truncate: bool,
+    attrset: Bitmap4,
+) -> Result<Target, Nfsstat4> {
+    let cinfo = match dir {
+        Cur::Obj(d) => match d.exp.backend.getattr(&d.call(c.ctx), &d.fh) {
+            Ok(a) => ChangeInfo4 {
+                atomic: true,
+                before: fattr::change(&a),
+                after: fattr::change(&a),
+            },
+            Err(e) => return Err(of_fs(e)),
+        },
+        Cur::Pseudo(_) => no_cinfo(),
+    };
+    let obj = match lookup_in(c, dir, name)? {
+        Cur::Obj(o) => o,
+        Cur::Pseudo(_) => return Err(Nfsstat4::IsDir),
+    };
+    let attr = obj
+        .exp
+        .backend
+        .getattr(&obj.call(c.ctx), &obj.fh)
+        .map_err(of_fs)?;
+    Ok(Target {
+        obj,
+        attr,
+        created: false,
+        cinfo,
+        attrset,
+        truncate,
+    })
+}
+
+/// Why a create in `dir` failed with NFS4ERR_NOTDIR: a symbolic link is
+/// NFS4ERR_SYMLINK (§18.16.3, as LOOKUP's).
+fn create_error(c: &Compound<'_, '_>, dir: &Obj, s: Nfsstat4) -> Nfsstat4 {
+    if s == Nfsstat4::NotDir {
+        if let Ok(a) = dir.exp.backend.getattr(&dir.call(c.ctx), &dir.fh) {
+            if a.ftype == FileType::Symlink {
+                return Nfsstat4::Symlink;
+            }
+        }
+    }
+    s
+}
+
+/// OPEN4_CREATE of `name` in the current directory (§18.16.3).
+fn create(
+    c: &mut Compound<'_, '_>,
+    dir: &Cur,
+    name: &[u8],
+    how: &CreateHow4,
+) -> Result<Target, Nfsstat4> {
+    // The pseudo-filesystem is read-only.
+    let Cur::Obj(d) = dir else {
+        return Err(Nfsstat4::RoFs);
+    };
+    d.writable()?;
+    let ctx = c.ctx;
+    // UNCHECKED4: whether an existing file is truncated (knfsd: a size of
+    // zero is applied to an existing file, other attributes and any other
+    // size are not).
+    let mut unchecked = None;
+    let (how, attrset, after) = match how {
+        CreateHow4::Unchecked(attrs) => {
+            let (set, mask) = fattr::decode_settable(attrs)?;
+            let truncate = set.size == Some(0);
+            match d.exp.backend.lookup(&d.call(ctx), &d.fh, name) {
+                Ok(_) => return existing(c, dir, name, truncate, truncated(truncate)),
+                Err(e) => match of_fs(e) {
+                    Nfsstat4::NoEnt => {}
+                    s => return Err(create_error(c, d, s)),
+                },
+            }
+            unchecked = Some(truncate);
+            // Made as GUARDED4: one made meanwhile is opened instead.
+            (CreateHow::Guarded(set), mask, None)
+        }
+        CreateHow4::Guarded(attrs) => {
+            let (set, mask) = fattr::decode_settable(attrs)?;
+            (CreateHow::Guarded(set), mask, None)
+        }
+        CreateHow4::Exclusive(v) => (CreateHow::Exclusive(v.0), verifier_attrs(), None),
+        CreateHow4::Exclusive41 { verf, attrs } => {
+            let (mut set, mask) = fattr::decode_settable(attrs)?;
+            // Only suppattr_exclcreat's attributes go with the verifier.
+            let allowed = fattr::bits(EXCLCREAT);
+            if mask.iter().any(|b| !allowed.contains(b)) {
+                return Err(Nfsstat4::Inval);
+            }
+            // The new file is empty: truncating it would stamp its times,
+            // which hold the verifier.
+            if set.size == Some(0) {
+                set.size = None;
+            }
+            let mut attrset = verifier_attrs();
+            for b in mask.iter() {
+                attrset.insert(b);
+            }
+            (CreateHow::Exclusive(verf.0), attrset, Some(set))
+        }
+    };
+    let call = d.call(ctx);
+    let made = d.exp.backend.create(&call, &d.fh, name, &how);
+    c.owe(&call);
+    let made = match made.map_err(of_fs) {
+        Ok(m) => m,
+        Err(Nfsstat4::Exist) if unchecked.is_some() => {
+            let truncate = unchecked.unwrap_or(false);
+            return existing(c, dir, name, truncate, truncated(truncate));
+        }
+        Err(s) => return Err(create_error(c, d, s)),
+    };
+    let obj = Obj {
+        exp: d.exp.clone(),
+        fh: made.fh,
+        grant: d.grant.clone(),
+    };
+    let mut attr = made.attr;
+    // EXCLUSIVE4_1's attributes, set once the verifier is in place.
+    if let Some(set) = after.filter(|s| *s != SetAttr::default()) {
+        let call = obj.call(ctx);
+        let r = obj.exp.backend.setattr(&call, &obj.fh, &set, None);
+        c.owe(&call);
+        if let Some(a) = r.map_err(of_fs)?.after {
+            attr = a;
+        }
+    }
+    let cinfo = match (made.dir.before, made.dir.after) {
+        (Some(b), Some(a)) => ChangeInfo4 {
+            // Not atomic: nothing held the directory against other
+            // changes between the two looks.
+            atomic: false,
+            before: change_of(b.ctime),
+            after: fattr::change(&a),
+        },
+        _ => no_cinfo(),
+    };
+    Ok(Target {
+        obj,
+        attr,
+        created: true,
+        cinfo,
+        attrset,
+        truncate: false,
+    })
+}
+
+/// attrset of an UNCHECKED4 open of an existing file.
+fn truncated(truncate: bool) -> Bitmap4 {
+    match truncate {
+        true => fattr::bits(&[FATTR4_SIZE]),
+        false => Bitmap4::new(),
+    }
+}
+
+/// Whether the caller may open `t` as `share` asks (knfsd's
+/// do_open_permission): reading needs read or execute permission;
+/// writing, and denying others reading, write permission and a writable
+/// export (NFS4ERR_ROFS). The owner of a file this OPEN made may do
+/// either whatever its mode (it may have made it read-only).
+fn permitted(c: &Compound<'_, '_>, t: &Target, share: Share) -> Result<(), Nfsstat4> {
+    let read = share.access & OPEN4_SHARE_ACCESS_READ != 0;
+    let write =
+        share.access & OPEN4_SHARE_ACCESS_WRITE != 0 || share.deny & OPEN4_SHARE_DENY_READ != 0;
+    if write {
+        t.obj.writable()?;
+    }
+    if t.created && t.attr.uid == t.obj.grant.cred.uid {
+        return Ok(());
+    }
+    let mut want = 0;
+    if read {
+        want |= ACCESS_READ | ACCESS_EXECUTE;
+    }
+    if write {
+        want |= ACCESS_MODIFY;
+    }
+    let (granted, _) = t
+        .obj
+        .exp
+        .backend
+        .access(&t.obj.call(c.ctx), &t.obj.fh, want)
+        .map_err(of_fs)?;
+    if (read && granted & (ACCESS_READ | ACCESS_EXECUTE) == 0)
+        || (write && granted & ACCESS_MODIFY == 0)
+    {
+        return Err(Nfsstat4::Access);
+    }
+    Ok(())
+}
+
+/// A delegation stateid OPEN (CLAIM_DELEGATE_CUR, CLAIM_DELEG_CUR_FH) or
+/// DELEGRETURN names: we never grant one, so it is the stateid check's
+/// error, or NFS4ERR_BAD_STATEID for a valid stateid of another kind.
+fn not_a_delegation(c: &Compound<'_, '_>, s: &Stateid4) -> Nfsstat4 {
+    let h = match c.client() {
+        Ok(h) => h,
+        Err(s) => return s,
+    };
+    let s = match c.stateid(s) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    match c.nfs4.state.check_stateid(&h, &sid(&s), None) {
+        Ok(_) => Nfsstat4::BadStateid,
+        Err(e) => of_state(&e),
+    }
+}
+
+/// OPEN (§18.16).
+pub(super) fn open(c: &mut Compound<'_, '_>, a: Open4Args) -> Open4Res {
+    match open_file(c, &a) {
+        Ok(r) => NfsRes4::Ok(r),
+        Err(s) => NfsRes4::Fail(s),
+    }
+}
+
+fn open_file(c: &mut Compound<'_, '_>, a: &Open4Args) -> Result<Open4ResOk, Nfsstat4> {
+    let h = c.client()?;
+    let share = share(a.share_access, a.share_deny, true)?;
+    let how = match &a.openhow {
+        OpenFlag4::Create(how) => Some(how),
+        OpenFlag4::NoCreate => None,
+    };
+    // §18.16.3: only CLAIM_NULL creates.
+    if how.is_some() && !matches!(a.claim, OpenClaim4::Null(_)) {
+        return Err(Nfsstat4::Inval);
+    }
+    let reclaim = matches!(a.claim, OpenClaim4::Previous(_));
+    // §18.51.3: until its RECLAIM_COMPLETE a client may only reclaim.
+    if !reclaim && !h.reclaim_completed() {
+        return Err(Nfsstat4::Grace);
+    }
+    // §8.4.2: only reclaims in the grace period, none after it; asked
+    // before anything is made (the state asks again, with the client's
+    // right to reclaim).
+    let in_grace = c.nfs4.state.grace().in_grace();
+    if in_grace && !reclaim {
+        return Err(Nfsstat4::Grace);
+    }
+    if !in_grace && reclaim {
+        return Err(Nfsstat4::NoGrace);
+    }
+    let dir = c.cur()?.clone();
+    let t = match &a.claim {
+        OpenClaim4::Null(name) => {
+            check_name(&name.0)?;
+            match how {
+                Some(how) => create(c, &dir, &name.0, how)?,
+                None => existing(c, &dir, &name.0, false, Bitmap4::new())?,
+            }
+        }
+        OpenClaim4::Fh | OpenClaim4::Previous(_) => this_file(c)?,
+        OpenClaim4::DelegateCur {
+            delegate_stateid,
+            file,
+        } => {
+            existing(c, &dir, &file.0, false, Bitmap4::new())?;
+            return Err(not_a_delegation(c, delegate_stateid));
+        }
+        OpenClaim4::DelegCurFh(s) => {
+            this_file(c)?;
+            return Err(not_a_delegation(c, s));
+        }
+        // Delegations kept across a client's restart: not supported, as
+        // DELEGPURGE is not (§18.5.3; knfsd answers the same).
+        OpenClaim4::DelegatePrev(_) | OpenClaim4::DelegPrevFh => {
+            return Err(Nfsstat4::NotSupp);
+        }
+    };
+    regular(t.attr.ftype)?;
+    // A truncation without write access (knfsd).
+    if t.truncate && share.access & OPEN4_SHARE_ACCESS_WRITE == 0 {
+        return Err(Nfsstat4::Inval);
+    }
+    permitted(c, &t, share)?;
+    let opened = c
+        .nfs4
+        .state
+        .open(
+            &h,
+            &OpenArgs {
+                owner: &a.owner.owner.0,
+                file: key_of(&t.attr),
+                access: share.access,
+                deny: share.deny,
+                claim: match reclaim {
+                    true => Claim::Previous,
+                    false => Claim::New,
+                },
+            },
+        )
+        .map_err(|e| of_state(&e))?;
+    if t.truncate {
+        let ctx = c.ctx;
+        let call = t.obj.call(ctx);
+        let set = SetAttr {
+            size: Some(0),
+            ..SetAttr::default()
+        };
+        let r = t.obj.exp.backend.setattr(&call, &t.obj.fh, &set, None);
+        c.owe(&call);
+        if let Err(e) = r {
+            // A new open goes again; an upgrade stays (its share bits were
+            // the owner's to ask for).
+            if !opened.upgraded {
+                let _ = c.nfs4.state.close(&h, &opened.stateid);
+            }
+            return Err(of_fs(e));
+        }
+    }
+    let stateid = sid4(opened.stateid);
+    c.set_cur(Cur::Obj(t.obj));
+    c.cur_sid = Some(stateid);
+    Ok(Open4ResOk {
+        stateid,
+        cinfo: t.cinfo,
+        rflags: OPEN4_RESULT_LOCKTYPE_POSIX,
+        attrset: t.attrset,
+        delegation: no_delegation(share.want),
+    })
+}
+
+/// An open stateid of the current file, as CLOSE and OPEN_DOWNGRADE take
+/// it: the stateid's own errors first, then NFS4ERR_BAD_STATEID for one
+/// of another kind or another file (knfsd's nfs4_preprocess_seqid_op).
+fn open_stateid_here(c: &Compound<'_, '_>, s: &Stateid4) -> Result<Stateid, Nfsstat4> {
+    let h = c.client()?;
+    let s = sid(&c.stateid(s)?);
+    let file = cur_file(c)?;
+    let info = c
+        .nfs4
+        .state
+        .check_stateid(&h, &s, None)
+        .map_err(|e| of_state(&e))?;
+    if info.kind != StateKind::Open || file.map(|f| f.key) != Some(info.file) {
+        return Err(Nfsstat4::BadStateid);
+    }
+    Ok(s)
+}
+
+/// OPEN_DOWNGRADE (§18.18): delegation wants are ignored, as knfsd.
+pub(super) fn open_downgrade(c: &mut Compound<'_, '_>, a: OpenDowngrade4Args) -> Stateid4Res {
+    let r = (|| {
+        let h = c.client()?;
+        let share = share(a.share_access, a.share_deny, false)?;
+        let s = open_stateid_here(c, &a.open_stateid)?;
+        c.nfs4
+            .state
+            .open_downgrade(&h, &s, share.access, share.deny)
+            .map(sid4)
+            .map_err(|e| of_state(&e))
+    })();
+    match r {
+        Ok(s) => {
+            c.cur_sid = Some(s);
+            NfsRes4::Ok(s)
+        }
+        Err(e) => NfsRes4::Fail(e),
+    }
+}
+
+/// CLOSE (§18.2): the open goes, with its locks; 4.1 answers the invalid
+/// special stateid (§18.2.3), which becomes the current stateid.
+pub(super) fn close(c: &mut Compound<'_, '_>, a: Close4Args) -> Stateid4Res {
+    let r = (|| {
+        let h = c.client()?;
+        let s = open_stateid_here(c, &a.open_stateid)?;
+        c.nfs4.state.close(&h, &s).map_err(|e| of_state(&e))
+    })();
+    match r {
+        Ok(()) => {
+            c.cur_sid = Some(Stateid4::INVALID);
+            NfsRes4::Ok(Stateid4::INVALID)
+        }
+        Err(e) => NfsRes4::Fail(e),
+    }
+}
+
+/// DELEGRETURN (§18.6): we grant no delegations, so there is none to
+/// return (the current filehandle must be a regular file first, as
+/// knfsd's).
+pub(super) fn delegreturn(c: &mut Compound<'_, '_>, a: DelegReturn4Args) -> Nfsstat4 {
+    if let Err(s) = regular_file(c) {
+        return s;
+    }
+    not_a_delegation(c, &a.deleg_stateid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn share_bits_are_checked() {
+        let both = OPEN4_SHARE_ACCESS_BOTH;
+        assert_eq!(
+            share(
+                both | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+                OPEN4_SHARE_DENY_WRITE,
+                true
+            ),
+            Ok(Share {
+                access: both,
+                deny: OPEN4_SHARE_DENY_WRITE,
+                want: OPEN4_SHARE_ACCESS_WANT_NO_DELEG
+            })
+        );
+        assert_eq!(share(0, 0, true), Err(Nfsstat4::Inval), "no access");
+        assert_eq!(
+            share(OPEN4_SHARE_ACCESS_WANT_READ_DELEG, 0, true),
+            Err(Nfsstat4::Inval)
+        );
+        assert_eq!(share(1, 4, true), Err(Nfsstat4::Inval), "deny beyond BOTH");
+        assert_eq!(
+            share(1 | 0x600, 0, true),
+            Err(Nfsstat4::Inval),
+            "no such want"
+        );
+        assert_eq!(share(1 | 0x4, 0, true), Err(Nfsstat4::Inval), "a stray bit");
+        let when = 1 | OPEN4_SHARE_ACCESS_WANT_ANY_DELEG | WANT_WHEN;
+        assert!(share(when, 0, true).is_ok());
+        assert_eq!(
+            share(when, 0, false),
+            Err(Nfsstat4::Inval),
+            "OPEN_DOWNGRADE"
+        );
+        assert!(share(1 | OPEN4_SHARE_ACCESS_WANT_ANY_DELEG, 0, false).is_ok());
+    }
+
+    #[test]
+    fn a_client_that_asks_learns_why_no_delegation() {
+        assert_eq!(no_delegation(0), OpenDelegation4::None);
+        assert_eq!(
+            no_delegation(OPEN4_SHARE_ACCESS_WANT_NO_DELEG),
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Why(WhyNoDelegation4::NotWanted))
+        );
+        assert_eq!(
+            no_delegation(OPEN4_SHARE_ACCESS_WANT_CANCEL),
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Why(WhyNoDelegation4::Cancelled))
+        );
+        for w in [
+            OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
+            OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
+            OPEN4_SHARE_ACCESS_WANT_ANY_DELEG,
+        ] {
+            assert_eq!(
+                no_delegation(w),
+                OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource {
+                    server_will_signal_avail: false
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn only_regular_files_open() {
+        assert_eq!(regular(FileType::Regular), Ok(()));
+        assert_eq!(regular(FileType::Directory), Err(Nfsstat4::IsDir));
+        assert_eq!(regular(FileType::Symlink), Err(Nfsstat4::Symlink));
+        for t in [
+            FileType::Fifo,
+            FileType::Socket,
+            FileType::CharDev,
+            FileType::BlockDev,
+        ] {
+            assert_eq!(regular(t), Err(Nfsstat4::WrongType));
+        }
+    }
+
+    #[test]
+    fn change_of_a_time_is_the_change_attribute() {
+        let t = Time {
+            sec: 1_700_000_000,
+            nsec: 123,
+        };
+        let a = Attr {
+            ftype: FileType::Regular,
+            mode: 0,
+            nlink: 1,
+            uid: 0,
+            gid: 0,
+            size: 0,
+            used: 0,
+            rdev: (0, 0),
+            fsid: 0,
+            fileid: 1,
+            atime: t,
+            mtime: t,
+            ctime: t,
+        };
+        assert_eq!(change_of(t), fattr::change(&a));
+    }
 }
