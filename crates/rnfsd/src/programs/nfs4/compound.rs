@@ -53,6 +53,8 @@ pub(super) struct Compound<'c, 'a> {
     /// The journal commit a change on a `sync` export left the reply
     /// owing (one: an older one is waited for when a newer comes).
     owed: Option<Owed>,
+    /// Where the COMPOUND4res starts in the reply.
+    start: usize,
 }
 
 impl<'c, 'a> Compound<'c, 'a> {
@@ -98,9 +100,15 @@ impl<'c, 'a> Compound<'c, 'a> {
         Ok(*s)
     }
 
+    /// Bytes the reply `e` may still grow by within the session's
+    /// ca_maxresponsesize (READ sends no more data than fits, §18.22.3).
+    pub fn reply_room(&self, e: &Enc) -> usize {
+        let max = self.ticket.as_ref().map_or(0, |t| t.max_response_size());
+        max.saturating_sub(e.len().saturating_sub(self.start))
+    }
+
     /// A change left the call owing a journal commit: the reply waits
     /// for it.
-    #[allow(dead_code)] // the namespace and OPEN operations' (being written)
     pub fn owe(&mut self, call: &rnfsd_fs::Call<'_>) {
         if let Some(o) = call.take_owed() {
             if let Some(older) = self.owed.replace(o) {
@@ -206,6 +214,7 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         ticket: None,
         nops: head.nops,
         owed: None,
+        start,
     };
     let mut cachethis = false;
     for (i, op) in head.ops(d).enumerate() {
