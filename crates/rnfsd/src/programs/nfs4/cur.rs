@@ -35,7 +35,6 @@ impl Obj {
     }
 
     /// A change here: NFS4ERR_ROFS on an export read-only for the caller.
-    #[allow(dead_code)] // the namespace operations' (being written)
     pub fn writable(&self) -> Result<(), Nfsstat4> {
         match self.grant.read_only {
             true => Err(Nfsstat4::RoFs),
@@ -61,7 +60,6 @@ impl Cur {
         }
     }
 
-    #[allow(dead_code)] // the namespace operations' (being written)
     pub fn obj(&self) -> Option<&Obj> {
         match self {
             Cur::Obj(o) => Some(o),

@@ -112,7 +112,6 @@ fn set_time(t: Settime4) -> Result<SetTime, Nfsstat4> {
 /// An attribute we support but cannot set is NFS4ERR_INVAL, one we do
 /// not support NFS4ERR_ATTRNOTSUPP (§18.30.3); values that do not
 /// decode, or bytes left over, NFS4ERR_BADXDR.
-#[allow(dead_code)] // SETATTR, CREATE and OPEN's (being written)
 pub(super) fn decode_settable(f: &Fattr4) -> Result<(SetAttr, Bitmap4), Nfsstat4> {
     let supported = supported();
     for bit in f.attrmask.iter() {

@@ -1,25 +1,15 @@
 //! SETATTR, VERIFY and NVERIFY (RFC 8881 §18.30, §18.31, §18.15).
 
-use rnfsd_fs::Attr;
 use rnfsd_proto::nfs4::*;
-use rnfsd_v4state::FileKey;
 use rnfsd_xdr::{Dec, Enc, Xdr};
 
 use super::attr::{obj_fattr, pseudo_fattr};
 use super::compound::Compound;
 use super::cur::{Cur, Obj};
 use super::fattr::{self, WRITE_ONLY};
+use super::open::key_of;
 use super::session::sid;
 use super::status::{of_fs, of_state};
-
-/// The file a stateid may be for, as state names files: the object's
-/// filesystem (an export's, `Attr::fsid`) and its fileid.
-pub(super) fn file_key(attr: &Attr) -> FileKey {
-    FileKey {
-        fsid: attr.fsid,
-        fileid: attr.fileid,
-    }
-}
 
 /// SETATTR (§18.30): what the client sets, with attrsset saying what was.
 pub(super) fn setattr(c: &mut Compound<'_, '_>, a: SetAttr4Args) -> SetAttr4Res {
@@ -48,7 +38,7 @@ fn set(c: &mut Compound<'_, '_>, a: &SetAttr4Args) -> Result<Bitmap4, Nfsstat4> 
         let client = c.client()?;
         c.nfs4
             .state
-            .check_io(&client, &sid(&s), file_key(&attr), true)
+            .check_io(&client, &sid(&s), key_of(&attr), true)
             .map_err(|e| of_state(&e))?;
     }
     o.writable()?;
