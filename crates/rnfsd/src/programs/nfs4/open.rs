@@ -522,16 +522,30 @@ fn open_file(c: &mut Compound<'_, '_>, a: &Open4Args) -> Result<Open4ResOk, Nfss
 /// An open stateid of the current file, as CLOSE and OPEN_DOWNGRADE take
 /// it: the stateid's own errors first, then NFS4ERR_BAD_STATEID for one
 /// of another kind or another file (knfsd's nfs4_preprocess_seqid_op).
-fn open_stateid_here(c: &Compound<'_, '_>, s: &Stateid4) -> Result<Stateid, Nfsstat4> {
+///
+/// `gone_ok` (CLOSE): a current file removed since it was opened (its
+/// handle now stale, a RENAME over it or a REMOVE) is taken on the
+/// stateid's word, so its open can still be closed (pynfs RNM21; knfsd
+/// holds the inode of an open file).
+fn open_stateid_here(
+    c: &Compound<'_, '_>,
+    s: &Stateid4,
+    gone_ok: bool,
+) -> Result<Stateid, Nfsstat4> {
     let h = c.client()?;
     let s = sid(&c.stateid(s)?);
-    let file = cur_file(c)?;
+    let file = match cur_file(c) {
+        Ok(f) => Some(f.map(|f| f.key)),
+        Err(Nfsstat4::Stale) if gone_ok => None,
+        Err(e) => return Err(e),
+    };
     let info = c
         .nfs4
         .state
         .check_stateid(&h, &s, None)
         .map_err(|e| of_state(&e))?;
-    if info.kind != StateKind::Open || file.map(|f| f.key) != Some(info.file) {
+    let here = file.is_none_or(|f| f == Some(info.file));
+    if info.kind != StateKind::Open || !here {
         return Err(Nfsstat4::BadStateid);
     }
     Ok(s)
@@ -542,7 +556,7 @@ pub(super) fn open_downgrade(c: &mut Compound<'_, '_>, a: OpenDowngrade4Args) ->
     let r = (|| {
         let h = c.client()?;
         let share = share(a.share_access, a.share_deny, false)?;
-        let s = open_stateid_here(c, &a.open_stateid)?;
+        let s = open_stateid_here(c, &a.open_stateid, false)?;
         c.nfs4
             .state
             .open_downgrade(&h, &s, share.access, share.deny)
@@ -563,7 +577,7 @@ pub(super) fn open_downgrade(c: &mut Compound<'_, '_>, a: OpenDowngrade4Args) ->
 pub(super) fn close(c: &mut Compound<'_, '_>, a: Close4Args) -> Stateid4Res {
     let r = (|| {
         let h = c.client()?;
-        let s = open_stateid_here(c, &a.open_stateid)?;
+        let s = open_stateid_here(c, &a.open_stateid, true)?;
         c.nfs4.state.close(&h, &s).map_err(|e| of_state(&e))
     })();
     match r {

@@ -120,9 +120,8 @@ pub(super) fn create_session(c: &mut Compound<'_, '_>, a: CreateSession4Args) ->
     if a.flags & !CS_FLAGS != 0 {
         return NfsRes4::Fail(Nfsstat4::Inval);
     }
-    if a.fore_chan_attrs.rdma_ird.is_some() || a.back_chan_attrs.rdma_ird.is_some() {
-        return NfsRes4::Fail(Nfsstat4::Inval);
-    }
+    // ca_rdma_ird is for RDMA connections only: on TCP it is ignored,
+    // and the channels we grant carry none (§18.36.3, knfsd).
     // A back channel we could not authenticate on is no back channel
     // (§18.36.4: the server may refuse; it then says so in SEQUENCE).
     let mut flags = a.flags & !(CREATE_SESSION4_FLAG_PERSIST | CREATE_SESSION4_FLAG_CONN_RDMA);
