@@ -65,11 +65,6 @@ impl Nfs4 {
         self.pseudo.load()
     }
 
-    /// The pseudo-filesystem in force, to keep.
-    pub fn pseudo_full(&self) -> Arc<Pseudo> {
-        self.pseudo.load_full()
-    }
-
     /// The exports changed: rebuild the pseudo-filesystem.
     pub fn set_exports(&self, exports: &[Arc<Export>]) {
         self.pseudo.store(Arc::new(pseudo_of(exports)));

@@ -155,15 +155,18 @@ pub(super) fn getattr(c: &mut Compound<'_, '_>, a: GetAttr4Args, e: &mut Enc) ->
     }
     let status_at = e.len();
     e.u32(Nfsstat4::Ok as u32);
-    let r = match c.cur.clone() {
+    // Borrowed, not cloned: no handle copy and no shared reference count
+    // touched on the hot path.
+    let c: &Compound<'_, '_> = c;
+    let r = match &c.cur {
         Some(Cur::Pseudo(i)) => {
-            pseudo_fattr(c, i, &a.attr_request, e);
+            pseudo_fattr(c, *i, &a.attr_request, e);
             Ok(())
         }
         Some(Cur::Obj(o)) => {
             let call = o.call(c.ctx);
             match o.exp.backend.getattr(&call, &o.fh) {
-                Ok(attr) => obj_fattr(c, &o, &attr, &a.attr_request, e),
+                Ok(attr) => obj_fattr(c, o, &attr, &a.attr_request, e),
                 Err(err) => Err(of_fs(err)),
             }
         }
@@ -186,7 +189,7 @@ pub(super) fn access(c: &mut Compound<'_, '_>, a: Access4Args) -> Access4Res {
         return NfsRes4::Fail(Nfsstat4::Inval);
     }
     let cur = match c.cur() {
-        Ok(cur) => cur.clone(),
+        Ok(cur) => cur,
         Err(s) => return NfsRes4::Fail(s),
     };
     let granted = match cur {

@@ -38,8 +38,9 @@ const MAX_SESSIONLESS_OPS: u32 = 1;
 pub(super) struct Compound<'c, 'a> {
     pub ctx: &'c CallCtx<'a>,
     pub nfs4: &'c Nfs4,
-    /// The pseudo-filesystem as the compound began.
-    pub pseudo: Arc<Pseudo>,
+    /// The pseudo-filesystem as the compound began (a guard, not a
+    /// reference count: no cache line shared by every call is written).
+    pub pseudo: arc_swap::Guard<Arc<Pseudo>>,
     pub minor: u32,
     pub cur: Option<Cur>,
     pub saved: Option<Cur>,
@@ -205,7 +206,7 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
     let mut c = Compound {
         ctx,
         nfs4,
-        pseudo: nfs4.pseudo_full(),
+        pseudo: nfs4.pseudo(),
         minor: head.minorversion,
         cur: None,
         saved: None,

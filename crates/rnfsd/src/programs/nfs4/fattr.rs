@@ -149,9 +149,10 @@ pub(super) fn decode_settable(f: &Fattr4) -> Result<(SetAttr, Bitmap4), Nfsstat4
     Ok((set, f.attrmask))
 }
 
-/// `SUPPORTED` as a bitmap.
+/// `SUPPORTED` as a bitmap (made once: GETATTR asks for it every call).
 pub(super) fn supported() -> Bitmap4 {
-    bits(SUPPORTED)
+    static B: std::sync::LazyLock<Bitmap4> = std::sync::LazyLock::new(|| bits(SUPPORTED));
+    *B
 }
 
 pub(super) fn bits(list: &[u32]) -> Bitmap4 {

@@ -124,6 +124,33 @@ pub(super) fn lookup_in(c: &Compound<'_, '_>, dir: &Cur, name: &[u8]) -> Result<
 }
 
 pub(super) fn lookup(c: &mut Compound<'_, '_>, a: Lookup4Args) -> Nfsstat4 {
+    // Within an export (the common case) the current object only changes
+    // its handle: nothing else of it is copied.
+    if let Some(Cur::Obj(o)) = &c.cur {
+        let found = (|| {
+            check_name(&a.objname.0)?;
+            let call = o.call(c.ctx);
+            match o.exp.backend.lookup(&call, &o.fh, &a.objname.0) {
+                Ok((fh, _, _)) => Ok(fh),
+                Err(e) => {
+                    let s = of_fs(e);
+                    if s == Nfsstat4::NotDir {
+                        not_a_dir(c, o)?;
+                    }
+                    Err(s)
+                }
+            }
+        })();
+        let fh = match found {
+            Ok(fh) => fh,
+            Err(s) => return s,
+        };
+        if let Some(Cur::Obj(o)) = &mut c.cur {
+            o.fh = fh;
+        }
+        c.cur_sid = None;
+        return Nfsstat4::Ok;
+    }
     let dir = match c.cur() {
         Ok(d) => d.clone(),
         Err(s) => return s,
