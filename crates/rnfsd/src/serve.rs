@@ -410,6 +410,20 @@ fn start_nfs4(
     let reaper = state
         .spawn_reaper(NFS4_REAP_EVERY, NFS4_REAP_BATCH)
         .map_err(|e| Error::runtime(format!("NFSv4 reaper: {e}")))?;
+    let st = state.clone();
+    stats.set_nfs4(move || {
+        let c = st.counts();
+        rnfsd_stats::Nfs4Counts {
+            clients: c.clients,
+            sessions: c.sessions,
+            stateids: c.stateids,
+            reply_cache_bytes: c.reply_cache_bytes,
+            in_grace: c.in_grace,
+            clients_expired: c.clients_expired,
+            replays: c.replays,
+            reaped_stateids: c.reaped_stateids,
+        }
+    });
     let n = Nfs4::new(
         state,
         &server.exports(),

@@ -26,7 +26,7 @@ use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
 pub use rpc::{auth_stat_name, nfsstat3_name, Outcome, AUTH_STATS, NFS_STATUSES};
-pub use snapshot::{CacheCounts, ExportCounts, LockCounts, Snapshot};
+pub use snapshot::{CacheCounts, ExportCounts, LockCounts, Nfs4Counts, Snapshot};
 
 use rnfsd_transport::{PoolStats, TransportStats};
 
@@ -163,9 +163,12 @@ pub struct Registry {
     exports: Mutex<Vec<ExportSource>>,
     /// Reads the lock manager's gauges, when NLM is served.
     locks: Mutex<Option<LockSource>>,
+    /// Reads the NFSv4 state's gauges, when NFSv4 is served.
+    nfs4: Mutex<Option<Nfs4Source>>,
 }
 
 type LockSource = Box<dyn Fn() -> snapshot::LockCounts + Send + Sync>;
+type Nfs4Source = Box<dyn Fn() -> snapshot::Nfs4Counts + Send + Sync>;
 
 impl Registry {
     /// A registry for these procedures. Rows of one program version must be
@@ -216,6 +219,7 @@ impl Registry {
             sources: Mutex::new(Vec::new()),
             exports: Mutex::new(Vec::new()),
             locks: Mutex::new(None),
+            nfs4: Mutex::new(None),
         }
     }
 
@@ -361,6 +365,11 @@ impl Registry {
     /// Report the lock manager's gauges from `read`.
     pub fn set_locks(&self, read: impl Fn() -> snapshot::LockCounts + Send + Sync + 'static) {
         *self.locks.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(read));
+    }
+
+    /// Report the NFSv4 state's gauges from `read`.
+    pub fn set_nfs4(&self, read: impl Fn() -> snapshot::Nfs4Counts + Send + Sync + 'static) {
+        *self.nfs4.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(read));
     }
 
     /// Zero every counter. Concurrent adds may land on either side of it.

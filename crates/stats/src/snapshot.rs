@@ -35,6 +35,25 @@ pub struct Snapshot {
     /// The lock manager's table (None: NLM not served).
     #[serde(default)]
     pub locks: Option<LockCounts>,
+    /// The NFSv4 state (None: NFSv4 not served).
+    #[serde(default)]
+    pub nfs4: Option<Nfs4Counts>,
+}
+
+/// The NFSv4 state now: client records, sessions, stateids (gauges),
+/// whether the grace period is on, and what it has counted since start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Nfs4Counts {
+    pub clients: u64,
+    pub sessions: u64,
+    pub stateids: u64,
+    pub reply_cache_bytes: u64,
+    pub in_grace: bool,
+    /// Since start: clients whose lease ran out, slot replays answered
+    /// from the reply cache, stateids freed by the reaper.
+    pub clients_expired: u64,
+    pub replays: u64,
+    pub reaped_stateids: u64,
 }
 
 /// The lock manager's table now (gauges): files held open for lock
@@ -372,6 +391,12 @@ pub(crate) fn take(r: &Registry) -> Snapshot {
             .collect()
     };
     let exports = export_counts(r);
+    let nfs4 = r
+        .nfs4
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|f| f());
     let locks = r
         .locks
         .lock()
@@ -381,6 +406,7 @@ pub(crate) fn take(r: &Registry) -> Snapshot {
     Snapshot {
         exports,
         locks,
+        nfs4,
         mode: r.mode,
         shards: r.shards,
         started_unix: r

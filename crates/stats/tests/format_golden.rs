@@ -235,6 +235,7 @@ fn rich() -> Snapshot {
             waiters: 1,
             shares: 3,
         }),
+        nfs4: None,
     }
 }
 

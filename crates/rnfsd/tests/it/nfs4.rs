@@ -251,6 +251,11 @@ async fn sessions_replay_from_the_slot_and_the_pseudo_fs_joins_the_export() {
             .map(|t| t.connections.records_inline)
             .sum();
         assert!(inline >= 2, "compounds answered on the loop: {inline}");
+        // The state's gauges: one client with one session, no stateids,
+        // no grace (no client was known before this start).
+        let n = snap.nfs4.expect("NFSv4 gauges");
+        assert_eq!((n.clients, n.sessions, n.stateids), (1, 1, 0));
+        assert!(!n.in_grace);
 
         // One handle format: NFSv3's root handle is NFSv4's.
         let v3 = mount(&srv).await;

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use crate::snapshot::{CacheCounts, ConnCounts, ExportCounts, LockCounts, PoolCounts};
+use crate::snapshot::{CacheCounts, ConnCounts, ExportCounts, LockCounts, Nfs4Counts, PoolCounts};
 use crate::snapshot::{ProcCounts, Snapshot};
 
 /// The Prometheus text exposition of a snapshot. Labels are bounded: the
@@ -21,7 +21,7 @@ pub fn prometheus(s: &Snapshot) -> String {
 }
 
 /// The groups of families, in the order they are written.
-const GROUPS: [fn(&mut String, &Snapshot); 11] = [
+const GROUPS: [fn(&mut String, &Snapshot); 12] = [
     server,
     rpc_calls,
     rpc_errors,
@@ -32,6 +32,7 @@ const GROUPS: [fn(&mut String, &Snapshot); 11] = [
     caches,
     exports,
     locks,
+    nfs4,
     // After the cache families, where it has always been written.
     pool_queue_time,
 ];
@@ -604,6 +605,50 @@ const LOCKS: [Family<LockCounts>; 4] = [
         l.shares
     }),
 ];
+
+/// The NFSv4 state, when NFSv4 is served.
+const NFS4: [Family<Nfs4Counts>; 8] = [
+    gauge("rnfsd_nfs4_clients", "NFSv4 client records.", |n| n.clients),
+    gauge("rnfsd_nfs4_sessions", "NFSv4 sessions.", |n| n.sessions),
+    gauge(
+        "rnfsd_nfs4_stateids",
+        "NFSv4 open and lock stateids.",
+        |n| n.stateids,
+    ),
+    gauge(
+        "rnfsd_nfs4_reply_cache_bytes",
+        "Bytes reserved for NFSv4 slot reply caches.",
+        |n| n.reply_cache_bytes,
+    ),
+    gauge(
+        "rnfsd_nfs4_in_grace",
+        "1 while the NFSv4 grace period lasts.",
+        |n| u64::from(n.in_grace),
+    ),
+    counter(
+        "rnfsd_nfs4_clients_expired_total",
+        "NFSv4 clients whose lease ran out.",
+        |n| n.clients_expired,
+    ),
+    counter(
+        "rnfsd_nfs4_replays_total",
+        "NFSv4 requests answered from a slot's reply cache.",
+        |n| n.replays,
+    ),
+    counter(
+        "rnfsd_nfs4_reaped_stateids_total",
+        "NFSv4 stateids of dropped clients freed by the reaper.",
+        |n| n.reaped_stateids,
+    ),
+];
+
+fn nfs4(o: &mut String, s: &Snapshot) {
+    if let Some(n) = &s.nfs4 {
+        for f in &NFS4 {
+            single(o, f.name, f.kind, f.help, (f.get)(n));
+        }
+    }
+}
 
 fn locks(o: &mut String, s: &Snapshot) {
     if let Some(l) = &s.locks {

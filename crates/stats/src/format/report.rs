@@ -32,6 +32,19 @@ pub fn report(s: &Snapshot) -> String {
             l.ranges, l.files, l.waiters, l.shares
         );
     }
+    if let Some(n) = &s.nfs4 {
+        let _ = writeln!(
+            o,
+            "nfsv4: {} clients, {} sessions, {} stateids, {} reply cache bytes{}; {} expired, {} replays",
+            n.clients,
+            n.sessions,
+            n.stateids,
+            n.reply_cache_bytes,
+            if n.in_grace { ", in grace" } else { "" },
+            n.clients_expired,
+            n.replays
+        );
+    }
     nfs_replies(&mut o, s);
     proc_table(&mut o, s);
     o
