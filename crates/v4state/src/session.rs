@@ -695,6 +695,11 @@ impl State {
         Some((s.back, s.cb_program, conns))
     }
 
+    /// The client session `id` belongs to.
+    pub fn session_client(&self, id: &SessionId) -> Option<ClientId> {
+        self.sessions.shard(id).get(id).map(|s| s.client.id)
+    }
+
     /// The channels `conn` serves in session `id` (None: not bound).
     pub fn conn_binding(&self, id: &SessionId, conn: ConnId) -> Option<ConnDir> {
         let s = self.sessions.shard(id).get(id).cloned()?;

@@ -418,3 +418,92 @@ async fn client_records_are_written_as_the_server_after_a_squashed_caller() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_back_channel_is_probed_and_a_silent_one_is_reported_down() {
+    let (_dir, srv) = start("nfs4-backchannel");
+    bounded(async {
+        // Our client answers CB_NULL on its own connection.
+        let cfg = ClientConfig {
+            auth: Auth::sys(0, 0, &[], "nfs4-e2e"),
+            ..ClientConfig::default()
+        };
+        let v4 = rnfsd_client::Nfs4Config {
+            back_channel: true,
+            ..rnfsd_client::Nfs4Config::default()
+        };
+        let c = rnfsd_client::Nfs4Client::connect(srv.addr, &cfg, &v4)
+            .await
+            .expect("session with a back channel");
+        let t0 = std::time::Instant::now();
+        while c.callback_calls() == 0 && t0.elapsed() < std::time::Duration::from_secs(5) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(c.callback_calls() >= 1, "CB_NULL reached the client");
+        c.run(&[ArgOp::PutRootFh]).await.unwrap();
+        assert_eq!(c.status_flags() & SEQ4_STATUS_CB_PATH_DOWN, 0);
+
+        // A client that never answers calls on its connection: once the
+        // probe gives up, SEQUENCE says the path is down.
+        let raw_conn = connect(&srv).await;
+        let sid = session_with_back_channel(&raw_conn, b"silent-client").await;
+        let mut seqid = 1;
+        let t0 = std::time::Instant::now();
+        let flags = loop {
+            let r = compound(&raw_conn, 1, &[seq(sid, seqid, 0, false)]).await;
+            seqid += 1;
+            let ResOp::Sequence(NfsRes4::Ok(ok)) = &r.results[0] else {
+                panic!("SEQUENCE: {r:?}");
+            };
+            if ok.status_flags & SEQ4_STATUS_CB_PATH_DOWN != 0
+                || t0.elapsed() > std::time::Duration::from_secs(12)
+            {
+                break ok.status_flags;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        };
+        assert_ne!(flags & SEQ4_STATUS_CB_PATH_DOWN, 0, "path down reported");
+    })
+    .await;
+}
+
+/// As `session`, asking for a back channel on the connection.
+async fn session_with_back_channel(c: &RpcConnection, owner: &[u8]) -> SessionId4 {
+    let eid = ArgOp::ExchangeId(ExchangeId4Args {
+        clientowner: ClientOwner4 {
+            verifier: Verifier4([3; 8]),
+            ownerid: Opaque1024(owner.to_vec()),
+        },
+        flags: 0,
+        state_protect: StateProtect4A::None,
+        client_impl_id: None,
+    });
+    let r = compound(c, 1, &[eid]).await;
+    let ResOp::ExchangeId(NfsRes4::Ok(ok)) = &r.results[0] else {
+        panic!("EXCHANGE_ID: {r:?}");
+    };
+    let chan = ChannelAttrs4 {
+        headerpadsize: 0,
+        maxrequestsize: 1 << 20,
+        maxresponsesize: 1 << 20,
+        maxresponsesize_cached: 8192,
+        maxoperations: 16,
+        maxrequests: 8,
+        rdma_ird: None,
+    };
+    let cs = ArgOp::CreateSession(CreateSession4Args {
+        clientid: ok.clientid,
+        sequence: ok.sequenceid,
+        flags: CREATE_SESSION4_FLAG_CONN_BACK_CHAN,
+        fore_chan_attrs: chan,
+        back_chan_attrs: chan,
+        cb_program: 0x4000_0000,
+        sec_parms: vec![CallbackSecParms4::None],
+    });
+    let r = compound(c, 1, &[cs]).await;
+    let ResOp::CreateSession(NfsRes4::Ok(ok)) = &r.results[0] else {
+        panic!("CREATE_SESSION: {r:?}");
+    };
+    assert_ne!(ok.flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN, 0);
+    ok.sessionid
+}

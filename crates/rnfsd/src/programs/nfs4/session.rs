@@ -143,6 +143,11 @@ pub(super) fn create_session(c: &mut Compound<'_, '_>, a: CreateSession4Args) ->
         cb_program: a.cb_program,
         conn: c.conn(),
     });
+    if let Ok(s) = &r {
+        if s.flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN != 0 {
+            probe_back_channel(c, a.clientid, a.cb_program, &a.sec_parms);
+        }
+    }
     match r {
         Ok(s) => NfsRes4::Ok(CreateSession4ResOk {
             sessionid: SessionId4(s.sessionid.0),
@@ -185,7 +190,17 @@ pub(super) fn bind_conn(
         ChannelDirFromClient4::BackOrBoth => BindDir::BackOrBoth,
     };
     let id = SessionId(a.sessid.0);
-    match c.nfs4.state.bind_conn_to_session(&id, c.conn(), dir) {
+    let r = c.nfs4.state.bind_conn_to_session(&id, c.conn(), dir);
+    // A back channel on this connection now: probe it (a client whose
+    // path was down rebinds to bring it up, §18.34.3).
+    if let (Ok(ConnDir::Back | ConnDir::Both), Some((_, prog, _))) =
+        (&r, c.nfs4.state.back_channel(&id))
+    {
+        if let Some(cid) = c.nfs4.state.session_client(&id) {
+            probe_back_channel(c, cid.0, prog, &[CallbackSecParms4::None]);
+        }
+    }
+    match r {
         Ok(d) => NfsRes4::Ok(BindConnToSession4ResOk {
             sessid: a.sessid,
             dir: match d {
@@ -271,5 +286,59 @@ pub(super) fn free_stateid(c: &mut Compound<'_, '_>, a: FreeStateid4Args) -> Nfs
     match c.nfs4.state.free_stateid(&h, &sid(&s)) {
         Ok(()) => Nfsstat4::Ok,
         Err(e) => of_state(&e),
+    }
+}
+
+/// CB_NULL probes in flight at once (each a short thread: CREATE_SESSION
+/// is rare, and past this bound a session's back channel goes unprobed).
+const MAX_PROBES: usize = 16;
+/// How long a client has to answer the probe.
+const PROBE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+static PROBES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A session with a back channel on this connection: probe it with
+/// CB_NULL (RFC 8881 §18.36.4, as knfsd's nfsd4_probe_callback), off the
+/// request path; a client that does not answer sees
+/// SEQ4_STATUS_CB_PATH_DOWN in its SEQUENCE replies until one does.
+pub(super) fn probe_back_channel(
+    c: &Compound<'_, '_>,
+    clientid: u64,
+    cb_program: u32,
+    sec: &[CallbackSecParms4],
+) {
+    use std::sync::atomic::Ordering;
+    let Some(bc) = c.ctx.back_channel() else {
+        return;
+    };
+    let Ok(client) = c.nfs4.state.client(ClientId(clientid)) else {
+        return;
+    };
+    let cred = match sec.iter().find_map(|s| match s {
+        CallbackSecParms4::Sys(a) => Some(Auth::Sys(a.clone())),
+        CallbackSecParms4::None => Some(Auth::None),
+        _ => None,
+    }) {
+        Some(a) => a,
+        None => return,
+    };
+    if PROBES.fetch_add(1, Ordering::AcqRel) >= MAX_PROBES {
+        PROBES.fetch_sub(1, Ordering::AcqRel);
+        return;
+    }
+    let state = c.nfs4.state.clone();
+    let spawned = std::thread::Builder::new()
+        .name("nfsv4-cb-probe".into())
+        .spawn(move || {
+            let deadline = std::time::Instant::now() + PROBE_WAIT;
+            let r = bc.call(cb_program, cb::NFS_CB, cb::CB_NULL, &cred, &[], deadline);
+            if let Err(e) = &r {
+                tracing::info!(clientid = format!("{clientid:#x}"), error = ?e,
+                    "nfsv4: back channel probe failed");
+            }
+            state.set_callback_down(&client, r.is_err());
+            PROBES.fetch_sub(1, Ordering::AcqRel);
+        });
+    if spawned.is_err() {
+        PROBES.fetch_sub(1, Ordering::AcqRel);
     }
 }
