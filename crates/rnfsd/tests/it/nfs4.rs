@@ -42,6 +42,11 @@ async fn compound(c: &RpcConnection, minor: u32, ops: &[ArgOp<'_>]) -> CompoundR
 
 /// EXCHANGE_ID and CREATE_SESSION: the session's id.
 async fn session(c: &RpcConnection, owner: &[u8]) -> SessionId4 {
+    session_with(c, owner, 0).await
+}
+
+/// As `session`, with CREATE_SESSION's `flags` (a back channel).
+async fn session_with(c: &RpcConnection, owner: &[u8], flags: u32) -> SessionId4 {
     let eid = ArgOp::ExchangeId(ExchangeId4Args {
         clientowner: ClientOwner4 {
             verifier: Verifier4([7; 8]),
@@ -68,7 +73,7 @@ async fn session(c: &RpcConnection, owner: &[u8]) -> SessionId4 {
     let cs = ArgOp::CreateSession(CreateSession4Args {
         clientid: ok.clientid,
         sequence: ok.sequenceid,
-        flags: 0,
+        flags,
         fore_chan_attrs: chan,
         back_chan_attrs: chan,
         cb_program: 0x4000_0000,
@@ -86,6 +91,7 @@ async fn session(c: &RpcConnection, owner: &[u8]) -> SessionId4 {
     };
     assert!(ok.fore_chan_attrs.maxrequests >= 1 && ok.fore_chan_attrs.maxrequests <= 8);
     assert!(ok.fore_chan_attrs.maxresponsesize_cached <= 8192);
+    assert_eq!(ok.flags & flags, flags, "the flags asked for granted");
     ok.sessionid
 }
 
@@ -446,7 +452,12 @@ async fn the_back_channel_is_probed_and_a_silent_one_is_reported_down() {
         // A client that never answers calls on its connection: once the
         // probe gives up, SEQUENCE says the path is down.
         let raw_conn = connect(&srv).await;
-        let sid = session_with_back_channel(&raw_conn, b"silent-client").await;
+        let sid = session_with(
+            &raw_conn,
+            b"silent-client",
+            CREATE_SESSION4_FLAG_CONN_BACK_CHAN,
+        )
+        .await;
         let mut seqid = 1;
         let t0 = std::time::Instant::now();
         let flags = loop {
@@ -465,45 +476,4 @@ async fn the_back_channel_is_probed_and_a_silent_one_is_reported_down() {
         assert_ne!(flags & SEQ4_STATUS_CB_PATH_DOWN, 0, "path down reported");
     })
     .await;
-}
-
-/// As `session`, asking for a back channel on the connection.
-async fn session_with_back_channel(c: &RpcConnection, owner: &[u8]) -> SessionId4 {
-    let eid = ArgOp::ExchangeId(ExchangeId4Args {
-        clientowner: ClientOwner4 {
-            verifier: Verifier4([3; 8]),
-            ownerid: Opaque1024(owner.to_vec()),
-        },
-        flags: 0,
-        state_protect: StateProtect4A::None,
-        client_impl_id: None,
-    });
-    let r = compound(c, 1, &[eid]).await;
-    let ResOp::ExchangeId(NfsRes4::Ok(ok)) = &r.results[0] else {
-        panic!("EXCHANGE_ID: {r:?}");
-    };
-    let chan = ChannelAttrs4 {
-        headerpadsize: 0,
-        maxrequestsize: 1 << 20,
-        maxresponsesize: 1 << 20,
-        maxresponsesize_cached: 8192,
-        maxoperations: 16,
-        maxrequests: 8,
-        rdma_ird: None,
-    };
-    let cs = ArgOp::CreateSession(CreateSession4Args {
-        clientid: ok.clientid,
-        sequence: ok.sequenceid,
-        flags: CREATE_SESSION4_FLAG_CONN_BACK_CHAN,
-        fore_chan_attrs: chan,
-        back_chan_attrs: chan,
-        cb_program: 0x4000_0000,
-        sec_parms: vec![CallbackSecParms4::None],
-    });
-    let r = compound(c, 1, &[cs]).await;
-    let ResOp::CreateSession(NfsRes4::Ok(ok)) = &r.results[0] else {
-        panic!("CREATE_SESSION: {r:?}");
-    };
-    assert_ne!(ok.flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN, 0);
-    ok.sessionid
 }
