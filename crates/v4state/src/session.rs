@@ -548,11 +548,13 @@ impl State {
             return Err(V4Error::ReqTooBig);
         }
         let mut evicted = None;
+        let mut newly_bound = false;
         let (v, highest, back_bound) = {
             let mut i = locked(&s.inner);
             if !i.conns.iter().any(|&(id, d)| id == a.conn && d.fore()) {
                 // A connection not bound yet is bound to the fore channel
                 // (SP4_NONE, §2.10.3.1).
+                newly_bound = true;
                 evicted = bind(
                     &mut i.conns,
                     a.conn,
@@ -579,7 +581,10 @@ impl State {
         if let Some(old) = evicted {
             self.unindex_conn(old, &s.id);
         }
-        self.index_conn(a.conn, s.id);
+        // Indexed once, when bound: not on every request.
+        if newly_bound {
+            self.index_conn(a.conn, s.id);
+        }
         let v = v?;
         c.renew(now);
         let mut flags = self.client_status(c);

@@ -218,9 +218,13 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         start,
     };
     let mut cachethis = false;
+    // One clock read per operation: each is timed from the end of the one
+    // before.
+    let mut t = Instant::now();
     for (i, op) in head.ops(d).enumerate() {
         let i = i as u32;
         let op_start = e.len();
+        let opnum = op.opnum;
         let arg = match op.arg {
             Ok(a) => a,
             Err(_) => {
@@ -232,10 +236,7 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         let status = if let Some(s) = refuse(&c, i, &arg, head.nops) {
             w.push(e, &ResOp::error(arg.opnum(), s))
         } else if let ArgOp::Sequence(sa) = arg {
-            let t0 = Instant::now();
-            let r = sequence(&mut c, &sa, args, e, start, &mut w);
-            count(&c, OP_SEQUENCE, t0);
-            match r {
+            match sequence(&mut c, &sa, args, e, start, &mut w) {
                 Seq::Go => {
                     cachethis = sa.cachethis;
                     Nfsstat4::Ok
@@ -246,6 +247,9 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         } else {
             run_op(&mut c, arg, e, &mut w)
         };
+        let now = Instant::now();
+        count(&c, opnum, now.saturating_duration_since(t));
+        t = now;
         if gave_up(ctx) {
             // Changed nothing: run again in a pool from the start.
             if let Some(t) = c.ticket.take() {
@@ -349,17 +353,15 @@ fn run_op(
         return w.push(e, &ResOp::error(opnum, Nfsstat4::NoFileHandle));
     }
     tracing::trace!(op = row.name, "nfsv4 operation");
-    let t0 = Instant::now();
     let status = (row.run)(c, arg, e);
-    count(c, opnum, t0);
     w.pushed(status)
 }
 
-/// Counts operation `opnum`, begun at `t0`, in the statistics.
-fn count(c: &Compound<'_, '_>, opnum: u32, t0: Instant) {
+/// Counts operation `opnum`, which took `took`, in the statistics.
+fn count(c: &Compound<'_, '_>, opnum: u32, took: std::time::Duration) {
     let Some(st) = &c.nfs4.stats else { return };
     if let Some(shard) = st.shard() {
-        let us = t0.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
+        let us = took.as_micros().min(u128::from(u64::MAX)) as u64;
         st.record_part(
             shard,
             OPS_STATS_PROG,
