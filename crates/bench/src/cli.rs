@@ -106,7 +106,7 @@ pub enum Cmd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::v41::Vers;
+    use crate::vers::Vers;
     use crate::workload::Mix;
 
     #[test]

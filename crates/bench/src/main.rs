@@ -21,6 +21,7 @@ mod session;
 mod stats;
 mod storm;
 mod v41;
+mod vers;
 mod workload;
 
 use std::process::ExitCode;
@@ -62,13 +63,21 @@ fn dispatch(cmd: Cmd, rt: &tokio::runtime::Runtime) -> Result<(), String> {
         } => prepare::prepare_cmd(&dir, files, dirs, seed_size, file_size, threads),
         Cmd::Handles(a) => rt.block_on(handles::handles_cmd(a)),
         Cmd::Storm(a) => rt.block_on(storm::storm_cmd(a)),
+        // NFSv4.1 runs are v41's: the v3 modules know nothing of them.
+        Cmd::Run(a) if a.vers == vers::Vers::V41 => rt.block_on(v41::run_cmd(a)),
         Cmd::Run(a) => rt.block_on(run::run_cmd(a)),
         Cmd::PoolMatrix(a) => rt.block_on(matrix::run(a)),
+        Cmd::Create(a) if a.target.vers == vers::Vers::V41 => {
+            rt.block_on(v41::create_cmd(a, false))
+        }
         Cmd::Create(a) => rt.block_on(ops::create_cmd(a, false)),
+        Cmd::Mkdir(a) if a.target.vers == vers::Vers::V41 => rt.block_on(v41::create_cmd(a, true)),
         Cmd::Mkdir(a) => rt.block_on(ops::create_cmd(a, true)),
         Cmd::Fsmark(a) => rt.block_on(ops::fsmark_cmd(a)),
         Cmd::Mount(a) => rt.block_on(ops::mount_cmd(a)),
+        Cmd::Read(a) if a.target.vers == vers::Vers::V41 => rt.block_on(v41::io_cmd(a, true)),
         Cmd::Read(a) => rt.block_on(ops::io_cmd(a, true)),
+        Cmd::Write(a) if a.target.vers == vers::Vers::V41 => rt.block_on(v41::io_cmd(a, false)),
         Cmd::Write(a) => rt.block_on(ops::io_cmd(a, false)),
         Cmd::Ceiling(_) => Ok(()), // run by main, without a runtime
         Cmd::LocalCreate(a) => local::create_cmd(a),

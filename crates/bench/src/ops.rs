@@ -22,7 +22,7 @@ use rnfsd_client::{check, Client, ClientError, MountClient, NfsClient};
 use crate::proc_cost::ProcSample;
 use crate::session;
 use crate::stats::{self, histogram};
-use crate::v41::Vers;
+use crate::vers::Vers;
 use crate::workload::{self, WALK_MAX_TIME};
 
 /// Where and how to reach the server, and where results go.
@@ -547,9 +547,6 @@ pub struct CreateArgs {
 /// `create` (CREATE then REMOVE) or `mkdir` (MKDIR then RMDIR) of N entries
 /// in one fresh directory per stream count.
 pub async fn create_cmd(a: CreateArgs, dirs: bool) -> Result<(), String> {
-    if a.target.vers == Vers::V41 {
-        return crate::v41::create_cmd(a, dirs).await;
-    }
     let c = connect_any(&a.target).await?;
     let json = a.target.json.clone();
     print_header();
@@ -898,9 +895,6 @@ async fn io_sizes(nfs: &NfsClient, root: &NfsFh3) -> (u64, u64) {
 /// Sequential 1 MiB WRITEs (`write`) or READs (`read`, after writing the file
 /// UNSTABLE + COMMIT) of a fresh file; throughput in MB/s.
 pub async fn io_cmd(a: IoArgs, read: bool) -> Result<(), String> {
-    if a.target.vers == Vers::V41 {
-        return crate::v41::io_cmd(a, read).await;
-    }
     let c = connect(&a.target).await?;
     let json = a.target.json.clone();
     let total = a.size.clamp(1, 1 << 20) * CHUNK;

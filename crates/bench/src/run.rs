@@ -14,7 +14,7 @@ use crate::proc_cost::ProcSample;
 use crate::session::{
     actual_conns, check_streams, connect, per_stream_clients, stream_clients, Session,
 };
-use crate::v41::Vers;
+use crate::vers::Vers;
 use crate::workload::{self, Load, Mix};
 
 #[derive(clap::Args, Clone)]
@@ -211,9 +211,6 @@ async fn single_stream(
 }
 
 pub async fn run_cmd(a: RunArgs) -> Result<(), String> {
-    if a.vers == Vers::V41 {
-        return crate::v41::run_cmd(a).await;
-    }
     // A handle file replaces the walk (and the --handles sample).
     let from_file = match &a.handles_file {
         Some(f) => Some(Load::from_handles(a.mix, handles::read_handles(f)?)?),

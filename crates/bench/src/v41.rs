@@ -31,18 +31,6 @@ use crate::session::{actual_conns, check_streams, MAX_PER_STREAM_CONNS};
 use crate::stats::{self, histogram};
 use crate::workload::{sample_indices, Mix, RunResult, IO_BYTES, SAMPLE_SEED, WALK_MAX_TIME};
 
-/// Which NFS version a command speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Vers {
-    /// NFSv3 with MOUNT v3.
-    #[default]
-    #[value(name = "3")]
-    V3,
-    /// NFSv4.1 sessions.
-    #[value(name = "4.1")]
-    V41,
-}
-
 /// The suffix of an NFSv4.1 row's workload name.
 pub const SUFFIX: &str = "-v4.1";
 
