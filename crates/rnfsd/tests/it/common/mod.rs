@@ -109,7 +109,18 @@ impl TestServer {
     /// As `start_defaults`, the server's environment with `env` added (the
     /// test process's own is left as it is: tests run side by side).
     pub fn start_env(export: &Path, extra: &[&str], env: &[(&str, &str)]) -> TestServer {
-        let state = TempDir::new("state");
+        Self::start_in(export, TempDir::new("state"), extra, env)
+    }
+
+    /// As `start_env`, in the state directory `state` (which the caller
+    /// may have seeded: the power-cut test puts its `nfs4` directory, the
+    /// NFSv4 client records, on the filesystem it cuts).
+    pub fn start_in(
+        export: &Path,
+        state: TempDir,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> TestServer {
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let env: Vec<(String, String)> = env
             .iter()
