@@ -9,6 +9,18 @@
 //! namespace change must be there, and the verifier must differ after the
 //! restart.
 //!
+//! NFSv3 and NFSv4.1 clients share the rounds: with several clients every
+//! other one speaks NFSv4.1 (which ones alternates by round), doing its
+//! role through OPEN, WRITE (UNSTABLE4 then COMMIT, or FILE_SYNC4),
+//! CREATE, RENAME, REMOVE, LINK, SETATTR and OPEN EXCLUSIVE4_1; a client
+//! alone speaks NFSv3 in rounds 0-11 of every 24 and NFSv4.1 in rounds
+//! 12-23. The modes NFSv4.1 creates and SETATTRs set are checked too.
+//! The server's NFSv4 client records are on a second filesystem of the
+//! same kind, cut at the same moment, while new clients are made until
+//! the cut: after the restart every client whose CREATE_SESSION was
+//! acknowledged must be allowed to reclaim (OPEN CLAIM_PREVIOUS in the
+//! grace period), one never seen must not.
+//!
 //! Rounds: `RNFSD_CRASH_ROUNDS` (default 6; the issue's full run is 20):
 //! ext4 twice then XFS twice (in the full run, ext4 with fast commits in
 //! rounds 4 and 5 of every 8); data and names, then names only; round 4
@@ -24,6 +36,8 @@
 //! `RNFSD_CRASH_WRITE_BEHIND` (the server's `--write-behind-bytes`,
 //! 8192 unless given), `RNFSD_CRASH_MOMENT_MS` (`500-3000`: the cut's
 //! range),
+//! `RNFSD_CRASH_PROTO` (`v3`, `v4` or `both`, the default: the
+//! protocol of every client),
 //! `RNFSD_CRASH_LOOP_DIO=1` (the loop device in direct-I/O mode) and
 //! `RNFSD_CRASH_KEEP_GOING=1` (every loss of every round reported with the
 //! lost files' state; the test fails at the end, listing the rounds).
@@ -39,7 +53,13 @@ use common::blockdev::{extents, run, unavailable, LoopFs};
 use common::nfs::*;
 use common::TestServer;
 use rnfsd_client::nfs3::*;
-use rnfsd_client::NfsClient;
+use rnfsd_client::nfs4::{OpenArgs, OpenHow, SetAttrs4};
+use rnfsd_client::{Client, ClientError, Nfs4Client, Nfs4Config, NfsClient};
+use rnfsd_proto::nfs4::{
+    ArgOp, NfsFh4, NfsRes4, Nfsstat4, Open4Args, OpenClaim4, OpenDelegationType4, OpenFlag4,
+    PutFh4Args, ResOp, StableHow4, Stateid4, Verifier4, OPEN4_SHARE_ACCESS_BOTH,
+    OPEN4_SHARE_DENY_NONE,
+};
 
 const BLOCK: usize = 4096;
 const BLOCKS: u64 = 8;
@@ -58,7 +78,15 @@ struct Acked {
     /// Files made by an acknowledged EXCLUSIVE create -> the (mtime,
     /// atime) seconds their verifier must have left.
     exclusive: HashMap<String, (i64, i64)>,
+    /// Objects whose mode an acknowledged create or SETATTR set (NFSv4.1
+    /// clients) -> that mode.
+    modes: HashMap<String, u32>,
+    /// Owners of the NFSv4.1 clients whose CREATE_SESSION was
+    /// acknowledged: the server must know them after the restart.
+    owners: Vec<Vec<u8>>,
     ops: u64,
+    /// Of `ops`, those acknowledged to NFSv4.1 clients.
+    ops4: u64,
     /// COMMITs and FILE_SYNC WRITEs acknowledged, and the WRITEs and bytes
     /// they made durable (for a report).
     commits: u64,
@@ -118,6 +146,69 @@ fn unit(file: u32, u: u64, n: u64, gen: u32) -> Vec<u8> {
         .collect()
 }
 
+/// A COMMIT of generation `gen` of `units` (`n` blocks each) answered
+/// with verifier `commit`, its WRITEs having carried `verfs`: acknowledged
+/// only if every WRITE carried the COMMIT's verifier (otherwise a client
+/// resends them: RFC 1813 §3.3.7, RFC 8881 §18.3.3). False once the cut
+/// has begun (the reply is not counted).
+#[allow(clippy::too_many_arguments)]
+fn ack_commit(
+    acked: &Mutex<Acked>,
+    name: &str,
+    units: std::ops::Range<u64>,
+    n: u64,
+    gen: u32,
+    verfs: &HashSet<[u8; 8]>,
+    commit: [u8; 8],
+    v4: bool,
+) -> bool {
+    let mut a = acked.lock().unwrap();
+    if a.cutting {
+        return false;
+    }
+    a.verifiers.insert(commit);
+    if verfs.len() == 1 && verfs.contains(&commit) {
+        for u in units.clone() {
+            for b in u * n..(u + 1) * n {
+                a.blocks.insert((name.to_owned(), b), gen);
+            }
+        }
+        a.ops += 1;
+        a.ops4 += u64::from(v4);
+        a.commits += 1;
+        a.writes += units.end - units.start;
+        a.bytes += (units.end - units.start) * n * BLOCK as u64;
+    }
+    true
+}
+
+/// A FILE_SYNC WRITE of unit `u` (`n` blocks), generation `gen`,
+/// answered with verifier `verf`. False once the cut has begun.
+fn ack_stable(
+    acked: &Mutex<Acked>,
+    name: &str,
+    u: u64,
+    n: u64,
+    gen: u32,
+    verf: [u8; 8],
+    v4: bool,
+) -> bool {
+    let mut a = acked.lock().unwrap();
+    if a.cutting {
+        return false;
+    }
+    for b in u * n..(u + 1) * n {
+        a.blocks.insert((name.to_owned(), b), gen);
+    }
+    a.verifiers.insert(verf);
+    a.ops += 1;
+    a.ops4 += u64::from(v4);
+    a.file_syncs += 1;
+    a.writes += 1;
+    a.bytes += n * BLOCK as u64;
+    true
+}
+
 /// Rewrites the file's BLOCKS units (`n` blocks each, one WRITE) UNSTABLE,
 /// then COMMITs, again and again; `append`: writes one new unit past the
 /// end each time instead (so each COMMIT also makes a new size and new
@@ -167,23 +258,8 @@ async fn unstable_writer(
             .await
         {
             Ok(NfsRes::Ok(r)) => {
-                let mut a = acked.lock().unwrap();
-                if a.cutting {
+                if !ack_commit(&acked, &name, units, n, gen, &verfs, r.verf.0, false) {
                     return;
-                }
-                a.verifiers.insert(r.verf.0);
-                // Acknowledged only if every WRITE carried the COMMIT's
-                // verifier (otherwise a client would resend them).
-                if verfs.len() == 1 && verfs.contains(&r.verf.0) {
-                    for u in units.clone() {
-                        for b in u * n..(u + 1) * n {
-                            a.blocks.insert((name.clone(), b), gen);
-                        }
-                    }
-                    a.ops += 1;
-                    a.commits += 1;
-                    a.writes += units.end - units.start;
-                    a.bytes += (units.end - units.start) * n * BLOCK as u64;
                 }
             }
             _ => return,
@@ -224,18 +300,9 @@ async fn stable_writer(
             Ok(NfsRes::Ok(r))
                 if r.count as usize == n as usize * BLOCK && r.committed == StableHow::FileSync =>
             {
-                let mut a = acked.lock().unwrap();
-                if a.cutting {
+                if !ack_stable(&acked, &name, u, n, gen, r.verf.0, false) {
                     return;
                 }
-                for b in u * n..(u + 1) * n {
-                    a.blocks.insert((name.clone(), b), gen);
-                }
-                a.verifiers.insert(r.verf.0);
-                a.ops += 1;
-                a.file_syncs += 1;
-                a.writes += 1;
-                a.bytes += n * BLOCK as u64;
             }
             _ => return,
         }
@@ -396,11 +463,440 @@ async fn creates_only(nfs: NfsClient, root: NfsFh3, tag: String, acked: Arc<Mute
     }
 }
 
+// ---- NFSv4.1 clients (RFC 8881): the same loads through OPEN, WRITE,
+// COMMIT, CREATE, RENAME, REMOVE, LINK and SETATTR, checked the same way.
+
+/// An NFSv4.1 client of `srv` (EXCHANGE_ID, CREATE_SESSION,
+/// RECLAIM_COMPLETE) with owner `owner`, and the export root's handle.
+async fn connect4(srv: &TestServer, owner: &[u8]) -> (Nfs4Client, NfsFh4) {
+    let v4 = Nfs4Config {
+        owner: Some(owner.to_vec()),
+        ..Nfs4Config::default()
+    };
+    let c = Nfs4Client::connect(srv.addr, &config(1), &v4)
+        .await
+        .unwrap_or_else(|e| panic!("NFSv4.1 session with {}: {e}", srv.addr));
+    let root = c
+        .lookup_path(srv.export.to_str().unwrap())
+        .await
+        .unwrap_or_else(|e| panic!("NFSv4.1 LOOKUP of the export: {e}"));
+    (c, root)
+}
+
+/// OPEN `name` for reading and writing, created UNCHECKED: its handle
+/// and open stateid; None once the server is gone.
+async fn open4(nfs: &Nfs4Client, root: &NfsFh4, name: &str) -> Option<(NfsFh4, Stateid4)> {
+    let o = nfs.open(root, &OpenArgs::create(name)).await.ok()?;
+    Some((o.fh, o.stateid))
+}
+
+/// `unstable_writer` over NFSv4.1: WRITE UNSTABLE4 under the open
+/// stateid, then COMMIT; a block is acknowledged only when every WRITE
+/// carried the COMMIT's verifier.
+async fn unstable_writer4(
+    nfs: Nfs4Client,
+    root: NfsFh4,
+    name: String,
+    append: bool,
+    n: u64,
+    acked: Arc<Mutex<Acked>>,
+) {
+    let Some((fh, sid)) = open4(&nfs, &root, &name).await else {
+        return;
+    };
+    let id = file_id(&name);
+    for gen in 1u32.. {
+        let mut verfs = HashSet::new();
+        let units = if append {
+            u64::from(gen - 1)..u64::from(gen)
+        } else {
+            0..BLOCKS
+        };
+        for u in units.clone() {
+            let data = unit(id, u, n, gen);
+            match nfs
+                .write(&fh, &sid, u * n * BLOCK as u64, &data, StableHow4::Unstable)
+                .await
+            {
+                Ok(w) if w.count as usize == data.len() => {
+                    verfs.insert(w.writeverf.0);
+                }
+                _ => return,
+            }
+        }
+        match nfs.commit(&fh, 0, 0).await {
+            Ok(v) => {
+                if !ack_commit(&acked, &name, units, n, gen, &verfs, v.0, true) {
+                    return;
+                }
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// `stable_writer` over NFSv4.1: WRITE FILE_SYNC4.
+async fn stable_writer4(
+    nfs: Nfs4Client,
+    root: NfsFh4,
+    name: String,
+    append: bool,
+    n: u64,
+    acked: Arc<Mutex<Acked>>,
+) {
+    let Some((fh, sid)) = open4(&nfs, &root, &name).await else {
+        return;
+    };
+    let id = file_id(&name);
+    for gen in 1u32.. {
+        let u = if append {
+            u64::from(gen - 1)
+        } else {
+            u64::from(gen) % BLOCKS
+        };
+        let data = unit(id, u, n, gen);
+        match nfs
+            .write(&fh, &sid, u * n * BLOCK as u64, &data, StableHow4::FileSync)
+            .await
+        {
+            Ok(w) if w.count as usize == data.len() && w.committed == StableHow4::FileSync => {
+                if !ack_stable(&acked, &name, u, n, gen, w.writeverf.0, true) {
+                    return;
+                }
+            }
+            _ => return,
+        }
+    }
+}
+
+/// Modes the NFSv4.1 clients give: at create (a file by GUARDED4, a file
+/// by EXCLUSIVE4_1, a directory by CREATE) and by SETATTR after.
+const MODE_GUARDED: u32 = 0o644;
+const MODE_EXCLUSIVE: u32 = 0o640;
+const MODE_DIR: u32 = 0o755;
+const MODE_SET_FILE: u32 = 0o600;
+const MODE_SET_DIR: u32 = 0o700;
+
+/// What `made4` makes.
+enum Make4 {
+    Dir,
+    /// OPEN GUARDED4 with MODE_GUARDED.
+    Guarded,
+    /// OPEN EXCLUSIVE4_1 with this verifier and MODE_EXCLUSIVE (set after
+    /// the verifier: a second change the reply waits for).
+    Exclusive([u8; 8]),
+}
+
+impl Make4 {
+    fn mode(&self) -> u32 {
+        match self {
+            Make4::Dir => MODE_DIR,
+            Make4::Guarded => MODE_GUARDED,
+            Make4::Exclusive(_) => MODE_EXCLUSIVE,
+        }
+    }
+}
+
+/// CREATE of a directory, or OPEN creating a file (then CLOSE): the new
+/// object's handle; None when the create failed.
+async fn made4(nfs: &Nfs4Client, root: &NfsFh4, name: &str, what: &Make4) -> Option<NfsFh4> {
+    let how = match what {
+        Make4::Dir => return nfs.mkdir(root, name, MODE_DIR).await.ok(),
+        Make4::Guarded => OpenHow::Guarded(SetAttrs4::mode(MODE_GUARDED)),
+        Make4::Exclusive(v) => OpenHow::Exclusive41(Verifier4(*v), SetAttrs4::mode(MODE_EXCLUSIVE)),
+    };
+    let o = nfs
+        .open(
+            root,
+            &OpenArgs {
+                how,
+                ..OpenArgs::create(name)
+            },
+        )
+        .await
+        .ok()?;
+    // The create was acknowledged with the OPEN; the CLOSE only ends the
+    // open (a cut meanwhile changes nothing of it).
+    let _ = nfs.close(&o.fh, &o.stateid).await;
+    Some(o.fh)
+}
+
+/// Records an acknowledged create of `name` (unless the cut has begun).
+fn ack_made4(acked: &Mutex<Acked>, name: &str, what: &Make4) -> bool {
+    let mut a = acked.lock().unwrap();
+    if a.cutting {
+        return false;
+    }
+    a.uncertain.remove(name);
+    if let Make4::Exclusive(v) = what {
+        a.exclusive.insert(name.to_owned(), verifier_times(v));
+    }
+    a.modes.insert(name.to_owned(), what.mode());
+    a.present.insert(name.to_owned());
+    a.ops += 1;
+    a.ops4 += 1;
+    true
+}
+
+/// `namespace` over NFSv4.1 on a `sync` export: c{n} made by OPEN
+/// GUARDED4, OPEN EXCLUSIVE4_1 or CREATE (a directory) in turn, then,
+/// in turn, its mode changed by SETATTR, renamed to r{n}, removed, or
+/// (a file) linked as l{n} too (a directory: SETATTR instead).
+async fn namespace4(nfs: Nfs4Client, root: NfsFh4, tag: String, acked: Arc<Mutex<Acked>>) {
+    for n in 0u64.. {
+        let c = format!("{tag}c{n}");
+        acked.lock().unwrap().uncertain.insert(c.clone());
+        let what = match n % 3 {
+            0 => Make4::Guarded,
+            1 => Make4::Exclusive(exclusive_verifier(n)),
+            _ => Make4::Dir,
+        };
+        let Some(fh) = made4(&nfs, &root, &c, &what).await else {
+            return;
+        };
+        if !ack_made4(&acked, &c, &what) {
+            return;
+        }
+        let dir = matches!(what, Make4::Dir);
+        match n % 4 {
+            1 => {
+                let r = format!("{tag}r{n}");
+                {
+                    let mut a = acked.lock().unwrap();
+                    a.uncertain.insert(c.clone());
+                    a.uncertain.insert(r.clone());
+                }
+                if nfs.rename(&root, &c, &root, &r).await.is_err() {
+                    return;
+                }
+                let mut a = acked.lock().unwrap();
+                if a.cutting {
+                    return;
+                }
+                a.uncertain.remove(&c);
+                a.uncertain.remove(&r);
+                a.present.remove(&c);
+                a.absent.insert(c.clone());
+                a.present.insert(r.clone());
+                // The object's verifier and mode go with it.
+                if let Some(t) = a.exclusive.remove(&c) {
+                    a.exclusive.insert(r.clone(), t);
+                }
+                if let Some(m) = a.modes.remove(&c) {
+                    a.modes.insert(r, m);
+                }
+                a.ops += 1;
+                a.ops4 += 1;
+            }
+            2 => {
+                acked.lock().unwrap().uncertain.insert(c.clone());
+                if nfs.remove(&root, &c).await.is_err() {
+                    return;
+                }
+                let mut a = acked.lock().unwrap();
+                if a.cutting {
+                    return;
+                }
+                a.uncertain.remove(&c);
+                a.present.remove(&c);
+                a.exclusive.remove(&c);
+                a.modes.remove(&c);
+                a.absent.insert(c);
+                a.ops += 1;
+                a.ops4 += 1;
+            }
+            3 if !dir => {
+                let l = format!("{tag}l{n}");
+                acked.lock().unwrap().uncertain.insert(l.clone());
+                if nfs.link(&fh, &root, &l).await.is_err() {
+                    return;
+                }
+                let mut a = acked.lock().unwrap();
+                if a.cutting {
+                    return;
+                }
+                a.uncertain.remove(&l);
+                a.present.insert(l);
+                a.ops += 1;
+                a.ops4 += 1;
+            }
+            _ => {
+                let mode = if dir { MODE_SET_DIR } else { MODE_SET_FILE };
+                // The mode is either until the reply.
+                acked.lock().unwrap().modes.remove(&c);
+                let set = nfs
+                    .setattr(&fh, &Stateid4::ANONYMOUS, &SetAttrs4::mode(mode))
+                    .await;
+                if set.is_err() {
+                    return;
+                }
+                let mut a = acked.lock().unwrap();
+                if a.cutting {
+                    return;
+                }
+                a.modes.insert(c, mode);
+                a.ops += 1;
+                a.ops4 += 1;
+            }
+        }
+    }
+}
+
+/// `creates_only` over NFSv4.1: directories (CREATE), OPEN GUARDED4
+/// and OPEN EXCLUSIVE4_1 files in turn, nothing else.
+async fn creates_only4(nfs: Nfs4Client, root: NfsFh4, tag: String, acked: Arc<Mutex<Acked>>) {
+    for n in 0u64.. {
+        let c = format!("{tag}m{n}");
+        acked.lock().unwrap().uncertain.insert(c.clone());
+        let what = match n % 4 {
+            1 | 3 => Make4::Dir,
+            0 => Make4::Guarded,
+            _ => Make4::Exclusive(exclusive_verifier(n)),
+        };
+        if made4(&nfs, &root, &c, &what).await.is_none() || !ack_made4(&acked, &c, &what) {
+            return;
+        }
+    }
+}
+
+/// Pause between two clients `new_clients` makes.
+const NEW_CLIENT_EVERY: Duration = Duration::from_millis(20);
+/// Clients `new_clients` makes at most in a round (the server keeps
+/// `nfs4_max_clients`, 4096).
+const NEW_CLIENTS_MAX: u64 = 200;
+
+/// New NFSv4.1 clients (EXCHANGE_ID, CREATE_SESSION) one after another
+/// until the cut, over one connection: each acknowledged CREATE_SESSION
+/// wrote its client's record durably first (RFC 8881 §8.4.3), so every
+/// owner recorded here must be known after the restart, also the last
+/// ones before the cut.
+async fn new_clients(client: Client, r: u64, acked: Arc<Mutex<Acked>>) {
+    for k in 0..NEW_CLIENTS_MAX {
+        let owner = format!("crash round {r} client {k}").into_bytes();
+        let v4 = Nfs4Config {
+            owner: Some(owner.clone()),
+            reclaim_complete: false,
+            ..Nfs4Config::default()
+        };
+        if Nfs4Client::establish(client.clone(), &v4).await.is_err() {
+            return;
+        }
+        {
+            let mut a = acked.lock().unwrap();
+            if a.cutting {
+                return;
+            }
+            a.owners.push(owner);
+        }
+        tokio::time::sleep(NEW_CLIENT_EVERY).await;
+    }
+}
+
+/// The file the restarted server's known clients reclaim an open of
+/// (made durable before the round's load).
+const HELD: &str = "held";
+
+/// After the restart, in the grace period: every owner whose
+/// CREATE_SESSION was acknowledged may reclaim (OPEN CLAIM_PREVIOUS of
+/// HELD succeeds: §8.4.2.1), an owner never seen may not; then an
+/// UNSTABLE WRITE over NFSv4.1 carries a verifier none acknowledged
+/// before. Returns how many owners were checked, and a line per owner
+/// the server did not know.
+async fn reclaims(
+    srv: &TestServer,
+    owners: &[Vec<u8>],
+    verfs: &HashSet<[u8; 8]>,
+    keep_going: bool,
+) -> (usize, Vec<String>) {
+    if owners.is_empty() {
+        return (0, Vec::new());
+    }
+    let client = connect(srv).await;
+    let held = format!("{}/{HELD}", srv.export.display());
+    let session = |owner: &[u8]| {
+        let v4 = Nfs4Config {
+            owner: Some(owner.to_vec()),
+            reclaim_complete: false,
+            ..Nfs4Config::default()
+        };
+        let client = client.clone();
+        async move {
+            Nfs4Client::establish(client, &v4)
+                .await
+                .unwrap_or_else(|e| panic!("NFSv4.1 session after the restart: {e}"))
+        }
+    };
+    let reclaim = |c: Nfs4Client, fh: NfsFh4| async move {
+        let r = c
+            .run(&[
+                ArgOp::PutFh(PutFh4Args { object: fh }),
+                ArgOp::Open(Open4Args {
+                    seqid: 0,
+                    share_access: OPEN4_SHARE_ACCESS_BOTH,
+                    share_deny: OPEN4_SHARE_DENY_NONE,
+                    owner: c.open_owner(),
+                    openhow: OpenFlag4::NoCreate,
+                    claim: OpenClaim4::Previous(OpenDelegationType4::None),
+                }),
+            ])
+            .await;
+        match r {
+            Ok(res) => match res.get(1) {
+                Some(ResOp::Open(NfsRes4::Ok(o))) => Ok((c, o.stateid)),
+                other => panic!("OPEN CLAIM_PREVIOUS: {other:?}"),
+            },
+            Err(ClientError::Nfs4 { status, .. }) => Err(status),
+            Err(e) => panic!("OPEN CLAIM_PREVIOUS: {e}"),
+        }
+    };
+    let stranger = session(b"crash: a client never seen").await;
+    let fh = stranger
+        .lookup_path(&held)
+        .await
+        .unwrap_or_else(|e| panic!("LOOKUP {held} after the restart: {e}"));
+    // The check can fail: an owner the server never knew may not reclaim.
+    let r = reclaim(stranger, fh.clone()).await.map(drop);
+    assert!(
+        matches!(r, Err(Nfsstat4::ReclaimBad | Nfsstat4::NoGrace)),
+        "a client never seen reclaimed: {r:?}"
+    );
+    let mut lost = Vec::new();
+    let mut open = None;
+    for owner in owners {
+        match reclaim(session(owner).await, fh.clone()).await {
+            Ok(o) => open = Some(o),
+            Err(s) => {
+                let what = format!(
+                    "client {:?}: CREATE_SESSION acknowledged, unknown after the restart (OPEN CLAIM_PREVIOUS: {s:?})",
+                    String::from_utf8_lossy(owner)
+                );
+                assert!(keep_going, "{what}");
+                lost.push(format!("LOST {what}"));
+            }
+        }
+    }
+    // The write verifier as NFSv4.1 clients see it changed too: they
+    // resend what they had not seen COMMITted.
+    if let Some((c, sid)) = open {
+        let w = c
+            .write(&fh, &sid, 0, &[1], StableHow4::Unstable)
+            .await
+            .unwrap_or_else(|e| panic!("NFSv4.1 WRITE after the restart: {e}"));
+        assert!(
+            !verfs.contains(&w.writeverf.0),
+            "the NFSv4.1 write verifier did not change"
+        );
+    }
+    (owners.len(), lost)
+}
+
 /// What `verify` found.
 #[derive(Default)]
 struct Checked {
     blocks: usize,
     names: usize,
+    /// Modes checked (NFSv4.1 creates and SETATTRs).
+    modes: usize,
     /// Every loss, described (keep-going mode; otherwise the first panics).
     report: Vec<String>,
     lost_blocks: usize,
@@ -604,6 +1100,27 @@ fn verify(export: &Path, a: &Acked, keep_going: bool) -> Checked {
             Ok(_) => {}
         }
     }
+    // The mode an acknowledged create or SETATTR set (NFSv4.1 clients).
+    for (n, &mode) in &a.modes {
+        if a.uncertain.contains(n) {
+            continue;
+        }
+        c.modes += 1;
+        match std::fs::symlink_metadata(export.join(n)) {
+            Err(e) => lost_name(
+                &mut c,
+                format!("{n}: acknowledged mode {mode:o}, missing after the crash: {e}"),
+            ),
+            Ok(m) if m.mode() & 0o7777 != mode => lost_name(
+                &mut c,
+                format!(
+                    "{n}: acknowledged mode {mode:o}, mode {:o} after the crash",
+                    m.mode() & 0o7777
+                ),
+            ),
+            Ok(_) => {}
+        }
+    }
     for n in a.absent.difference(&a.uncertain) {
         if export.join(n).exists() {
             lost_name(
@@ -789,6 +1306,29 @@ impl Load {
     }
 }
 
+/// Which protocol a round's clients speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protos {
+    V3,
+    V4,
+    /// Both: with several clients, every other client NFSv4.1 (the
+    /// others in the next round); a client alone speaks NFSv3 in rounds
+    /// 0-11 of every 24, NFSv4.1 in rounds 12-23.
+    Both,
+}
+
+impl Protos {
+    /// Whether client `c` of round `r` speaks NFSv4.1.
+    fn v4(self, r: u64, c: usize, alone: bool) -> bool {
+        match self {
+            Protos::V3 => false,
+            Protos::V4 => true,
+            Protos::Both if alone => (r / 12) % 2 == 1,
+            Protos::Both => (c as u64 + r) % 2 == 1,
+        }
+    }
+}
+
 /// The test's knobs, from the environment (module doc); unset, a run is
 /// CI's: 6 rounds, each on the filesystem and with the load of its number,
 /// cut at 0.3-1.5 s, the first loss a panic.
@@ -799,6 +1339,7 @@ struct Knobs {
     /// "ext4", "xfs" or "ext4 fast_commit" for every round.
     fs: Option<&'static str>,
     load: Option<Load>,
+    protos: Protos,
     clients: Option<usize>,
     /// 4 KiB blocks per WRITE.
     write_blocks: u64,
@@ -838,6 +1379,12 @@ impl Knobs {
                 _ => panic!("RNFSD_CRASH_FS={v}: ext4, xfs or ext4-fc"),
             }),
             load: var("RNFSD_CRASH_KIND").map(|v| Load::parse(&v)),
+            protos: match var("RNFSD_CRASH_PROTO").as_deref() {
+                None | Some("both") => Protos::Both,
+                Some("v3") => Protos::V3,
+                Some("v4") => Protos::V4,
+                Some(v) => panic!("RNFSD_CRASH_PROTO={v}: v3, v4 or both"),
+            },
             clients: num("RNFSD_CRASH_CLIENTS").map(|n| n.clamp(1, 64) as usize),
             write_blocks: num("RNFSD_CRASH_WRITE_BLOCKS").map_or(1, |n| n.clamp(1, 64)),
             write_behind: num("RNFSD_CRASH_WRITE_BEHIND").unwrap_or(2 * BLOCK as u64),
@@ -848,22 +1395,23 @@ impl Knobs {
     }
 }
 
-/// The power cut: the filesystem shut down without a log flush, the load
-/// left to fail (bounded), the server killed, then the filesystem
-/// remounted, which replays its journal (and panics, "Structure needs
-/// cleaning", when the journal cannot be replayed).
+/// The power cut: the filesystem shut down without a log flush (and the
+/// one holding the server's NFSv4 client records, `state_fs`, if any),
+/// the load left to fail (bounded), the server killed, then the
+/// filesystems remounted, which replays their journals (and panics,
+/// "Structure needs cleaning", when a journal cannot be replayed).
 async fn power_cut(
     fs: &mut LoopFs,
+    state_fs: Option<&mut LoopFs>,
     srv: &mut TestServer,
     acked: &Mutex<Acked>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     before_replay: Option<&Path>,
 ) {
     acked.lock().unwrap().cutting = true;
-    run(
-        "xfs_io",
-        &["-x", "-c", "shutdown", fs.mnt.to_str().unwrap()],
-    );
+    for f in std::iter::once(&*fs).chain(state_fs.as_deref()) {
+        run("xfs_io", &["-x", "-c", "shutdown", f.mnt.to_str().unwrap()]);
+    }
     // Calls now fail (EIO); the load ends by itself. Bounded all the same.
     let deadline = Instant::now() + Duration::from_secs(30);
     for t in tasks {
@@ -872,6 +1420,10 @@ async fn power_cut(
     }
     srv.kill();
     fs.umount();
+    if let Some(f) = state_fs {
+        f.umount();
+        f.mount();
+    }
     // A copy of the image as the cut left it, journal not yet replayed.
     if let Some(to) = before_replay {
         run(
@@ -936,16 +1488,50 @@ async fn round(r: u64, k: Knobs) -> Option<String> {
         0.0
     };
     let export = fs.subdir("export");
+    // The file the NFSv4.1 clients reclaim after the restart, durable
+    // before the load begins.
+    {
+        let f = std::fs::File::create(export.join(HELD)).expect("held file");
+        f.sync_all().expect("fsync held file");
+        std::fs::File::open(&export)
+            .and_then(|d| d.sync_all())
+            .expect("fsync export");
+    }
+    // The server's NFSv4 client records (its state directory's `nfs4`)
+    // on a filesystem of the same kind cut at the same moment: a
+    // filesystem of their own, so a record's fsync commits no journal on
+    // the export's clients' behalf (which would hide a reply sent before
+    // its own commit).
+    let mut state_fs = match kind {
+        "xfs" => LoopFs::xfs("crash-state", 300),
+        "ext4" => LoopFs::new("crash-state", 64),
+        _ => LoopFs::ext4_fast_commit("crash-state", 64),
+    };
+    let state = common::TempDir::new("crash-state-dir");
+    let records = state_fs.subdir("nfs4");
+    // Durable before the server starts: what the cut may take is the
+    // server's own writes.
+    for d in [&records, &state_fs.mnt] {
+        std::fs::File::open(d)
+            .and_then(|d| d.sync_all())
+            .expect("fsync the records' directory");
+    }
+    std::os::unix::fs::symlink(&records, state.path().join("nfs4"))
+        .expect("nfs4 records on the cut filesystem");
     // Write-behind after two blocks (its default, 4 MiB, is more than a
     // round writes to a file): the cut then also meets writeback that
     // write-behind started, which no acknowledged COMMIT may rely on.
-    let mut srv = TestServer::start_with(
+    let mut srv = TestServer::start_in(
         &export,
+        state,
         &[
             "--no-rpcbind",
+            "--no-root-squash",
+            "--nfs4",
             "--write-behind-bytes",
             &k.write_behind.to_string(),
         ],
+        &[],
     );
     let acked = Arc::new(Mutex::new(Acked::default()));
     let mut tasks = Vec::new();
@@ -972,6 +1558,31 @@ async fn round(r: u64, k: Knobs) -> Option<String> {
             None => c,
             Some(_) => [0, 3, 4, 1, 2, 5][c % 6],
         };
+        if k.protos.v4(r, c, alone) {
+            // The same role over NFSv4.1, its files named v4...
+            let owner = format!("crash round {r} v4 client {c}").into_bytes();
+            let (nfs, root) = connect4(&srv, &owner).await;
+            acked.lock().unwrap().owners.push(owner);
+            let a = acked.clone();
+            tasks.push(tokio::spawn(async move {
+                let name = |p: &str| format!("v4{p}{c}");
+                let data = load == Load::Data;
+                match role {
+                    _ if load == Load::AloneNames => namespace4(nfs, root, name("n"), a).await,
+                    _ if load == Load::AloneSync => {
+                        stable_writer4(nfs, root, name("s"), true, n, a).await
+                    }
+                    _ if load == Load::Creates => creates_only4(nfs, root, name("m"), a).await,
+                    _ if load == Load::Names => namespace4(nfs, root, name("n"), a).await,
+                    0 | 1 => unstable_writer4(nfs, root, name("u"), role == 1, n, a).await,
+                    2 | 3 => stable_writer4(nfs, root, name("s"), role == 3, n, a).await,
+                    4 if data => unstable_writer4(nfs, root, name("u"), true, n, a).await,
+                    5 if data => stable_writer4(nfs, root, name("s"), true, n, a).await,
+                    _ => namespace4(nfs, root, name("n"), a).await,
+                }
+            }));
+            continue;
+        }
         let s = mount(&srv).await;
         let (nfs, root, a) = (s.nfs.clone(), s.root.clone(), acked.clone());
         tasks.push(tokio::spawn(async move {
@@ -992,6 +1603,13 @@ async fn round(r: u64, k: Knobs) -> Option<String> {
             }
         }));
     }
+    // New NFSv4.1 clients until the cut, where NFSv4.1 clients share the
+    // round (a client alone keeps it alone).
+    let v4 = (0..clients).any(|c| k.protos.v4(r, c, alone));
+    if v4 && !alone {
+        let (client, a) = (connect(&srv).await, acked.clone());
+        tasks.push(tokio::spawn(new_clients(client, r, a)));
+    }
     let at = moment_in(r, k.moment_ms);
     tokio::time::sleep(at).await;
     // Keep-going mode keeps the image as the cut left it, for a round that
@@ -999,26 +1617,30 @@ async fn round(r: u64, k: Knobs) -> Option<String> {
     let pre = fs.dir.path().join("before-replay.img");
     power_cut(
         &mut fs,
+        Some(&mut state_fs),
         &mut srv,
         &acked,
         tasks,
         k.keep_going.then_some(pre.as_path()),
     )
     .await;
-    let (checked, ops, verfs, counts) = {
+    let (checked, ops, ops4, owners, verfs, counts) = {
         let a = acked.lock().unwrap();
         let c = verify(&export, &a, k.keep_going);
         (
             c,
             a.ops,
+            a.ops4,
+            a.owners.clone(),
             a.verifiers.clone(),
             (a.commits, a.file_syncs, a.writes, a.bytes),
         )
     };
-    let (blocks, names) = (checked.blocks, checked.names);
+    let (blocks, names, modes) = (checked.blocks, checked.names, checked.modes);
     let what = format!(
         "round {r} ({kind}, {load:?}, {clients} clients, {} KiB WRITEs, write-behind {} B, {} direct I/O {}): \
-         cut at {at:?}: {ops} acknowledged operations: {} COMMITs and {} FILE_SYNC WRITEs acknowledging {} WRITEs, {:.1} MiB",
+         cut at {at:?}: {ops} acknowledged operations ({ops4} to NFSv4.1 clients): {} COMMITs and {} FILE_SYNC WRITEs acknowledging {} WRITEs, {:.1} MiB; \
+         {} NFSv4.1 clients' CREATE_SESSION",
         n * 4,
         k.write_behind,
         fs.dev,
@@ -1026,7 +1648,8 @@ async fn round(r: u64, k: Knobs) -> Option<String> {
         counts.0,
         counts.1,
         counts.2,
-        counts.3 as f64 / 1048576.0
+        counts.3 as f64 / 1048576.0,
+        owners.len()
     );
     let lost = if checked.report.is_empty() {
         None
@@ -1098,8 +1721,27 @@ async fn round(r: u64, k: Knobs) -> Option<String> {
         !verfs.contains(&verf),
         "round {r}: the verifier did not change"
     );
+    // The NFSv4.1 clients' records survived the cut: each may reclaim.
+    let (records, lost_records) = reclaims(&srv, &owners, &verfs, k.keep_going).await;
+    let lost = match (lost, lost_records.is_empty()) {
+        (lost, true) => lost,
+        (lost, false) => {
+            eprintln!(
+                "{what}\nLOSS in round {r}: {} of {records} client records",
+                lost_records.len()
+            );
+            for l in &lost_records {
+                eprintln!("{l}");
+            }
+            let more = format!(
+                "{what}: lost {} of {records} client records",
+                lost_records.len()
+            );
+            Some(lost.map_or(more.clone(), |l| format!("{l}; {more}")))
+        }
+    };
     eprintln!(
-        "round {r} ({}): cut at {:?}: {ops} acknowledged operations, {blocks} blocks and {names} names checked",
+        "round {r} ({}): cut at {:?}: {ops} acknowledged operations ({ops4} NFSv4.1), {blocks} blocks, {names} names, {modes} modes and {records} client records checked",
         kind,
         at
     );
@@ -1313,7 +1955,7 @@ async fn exclusive_creates_on_fast_commits_survive_a_power_cut() {
             }));
         }
         tokio::time::sleep(moment(r + 100)).await;
-        power_cut(&mut fs, &mut srv, &acked, tasks, None).await;
+        power_cut(&mut fs, None, &mut srv, &acked, tasks, None).await;
         let a = acked.lock().unwrap();
         assert!(
             a.ops > 0,
