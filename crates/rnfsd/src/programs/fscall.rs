@@ -19,23 +19,14 @@ pub(crate) fn fs_call<'c>(ctx: &'c CallCtx<'_>, cred: &'c Cred) -> Call<'c> {
 
 /// A change on a `sync` export may leave its call owing a journal commit
 /// (`rnfsd_fs::owed`): its reply then leaves once that commit is done,
-/// and `fail_body` (the result body saying NFS3ERR_IO or NFS4ERR_IO)
-/// answers instead if the commit fails. Parks the reply on the commit if
-/// the call owes one.
+/// and `fail_body` (the result body saying NFS3ERR_IO) answers instead
+/// if the commit fails. Parks the reply on the commit if the call owes
+/// one. (NFSv4's compound parks its own, with its slot:
+/// `nfs4::compound::SlotCommit`.)
 pub(crate) fn park_owed(ctx: &CallCtx<'_>, call: &Call<'_>, fail_body: impl FnOnce() -> Vec<u8>) {
     if let Some(owed) = call.take_owed() {
         ctx.park(Box::new(Commit(owed)), fail_body());
     }
-}
-
-/// Parks the reply on `owed`, a commit a call took from its `Call`
-/// (NFSv4: one per compound, whichever operation left it).
-pub(crate) fn park_commit(
-    ctx: &CallCtx<'_>,
-    owed: rnfsd_fs::owed::Owed,
-    fail_body: impl FnOnce() -> Vec<u8>,
-) {
-    ctx.park(Box::new(Commit(owed)), fail_body());
 }
 
 /// A journal commit a reply waits for, as the RPC layer waits.

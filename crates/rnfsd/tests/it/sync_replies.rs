@@ -10,7 +10,7 @@
 
 use crate::common;
 
-use common::blockdev::{unavailable, LoopFs};
+use common::blockdev::{run, unavailable, LoopFs};
 use common::nfs::*;
 use common::TestServer;
 use rnfsd_client::nfs3::*;
@@ -363,4 +363,137 @@ async fn only_a_small_writeback_is_left_to_the_commit_thread() {
         );
     })
     .await;
+}
+
+/// Thaws a filesystem however the test ends (a frozen mount left behind
+/// hangs whatever touches it next).
+struct Frozen<'a>(&'a std::path::Path);
+
+impl Drop for Frozen<'_> {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("fsfreeze")
+            .arg("--unfreeze")
+            .arg(self.0)
+            .status();
+    }
+}
+
+/// NFSv4.1: a compound whose reply waits for the journal commit its
+/// change owes keeps its slot until that commit ends. A retry meanwhile
+/// (the same slot and sequence id, as a client sends after losing its
+/// connection) is NFS4ERR_DELAY (RFC 8881 §2.10.6.2), never the cached
+/// success of a change not yet durable; once the commit is done the
+/// retry gets the reply the client was sent. The commit is held by
+/// freezing the filesystem that holds the export's image: the export's
+/// changes in memory go on, its journal's writes wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_nfs4_retry_does_not_overtake_the_commit_its_reply_waits_for() {
+    use rnfsd_client::nfs4::{SetAttrs4, Slot};
+    use rnfsd_client::{Nfs4Client, Nfs4Config};
+    use rnfsd_proto::nfs4::*;
+    use std::time::Duration;
+
+    if common::skip(
+        "NFSv4.1 retry of a reply waiting for its commit",
+        unavailable(&["fsfreeze"]),
+    ) {
+        return;
+    }
+    let outer = LoopFs::new("v4retry-outer", 512);
+    let inner = LoopFs::in_dir("v4retry", &outer.mnt, 128);
+    let export = inner.subdir("export");
+    // `b`'s inode in another inode-table block than `a`'s and the
+    // server's marker's (made at start): the held commit writes those
+    // blocks, and a change to an inode in one would wait for it.
+    let files = std::iter::once("b".to_owned())
+        .chain((0..64).map(|i| format!("f{i}")))
+        .chain(std::iter::once("a".to_owned()));
+    for f in files {
+        std::fs::write(export.join(f), b"").expect("file");
+    }
+    let srv = TestServer::start_with(&export, &["--no-rpcbind", "--nfs4"]);
+    bounded(async {
+        let c = Nfs4Client::connect(srv.addr, &config(1), &Nfs4Config::default())
+            .await
+            .expect("NFSv4.1 session");
+        let root = c
+            .lookup_path(export.to_str().unwrap())
+            .await
+            .expect("export root");
+        let a = c.lookup_from(&root, "a").await.expect("a");
+        let b = c.lookup_from(&root, "b").await.expect("b");
+        let mode = |fh: &NfsFh4, m: u32| {
+            let (c, fh) = (c.clone(), fh.clone());
+            async move {
+                c.setattr(&fh, &Stateid4::ANONYMOUS, &SetAttrs4::mode(m))
+                    .await
+            }
+        };
+        // Both inodes and the journal in memory, every change durable.
+        for fh in [&a, &b] {
+            mode(fh, 0o600).await.expect("SETATTR");
+        }
+        run("fsfreeze", &["--freeze", outer.mnt.to_str().unwrap()]);
+        let frozen = Frozen(&outer.mnt);
+        // A change whose commit is under way, held: nothing else commits,
+        // so its own thread leads the commit and waits in the kernel.
+        let first = tokio::spawn(mode(&a, 0o640));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(!first.is_finished(), "the commit was not held");
+        // A change meanwhile owes its commit: its reply waits, parked. On
+        // a slot of its own, sa_cachethis set.
+        let slot: Slot = c.slot().await.expect("slot");
+        let ops = vec![
+            ArgOp::Sequence(Sequence4Args {
+                sessionid: c.sessionid(),
+                sequenceid: slot.next_seqid(),
+                slotid: slot.id(),
+                highest_slotid: slot.id(),
+                cachethis: true,
+            }),
+            ArgOp::PutFh(PutFh4Args { object: b.clone() }),
+            ArgOp::SetAttr(SetAttr4Args {
+                stateid: Stateid4::ANONYMOUS,
+                obj_attributes: SetAttrs4::mode(0o604).to_fattr(),
+            }),
+        ];
+        let send = |ops: Vec<ArgOp<'static>>| {
+            let rpc = c.rpc().clone();
+            async move { rpc.compound(1, &ops).await.expect("COMPOUND") }
+        };
+        let second = tokio::spawn(send(ops.clone()));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(
+            !second.is_finished(),
+            "a change was answered while the journal could not commit"
+        );
+        // The retry, as after a lost connection.
+        let retry = tokio::time::timeout(Duration::from_secs(10), send(ops.clone()))
+            .await
+            .expect("the retry was not answered");
+        assert!(
+            matches!(
+                retry.results.first(),
+                Some(ResOp::Sequence(NfsRes4::Fail(Nfsstat4::Delay)))
+            ),
+            "a retry while its reply waits for the journal commit: {:?}",
+            retry.results
+        );
+        assert!(!second.is_finished(), "the change was answered early");
+        drop(frozen);
+        first.await.expect("task").expect("the held SETATTR");
+        let sent = second.await.expect("task");
+        assert_eq!(sent.status, Nfsstat4::Ok, "{:?}", sent.results);
+        // Committed now: the retry gets the reply that was sent.
+        let again = send(ops).await;
+        assert_eq!(again.status, Nfsstat4::Ok, "{:?}", again.results);
+        assert_eq!(again.results.len(), sent.results.len());
+        drop(slot);
+    })
+    .await;
+    use std::os::unix::fs::PermissionsExt;
+    let m = std::fs::metadata(export.join("b"))
+        .expect("b")
+        .permissions();
+    assert_eq!(m.mode() & 0o7777, 0o604);
 }

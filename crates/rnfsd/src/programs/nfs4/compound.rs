@@ -14,14 +14,13 @@ use rnfsd_proto::nfs4::{
     OP_DESTROY_CLIENTID, OP_DESTROY_SESSION, OP_EXCHANGE_ID, OP_ILLEGAL, OP_REMOVEXATTR,
     OP_SEQUENCE,
 };
-use rnfsd_rpc::{ProcError, Route};
+use rnfsd_rpc::{ProcError, Route, Wait};
 use rnfsd_v4state::{ClientHandle, ConnId, SequenceArgs, Sequenced, SessionId, SlotTicket};
 use rnfsd_xdr::{Dec, Enc, Xdr};
 
 use super::cur::Cur;
 use super::ops::{self, Needs, OPS_STATS_PROG, OPS_STATS_VERS};
 use super::status::of_state;
-use crate::programs::fscall::park_commit;
 use crate::programs::CallCtx;
 use crate::state::nfs4::Nfs4;
 use crate::state::pseudo::Pseudo;
@@ -279,16 +278,69 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         }
     }
     w.finish(e);
-    if let Some(t) = c.ticket.take() {
+    let slot = c.ticket.take().map(|t| {
         let body: Option<Arc<[u8]>> = cachethis.then(|| Arc::from(&e.as_slice()[start..]));
-        // Too big to cache was answered above; this cannot fail.
-        let _ = t.finish(body);
-    }
-    if let Some(owed) = c.owed.take() {
-        let tag = head.tag.to_vec();
-        park_commit(ctx, owed, move || io_reply(&tag));
+        (t, body)
+    });
+    match (c.owed.take(), slot) {
+        (None, Some((t, body))) => {
+            // Too big to cache was answered above; this cannot fail.
+            let _ = t.finish(body);
+        }
+        (None, None) => {}
+        (Some(owed), slot) => {
+            let fail = io_reply(head.tag);
+            let slot = slot.map(|(t, body)| {
+                let failed = cachethis.then(|| Arc::from(fail.as_slice()));
+                (t, body, failed)
+            });
+            ctx.park(Box::new(SlotCommit { owed, slot }), fail);
+        }
     }
     Ok(())
+}
+
+/// A reply waiting for the journal commit its changes owe, and the slot
+/// its SEQUENCE holds: the slot stays in use until the commit ends, so a
+/// retry meanwhile is NFS4ERR_DELAY (§2.10.6.2) and never the cached
+/// reply of a change not yet durable; it then caches what the client is
+/// sent (the reply, or NFS4ERR_IO if the commit failed). NFSv3's
+/// duplicate reply cache keeps its entry in progress the same way.
+struct SlotCommit {
+    owed: Owed,
+    slot: Option<HeldSlot>,
+}
+
+/// The ticket, the reply to cache and the failure's (when sa_cachethis).
+type HeldSlot = (SlotTicket, Option<Arc<[u8]>>, Option<Arc<[u8]>>);
+
+impl SlotCommit {
+    fn end(slot: Option<HeldSlot>, ok: bool) {
+        if let Some((t, body, failed)) = slot {
+            // The reply was checked against the slot's cache; a failure
+            // too big for it is not kept (a retry then gets
+            // NFS4ERR_RETRY_UNCACHED_REP).
+            let _ = t.finish(if ok { body } else { failed });
+        }
+    }
+}
+
+impl Wait for SlotCommit {
+    fn then(self: Box<Self>, f: Box<dyn FnOnce(bool) + Send>) {
+        let SlotCommit { owed, slot } = *self;
+        owed.then(Box::new(move |r| {
+            // The slot is free before the client can see the reply.
+            SlotCommit::end(slot, r.is_ok());
+            f(r.is_ok())
+        }));
+    }
+
+    fn wait(self: Box<Self>) -> bool {
+        let SlotCommit { owed, slot } = *self;
+        let ok = owed.wait().is_ok();
+        SlotCommit::end(slot, ok);
+        ok
+    }
 }
 
 /// Why operation `i` may not run where it is, if it may not.

@@ -67,6 +67,15 @@ impl LoopFs {
         Self::make(dir, image, size_mib, None, "ext4")
     }
 
+    /// An image of `size_mib` in `image_dir`, a directory of another
+    /// filesystem: freezing that one (`fsfreeze`) holds this one's writes
+    /// to its device while its changes in memory go on.
+    pub fn in_dir(tag: &str, image_dir: &Path, size_mib: u64) -> LoopFs {
+        let dir = TempDir::new(tag);
+        let image = image_dir.join(format!("{tag}.img"));
+        Self::make(dir, image, size_mib, None, "ext4")
+    }
+
     /// ext4 with fast commits (`-O fast_commit`): its fsyncs log changed
     /// inodes in fast-commit blocks instead of committing the journal.
     pub fn ext4_fast_commit(tag: &str, size_mib: u64) -> LoopFs {
