@@ -218,6 +218,116 @@ async fn an_error_reaches_a_commit_whose_write_back_the_commit_thread_waits_for(
     .await;
 }
 
+/// NFSv4.1: a compound whose COMMIT leaves its write-back to the commit
+/// thread, then makes another change that owes a commit (SETATTR of
+/// another file, which waits for the COMMIT's commit first): the failed
+/// write-back fails the compound (NFS4ERR_IO), as it fails an NFSv3
+/// COMMIT on that path. It must never answer the COMMIT with the
+/// verifier of the WRITE whose data was lost (read before the failure
+/// reset it), whatever the later change's commit did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_nfs4_compound_fails_when_an_earlier_operations_write_back_failed() {
+    /// Compounds on the commit thread's path tried.
+    const OWED_ATTEMPTS: usize = 3;
+    use rnfsd_client::nfs4::SetAttrs4;
+    use rnfsd_client::{Nfs4Client, Nfs4Config};
+    use rnfsd_proto::nfs4::*;
+
+    let Some((fs, srv)) = start_with("wberr-v4", &["--write-behind-bytes", "0", "--nfs4"]) else {
+        return;
+    };
+    std::fs::write(fs.mnt.join("export/other"), b"").expect("other");
+    bounded(async {
+        let a = mount(&srv).await;
+        let fh = lookup(&a.nfs, &a.root, "data").await;
+        let session = || async {
+            Nfs4Client::connect(srv.addr, &config(1), &Nfs4Config::default())
+                .await
+                .expect("NFSv4.1 session")
+        };
+        let c = session().await;
+        let root = c
+            .lookup_path(srv.export.to_str().unwrap())
+            .await
+            .expect("export root");
+        let data4 = c.lookup_from(&root, "data").await.expect("data");
+        let other = c.lookup_from(&root, "other").await.expect("other");
+        fs.exhaust();
+        // As in the NFSv3 test above: all of `MIB` first, which takes
+        // whatever room was left.
+        let v = write_unstable(&a.nfs, &fh, MIB).await;
+        let r = commit(&a.nfs, &fh).await;
+        assert_not_lost(&r, v, &fs);
+        let load = create_load(&srv, 8).await;
+        let last = ((MIB - 1) * CHUNK) as u64;
+        let mut seen = 0;
+        for attempt in 0..20u8 {
+            let byte = 0x40 + attempt;
+            // The WRITE over NFSv3 (no open needed): one server, one
+            // write verifier.
+            let w = write_at(&a.nfs, &fh, last, CHUNK, byte).await;
+            let before = writebacks_waited(&srv);
+            // A session each time: the NFS4ERR_IO reply carries no
+            // SEQUENCE result, so a client cannot tell its slot advanced.
+            let r = session()
+                .await
+                .compound(&[
+                    ArgOp::PutFh(PutFh4Args {
+                        object: data4.clone(),
+                    }),
+                    ArgOp::Commit(Commit4Args {
+                        offset: 0,
+                        count: 0,
+                    }),
+                    ArgOp::PutFh(PutFh4Args {
+                        object: other.clone(),
+                    }),
+                    ArgOp::SetAttr(SetAttr4Args {
+                        stateid: Stateid4::ANONYMOUS,
+                        obj_attributes: SetAttrs4::mode(0o600 | u32::from(attempt % 2) << 2)
+                            .to_fattr(),
+                    }),
+                ])
+                .await
+                .expect("COMPOUND");
+            let owed = writebacks_waited(&srv) > before;
+            let committed = match (r.status, r.results.get(2)) {
+                (Nfsstat4::Ok, Some(ResOp::Commit(NfsRes4::Ok(v)))) => Some(v.0),
+                _ => None,
+            };
+            eprintln!(
+                "attempt {attempt}: compound {:?}, on the commit thread's path: {owed}",
+                r.status
+            );
+            if committed == Some(w.verf.0) {
+                drop_caches();
+                let d = std::fs::read(fs.mnt.join("export/data")).expect("read back");
+                assert!(
+                    d[last as usize..].iter().all(|&b| b == byte),
+                    "attempt {attempt}: COMMIT answered OK with the WRITE's verifier, its data lost"
+                );
+            }
+            // A few of them: the SETATTR owes its commit only when
+            // another is under way, which the load makes likely, not
+            // sure (and the load's creates fill the small volume).
+            if owed {
+                assert!(
+                    matches!(r.status, Nfsstat4::Io | Nfsstat4::NoSpc),
+                    "attempt {attempt}: the failed write-back must fail the compound: {:?}",
+                    r.results
+                );
+                seen += 1;
+                if seen == OWED_ATTEMPTS {
+                    break;
+                }
+            }
+        }
+        load.stop().await;
+        assert!(seen > 0, "no COMMIT in 20 took the commit thread's path");
+    })
+    .await;
+}
+
 /// The volume is full before the writes: write-behind (`write_behind_bytes`
 /// 4 KiB) starts their writeback in the background and meets the error
 /// first, seen by no COMMIT; the test waits until that writeback is done,

@@ -53,6 +53,9 @@ pub(super) struct Compound<'c, 'a> {
     /// The journal commit a change on a `sync` export left the reply
     /// owing (one: an older one is waited for when a newer comes).
     owed: Option<Owed>,
+    /// An older one failed: the compound answers NFS4ERR_IO, as when the
+    /// last one fails.
+    owed_failed: bool,
     /// Where the COMPOUND4res starts in the reply.
     start: usize,
 }
@@ -113,8 +116,10 @@ impl<'c, 'a> Compound<'c, 'a> {
         if let Some(o) = call.take_owed() {
             if let Some(older) = self.owed.replace(o) {
                 // Commits complete in order; waiting for the older one
-                // here keeps one wait per reply.
-                let _ = older.wait();
+                // here keeps one wait per reply. A failure is the
+                // compound's (a write-back the commit thread waited for
+                // fails its call alone: the newer commit may succeed).
+                self.owed_failed |= older.wait().is_err();
             }
         }
     }
@@ -214,6 +219,7 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         ticket: None,
         nops: head.nops,
         owed: None,
+        owed_failed: false,
         start,
     };
     let mut cachethis = false;
@@ -278,6 +284,12 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         }
     }
     w.finish(e);
+    if c.owed_failed {
+        // What the failed change's operation answered may not hold (a
+        // COMMIT's verifier was read before its write-back failed).
+        e.truncate(start);
+        e.raw(&io_reply(head.tag));
+    }
     let slot = c.ticket.take().map(|t| {
         let body: Option<Arc<[u8]>> = cachethis.then(|| Arc::from(&e.as_slice()[start..]));
         (t, body)
