@@ -136,7 +136,9 @@ impl V4Error {
                 libc::ENOSPC => V4Error::NoSpc,
                 libc::EROFS => V4Error::RoFs,
                 libc::ESTALE => V4Error::Stale,
-                libc::EAGAIN => V4Error::Delay,
+                // ETIMEDOUT: a backend call past its time limit (the
+                // CephFS backend's, NFSv3's JUKEBOX): the client retries.
+                libc::EAGAIN | libc::ETIMEDOUT => V4Error::Delay,
                 // Out of descriptors or of kernel lock records.
                 libc::EMFILE | libc::ENFILE | libc::ENOLCK | libc::ENOMEM => V4Error::Resource,
                 _ => V4Error::Io,
@@ -190,5 +192,9 @@ mod tests {
             V4Error::Resource
         );
         assert_eq!(V4Error::from_fs(&FsError::Errno(libc::EIO)), V4Error::Io);
+        assert_eq!(
+            V4Error::from_fs(&FsError::Errno(libc::ETIMEDOUT)),
+            V4Error::Delay
+        );
     }
 }
