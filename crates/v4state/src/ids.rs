@@ -126,10 +126,19 @@ pub(crate) struct Minter {
 
 impl Minter {
     pub(crate) fn new(boot: u32, key: [u8; 32]) -> Minter {
+        // Client ids carry no MAC: their counter starts where the random
+        // key says, so two instances with one boot verifier (heads of one
+        // filesystem started in the same second) do not hand out the same
+        // ids, and a client moving from one to the other after a failover
+        // cannot take over another client's id (its CREATE_SESSION there
+        // is NFS4ERR_STALE_CLIENTID).
+        let first = blake3::keyed_hash(&key, b"clients");
+        let mut c = [0u8; 4];
+        c.copy_from_slice(&first.as_bytes()[..4]);
         Minter {
             boot,
             key,
-            clients: AtomicU32::new(1),
+            clients: AtomicU32::new(u32::from_be_bytes(c)),
             sessions: AtomicU32::new(1),
             stateids: AtomicU32::new(1),
         }
@@ -274,6 +283,11 @@ mod tests {
         assert_eq!(later.origin(&o), Origin::OtherInstance);
         assert_ne!(m.stateid_other(), o, "each is new");
         assert_eq!(m.client_id().boot(), 5);
+        // Another instance with the same boot verifier (another head
+        // started in the same second) hands out other client ids.
+        let twin = Minter::new(5, [3; 32]);
+        let mine: Vec<ClientId> = (0..1000).map(|_| m.client_id()).collect();
+        assert!((0..1000).all(|_| !mine.contains(&twin.client_id())));
         assert_ne!(m.session_id(), m.session_id());
     }
 }
