@@ -24,8 +24,8 @@ use rnfsd_proto::nlm::*;
 
 /// The export id of the heads under test (the same on both: it is in
 /// every handle), and the path clients MNT.
-const ID: u32 = 77;
-const MNT: &str = "/ceph";
+pub(super) const ID: u32 = 77;
+pub(super) const MNT: &str = "/ceph";
 /// The export of CephFS's root that makes and removes each test's
 /// directory.
 const TOP_ID: u32 = 78;
@@ -33,13 +33,13 @@ const TOP_MNT: &str = "/ceph-top";
 
 /// Bound on one test (three servers, each mounting CephFS, and a few
 /// hundred journaled namespace changes).
-const CEPH_TEST_TIMEOUT: Duration = Duration::from_secs(120);
+pub(super) const CEPH_TEST_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The tests share one cluster: they run together (read), except the one
 /// that freezes the MDS (write).
-static CLUSTER: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+pub(super) static CLUSTER: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
-async fn bounded_ceph<F: Future>(f: F) -> F::Output {
+pub(super) async fn bounded_ceph<F: Future>(f: F) -> F::Output {
     let _shared = CLUSTER.read().await;
     match tokio::time::timeout(CEPH_TEST_TIMEOUT, f).await {
         Ok(v) => v,
@@ -96,7 +96,7 @@ fn name(n: &[u8]) -> String {
 /// drop) makes the MDS hold back every other client wanting the caps it
 /// had until the session times out (a minute and more): later tests would
 /// get JUKEBOX.
-struct Head(TestServer);
+pub(super) struct Head(pub(super) TestServer);
 
 impl std::ops::Deref for Head {
     type Target = TestServer;
@@ -119,18 +119,18 @@ impl Drop for Head {
 
 /// A test's directory in CephFS and the config of the heads serving it.
 /// Dropping it removes the directory (best effort, also after a failure).
-struct Scratch {
+pub(super) struct Scratch {
     /// Serves CephFS's root: makes and removes `dir`.
     top: Head,
-    dir: String,
+    pub(super) dir: String,
     _top_cfg: TempDir,
     _head_cfg: TempDir,
-    head_cfg_file: String,
+    pub(super) head_cfg_file: String,
 }
 
 impl Scratch {
     /// None: skipped (no cluster).
-    async fn new(test: &str) -> Option<Scratch> {
+    pub(super) async fn new(test: &str) -> Option<Scratch> {
         let conf = ceph_conf(test)?;
         let top_cfg = TempDir::new("ceph-top-cfg");
         let f = ceph_config(top_cfg.path(), &conf, TOP_MNT, TOP_ID, "/");
@@ -290,7 +290,7 @@ async fn rename(
 }
 
 /// Deterministic test data.
-fn pattern(len: usize, seed: u32) -> Vec<u8> {
+pub(super) fn pattern(len: usize, seed: u32) -> Vec<u8> {
     let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
     (0..len)
         .map(|_| {

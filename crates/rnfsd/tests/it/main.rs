@@ -31,6 +31,7 @@ mod hostile_server;
 mod layering;
 mod libnfs_interop;
 mod nfs4;
+mod nfs4_cephfs;
 mod nfs4_ns;
 mod nfs4_open;
 mod nlm;
