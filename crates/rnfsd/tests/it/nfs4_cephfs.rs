@@ -763,6 +763,20 @@ async fn a_dead_heads_v4_state_is_lost_and_fencing_frees_its_locks() {
             Lock4Res::Fail(s) => assert_eq!(s, Nfsstat4::BadStateid, "A's lock stateid on B"),
             other => panic!("LOCK with A's lock stateid on B: {other:?}"),
         }
+        // TEST_STATEID says so too (a Linux client then counts the lock
+        // lost).
+        let r = n
+            .run(&[ArgOp::TestStateid(TestStateid4Args {
+                stateids: vec![dead.open, dead.lock],
+            })])
+            .await
+            .expect("TEST_STATEID");
+        match r.first() {
+            Some(ResOp::TestStateid(NfsRes4::Ok(t))) => {
+                assert_eq!(t.status_codes, [Nfsstat4::BadStateid, Nfsstat4::BadStateid])
+            }
+            other => panic!("TEST_STATEID: {other:?}"),
+        }
         match lock_reclaim(&n, &dead.fh, &no.stateid, b"lk").await {
             Lock4Res::Fail(s) => assert_eq!(s, Nfsstat4::NoGrace, "LOCK reclaim on B"),
             other => panic!("LOCK reclaim on B: {other:?}"),
