@@ -240,12 +240,9 @@ async fn an_nfs4_compound_fails_when_an_earlier_operations_write_back_failed() {
     bounded(async {
         let a = mount(&srv).await;
         let fh = lookup(&a.nfs, &a.root, "data").await;
-        let session = || async {
-            Nfs4Client::connect(srv.addr, &config(1), &Nfs4Config::default())
-                .await
-                .expect("NFSv4.1 session")
-        };
-        let c = session().await;
+        let c = Nfs4Client::connect(srv.addr, &config(1), &Nfs4Config::default())
+            .await
+            .expect("NFSv4.1 session");
         let root = c
             .lookup_path(srv.export.to_str().unwrap())
             .await
@@ -267,10 +264,9 @@ async fn an_nfs4_compound_fails_when_an_earlier_operations_write_back_failed() {
             // write verifier.
             let w = write_at(&a.nfs, &fh, last, CHUNK, byte).await;
             let before = writebacks_waited(&srv);
-            // A session each time: the NFS4ERR_IO reply carries no
-            // SEQUENCE result, so a client cannot tell its slot advanced.
-            let r = session()
-                .await
+            // One session throughout: the NFS4ERR_IO reply keeps
+            // SEQUENCE's result, so the client's slot stays in step.
+            let r = c
                 .compound(&[
                     ArgOp::PutFh(PutFh4Args {
                         object: data4.clone(),
@@ -316,6 +312,16 @@ async fn an_nfs4_compound_fails_when_an_earlier_operations_write_back_failed() {
                     "attempt {attempt}: the failed write-back must fail the compound: {:?}",
                     r.results
                 );
+                // SEQUENCE's result first, the failed change last, as
+                // the operations came.
+                assert!(
+                    matches!(r.results.first(), Some(ResOp::Sequence(NfsRes4::Ok(_)))),
+                    "attempt {attempt}: {:?}",
+                    r.results
+                );
+                let last = r.results.last().expect("a result");
+                let want = [OP_SEQUENCE, OP_PUTFH, OP_COMMIT, OP_PUTFH, OP_SETATTR];
+                assert_eq!(last.opnum(), want[r.results.len() - 1]);
                 seen += 1;
                 if seen == OWED_ATTEMPTS {
                     break;

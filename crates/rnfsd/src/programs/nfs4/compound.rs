@@ -56,6 +56,11 @@ pub(super) struct Compound<'c, 'a> {
     /// An older one failed: the compound answers NFS4ERR_IO, as when the
     /// last one fails.
     owed_failed: bool,
+    /// The operation running now (its number, its place in the compound,
+    /// where its result starts in the reply), and the first that owed a
+    /// commit: a failed commit's reply ends with it.
+    op_now: OpAt,
+    owed_by: Option<OpAt>,
     /// Where the COMPOUND4res starts in the reply.
     start: usize,
 }
@@ -114,6 +119,7 @@ impl<'c, 'a> Compound<'c, 'a> {
     /// for it.
     pub fn owe(&mut self, call: &rnfsd_fs::Call<'_>) {
         if let Some(o) = call.take_owed() {
+            self.owed_by.get_or_insert(self.op_now);
             if let Some(older) = self.owed.replace(o) {
                 // Commits complete in order; waiting for the older one
                 // here keeps one wait per reply. A failure is the
@@ -201,6 +207,7 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
     let head = CompoundHead::decode(d, MAX_TAG).map_err(|_| ProcError::GarbageArgs)?;
     let start = e.len();
     let mut w = CompoundWriter::begin(e, head.tag);
+    let results_at = e.len();
     let minor_ok = head.minorversion == 1 || (head.minorversion == 2 && nfs4.minor2);
     if !minor_ok {
         // §16.2.3: no results.
@@ -220,6 +227,8 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         nops: head.nops,
         owed: None,
         owed_failed: false,
+        op_now: OpAt::default(),
+        owed_by: None,
         start,
     };
     let mut cachethis = false;
@@ -230,6 +239,11 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         let i = i as u32;
         let op_start = e.len();
         let opnum = op.opnum;
+        c.op_now = OpAt {
+            opnum,
+            index: i,
+            at: op_start,
+        };
         let arg = match op.arg {
             Ok(a) => a,
             Err(_) => {
@@ -287,8 +301,9 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
     if c.owed_failed {
         // What the failed change's operation answered may not hold (a
         // COMMIT's verifier was read before its write-back failed).
+        let fail = io_reply(head.tag, e.as_slice(), results_at, c.owed_by);
         e.truncate(start);
-        e.raw(&io_reply(head.tag));
+        e.raw(&fail);
     }
     let slot = c.ticket.take().map(|t| {
         let body: Option<Arc<[u8]>> = cachethis.then(|| Arc::from(&e.as_slice()[start..]));
@@ -301,7 +316,7 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         }
         (None, None) => {}
         (Some(owed), slot) => {
-            let fail = io_reply(head.tag);
+            let fail = io_reply(head.tag, e.as_slice(), results_at, c.owed_by);
             let slot = slot.map(|(t, body)| {
                 let failed = cachethis.then(|| Arc::from(fail.as_slice()));
                 (t, body, failed)
@@ -493,12 +508,31 @@ fn digest(args: &[u8]) -> u64 {
     h.finish()
 }
 
-/// The reply when the journal commit a change owed failed: NFS4ERR_IO
-/// for the compound, with no results (its effects may not be durable).
-fn io_reply(tag: &[u8]) -> Vec<u8> {
+/// An operation's place in the compound and in its reply.
+#[derive(Debug, Clone, Copy, Default)]
+struct OpAt {
+    opnum: u32,
+    index: u32,
+    at: usize,
+}
+
+/// The reply when the journal commit a change owed failed: the results
+/// of the operations before the first one that changed something (they
+/// hold: SEQUENCE's among them, so the client sees its slot used), then
+/// NFS4ERR_IO for that one, whose effects and those after it may not be
+/// durable. `reply` is the reply as built, its results from
+/// `results_at`.
+fn io_reply(tag: &[u8], reply: &[u8], results_at: usize, failed: Option<OpAt>) -> Vec<u8> {
     let mut e = Enc::new();
     Nfsstat4::Io.encode(&mut e);
     e.opaque(tag);
-    e.u32(0);
+    match failed {
+        Some(op) if op.at >= results_at && op.at <= reply.len() => {
+            e.u32(op.index + 1);
+            e.raw(&reply[results_at..op.at]);
+            ResOp::error(op.opnum, Nfsstat4::Io).encode(&mut e);
+        }
+        _ => e.u32(0),
+    }
     e.into_vec()
 }
