@@ -413,9 +413,22 @@ impl Inner {
         let (fd, fbefore) = self.parent(from_dir)?;
         let (td, tbefore) = self.parent(to_dir)?;
         let replaced = self.child_ino(&td, to, cred);
-        self.m
-            .rename(&fd.inode, from, &td.inode, to, &*perm(cred)?)
-            .map_err(err)?;
+        let p = perm(cred)?;
+        if let Err(e) = self.m.rename(&fd.inode, from, &td.inode, to, &p) {
+            // The MDS looks for entries in a directory target before it
+            // compares types, so a file over a non-empty directory is
+            // ENOTEMPTY there; rename(2) (the local backend's) says EISDIR.
+            let file = |st: &Statx| u32::from(st.mode) & libc::S_IFMT != libc::S_IFDIR;
+            if e == libc::ENOTEMPTY
+                && self
+                    .m
+                    .lookup(&fd.inode, from, &p)
+                    .is_ok_and(|(_, st)| file(&st))
+            {
+                return Err(err(libc::EISDIR));
+            }
+            return Err(err(e));
+        }
         if let Some(ino) = replaced {
             self.release_if_gone(ino);
         }

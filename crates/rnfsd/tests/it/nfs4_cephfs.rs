@@ -361,6 +361,26 @@ async fn v4_operations_on_a_cephfs_export_across_heads() {
         assert_eq!(names(&listed), want);
         assert!(listed.iter().all(|e| !e.attrs.attr_vals.is_empty()));
         b.rename(&root, "f", &d, "g").await.expect("RENAME on B");
+        // A file over a non-empty directory: NFS4ERR_ISDIR, as rename(2)
+        // says on a local filesystem (CephFS's MDS says ENOTEMPTY).
+        let plain = a.open(&root, &OpenArgs::create("plain")).await.unwrap();
+        a.close(&plain.fh, &plain.stateid).await.unwrap();
+        assert_eq!(
+            status(b.rename(&root, "plain", &root, "d").await),
+            Nfsstat4::IsDir,
+            "RENAME of a file over a non-empty directory"
+        );
+        fail(
+            "NFSv3 RENAME of a file over a non-empty directory",
+            s3.nfs
+                .rename(&rnfsd_client::nfs3::Rename3Args {
+                    from: dirop(&v3(&root), "plain"),
+                    to: dirop(&v3(&root), "d"),
+                })
+                .await,
+            rnfsd_client::nfs3::Nfsstat3::IsDir,
+        );
+        a.remove(&root, "plain").await.expect("REMOVE plain");
         assert_eq!(a.lookup_from(&d, "g").await.expect("g on A"), o.fh);
         assert_eq!(status(a.lookup_from(&root, "f").await), Nfsstat4::NoEnt);
         assert_eq!(status(a.remove(&root, "d").await), Nfsstat4::NotEmpty);
