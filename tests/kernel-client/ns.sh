@@ -6,7 +6,7 @@
 # requests (server restarts, host-side files and locks) until qemu exits. SERVER=rnfsd
 # runs $RNFSD_BIN with its port mapper on 127.0.0.1:111 (the guest's lockd
 # finds NLM through 10.0.2.2:111); SERVER=ganesha runs a private rpcbind
-# and ganesha.nfsd with $GANESHA_CONF. Environment from run.sh: RUN EXPORT
+# and ganesha.nfsd with $GANESHA_CONF. Environment from run.sh: VERS RUN EXPORT
 # NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN
 # GANESHA_CONF KC_WORKLOADS KC_BACKEND. The failover workload's heads, Ceph
 # cluster and floating address: failover-host.sh. KC_BACKEND=cephfs: rnfsd
@@ -96,6 +96,9 @@ start_server() {
     # A short grace period after a restart (locks.sh's reclaim check waits
     # it out): KC_GRACE seconds, default 15.
     printf '[server]\nnlm_grace_secs = %s\n' "${KC_GRACE:-15}" >"$RUN/rnfsd.toml"
+    # --vers 4.x: NFSv4.1 and 4.2 beside NFSv3 (locks at v4 mounts v3
+    # too); NFSv4's grace period is nlm_grace_secs as well.
+    [ "${VERS:-3}" = 3 ] || echo 'nfs4 = true' >>"$RUN/rnfsd.toml"
     local dir=("$EXPORT" --insecure --no-root-squash)
     if [ -n "$CEPHFS_ON" ]; then
         # The same options in the CephFS export's table (the DIR-only flags
@@ -103,11 +106,30 @@ start_server() {
         kc_cephfs_export_toml >>"$RUN/rnfsd.toml"
         dir=()
     fi
+    # This instance's log starts after line SRV_LOG_FROM (grace_info).
+    SRV_LOG_FROM=0
+    [ -f "$RUN/server.log" ] && SRV_LOG_FROM=$(wc -l <"$RUN/server.log")
     "$RNFSD_BIN" serve "${dir[@]}" --config "$RUN/rnfsd.toml" --listen "127.0.0.1:$NFS_PORT" \
         --state-dir "$RUN/state" --no-rpcbind --portmap --port-file "$RUN/port" \
         >>"$RUN/server.log" 2>&1 &
     SRV_PID=$!
     wait_port
+}
+
+# grace_info: this rnfsd instance's NFSv4 grace period, from its log:
+# "ok clients N over after S s: why" or "ok clients N in grace S s so far".
+grace_info() {
+    local log start over t0 t1 clients
+    log=$(tail -n +"$((${SRV_LOG_FROM:-0} + 1))" "$RUN/server.log" | grep 'nfsv4: grace period')
+    start=$(grep -m1 'grace period started' <<<"$log") || { echo "error no grace period in the log"; return; }
+    clients=$(sed -n 's/.*clients=\([0-9]*\).*/\1/p' <<<"$start")
+    t0=$(date -d "${start%% *}" +%s.%N)
+    if over=$(grep -m1 -E 'grace period (over|ended)' <<<"$log"); then
+        t1=$(date -d "${over%% *}" +%s.%N)
+        echo "ok clients $clients over after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s: ${over##*grace period }"
+    else
+        echo "ok clients $clients in grace $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s so far"
+    fi
 }
 
 stop_server() { # stop_server TERM|KILL
@@ -298,6 +320,9 @@ while kill -0 "$QEMU_PID" 2>/dev/null; do
                 (cd "$EXPORT/$arg" && seq -f 'entry-%05g-with-a-longer-name' 1 "$opt" | xargs touch); then
                 answer "$id" "ok made $opt"
             else answer "$id" "error could not make $opt files in $arg"; fi
+            ;;
+        graceinfo) # the running rnfsd's NFSv4 grace period (grace_info)
+            if [ "$SERVER" = rnfsd ]; then answer "$id" "$(grace_info)"; else answer "$id" "error rnfsd only"; fi
             ;;
         failover) # failover-host.sh: head A dies, the address moves to B
             if [ -n "$FO_ON" ]; then fo_failover; answer "$id" "$FO_ANSWER"; else answer "$id" "error no failover setup"; fi

@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# Real-client conformance harness: the Linux kernel NFSv3 client in a qemu
-# guest mounts rnfsd (or, for comparison, nfs-ganesha) and runs workloads.
-# See docs/kernel-client.md.
+# Real-client conformance harness: the Linux kernel NFS client (NFSv3, or
+# NFSv4.1/4.2 with --vers) in a qemu guest mounts rnfsd (or, for comparison,
+# nfs-ganesha) and runs workloads. See docs/kernel-client.md.
 #
-#   tests/kernel-client/run.sh [--server rnfsd|ganesha] [--accel tcg|kvm]
-#                              [--net passt|slirp] [--timeout SECS] [WORKLOAD...]
+#   tests/kernel-client/run.sh [--server rnfsd|ganesha] [--vers 3|4.1|4.2|auto]
+#                              [--accel tcg|kvm] [--net passt|slirp]
+#                              [--timeout SECS] [WORKLOAD...]
+#
+# --vers: the NFS version the guest mounts (default 3). 4.1 and 4.2 start
+# the server with NFSv4 on and mount vers=4.1 / 4.2 on port 2049 (no
+# rpcbind, statd or lockd in the guest); auto mounts with no vers= through
+# mount.nfs, which negotiates (the smoke check says what it settled on).
 #
 # Workloads: smoke pjdfstest tar restart locks (the default set;
-# guest/NAME.sh; locks: NLM, mounted without nolock, rpcbind and rpc.statd
-# in the guest); also fsx (crates.io fsx, plain and mmap), load
+# guest/NAME.sh; locks at NFSv3: NLM, mounted without nolock, rpcbind and
+# rpc.statd in the guest; at NFSv4 also a second, NFSv3 mount with NLM
+# beside the v4 one); also fsx (crates.io fsx, plain and mmap), load
 # (fsmark, dbench, postmark, bonnie++; Debian packages installed on demand)
 # and failover (two rnfsd heads on one CephFS, a floating address moved
 # from a killed head A to head B under fsx and tar; failover-host.sh).
@@ -34,6 +41,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 
 SERVER=rnfsd
+VERS=3
 KC_PCAP=${KC_PCAP:-}
 ACCEL=tcg
 NET=${KC_NET:-passt}
@@ -45,7 +53,8 @@ while [ $# -gt 0 ]; do
     --accel) ACCEL=$2; shift 2 ;;
     --net) NET=$2; shift 2 ;;
     --timeout) TOTAL_TIMEOUT=$2; shift 2 ;;
-    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --vers) VERS=$2; shift 2 ;;
+    -h | --help) sed -n '2,/^set -uo pipefail/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) WORKLOADS+=("$1"); shift ;;
     esac
@@ -55,6 +64,9 @@ for w in "${WORKLOADS[@]}"; do
     [ -f "$HERE/guest/$w.sh" ] || { echo "run.sh: no workload '$w'" >&2; exit 2; }
 done
 case $SERVER in rnfsd | ganesha) ;; *) echo "run.sh: --server rnfsd|ganesha" >&2; exit 2 ;; esac
+case $VERS in 3 | 4.1 | 4.2 | auto) ;; *) echo "run.sh: --vers 3|4.1|4.2|auto" >&2; exit 2 ;; esac
+[ "$VERS" = 3 ] || [[ " ${WORKLOADS[*]} " != *" failover "* ]] ||
+    { echo "run.sh: the failover workload mounts NFSv3 only" >&2; exit 2; }
 case $ACCEL in tcg | kvm) ;; *) echo "run.sh: --accel tcg|kvm" >&2; exit 2 ;; esac
 case $NET in passt | slirp) ;; *) echo "run.sh: --net passt|slirp" >&2; exit 2 ;; esac
 KC_BACKEND=${KC_BACKEND:-local}
@@ -70,7 +82,7 @@ esac
 export KC_BACKEND
 
 # Per-workload time limits inside the guest (seconds, under TCG).
-declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=240 [fsx]=900 [load]=900 [locks]=420 [failover]=600)
+declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=360 [fsx]=900 [load]=900 [locks]=420 [failover]=600)
 budget=120 # boot and setup
 for w in "${WORKLOADS[@]}"; do budget=$((budget + ${LIMIT[$w]:-300})); done
 QEMU_TIMEOUT=$budget
@@ -79,7 +91,7 @@ TOTAL_TIMEOUT=${TOTAL_TIMEOUT:-$((budget + 600))} # + first-time installs
 # The whole script runs under timeout(1); cleanup runs on its SIGTERM.
 if [ -z "${KC_UNDER_TIMEOUT:-}" ]; then
     export KC_UNDER_TIMEOUT=1
-    exec timeout -k 20 "$TOTAL_TIMEOUT" "$0" --server "$SERVER" --accel "$ACCEL" --net "$NET" \
+    exec timeout -k 20 "$TOTAL_TIMEOUT" "$0" --server "$SERVER" --vers "$VERS" --accel "$ACCEL" --net "$NET" \
         --timeout "$TOTAL_TIMEOUT" "${WORKLOADS[@]}"
 fi
 
@@ -107,6 +119,8 @@ if [ "$SERVER" = ganesha ]; then
     dpkg-query -W -f='${Status}' nfs-ganesha-vfs 2>/dev/null | grep 'install ok installed' >/dev/null || need+=(nfs-ganesha-vfs)
     command -v rpcbind >/dev/null && command -v rpcinfo >/dev/null || need+=(rpcbind)
 fi
+# --vers auto: the guest runs the host's mount.nfs, which negotiates.
+[ "$VERS" = auto ] && [ ! -x /usr/sbin/mount.nfs ] && need+=(nfs-common)
 if [[ " ${WORKLOADS[*]} " == *" locks "* ]]; then # guest/locks.sh: NLM client side, host probes
     [ -x /usr/sbin/rpcbind ] || need+=(rpcbind)
     [ -x /usr/sbin/rpc.statd ] || need+=(nfs-common)
@@ -168,7 +182,9 @@ VMLINUZ=$CACHE/kernel/boot/vmlinuz-$KVER
 [ -f "$KDIR/modules.dep" ] || depmod -b "$CACHE/kernel" "$KVER" || die "depmod failed"
 
 # ---- initramfs (rebuilt when the init script or kernel changes) -----------
-MODS="virtio_pci virtio_net 9pnet_virtio 9p nfsv3"
+# nfsv4 (with its dependencies, dns_resolver among them) for --vers 4.x;
+# loaded in every run, so one initramfs serves all versions.
+MODS="virtio_pci virtio_net 9pnet_virtio 9p nfsv3 nfsv4"
 stamp=$( (cat "$HERE/guest/init"; echo "$KVER $MODS") | sha256sum | cut -c1-16)
 INITRD=$CACHE/initramfs-$stamp.cpio
 if [ ! -f "$INITRD" ]; then
@@ -270,10 +286,12 @@ if [ "$SERVER" = ganesha ]; then
     # (docs/ganesha.md): MOUNT on a port of its own.
     MNT_PORT=20048
     # NLM only for the lock workload (then ns.sh runs an rpc.statd for it).
-    nlm=()
-    [[ " ${WORKLOADS[*]} " == *" locks "* ]] && nlm=(--nlm) && KC_NLM=1
+    gopts=()
+    [[ " ${WORKLOADS[*]} " == *" locks "* ]] && gopts=(--nlm) && KC_NLM=1
+    # NFSv4.1 and 4.2 beside NFSv3 for --vers 4.x (locks at v4 mounts v3 too).
+    [ "$VERS" = 3 ] || gopts+=(--v4)
     GANESHA_CONF=$(GANESHA_RUN=$RUN/ganesha "$REPO/scripts/ganesha.sh" config \
-        --export "$EXPORT" --port "$NFS_PORT" --mnt-port "$MNT_PORT" "${nlm[@]}" 2>"$RUN/ganesha-config.log") ||
+        --export "$EXPORT" --port "$NFS_PORT" --mnt-port "$MNT_PORT" "${gopts[@]}" 2>"$RUN/ganesha-config.log") ||
         die "scripts/ganesha.sh config failed: $(tail -n 3 "$RUN/ganesha-config.log")"
 fi
 {
@@ -282,8 +300,9 @@ fi
     echo "MNT_PORT=$MNT_PORT"
     echo "EXPORT=$EXPORT"
     echo "SERVER_KIND=$SERVER"
+    echo "VERS=$VERS"
     echo "BACKEND=$KC_BACKEND"
-    echo "GRACE_SECS=${KC_GRACE:-15}" # rnfsd's nlm_grace_secs (ns.sh)
+    echo "GRACE_SECS=${KC_GRACE:-15}" # rnfsd's nlm_grace_secs, also NFSv4's grace (ns.sh)
     echo "PJD_PATTERNS='${PJD_PATTERNS:-}'"
     echo "TAR_FILES=${TAR_FILES:-3000}"
     echo "FSX_OPS=${FSX_OPS:-10000}"
@@ -299,7 +318,7 @@ fi
 : >"$RUN/share/results.txt"
 
 # ---- boot: server + guest in a private network, mount and pid namespace ---
-say "booting guest ($ACCEL, kernel $KVER, server $SERVER, backend $KC_BACKEND, workloads: ${WORKLOADS[*]})"
+say "booting guest ($ACCEL, kernel $KVER, server $SERVER, NFS vers $VERS, backend $KC_BACKEND, workloads: ${WORKLOADS[*]})"
 NS_PID=
 cleanup() {
     if [ -n "$NS_PID" ] && kill -0 "$NS_PID" 2>/dev/null; then
@@ -315,7 +334,7 @@ trap cleanup EXIT
 trap 'exit 143' TERM INT
 KC_WORKLOADS="${WORKLOADS[*]}"
 export FO_EVICT=${FO_EVICT:-1} FO_CONTROL=${FO_CONTROL:-}
-export KC_WORKLOADS KC_PCAP KC_NLM RUN EXPORT NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF
+export KC_WORKLOADS KC_PCAP KC_NLM VERS RUN EXPORT NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF
 unshare --net --mount --pid --fork --mount-proc --kill-child \
     bash "$HERE/ns.sh" >"$RUN/ns.log" 2>&1 &
 NS_PID=$!

@@ -5,10 +5,12 @@
 
 RESULTS=/share/results.txt
 CTL=/share/ctl
-# Written by the host: SERVER_IP, NFS_PORT, MNT_PORT, EXPORT, WORKLOADS,
-# MNT_OPTS.
+# Written by the host: SERVER_IP, NFS_PORT, MNT_PORT, EXPORT, VERS,
+# WORKLOADS, MNT_OPTS.
 # shellcheck source=/dev/null
 . /share/params
+# The NFS version mounted: 3, 4.1, 4.2 or auto (run.sh --vers).
+VERS=${VERS:-3}
 
 log() { echo "[guest $(date +%T)] $*"; }
 
@@ -33,21 +35,68 @@ check() {
     return 0
 }
 
-# Base mount options: NFSv3 over TCP straight to the forwarded ports
-# (MOUNT on the NFS port for rnfsd, on its own for ganesha); no rpcbind
-# (port/mountport given), no NLM (nolock) unless a workload sets
-# LOCK_OPT=lock (locks.sh, which runs rpcbind and rpc.statd first).
+# Base mount options (base_opts [VERS], default $VERS), over TCP straight
+# to the forwarded ports. NFSv3: MOUNT on the NFS port for rnfsd, on its own
+# for ganesha; no rpcbind (port/mountport given), no NLM (nolock) unless a
+# workload sets LOCK_OPT=lock (locks.sh, which runs rpcbind and rpc.statd
+# first). NFSv4.x: port 2049 only; locking is in the protocol. auto: no
+# vers= (mount.nfs picks; it adds addr= and clientaddr= itself).
 LOCK_OPT=nolock
 base_opts() {
-    echo "vers=3,proto=tcp,port=$NFS_PORT,mountport=${MNT_PORT:-$NFS_PORT},mountproto=tcp,$LOCK_OPT,addr=$SERVER_IP,mountaddr=$SERVER_IP${MNT_OPTS:+,$MNT_OPTS}"
+    local v=${1:-$VERS}
+    case $v in
+    3) printf '%s' "vers=3,proto=tcp,port=$NFS_PORT,mountport=${MNT_PORT:-$NFS_PORT},mountproto=tcp,$LOCK_OPT,addr=$SERVER_IP,mountaddr=$SERVER_IP" ;;
+    auto) printf '%s' "proto=tcp,port=$NFS_PORT" ;;
+    *) printf '%s' "vers=$v,proto=tcp,port=$NFS_PORT,addr=$SERVER_IP" ;;
+    esac
+    echo "${MNT_OPTS:+,$MNT_OPTS}"
 }
 
-# nfs_mount DIR [EXTRA_OPTS]: mount(2) with the kernel's text options
-# (util-linux mount -i: no mount.nfs helper).
+# rpc_etc: the /etc files the host's RPC programs (libtirpc, mount.nfs,
+# rpcbind, rpc.statd) look things up in; the initramfs has none of them.
+rpc_etc() {
+    # libtirpc's transports (Debian's /etc/netconfig).
+    [ -s /etc/netconfig ] || cat >/etc/netconfig <<'EOF'
+udp        tpi_clts      v     inet     udp     -       -
+tcp        tpi_cots_ord  v     inet     tcp     -       -
+udp6       tpi_clts      v     inet6    udp     -       -
+tcp6       tpi_cots_ord  v     inet6    tcp     -       -
+rawip      tpi_raw       -     inet      -      -       -
+local      tpi_cots_ord  -     loopback  -      -       -
+unix       tpi_cots_ord  -     loopback  -      -       -
+EOF
+    # getprotobyname("tcp") (mount.nfs's proto=).
+    grep -qw tcp /etc/protocols 2>/dev/null || printf '%s\n' 'ip 0 IP' 'tcp 6 TCP' 'udp 17 UDP' >>/etc/protocols
+    # libtirpc finds the port mapper's port by the service name.
+    grep -qw sunrpc /etc/services 2>/dev/null || printf '%s\n' 'sunrpc 111/tcp portmapper' 'sunrpc 111/udp portmapper' >>/etc/services
+    grep -qw nlockmgr /etc/rpc 2>/dev/null || printf '%s\n' 'portmapper 100000 portmap sunrpc rpcbind' \
+        'status 100024' 'nlockmgr 100021' 'nfs 100003' 'mountd 100005' >>/etc/rpc
+}
+
+# nfs_mount DIR [EXTRA_OPTS [VERS]]: mount(2) with the kernel's text options
+# (util-linux mount -i: no mount.nfs helper; the kernel alone mounts NFSv3
+# when no vers= is given). VERS auto: the host's mount.nfs (init keeps it
+# at /run/mount.nfs.real), which tries 4.2, then 4.1, 4.0 and 3.
 nfs_mount() {
-    local dir=$1 extra=${2:-}
+    local dir=$1 extra=${2:-} v=${3:-$VERS}
     mkdir -p "$dir"
-    mount -i -t nfs -o "$(base_opts)${extra:+,$extra}" "$SERVER_IP:$EXPORT" "$dir"
+    if [ "$v" = auto ]; then
+        rpc_etc
+        /run/mount.nfs.real "$SERVER_IP:$EXPORT" "$dir" -o "$(base_opts auto)${extra:+,$extra}"
+    else
+        mount -i -t nfs -o "$(base_opts "$v")${extra:+,$extra}" "$SERVER_IP:$EXPORT" "$dir"
+    fi
+}
+
+# mount_line DIR: DIR's line in /proc/mounts when an NFS mount (type nfs
+# for NFSv3, nfs4 for NFSv4.x); fails when there is none.
+mount_line() {
+    awk -v m="$1" '$2 == m && ($3 == "nfs" || $3 == "nfs4") { print; f = 1 } END { exit !f }' /proc/mounts
+}
+
+# mount_vers DIR: the version the client mounted DIR with (3, 4.1, 4.2).
+mount_vers() {
+    mount_line "$1" | tr ',' '\n' | sed -n 's/^vers=//p' | tail -n 1
 }
 
 # host_request CMD...: asks the host-side harness to do something (restart

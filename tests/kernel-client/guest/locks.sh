@@ -7,10 +7,18 @@
 # The guest's lockd needs a local rpcbind (it registers at start) and
 # rpc.statd (the kernel asks it SM_MON before a lock): both from the host's
 # /usr, with their state on tmpfs.
+# At NFSv4.x the same checks go through NFSv4 LOCK/LOCKT/LOCKU (flock too:
+# Linux sends it as a whole-file byte-range lock), with no daemons in the
+# guest; then the export is mounted a second time with vers=3,lock (the
+# daemons started for it) and locks taken through one mount must refuse
+# those through the other. The NLM reclaim check is NFSv3's; the NFSv4
+# reclaim is the restart workload's.
 # shellcheck shell=bash
 . /share/guest/lib.sh
 M=/mnt/nfs
 D=$M/locks
+M3=/mnt/nfs3 # at NFSv4: the NFSv3 mount beside it
+D3=$M3/locks
 LOCK_OPT=lock
 LK=(/usr/bin/python3 /share/guest/lockf.py)
 DAEMONS=()
@@ -26,6 +34,7 @@ kill_holders() {
 cleanup() {
     kill_holders
     cd / && umount "$M" 2>/dev/null
+    umount "$M3" 2>/dev/null
     for p in "${DAEMONS[@]}"; do kill -TERM "$p" 2>/dev/null; done
     # For diagnosis (kept in the run dir's share/).
     cp /tmp/statd.log /share/locks-statd.log 2>/dev/null
@@ -38,22 +47,9 @@ start_daemons() {
     mkdir -p /run/rpcbind /var/lib/nfs/sm /var/lib/nfs/sm.bak
     # The kernel's rpcbind client looks for /var/run/rpcbind.sock.
     [ -e /var/run ] || ln -s /run /var/run
-    # libtirpc's transports (Debian's /etc/netconfig).
-    cat >/etc/netconfig <<'EOF'
-udp        tpi_clts      v     inet     udp     -       -
-tcp        tpi_cots_ord  v     inet     tcp     -       -
-udp6       tpi_clts      v     inet6    udp     -       -
-tcp6       tpi_cots_ord  v     inet6    tcp     -       -
-rawip      tpi_raw       -     inet      -      -       -
-local      tpi_cots_ord  -     loopback  -      -       -
-unix       tpi_cots_ord  -     loopback  -      -       -
-EOF
+    rpc_etc
     # rpcbind exits at once without its user (Debian's build: _rpc).
     grep -q '^_rpc:' /etc/passwd || echo '_rpc:x:102:65534::/run/rpcbind:/usr/sbin/nologin' >>/etc/passwd
-    # libtirpc finds the port mapper's port by the service name.
-    grep -qw sunrpc /etc/services 2>/dev/null || printf '%s\n' 'sunrpc 111/tcp portmapper' 'sunrpc 111/udp portmapper' >>/etc/services
-    grep -qw nlockmgr /etc/rpc 2>/dev/null || printf '%s\n' 'portmapper 100000 portmap sunrpc rpcbind' \
-        'status 100024' 'nlockmgr 100021' >>/etc/rpc
     # NLM requests carry the node name as caller_name; statd resolves it.
     hostname kcguest
     grep -q kcguest /etc/hosts || echo "10.0.2.15 kcguest" >>/etc/hosts
@@ -74,8 +70,8 @@ t_daemons() {
 
 t_mount() {
     nfs_mount $M
-    grep " $M nfs " /proc/mounts
-    if grep " $M nfs " /proc/mounts | grep -q nolock; then echo "mounted with nolock"; exit 1; fi
+    mount_line $M
+    if mount_line $M | grep -q nolock; then echo "mounted with nolock"; exit 1; fi
     mkdir -p $D
     : >$D/fcntl
     : >$D/flock
@@ -333,9 +329,39 @@ t_reclaim_after_restart() {
     host_request lockdrop >/dev/null
 }
 
-start_daemons
-check locks/rpcbind-statd t_daemons
-if [ "$CHECK_RC" -ne 0 ]; then exit 1; fi
+# NFSv4 and NFSv3 (NLM) locks on one file refuse each other, both ways.
+t_v4_v3_fcntl() {
+    : >$D/mixed
+    hold a $D/mixed 0 100 ex # through the NFSv4 mount
+    want_try 1 $D3/mixed 0 100 ex
+    want_try 1 $D3/mixed 50 0 sh
+    want_try 0 $D3/mixed 100 100 ex
+    release a
+    hold a $D3/mixed 0 0 sh # through the NFSv3 mount
+    want_try 1 $D/mixed 0 100 ex
+    want_try 0 $D/mixed 0 100 sh
+    release a
+    want_try 0 $D/mixed 0 0 ex
+    want_try 0 $D3/mixed 0 0 ex
+}
+
+t_v4_v3_flock() {
+    flock_hold -x $D/flock
+    want_flock 1 -x $D3/flock
+    want_flock 1 -s $D3/flock
+    flock_release
+    flock_hold -x $D3/flock
+    want_flock 1 -x $D/flock
+    flock_release
+    want_flock 0 -x $D/flock
+    want_flock 0 -x $D3/flock
+}
+
+if [ "$VERS" = 3 ]; then
+    start_daemons
+    check locks/rpcbind-statd t_daemons
+    if [ "$CHECK_RC" -ne 0 ]; then exit 1; fi
+fi
 check locks/mount t_mount
 if [ "$CHECK_RC" -ne 0 ]; then tail -n 5 /tmp/statd.log; exit 1; fi
 check locks/fcntl-granted t_fcntl_granted
@@ -353,7 +379,18 @@ check locks/guest-fcntl-seen-by-host t_guest_lock_seen_by_host
 check locks/guest-flock-seen-by-host t_guest_flock_seen_by_host
 check locks/sqlite-guest-and-host t_sqlite
 # rnfsd only: ganesha's restart and grace are its own.
-[ "$SERVER_KIND" = rnfsd ] && check locks/reclaim-after-restart t_reclaim_after_restart
+[ "$SERVER_KIND" = rnfsd ] && [ "$VERS" = 3 ] && check locks/reclaim-after-restart t_reclaim_after_restart
+if [ "$VERS" != 3 ]; then
+    start_daemons
+    check locks/v3-rpcbind-statd t_daemons
+    check locks/v3-mount-beside-v4 nfs_mount $M3 "" 3
+    if [ "$CHECK_RC" -eq 0 ]; then
+        check locks/v4-and-v3-fcntl-conflict t_v4_v3_fcntl
+        check locks/v4-and-v3-flock-conflict t_v4_v3_flock
+        kill_holders
+        check locks/v3-umount umount $M3
+    fi
+fi
 kill_holders
 check locks/umount umount $M
 exit 0

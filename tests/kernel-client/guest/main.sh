@@ -2,7 +2,7 @@
 # time limit, and marks it done so the host can tell a hang from a pass.
 # shellcheck shell=bash
 . /share/guest/lib.sh
-log "kernel $(uname -r); workloads: $WORKLOADS"
+log "kernel $(uname -r); NFS vers $VERS; workloads: $WORKLOADS"
 for w in $WORKLOADS; do
     limit_var="LIMIT_$w"
     limit=${!limit_var:-300}
@@ -13,7 +13,7 @@ for w in $WORKLOADS; do
     [ $rc -eq 124 ] && fail "$w/time-limit" "workload exceeded ${limit}s"
     echo "DONE $w $rc $(($(date +%s) - start))" >>"$RESULTS"
     # Leave no mount behind for the next workload.
-    grep -q ' nfs ' /proc/mounts && awk '$3=="nfs"{print $2}' /proc/mounts |
+    awk '$3 == "nfs" || $3 == "nfs4" { print $2 }' /proc/mounts |
         sort -r | while read -r m; do umount -f -l "$m"; done
 done
 log "all workloads done"

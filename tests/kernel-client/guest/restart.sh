@@ -4,10 +4,21 @@
 # (no ESTALE: RFC 1813 handles outlive server restarts), and writes in
 # flight across a SIGKILL must all be on the server's disk after fsync
 # (RFC 1813 3.3.7, 3.3.21: the new write verifier makes the client resend).
+# At NFSv4.x (rnfsd) also: with no client known the grace period ends at
+# once; a guest process's lock and the open files survive each restart,
+# reclaimed in the grace period (RFC 8881 §8.4.2: the server knows the
+# client from its record in the state dir), and the grace period ends
+# early once the client sent RECLAIM_COMPLETE (INFO lines give how long
+# after the restart new opens were served).
 # shellcheck shell=bash
 . /share/guest/lib.sh
 M=/mnt/nfs
 R=$M/restart
+LK=(/usr/bin/python3 /share/guest/lockf.py)
+# The NFSv4 state checks: rnfsd's grace period (ganesha runs Graceless,
+# scripts/ganesha.sh) and its log (the graceinfo request).
+V4=
+[ "$VERS" != 3 ] && [ "$SERVER_KIND" = rnfsd ] && V4=1
 
 # opcount OP: how many OP calls the client has sent on this mount.
 opcount() {
@@ -76,7 +87,7 @@ t_unstable() {
     # docs/kernel-client.md.
     local M=/mnt/w n=4194304 need=1024 w0 c0 w1 c1 w2 end
     nfs_mount $M wsize=4096
-    grep " $M nfs " /proc/mounts | grep -q wsize=4096
+    mount_line $M | grep -q wsize=4096
     head -c $n /dev/urandom >/tmp/u.bin
     mkdir -p $M/restart-writes
     exec 7>$M/restart-writes/f
@@ -97,20 +108,103 @@ t_unstable() {
     hostcheck restart/writes-across-sigkill-on-server-disk restart-writes/f "$(sha256sum </tmp/u.bin | cut -d' ' -f1)"
 }
 
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; } # since T0: seconds
+
+# grace_over_within INFO SECS: the graceinfo answer INFO says the grace
+# period is over, and it lasted less than SECS seconds.
+grace_over_within() {
+    local secs
+    [[ $1 == "ok clients "*" over after "* ]] || { echo "grace period not over: $1"; return 1; }
+    secs=$(awk '{ print $6 }' <<<"$1")
+    awk -v s="$secs" -v l="$2" 'BEGIN { exit !(s < l) }' || { echo "grace period lasted $secs s (want < $2 s): $1"; return 1; }
+}
+
+t_no_client_known() {
+    # No mount (earlier workloads unmounted: DESTROY_CLIENTID), so no client
+    # record: after a restart the grace period is over at once and the
+    # first open is served without NFS4ERR_GRACE.
+    local t0 info
+    host_request restart TERM >/dev/null
+    t0=$(now)
+    nfs_mount $M
+    : >$M/restart-no-client-known
+    echo "INFO restart: no client known: first open served $(since "$t0") s after the restart (mount included)" >>"$RESULTS"
+    info=$(host_request graceinfo)
+    [[ $info == "ok clients 0 "* ]] || { echo "server knew clients at the restart: $info"; exit 1; }
+    grace_over_within "$info" 1
+    rm $M/restart-no-client-known
+}
+
+t_lock_setup() { # holder L keeps a write lock on all of restart/locked
+    : >$R/locked
+    rm -f /tmp/hold.L.ready
+    "${LK[@]}" hold $R/locked 0 0 ex /tmp/hold.L.ready 600 >/tmp/hold.L.log 2>&1 &
+    echo $! >/tmp/hold.L.pid
+    local i
+    for ((i = 0; i < 300; i++)); do [ -f /tmp/hold.L.ready ] && break; sleep 0.1; done
+    [ -f /tmp/hold.L.ready ] || { echo "lock holder: $(cat /tmp/hold.L.log)"; exit 1; }
+    eq "host probe" "$(host_request lockprobe restart/locked)" "ok held"
+}
+
+t_reclaimed() { # SIG: after the restart, before anything else reaches it
+    local t0=$1 took info
+    # A new open: NFS4ERR_GRACE until the grace period ends, which the
+    # client's reclaim (opens, the lock, RECLAIM_COMPLETE) ends early.
+    : >"$R/new-after-$2"
+    took=$(since "$t0")
+    info=$(host_request graceinfo)
+    echo "INFO restart: $2: new opens served $took s after the restart (grace limit $GRACE_SECS s; server: ${info#ok })" >>"$RESULTS"
+    [[ $info == *"every client reclaimed"* ]] || { echo "grace period did not end by RECLAIM_COMPLETE: $info"; exit 1; }
+    grace_over_within "$info" "$GRACE_SECS"
+    # The lock is the guest's again (the server lost it with its process).
+    eq "host probe" "$(host_request lockprobe restart/locked)" "ok held"
+    alive "$(cat /tmp/hold.L.pid)" || { echo "lock holder exited: $(cat /tmp/hold.L.log)"; exit 1; }
+}
+
+# alive PID: running (the holder outlives check's subshell, so PID 1 reaps
+# it, maybe late: a zombie has already closed its files).
+alive() { [ -e /proc/$1/stat ] && ! grep -q '^[0-9]* (.*) Z' /proc/$1/stat 2>/dev/null; }
+
+lock_release() {
+    local pid i
+    [ -f /tmp/hold.L.pid ] || return 0
+    pid=$(cat /tmp/hold.L.pid)
+    rm -f /tmp/hold.L.pid
+    kill -TERM "$pid" 2>/dev/null
+    for ((i = 0; i < 300; i++)); do alive "$pid" || return 0; sleep 0.1; done
+    echo "lock holder did not exit"
+    return 1
+}
+
+t_lock_release() {
+    lock_release
+    eq "host probe after release" "$(host_request lockprobe restart/locked)" "ok free"
+}
+
+if [ -n "$V4" ]; then
+    check restart/v4-no-client-known-grace-ends-at-once t_no_client_known
+    umount $M 2>/dev/null
+fi
 check restart/mount nfs_mount $M
 if [ "$CHECK_RC" -ne 0 ]; then exit 1; fi
 check restart/setup t_setup
 if [ "$CHECK_RC" -ne 0 ]; then exit 1; fi
+[ -n "$V4" ] && check restart/v4-lock-held t_lock_setup
 exec 5<$R/a 6<>$R/b
 cd $R/dir || exit 1
 for sig in TERM KILL; do
     check "restart/$sig-server-restarted" host_request restart $sig
+    t0=$(now)
+    [ -n "$V4" ] && check "restart/$sig-v4-reclaimed-grace-ended-early" t_reclaimed "$t0" $sig
     check "restart/$sig-open-fd-read" t_fd_read
     check "restart/$sig-open-fd-write-fsync" t_fd_write $sig
     check "restart/$sig-cwd-handle" t_cwd $sig
     check "restart/$sig-lookup-readdir" t_paths
 done
+[ -n "$V4" ] && check restart/v4-lock-released t_lock_release
 check restart/writes-across-sigkill t_unstable
+lock_release >/dev/null # when a failed check left it
 cd / && exec 5<&- 6<&-
 check restart/umount umount $M
 exit 0
