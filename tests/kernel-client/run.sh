@@ -289,7 +289,7 @@ if [ "$SERVER" = ganesha ]; then
     gopts=()
     [[ " ${WORKLOADS[*]} " == *" locks "* ]] && gopts=(--nlm) && KC_NLM=1
     # NFSv4.1 and 4.2 beside NFSv3 for --vers 4.x (locks at v4 mounts v3 too).
-    [ "$VERS" = 3 ] || gopts+=(--v4)
+    [ "$VERS" = 3 ] || gopts+=(--nfs4)
     GANESHA_CONF=$(GANESHA_RUN=$RUN/ganesha "$REPO/scripts/ganesha.sh" config \
         --export "$EXPORT" --port "$NFS_PORT" --mnt-port "$MNT_PORT" "${gopts[@]}" 2>"$RUN/ganesha-config.log") ||
         die "scripts/ganesha.sh config failed: $(tail -n 3 "$RUN/ganesha-config.log")"
