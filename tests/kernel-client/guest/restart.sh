@@ -14,6 +14,7 @@
 . /share/guest/lib.sh
 M=/mnt/nfs
 R=$M/restart
+V=$M/restart-v4 # the NFSv4 checks' files (R's listing is checked)
 LK=(/usr/bin/python3 /share/guest/lockf.py)
 # The NFSv4 state checks: rnfsd's grace period (ganesha runs Graceless,
 # scripts/ganesha.sh) and its log (the graceinfo request).
@@ -136,29 +137,33 @@ t_no_client_known() {
     rm $M/restart-no-client-known
 }
 
-t_lock_setup() { # holder L keeps a write lock on all of restart/locked
-    : >$R/locked
+t_lock_setup() { # holder L keeps a write lock on all of restart-v4/locked
+    mkdir -p $V
+    : >$V/locked
     rm -f /tmp/hold.L.ready
-    "${LK[@]}" hold $R/locked 0 0 ex /tmp/hold.L.ready 600 >/tmp/hold.L.log 2>&1 &
+    "${LK[@]}" hold $V/locked 0 0 ex /tmp/hold.L.ready 600 >/tmp/hold.L.log 2>&1 &
     echo $! >/tmp/hold.L.pid
     local i
     for ((i = 0; i < 300; i++)); do [ -f /tmp/hold.L.ready ] && break; sleep 0.1; done
     [ -f /tmp/hold.L.ready ] || { echo "lock holder: $(cat /tmp/hold.L.log)"; exit 1; }
-    eq "host probe" "$(host_request lockprobe restart/locked)" "ok held"
+    eq "host probe" "$(host_request lockprobe restart-v4/locked)" "ok held"
 }
 
 t_reclaimed() { # SIG: after the restart, before anything else reaches it
     local t0=$1 took info
     # A new open: NFS4ERR_GRACE until the grace period ends, which the
     # client's reclaim (opens, the lock, RECLAIM_COMPLETE) ends early.
-    : >"$R/new-after-$2"
+    : >"$V/new-after-$2"
     took=$(since "$t0")
     info=$(host_request graceinfo)
     echo "INFO restart: $2: new opens served $took s after the restart (grace limit $GRACE_SECS s; server: ${info#ok })" >>"$RESULTS"
+    # The server knew this client from its record (with none it would end
+    # the grace period at once, and refuse the reclaims NFS4ERR_NO_GRACE).
+    [[ $info == "ok clients "[1-9]* ]] || { echo "the server knew no client at the restart: $info"; exit 1; }
     [[ $info == *"every client reclaimed"* ]] || { echo "grace period did not end by RECLAIM_COMPLETE: $info"; exit 1; }
     grace_over_within "$info" "$GRACE_SECS"
     # The lock is the guest's again (the server lost it with its process).
-    eq "host probe" "$(host_request lockprobe restart/locked)" "ok held"
+    eq "host probe" "$(host_request lockprobe restart-v4/locked)" "ok held"
     alive "$(cat /tmp/hold.L.pid)" || { echo "lock holder exited: $(cat /tmp/hold.L.log)"; exit 1; }
 }
 
@@ -179,7 +184,7 @@ lock_release() {
 
 t_lock_release() {
     lock_release
-    eq "host probe after release" "$(host_request lockprobe restart/locked)" "ok free"
+    eq "host probe after release" "$(host_request lockprobe restart-v4/locked)" "ok free"
 }
 
 if [ -n "$V4" ]; then
