@@ -3,13 +3,13 @@
 # tests need, then formatting, lints, every cargo test, and the Linux kernel
 # NFS client in a qemu guest (smoke, pjdfstest, tar, restart, locks, and a
 # failover between two heads over CephFS, over NFSv3; then smoke and
-# restart over NFSv4.1). `.ci/run` runs this.
+# pjdfstest, restart and locks over NFSv4.1). `.ci/run` runs this.
 #
 # RNFSD_SKIP_KERNEL_CLIENT=1 skips the guest stage (it needs root, about
 # 15 minutes, and downloads a kernel package the first time);
-# RNFSD_KC_V4_WORKLOADS (default "smoke restart") are the workloads its
-# second run does over NFSv4.1 (empty: no such run; pjdfstest, tar, locks
-# and fsx at NFSv4.1 take longer than CI's 30 minutes leave room for:
+# RNFSD_KC_V4_WORKLOADS (default "smoke pjdfstest restart locks") are the
+# workloads its second run does over NFSv4.1 (empty: no such run; tar and
+# fsx at NFSv4.1 take longer than CI's 30 minutes leave room for:
 # docs/kernel-client.md).
 # RNFSD_SKIP_FUZZ=1 skips the short fuzz run (its first build takes minutes);
 # RNFSD_SKIP_PACKAGE=1 skips the Debian package test (root; a release build
@@ -139,9 +139,10 @@ else
     # filesystem may have no journal).
     KC_EXPORT_FS=ext4 RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
         tests/kernel-client/run.sh smoke pjdfstest tar restart locks failover
-    # The same guest over NFSv4.1: the v4 data path and namespace, and
-    # opens and locks reclaimed after restarts (1.5-2 minutes more).
-    read -r -a kc_v4 <<<"${RNFSD_KC_V4_WORKLOADS-smoke restart}"
+    # The same guest over NFSv4.1: the v4 data path and namespace, opens
+    # and locks reclaimed after restarts, v4 locks against NLM's (about 4
+    # minutes more).
+    read -r -a kc_v4 <<<"${RNFSD_KC_V4_WORKLOADS-smoke pjdfstest restart locks}"
     if [ ${#kc_v4[@]} -gt 0 ]; then
         KC_EXPORT_FS=ext4 RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
             tests/kernel-client/run.sh --vers 4.1 "${kc_v4[@]}"

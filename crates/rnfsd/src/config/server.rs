@@ -192,10 +192,10 @@ server_keys! {
     /// not use up the grace period of those that are there.
     nlm_notify_parallel: usize = 32, "hosts told of a restart at once (SM_NOTIFY)";
     /// Serve NFSv4.1 (program 100003 version 4) on the NFS addresses
-    /// beside NFSv3. Off until every operation a client needs is served.
-    nfs4: bool = false, "NFSv4.1 on the NFS addresses",
-        switch "nfs4" => true, "Serve NFSv4.1 (program 100003 version 4) on the NFS addresses \
-            beside NFSv3";
+    /// beside NFSv3: clients mount with nothing but port 2049.
+    nfs4: bool = true, "NFSv4.1 on the NFS addresses",
+        switch "no-nfs4" => false, "Do not serve NFSv4.1 (program 100003 version 4); NFSv3 \
+            only";
     /// Answer minor version 2 too (its new operations NFS4ERR_NOTSUPP),
     /// so a client asking for 4.2 first stays at 4.2.
     nfs4_minor2: bool = true, "NFSv4.2 compounds answered (4.2 operations NOTSUPP)";

@@ -1527,7 +1527,6 @@ async fn round(r: u64, k: Knobs) -> Option<String> {
         &[
             "--no-rpcbind",
             "--no-root-squash",
-            "--nfs4",
             "--write-behind-bytes",
             &k.write_behind.to_string(),
         ],

@@ -233,7 +233,7 @@ async fn an_nfs4_compound_fails_when_an_earlier_operations_write_back_failed() {
     use rnfsd_client::{Nfs4Client, Nfs4Config};
     use rnfsd_proto::nfs4::*;
 
-    let Some((fs, srv)) = start_with("wberr-v4", &["--write-behind-bytes", "0", "--nfs4"]) else {
+    let Some((fs, srv)) = start_with("wberr-v4", &["--write-behind-bytes", "0"]) else {
         return;
     };
     std::fs::write(fs.mnt.join("export/other"), b"").expect("other");

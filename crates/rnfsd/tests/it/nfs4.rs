@@ -133,7 +133,7 @@ fn start(tag: &str) -> (TempDir, TestServer) {
     let dir = TempDir::new(tag);
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     std::fs::write(dir.path().join("sub/f"), b"hello").unwrap();
-    let srv = TestServer::start_with(dir.path(), &["--no-rpcbind", "--nfs4"]);
+    let srv = TestServer::start_with(dir.path(), &["--no-rpcbind"]);
     (dir, srv)
 }
 
@@ -403,7 +403,6 @@ async fn client_records_are_written_as_the_server_after_a_squashed_caller() {
         dir.path(),
         &[
             "--no-rpcbind",
-            "--nfs4",
             "--threads",
             "1",
             "--pools",
@@ -474,6 +473,29 @@ async fn the_back_channel_is_probed_and_a_silent_one_is_reported_down() {
             tokio::time::sleep(std::time::Duration::from_millis(250)).await;
         };
         assert_ne!(flags & SEQ4_STATUS_CB_PATH_DOWN, 0, "path down reported");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_nfs4_serves_nfsv3_only() {
+    let dir = TempDir::new("nfs4-off");
+    let srv = TestServer::start_with(dir.path(), &["--no-rpcbind", "--no-nfs4"]);
+    bounded(async {
+        let c = connect(&srv).await;
+        // RFC 5531 §9: the versions served, NFSv3's alone.
+        match c.call_raw(NFS4, 4, 0, &[]).await {
+            Err(ClientError::ProgMismatch { low: 3, high: 3 }) => {}
+            other => panic!("NFSv4 NULL with NFSv4 off: {other:?}"),
+        }
+        // And by default, both.
+        let on = TestServer::start_with(dir.path(), &["--no-rpcbind"]);
+        let c = connect(&on).await;
+        c.call_raw(NFS4, 4, 0, &[]).await.expect("NFSv4 NULL");
+        match c.call_raw(NFS4, 5, 0, &[]).await {
+            Err(ClientError::ProgMismatch { low: 3, high: 4 }) => {}
+            other => panic!("NFS version 5: {other:?}"),
+        }
     })
     .await;
 }

@@ -27,7 +27,7 @@ fn v4_head(scratch: &Scratch, state: TempDir) -> Head {
         Path::new(&scratch.head_cfg_file),
         Path::new(MNT),
         state,
-        &["--no-rpcbind", "--nfs4"],
+        &["--no-rpcbind"],
     ))
 }
 

@@ -54,13 +54,7 @@ fn start(tag: &str) -> (TempDir, TempDir, TempDir, TestServer) {
     );
     let srv = TestServer::start_with(
         rw.path(),
-        &[
-            "--no-rpcbind",
-            "--no-root-squash",
-            "--nfs4",
-            "--config",
-            &cfg,
-        ],
+        &["--no-rpcbind", "--no-root-squash", "--config", &cfg],
     );
     (rw, ro, cfgdir, srv)
 }

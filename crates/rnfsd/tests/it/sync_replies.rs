@@ -411,7 +411,7 @@ async fn an_nfs4_retry_does_not_overtake_the_commit_its_reply_waits_for() {
     for f in files {
         std::fs::write(export.join(f), b"").expect("file");
     }
-    let srv = TestServer::start_with(&export, &["--no-rpcbind", "--nfs4"]);
+    let srv = TestServer::start_with(&export, &["--no-rpcbind"]);
     bounded(async {
         let c = Nfs4Client::connect(srv.addr, &config(1), &Nfs4Config::default())
             .await
