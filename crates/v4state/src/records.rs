@@ -101,6 +101,13 @@ fn parse(text: &str) -> Option<(ClientId, Vec<u8>)> {
     Some((ClientId(id), owner))
 }
 
+/// The records are the server's: written as the process, whatever
+/// caller's filesystem identity the thread last took on for a backend
+/// call (the local backend switches it lazily and leaves it).
+fn as_server() {
+    rnfsd_fs::local::reset_thread_creds();
+}
+
 impl Records {
     /// Opens `dir` (made, mode 0700, if missing): advances the boot
     /// verifier and lists the clients of the previous run.
@@ -159,6 +166,7 @@ impl Records {
 
     /// Records confirmed client `id` of `owner`, durably.
     pub(crate) fn write(&self, owner: &[u8], id: ClientId) -> io::Result<()> {
+        as_server();
         let _g = locked(&self.io);
         let text = format!("{MAGIC}\nclientid {:016x}\nowner {}\n", id.0, hex(owner));
         write_atomic(&self.dir, &name_of(owner), &text)
@@ -166,6 +174,7 @@ impl Records {
 
     /// Removes the record of `owner` if it is client `id`'s.
     pub(crate) fn remove(&self, owner: &[u8], id: ClientId) -> io::Result<()> {
+        as_server();
         let _g = locked(&self.io);
         let path = self.dir.join(name_of(owner));
         let text = match std::fs::read_to_string(&path) {
@@ -184,6 +193,7 @@ impl Records {
     /// the grace period: clients of the previous run that did not come
     /// back). Returns how many went.
     pub(crate) fn sweep(&self, boot: u32) -> io::Result<usize> {
+        as_server();
         let _g = locked(&self.io);
         let mut n = 0;
         for e in std::fs::read_dir(&self.dir)? {

@@ -129,10 +129,6 @@ pub(super) fn create_session(c: &mut Compound<'_, '_>, a: CreateSession4Args) ->
         flags &= !CREATE_SESSION4_FLAG_CONN_BACK_CHAN;
     }
     let p = principal(c);
-    // The client's record is written in the state directory as the
-    // server: this thread may still carry the last caller's filesystem
-    // identity (`rnfsd_fs::local` switches it lazily).
-    rnfsd_fs::local::reset_thread_creds();
     let r = c.nfs4.state.create_session(&CreateSessionArgs {
         clientid: ClientId(a.clientid),
         sequence: a.sequence,
