@@ -431,41 +431,7 @@ impl CbCompoundArgs {
 }
 
 /// CB_COMPOUND4res (RFC 8881 §19.2).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CbCompoundRes {
-    pub status: Nfsstat4,
-    pub tag: Vec<u8>,
-    pub results: Vec<CbResOp>,
-}
-
-impl CbCompoundRes {
-    pub fn encode(&self, e: &mut Enc) {
-        self.status.encode(e);
-        e.opaque(&self.tag);
-        e.u32(self.results.len() as u32);
-        for r in &self.results {
-            r.encode(e);
-        }
-    }
-
-    /// Decodes at most `max_ops` results (the server knows how many
-    /// operations it sent) and a tag of at most `max_tag` bytes.
-    pub fn decode(d: &mut Dec<'_>, max_tag: usize, max_ops: usize) -> Result<Self> {
-        let status = Nfsstat4::decode(d)?;
-        let tag = d.opaque(max_tag)?.to_vec();
-        // A result is at least its resop and status.
-        let n = d.array_len(max_ops, 8)?;
-        let mut results = Vec::with_capacity(n);
-        for _ in 0..n {
-            results.push(CbResOp::decode(d)?);
-        }
-        Ok(CbCompoundRes {
-            status,
-            tag,
-            results,
-        })
-    }
-}
+pub type CbCompoundRes = super::CompoundResOf<CbResOp>;
 
 #[cfg(test)]
 mod tests {

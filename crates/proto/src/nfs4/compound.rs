@@ -209,14 +209,18 @@ impl CompoundWriter {
 
 /// A whole COMPOUND4res (RFC 8881 §16.2), owned: what a client (or a
 /// test) decodes.
+pub type CompoundRes = CompoundResOf<ResOp>;
+
+/// A whole compound result, fore channel (`CompoundRes`) or back
+/// (`CbCompoundRes`, §19.2): its status, tag and results.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CompoundRes {
+pub struct CompoundResOf<R> {
     pub status: Nfsstat4,
     pub tag: Vec<u8>,
-    pub results: Vec<ResOp>,
+    pub results: Vec<R>,
 }
 
-impl CompoundRes {
+impl<R: Xdr> CompoundResOf<R> {
     pub fn encode(&self, e: &mut Enc) {
         self.status.encode(e);
         e.opaque(&self.tag);
@@ -226,8 +230,8 @@ impl CompoundRes {
         }
     }
 
-    /// Decodes at most `max_ops` results (a client knows how many it
-    /// sent) and a tag of at most `max_tag` bytes.
+    /// Decodes at most `max_ops` results (the caller knows how many
+    /// operations it sent) and a tag of at most `max_tag` bytes.
     pub fn decode(d: &mut Dec<'_>, max_tag: usize, max_ops: usize) -> Result<Self> {
         let status = Nfsstat4::decode(d)?;
         let tag = d.opaque(max_tag)?.to_vec();
@@ -235,9 +239,9 @@ impl CompoundRes {
         let n = d.array_len(max_ops, 8)?;
         let mut results = Vec::with_capacity(n);
         for _ in 0..n {
-            results.push(ResOp::decode(d)?);
+            results.push(R::decode(d)?);
         }
-        Ok(CompoundRes {
+        Ok(CompoundResOf {
             status,
             tag,
             results,
