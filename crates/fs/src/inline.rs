@@ -312,6 +312,23 @@ impl Loop {
         }));
     }
 
+    /// The call is about to change state the server keeps in memory only
+    /// (NFSv4's opens and stateids): from here it runs to its end
+    /// (`run_to_end`), since a give-up would run the change twice. It
+    /// changes no file, so it needs no `Leave::changes`. False for an
+    /// attempt already given up: it must change nothing (it runs again).
+    #[must_use]
+    pub fn memory_change_begins(&self) -> bool {
+        match self.attempt.get() {
+            Attempt::Inline => {
+                self.run_to_end(crate::local::thread_sleeps);
+                true
+            }
+            Attempt::GaveUp => false,
+            _ => true,
+        }
+    }
+
     /// Whether the call under way may open a miss: allowed, and no recent
     /// step slept.
     pub(crate) fn may_speculate(&self) -> bool {

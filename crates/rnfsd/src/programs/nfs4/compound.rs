@@ -14,6 +14,10 @@ use rnfsd_proto::nfs4::{
     OP_DESTROY_CLIENTID, OP_DESTROY_SESSION, OP_EXCHANGE_ID, OP_ILLEGAL, OP_REMOVEXATTR,
     OP_SEQUENCE,
 };
+use rnfsd_proto::nfs4::{
+    OpenClaim4, OpenFlag4, OP_ACCESS, OP_CLOSE, OP_GETATTR, OP_GETFH, OP_LOOKUP, OP_LOOKUPP,
+    OP_OPEN_DOWNGRADE, OP_PUTFH, OP_PUTPUBFH, OP_PUTROOTFH, OP_READ, OP_RESTOREFH, OP_SAVEFH,
+};
 use rnfsd_rpc::{ProcError, Route, Wait};
 use rnfsd_v4state::{ClientHandle, ConnId, SequenceArgs, Sequenced, SessionId, SlotTicket};
 use rnfsd_xdr::{Dec, Enc, Xdr};
@@ -131,25 +135,50 @@ impl<'c, 'a> Compound<'c, 'a> {
     }
 }
 
-/// Operations that change nothing and usually answer from memory: a
+impl Compound<'_, '_> {
+    /// An operation is about to change the state kept in memory (opens,
+    /// stateids): on an event loop nothing of the compound may give up
+    /// from here (it would run twice). NFS4ERR_DELAY if the attempt has
+    /// given up already (the compound then runs again in a pool, and this
+    /// status is never sent).
+    pub fn memory_changes(&self) -> Result<(), Nfsstat4> {
+        match self.ctx.on_loop {
+            Some(l) if !l.0.memory_change_begins() => Err(Nfsstat4::Delay),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Operations that change no file and usually answer from memory: a
 /// compound of only these is tried on the event loop (run to completion),
-/// as NFSv3's GETATTR and LOOKUP are.
-fn quick_op(opnum: u32) -> bool {
-    use rnfsd_proto::nfs4::*;
-    matches!(
-        opnum,
-        OP_SEQUENCE
-            | OP_PUTFH
-            | OP_PUTROOTFH
-            | OP_PUTPUBFH
-            | OP_GETFH
-            | OP_SAVEFH
-            | OP_RESTOREFH
-            | OP_GETATTR
-            | OP_ACCESS
-            | OP_LOOKUP
-            | OP_LOOKUPP
-    )
+/// as NFSv3's GETATTR, LOOKUP and READ are. OPEN of an existing file,
+/// OPEN_DOWNGRADE and CLOSE change only the state in memory, after every
+/// step that may give up (`Compound::memory_changes`); READ gives up
+/// where its data is not in the page cache.
+fn quick_op(arg: &ArgOp<'_>) -> bool {
+    match arg {
+        ArgOp::Open(a) => {
+            matches!(a.openhow, OpenFlag4::NoCreate)
+                && matches!(a.claim, OpenClaim4::Null(_) | OpenClaim4::Fh)
+        }
+        _ => matches!(
+            arg.opnum(),
+            OP_SEQUENCE
+                | OP_PUTFH
+                | OP_PUTROOTFH
+                | OP_PUTPUBFH
+                | OP_GETFH
+                | OP_SAVEFH
+                | OP_RESTOREFH
+                | OP_GETATTR
+                | OP_ACCESS
+                | OP_LOOKUP
+                | OP_LOOKUPP
+                | OP_READ
+                | OP_CLOSE
+                | OP_OPEN_DOWNGRADE
+        ),
+    }
 }
 
 /// Where a COMPOUND runs (read on the loop from its arguments): on the
@@ -175,7 +204,7 @@ pub(super) fn route(server: &crate::state::Server, d: &mut Dec<'_>) -> Route {
         if let ArgOp::PutFh(a) = &arg {
             sync |= server.export_of(&a.object.0).is_some_and(|e| e.sync);
         }
-        quick &= quick_op(n);
+        quick &= quick_op(&arg);
         if !quick && sync {
             return Route::Blocking;
         }
@@ -542,4 +571,51 @@ fn io_reply(tag: &[u8], reply: &[u8], results_at: usize, failed: Option<OpAt>) -
         _ => e.u32(0),
     }
     e.into_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quick_op;
+    use rnfsd_proto::nfs4::*;
+
+    fn open(how: OpenFlag4, claim: OpenClaim4) -> ArgOp<'static> {
+        ArgOp::Open(Open4Args {
+            seqid: 0,
+            share_access: OPEN4_SHARE_ACCESS_READ,
+            share_deny: OPEN4_SHARE_DENY_NONE,
+            owner: StateOwner4 {
+                clientid: 1,
+                owner: Opaque1024(b"owner".to_vec()),
+            },
+            openhow: how,
+            claim,
+        })
+    }
+
+    #[test]
+    fn opens_of_existing_files_reads_and_closes_are_tried_on_the_loop() {
+        let name = || Component4(b"f".to_vec());
+        assert!(quick_op(&open(
+            OpenFlag4::NoCreate,
+            OpenClaim4::Null(name())
+        )));
+        assert!(quick_op(&open(OpenFlag4::NoCreate, OpenClaim4::Fh)));
+        let create = OpenFlag4::Create(CreateHow4::Unchecked(Fattr4::default()));
+        assert!(!quick_op(&open(create, OpenClaim4::Null(name()))));
+        let reclaim = OpenClaim4::Previous(OpenDelegationType4::None);
+        assert!(!quick_op(&open(OpenFlag4::NoCreate, reclaim)));
+        let read = ArgOp::Read(Read4Args {
+            stateid: Stateid4::ANONYMOUS,
+            offset: 0,
+            count: 4096,
+        });
+        assert!(quick_op(&read));
+        let close = ArgOp::Close(Close4Args {
+            seqid: 0,
+            open_stateid: Stateid4::ANONYMOUS,
+        });
+        assert!(quick_op(&close));
+        let remove = ArgOp::Remove(Remove4Args { target: name() });
+        assert!(!quick_op(&remove));
+    }
 }

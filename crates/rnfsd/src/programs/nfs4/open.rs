@@ -472,6 +472,7 @@ fn open_file(c: &mut Compound<'_, '_>, a: &Open4Args) -> Result<Open4ResOk, Nfss
         return Err(Nfsstat4::Inval);
     }
     permitted(c, &t, share)?;
+    c.memory_changes()?;
     let opened = c
         .nfs4
         .state
@@ -557,6 +558,7 @@ pub(super) fn open_downgrade(c: &mut Compound<'_, '_>, a: OpenDowngrade4Args) ->
         let h = c.client()?;
         let share = share(a.share_access, a.share_deny, false)?;
         let s = open_stateid_here(c, &a.open_stateid, false)?;
+        c.memory_changes()?;
         c.nfs4
             .state
             .open_downgrade(&h, &s, share.access, share.deny)
@@ -578,6 +580,7 @@ pub(super) fn close(c: &mut Compound<'_, '_>, a: Close4Args) -> Stateid4Res {
     let r = (|| {
         let h = c.client()?;
         let s = open_stateid_here(c, &a.open_stateid, true)?;
+        c.memory_changes()?;
         c.nfs4.state.close(&h, &s).map_err(|e| of_state(&e))
     })();
     match r {
