@@ -12,13 +12,15 @@
 #       [--seed-size] [--no-pin-client]
 #       [--handles N[,M]] [--io-streams 1,4,16] [--io-mib 256] [--io-passes 4]
 #       [--io-block-kib 1024]
-#       [--fsmark-streams 16] [--fsmark-conns 4] [--vers 3|4.1]
+#       [--fsmark-streams 16] [--fsmark-conns 4] [--vers 3|4.1|3,4.1]
 #
 # Workloads (default all): getattr traverse create mkdir fsmark mount write
 # (and, when named, fsmark-sync: fsmark with one FILE_SYNC WRITE per file
 # instead of UNSTABLE + COMMIT, what the Linux client sends for a small
 # file's fsync)
-# read null getattr-h access-h lookup-h read-h write-h. The last six are
+# read null getattr-h access-h lookup-h read-h write-h open-read-close-h
+# (NFSv4.1 only: OPEN, READ of 4 KiB, CLOSE, three compounds per file).
+# The -h ones are
 # `rnfsd-bench run` mixes at three load shapes each: 1 stream on 1
 # connection (one call in flight), 16 and 64 streams on 1 connection (one
 # host, many calls in flight), 16 and 64 streams with a connection each
@@ -71,6 +73,9 @@
 # 4.1`: a session per connection, rows named "<workload>-v4.1") and ganesha
 # serves it (ganesha.sh --v4); fsmark, fsmark-sync, mount and the ceiling
 # server are NFSv3 only, so the default workloads leave them out.
+# --vers 3,4.1: each server runs each workload over NFSv3 then NFSv4.1 in
+# every round (a fresh filesystem each), so the two versions are measured
+# alternated in one run; a workload one version lacks is skipped for it.
 # --seed-size: getattr/traverse/mount on the bounded-wakeup lesson's rsync
 # tree (161,480 files in 10,841 directories) instead of 20,000 files in 1,000.
 #
@@ -158,17 +163,29 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 10 ] || die "--rounds must be 1..10"
-# Appended to every bench command; ganesha's extra option.
-VERS_ARGS=() GANESHA_VERS=()
+IFS=, read -r -a VL <<<"$VERS"
 case "$VERS" in
 3) ;;
-4.1)
-    VERS_ARGS=(--vers 4.1) GANESHA_VERS=(--v4)
-    # The NFSv3-only workloads leave the default set.
-    WORKLOADS=getattr,traverse,create,mkdir,write,read
-    ;;
-*) die "--vers 3|4.1" ;;
+# The NFSv3-only workloads leave the default set.
+4.1 | 3,4.1) WORKLOADS=getattr,traverse,create,mkdir,write,read ;;
+*) die "--vers 3|4.1|3,4.1" ;;
 esac
+# Appended to every bench command; ganesha's extra option (set_vers).
+VERS_ARGS=() GANESHA_VERS=()
+set_vers() { # 3|4.1
+    case $1 in
+    3) VERS_ARGS=() GANESHA_VERS=() ;;
+    *) VERS_ARGS=(--vers "$1") GANESHA_VERS=(--v4) ;;
+    esac
+}
+# Whether version $2 has workload $1.
+vers_has() { # WORKLOAD VERS
+    case $2:$1 in
+    3:open-read-close-h) return 1 ;;
+    3:*) return 0 ;;
+    *:fsmark | *:fsmark-sync | *:mount) return 1 ;;
+    esac
+}
 [ -z "$WORKLOADS_ARG" ] || WORKLOADS=$WORKLOADS_ARG
 [[ $FSMARK_CONNS =~ ^[0-9]+$ ]] && [ "$FSMARK_CONNS" -le 64 ] || die "--fsmark-conns must be 0..64"
 if [ -n "$MOUNT_FILES" ]; then
@@ -182,12 +199,12 @@ IFS=, read -r -a HL <<<"$HANDLES"
 for w in "${WL[@]}"; do
     case $w in
     getattr | traverse | create | mkdir | fsmark | fsmark-sync | mount | write | read) ;;
-    null | getattr-h | access-h | lookup-h | read-h | write-h) ;;
+    null | getattr-h | access-h | lookup-h | read-h | write-h | open-read-close-h) ;;
     *) die "unknown workload: $w" ;;
     esac
-    if [ "$VERS" != 3 ]; then
-        case $w in fsmark | fsmark-sync | mount) die "workload $w is NFSv3 only (--vers $VERS)" ;; esac
-    fi
+    ok=
+    for v in "${VL[@]}"; do vers_has "$w" "$v" && ok=1; done
+    [ -n "$ok" ] || die "workload $w is not in NFS version $VERS"
 done
 MAX_HANDLES=0
 [ "${#HL[@]}" -ge 1 ] && [ "${#HL[@]}" -le 4 ] || die "--handles takes 1 to 4 counts"
@@ -345,6 +362,7 @@ bench_args() { # WORKLOAD LABEL -> STEPS
 # under timeout(1); all are tried, the status says whether any failed.
 # Written as a script so ganesha's namespace can run it as one command.
 write_steps() { # -> $WORK/steps.sh
+    local s
     {
         echo 'st=0'
         for s in "${STEPS[@]}"; do
@@ -459,7 +477,10 @@ T0=$(date +%s)
 for r in $(seq 1 "$ROUNDS"); do
     for w in "${WL[@]}"; do
         for s in "${SV[@]}"; do
-            log "round $r/$ROUNDS $w on $s (load $(cut -d' ' -f1-3 /proc/loadavg))"
+          for v in "${VL[@]}"; do
+            vers_has "$w" "$v" || continue
+            set_vers "$v"
+            log "round $r/$ROUNDS $w on $s over NFSv$v (load $(cut -d' ' -f1-3 /proc/loadavg))"
             fresh_fs
             # getattr, traverse and mount: the export is the prepared tree.
             if [ "$w" = mount ] && [ -n "$MOUNT_FILES" ]; then
@@ -469,12 +490,13 @@ for r in $(seq 1 "$ROUNDS"); do
             elif [[ $w == *-h ]]; then
                 # READ and WRITE of 4 KiB: files that size; 8 bytes otherwise.
                 "$BENCH" prepare "$FS/export" --files "$HTREE_FILES" --dirs "$HTREE_DIRS" \
-                    --file-size "$(case $w in read-h | write-h) echo 4096 ;; *) echo 8 ;; esac)" >&2
+                    --file-size "$(case $w in read-h | write-h | open-read-close-h) echo 4096 ;; *) echo 8 ;; esac)" >&2
             fi
             case $s in
             rnfsd-*) run_rnfsd "$w" "$s" "${VARIANT[${s#rnfsd-}]}" "${VARIANT_BIN[${s#rnfsd-}]:-$RNFSD}" ;;
             *) "run_$s" "$w" ;;
-            esac || { log "$w on $s failed"; fail=1; }
+            esac || { log "$w on $s over NFSv$v failed"; fail=1; }
+          done
         done
         # fsmark-sync's local reference is fsmark's (write + fsync per file).
         if [ -n "$LOCAL" ] && { [ "$w" = create ] || [ "$w" = fsmark ]; }; then
@@ -494,12 +516,14 @@ grep -q '"label":"local-sync"' "$RESULTS" && LOCALS+=,local-sync
 "$BENCH" report --json "$RESULTS" --labels "$SERVERS$LOCALS" \
     --out "$OUT/summary.json" >"$OUT/report.md"
 # NFSv4.1 rows are named "<mix>-v4.1" (their "workload").
-SUFFIX=
-[ "$VERS" = 3 ] || SUFFIX=-v$VERS
-for m in getattr traverse null access lookup; do
-    grep -qi "\"mix\":\"$m\"" "$RESULTS" || continue
-    "$BENCH" chart --json "$RESULTS" --workload "$m$SUFFIX" --title "$m$SUFFIX: calls/s against client streams" \
-        --out "$OUT/$m.svg" || true
+for v in "${VL[@]}"; do
+    SUFFIX=
+    [ "$v" = 3 ] || SUFFIX=-v$v
+    for m in getattr traverse null access lookup; do
+        grep -qi "\"mix\":\"$m\"" "$RESULTS" || continue
+        "$BENCH" chart --json "$RESULTS" --workload "$m$SUFFIX" --title "$m$SUFFIX: calls/s against client streams" \
+            --out "$OUT/$m$SUFFIX.svg" || true
+    done
 done
 cat "$OUT/report.md"
 echo

@@ -277,6 +277,10 @@ struct Stream<'a> {
     attrs: Bitmap4,
     dir_attrs: Bitmap4,
     data: &'a [u8],
+    /// This stream's open owner: streams sharing a session must not share
+    /// one, or one stream's CLOSE ends the open another is reading with
+    /// (RFC 8881 §9.1.4: one open stateid per owner and file).
+    owner: Vec<u8>,
 }
 
 impl Stream<'_> {
@@ -364,7 +368,11 @@ impl Stream<'_> {
     async fn open_read_close(&mut self, it: &Item4) -> bool {
         let c = self.c;
         let t = Instant::now();
-        let opened = c.open(&it.dir, &OpenArgs::read(it.name.clone())).await;
+        let args = OpenArgs {
+            owner: Some(self.owner.clone()),
+            ..OpenArgs::read(it.name.clone())
+        };
+        let opened = c.open(&it.dir, &args).await;
         let _ = self.h.record(t.elapsed().as_micros().max(1) as u64);
         self.calls += 1;
         let Ok(o) = opened else { return false };
@@ -448,6 +456,7 @@ async fn run_streams(
                 attrs: attr_mask(),
                 dir_attrs: readdir_mask(),
                 data: &data,
+                owner: format!("rnfsd-bench stream {s}").into_bytes(),
             };
             // Streams start at different targets, as NFSv3's do.
             let mut i = s.wrapping_mul(7919);
