@@ -77,6 +77,7 @@ impl Env {
             v4,
             &server.exports(),
             false,
+            rnfsd::state::idmap::IdMap::numeric(),
             None,
             None,
         )));

@@ -27,6 +27,7 @@ use rnfsd_fs::WriteVerifier;
 
 use crate::admin::{self, AdminSocket};
 use crate::comma_list as list;
+use crate::config::Idmap;
 use crate::config::{self, lower, Config, ConfigError, ResolvedExport, ServerConfig};
 use crate::listeners::{self, Listeners, Services};
 use crate::metrics::{self, MetricsServer};
@@ -37,6 +38,7 @@ use crate::programs::nlm::NLM;
 use crate::programs::nsm::NSM;
 use crate::programs::portmap::{self, Registration, PORTMAP};
 use crate::programs::Program;
+use crate::state::idmap::IdMap;
 use crate::state::nfs4::Nfs4;
 use crate::state::Server;
 use crate::{keys, live, rpcbind};
@@ -428,11 +430,25 @@ fn start_nfs4(
         state,
         &server.exports(),
         s.nfs4_minor2,
+        idmap_of(s),
         Some(reaper),
         Some(stats.clone()),
     );
     server.set_nfs4(Arc::new(n));
     Ok(())
+}
+
+/// NFSv4 owner strings as configured (`nfs4_idmap`).
+fn idmap_of(s: &ServerConfig) -> IdMap {
+    match s.nfs4_idmap {
+        Idmap::Numeric => IdMap::numeric(),
+        Idmap::Names => IdMap::names(
+            s.nfs4_idmap_domain
+                .clone()
+                .unwrap_or_else(crate::state::idmap::default_domain),
+            s.nfs4_idmap_cache,
+        ),
+    }
 }
 
 /// NFS, MOUNT (and NLM, NSM) over TCP.

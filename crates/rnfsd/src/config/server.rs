@@ -30,6 +30,15 @@ pub enum Handoff {
     Double,
 }
 
+/// NFSv4 owner strings (RFC 8881 §5.9): `numeric` ids (what the Linux
+/// client uses under AUTH_SYS) or `names`, "user@domain" from NSS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Idmap {
+    Numeric,
+    Names,
+}
+
 /// Worker pools over the event loops: `per-loop` (one per loop, thread
 /// counts divided among them; the default, measured better with 2 loops
 /// and the same as `shared` with 1) or `shared` (one pool for all loops).
@@ -87,6 +96,7 @@ macro_rules! parse_words {
 
 parse_words!(WakeOrder, "wake_order", "lifo" => WakeOrder::Lifo, "fifo" => WakeOrder::Fifo);
 parse_words!(Handoff, "handoff", "direct" => Handoff::Direct, "double" => Handoff::Double);
+parse_words!(Idmap, "nfs4_idmap", "numeric" => Idmap::Numeric, "names" => Idmap::Names);
 parse_words!(PoolLayout, "pools", "shared" => PoolLayout::Shared, "per-loop" => PoolLayout::PerLoop);
 
 impl std::str::FromStr for MaxWaking {
@@ -214,6 +224,18 @@ server_keys! {
     nfs4_stateids_per_client: usize = 16384, "NFSv4 stateids per client";
     /// Stateids of all clients together.
     nfs4_max_stateids: usize = 1_048_576, "NFSv4 stateids in all";
+    /// NFSv4 owner and owner_group strings: "numeric" (ids as numbers, as
+    /// the Linux client and knfsd use under AUTH_SYS) or "names"
+    /// ("user@domain" from the system's user and group databases, for
+    /// clients that map names; numbers are still accepted).
+    nfs4_idmap: Idmap = Idmap::Numeric, "NFSv4 owner strings: numeric | names";
+    /// The domain of "user@domain" owner strings. Unset: Domain of
+    /// /etc/idmapd.conf, else the host's DNS domain, else "localdomain".
+    nfs4_idmap_domain: Option<String> = None, "NFSv4 owner strings' domain",
+        unset "idmapd.conf, DNS domain or localdomain";
+    /// Names cached per direction and kind (uid to name, name to uid, and
+    /// the same for groups) with `nfs4_idmap = "names"`.
+    nfs4_idmap_cache: usize = 4096, "NFSv4 id-mapping cache entries, each way";
     /// Bytes for the sessions' reply caches together (slots x 4 KiB each).
     nfs4_reply_cache_bytes: usize = 64 << 20, "NFSv4 slot reply caches in all, bytes";
     /// A fixed number of worker threads; overrides min/max_threads.

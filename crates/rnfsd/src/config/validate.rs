@@ -17,6 +17,7 @@ impl Config {
         at_least_one(s)?;
         durations(s)?;
         backends(s)?;
+        idmap_domain(s)?;
         s.check_identity(rustix::process::geteuid().is_root())?;
         // No exports is legal: a packaged server starts with none and gets
         // them by a reload (SIGHUP), as knfsd with an empty /etc/exports.
@@ -142,12 +143,23 @@ fn at_least_one(s: &ServerConfig) -> Result<(), ConfigError> {
         ("nfs4_stateids_per_client", s.nfs4_stateids_per_client),
         ("nfs4_max_stateids", s.nfs4_max_stateids),
         ("nfs4_reply_cache_bytes", s.nfs4_reply_cache_bytes),
+        ("nfs4_idmap_cache", s.nfs4_idmap_cache),
     ] {
         if v == 0 {
             return err(format!("server.{k} must be at least 1"));
         }
     }
     Ok(())
+}
+
+/// A domain of owner strings: a DNS name, not empty, without '@'.
+fn idmap_domain(s: &ServerConfig) -> Result<(), ConfigError> {
+    match &s.nfs4_idmap_domain {
+        Some(d) if d.is_empty() || d.len() > 255 || d.contains('@') || d.contains(char::is_whitespace) => err(format!(
+            "server.nfs4_idmap_domain must be a domain name (1 to 255 bytes, no '@' or spaces), not {d:?}"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Large durations would overflow Instant arithmetic.

@@ -3,6 +3,7 @@
 //! pseudo-filesystem joining the exports, and the server's identity as
 //! EXCHANGE_ID gives it (RFC 8881 §2.5, §18.35).
 
+use super::idmap::IdMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +31,8 @@ pub struct Nfs4 {
     /// they are served), so a client asking for 4.2 first keeps the
     /// mount at 4.2 rather than retrying 4.1.
     pub minor2: bool,
+    /// Owner strings (`nfs4_idmap`).
+    pub idmap: IdMap,
     /// Where each operation is counted (None: not counted).
     pub stats: Option<Arc<rnfsd_stats::Registry>>,
     /// Frees expired clients' state off the request path; stops when
@@ -44,6 +47,7 @@ impl Nfs4 {
         state: Arc<State>,
         exports: &[Arc<Export>],
         minor2: bool,
+        idmap: IdMap,
         reaper: Option<Reaper>,
         stats: Option<Arc<rnfsd_stats::Registry>>,
     ) -> Nfs4 {
@@ -54,6 +58,7 @@ impl Nfs4 {
             owner: host_name(),
             lease,
             minor2,
+            idmap,
             stats,
             _reaper: reaper,
         }

@@ -32,6 +32,7 @@ mod layering;
 mod libnfs_interop;
 mod nfs4;
 mod nfs4_cephfs;
+mod nfs4_idmap;
 mod nfs4_ns;
 mod nfs4_open;
 mod nlm;

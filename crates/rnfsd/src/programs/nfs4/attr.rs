@@ -96,6 +96,7 @@ pub(super) fn export_fattr(
         pathconf: facts.pathconf,
         lease: c.nfs4.lease.as_secs().min(u64::from(u32::MAX)) as u32,
         max_io: u64::from(c.ctx.server.max_io),
+        owners: fattr::owners(c),
     };
     fattr::encode(e, want, &s);
 }
@@ -143,6 +144,7 @@ pub(super) fn pseudo_fattr(c: &Compound<'_, '_>, i: usize, want: &Bitmap4, e: &m
         pathconf: None,
         lease: c.nfs4.lease.as_secs().min(u64::from(u32::MAX)) as u32,
         max_io: u64::from(c.ctx.server.max_io),
+        owners: fattr::owners(c),
     };
     fattr::encode(e, want, &s);
 }

@@ -103,7 +103,7 @@ fn create_in(c: &mut Compound<'_, '_>, a: Create4Args) -> Result<Create4ResOk, N
         CreateType4::Fifo => Some(NodeKind::Fifo),
         CreateType4::Other(_) => return Err(Nfsstat4::BadType),
     };
-    let (set, mut attrset) = fattr::decode_settable(&a.createattrs)?;
+    let (set, mut attrset) = fattr::decode_settable(&a.createattrs, &fattr::owners(c))?;
     // None of these has a size to set: refused before anything is made
     // (knfsd would make the object, then fail setting it).
     if set.size.is_some() {

@@ -5,6 +5,9 @@ use rnfsd_fs::{Attr, FileType, FsStat, PathConf, SetAttr, SetTime, Time};
 use rnfsd_proto::nfs4::*;
 use rnfsd_xdr::{Dec, Enc, Xdr};
 
+use super::compound::Compound;
+use crate::state::idmap::{IdError, IdMap, Kind};
+
 /// Every attribute we return (§5.6 REQUIRED, and the §5.7 RECOMMENDED
 /// ones Linux reads). `time_access_set` and `time_modify_set` are
 /// settable only (§5.7: GETATTR of them is NFS4ERR_INVAL).
@@ -79,20 +82,34 @@ pub(super) const SETTABLE: &[u32] = &[
     FATTR4_TIME_MODIFY_SET,
 ];
 
-/// An owner or owner_group string as an id: a decimal number (what we
-/// send without id mapping, §5.9); empty is NFS4ERR_INVAL (as knfsd's
-/// `nfsd_map_name_to_uid`), anything else NFS4ERR_BADOWNER.
-fn id_of(s: &[u8]) -> Result<u32, Nfsstat4> {
-    if s.is_empty() {
-        return Err(Nfsstat4::Inval);
+/// How owner strings are said and read in this call: the server's id
+/// map, and whether the call may wait for a name lookup (not on an event
+/// loop).
+#[derive(Clone, Copy)]
+pub(super) struct Owners<'a> {
+    pub map: &'a IdMap,
+    pub may_wait: bool,
+}
+
+impl Owners<'_> {
+    /// An owner or owner_group string as an id (§5.9): a decimal number,
+    /// or with names "user@domain"; empty is NFS4ERR_INVAL (as knfsd's
+    /// `nfsd_map_name_to_uid`), anything else unknown NFS4ERR_BADOWNER.
+    fn id_of(&self, kind: Kind, s: &[u8]) -> Result<u32, Nfsstat4> {
+        self.map.id_of(kind, s, self.may_wait).map_err(|e| match e {
+            IdError::Empty => Nfsstat4::Inval,
+            IdError::BadOwner => Nfsstat4::BadOwner,
+            IdError::WouldWait => Nfsstat4::Delay,
+        })
     }
-    if s.len() > 10 || !s.iter().all(u8::is_ascii_digit) {
-        return Err(Nfsstat4::BadOwner);
+
+    /// Writes the owner string of `id`: its name, or its number.
+    fn put(&self, e: &mut Enc, kind: Kind, id: u32) {
+        match self.map.name_of(kind, id, self.may_wait) {
+            Some(name) => e.opaque(&name),
+            None => id_string(e, id),
+        }
     }
-    std::str::from_utf8(s)
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .ok_or(Nfsstat4::BadOwner)
 }
 
 fn set_time(t: Settime4) -> Result<SetTime, Nfsstat4> {
@@ -112,7 +129,10 @@ fn set_time(t: Settime4) -> Result<SetTime, Nfsstat4> {
 /// An attribute we support but cannot set is NFS4ERR_INVAL, one we do
 /// not support NFS4ERR_ATTRNOTSUPP (§18.30.3); values that do not
 /// decode, or bytes left over, NFS4ERR_BADXDR.
-pub(super) fn decode_settable(f: &Fattr4) -> Result<(SetAttr, Bitmap4), Nfsstat4> {
+pub(super) fn decode_settable(
+    f: &Fattr4,
+    owners: &Owners<'_>,
+) -> Result<(SetAttr, Bitmap4), Nfsstat4> {
     let supported = supported();
     for bit in f.attrmask.iter() {
         if !supported.contains(bit) {
@@ -136,8 +156,14 @@ pub(super) fn decode_settable(f: &Fattr4) -> Result<(SetAttr, Bitmap4), Nfsstat4
                 }
                 set.mode = Some(m);
             }
-            FATTR4_OWNER => set.uid = Some(id_of(d.opaque(NFS4_OPAQUE_LIMIT).map_err(bad)?)?),
-            FATTR4_OWNER_GROUP => set.gid = Some(id_of(d.opaque(NFS4_OPAQUE_LIMIT).map_err(bad)?)?),
+            FATTR4_OWNER => {
+                let s = d.opaque(NFS4_OPAQUE_LIMIT).map_err(bad)?;
+                set.uid = Some(owners.id_of(Kind::User, s)?);
+            }
+            FATTR4_OWNER_GROUP => {
+                let s = d.opaque(NFS4_OPAQUE_LIMIT).map_err(bad)?;
+                set.gid = Some(owners.id_of(Kind::Group, s)?);
+            }
             FATTR4_TIME_ACCESS_SET => set.atime = set_time(Settime4::decode(&mut d).map_err(bad)?)?,
             FATTR4_TIME_MODIFY_SET => set.mtime = set_time(Settime4::decode(&mut d).map_err(bad)?)?,
             _ => return Err(Nfsstat4::Inval),
@@ -197,6 +223,7 @@ pub(super) struct Subject<'a> {
     /// lease_time (seconds), maxread/maxwrite (bytes).
     pub lease: u32,
     pub max_io: u64,
+    pub owners: Owners<'a>,
 }
 
 /// Writes fattr4 for `want` (what we do not support is left out, as
@@ -280,6 +307,15 @@ pub(super) fn change_of(ctime: Time) -> u64 {
         .wrapping_add(u64::from(ctime.nsec))
 }
 
+/// How this compound says and reads owner strings: on an event loop it
+/// may not wait for a name lookup.
+pub(super) fn owners<'c>(c: &Compound<'c, '_>) -> Owners<'c> {
+    Owners {
+        map: &c.nfs4.idmap,
+        may_wait: c.ctx.on_loop.is_none(),
+    }
+}
+
 /// An id as owner and owner_group say it without id mapping: its
 /// number (§5.9, RFC 8881 allows numeric strings under AUTH_SYS).
 fn id_string(e: &mut Enc, id: u32) {
@@ -349,8 +385,8 @@ fn value(e: &mut Enc, bit: u32, s: &Subject<'_>) {
         FATTR4_MODE => e.u32(a.mode & 0o7777),
         FATTR4_NO_TRUNC => e.bool(true),
         FATTR4_NUMLINKS => e.u32(a.nlink),
-        FATTR4_OWNER => id_string(e, a.uid),
-        FATTR4_OWNER_GROUP => id_string(e, a.gid),
+        FATTR4_OWNER => s.owners.put(e, Kind::User, a.uid),
+        FATTR4_OWNER_GROUP => s.owners.put(e, Kind::Group, a.gid),
         FATTR4_RAWDEV => {
             e.u32(a.rdev.0);
             e.u32(a.rdev.1);
@@ -402,6 +438,22 @@ mod tests {
             pathconf: None,
             lease: 90,
             max_io: 1 << 20,
+            owners: Owners {
+                map: numeric(),
+                may_wait: true,
+            },
+        }
+    }
+
+    fn numeric() -> &'static IdMap {
+        static M: std::sync::LazyLock<IdMap> = std::sync::LazyLock::new(IdMap::numeric);
+        &M
+    }
+
+    fn owners() -> Owners<'static> {
+        Owners {
+            map: numeric(),
+            may_wait: true,
         }
     }
 
@@ -460,25 +512,25 @@ mod tests {
             (FATTR4_OWNER, &|e| e.opaque(b"1001")),
             (FATTR4_TIME_MODIFY_SET, &|e| e.u32(0)),
         ]);
-        let (set, mask) = decode_settable(&f).unwrap();
+        let (set, mask) = decode_settable(&f, &owners()).unwrap();
         assert_eq!(set.size, Some(9));
         assert_eq!(set.mode, Some(0o640));
         assert_eq!(set.uid, Some(1001));
         assert_eq!(set.mtime, SetTime::ServerTime);
         assert_eq!(mask, f.attrmask);
         let f = settable(&[(FATTR4_TYPE, &|e| e.u32(1))]);
-        assert_eq!(decode_settable(&f), Err(Nfsstat4::Inval));
+        assert_eq!(decode_settable(&f, &owners()), Err(Nfsstat4::Inval));
         let f = settable(&[(FATTR4_ACL, &|e| e.u32(0))]);
-        assert_eq!(decode_settable(&f), Err(Nfsstat4::AttrNotSupp));
+        assert_eq!(decode_settable(&f, &owners()), Err(Nfsstat4::AttrNotSupp));
         let f = settable(&[(FATTR4_OWNER, &|e| e.opaque(b"alice@x"))]);
-        assert_eq!(decode_settable(&f), Err(Nfsstat4::BadOwner));
+        assert_eq!(decode_settable(&f, &owners()), Err(Nfsstat4::BadOwner));
         let f = settable(&[(FATTR4_OWNER_GROUP, &|e| e.opaque(b""))]);
-        assert_eq!(decode_settable(&f), Err(Nfsstat4::Inval));
+        assert_eq!(decode_settable(&f, &owners()), Err(Nfsstat4::Inval));
         let f = settable(&[(FATTR4_SIZE, &|e| e.u32(1))]);
-        assert_eq!(decode_settable(&f), Err(Nfsstat4::BadXdr));
+        assert_eq!(decode_settable(&f, &owners()), Err(Nfsstat4::BadXdr));
         let f = settable(&[(FATTR4_MODE, &|e| e.u64(0o644))]);
         assert_eq!(
-            decode_settable(&f),
+            decode_settable(&f, &owners()),
             Err(Nfsstat4::BadXdr),
             "bytes left over"
         );

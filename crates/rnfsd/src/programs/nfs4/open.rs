@@ -260,7 +260,7 @@ fn create(
     let mut unchecked = None;
     let (how, attrset, after) = match how {
         CreateHow4::Unchecked(attrs) => {
-            let (set, mask) = fattr::decode_settable(attrs)?;
+            let (set, mask) = fattr::decode_settable(attrs, &fattr::owners(c))?;
             let truncate = set.size == Some(0);
             match d.exp.backend.lookup(&d.call(ctx), &d.fh, name) {
                 Ok(_) => return existing(c, dir, name, truncate, truncated(truncate)),
@@ -274,12 +274,12 @@ fn create(
             (CreateHow::Guarded(set), mask, None)
         }
         CreateHow4::Guarded(attrs) => {
-            let (set, mask) = fattr::decode_settable(attrs)?;
+            let (set, mask) = fattr::decode_settable(attrs, &fattr::owners(c))?;
             (CreateHow::Guarded(set), mask, None)
         }
         CreateHow4::Exclusive(v) => (CreateHow::Exclusive(v.0), verifier_attrs(), None),
         CreateHow4::Exclusive41 { verf, attrs } => {
-            let (mut set, mask) = fattr::decode_settable(attrs)?;
+            let (mut set, mask) = fattr::decode_settable(attrs, &fattr::owners(c))?;
             // Only suppattr_exclcreat's attributes go with the verifier.
             let allowed = fattr::bits(EXCLCREAT);
             if mask.iter().any(|b| !allowed.contains(b)) {

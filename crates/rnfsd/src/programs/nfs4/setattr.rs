@@ -23,7 +23,7 @@ pub(super) fn setattr(c: &mut Compound<'_, '_>, a: SetAttr4Args) -> SetAttr4Res 
 }
 
 fn set(c: &mut Compound<'_, '_>, a: &SetAttr4Args) -> Result<Bitmap4, Nfsstat4> {
-    let (set, attrsset) = fattr::decode_settable(&a.obj_attributes)?;
+    let (set, attrsset) = fattr::decode_settable(&a.obj_attributes, &fattr::owners(c))?;
     let o: Obj = match c.cur()? {
         Cur::Pseudo(_) => return Err(Nfsstat4::RoFs),
         Cur::Obj(o) => o.clone(),
