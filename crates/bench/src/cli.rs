@@ -64,6 +64,10 @@ pub enum Cmd {
     Fsmark(ops::FsmarkArgs),
     /// MNT + GETATTR latency (p50, p99) over K repetitions.
     Mount(ops::MountArgs),
+    /// NFSv4.1 state's memory in the server (its VmRSS): per bare
+    /// connection, per idle client with a session, per open file.
+    #[command(name = "v4-memory")]
+    V4Memory(crate::v4mem::MemArgs),
     /// Sequential 1 MiB READ throughput (the file is written first).
     Read(ops::IoArgs),
     /// Sequential 1 MiB WRITE throughput (UNSTABLE + COMMIT, or FILE_SYNC).

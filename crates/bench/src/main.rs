@@ -21,6 +21,7 @@ mod session;
 mod stats;
 mod storm;
 mod v41;
+mod v4mem;
 mod vers;
 mod workload;
 
@@ -65,6 +66,7 @@ fn dispatch(cmd: Cmd, rt: &tokio::runtime::Runtime) -> Result<(), String> {
         Cmd::Storm(a) => rt.block_on(storm::storm_cmd(a)),
         // NFSv4.1 runs are v41's: the v3 modules know nothing of them.
         Cmd::Run(a) if a.vers == vers::Vers::V41 => rt.block_on(v41::run_cmd(a)),
+        Cmd::V4Memory(a) => rt.block_on(v4mem::mem_cmd(a)),
         Cmd::Run(a) => rt.block_on(run::run_cmd(a)),
         Cmd::PoolMatrix(a) => rt.block_on(matrix::run(a)),
         Cmd::Create(a) if a.target.vers == vers::Vers::V41 => {

@@ -140,7 +140,7 @@ pub struct Item4 {
 
 /// Walk the tree under `root` (READDIR with type and handle) and list every
 /// object, up to `limit` or `max_time`.
-async fn walk(
+pub(crate) async fn walk(
     c: &Nfs4Client,
     root: &NfsFh4,
     limit: usize,
