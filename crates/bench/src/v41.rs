@@ -787,22 +787,35 @@ pub async fn io_cmd(a: ops::IoArgs, read: bool) -> Result<(), String> {
             .open(&root, &OpenArgs::create(name.as_bytes()))
             .await
             .map_err(|e| format!("OPEN {name}: {e}"))?;
+        // Each connection is a client of its own, and a stateid is its
+        // client's (RFC 8881 §8.2.4: another's gets NFS4ERR_BAD_STATEID),
+        // so every client opens the file and its streams use its stateid.
+        let mut sids = vec![o.stateid];
+        for c in shared.iter().skip(1) {
+            let mine = c
+                .open(&root, &OpenArgs::create(name.as_bytes()))
+                .await
+                .map_err(|e| format!("OPEN {name}: {e}"))?;
+            sids.push(mine.stateid);
+        }
+        let sids = Arc::new(sids);
         let stable = if a.file_sync && !read {
             StableHow4::FileSync
         } else {
             StableHow4::Unstable
         };
         let wbytes = Arc::new(AtomicU64::new(0));
-        let (cl, fh, sid, b, wb) = (
+        let (cl, fh, ids, b, wb) = (
             shared.clone(),
             o.fh.clone(),
-            o.stateid,
+            sids.clone(),
             buf.clone(),
             wbytes.clone(),
         );
         let wp = t
             .phase(total.div_ceil(block), streams, "write", move |s, i| {
                 let (c, fh, b, wb) = (pick(&cl, s), fh.clone(), b.clone(), wb.clone());
+                let sid = ids[s % ids.len()];
                 async move {
                     let off = i * block;
                     let n = block.min(total - off.min(total)) as usize;
@@ -835,10 +848,11 @@ pub async fn io_cmd(a: ops::IoArgs, read: bool) -> Result<(), String> {
             let written = wbytes.load(Ordering::Relaxed);
             let chunks = written.div_ceil(block).max(1);
             let rbytes = Arc::new(AtomicU64::new(0));
-            let (cl, fh, rb) = (shared.clone(), o.fh.clone(), rbytes.clone());
+            let (cl, fh, rb, ids) = (shared.clone(), o.fh.clone(), rbytes.clone(), sids.clone());
             let p = t
                 .phase(chunks * a.passes, streams, "read", move |s, i| {
                     let (c, fh, rb) = (pick(&cl, s), fh.clone(), rb.clone());
+                    let sid = ids[s % ids.len()];
                     async move {
                         let off = (i % chunks) * block;
                         let n = block.min(written - off.min(written));
@@ -857,7 +871,9 @@ pub async fn io_cmd(a: ops::IoArgs, read: bool) -> Result<(), String> {
             r.rate = stats::mb_per_s(rbytes.load(Ordering::Relaxed), p.elapsed.as_secs_f64());
             emit(&r, json.as_deref());
         }
-        let _ = first.close(&o.fh, &o.stateid).await;
+        for (c, sid) in shared.iter().zip(sids.iter()) {
+            let _ = c.close(&o.fh, sid).await;
+        }
         if !a.keep {
             let _ = first.remove(&root, &name).await;
         }
