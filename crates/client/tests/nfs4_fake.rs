@@ -93,7 +93,7 @@ fn answer(ops: &[ArgOp<'_>], created: &mut Option<CreateSession4Args>) -> Option
             })),
             ArgOp::CreateSession(a) => {
                 assert_eq!((a.clientid, a.sequence), (CLIENTID, 1));
-                *created = Some(a.clone());
+                *created = Some((**a).clone());
                 let mut fore = a.fore_chan_attrs;
                 fore.maxrequests = GRANTED_SLOTS;
                 ResOp::CreateSession(NfsRes4::Ok(CreateSession4ResOk {

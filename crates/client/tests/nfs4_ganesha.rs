@@ -425,11 +425,11 @@ fn reply_cache_replays_the_same_slot_and_seqid() {
                 ArgOp::PutFh(PutFh4Args {
                     object: dir.clone(),
                 }),
-                ArgOp::Create(Create4Args {
+                ArgOp::Create(Box::new(Create4Args {
                     objtype: CreateType4::Dir,
                     objname: Component4(name.as_bytes().to_vec()),
                     createattrs: SetAttrs4::mode(0o755).to_fattr(),
-                }),
+                })),
                 ArgOp::GetFh,
             ]
         };

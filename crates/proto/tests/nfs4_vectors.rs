@@ -97,7 +97,7 @@ fn exchange_id() {
     .concat();
     assert_eq!(
         decode_arg(&b),
-        ArgOp::ExchangeId(ExchangeId4Args {
+        ArgOp::ExchangeId(Box::new(ExchangeId4Args {
             clientowner: ClientOwner4 {
                 verifier: Verifier4(*b"verifier"),
                 ownerid: Opaque1024(b"Linux NFSv4.1 host".to_vec()),
@@ -109,7 +109,7 @@ fn exchange_id() {
                 name: Utf8Str(b"Linux 6.1.0".to_vec()),
                 date: Nfstime4::default(),
             }),
-        })
+        }))
     );
 
     // SP4_MACH_CRED: two bitmaps, decoded so the server can refuse it.
@@ -200,7 +200,7 @@ fn create_session_with_auth_sys_callback() {
     };
     assert_eq!(
         decode_arg(&b),
-        ArgOp::CreateSession(CreateSession4Args {
+        ArgOp::CreateSession(Box::new(CreateSession4Args {
             clientid: 42,
             sequence: 1,
             flags: 2,
@@ -214,7 +214,7 @@ fn create_session_with_auth_sys_callback() {
                 gid: 100,
                 gids: vec![10, 20],
             })],
-        })
+        }))
     );
 }
 

@@ -321,6 +321,17 @@ impl Xdr for () {
 }
 
 /// XDR optional-data (`*T`, RFC 4506 §4.19): a boolean then the value.
+/// A value kept on the heap (a large, rare variant of an enum, so the
+/// enum stays small).
+impl<T: Xdr> Xdr for Box<T> {
+    fn encode(&self, e: &mut Enc) {
+        (**self).encode(e)
+    }
+    fn decode(d: &mut Dec<'_>) -> Result<Self> {
+        T::decode(d).map(Box::new)
+    }
+}
+
 impl<T: Xdr> Xdr for Option<T> {
     fn encode(&self, e: &mut Enc) {
         match self {

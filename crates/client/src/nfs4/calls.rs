@@ -204,10 +204,10 @@ impl Nfs4Client {
         let r = self
             .run(&[
                 putfh(fh),
-                ArgOp::SetAttr(SetAttr4Args {
+                ArgOp::SetAttr(Box::new(SetAttr4Args {
                     stateid: *stateid,
                     obj_attributes: attrs.to_fattr(),
-                }),
+                })),
             ])
             .await?;
         match r.get(1) {
@@ -277,7 +277,7 @@ impl Nfs4Client {
         let r = self
             .run(&[
                 start,
-                ArgOp::Open(Open4Args {
+                ArgOp::Open(Box::new(Open4Args {
                     // Ignored in 4.1 (RFC 8881 §18.16.3).
                     seqid: 0,
                     share_access: access,
@@ -285,7 +285,7 @@ impl Nfs4Client {
                     owner,
                     openhow,
                     claim,
-                }),
+                })),
                 ArgOp::GetFh,
             ])
             .await?;
@@ -524,11 +524,11 @@ impl Nfs4Client {
         let r = self
             .run(&[
                 putfh(dir),
-                ArgOp::Create(Create4Args {
+                ArgOp::Create(Box::new(Create4Args {
                     objtype,
                     objname: comp(name),
                     createattrs: attrs.to_fattr(),
-                }),
+                })),
                 ArgOp::GetFh,
             ])
             .await?;
@@ -644,13 +644,13 @@ impl Nfs4Client {
         let r = self
             .compound(&[
                 putfh(fh),
-                ArgOp::Lock(Lock4Args {
+                ArgOp::Lock(Box::new(Lock4Args {
                     locktype,
                     reclaim: false,
                     offset,
                     length,
                     locker,
-                }),
+                })),
             ])
             .await?;
         match r.results.get(2) {

@@ -269,7 +269,10 @@ impl Nfs4Rpc {
         args: &ExchangeId4Args,
     ) -> Result<ExchangeId4ResOk, ClientError> {
         let r = self
-            .compound_first(NFS4_MINOR_VERSION_1, &[ArgOp::ExchangeId(args.clone())])
+            .compound_first(
+                NFS4_MINOR_VERSION_1,
+                &[ArgOp::ExchangeId(Box::new(args.clone()))],
+            )
             .await?;
         check4(&r)?;
         match r.results.into_iter().next() {
@@ -284,7 +287,10 @@ impl Nfs4Rpc {
         args: &CreateSession4Args,
     ) -> Result<CreateSession4ResOk, ClientError> {
         let r = self
-            .compound_first(NFS4_MINOR_VERSION_1, &[ArgOp::CreateSession(args.clone())])
+            .compound_first(
+                NFS4_MINOR_VERSION_1,
+                &[ArgOp::CreateSession(Box::new(args.clone()))],
+            )
             .await?;
         check4(&r)?;
         match r.results.into_iter().next() {

@@ -370,24 +370,24 @@ pub fn arg_op() -> impl Strategy<Value = ArgOp<'static>> {
         any::<(u64, u32)>()
             .prop_map(|(offset, count)| ArgOp::Commit(Commit4Args { offset, count })),
         (create_type(), component(), fattr()).prop_map(|(objtype, objname, createattrs)| {
-            ArgOp::Create(Create4Args {
+            ArgOp::Create(Box::new(Create4Args {
                 objtype,
                 objname,
                 createattrs,
-            })
+            }))
         }),
         any::<u64>().prop_map(|clientid| ArgOp::DelegPurge(DelegPurge4Args { clientid })),
         stateid().prop_map(|deleg_stateid| ArgOp::DelegReturn(DelegReturn4Args { deleg_stateid })),
         bitmap().prop_map(|attr_request| ArgOp::GetAttr(GetAttr4Args { attr_request })),
         component().prop_map(|newname| ArgOp::Link(Link4Args { newname })),
         (lock_type(), any::<bool>(), any::<(u64, u64)>(), locker()).prop_map(
-            |(locktype, reclaim, (offset, length), locker)| ArgOp::Lock(Lock4Args {
+            |(locktype, reclaim, (offset, length), locker)| ArgOp::Lock(Box::new(Lock4Args {
                 locktype,
                 reclaim,
                 offset,
                 length,
                 locker
-            })
+            }))
         ),
         (lock_type(), any::<(u64, u64)>(), owner()).prop_map(
             |(locktype, (offset, length), owner)| {
@@ -410,7 +410,7 @@ pub fn arg_op() -> impl Strategy<Value = ArgOp<'static>> {
         ),
         component().prop_map(|objname| ArgOp::Lookup(Lookup4Args { objname })),
         fattr().prop_map(|a| ArgOp::NVerify(Verify4Args { obj_attributes: a })),
-        open_args().prop_map(ArgOp::Open),
+        open_args().prop_map(|a| ArgOp::Open(Box::new(a))),
         any::<bool>().prop_map(|createdir| ArgOp::OpenAttr(OpenAttr4Args { createdir })),
         (stateid(), any::<u32>()).prop_map(|(open_stateid, seqid)| ArgOp::OpenConfirm(
             OpenConfirm4Args {
@@ -450,10 +450,12 @@ pub fn arg_op() -> impl Strategy<Value = ArgOp<'static>> {
             .prop_map(|(oldname, newname)| ArgOp::Rename(Rename4Args { oldname, newname })),
         any::<u64>().prop_map(|clientid| ArgOp::Renew(Renew4Args { clientid })),
         component().prop_map(|name| ArgOp::SecInfo(SecInfo4Args { name })),
-        (stateid(), fattr()).prop_map(|(stateid, obj_attributes)| ArgOp::SetAttr(SetAttr4Args {
-            stateid,
-            obj_attributes
-        })),
+        (stateid(), fattr()).prop_map(|(stateid, obj_attributes)| ArgOp::SetAttr(Box::new(
+            SetAttr4Args {
+                stateid,
+                obj_attributes
+            }
+        ))),
     ];
     let b = prop_oneof![
         (
@@ -464,14 +466,14 @@ pub fn arg_op() -> impl Strategy<Value = ArgOp<'static>> {
             any::<u32>()
         )
             .prop_map(|(verifier, id, cb_program, cb_location, callback_ident)| {
-                ArgOp::SetClientId(SetClientId4Args {
+                ArgOp::SetClientId(Box::new(SetClientId4Args {
                     client: NfsClientId4 { verifier, id },
                     callback: CbClient4 {
                         cb_program,
                         cb_location,
                     },
                     callback_ident,
-                })
+                }))
             }),
         (any::<u64>(), verifier()).prop_map(|(clientid, setclientid_confirm)| {
             ArgOp::SetClientIdConfirm(SetClientIdConfirm4Args {
@@ -514,17 +516,17 @@ pub fn arg_op() -> impl Strategy<Value = ArgOp<'static>> {
         )
             .prop_map(
                 |(verifier, ownerid, flags, state_protect, client_impl_id)| {
-                    ArgOp::ExchangeId(ExchangeId4Args {
+                    ArgOp::ExchangeId(Box::new(ExchangeId4Args {
                         clientowner: ClientOwner4 { verifier, ownerid },
                         flags,
                         state_protect,
                         client_impl_id,
-                    })
+                    }))
                 }
             ),
         (any::<(u64, u32, u32, u32)>(), chan(), chan(), sec_parms()).prop_map(
             |((clientid, sequence, flags, cb_program), f, b, sec_parms)| ArgOp::CreateSession(
-                CreateSession4Args {
+                Box::new(CreateSession4Args {
                     clientid,
                     sequence,
                     flags,
@@ -532,20 +534,20 @@ pub fn arg_op() -> impl Strategy<Value = ArgOp<'static>> {
                     back_chan_attrs: b,
                     cb_program,
                     sec_parms
-                }
+                })
             )
         ),
         sessionid().prop_map(|sessionid| ArgOp::DestroySession(DestroySession4Args { sessionid })),
         stateid().prop_map(|stateid| ArgOp::FreeStateid(FreeStateid4Args { stateid })),
         (any::<bool>(), bitmap(), time(), time(), bitmap(), bitmap()).prop_map(
-            |(s, n, ct, dt, ca, da)| ArgOp::GetDirDelegation(GetDirDelegation4Args {
+            |(s, n, ct, dt, ca, da)| ArgOp::GetDirDelegation(Box::new(GetDirDelegation4Args {
                 signal_deleg_avail: s,
                 notification_types: n,
                 child_attr_delay: ct,
                 dir_attr_delay: dt,
                 child_attributes: ca,
                 dir_attributes: da
-            })
+            }))
         ),
         (any::<[u8; 16]>(), any::<(u32, u32)>(), bitmap()).prop_map(|(id, (t, m), n)| {
             ArgOp::GetDeviceInfo(GetDeviceInfo4Args {
@@ -573,20 +575,22 @@ pub fn arg_op() -> impl Strategy<Value = ArgOp<'static>> {
             any::<u32>(),
             layout_body()
         )
-            .prop_map(|((o, l, r), s, lwo, tm, t, body)| ArgOp::LayoutCommit(
-                LayoutCommit4Args {
-                    offset: o,
-                    length: l,
-                    reclaim: r,
-                    stateid: s,
-                    last_write_offset: lwo,
-                    time_modify: tm,
-                    layoutupdate: LayoutUpdate4 {
-                        layout_type: t,
-                        body
+            .prop_map(
+                |((o, l, r), s, lwo, tm, t, body)| ArgOp::LayoutCommit(Box::new(
+                    LayoutCommit4Args {
+                        offset: o,
+                        length: l,
+                        reclaim: r,
+                        stateid: s,
+                        last_write_offset: lwo,
+                        time_modify: tm,
+                        layoutupdate: LayoutUpdate4 {
+                            layout_type: t,
+                            body
+                        }
                     }
-                }
-            )),
+                ))
+            ),
         (
             any::<(bool, u32, u32, u64, u64, u64)>(),
             stateid(),
@@ -619,12 +623,14 @@ pub fn arg_op() -> impl Strategy<Value = ArgOp<'static>> {
                 Just(LayoutReturn4::All),
             ]
         )
-            .prop_map(|((r, t, io), lr)| ArgOp::LayoutReturn(LayoutReturn4Args {
-                reclaim: r,
-                layout_type: t,
-                iomode: io,
-                layoutreturn: lr
-            })),
+            .prop_map(|((r, t, io), lr)| ArgOp::LayoutReturn(Box::new(
+                LayoutReturn4Args {
+                    reclaim: r,
+                    layout_type: t,
+                    iomode: io,
+                    layoutreturn: lr
+                }
+            ))),
         select(vec![SecInfoStyle4::CurrentFh, SecInfoStyle4::Parent])
             .prop_map(ArgOp::SecInfoNoName),
         (sessionid(), any::<(u32, u32, u32, bool)>()).prop_map(|(sessionid, (q, s, h, c))| {

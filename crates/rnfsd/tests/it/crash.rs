@@ -830,14 +830,14 @@ async fn reclaims(
         let r = c
             .run(&[
                 ArgOp::PutFh(PutFh4Args { object: fh }),
-                ArgOp::Open(Open4Args {
+                ArgOp::Open(Box::new(Open4Args {
                     seqid: 0,
                     share_access: OPEN4_SHARE_ACCESS_BOTH,
                     share_deny: OPEN4_SHARE_DENY_NONE,
                     owner: c.open_owner(),
                     openhow: OpenFlag4::NoCreate,
                     claim: OpenClaim4::Previous(OpenDelegationType4::None),
-                }),
+                })),
             ])
             .await;
         match r {

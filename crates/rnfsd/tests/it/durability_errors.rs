@@ -278,11 +278,11 @@ async fn an_nfs4_compound_fails_when_an_earlier_operations_write_back_failed() {
                     ArgOp::PutFh(PutFh4Args {
                         object: other.clone(),
                     }),
-                    ArgOp::SetAttr(SetAttr4Args {
+                    ArgOp::SetAttr(Box::new(SetAttr4Args {
                         stateid: Stateid4::ANONYMOUS,
                         obj_attributes: SetAttrs4::mode(0o600 | u32::from(attempt % 2) << 2)
                             .to_fattr(),
-                    }),
+                    })),
                 ])
                 .await
                 .expect("COMPOUND");

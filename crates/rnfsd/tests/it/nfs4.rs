@@ -47,7 +47,7 @@ async fn session(c: &RpcConnection, owner: &[u8]) -> SessionId4 {
 
 /// As `session`, with CREATE_SESSION's `flags` (a back channel).
 async fn session_with(c: &RpcConnection, owner: &[u8], flags: u32) -> SessionId4 {
-    let eid = ArgOp::ExchangeId(ExchangeId4Args {
+    let eid = ArgOp::ExchangeId(Box::new(ExchangeId4Args {
         clientowner: ClientOwner4 {
             verifier: Verifier4([7; 8]),
             ownerid: Opaque1024(owner.to_vec()),
@@ -55,7 +55,7 @@ async fn session_with(c: &RpcConnection, owner: &[u8], flags: u32) -> SessionId4
         flags: 0,
         state_protect: StateProtect4A::None,
         client_impl_id: None,
-    });
+    }));
     let r = compound(c, 1, &[eid]).await;
     let ResOp::ExchangeId(NfsRes4::Ok(ok)) = &r.results[0] else {
         panic!("EXCHANGE_ID: {r:?}");
@@ -70,7 +70,7 @@ async fn session_with(c: &RpcConnection, owner: &[u8], flags: u32) -> SessionId4
         maxrequests: 8,
         rdma_ird: None,
     };
-    let cs = ArgOp::CreateSession(CreateSession4Args {
+    let cs = ArgOp::CreateSession(Box::new(CreateSession4Args {
         clientid: ok.clientid,
         sequence: ok.sequenceid,
         flags,
@@ -84,7 +84,7 @@ async fn session_with(c: &RpcConnection, owner: &[u8], flags: u32) -> SessionId4
             gid: 0,
             gids: vec![],
         })],
-    });
+    }));
     let r = compound(c, 1, &[cs]).await;
     let ResOp::CreateSession(NfsRes4::Ok(ok)) = &r.results[0] else {
         panic!("CREATE_SESSION: {r:?}");
@@ -156,7 +156,7 @@ async fn minor_versions_and_the_sessionless_rules() {
         assert_eq!(r.status, Nfsstat4::OpNotInSession);
         assert_eq!(r.results.len(), 1);
         // EXCHANGE_ID must be alone (§18.35.3).
-        let eid = ArgOp::ExchangeId(ExchangeId4Args {
+        let eid = ArgOp::ExchangeId(Box::new(ExchangeId4Args {
             clientowner: ClientOwner4 {
                 verifier: Verifier4([1; 8]),
                 ownerid: Opaque1024(b"alone".to_vec()),
@@ -164,7 +164,7 @@ async fn minor_versions_and_the_sessionless_rules() {
             flags: 0,
             state_protect: StateProtect4A::None,
             client_impl_id: None,
-        });
+        }));
         let r = compound(&c, 1, &[eid, ArgOp::PutRootFh]).await;
         assert_eq!(r.status, Nfsstat4::NotOnlyOp);
         // An empty compound is fine (§16.2.3).

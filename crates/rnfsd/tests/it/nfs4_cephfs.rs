@@ -575,7 +575,7 @@ fn evict_ceph_session(pid: u32) {
 async fn open_previous(c: &Nfs4Client, fh: &NfsFh4, owner: &[u8]) -> Nfsstat4 {
     c.compound(&[
         ArgOp::PutFh(PutFh4Args { object: fh.clone() }),
-        ArgOp::Open(Open4Args {
+        ArgOp::Open(Box::new(Open4Args {
             seqid: 0,
             share_access: OPEN4_SHARE_ACCESS_BOTH,
             share_deny: OPEN4_SHARE_DENY_NONE,
@@ -585,7 +585,7 @@ async fn open_previous(c: &Nfs4Client, fh: &NfsFh4, owner: &[u8]) -> Nfsstat4 {
             },
             openhow: OpenFlag4::NoCreate,
             claim: OpenClaim4::Previous(OpenDelegationType4::None),
-        }),
+        })),
     ])
     .await
     .expect("OPEN compound")
@@ -597,13 +597,13 @@ async fn lock_reclaim(c: &Nfs4Client, fh: &NfsFh4, open: &Stateid4, owner: &[u8]
     let r = c
         .compound(&[
             ArgOp::PutFh(PutFh4Args { object: fh.clone() }),
-            ArgOp::Lock(Lock4Args {
+            ArgOp::Lock(Box::new(Lock4Args {
                 locktype: NfsLockType4::Write,
                 reclaim: true,
                 offset: 0,
                 length: 10,
                 locker: c.new_locker(open, owner),
-            }),
+            })),
         ])
         .await
         .expect("LOCK compound");
@@ -716,7 +716,7 @@ async fn a_dead_heads_v4_state_is_lost_and_fencing_frees_its_locks() {
         let r = rpc
             .compound(
                 1,
-                &[ArgOp::CreateSession(CreateSession4Args {
+                &[ArgOp::CreateSession(Box::new(CreateSession4Args {
                     clientid: dead.clientid,
                     sequence: dead.cs_seq,
                     flags: 0,
@@ -724,7 +724,7 @@ async fn a_dead_heads_v4_state_is_lost_and_fencing_frees_its_locks() {
                     back_chan_attrs: chan(),
                     cb_program: 0x4000_0000,
                     sec_parms: vec![CallbackSecParms4::None],
-                })],
+                }))],
             )
             .await
             .expect("COMPOUND");
@@ -931,7 +931,7 @@ async fn a_restarted_heads_grace_period_does_not_hold_the_other_head() {
                 ArgOp::PutFh(PutFh4Args {
                     object: o.fh.clone(),
                 }),
-                ArgOp::Open(Open4Args {
+                ArgOp::Open(Box::new(Open4Args {
                     seqid: 0,
                     share_access: OPEN4_SHARE_ACCESS_BOTH,
                     share_deny: OPEN4_SHARE_DENY_NONE,
@@ -941,7 +941,7 @@ async fn a_restarted_heads_grace_period_does_not_hold_the_other_head() {
                     },
                     openhow: OpenFlag4::NoCreate,
                     claim: OpenClaim4::Previous(OpenDelegationType4::None),
-                }),
+                })),
             ])
             .await
             .expect("OPEN CLAIM_PREVIOUS");

@@ -56,7 +56,7 @@ impl V4 {
         let c = connect(srv).await;
         let r = compound(
             &c,
-            &[ArgOp::ExchangeId(ExchangeId4Args {
+            &[ArgOp::ExchangeId(Box::new(ExchangeId4Args {
                 clientowner: ClientOwner4 {
                     verifier: Verifier4([1; 8]),
                     ownerid: Opaque1024(owner.as_bytes().to_vec()),
@@ -64,7 +64,7 @@ impl V4 {
                 flags: 0,
                 state_protect: StateProtect4A::None,
                 client_impl_id: None,
-            })],
+            }))],
         )
         .await;
         let Some(ResOp::ExchangeId(NfsRes4::Ok(x))) = r.results.first() else {
@@ -73,7 +73,7 @@ impl V4 {
         let clientid = x.clientid;
         let r = compound(
             &c,
-            &[ArgOp::CreateSession(CreateSession4Args {
+            &[ArgOp::CreateSession(Box::new(CreateSession4Args {
                 clientid,
                 sequence: x.sequenceid,
                 flags: 0,
@@ -81,7 +81,7 @@ impl V4 {
                 back_chan_attrs: chan(),
                 cb_program: 0x4000_0000,
                 sec_parms: vec![CallbackSecParms4::None],
-            })],
+            }))],
         )
         .await;
         let Some(ResOp::CreateSession(NfsRes4::Ok(s))) = r.results.first() else {
@@ -157,7 +157,7 @@ impl V4 {
                 ArgOp::PutFh(PutFh4Args {
                     object: dir.clone(),
                 }),
-                ArgOp::Open(Open4Args {
+                ArgOp::Open(Box::new(Open4Args {
                     seqid: 0,
                     share_access: access,
                     share_deny: deny,
@@ -167,7 +167,7 @@ impl V4 {
                     },
                     openhow,
                     claim,
-                }),
+                })),
                 ArgOp::GetFh,
             ])
             .await;
@@ -696,7 +696,7 @@ async fn shares_stateids_and_data() {
                 ArgOp::PutFh(PutFh4Args {
                     object: root.clone(),
                 }),
-                ArgOp::Open(Open4Args {
+                ArgOp::Open(Box::new(Open4Args {
                     seqid: 0,
                     share_access: WRITE,
                     share_deny: 0,
@@ -706,7 +706,7 @@ async fn shares_stateids_and_data() {
                     },
                     openhow: guarded(0o600),
                     claim: null("cur"),
-                }),
+                })),
                 write_op(Stateid4::CURRENT, 0, b"abc", StableHow4::DataSync),
                 close_op(Stateid4::CURRENT),
             ])
@@ -730,13 +730,13 @@ fn ofd_lock(f: &std::fs::File, kind: i32, cmd: i32, start: i64, len: i64) -> lib
 }
 
 fn lock_op(kind: NfsLockType4, offset: u64, length: u64, locker: Locker4) -> ArgOp<'static> {
-    ArgOp::Lock(Lock4Args {
+    ArgOp::Lock(Box::new(Lock4Args {
         locktype: kind,
         reclaim: false,
         offset,
         length,
         locker,
-    })
+    }))
 }
 
 fn new_owner(open: Stateid4, owner: &str) -> Locker4 {
@@ -1060,13 +1060,13 @@ async fn after_a_restart_known_clients_reclaim_in_the_grace_period() {
         let r = v
             .on(
                 &fh,
-                ArgOp::Lock(Lock4Args {
+                ArgOp::Lock(Box::new(Lock4Args {
                     locktype: NfsLockType4::Write,
                     reclaim: true,
                     offset: 0,
                     length: 10,
                     locker: new_owner(o.stateid, "l"),
-                }),
+                })),
             )
             .await;
         assert!(matches!(r, ResOp::Lock(Lock4Res::Ok(_))), "{r:?}");

@@ -452,10 +452,10 @@ async fn an_nfs4_retry_does_not_overtake_the_commit_its_reply_waits_for() {
                 cachethis: true,
             }),
             ArgOp::PutFh(PutFh4Args { object: b.clone() }),
-            ArgOp::SetAttr(SetAttr4Args {
+            ArgOp::SetAttr(Box::new(SetAttr4Args {
                 stateid: Stateid4::ANONYMOUS,
                 obj_attributes: SetAttrs4::mode(0o604).to_fattr(),
-            }),
+            })),
         ];
         let send = |ops: Vec<ArgOp<'static>>| {
             let rpc = c.rpc().clone();

@@ -579,7 +579,7 @@ mod tests {
     use rnfsd_proto::nfs4::*;
 
     fn open(how: OpenFlag4, claim: OpenClaim4) -> ArgOp<'static> {
-        ArgOp::Open(Open4Args {
+        ArgOp::Open(Box::new(Open4Args {
             seqid: 0,
             share_access: OPEN4_SHARE_ACCESS_READ,
             share_deny: OPEN4_SHARE_DENY_NONE,
@@ -589,7 +589,7 @@ mod tests {
             },
             openhow: how,
             claim,
-        })
+        }))
     }
 
     #[test]

@@ -46,6 +46,24 @@ fn misrouted(num: u32) -> Nfsstat4 {
     Nfsstat4::ServerFault
 }
 
+/// Arguments as a handler takes them: the large ones, boxed in `ArgOp`,
+/// unboxed.
+trait Unbox<T> {
+    fn unbox(self) -> T;
+}
+
+impl<T> Unbox<T> for T {
+    fn unbox(self) -> T {
+        self
+    }
+}
+
+impl<T> Unbox<T> for Box<T> {
+    fn unbox(self) -> T {
+        *self
+    }
+}
+
 macro_rules! op {
     // Raw: the handler writes its opnum and result.
     ($num:ident, $name:literal, $needs:ident, raw $v:ident($h:path)) => {
@@ -70,7 +88,7 @@ macro_rules! op {
             needs: Needs::$needs,
             run: |c, a, e| match a {
                 ArgOp::$v(a) => {
-                    let r = ResOp::$v($h(c, a));
+                    let r = ResOp::$v($h(c, Unbox::unbox(a)));
                     r.encode(e);
                     r.status()
                 }
