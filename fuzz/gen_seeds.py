@@ -145,3 +145,8 @@ write("nfs4_compound", "seq_putroot_getattr", opaque(b"t") + u32(1, 3) + SEQ + u
 write("nfs4_compound", "exchange_id", opaque(b"") + u32(1, 1) + u32(42) + bytes(8) + opaque(b"client") + u32(0, 0, 0))
 write("nfs4_compound", "minor0", opaque(b"") + u32(0, 1, 24))
 write("nfs4_compound", "illegal", opaque(b"") + u32(1, 2, 24, 10044))
+# NFSv4.2 extended attributes (RFC 8276): SETXATTR (option, name, value),
+# GETXATTR, LISTXATTRS (cookie, maxcount), REMOVEXATTR.
+XATTRS = (u32(73, 1) + opaque(b"colour") + opaque(b"blue") + u32(72) + opaque(b"colour")
+          + u32(74) + u64(0) + u32(8192) + u32(75) + opaque(b"colour"))
+write("nfs4_compound", "xattr_ops", opaque(b"x") + u32(2, 6) + SEQ + u32(24) + XATTRS)

@@ -8,8 +8,9 @@
 //! - [`types`]: the basic data types (RFC 8881 §3) and the session types
 //!   shared by several operations;
 //! - [`attr`]: attribute numbers (§5.8), `Bitmap4` and `Fattr4`;
-//! - [`ops`]: `ArgOp` / `ResOp`, every operation of §18 (3..58), split by
-//!   family in `ops/*.rs`;
+//! - [`ops`]: `ArgOp` / `ResOp`, every operation of §18 (3..58) and RFC
+//!   8276's extended attribute operations (72..75), split by family in
+//!   `ops/*.rs`;
 //! - [`compound`]: COMPOUND4args decoded one operation at a time, and the
 //!   COMPOUND4res writer;
 //! - [`cb`]: the callback program (§20).
@@ -86,6 +87,13 @@ pub const MAX_LAYOUT_BODY: usize = 1 << 16;
 /// Layouts in one LAYOUTGET result, device IDs in one GETDEVICELIST.
 pub const MAX_LAYOUTS: usize = 64;
 pub const MAX_DEVICE_IDS: usize = 1024;
+/// xattrvalue4 (RFC 8276 §8.3): above Linux's XATTR_SIZE_MAX (64 KiB), so
+/// a larger value still decodes and the server answers NFS4ERR_XATTR2BIG,
+/// not NFS4ERR_BADXDR; a request is bounded by its session anyway.
+pub const MAX_XATTR_VALUE: usize = MAX_DATA;
+/// Names in one decoded LISTXATTRS result (Linux lists at most 64 KiB of
+/// names, each at least "user.x\0": under 10,000).
+pub const MAX_XATTR_NAMES: usize = 1 << 14;
 
 // Operation numbers (RFC 8881 §16.2, nfs_opnum4).
 pub const OP_ACCESS: u32 = 3;
@@ -179,6 +187,11 @@ pub const ACCESS4_MODIFY: u32 = 0x0004;
 pub const ACCESS4_EXTEND: u32 = 0x0008;
 pub const ACCESS4_DELETE: u32 = 0x0010;
 pub const ACCESS4_EXECUTE: u32 = 0x0020;
+// ACCESS4 bits for extended attributes, an NFSv4.2 extension (RFC 8276
+// §8.4.2.1): read, write (and remove), list.
+pub const ACCESS4_XAREAD: u32 = 0x0040;
+pub const ACCESS4_XAWRITE: u32 = 0x0080;
+pub const ACCESS4_XALIST: u32 = 0x0100;
 
 // OPEN share access and deny (RFC 8881 §18.16).
 pub const OPEN4_SHARE_ACCESS_READ: u32 = 0x0001;

@@ -1,11 +1,12 @@
 //! The arguments and results of every NFSv4.1 operation (RFC 8881 §18,
-//! opnums 3..58, and the NFSv4.0-only ones a 4.1 server refuses), as
+//! opnums 3..58, and the NFSv4.0-only ones a 4.1 server refuses), and the
+//! NFSv4.2 extended attribute operations (RFC 8276, 72..75), as
 //! nfs_argop4 (`ArgOp`) and nfs_resop4 (`ResOp`) from RFC 5662.
 //!
 //! A server reads each operation's number itself (so it still has the
 //! number when the arguments fail to decode and the answer is
 //! NFS4ERR_BADXDR for that operation, RFC 8881 §15.2) and calls
-//! `ArgOp::decode(d, opnum)`; an opnum outside 3..58 decodes to
+//! `ArgOp::decode(d, opnum)`; an opnum none of these decodes to
 //! `ArgOp::Illegal`, answered with ILLEGAL4res (§18.52). `ResOp::error`
 //! builds the result of a failed operation of any number.
 
@@ -20,6 +21,7 @@ pub mod lock;
 pub mod open;
 pub mod pnfs;
 pub mod session;
+pub mod xattr;
 
 pub use data::*;
 pub use dir::*;
@@ -28,6 +30,7 @@ pub use lock::*;
 pub use open::*;
 pub use pnfs::*;
 pub use session::*;
+pub use xattr::*;
 
 /// What every operation result has: a status, and a form for failure.
 pub trait OpResult: Sized {
@@ -104,9 +107,10 @@ macro_rules! arg_ops {
         pub enum ArgOp<'a> {
             $($av($aty),)*
             $($vv,)*
-            /// OP_ILLEGAL, or any number that is not an NFSv4.1 operation
-            /// (4.2's included, for now); its arguments, if any, are not
-            /// read.
+            /// OP_ILLEGAL, or any number that is not an operation here
+            /// (4.2's other than RFC 8276's, for now); its arguments, if
+            /// any, are not read. Decoders do not know the minor version:
+            /// the server refuses 4.2's operations in a 4.1 compound.
             Illegal { opnum: u32 },
         }
 
@@ -194,6 +198,10 @@ arg_ops! {
         WantDelegation(WantDelegation4Args) = OP_WANT_DELEGATION,
         DestroyClientId(DestroyClientId4Args) = OP_DESTROY_CLIENTID,
         ReclaimComplete(ReclaimComplete4Args) = OP_RECLAIM_COMPLETE,
+        GetXattr(GetXattr4Args) = OP_GETXATTR,
+        SetXattr(SetXattr4Args) = OP_SETXATTR,
+        ListXattrs(ListXattrs4Args) = OP_LISTXATTRS,
+        RemoveXattr(RemoveXattr4Args) = OP_REMOVEXATTR,
     }
     void {
         GetFh = OP_GETFH,
@@ -233,7 +241,7 @@ macro_rules! res_ops {
             }
 
             /// The result of operation `opnum` failing with `status`; for a
-            /// number outside 3..58, ILLEGAL4res with `status` (which
+            /// number none of these, ILLEGAL4res with `status` (which
             /// should be NFS4ERR_OP_ILLEGAL, or NFS4ERR_BADXDR).
             pub fn error(opnum: u32, status: Nfsstat4) -> ResOp {
                 match opnum {
@@ -322,6 +330,10 @@ res_ops! {
     WantDelegation(WantDelegation4Res) = OP_WANT_DELEGATION,
     DestroyClientId(Nfsstat4) = OP_DESTROY_CLIENTID,
     ReclaimComplete(Nfsstat4) = OP_RECLAIM_COMPLETE,
+    GetXattr(GetXattr4Res) = OP_GETXATTR,
+    SetXattr(SetXattr4Res) = OP_SETXATTR,
+    ListXattrs(ListXattrs4Res) = OP_LISTXATTRS,
+    RemoveXattr(RemoveXattr4Res) = OP_REMOVEXATTR,
 }
 
 #[cfg(test)]
@@ -338,7 +350,7 @@ mod tests {
             assert_eq!(&b[..4], op.to_be_bytes());
             assert_eq!(rnfsd_xdr::from_slice::<ResOp>(&b), Ok(r));
         }
-        for op in [0, 1, 2, OP_ALLOCATE, OP_REMOVEXATTR, OP_ILLEGAL, u32::MAX] {
+        for op in [0, 1, 2, OP_ALLOCATE, OP_CLONE, OP_ILLEGAL, u32::MAX] {
             let a = ArgOp::decode(&mut Dec::new(&[]), op).unwrap();
             assert_eq!(a, ArgOp::Illegal { opnum: op });
             assert_eq!(ResOp::error(op, Nfsstat4::OpIllegal).opnum(), OP_ILLEGAL);
