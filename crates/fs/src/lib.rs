@@ -16,6 +16,7 @@ pub mod limits;
 pub mod local;
 pub mod lock;
 pub mod owed;
+pub mod xattr;
 
 use std::fmt;
 use std::os::fd::BorrowedFd;
@@ -463,6 +464,37 @@ pub trait Backend: Send + Sync {
     /// file `fh` (NLM). The caller must be able to read the file or own
     /// it, as knfsd asks for locks (`NFSD_MAY_LOCK`). None by default.
     fn open_for_locks(&self, _call: &Call<'_>, _fh: &Fh) -> FsResult<Arc<dyn lock::LockFile>> {
+        Err(FsError::NotSupported)
+    }
+    /// Whether objects of this export may have `user.` extended
+    /// attributes (NFSv4.2's xattr_support, RFC 8276): the methods below
+    /// work. None by default.
+    fn xattr_support(&self) -> bool {
+        false
+    }
+    /// The value of `user.`+`name` (`crate::xattr`): ENODATA if there is
+    /// none, ERANGE if it is longer than `max` bytes.
+    fn getxattr(&self, _call: &Call<'_>, _fh: &Fh, _name: &[u8], _max: usize) -> FsResult<Vec<u8>> {
+        Err(FsError::NotSupported)
+    }
+    /// Sets `user.`+`name` to `value` as `how` allows (EEXIST, ENODATA);
+    /// returns the object's wcc (its ctime moves, as the change attribute).
+    fn setxattr(
+        &self,
+        _call: &Call<'_>,
+        _fh: &Fh,
+        _name: &[u8],
+        _value: &[u8],
+        _how: xattr::XattrSet,
+    ) -> FsResult<Wcc> {
+        Err(FsError::NotSupported)
+    }
+    /// The object's `user.` names, without the prefix, in a stable order.
+    fn listxattr(&self, _call: &Call<'_>, _fh: &Fh) -> FsResult<Vec<Vec<u8>>> {
+        Err(FsError::NotSupported)
+    }
+    /// Removes `user.`+`name` (ENODATA if there is none); the object's wcc.
+    fn removexattr(&self, _call: &Call<'_>, _fh: &Fh, _name: &[u8]) -> FsResult<Wcc> {
         Err(FsError::NotSupported)
     }
     /// Whether a change (an UNSTABLE WRITE; a namespace change or SETATTR

@@ -1564,3 +1564,102 @@ fn readdirplus_pairs_a_handle_with_its_own_attributes_under_renames() {
         assert!(checked >= 1000, "{m:?}: only {checked} entries checked");
     }
 }
+
+/// `user.` extended attributes through the backend (NFSv4.2's xattr
+/// operations), on an `async` and a `sync` export: the options, the
+/// bounds, the namespace, symlinks and the caller's permission.
+#[test]
+fn user_xattrs() {
+    use rnfsd_fs::xattr::{XattrSet, NAME_MAX, XATTR_SIZE_MAX};
+    let d = tmp();
+    for sync in [false, true] {
+        let o = LocalOptions {
+            sync,
+            ..opts(HandleMode::Path)
+        };
+        let fs = LocalFs::open(d.path(), 7, o).unwrap();
+        if !fs.xattr_support() {
+            skip("/tmp's filesystem has no user xattrs");
+            return;
+        }
+        let r = root();
+        let c = pool(&r);
+        let name = format!("f{sync}");
+        let f = create(&fs, &fs.root(), &name).fh;
+        let p = d.path().join(&name);
+        let w = fs
+            .setxattr(&c, &f, b"colour", b"blue", XattrSet::Create)
+            .unwrap();
+        assert_ne!(
+            w.before.unwrap().ctime,
+            w.after.unwrap().ctime,
+            "ctime moves"
+        );
+        assert_eq!(fs.getxattr(&c, &f, b"colour", 64).unwrap(), b"blue");
+        // The value is on the file as user.colour.
+        let cp = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        let mut buf = [0u8; 16];
+        // SAFETY: NUL-terminated strings; buf writable for its length.
+        let n = unsafe {
+            libc::getxattr(
+                cp.as_ptr(),
+                c"user.colour".as_ptr(),
+                buf.as_mut_ptr().cast(),
+                16,
+            )
+        };
+        assert_eq!(&buf[..n as usize], b"blue");
+        let err = |e: i32| Err(FsError::Errno(e));
+        assert_eq!(fs.getxattr(&c, &f, b"colour", 3), err(libc::ERANGE));
+        assert_eq!(fs.getxattr(&c, &f, b"colour", 0), err(libc::ERANGE));
+        assert_eq!(
+            fs.setxattr(&c, &f, b"colour", b"x", XattrSet::Create).err(),
+            Some(FsError::Errno(libc::EEXIST))
+        );
+        assert_eq!(
+            fs.setxattr(&c, &f, b"shape", b"x", XattrSet::Replace).err(),
+            Some(FsError::Errno(libc::ENODATA))
+        );
+        fs.setxattr(&c, &f, b"shape", b"", XattrSet::Either)
+            .unwrap();
+        assert_eq!(fs.getxattr(&c, &f, b"shape", 0).unwrap(), b"");
+        let mut names = fs.listxattr(&c, &f).unwrap();
+        names.sort();
+        assert_eq!(names, vec![b"colour".to_vec(), b"shape".to_vec()]);
+        fs.removexattr(&c, &f, b"colour").unwrap();
+        assert_eq!(fs.getxattr(&c, &f, b"colour", 64), err(libc::ENODATA));
+        assert_eq!(
+            fs.removexattr(&c, &f, b"colour").err(),
+            Some(FsError::Errno(libc::ENODATA))
+        );
+        // Bounds.
+        let long = vec![b'n'; NAME_MAX + 1];
+        assert_eq!(fs.getxattr(&c, &f, &long, 64), err(libc::ENAMETOOLONG));
+        let big = vec![0u8; XATTR_SIZE_MAX + 1];
+        assert_eq!(
+            fs.setxattr(&c, &f, b"big", &big, XattrSet::Either).err(),
+            Some(FsError::Errno(libc::E2BIG))
+        );
+        // A symlink has none.
+        let l = fs
+            .symlink(&c, &fs.root(), format!("l{sync}").as_bytes(), b"x", &set())
+            .unwrap()
+            .fh;
+        assert_eq!(fs.getxattr(&c, &l, b"colour", 64), err(libc::ENODATA));
+        assert!(fs.listxattr(&c, &l).unwrap().is_empty());
+        assert_eq!(
+            fs.setxattr(&c, &l, b"a", b"1", XattrSet::Either).err(),
+            Some(FsError::Errno(libc::EPERM))
+        );
+        // Another user may read (0644) but not write, as the kernel says.
+        if is_root() {
+            let u = user(4242);
+            let uc = pool(&u);
+            assert_eq!(fs.getxattr(&uc, &f, b"shape", 8).unwrap(), b"");
+            assert_eq!(
+                fs.setxattr(&uc, &f, b"mine", b"1", XattrSet::Either).err(),
+                Some(FsError::Errno(libc::EACCES))
+            );
+        }
+    }
+}

@@ -5,7 +5,7 @@
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
-use super::{attr, data, dir, lock, namespace, LocalFs};
+use super::{attr, data, dir, lock, namespace, xattr, LocalFs};
 use crate::{
     Attr, Backend, BackendStats, CacheStat, Call, CreateHow, Created, DirPage, Fh, FsInfo,
     FsResult, FsStat, NodeKind, PathConf, SetAttr, Stable, Time, Wcc,
@@ -162,6 +162,33 @@ impl Backend for LocalFs {
 
     fn open_for_locks(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Arc<dyn crate::lock::LockFile>> {
         lock::open_for_locks(self, call, fh)
+    }
+
+    fn xattr_support(&self) -> bool {
+        self.xattrs
+    }
+
+    fn getxattr(&self, call: &Call<'_>, fh: &Fh, name: &[u8], max: usize) -> FsResult<Vec<u8>> {
+        xattr::getxattr(self, call, fh, name, max)
+    }
+
+    fn setxattr(
+        &self,
+        call: &Call<'_>,
+        fh: &Fh,
+        name: &[u8],
+        value: &[u8],
+        how: crate::xattr::XattrSet,
+    ) -> FsResult<Wcc> {
+        xattr::setxattr(self, call, fh, name, value, how)
+    }
+
+    fn listxattr(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Vec<Vec<u8>>> {
+        xattr::listxattr(self, call, fh)
+    }
+
+    fn removexattr(&self, call: &Call<'_>, fh: &Fh, name: &[u8]) -> FsResult<Wcc> {
+        xattr::removexattr(self, call, fh, name)
     }
 
     fn stats(&self) -> BackendStats {

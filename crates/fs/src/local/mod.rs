@@ -45,7 +45,8 @@
 //! # Layout
 //! `resolve.rs` turns handles into objects and is the one place confinement
 //! is decided; `attr.rs`, `dir.rs`, `data.rs` and `namespace.rs` hold the
-//! procedures by area (`backend.rs`, the `Backend` impl, names the file
+//! procedures by area (`xattr.rs` the `user.` extended attributes;
+//! `backend.rs`, the `Backend` impl, names the file
 //! of each); `options.rs` holds what an export may be set to; `perm.rs`
 //! decides what a caller may do; `creds.rs` switches identities;
 //! `sys.rs` is the thin syscall layer; `khandle.rs` reads the inode inside a
@@ -71,6 +72,7 @@ mod perm;
 mod resolve;
 mod scan;
 mod sys;
+mod xattr;
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
@@ -207,6 +209,8 @@ pub struct LocalFs {
     /// EXCLUSIVE creates may make the file unnamed first (`O_TMPFILE`):
     /// not on ext4 with fast commits (`journal::fast_commits_at`).
     tmpfile_creates: bool,
+    /// The filesystem takes `user.` extended attributes (`xattr::probe`).
+    xattrs: bool,
 }
 
 use crate::access::check_name;
@@ -346,6 +350,7 @@ impl LocalFs {
             journal_commits,
             journal,
             tmpfile_creates: !fast_commits,
+            xattrs: xattr::probe(rootfd_raw),
             opts,
         })
     }

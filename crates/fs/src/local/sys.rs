@@ -174,10 +174,18 @@ pub struct ProcFd {
 
 impl ProcFd {
     pub fn new(fd: RawFd) -> ProcFd {
-        let (dir, prefix): (RawFd, &[u8]) = match proc_fd_dir() {
-            Some(d) => (d, b""),
-            None => (libc::AT_FDCWD, b"/proc/self/fd/"),
-        };
+        match proc_fd_dir() {
+            Some(d) => ProcFd::with(d, b"", fd),
+            None => ProcFd::full(fd),
+        }
+    }
+
+    /// The whole path, for calls that take no directory (the xattr ones).
+    pub fn full(fd: RawFd) -> ProcFd {
+        ProcFd::with(libc::AT_FDCWD, b"/proc/self/fd/", fd)
+    }
+
+    fn with(dir: RawFd, prefix: &[u8], fd: RawFd) -> ProcFd {
         let mut buf = [0u8; 32];
         buf[..prefix.len()].copy_from_slice(prefix);
         let mut digits = [0u8; 10];
@@ -203,6 +211,68 @@ impl ProcFd {
 
     pub fn name(&self) -> &CStr {
         CStr::from_bytes_with_nul(&self.buf[..=self.len]).unwrap_or(c"")
+    }
+}
+
+/// getxattr(2) of the object an (O_PATH) fd refers to, through its /proc
+/// magic link (O_PATH descriptors have no fgetxattr): the value's length
+/// (with an empty `buf`, the length it has), ERANGE if `buf` is too
+/// small. Checked with the thread's filesystem credentials. Callers only
+/// do this for regular files and directories.
+pub fn getxattr_fd(fd: RawFd, name: &CStr, buf: &mut [u8]) -> io::Result<usize> {
+    let p = ProcFd::full(fd);
+    // SAFETY: both strings are NUL-terminated; `buf` is valid for writes
+    // of `buf.len()` bytes.
+    let r = unsafe {
+        libc::getxattr(
+            p.name().as_ptr(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    usize::try_from(r).map_err(|_| io::Error::last_os_error())
+}
+
+/// setxattr(2), as `getxattr_fd`; `flags` 0, XATTR_CREATE or
+/// XATTR_REPLACE.
+pub fn setxattr_fd(fd: RawFd, name: &CStr, value: &[u8], flags: libc::c_int) -> io::Result<()> {
+    let p = ProcFd::full(fd);
+    // SAFETY: both strings are NUL-terminated; `value` is valid for reads
+    // of `value.len()` bytes.
+    let r = unsafe {
+        libc::setxattr(
+            p.name().as_ptr(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            flags,
+        )
+    };
+    match r {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// listxattr(2), as `getxattr_fd`: the bytes of NUL-terminated names
+/// written to `buf`, ERANGE if it is too small.
+pub fn listxattr_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    let p = ProcFd::full(fd);
+    // SAFETY: the path is NUL-terminated; `buf` is valid for writes of
+    // `buf.len()` bytes.
+    let r = unsafe { libc::listxattr(p.name().as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    usize::try_from(r).map_err(|_| io::Error::last_os_error())
+}
+
+/// removexattr(2), as `getxattr_fd`.
+pub fn removexattr_fd(fd: RawFd, name: &CStr) -> io::Result<()> {
+    let p = ProcFd::full(fd);
+    // SAFETY: both strings are NUL-terminated.
+    let r = unsafe { libc::removexattr(p.name().as_ptr(), name.as_ptr()) };
+    match r {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
     }
 }
 
