@@ -629,6 +629,80 @@ impl Nfs4Client {
         Ok(next_ok!(it, Link, "LINK"))
     }
 
+    // ---- extended attributes (NFSv4.2, RFC 8276: `Nfs4Config::minor` 2) ----
+
+    /// PUTFH, GETXATTR `name` (of the `user.` namespace, without the
+    /// prefix).
+    pub async fn getxattr(
+        &self,
+        fh: &NfsFh4,
+        name: impl AsRef<[u8]>,
+    ) -> Result<Vec<u8>, ClientError> {
+        let r = self
+            .run(&[
+                putfh(fh),
+                ArgOp::GetXattr(GetXattr4Args { name: comp(name) }),
+            ])
+            .await?;
+        let mut it = r.into_iter().skip(1);
+        Ok(next_ok!(it, GetXattr, "GETXATTR").0)
+    }
+
+    /// PUTFH, SETXATTR `name` to `value`; `option` is a setxattr_option4.
+    pub async fn setxattr(
+        &self,
+        fh: &NfsFh4,
+        option: u32,
+        name: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<ChangeInfo4, ClientError> {
+        let r = self
+            .run(&[
+                putfh(fh),
+                ArgOp::SetXattr(SetXattr4Args {
+                    option,
+                    key: comp(name),
+                    value: XattrValue4(value.as_ref().to_vec()),
+                }),
+            ])
+            .await?;
+        let mut it = r.into_iter().skip(1);
+        Ok(next_ok!(it, SetXattr, "SETXATTR"))
+    }
+
+    /// PUTFH, LISTXATTRS from `cookie`, at most `maxcount` bytes.
+    pub async fn listxattrs(
+        &self,
+        fh: &NfsFh4,
+        cookie: u64,
+        maxcount: u32,
+    ) -> Result<ListXattrs4ResOk, ClientError> {
+        let r = self
+            .run(&[
+                putfh(fh),
+                ArgOp::ListXattrs(ListXattrs4Args { cookie, maxcount }),
+            ])
+            .await?;
+        let mut it = r.into_iter().skip(1);
+        Ok(next_ok!(it, ListXattrs, "LISTXATTRS"))
+    }
+
+    /// PUTFH, REMOVEXATTR `name`.
+    pub async fn removexattr(
+        &self,
+        fh: &NfsFh4,
+        name: impl AsRef<[u8]>,
+    ) -> Result<ChangeInfo4, ClientError> {
+        let r = self
+            .run(&[
+                putfh(fh),
+                ArgOp::RemoveXattr(RemoveXattr4Args { name: comp(name) }),
+            ])
+            .await?;
+        let mut it = r.into_iter().skip(1);
+        Ok(next_ok!(it, RemoveXattr, "REMOVEXATTR"))
+    }
+
     // ---- byte-range locks ----
 
     /// PUTFH, LOCK: the result as is (NFS4ERR_DENIED carries the

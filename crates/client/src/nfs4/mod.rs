@@ -91,6 +91,10 @@ pub struct Nfs4Config {
     pub cachethis: bool,
     /// COMPOUND tag.
     pub tag: Vec<u8>,
+    /// The minor version of the session's compounds (SEQUENCE and what
+    /// follows): 1, or 2 for NFSv4.2's operations. EXCHANGE_ID and
+    /// CREATE_SESSION are sent as 4.1's (a server of both takes either).
+    pub minor: u32,
 }
 
 impl Default for Nfs4Config {
@@ -109,6 +113,7 @@ impl Default for Nfs4Config {
             reclaim_complete: true,
             cachethis: false,
             tag: DEFAULT_TAG.to_vec(),
+            minor: NFS4_MINOR_VERSION_1,
         }
     }
 }
@@ -330,6 +335,8 @@ struct Session {
     slots: Arc<slots::SlotTable>,
     cb: Option<Arc<callback::CbState>>,
     cachethis: bool,
+    /// The session's compounds' minor version.
+    minor: u32,
     /// sr_status_flags of the last SEQUENCE that succeeded.
     status_flags: AtomicU32,
     /// The owner bytes OPEN uses unless told otherwise.
@@ -462,6 +469,7 @@ impl Nfs4Client {
                 slots: slots::SlotTable::new(granted),
                 cb,
                 cachethis: v4.cachethis,
+                minor: v4.minor,
                 status_flags: AtomicU32::new(0),
                 open_owner,
             }),
@@ -608,7 +616,7 @@ impl Nfs4Client {
                 |e: &mut Enc| {
                     CompoundHead {
                         tag,
-                        minorversion: NFS4_MINOR_VERSION_1,
+                        minorversion: self.session.minor,
                         nops: nops as u32,
                     }
                     .encode(e);

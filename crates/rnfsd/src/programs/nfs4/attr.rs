@@ -20,6 +20,33 @@ const ACCESS4_EXTEND: u32 = 0x08;
 const ACCESS4_DELETE: u32 = 0x10;
 const ACCESS4_EXECUTE: u32 = 0x20;
 const ACCESS4_ALL: u32 = 0x3f;
+/// XAREAD, XAWRITE and XALIST (RFC 8276 §8.4.2.1).
+const ACCESS4_XA: u32 = ACCESS4_XAREAD | ACCESS4_XAWRITE | ACCESS4_XALIST;
+
+/// The ACCESS4 bits the backend is asked for the extended attribute bits
+/// of `want`.
+fn xa_needs(want: u32) -> u32 {
+    let mut n = 0;
+    if want & (ACCESS4_XAREAD | ACCESS4_XALIST) != 0 {
+        n |= ACCESS4_READ;
+    }
+    if want & ACCESS4_XAWRITE != 0 {
+        n |= ACCESS4_MODIFY;
+    }
+    n
+}
+
+/// The extended attribute bits that the granted bits `g` give.
+fn xa_granted(g: u32) -> u32 {
+    let mut x = 0;
+    if g & ACCESS4_READ != 0 {
+        x |= ACCESS4_XAREAD | ACCESS4_XALIST;
+    }
+    if g & ACCESS4_MODIFY != 0 {
+        x |= ACCESS4_XAWRITE;
+    }
+    x
+}
 
 /// What of its filesystem an object's attributes may need: statfs and
 /// pathconf, fetched only for the attributes that need them, and shared by
@@ -97,6 +124,7 @@ pub(super) fn export_fattr(
         lease: c.nfs4.lease.as_secs().min(u64::from(u32::MAX)) as u32,
         max_io: u64::from(c.ctx.server.max_io),
         owners: fattr::owners(c),
+        xattr: (c.minor >= 2).then(|| exp.backend.xattr_support()),
     };
     fattr::encode(e, want, &s);
 }
@@ -145,6 +173,8 @@ pub(super) fn pseudo_fattr(c: &Compound<'_, '_>, i: usize, want: &Bitmap4, e: &m
         lease: c.nfs4.lease.as_secs().min(u64::from(u32::MAX)) as u32,
         max_io: u64::from(c.ctx.server.max_io),
         owners: fattr::owners(c),
+        // No extended attributes on the pseudo-filesystem.
+        xattr: (c.minor >= 2).then_some(false),
     };
     fattr::encode(e, want, &s);
 }
@@ -185,9 +215,16 @@ pub(super) fn getattr(c: &mut Compound<'_, '_>, a: GetAttr4Args, e: &mut Enc) ->
 }
 
 /// ACCESS (§18.1): the backend's answer, less what a read-only export
-/// forbids; a pseudo directory may be read and searched only.
+/// forbids; a pseudo directory may be read and searched only. In a minor
+/// version 2 compound the extended attribute bits too (RFC 8276
+/// §8.4.2.1), as knfsd decides them: XAREAD and XALIST as READ, XAWRITE
+/// as MODIFY, on an export whose filesystem has them.
 pub(super) fn access(c: &mut Compound<'_, '_>, a: Access4Args) -> Access4Res {
-    if a.access & !ACCESS4_ALL != 0 {
+    let known = match c.minor >= 2 {
+        true => ACCESS4_ALL | ACCESS4_XA,
+        false => ACCESS4_ALL,
+    };
+    if a.access & !known != 0 {
         return NfsRes4::Fail(Nfsstat4::Inval);
     }
     let cur = match c.cur() {
@@ -198,13 +235,20 @@ pub(super) fn access(c: &mut Compound<'_, '_>, a: Access4Args) -> Access4Res {
         Cur::Pseudo(_) => a.access & (ACCESS4_READ | ACCESS4_LOOKUP | ACCESS4_EXECUTE),
         Cur::Obj(o) => {
             let call = o.call(c.ctx);
-            match o.exp.backend.access(&call, &o.fh, a.access) {
+            let xa = a.access & ACCESS4_XA != 0 && o.exp.backend.xattr_support();
+            let mut want = a.access & ACCESS4_ALL;
+            if xa {
+                want |= xa_needs(a.access);
+            }
+            match o.exp.backend.access(&call, &o.fh, want) {
                 Ok((mut g, _)) => {
-                    g &= a.access;
                     if o.grant.read_only {
                         g &= !(ACCESS4_MODIFY | ACCESS4_EXTEND | ACCESS4_DELETE);
                     }
-                    g
+                    if xa {
+                        g |= xa_granted(g);
+                    }
+                    g & a.access
                 }
                 Err(err) => return NfsRes4::Fail(of_fs(err)),
             }
@@ -214,4 +258,22 @@ pub(super) fn access(c: &mut Compound<'_, '_>, a: Access4Args) -> Access4Res {
         supported: a.access,
         access: granted,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xattr_access_bits_follow_read_and_modify() {
+        assert_eq!(xa_needs(ACCESS4_XALIST), ACCESS4_READ);
+        assert_eq!(
+            xa_needs(ACCESS4_XAREAD | ACCESS4_XAWRITE),
+            ACCESS4_READ | ACCESS4_MODIFY
+        );
+        assert_eq!(xa_needs(ACCESS4_LOOKUP), 0);
+        assert_eq!(xa_granted(ACCESS4_READ), ACCESS4_XAREAD | ACCESS4_XALIST);
+        assert_eq!(xa_granted(ACCESS4_MODIFY | ACCESS4_LOOKUP), ACCESS4_XAWRITE);
+        assert_eq!(xa_granted(ACCESS4_EXECUTE), 0);
+    }
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 use rnfsd_fs::owed::Owed;
 use rnfsd_proto::nfs4::{
     ArgOp, CompoundHead, CompoundWriter, Nfsstat4, ResOp, Sequence4Args, Sequence4ResOk,
-    SessionId4, Stateid4, OP_ALLOCATE, OP_BIND_CONN_TO_SESSION, OP_CREATE_SESSION,
+    SessionId4, Stateid4, LAST_NFS41_OP, OP_ALLOCATE, OP_BIND_CONN_TO_SESSION, OP_CREATE_SESSION,
     OP_DESTROY_CLIENTID, OP_DESTROY_SESSION, OP_EXCHANGE_ID, OP_ILLEGAL, OP_REMOVEXATTR,
     OP_SEQUENCE,
 };
@@ -436,6 +436,11 @@ fn run_op(
     w: &mut CompoundWriter,
 ) -> Nfsstat4 {
     let opnum = arg.opnum();
+    if c.minor < 2 && opnum > LAST_NFS41_OP && opnum != OP_ILLEGAL {
+        // A 4.2 operation (decoders do not know the minor version) is
+        // none of 4.1's (RFC 8881 §15.2, as knfsd decodes it).
+        return w.push(e, &ResOp::Illegal(Nfsstat4::OpIllegal));
+    }
     let Some(row) = ops::row(opnum) else {
         if let ArgOp::Illegal { opnum } = arg {
             // NFSv4.2's operations (RFC 7862 §15) are not served yet: a

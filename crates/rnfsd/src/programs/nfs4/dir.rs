@@ -60,7 +60,7 @@ fn dir_error(c: &Compound<'_, '_>, dir: &Obj, s: Nfsstat4) -> Nfsstat4 {
 /// (see the module text for `atomic`). Without attributes after, they
 /// are asked for; without attributes before, `before` is 0, which no
 /// client has cached, so it revalidates.
-fn cinfo(w: &Wcc, dir: &Obj, call: &Call<'_>) -> ChangeInfo4 {
+pub(super) fn cinfo(w: &Wcc, dir: &Obj, call: &Call<'_>) -> ChangeInfo4 {
     let after = match &w.after {
         Some(a) => fattr::change(a),
         None => dir

@@ -181,6 +181,17 @@ pub(super) fn supported() -> Bitmap4 {
     *B
 }
 
+/// What a minor version 2 compound is also answered: xattr_support
+/// (RFC 8276 §8.4; knfsd's NFSD4_2_SUPPORTED_ATTRS_WORD2).
+pub(super) fn supported_42() -> Bitmap4 {
+    static B: std::sync::LazyLock<Bitmap4> = std::sync::LazyLock::new(|| {
+        let mut b = bits(SUPPORTED);
+        b.insert(FATTR4_XATTR_SUPPORT);
+        b
+    });
+    *B
+}
+
 pub(super) fn bits(list: &[u32]) -> Bitmap4 {
     let mut b = Bitmap4::new();
     for &n in list {
@@ -224,12 +235,25 @@ pub(super) struct Subject<'a> {
     pub lease: u32,
     pub max_io: u64,
     pub owners: Owners<'a>,
+    /// xattr_support, in a minor version 2 compound only (None: the
+    /// attribute is not supported there).
+    pub xattr: Option<bool>,
+}
+
+impl Subject<'_> {
+    /// The attributes supported for this subject's compound.
+    fn supported(&self) -> Bitmap4 {
+        match self.xattr {
+            Some(_) => supported_42(),
+            None => supported(),
+        }
+    }
 }
 
 /// Writes fattr4 for `want` (what we do not support is left out, as
 /// §5.5 says): the mask answered, then the values in bit order.
 pub(super) fn encode(e: &mut Enc, want: &Bitmap4, s: &Subject<'_>) {
-    let mut mask = want.intersect(&supported());
+    let mut mask = want.intersect(&s.supported());
     for w in WRITE_ONLY {
         mask.remove(*w);
     }
@@ -351,7 +375,7 @@ fn itoa_buf(mut n: u32) -> Digits {
 fn value(e: &mut Enc, bit: u32, s: &Subject<'_>) {
     let a = s.attr;
     match bit {
-        FATTR4_SUPPORTED_ATTRS => rnfsd_xdr::Xdr::encode(&supported(), e),
+        FATTR4_SUPPORTED_ATTRS => rnfsd_xdr::Xdr::encode(&s.supported(), e),
         FATTR4_TYPE => e.u32(ftype(a.ftype)),
         FATTR4_FH_EXPIRE_TYPE => e.u32(FH4_PERSISTENT),
         FATTR4_CHANGE => e.u64(change(a)),
@@ -402,6 +426,7 @@ fn value(e: &mut Enc, bit: u32, s: &Subject<'_>) {
         FATTR4_TIME_MODIFY => time(e, a.mtime),
         FATTR4_MOUNTED_ON_FILEID => e.u64(s.mounted_on_fileid),
         FATTR4_SUPPATTR_EXCLCREAT => rnfsd_xdr::Xdr::encode(&bits(EXCLCREAT), e),
+        FATTR4_XATTR_SUPPORT => e.bool(s.xattr.unwrap_or(false)),
         _ => debug_assert!(false, "attribute {bit} is in SUPPORTED without a value"),
     }
 }
@@ -442,6 +467,7 @@ mod tests {
                 map: numeric(),
                 may_wait: true,
             },
+            xattr: None,
         }
     }
 
@@ -454,6 +480,27 @@ mod tests {
         Owners {
             map: numeric(),
             may_wait: true,
+        }
+    }
+
+    #[test]
+    fn xattr_support_is_a_minor_2_attribute() {
+        let a = attr();
+        let want = bits(&[FATTR4_SUPPORTED_ATTRS, FATTR4_XATTR_SUPPORT]);
+        let mut s = subject(&a);
+        for (x, present) in [(None, false), (Some(true), true), (Some(false), true)] {
+            s.xattr = x;
+            let mut e = Enc::new();
+            encode(&mut e, &want, &s);
+            let f = Fattr4::decode(&mut Dec::new(e.as_slice())).unwrap();
+            assert_eq!(f.attrmask.contains(FATTR4_XATTR_SUPPORT), present, "{x:?}");
+            let mut d = Dec::new(&f.attr_vals);
+            let sup = Bitmap4::decode(&mut d).unwrap();
+            assert_eq!(sup.contains(FATTR4_XATTR_SUPPORT), present, "{x:?}");
+            if present {
+                assert_eq!(d.bool().unwrap(), x == Some(true));
+            }
+            assert_eq!(d.remaining(), 0);
         }
     }
 

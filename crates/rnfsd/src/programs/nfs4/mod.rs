@@ -14,7 +14,9 @@
 //! - `dir`: CREATE, LINK, REMOVE, RENAME, READLINK, READDIR;
 //! - `open`: OPEN, OPEN_DOWNGRADE, CLOSE, DELEGRETURN;
 //! - `io`: READ, WRITE, COMMIT;
-//! - `lock`: LOCK, LOCKT, LOCKU.
+//! - `lock`: LOCK, LOCKT, LOCKU;
+//! - `xattr`: GETXATTR, SETXATTR, LISTXATTRS, REMOVEXATTR (NFSv4.2's
+//!   extended attributes, RFC 8276).
 //!
 //! `compound` is the driver: the SEQUENCE rules, the session's bounds,
 //! the slot's reply cache, the current filehandle and stateid.
@@ -41,6 +43,7 @@ mod ops;
 mod session;
 mod setattr;
 mod status;
+mod xattr;
 
 pub use ops::{op_descs, OPS_STATS_PROG, OPS_STATS_VERS};
 

@@ -5,18 +5,20 @@
 //! RELEASE_LOCKOWNER (§18.1: not in 4.1), pNFS's LAYOUT* and
 //! GETDEVICE* (no layouts), OPENATTR (no named attributes),
 //! DELEGPURGE, WANT_DELEGATION, GET_DIR_DELEGATION (no delegations yet),
-//! SET_SSV (no SSV state protection).
+//! SET_SSV (no SSV state protection). NFSv4.2's operations (RFC 8276's
+//! extended attribute ones have rows) run in minor version 2 compounds
+//! only: in 4.1's the driver answers them NFS4ERR_OP_ILLEGAL.
 //!
 //! Handlers come in two forms. A typed one takes its decoded arguments
 //! and returns its result, which the row encodes. A raw one (GETATTR,
-//! READ, READDIR) writes its result itself, so attribute values and
+//! READ, READDIR, GETXATTR, LISTXATTRS) writes its result itself, so attribute values and
 //! data go straight into the reply.
 
 use rnfsd_proto::nfs4::*;
 use rnfsd_xdr::{Enc, Xdr};
 
 use super::compound::Compound;
-use super::{attr, dir, fh, io, lock, open, session, setattr};
+use super::{attr, dir, fh, io, lock, open, session, setattr, xattr};
 
 /// The filehandles an operation needs (NFS4ERR_NOFILEHANDLE without).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,13 +218,22 @@ pub(super) static OPS: &[Op] = &[
         Nothing,
         ReclaimComplete(session::reclaim_complete)
     ),
+    op!(OP_GETXATTR, "GETXATTR", Cur, raw GetXattr(xattr::getxattr)),
+    op!(OP_SETXATTR, "SETXATTR", Cur, SetXattr(xattr::setxattr)),
+    op!(OP_LISTXATTRS, "LISTXATTRS", Cur, raw ListXattrs(xattr::listxattrs)),
+    op!(
+        OP_REMOVEXATTR,
+        "REMOVEXATTR",
+        Cur,
+        RemoveXattr(xattr::removexattr)
+    ),
 ];
 
 /// Rows by opnum (filled from `OPS` at first use).
 static BY_NUM: std::sync::OnceLock<[Option<u8>; LAST_OP as usize + 1]> = std::sync::OnceLock::new();
 
-/// The highest NFSv4.1 opnum (RECLAIM_COMPLETE).
-const LAST_OP: u32 = OP_RECLAIM_COMPLETE;
+/// The highest opnum served (REMOVEXATTR, NFSv4.2).
+const LAST_OP: u32 = OP_REMOVEXATTR;
 
 /// The row of operation `opnum`.
 pub(super) fn row(opnum: u32) -> Option<&'static Op> {
@@ -246,7 +257,8 @@ pub const OPS_STATS_PROG: u32 = 0x4000_0003;
 pub const OPS_STATS_VERS: u32 = 1;
 const FIRST_OP: u32 = OP_ACCESS;
 
-/// The statistics rows of every NFSv4.1 operation (RFC 8881 §18).
+/// The statistics rows of every NFSv4.1 and NFSv4.2 operation (RFC 8881
+/// §18, RFC 7862 §15, RFC 8276 §8.4).
 pub fn op_descs() -> Vec<rnfsd_stats::ProcDesc> {
     ALL_NAMES
         .iter()
@@ -265,7 +277,7 @@ pub(super) fn stats_row(opnum: u32) -> u32 {
     opnum.wrapping_sub(FIRST_OP)
 }
 
-/// Every NFSv4.1 operation's number and name.
+/// Every NFSv4.1 and NFSv4.2 operation's number and name.
 const ALL_NAMES: &[(u32, &str)] = &[
     (OP_ACCESS, "ACCESS"),
     (OP_CLOSE, "CLOSE"),
@@ -323,6 +335,23 @@ const ALL_NAMES: &[(u32, &str)] = &[
     (OP_WANT_DELEGATION, "WANT_DELEGATION"),
     (OP_DESTROY_CLIENTID, "DESTROY_CLIENTID"),
     (OP_RECLAIM_COMPLETE, "RECLAIM_COMPLETE"),
+    (OP_ALLOCATE, "ALLOCATE"),
+    (OP_COPY, "COPY"),
+    (OP_COPY_NOTIFY, "COPY_NOTIFY"),
+    (OP_DEALLOCATE, "DEALLOCATE"),
+    (OP_IO_ADVISE, "IO_ADVISE"),
+    (OP_LAYOUTERROR, "LAYOUTERROR"),
+    (OP_LAYOUTSTATS, "LAYOUTSTATS"),
+    (OP_OFFLOAD_CANCEL, "OFFLOAD_CANCEL"),
+    (OP_OFFLOAD_STATUS, "OFFLOAD_STATUS"),
+    (OP_READ_PLUS, "READ_PLUS"),
+    (OP_SEEK, "SEEK"),
+    (OP_WRITE_SAME, "WRITE_SAME"),
+    (OP_CLONE, "CLONE"),
+    (OP_GETXATTR, "GETXATTR"),
+    (OP_SETXATTR, "SETXATTR"),
+    (OP_LISTXATTRS, "LISTXATTRS"),
+    (OP_REMOVEXATTR, "REMOVEXATTR"),
 ];
 
 #[cfg(test)]

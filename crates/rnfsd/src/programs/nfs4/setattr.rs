@@ -71,7 +71,7 @@ pub(super) fn nverify(c: &mut Compound<'_, '_>, a: Verify4Args) -> Nfsstat4 {
 /// NFS4ERR_ATTRNOTSUPP, then a write-only one or rdattr_error
 /// NFS4ERR_INVAL (§18.31.3).
 fn same(c: &Compound<'_, '_>, f: &Fattr4) -> Result<bool, Nfsstat4> {
-    check_verifiable(&f.attrmask)?;
+    check_verifiable(&f.attrmask, c.minor)?;
     let mut e = Enc::new();
     match c.cur()? {
         Cur::Pseudo(i) => pseudo_fattr(c, *i, &f.attrmask, &mut e),
@@ -85,9 +85,13 @@ fn same(c: &Compound<'_, '_>, f: &Fattr4) -> Result<bool, Nfsstat4> {
     Ok(matches(&ours, f))
 }
 
-/// The mask's checks, in knfsd's order.
-fn check_verifiable(mask: &Bitmap4) -> Result<(), Nfsstat4> {
-    let supported = fattr::supported();
+/// The mask's checks, in knfsd's order, against what minor version
+/// `minor` supports.
+fn check_verifiable(mask: &Bitmap4, minor: u32) -> Result<(), Nfsstat4> {
+    let supported = match minor >= 2 {
+        true => fattr::supported_42(),
+        false => fattr::supported(),
+    };
     if mask.iter().any(|bit| !supported.contains(bit)) {
         return Err(Nfsstat4::AttrNotSupp);
     }
@@ -111,24 +115,28 @@ mod tests {
     #[test]
     fn verifiable_attributes() {
         assert_eq!(
-            check_verifiable(&fattr::bits(&[FATTR4_SIZE, FATTR4_MODE])),
+            check_verifiable(&fattr::bits(&[FATTR4_SIZE, FATTR4_MODE]), 1),
             Ok(())
         );
         assert_eq!(
-            check_verifiable(&fattr::bits(&[FATTR4_SIZE, FATTR4_ACL])),
+            check_verifiable(&fattr::bits(&[FATTR4_SIZE, FATTR4_ACL]), 1),
             Err(Nfsstat4::AttrNotSupp)
         );
         assert_eq!(
-            check_verifiable(&fattr::bits(&[FATTR4_RDATTR_ERROR])),
+            check_verifiable(&fattr::bits(&[FATTR4_RDATTR_ERROR]), 1),
             Err(Nfsstat4::Inval)
         );
         assert_eq!(
-            check_verifiable(&fattr::bits(&[FATTR4_TIME_MODIFY_SET])),
+            check_verifiable(&fattr::bits(&[FATTR4_TIME_MODIFY_SET]), 1),
             Err(Nfsstat4::Inval)
         );
+        // xattr_support is NFSv4.2's (RFC 8276).
+        let xa = fattr::bits(&[FATTR4_XATTR_SUPPORT]);
+        assert_eq!(check_verifiable(&xa, 2), Ok(()));
+        assert_eq!(check_verifiable(&xa, 1), Err(Nfsstat4::AttrNotSupp));
         // Unsupported is answered first.
         assert_eq!(
-            check_verifiable(&fattr::bits(&[FATTR4_TIME_MODIFY_SET, FATTR4_ACL])),
+            check_verifiable(&fattr::bits(&[FATTR4_TIME_MODIFY_SET, FATTR4_ACL]), 1),
             Err(Nfsstat4::AttrNotSupp)
         );
     }
