@@ -21,8 +21,8 @@
 # RNFSD_CEPH_MON_PORT (default 13300) its mon's port. The cargo tests get
 # RNFSD_CEPH_CONF=<dir>/ceph.conf; without it those tests skip, or fail
 # under CI.
-# RNFSD_SKIP_PYNFS=1 skips the pynfs NFSv4.1 stage (tests/pynfs/run.sh,
-# about 2.5 minutes).
+# RNFSD_SKIP_PYNFS=1 skips the pynfs stage (tests/pynfs/run.sh: NFSv4.1,
+# about 2.5 minutes, then NFSv4.2's xattr tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -110,6 +110,11 @@ if [ "${RNFSD_SKIP_PYNFS:-}" = 1 ]; then
 else
     RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
         PYNFS_RNFSD_TOML="nfs4_lease_secs = 15" tests/pynfs/run.sh --server rnfsd
+    # And at minor version 2 its extended attribute tests (the `xattr`
+    # flag, RFC 8276; a few seconds), judged against
+    # tests/pynfs/expected/rnfsd-4.2.
+    RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
+        tests/pynfs/run.sh --server rnfsd --minorversion 2 xattr
 fi
 
 if [ "${RNFSD_SKIP_PACKAGE:-}" = 1 ]; then

@@ -18,7 +18,9 @@
 # beside the v4 one); also fsx (crates.io fsx, plain and mmap), load
 # (fsmark, dbench, postmark, bonnie++; Debian packages installed on demand)
 # and failover (two rnfsd heads on one CephFS, a floating address moved
-# from a killed head A to head B under fsx and tar; failover-host.sh).
+# from a killed head A to head B under fsx and tar; failover-host.sh), and
+# xattr (user extended attributes with setfattr and getfattr; NFSv4.2's,
+# checked on the server's file; at 3 and 4.1 setfattr must fail).
 # Prints one PASS/FAIL line per check and, last, "N passed, M failed".
 # Exit status 0 only when every check passed.
 #
@@ -128,6 +130,8 @@ if [[ " ${WORKLOADS[*]} " == *" locks "* ]]; then # guest/locks.sh: NLM client s
     [ -x /usr/bin/sqlite3 ] || need+=(sqlite3)
     [ -x /usr/bin/flock ] || need+=(util-linux)
 fi
+# guest/xattr.sh and its host-side checks: setfattr, getfattr.
+[[ " ${WORKLOADS[*]} " == *" xattr "* ]] && ! command -v setfattr >/dev/null && need+=(attr)
 if [[ " ${WORKLOADS[*]} " == *" load "* ]]; then # guest/load.sh's tools
     command -v fs_mark >/dev/null || need+=(fsmark)
     command -v dbench >/dev/null || need+=(dbench)
@@ -363,6 +367,14 @@ while IFS= read -r line; do
         read -r _ name rel want <<<"$line"
         got=$(sha256sum "$EXPORT/$rel" 2>/dev/null | cut -d' ' -f1)
         if [ "$got" = "$want" ]; then emit PASS "$name"; else emit FAIL "$name" "server disk has ${got:-no file}, client wrote $want"; fi ;;
+    "HOSTXATTR "*)
+        read -r _ name rel xname want <<<"$line"
+        if getfattr --absolute-names -n "$xname" "$EXPORT/$rel" >/dev/null 2>&1; then
+            got=$(getfattr --absolute-names --only-values -n "$xname" "$EXPORT/$rel" | sha256sum | cut -d' ' -f1)
+        else
+            got=absent
+        fi
+        if [ "$got" = "$want" ]; then emit PASS "$name"; else emit FAIL "$name" "server file's $xname is $got, want $want"; fi ;;
     "DONE "*)
         read -r _ w rc secs <<<"$line"
         done_w[$w]=1

@@ -125,6 +125,11 @@ host_request() {
 # that EXPORT/RELPATH has this content on the server's disk.
 hostcheck() { echo "HOSTCHECK $1 $2 $3" >>"$RESULTS"; }
 
+# hostxattr NAME RELPATH XATTR SHA256|absent: the host checks, after the
+# guest is gone, that extended attribute XATTR of the server's file
+# RELPATH has a value of that hash, or is absent.
+hostxattr() { echo "HOSTXATTR $1 $2 $3 $4" >>"$RESULTS"; }
+
 # eq WHAT GOT WANT: fails (for check) with a message when GOT != WANT.
 eq() {
     [ "$2" = "$3" ] && return 0
