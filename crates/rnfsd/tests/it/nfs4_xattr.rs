@@ -105,6 +105,15 @@ fn start(tag: &str) -> (TempDir, TempDir, TempDir, TestServer) {
     (rw, ro, cfgdir, srv)
 }
 
+/// Durability requests over all exports (`sync` exports: every change
+/// asks its commit before the reply).
+fn sync_requests(srv: &TestServer) -> u64 {
+    let a = rnfsd::admin::query(&srv.state.path().join("admin.sock"), "snapshot")
+        .expect("admin socket");
+    let s = rnfsd_stats::Snapshot::from_json(&a).expect("snapshot JSON");
+    s.exports.iter().map(|e| e.sync_requests).sum()
+}
+
 /// xattr_support of `fh`, if the server answered it.
 async fn xattr_support(c: &Nfs4Client, fh: &NfsFh4) -> Option<bool> {
     let mut want = Bitmap4::new();
@@ -137,12 +146,16 @@ async fn attributes_reach_the_disk_and_come_back() {
         assert_eq!(xattr_support(&c, &root).await, Some(true));
 
         // SETXATTR CREATE: on the disk as user.colour; its change_info
-        // moves and ends at the change attribute GETATTR then gives.
+        // moves and ends at the change attribute GETATTR then gives. The
+        // export is `sync` (the default): the change asked for its commit
+        // before the reply.
         let before = change(&c, &fh).await;
+        let synced = sync_requests(&srv);
         let ci = c
             .setxattr(&fh, SETXATTR4_CREATE, "colour", b"blue")
             .await
             .expect("SETXATTR CREATE");
+        assert!(sync_requests(&srv) > synced, "SETXATTR asked no commit");
         assert_eq!(
             disk_get(&file, "user.colour").as_deref(),
             Some(&b"blue"[..])
@@ -205,7 +218,9 @@ async fn attributes_reach_the_disk_and_come_back() {
         assert_eq!(status(s), Nfsstat4::BadCookie);
 
         // REMOVEXATTR.
+        let synced = sync_requests(&srv);
         let ci = c.removexattr(&fh, "colour").await.expect("REMOVEXATTR");
+        assert!(sync_requests(&srv) > synced, "REMOVEXATTR asked no commit");
         assert!(ci.after > ci.before);
         assert_eq!(disk_get(&file, "user.colour"), None);
         assert_eq!(
