@@ -144,7 +144,12 @@ fn list(
 ) -> Result<ListXattrs4ResOk, Nfsstat4> {
     let o = xattr_obj(c)?;
     let call = o.call(c.ctx);
-    let names = o.exp.backend.listxattr(&call, &o.fh).map_err(of_xattr)?;
+    // More names than Linux lists at once (XATTR_LIST_MAX): TOOSMALL, as
+    // knfsd answers.
+    let names = o.exp.backend.listxattr(&call, &o.fh).map_err(|e| match e {
+        FsError::Errno(libc::ERANGE) => Nfsstat4::TooSmall,
+        e => of_xattr(e),
+    })?;
     page(names, a, room)
 }
 
