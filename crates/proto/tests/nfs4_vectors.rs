@@ -448,17 +448,22 @@ fn compound_sequence_putfh_write_getattr() {
 #[test]
 fn compound_stops_at_an_unknown_or_truncated_operation() {
     let req = [
-        w(&[0, 1, 3]),     // no tag, minorversion 1, three operations
-        w(&[24]),          // PUTROOTFH
-        w(&[OP_ALLOCATE]), // a 4.2 operation: ILLEGAL in 4.1
-        w(&[10]),          // GETFH, never reached
+        w(&[0, 1, 3]),        // no tag, minorversion 1, three operations
+        w(&[24]),             // PUTROOTFH
+        w(&[OP_COPY_NOTIFY]), // a 4.2 operation without types here
+        w(&[10]),             // GETFH, never reached
     ]
     .concat();
     let mut d = Dec::new(&req);
     let head = CompoundHead::decode(&mut d, 0).unwrap();
     let ops: Vec<_> = head.ops(&mut d).collect();
     assert_eq!(ops.len(), 2);
-    assert_eq!(ops[1].arg, Ok(ArgOp::Illegal { opnum: OP_ALLOCATE }));
+    assert_eq!(
+        ops[1].arg,
+        Ok(ArgOp::Illegal {
+            opnum: OP_COPY_NOTIFY
+        })
+    );
     assert_eq!(
         to_vec(&ResOp::error(ops[1].opnum, Nfsstat4::OpIllegal)),
         w(&[10044, 10044])

@@ -155,8 +155,9 @@ pub const OP_TEST_STATEID: u32 = 55;
 pub const OP_WANT_DELEGATION: u32 = 56;
 pub const OP_DESTROY_CLIENTID: u32 = 57;
 pub const OP_RECLAIM_COMPLETE: u32 = 58;
-// NFSv4.2 (RFC 7862 §15): numbers only; these decode as `ArgOp::Illegal`
-// until their types are added.
+// NFSv4.2 (RFC 7862 §15): the data operations have types (`ops::v42`);
+// COPY_NOTIFY, IO_ADVISE, LAYOUTERROR, LAYOUTSTATS and WRITE_SAME decode
+// as `ArgOp::Illegal`.
 pub const OP_ALLOCATE: u32 = 59;
 pub const OP_COPY: u32 = 60;
 pub const OP_COPY_NOTIFY: u32 = 61;

@@ -1,12 +1,13 @@
 //! The arguments and results of every NFSv4.1 operation (RFC 8881 §18,
-//! opnums 3..58, and the NFSv4.0-only ones a 4.1 server refuses), and the
-//! NFSv4.2 extended attribute operations (RFC 8276, 72..75), as
+//! opnums 3..58, and the NFSv4.0-only ones a 4.1 server refuses), of
+//! NFSv4.2's data operations (RFC 7862 §15, `v42`) and of its extended
+//! attribute operations (RFC 8276, 72..75, `xattr`), as
 //! nfs_argop4 (`ArgOp`) and nfs_resop4 (`ResOp`) from RFC 5662.
 //!
 //! A server reads each operation's number itself (so it still has the
 //! number when the arguments fail to decode and the answer is
 //! NFS4ERR_BADXDR for that operation, RFC 8881 §15.2) and calls
-//! `ArgOp::decode(d, opnum)`; an opnum none of these decodes to
+//! `ArgOp::decode(d, opnum)`; an opnum outside those decodes to
 //! `ArgOp::Illegal`, answered with ILLEGAL4res (§18.52). `ResOp::error`
 //! builds the result of a failed operation of any number.
 
@@ -22,6 +23,7 @@ pub mod open;
 pub mod pnfs;
 pub mod session;
 pub mod xattr;
+pub mod v42;
 
 pub use data::*;
 pub use dir::*;
@@ -31,6 +33,7 @@ pub use open::*;
 pub use pnfs::*;
 pub use session::*;
 pub use xattr::*;
+pub use v42::*;
 
 /// What every operation result has: a status, and a form for failure.
 pub trait OpResult: Sized {
@@ -79,7 +82,8 @@ op_result_with_fail!(
     LockT4Res,
     SetClientId4Res,
     GetDeviceInfo4Res,
-    LayoutGet4Res
+    LayoutGet4Res,
+    Copy4Res
 );
 
 impl OpResult for SetAttr4Res {
@@ -107,10 +111,10 @@ macro_rules! arg_ops {
         pub enum ArgOp<'a> {
             $($av($aty),)*
             $($vv,)*
-            /// OP_ILLEGAL, or any number that is not an operation here
-            /// (4.2's other than RFC 8276's, for now); its arguments, if
-            /// any, are not read. Decoders do not know the minor version:
-            /// the server refuses 4.2's operations in a 4.1 compound.
+            /// OP_ILLEGAL, or any number that is not an operation here; its
+            /// arguments, if any, are not read. Decoders do not know the
+            /// minor version: the server refuses 4.2's operations in a 4.1
+            /// compound.
             Illegal { opnum: u32 },
         }
 
@@ -202,6 +206,15 @@ arg_ops! {
         SetXattr(SetXattr4Args) = OP_SETXATTR,
         ListXattrs(ListXattrs4Args) = OP_LISTXATTRS,
         RemoveXattr(RemoveXattr4Args) = OP_REMOVEXATTR,
+        // NFSv4.2 (RFC 7862 §15).
+        Allocate(Allocate4Args) = OP_ALLOCATE,
+        Copy(Copy4Args) = OP_COPY,
+        Deallocate(Deallocate4Args) = OP_DEALLOCATE,
+        OffloadCancel(Offload4Args) = OP_OFFLOAD_CANCEL,
+        OffloadStatus(Offload4Args) = OP_OFFLOAD_STATUS,
+        ReadPlus(ReadPlus4Args) = OP_READ_PLUS,
+        Seek(Seek4Args) = OP_SEEK,
+        Clone(Clone4Args) = OP_CLONE,
     }
     void {
         GetFh = OP_GETFH,
@@ -241,7 +254,7 @@ macro_rules! res_ops {
             }
 
             /// The result of operation `opnum` failing with `status`; for a
-            /// number none of these, ILLEGAL4res with `status` (which
+            /// number without a result type, ILLEGAL4res with `status` (which
             /// should be NFS4ERR_OP_ILLEGAL, or NFS4ERR_BADXDR).
             pub fn error(opnum: u32, status: Nfsstat4) -> ResOp {
                 match opnum {
@@ -334,6 +347,14 @@ res_ops! {
     SetXattr(SetXattr4Res) = OP_SETXATTR,
     ListXattrs(ListXattrs4Res) = OP_LISTXATTRS,
     RemoveXattr(RemoveXattr4Res) = OP_REMOVEXATTR,
+    Allocate(Nfsstat4) = OP_ALLOCATE,
+    Copy(Copy4Res) = OP_COPY,
+    Deallocate(Nfsstat4) = OP_DEALLOCATE,
+    OffloadCancel(Nfsstat4) = OP_OFFLOAD_CANCEL,
+    OffloadStatus(OffloadStatus4Res) = OP_OFFLOAD_STATUS,
+    ReadPlus(ReadPlus4Res) = OP_READ_PLUS,
+    Seek(Seek4Res) = OP_SEEK,
+    Clone(Nfsstat4) = OP_CLONE,
 }
 
 #[cfg(test)]
@@ -350,7 +371,11 @@ mod tests {
             assert_eq!(&b[..4], op.to_be_bytes());
             assert_eq!(rnfsd_xdr::from_slice::<ResOp>(&b), Ok(r));
         }
-        for op in [0, 1, 2, OP_ALLOCATE, OP_CLONE, OP_ILLEGAL, u32::MAX] {
+        for op in OP_ALLOCATE..=OP_CLONE {
+            let r = ResOp::error(op, Nfsstat4::NotSupp);
+            assert_eq!(r.opnum() == op, is_v42_data_op(op), "result of {op}");
+        }
+        for op in [0, 1, 2, OP_COPY_NOTIFY, OP_ILLEGAL, u32::MAX] {
             let a = ArgOp::decode(&mut Dec::new(&[]), op).unwrap();
             assert_eq!(a, ArgOp::Illegal { opnum: op });
             assert_eq!(ResOp::error(op, Nfsstat4::OpIllegal).opnum(), OP_ILLEGAL);
