@@ -136,6 +136,22 @@ pub struct SetAttr {
     pub mtime: SetTime,
 }
 
+/// What SEEK looks for (RFC 7862 §15.11; lseek's SEEK_DATA, SEEK_HOLE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Content {
+    Data,
+    Hole,
+}
+
+/// A stretch of a regular file: data, or a hole (reads as zeros, holds no
+/// blocks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extent {
+    pub offset: u64,
+    pub len: u64,
+    pub data: bool,
+}
+
 /// The caller's identity (from AUTH_SYS, after any squashing).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Cred {
@@ -504,6 +520,84 @@ pub trait Backend: Send + Sync {
     /// its changes go straight to a pool.
     fn changes_inline(&self) -> bool {
         false
+    }
+    /// The first offset at or after `offset` of the regular file `fh`
+    /// holding `what` (lseek SEEK_DATA / SEEK_HOLE; every file ends with
+    /// a hole), None if there is none; with the file's attributes.
+    /// ENXIO when `offset` is at or past end of file.
+    fn seek(
+        &self,
+        _call: &Call<'_>,
+        _fh: &Fh,
+        _offset: u64,
+        _what: Content,
+    ) -> FsResult<(Option<u64>, Attr)> {
+        Err(FsError::NotSupported)
+    }
+    /// The data and holes of the regular file `fh` from `offset` for
+    /// `len` bytes, cut at end of file, at most `max` extents (the last
+    /// then ends where the rest was not looked at); with the file's
+    /// attributes (of before the look).
+    fn layout(
+        &self,
+        _call: &Call<'_>,
+        _fh: &Fh,
+        _offset: u64,
+        _len: u64,
+        _max: usize,
+    ) -> FsResult<(Vec<Extent>, Attr)> {
+        Err(FsError::NotSupported)
+    }
+    /// Reserves blocks for `len` bytes at `offset` of the regular file
+    /// `fh` (fallocate; the size grows if they reach past it). The
+    /// caller must be able to write the file; the change attribute
+    /// moves.
+    fn allocate(&self, _call: &Call<'_>, _fh: &Fh, _offset: u64, _len: u64) -> FsResult<Wcc> {
+        Err(FsError::NotSupported)
+    }
+    /// Frees `len` bytes at `offset` of the regular file `fh`, which then
+    /// read as zeros (a punched hole; the size stays). As `allocate`.
+    fn deallocate(&self, _call: &Call<'_>, _fh: &Fh, _offset: u64, _len: u64) -> FsResult<Wcc> {
+        Err(FsError::NotSupported)
+    }
+    /// Copies up to `len` bytes of `src` at `src_off` to `dst` at
+    /// `dst_off` within the filesystem (sharing blocks where it can):
+    /// returns the bytes copied (fewer only at the source's end of file),
+    /// the stability achieved (>= `stable`, as `write`) and `dst`'s wcc.
+    /// The caller must be able to read `src` and write `dst`.
+    #[allow(clippy::too_many_arguments)]
+    fn copy_range(
+        &self,
+        _call: &Call<'_>,
+        _src: &Fh,
+        _src_off: u64,
+        _dst: &Fh,
+        _dst_off: u64,
+        _len: u64,
+        _stable: Stable,
+    ) -> FsResult<(u64, Stable, Wcc)> {
+        Err(FsError::NotSupported)
+    }
+    /// Shares `len` bytes (0: to the source's end of file) of `src` at
+    /// `src_off` into `dst` at `dst_off` (a reflink): `NotSupported`
+    /// where the filesystem cannot; EINVAL for a range not aligned to
+    /// `clone_blksize`. Returns `dst`'s wcc.
+    #[allow(clippy::too_many_arguments)]
+    fn clone_range(
+        &self,
+        _call: &Call<'_>,
+        _src: &Fh,
+        _src_off: u64,
+        _dst: &Fh,
+        _dst_off: u64,
+        _len: u64,
+    ) -> FsResult<Wcc> {
+        Err(FsError::NotSupported)
+    }
+    /// The granularity of `clone_range` on `fh`'s filesystem, 0 if none
+    /// is known.
+    fn clone_blksize(&self, _call: &Call<'_>, _fh: &Fh) -> FsResult<u32> {
+        Ok(0)
     }
     /// Cache and background-work counters (none by default).
     fn stats(&self) -> BackendStats {

@@ -1663,3 +1663,114 @@ fn user_xattrs() {
         }
     }
 }
+
+/// NFSv4.2's data operations through the backend: SEEK and the layout
+/// READ_PLUS reads agree with lseek on the host, ALLOCATE and DEALLOCATE
+/// change the blocks the host sees and the change attribute (ctime),
+/// copy_range copies byte for byte (short at the source's end of file),
+/// clone_range shares or says NotSupported.
+#[test]
+fn seek_layout_allocate_deallocate_copy_and_clone() {
+    use std::os::fd::AsRawFd;
+    let d = tmp();
+    let fs = open(d.path(), HandleMode::Path);
+    let r = fs.root();
+    let f = create(&fs, &r, "sparse").fh;
+    let c = root();
+    let call = pool(&c);
+    fs.write(&call, &f, 0, &[1u8; 4096], Stable::FileSync)
+        .unwrap();
+    fs.write(&call, &f, 1 << 20, &[2u8; 4096], Stable::FileSync)
+        .unwrap();
+    fs.setattr(
+        &call,
+        &f,
+        &SetAttr {
+            size: Some(2 << 20),
+            ..set()
+        },
+        None,
+    )
+    .unwrap();
+    let host = fs::File::open(d.path().join("sparse")).unwrap();
+    let hseek = |at: u64, data: bool| {
+        let w = if data {
+            libc::SEEK_DATA
+        } else {
+            libc::SEEK_HOLE
+        };
+        // SAFETY: lseek on the test's own descriptor.
+        let n = unsafe { libc::lseek(host.as_raw_fd(), at as libc::off_t, w) };
+        (n >= 0).then_some(n as u64)
+    };
+    for at in [0, 4096, 500_000, 1 << 20, (2 << 20) - 1] {
+        for (what, data) in [(Content::Data, true), (Content::Hole, false)] {
+            let (got, attr) = fs.seek(&call, &f, at, what).unwrap();
+            assert_eq!(got, hseek(at, data), "{what:?} from {at}");
+            assert_eq!(attr.size, 2 << 20);
+        }
+    }
+    assert_eq!(
+        fs.seek(&call, &f, 2 << 20, Content::Data).unwrap_err(),
+        FsError::Errno(libc::ENXIO)
+    );
+    // The layout: extents that follow one another, data where lseek says.
+    let (x, _) = fs.layout(&call, &f, 0, 3 << 20, 64).unwrap();
+    let mut at = 0;
+    for e in &x {
+        assert_eq!(e.offset, at);
+        assert_eq!(e.data, hseek(at, true) == Some(at), "extent at {at}");
+        at += e.len;
+    }
+    assert_eq!(at, 2 << 20, "cut at end of file");
+    let (x, _) = fs.layout(&call, &f, 0, 3 << 20, 1).unwrap();
+    assert_eq!(x.len(), 1, "at most max extents");
+
+    // ALLOCATE and DEALLOCATE, seen by the host.
+    let a = create(&fs, &r, "alloc").fh;
+    let p = d.path().join("alloc");
+    let ctime = |p: &Path| {
+        let m = fs::metadata(p).unwrap();
+        (m.ctime(), m.ctime_nsec())
+    };
+    let c0 = ctime(&p);
+    fs.allocate(&call, &a, 0, 1 << 20).unwrap();
+    let m = fs::metadata(&p).unwrap();
+    assert_eq!(m.len(), 1 << 20);
+    assert!(m.blocks() * 512 >= 1 << 20);
+    let c1 = ctime(&p);
+    assert_ne!(c0, c1, "ALLOCATE moves ctime");
+    fs.deallocate(&call, &a, 0, 1 << 20).unwrap();
+    let m = fs::metadata(&p).unwrap();
+    assert_eq!(m.len(), 1 << 20, "the size stays");
+    assert!(m.blocks() * 512 < 1 << 20, "blocks {}", m.blocks());
+    assert_ne!(c1, ctime(&p), "DEALLOCATE moves ctime");
+    assert_eq!(
+        fs.allocate(&call, &r, 0, 10).unwrap_err(),
+        FsError::Errno(libc::EISDIR)
+    );
+
+    // copy_range: all of it, then short at the source's end of file.
+    let dst = create(&fs, &r, "dst").fh;
+    let (n, st, _) = fs
+        .copy_range(&call, &f, 0, &dst, 0, 2 << 20, Stable::Unstable)
+        .unwrap();
+    assert_eq!((n, st), (2 << 20, Stable::Unstable));
+    let (n, st, _) = fs
+        .copy_range(&call, &f, (2 << 20) - 10, &dst, 5, 100, Stable::FileSync)
+        .unwrap();
+    assert_eq!((n, st), (10, Stable::FileSync));
+    let mut want = fs::read(d.path().join("sparse")).unwrap();
+    let tail = want[want.len() - 10..].to_vec();
+    want[5..15].copy_from_slice(&tail);
+    assert!(fs::read(d.path().join("dst")).unwrap() == want);
+
+    // clone_range: shares where the filesystem can.
+    match fs.clone_range(&call, &f, 0, &dst, 0, 0) {
+        Ok(_) => assert!(
+            fs::read(d.path().join("dst")).unwrap() == fs::read(d.path().join("sparse")).unwrap()
+        ),
+        Err(e) => assert_eq!(e, FsError::NotSupported, "ext4 and tmpfs have no reflinks"),
+    }
+    assert!(fs.clone_blksize(&call, &dst).unwrap() >= 512);
+}

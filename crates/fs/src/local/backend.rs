@@ -5,10 +5,10 @@
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
-use super::{attr, data, dir, lock, namespace, xattr, LocalFs};
+use super::{attr, data, dir, lock, namespace, space, xattr, LocalFs};
 use crate::{
-    Attr, Backend, BackendStats, CacheStat, Call, CreateHow, Created, DirPage, Fh, FsInfo,
-    FsResult, FsStat, NodeKind, PathConf, SetAttr, Stable, Time, Wcc,
+    Attr, Backend, BackendStats, CacheStat, Call, Content, CreateHow, Created, DirPage, Extent, Fh,
+    FsInfo, FsResult, FsStat, NodeKind, PathConf, SetAttr, Stable, Time, Wcc,
 };
 
 impl Backend for LocalFs {
@@ -158,6 +158,64 @@ impl Backend for LocalFs {
 
     fn commit(&self, call: &Call<'_>, fh: &Fh, offset: u64, count: u32) -> FsResult<Wcc> {
         data::commit(self, call, fh, offset, count)
+    }
+
+    fn seek(
+        &self,
+        call: &Call<'_>,
+        fh: &Fh,
+        offset: u64,
+        what: Content,
+    ) -> FsResult<(Option<u64>, Attr)> {
+        space::seek(self, call, fh, offset, what)
+    }
+
+    fn layout(
+        &self,
+        call: &Call<'_>,
+        fh: &Fh,
+        offset: u64,
+        len: u64,
+        max: usize,
+    ) -> FsResult<(Vec<Extent>, Attr)> {
+        space::layout(self, call, fh, offset, len, max)
+    }
+
+    fn allocate(&self, call: &Call<'_>, fh: &Fh, offset: u64, len: u64) -> FsResult<Wcc> {
+        space::allocate(self, call, fh, offset, len)
+    }
+
+    fn deallocate(&self, call: &Call<'_>, fh: &Fh, offset: u64, len: u64) -> FsResult<Wcc> {
+        space::deallocate(self, call, fh, offset, len)
+    }
+
+    fn copy_range(
+        &self,
+        call: &Call<'_>,
+        src: &Fh,
+        src_off: u64,
+        dst: &Fh,
+        dst_off: u64,
+        len: u64,
+        stable: Stable,
+    ) -> FsResult<(u64, Stable, Wcc)> {
+        space::copy_range(self, call, src, src_off, dst, dst_off, len, stable)
+    }
+
+    fn clone_range(
+        &self,
+        call: &Call<'_>,
+        src: &Fh,
+        src_off: u64,
+        dst: &Fh,
+        dst_off: u64,
+        len: u64,
+    ) -> FsResult<Wcc> {
+        space::clone_range(self, call, src, src_off, dst, dst_off, len)
+    }
+
+    fn clone_blksize(&self, call: &Call<'_>, fh: &Fh) -> FsResult<u32> {
+        space::clone_blksize(self, call, fh)
     }
 
     fn open_for_locks(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Arc<dyn crate::lock::LockFile>> {

@@ -41,7 +41,7 @@ impl LocalFs {
     /// A regular file's object (attributes before the call, for wcc) and its
     /// descriptor for `access`, the caller's permission checked: EISDIR for
     /// a directory, EINVAL for anything else that is not a regular file.
-    fn open_regular(
+    pub(super) fn open_regular(
         &self,
         call: &Call<'_>,
         fh: &Fh,

@@ -71,8 +71,10 @@ mod options;
 mod perm;
 mod resolve;
 mod scan;
+mod space;
 mod sys;
 mod xattr;
+mod sys42;
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
