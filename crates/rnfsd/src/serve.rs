@@ -433,7 +433,8 @@ fn start_nfs4(
         idmap_of(s),
         Some(reaper),
         Some(stats.clone()),
-    );
+    )
+    .with_copy_sync_max(s.nfs4_copy_sync_max);
     server.set_nfs4(Arc::new(n));
     Ok(())
 }

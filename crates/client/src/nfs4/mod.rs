@@ -37,6 +37,7 @@ use crate::error::ClientError;
 mod attrs;
 mod callback;
 mod calls;
+mod calls42;
 mod slots;
 
 pub use attrs::{common_mask, decodable, AttrVal, Attrs4, SetAttrs4, COMMON_ATTRS};
@@ -335,8 +336,6 @@ struct Session {
     slots: Arc<slots::SlotTable>,
     cb: Option<Arc<callback::CbState>>,
     cachethis: bool,
-    /// The session's compounds' minor version.
-    minor: u32,
     /// sr_status_flags of the last SEQUENCE that succeeded.
     status_flags: AtomicU32,
     /// The owner bytes OPEN uses unless told otherwise.
@@ -351,6 +350,9 @@ pub struct Nfs4Client {
     session: Arc<Session>,
     rsize: u32,
     wsize: u32,
+    /// The minor version of session compounds (1; 2 for NFSv4.2's
+    /// operations: `with_minor`).
+    minor: u32,
 }
 
 impl std::fmt::Debug for Nfs4Client {
@@ -469,12 +471,12 @@ impl Nfs4Client {
                 slots: slots::SlotTable::new(granted),
                 cb,
                 cachethis: v4.cachethis,
-                minor: v4.minor,
                 status_flags: AtomicU32::new(0),
                 open_owner,
             }),
             rsize: calls::DEFAULT_IO_SIZE,
             wsize: calls::DEFAULT_IO_SIZE,
+            minor: v4.minor,
         };
         if v4.reclaim_complete {
             c.reclaim_complete(false).await?;
@@ -557,6 +559,21 @@ impl Nfs4Client {
         }
     }
 
+    /// The same session, its compounds sent with minor version `minor`
+    /// (the session is the client's whatever the minor version: RFC 7862
+    /// §2 keeps 4.1's sessions for 4.2).
+    pub fn with_minor(&self, minor: u32) -> Self {
+        Nfs4Client {
+            minor,
+            ..self.clone()
+        }
+    }
+
+    /// The minor version of session compounds.
+    pub fn minor(&self) -> u32 {
+        self.minor
+    }
+
     /// Take a slot for [`Self::compound_on`]; waits while all are busy.
     pub async fn slot(&self) -> Result<Slot, ClientError> {
         self.session.slots.acquire().await
@@ -616,7 +633,7 @@ impl Nfs4Client {
                 |e: &mut Enc| {
                     CompoundHead {
                         tag,
-                        minorversion: self.session.minor,
+                        minorversion: self.minor,
                         nops: nops as u32,
                     }
                     .encode(e);

@@ -73,8 +73,8 @@ mod resolve;
 mod scan;
 mod space;
 mod sys;
-mod xattr;
 mod sys42;
+mod xattr;
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};

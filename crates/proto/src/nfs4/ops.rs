@@ -22,8 +22,8 @@ pub mod lock;
 pub mod open;
 pub mod pnfs;
 pub mod session;
-pub mod xattr;
 pub mod v42;
+pub mod xattr;
 
 pub use data::*;
 pub use dir::*;
@@ -32,8 +32,8 @@ pub use lock::*;
 pub use open::*;
 pub use pnfs::*;
 pub use session::*;
-pub use xattr::*;
 pub use v42::*;
+pub use xattr::*;
 
 /// What every operation result has: a status, and a form for failure.
 pub trait OpResult: Sized {

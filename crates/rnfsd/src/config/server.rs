@@ -206,9 +206,15 @@ server_keys! {
     nfs4: bool = true, "NFSv4.1 on the NFS addresses",
         switch "no-nfs4" => false, "Do not serve NFSv4.1 (program 100003 version 4); NFSv3 \
             only";
-    /// Answer minor version 2 too (its new operations NFS4ERR_NOTSUPP),
-    /// so a client asking for 4.2 first stays at 4.2.
-    nfs4_minor2: bool = true, "NFSv4.2 compounds answered (4.2 operations NOTSUPP)";
+    /// Answer minor version 2 too: its data operations (SEEK, ALLOCATE,
+    /// DEALLOCATE, READ_PLUS, COPY, CLONE) served, the rest
+    /// NFS4ERR_NOTSUPP.
+    nfs4_minor2: bool = true, "NFSv4.2 compounds answered (data operations served)";
+    /// Bytes one NFSv4.2 COPY copies at most: a larger COPY is answered
+    /// with a short copy the client continues (RFC 7862 §15.2.3), so no
+    /// thread copies for long.
+    nfs4_copy_sync_max: u64 = crate::state::nfs4::DEFAULT_COPY_SYNC_MAX,
+        "NFSv4.2 COPY: bytes copied per call at most";
     /// NFSv4 lease (RFC 8881 §8.3): a client silent this long loses its
     /// state. 90: as knfsd and nfs-ganesha.
     nfs4_lease_secs: u64 = 90, "NFSv4 lease: a silent client's state goes after this";

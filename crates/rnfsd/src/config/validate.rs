@@ -144,6 +144,10 @@ fn at_least_one(s: &ServerConfig) -> Result<(), ConfigError> {
         ("nfs4_max_stateids", s.nfs4_max_stateids),
         ("nfs4_reply_cache_bytes", s.nfs4_reply_cache_bytes),
         ("nfs4_idmap_cache", s.nfs4_idmap_cache),
+        (
+            "nfs4_copy_sync_max",
+            s.nfs4_copy_sync_max.min(usize::MAX as u64) as usize,
+        ),
     ] {
         if v == 0 {
             return err(format!("server.{k} must be at least 1"));

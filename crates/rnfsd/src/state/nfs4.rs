@@ -17,6 +17,10 @@ use super::Export;
 /// have (`rnfsd_v4state::Limits::max_response_size` is clamped to it).
 pub const MAX_COMPOUND_REPLY: usize = (1 << 20) + 64 * 1024;
 
+/// `nfs4_copy_sync_max`'s default: 32 MiB, well under a second of
+/// copy_file_range on a disk (and instant where it shares blocks).
+pub const DEFAULT_COPY_SYNC_MAX: u64 = 32 << 20;
+
 /// The NFSv4 side of the server.
 pub struct Nfs4 {
     pub state: Arc<State>,
@@ -27,12 +31,14 @@ pub struct Nfs4 {
     pub owner: Vec<u8>,
     /// The lease (`nfs4_lease_secs`): the `lease_time` attribute.
     pub lease: Duration,
-    /// Minor version 2 is answered (its operations NFS4ERR_NOTSUPP until
-    /// they are served), so a client asking for 4.2 first keeps the
-    /// mount at 4.2 rather than retrying 4.1.
+    /// Minor version 2 is answered: its data operations served
+    /// (`programs::nfs4::v42`), the rest NFS4ERR_NOTSUPP.
     pub minor2: bool,
     /// Owner strings (`nfs4_idmap`).
     pub idmap: IdMap,
+    /// Bytes one COPY copies at most (`nfs4_copy_sync_max`); a larger one
+    /// is answered with a short copy the client continues.
+    pub copy_sync_max: u64,
     /// Where each operation is counted (None: not counted).
     pub stats: Option<Arc<rnfsd_stats::Registry>>,
     /// Frees expired clients' state off the request path; stops when
@@ -59,9 +65,16 @@ impl Nfs4 {
             lease,
             minor2,
             idmap,
+            copy_sync_max: DEFAULT_COPY_SYNC_MAX,
             stats,
             _reaper: reaper,
         }
+    }
+
+    /// With COPY bounded at `bytes` per call.
+    pub fn with_copy_sync_max(mut self, bytes: u64) -> Nfs4 {
+        self.copy_sync_max = bytes.max(1);
+        self
     }
 
     /// The pseudo-filesystem in force (a compound keeps the one it

@@ -35,6 +35,7 @@ mod nfs4_cephfs;
 mod nfs4_idmap;
 mod nfs4_ns;
 mod nfs4_open;
+mod nfs4_v42;
 mod nfs4_xattr;
 mod nlm;
 mod object_cache;

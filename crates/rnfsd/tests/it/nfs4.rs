@@ -352,12 +352,13 @@ async fn sessions_replay_from_the_slot_and_the_pseudo_fs_joins_the_export() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn minor_version_two_answers_its_new_operations_notsupp() {
+async fn minor_version_two_answers_its_unserved_operations_notsupp() {
     let (_dir, srv) = start("nfs4-minor2");
     bounded(async {
         let c = connect(&srv).await;
         let sid = session(&c, b"e2e-client-2").await;
-        // SEQUENCE, PUTROOTFH, then SEEK (opnum 69) with its arguments.
+        // SEQUENCE, PUTROOTFH, then WRITE_SAME (opnum 70, not served:
+        // its arguments are never read).
         let mut e = Enc::new();
         CompoundHead {
             tag: b"",
@@ -367,7 +368,7 @@ async fn minor_version_two_answers_its_new_operations_notsupp() {
         .encode(&mut e);
         seq(sid, 1, 0, false).encode(&mut e);
         ArgOp::PutRootFh.encode(&mut e);
-        e.u32(69);
+        e.u32(OP_WRITE_SAME);
         Stateid4::default().encode(&mut e);
         e.u64(0);
         e.u32(0);
@@ -380,7 +381,7 @@ async fn minor_version_two_answers_its_new_operations_notsupp() {
         ResOp::decode(&mut d).unwrap();
         assert_eq!(
             (d.u32().unwrap(), d.u32().unwrap()),
-            (69, Nfsstat4::NotSupp as u32)
+            (OP_WRITE_SAME, Nfsstat4::NotSupp as u32)
         );
     })
     .await;

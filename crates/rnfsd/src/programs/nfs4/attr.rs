@@ -55,6 +55,8 @@ fn xa_granted(g: u32) -> u32 {
 pub(super) struct FsFacts {
     pub fsstat: Option<FsStat>,
     pub pathconf: Option<PathConf>,
+    /// NFSv4.2's clone_blksize (RFC 7862 §12.2.1).
+    pub clone_blksize: Option<u32>,
 }
 
 impl FsFacts {
@@ -73,13 +75,22 @@ impl FsFacts {
             true => Some(backend.pathconf(call, fh).map_err(of_fs)?.0),
             false => None,
         };
-        Ok(FsFacts { fsstat, pathconf })
+        let clone_blksize = match want.contains(FATTR4_CLONE_BLKSIZE) {
+            true => Some(backend.clone_blksize(call, fh).map_err(of_fs)?),
+            false => None,
+        };
+        Ok(FsFacts {
+            fsstat,
+            pathconf,
+            clone_blksize,
+        })
     }
 
     /// Whether these answer everything `want` needs.
     pub fn cover(&self, want: &Bitmap4) -> bool {
         (self.fsstat.is_some() || !fattr::needs_fsstat(want))
             && (self.pathconf.is_some() || !fattr::needs_pathconf(want))
+            && (self.clone_blksize.is_some() || !want.contains(FATTR4_CLONE_BLKSIZE))
     }
 }
 
@@ -125,6 +136,8 @@ pub(super) fn export_fattr(
         max_io: u64::from(c.ctx.server.max_io),
         owners: fattr::owners(c),
         xattr: (c.minor >= 2).then(|| exp.backend.xattr_support()),
+        minor: c.minor,
+        clone_blksize: facts.clone_blksize.unwrap_or(0),
     };
     fattr::encode(e, want, &s);
 }
@@ -175,6 +188,8 @@ pub(super) fn pseudo_fattr(c: &Compound<'_, '_>, i: usize, want: &Bitmap4, e: &m
         owners: fattr::owners(c),
         // No extended attributes on the pseudo-filesystem.
         xattr: (c.minor >= 2).then_some(false),
+        minor: c.minor,
+        clone_blksize: 0,
     };
     fattr::encode(e, want, &s);
 }

@@ -9,10 +9,10 @@ use std::time::Instant;
 
 use rnfsd_fs::owed::Owed;
 use rnfsd_proto::nfs4::{
-    ArgOp, CompoundHead, CompoundWriter, Nfsstat4, ResOp, Sequence4Args, Sequence4ResOk,
-    SessionId4, Stateid4, LAST_NFS41_OP, OP_ALLOCATE, OP_BIND_CONN_TO_SESSION, OP_CREATE_SESSION,
-    OP_DESTROY_CLIENTID, OP_DESTROY_SESSION, OP_EXCHANGE_ID, OP_ILLEGAL, OP_REMOVEXATTR,
-    OP_SEQUENCE,
+    is_v42_data_op, ArgOp, CompoundHead, CompoundWriter, Nfsstat4, ResOp, Sequence4Args,
+    Sequence4ResOk, SessionId4, Stateid4, LAST_NFS41_OP, OP_ALLOCATE, OP_BIND_CONN_TO_SESSION,
+    OP_CREATE_SESSION, OP_DESTROY_CLIENTID, OP_DESTROY_SESSION, OP_EXCHANGE_ID, OP_ILLEGAL,
+    OP_REMOVEXATTR, OP_SEQUENCE,
 };
 use rnfsd_proto::nfs4::{
     OpenClaim4, OpenFlag4, OP_ACCESS, OP_CLOSE, OP_GETATTR, OP_GETFH, OP_LOOKUP, OP_LOOKUPP,
@@ -278,8 +278,13 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         let arg = match op.arg {
             Ok(a) => a,
             Err(_) => {
-                // §15.2: the operation that did not decode, and stop.
-                w.push(e, &ResOp::error(op.opnum, Nfsstat4::BadXdr));
+                // §15.2: the operation that did not decode, and stop (an
+                // NFSv4.2 number in 4.1 is no operation at all: ILLEGAL).
+                let s = match c.minor < 2 && is_v42_data_op(opnum) {
+                    true => Nfsstat4::OpIllegal,
+                    false => Nfsstat4::BadXdr,
+                };
+                w.push(e, &ResOp::error(op.opnum, s));
                 break;
             }
         };
@@ -436,15 +441,14 @@ fn run_op(
     w: &mut CompoundWriter,
 ) -> Nfsstat4 {
     let opnum = arg.opnum();
-    if c.minor < 2 && opnum > LAST_NFS41_OP && opnum != OP_ILLEGAL {
-        // A 4.2 operation (decoders do not know the minor version) is
-        // none of 4.1's (RFC 8881 §15.2, as knfsd decodes it).
-        return w.push(e, &ResOp::Illegal(Nfsstat4::OpIllegal));
-    }
-    let Some(row) = ops::row(opnum) else {
+    // NFSv4.2's operations are no operations of 4.1 (RFC 8881 §15.2).
+    let row = ops::row(opnum).filter(|_| c.minor >= 2 || opnum <= LAST_NFS41_OP);
+    let Some(row) = row else {
         if let ArgOp::Illegal { opnum } = arg {
-            // NFSv4.2's operations (RFC 7862 §15) are not served yet: a
-            // 4.2 client learns so per operation and falls back.
+            // NFSv4.2's operations without a row (COPY_NOTIFY: no
+            // inter-server copy; IO_ADVISE, WRITE_SAME, LAYOUTERROR,
+            // LAYOUTSTATS) are not served: a 4.2 client learns so per
+            // operation and falls back.
             if c.minor == 2 && (OP_ALLOCATE..=OP_REMOVEXATTR).contains(&opnum) {
                 e.u32(opnum);
                 e.u32(Nfsstat4::NotSupp as u32);
@@ -452,11 +456,13 @@ fn run_op(
             }
         }
         // §15.2: an unknown operation is ILLEGAL.
-        let r = if opnum == OP_ILLEGAL || matches!(arg, ArgOp::Illegal { .. }) {
-            ResOp::Illegal(Nfsstat4::OpIllegal)
-        } else {
-            ResOp::error(opnum, Nfsstat4::NotSupp)
-        };
+        let r =
+            if opnum == OP_ILLEGAL || matches!(arg, ArgOp::Illegal { .. }) || opnum > LAST_NFS41_OP
+            {
+                ResOp::Illegal(Nfsstat4::OpIllegal)
+            } else {
+                ResOp::error(opnum, Nfsstat4::NotSupp)
+            };
         return w.push(e, &r);
     };
     let missing = match row.needs {

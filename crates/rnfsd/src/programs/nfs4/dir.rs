@@ -506,7 +506,7 @@ fn attrs_estimate(c: &Compound<'_, '_>, o: &Obj, want: &Bitmap4) -> usize {
             afiles: 0,
             invarsec: 0,
         }),
-        pathconf: None,
+        ..FsFacts::default()
     };
     let mut e = Enc::new();
     export_fattr(c, &o.exp, &o.fh, &attr, false, &facts, want, &mut e);

@@ -60,6 +60,20 @@ pub(super) const SUPPORTED: &[u32] = &[
     FATTR4_SUPPATTR_EXCLCREAT,
 ];
 
+/// NFSv4.2's attributes we return, to minor version 2 only (RFC 7862
+/// §12.2): clone_blksize, space_freed, change_attr_type.
+pub(super) const SUPPORTED_42: &[u32] = &[
+    FATTR4_CLONE_BLKSIZE,
+    FATTR4_SPACE_FREED,
+    FATTR4_CHANGE_ATTR_TYPE,
+    // RFC 8276 §8.4 (knfsd's NFSD4_2_SUPPORTED_ATTRS_WORD2).
+    FATTR4_XATTR_SUPPORT,
+];
+
+/// change_attr_type4 (RFC 7862 §12.2.3): NFS4_CHANGE_TYPE_IS_TIME_METADATA,
+/// as `change` is the ctime.
+const CHANGE_TYPE_IS_TIME_METADATA: u32 = 3;
+
 /// The attributes an EXCLUSIVE4_1 create may set with its verifier
 /// (§18.16.3; the times hold the verifier until the first SETATTR).
 pub(super) const EXCLCREAT: &[u32] = &[FATTR4_SIZE, FATTR4_MODE, FATTR4_OWNER, FATTR4_OWNER_GROUP];
@@ -181,15 +195,20 @@ pub(super) fn supported() -> Bitmap4 {
     *B
 }
 
-/// What a minor version 2 compound is also answered: xattr_support
-/// (RFC 8276 §8.4; knfsd's NFSD4_2_SUPPORTED_ATTRS_WORD2).
-pub(super) fn supported_42() -> Bitmap4 {
-    static B: std::sync::LazyLock<Bitmap4> = std::sync::LazyLock::new(|| {
+/// The attributes of minor version `minor`: `SUPPORTED`, and
+/// `SUPPORTED_42` from 4.2 (a 4.1 client knows no such numbers).
+pub(super) fn supported_for(minor: u32) -> Bitmap4 {
+    static B42: std::sync::LazyLock<Bitmap4> = std::sync::LazyLock::new(|| {
         let mut b = bits(SUPPORTED);
-        b.insert(FATTR4_XATTR_SUPPORT);
+        for &n in SUPPORTED_42 {
+            b.insert(n);
+        }
         b
     });
-    *B
+    match minor {
+        0 | 1 => supported(),
+        _ => *B42,
+    }
 }
 
 pub(super) fn bits(list: &[u32]) -> Bitmap4 {
@@ -238,22 +257,16 @@ pub(super) struct Subject<'a> {
     /// xattr_support, in a minor version 2 compound only (None: the
     /// attribute is not supported there).
     pub xattr: Option<bool>,
-}
-
-impl Subject<'_> {
-    /// The attributes supported for this subject's compound.
-    fn supported(&self) -> Bitmap4 {
-        match self.xattr {
-            Some(_) => supported_42(),
-            None => supported(),
-        }
-    }
+    /// The compound's minor version: which attributes exist.
+    pub minor: u32,
+    /// clone_blksize (0: none known).
+    pub clone_blksize: u32,
 }
 
 /// Writes fattr4 for `want` (what we do not support is left out, as
 /// §5.5 says): the mask answered, then the values in bit order.
 pub(super) fn encode(e: &mut Enc, want: &Bitmap4, s: &Subject<'_>) {
-    let mut mask = want.intersect(&s.supported());
+    let mut mask = want.intersect(&supported_for(s.minor));
     for w in WRITE_ONLY {
         mask.remove(*w);
     }
@@ -375,7 +388,7 @@ fn itoa_buf(mut n: u32) -> Digits {
 fn value(e: &mut Enc, bit: u32, s: &Subject<'_>) {
     let a = s.attr;
     match bit {
-        FATTR4_SUPPORTED_ATTRS => rnfsd_xdr::Xdr::encode(&s.supported(), e),
+        FATTR4_SUPPORTED_ATTRS => rnfsd_xdr::Xdr::encode(&supported_for(s.minor), e),
         FATTR4_TYPE => e.u32(ftype(a.ftype)),
         FATTR4_FH_EXPIRE_TYPE => e.u32(FH4_PERSISTENT),
         FATTR4_CHANGE => e.u64(change(a)),
@@ -427,6 +440,11 @@ fn value(e: &mut Enc, bit: u32, s: &Subject<'_>) {
         FATTR4_MOUNTED_ON_FILEID => e.u64(s.mounted_on_fileid),
         FATTR4_SUPPATTR_EXCLCREAT => rnfsd_xdr::Xdr::encode(&bits(EXCLCREAT), e),
         FATTR4_XATTR_SUPPORT => e.bool(s.xattr.unwrap_or(false)),
+        FATTR4_CLONE_BLKSIZE => e.u32(s.clone_blksize),
+        // What removing the file frees: its blocks when this is its last
+        // link (blocks it shares by reflink with another file stay).
+        FATTR4_SPACE_FREED => e.u64(if a.nlink <= 1 { a.used } else { 0 }),
+        FATTR4_CHANGE_ATTR_TYPE => e.u32(CHANGE_TYPE_IS_TIME_METADATA),
         _ => debug_assert!(false, "attribute {bit} is in SUPPORTED without a value"),
     }
 }
@@ -468,6 +486,8 @@ mod tests {
                 may_wait: true,
             },
             xattr: None,
+            minor: 2,
+            clone_blksize: 4096,
         }
     }
 
@@ -488,7 +508,12 @@ mod tests {
         let a = attr();
         let want = bits(&[FATTR4_SUPPORTED_ATTRS, FATTR4_XATTR_SUPPORT]);
         let mut s = subject(&a);
-        for (x, present) in [(None, false), (Some(true), true), (Some(false), true)] {
+        for (minor, x, present) in [
+            (1, None, false),
+            (2, Some(true), true),
+            (2, Some(false), true),
+        ] {
+            s.minor = minor;
             s.xattr = x;
             let mut e = Enc::new();
             encode(&mut e, &want, &s);
@@ -508,13 +533,40 @@ mod tests {
     fn every_supported_attribute_has_a_value_and_the_length_is_right() {
         let a = attr();
         let mut e = Enc::new();
-        encode(&mut e, &supported(), &subject(&a));
+        encode(&mut e, &supported_for(2), &subject(&a));
         let f = Fattr4::decode(&mut Dec::new(e.as_slice())).unwrap();
         // No statfs asked: those six are left out, as are the write-only.
         assert!(!f.attrmask.contains(FATTR4_SPACE_FREE));
         assert!(!f.attrmask.contains(FATTR4_TIME_MODIFY_SET));
         assert!(f.attrmask.contains(FATTR4_MOUNTED_ON_FILEID));
         assert!(f.attrmask.contains(FATTR4_SUPPATTR_EXCLCREAT));
+        assert!(f.attrmask.contains(FATTR4_CHANGE_ATTR_TYPE));
+    }
+
+    #[test]
+    fn v42_attributes_for_minor_version_2_only() {
+        let a = attr();
+        let want = bits(&[
+            FATTR4_CLONE_BLKSIZE,
+            FATTR4_SPACE_FREED,
+            FATTR4_CHANGE_ATTR_TYPE,
+        ]);
+        let mut s = subject(&a);
+        let mut e = Enc::new();
+        encode(&mut e, &want, &s);
+        let f = Fattr4::decode(&mut Dec::new(e.as_slice())).unwrap();
+        let mut d = Dec::new(&f.attr_vals);
+        assert_eq!(d.u32().unwrap(), 4096);
+        assert_eq!(d.u64().unwrap(), 4096, "the last link frees its blocks");
+        assert_eq!(d.u32().unwrap(), CHANGE_TYPE_IS_TIME_METADATA);
+        assert_eq!(d.remaining(), 0);
+        s.minor = 1;
+        let mut e = Enc::new();
+        encode(&mut e, &want, &s);
+        let f = Fattr4::decode(&mut Dec::new(e.as_slice())).unwrap();
+        assert!(f.attrmask.is_empty());
+        assert!(!supported_for(1).contains(FATTR4_CLONE_BLKSIZE));
+        assert!(supported_for(2).contains(FATTR4_CLONE_BLKSIZE));
     }
 
     #[test]

@@ -16,15 +16,15 @@ use crate::limits::MIN_MAX_IO;
 
 /// The largest READ or WRITE: the server's `max_io`, as NFSv3's (and
 /// the maxread/maxwrite attributes say).
-fn max_io(c: &Compound<'_, '_>) -> usize {
+pub(super) fn max_io(c: &Compound<'_, '_>) -> usize {
     c.ctx.server.max_io.clamp(MIN_MAX_IO, MAX_DATA as u32) as usize
 }
 
 /// The largest offset a file reaches (the filesystem's off_t).
-const MAX_OFFSET: u64 = i64::MAX as u64;
+pub(super) const MAX_OFFSET: u64 = i64::MAX as u64;
 
 /// The current file, its stateid checked for reading or writing it.
-fn checked(c: &Compound<'_, '_>, s: &Stateid4, write: bool) -> Result<File, Nfsstat4> {
+pub(super) fn checked(c: &Compound<'_, '_>, s: &Stateid4, write: bool) -> Result<File, Nfsstat4> {
     let h = c.client()?;
     let f = regular_file(c)?;
     let s = sid(&c.stateid(s)?);
@@ -85,7 +85,7 @@ fn stable_of(s: StableHow4) -> Stable {
     }
 }
 
-fn stable_how_of(s: Stable) -> StableHow4 {
+pub(super) fn stable_how_of(s: Stable) -> StableHow4 {
     match s {
         Stable::Unstable => StableHow4::Unstable,
         Stable::DataSync => StableHow4::DataSync,

@@ -17,6 +17,8 @@
 //! - `lock`: LOCK, LOCKT, LOCKU;
 //! - `xattr`: GETXATTR, SETXATTR, LISTXATTRS, REMOVEXATTR (NFSv4.2's
 //!   extended attributes, RFC 8276).
+//! - `v42`: NFSv4.2's SEEK, ALLOCATE, DEALLOCATE, READ_PLUS, COPY,
+//!   CLONE, OFFLOAD_STATUS, OFFLOAD_CANCEL (RFC 7862, minor version 2).
 //!
 //! `compound` is the driver: the SEQUENCE rules, the session's bounds,
 //! the slot's reply cache, the current filehandle and stateid.
@@ -43,6 +45,7 @@ mod ops;
 mod session;
 mod setattr;
 mod status;
+mod v42;
 mod xattr;
 
 pub use ops::{op_descs, OPS_STATS_PROG, OPS_STATS_VERS};

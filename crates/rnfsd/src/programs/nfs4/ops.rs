@@ -5,9 +5,11 @@
 //! RELEASE_LOCKOWNER (§18.1: not in 4.1), pNFS's LAYOUT* and
 //! GETDEVICE* (no layouts), OPENATTR (no named attributes),
 //! DELEGPURGE, WANT_DELEGATION, GET_DIR_DELEGATION (no delegations yet),
-//! SET_SSV (no SSV state protection). NFSv4.2's operations (RFC 8276's
-//! extended attribute ones have rows) run in minor version 2 compounds
-//! only: in 4.1's the driver answers them NFS4ERR_OP_ILLEGAL.
+//! SET_SSV (no SSV state protection); of NFSv4.2's, COPY_NOTIFY (no
+//! inter-server copy), IO_ADVISE, WRITE_SAME, LAYOUTERROR, LAYOUTSTATS.
+//! NFSv4.2's rows (`v42`, and RFC 8276's extended attribute ones in
+//! `xattr`) run in minor version 2 only: in 4.1 their numbers are ILLEGAL
+//! (`compound::run_op`).
 //!
 //! Handlers come in two forms. A typed one takes its decoded arguments
 //! and returns its result, which the row encodes. A raw one (GETATTR,
@@ -18,7 +20,7 @@ use rnfsd_proto::nfs4::*;
 use rnfsd_xdr::{Enc, Xdr};
 
 use super::compound::Compound;
-use super::{attr, dir, fh, io, lock, open, session, setattr, xattr};
+use super::{attr, dir, fh, io, lock, open, session, setattr, v42, xattr};
 
 /// The filehandles an operation needs (NFS4ERR_NOFILEHANDLE without).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,6 +220,31 @@ pub(super) static OPS: &[Op] = &[
         Nothing,
         ReclaimComplete(session::reclaim_complete)
     ),
+    // NFSv4.2 (RFC 7862 §15).
+    op!(OP_ALLOCATE, "ALLOCATE", Cur, Allocate(v42::allocate)),
+    op!(OP_COPY, "COPY", CurAndSaved, Copy(v42::copy)),
+    op!(
+        OP_DEALLOCATE,
+        "DEALLOCATE",
+        Cur,
+        Deallocate(v42::deallocate)
+    ),
+    op!(
+        OP_OFFLOAD_CANCEL,
+        "OFFLOAD_CANCEL",
+        Cur,
+        OffloadCancel(v42::offload_cancel)
+    ),
+    op!(
+        OP_OFFLOAD_STATUS,
+        "OFFLOAD_STATUS",
+        Cur,
+        OffloadStatus(v42::offload_status)
+    ),
+    op!(OP_READ_PLUS, "READ_PLUS", Cur, raw ReadPlus(v42::read_plus)),
+    op!(OP_SEEK, "SEEK", Cur, Seek(v42::seek)),
+    op!(OP_CLONE, "CLONE", CurAndSaved, Clone(v42::clone)),
+    // RFC 8276 §8.4.
     op!(OP_GETXATTR, "GETXATTR", Cur, raw GetXattr(xattr::getxattr)),
     op!(OP_SETXATTR, "SETXATTR", Cur, SetXattr(xattr::setxattr)),
     op!(OP_LISTXATTRS, "LISTXATTRS", Cur, raw ListXattrs(xattr::listxattrs)),
@@ -232,7 +259,7 @@ pub(super) static OPS: &[Op] = &[
 /// Rows by opnum (filled from `OPS` at first use).
 static BY_NUM: std::sync::OnceLock<[Option<u8>; LAST_OP as usize + 1]> = std::sync::OnceLock::new();
 
-/// The highest opnum served (REMOVEXATTR, NFSv4.2).
+/// The highest opnum counted: NFSv4.2's last (RFC 8276's REMOVEXATTR).
 const LAST_OP: u32 = OP_REMOVEXATTR;
 
 /// The row of operation `opnum`.
@@ -258,7 +285,7 @@ pub const OPS_STATS_VERS: u32 = 1;
 const FIRST_OP: u32 = OP_ACCESS;
 
 /// The statistics rows of every NFSv4.1 and NFSv4.2 operation (RFC 8881
-/// §18, RFC 7862 §15, RFC 8276 §8.4).
+/// §18, RFC 7862 §15, RFC 8276 §8).
 pub fn op_descs() -> Vec<rnfsd_stats::ProcDesc> {
     ALL_NAMES
         .iter()

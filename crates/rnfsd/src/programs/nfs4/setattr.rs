@@ -88,10 +88,7 @@ fn same(c: &Compound<'_, '_>, f: &Fattr4) -> Result<bool, Nfsstat4> {
 /// The mask's checks, in knfsd's order, against what minor version
 /// `minor` supports.
 fn check_verifiable(mask: &Bitmap4, minor: u32) -> Result<(), Nfsstat4> {
-    let supported = match minor >= 2 {
-        true => fattr::supported_42(),
-        false => fattr::supported(),
-    };
+    let supported = fattr::supported_for(minor);
     if mask.iter().any(|bit| !supported.contains(bit)) {
         return Err(Nfsstat4::AttrNotSupp);
     }
