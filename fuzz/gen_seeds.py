@@ -150,3 +150,19 @@ write("nfs4_compound", "illegal", opaque(b"") + u32(1, 2, 24, 10044))
 XATTRS = (u32(73, 1) + opaque(b"colour") + opaque(b"blue") + u32(72) + opaque(b"colour")
           + u32(74) + u64(0) + u32(8192) + u32(75) + opaque(b"colour"))
 write("nfs4_compound", "xattr_ops", opaque(b"x") + u32(2, 6) + SEQ + u32(24) + XATTRS)
+# NFSv4.2's data operations (RFC 7862 §15), minor version 2, after PUTROOTFH.
+SID = u32(1) + bytes(12)
+PUTROOT = u32(24)
+v42 = {
+    "allocate": u32(59) + SID + u64(0) + u64(4096),
+    "copy": u32(32) + u32(60) + SID + SID + u64(0) + u64(0) + u64(0) + u32(1, 1) + u32(1) + u32(1) + opaque(b"srv"),
+    "deallocate": u32(62) + SID + u64(4096) + u64(8192),
+    "offload_cancel": u32(66) + SID,
+    "offload_status": u32(67) + SID,
+    "read_plus": u32(68) + SID + u64(0) + u32(65536),
+    "seek": u32(69) + SID + u64(0) + u32(1),
+    "clone": u32(32) + u32(71) + SID + SID + u64(0) + u64(0) + u64(0),
+}
+for name, op in v42.items():
+    nops = 3 if name in ("copy", "clone") else 2
+    write("nfs4_compound", f"v42_{name}", opaque(b"") + u32(2, nops) + PUTROOT + op)
