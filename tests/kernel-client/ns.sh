@@ -321,6 +321,24 @@ while kill -0 "$QEMU_PID" 2>/dev/null; do
                 answer "$id" "ok made $opt"
             else answer "$id" "error could not make $opt files in $arg"; fi
             ;;
+        mkrand)
+            # mkrand RELPATH MIB: EXPORT/RELPATH of MIB random MiB, made on
+            # the host; answered with its SHA-256 (v42data's copy source).
+            if [[ ${opt:-} =~ ^[0-9]+$ ]] && [[ $arg != *..* ]] && mkdir -p "$(dirname "$EXPORT/$arg")" &&
+                head -c "$((opt << 20))" /dev/urandom >"$EXPORT/$arg"; then
+                answer "$id" "ok $(sha256sum "$EXPORT/$arg" | cut -d' ' -f1)"
+            else answer "$id" "error could not make $arg"; fi
+            ;;
+        opcalls)
+            # opcalls OP: how many NFSv4 operations OP the running rnfsd
+            # has counted (rnfsd stats --json, the nfs4_op rows).
+            if [ "$SERVER" = rnfsd ] && n=$("$RNFSD_BIN" stats --state-dir "$RUN/state" --json |
+                /usr/bin/python3 -c 'import json, sys
+s = json.load(sys.stdin)
+print(sum(p["calls"] for p in s["procs"] if p["program"] == "nfs4_op" and p["name"] == sys.argv[1]))' "$arg"); then
+                answer "$id" "ok $n"
+            else answer "$id" "error no counts (rnfsd only)"; fi
+            ;;
         graceinfo) # the running rnfsd's NFSv4 grace period (grace_info)
             if [ "$SERVER" = rnfsd ]; then answer "$id" "$(grace_info)"; else answer "$id" "error rnfsd only"; fi
             ;;

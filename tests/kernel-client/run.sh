@@ -84,7 +84,7 @@ esac
 export KC_BACKEND
 
 # Per-workload time limits inside the guest (seconds, under TCG).
-declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=360 [fsx]=900 [load]=900 [locks]=420 [failover]=600)
+declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=360 [fsx]=900 [load]=900 [locks]=420 [failover]=600 [v42data]=600)
 budget=120 # boot and setup
 for w in "${WORKLOADS[@]}"; do budget=$((budget + ${LIMIT[$w]:-300})); done
 QEMU_TIMEOUT=$budget
