@@ -143,6 +143,7 @@ impl State {
             expired: AtomicBool::new(false),
             confirmed: AtomicBool::new(false),
             cb_down: AtomicBool::new(false),
+            cb_up: AtomicBool::new(false),
             has_revoked: AtomicBool::new(false),
             may_reclaim: AtomicBool::new(false),
             reclaim_done: AtomicBool::new(false),

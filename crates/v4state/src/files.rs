@@ -9,9 +9,18 @@
 //! Below the stateid calls, which free shares and lockers with their
 //! stateids.
 
-use crate::ids::FileKey;
+use crate::ids::{ClientId, FileKey};
 use crate::lockfile::Locker;
 use crate::State;
+
+/// A delegation on a file, as the file lists it (the stateid's entry in
+/// its client's table is the truth).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DelegRef {
+    pub(crate) client: ClientId,
+    pub(crate) other: [u8; 12],
+    pub(crate) write: bool,
+}
 
 /// The share reservations on one file, counted over all opens: how many
 /// hold read / write access, and deny read / write.
@@ -21,10 +30,19 @@ pub(crate) struct FileState {
     deny: [u32; 2],
     /// The lock stateids on the file, of all clients.
     pub(crate) lockers: Vec<Locker>,
+    /// Opens (each counted once, whatever its bits).
+    pub(crate) opens: u32,
+    /// The delegations on the file (§10.4).
+    pub(crate) delegs: Vec<DelegRef>,
+    /// Accesses in progress that a delegation must not be granted
+    /// under (an OPEN, a WRITE, a SETATTR, a REMOVE...): see
+    /// `State::begin_access`.
+    pub(crate) busy: u32,
 }
 
 impl FileState {
     pub(crate) fn add(&mut self, access: u32, deny: u32) {
+        self.opens += 1;
         for (i, bit) in [1u32, 2].into_iter().enumerate() {
             self.access[i] += u32::from(access & bit != 0);
             self.deny[i] += u32::from(deny & bit != 0);
@@ -32,6 +50,8 @@ impl FileState {
     }
 
     pub(crate) fn sub(&mut self, access: u32, deny: u32) {
+        debug_assert!(self.opens > 0);
+        self.opens = self.opens.saturating_sub(1);
         for (i, bit) in [1u32, 2].into_iter().enumerate() {
             debug_assert!(access & bit == 0 || self.access[i] > 0);
             debug_assert!(deny & bit == 0 || self.deny[i] > 0);
@@ -62,8 +82,18 @@ impl FileState {
         d & access != 0 || a & deny != 0
     }
 
+    /// Whether it holds nothing but (maybe) lockers.
     pub(crate) fn is_empty(&self) -> bool {
-        self.access == [0, 0] && self.deny == [0, 0]
+        self.access == [0, 0]
+            && self.deny == [0, 0]
+            && self.opens == 0
+            && self.delegs.is_empty()
+            && self.busy == 0
+    }
+
+    /// Whether some open holds write access.
+    pub(crate) fn written(&self) -> bool {
+        self.access[1] > 0
     }
 
     /// The counts, for the state audit of the tests.

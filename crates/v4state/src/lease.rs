@@ -96,6 +96,7 @@ impl State {
             self.expire(c);
         }
         out.expired = over.len();
+        self.revoke_overdue();
         let mut left = budget.max(1);
         while left > 0 {
             let Some(c) = locked(&self.doomed).pop_front() else {
@@ -164,7 +165,8 @@ impl State {
             {
                 let mut st = locked(&c.st);
                 let mut shares = Vec::new();
-                for e in st.stateids.values_mut() {
+                let mut delegs = Vec::new();
+                for (other, e) in st.stateids.iter_mut() {
                     if e.revoked.is_some() || !on(&e.file) {
                         continue;
                     }
@@ -173,13 +175,18 @@ impl State {
                     match &e.body {
                         Body::Open(o) => shares.push((e.file, o.access, o.deny)),
                         Body::Lock(l) => dropped.push(l.held.revoke()),
-                        Body::Delegation { .. } => {}
+                        Body::Delegation { .. } => delegs.push((e.file, *other)),
                     }
                 }
                 let k = st.stateids.values().filter(|e| e.revoked.is_some()).count();
                 st.revoked = k;
+                st.delegs = st.delegs.saturating_sub(delegs.len());
                 for (file, access, deny) in shares {
                     self.unshare(&file, access, deny);
+                }
+                for (file, other) in &delegs {
+                    self.delegations.fetch_sub(1, Ordering::AcqRel);
+                    self.unlist_deleg(file, other);
                 }
                 if k > 0 {
                     c.has_revoked.store(true, Ordering::Release);

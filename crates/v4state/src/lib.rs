@@ -43,7 +43,9 @@
 //!    DESTROY_CLIENTID, which drop clients); `stateid` (the check of a
 //!    stateid, TEST_STATEID, FREE_STATEID, freeing a stateid with what
 //!    hangs off it); `open` (over `stateid`); `lock` (over `open`);
-//!    `lease` (the reaper and revocation, over `session` and `stateid`).
+//!    `deleg` (delegations: grant, return, conflicts and recalls, over
+//!    `stateid`); `lease` (the reaper and revocation, over `session`,
+//!    `stateid` and `deleg`).
 //!
 //! # Locking
 //!
@@ -102,6 +104,7 @@
 
 mod channel;
 pub mod client;
+pub mod deleg;
 pub mod error;
 mod files;
 pub mod grace;
@@ -129,6 +132,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use client::{ClientHandle, ExchangeIdArgs, ExchangeIdOk};
+pub use deleg::{Access, NoDeleg, Recall};
 pub use error::{Denied, V4Error};
 pub use grace::{Grace, GraceHold};
 pub use ids::{ClientId, ConnId, FileKey, Principal, SessionId, Special, Stateid, Verifier};
@@ -185,6 +189,10 @@ pub struct Limits {
     pub max_response_size_cached: u32,
     /// The most operations in one compound (ca_maxoperations). Default 50.
     pub max_operations: u32,
+    /// Delegations one client may hold. Default 1024.
+    pub delegations_per_client: usize,
+    /// Delegations of all clients together. Default 32768.
+    pub max_delegations: usize,
 }
 
 impl Default for Limits {
@@ -203,6 +211,8 @@ impl Default for Limits {
             max_response_size: (1 << 20) + 4096,
             max_response_size_cached: 4096,
             max_operations: 50,
+            delegations_per_client: 1024,
+            max_delegations: 32768,
         }
     }
 }
@@ -257,6 +267,9 @@ pub(crate) struct Stats {
     pub(crate) false_retries: AtomicU64,
     pub(crate) misordered: AtomicU64,
     pub(crate) reaped_stateids: AtomicU64,
+    pub(crate) delegations_granted: AtomicU64,
+    pub(crate) recalls: AtomicU64,
+    pub(crate) delegations_revoked: AtomicU64,
 }
 
 impl Stats {
@@ -286,6 +299,13 @@ pub struct Counts {
     pub false_retries: u64,
     pub misordered: u64,
     pub reaped_stateids: u64,
+    /// Delegations held now.
+    pub delegations: u64,
+    pub delegations_granted: u64,
+    /// Recalls (CB_RECALL) asked for.
+    pub recalls: u64,
+    /// Delegations revoked for want of a DELEGRETURN.
+    pub delegations_revoked: u64,
 }
 
 /// The NFSv4.1 state of one server instance.
@@ -311,6 +331,13 @@ pub struct State {
     pub(crate) records: Option<records::Records>,
     /// The previous run's unreclaimed records were swept (grace is over).
     pub(crate) swept: AtomicBool,
+    /// Delegations held by all clients.
+    pub(crate) delegations: AtomicUsize,
+    /// Recalls in progress, for the reaper's deadline check.
+    pub(crate) recalled: Mutex<Vec<deleg::Pending>>,
+    /// Files recalled lately (the state's clock, ms): no delegation on
+    /// them for a while (`deleg::RECALL_BACKOFF`).
+    pub(crate) contended: Mutex<HashMap<FileKey, u64>>,
 }
 
 impl State {
@@ -378,6 +405,9 @@ impl State {
             cache: session::CacheBudget::default(),
             files: Shards::new(),
             wake: Arc::default(),
+            delegations: AtomicUsize::new(0),
+            recalled: Mutex::new(Vec::new()),
+            contended: Mutex::new(HashMap::new()),
         })
     }
 
@@ -423,6 +453,10 @@ impl State {
             false_retries: s.false_retries.load(Ordering::Relaxed),
             misordered: s.misordered.load(Ordering::Relaxed),
             reaped_stateids: s.reaped_stateids.load(Ordering::Relaxed),
+            delegations: self.delegations.load(Ordering::Relaxed) as u64,
+            delegations_granted: s.delegations_granted.load(Ordering::Relaxed),
+            recalls: s.recalls.load(Ordering::Relaxed),
+            delegations_revoked: s.delegations_revoked.load(Ordering::Relaxed),
         }
     }
 }

@@ -299,7 +299,7 @@ impl State {
                 let open = l.open;
                 st.open_access(&open)
             }
-            Body::Delegation { write } => match write {
+            Body::Delegation { write, .. } => match write {
                 true => ACCESS_BOTH,
                 false => ACCESS_READ,
             },

@@ -37,6 +37,9 @@ pub(crate) struct Client {
     pub(crate) confirmed: AtomicBool,
     /// The embedder says its callback path is down.
     pub(crate) cb_down: AtomicBool,
+    /// The embedder says its callback path answered (CB_NULL): only
+    /// then may it get delegations.
+    pub(crate) cb_up: AtomicBool,
     /// It was recorded before the restart: it may reclaim in the grace
     /// period.
     pub(crate) may_reclaim: AtomicBool,
@@ -172,16 +175,20 @@ impl State {
     }
 
     /// Whether `c` has revoked stateids not freed yet (lock-free while it
-    /// has none).
-    pub(crate) fn has_revoked(&self, c: &Client) -> bool {
+    /// has none): (any by the administrator, any delegation revoked
+    /// for want of a DELEGRETURN).
+    pub(crate) fn has_revoked(&self, c: &Client) -> (bool, bool) {
         if !c.has_revoked.load(Ordering::Acquire) {
-            return false;
+            return (false, false);
         }
-        let any = locked(&c.st).revoked > 0;
-        if !any {
+        let (all, deleg) = {
+            let st = locked(&c.st);
+            (st.revoked, st.deleg_revoked)
+        };
+        if all == 0 {
             c.has_revoked.store(false, Ordering::Release);
         }
-        any
+        (all > deleg, deleg > 0)
     }
 
     /// Whether `c` may reclaim (`reclaim`) or make new state now: a new

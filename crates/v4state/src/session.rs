@@ -40,6 +40,9 @@ pub mod seq_status {
     /// Some state was revoked by the administrator: FREE_STATEID what
     /// TEST_STATEID finds revoked.
     pub const ADMIN_STATE_REVOKED: u32 = 0x20;
+    /// A delegation was revoked for want of a DELEGRETURN after its
+    /// recall: FREE_STATEID what TEST_STATEID finds revoked.
+    pub const RECALLABLE_STATE_REVOKED: u32 = 0x40;
     /// This session asked for a back channel and has no connection for it.
     pub const CB_PATH_DOWN_SESSION: u32 = 0x200;
 }
@@ -610,13 +613,17 @@ impl State {
     }
 
     /// The client-wide SEQ4_STATUS bits.
-    fn client_status(&self, c: &Client) -> u32 {
+    pub(crate) fn client_status(&self, c: &Client) -> u32 {
         let mut f = 0;
         if c.cb_down.load(Ordering::Relaxed) {
             f |= seq_status::CB_PATH_DOWN;
         }
-        if self.has_revoked(c) {
+        let (admin, deleg) = self.has_revoked(c);
+        if admin {
             f |= seq_status::ADMIN_STATE_REVOKED;
+        }
+        if deleg {
+            f |= seq_status::RECALLABLE_STATE_REVOKED;
         }
         f
     }
@@ -625,6 +632,7 @@ impl State {
     /// while down).
     pub fn set_callback_down(&self, c: &ClientHandle, down: bool) {
         c.0.cb_down.store(down, Ordering::Relaxed);
+        c.0.cb_up.store(!down, Ordering::Release);
     }
 
     /// BIND_CONN_TO_SESSION (§18.34): binds `conn` to the session's

@@ -39,7 +39,11 @@ pub(crate) fn add_test_delegation(s: &State, c: &ClientHandle, file: FileKey) ->
                 seqid: 1,
                 file,
                 revoked: None,
-                body: Body::Delegation { write: false },
+                body: Body::Delegation {
+                    write: false,
+                    fh: Arc::from(&b"fh"[..]),
+                    recalled_ms: None,
+                },
             },
         )
         .unwrap();
@@ -147,7 +151,14 @@ impl State {
                 }
                 self.forget_lock(st, &e.file, other, lb, &mut out);
             }
-            Body::Delegation { .. } => {}
+            Body::Delegation { .. } => {
+                if !revoked {
+                    st.delegs = st.delegs.saturating_sub(1);
+                    self.delegations
+                        .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+                    self.unlist_deleg(&e.file, other);
+                }
+            }
         }
         out
     }

@@ -33,6 +33,8 @@ pub enum StateKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Revoked {
     Admin,
+    /// A delegation recalled and not returned in time (§10.4.6).
+    Deleg,
 }
 
 /// An open's share state (§9.1).
@@ -65,11 +67,12 @@ pub(crate) struct LockBody {
 pub(crate) enum Body {
     Open(OpenBody),
     Lock(LockBody),
-    /// A delegation (granted by the delegation work to come; only tests
-    /// make one now).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// A delegation (§10.4): `fh` is the file's handle, for CB_RECALL;
+    /// `recalled_ms` when a recall was sent (the state's clock).
     Delegation {
         write: bool,
+        fh: Arc<[u8]>,
+        recalled_ms: Option<u64>,
     },
 }
 
@@ -111,6 +114,11 @@ pub(crate) struct ClientState {
     pub(crate) lock_owners: Owners,
     /// Stateids revoked and not freed yet.
     pub(crate) revoked: usize,
+    /// Of those, delegations revoked for want of a DELEGRETURN
+    /// (SEQ4_STATUS_RECALLABLE_STATE_REVOKED).
+    pub(crate) deleg_revoked: usize,
+    /// Delegations held (not revoked).
+    pub(crate) delegs: usize,
 }
 
 /// Checks a client's stateid seqid against the state's current one
@@ -227,6 +235,9 @@ impl ClientState {
         let e = self.stateids.remove(other)?;
         if e.revoked.is_some() {
             self.revoked -= 1;
+        }
+        if e.revoked == Some(Revoked::Deleg) {
+            self.deleg_revoked -= 1;
         }
         let before = s.total_stateids.fetch_sub(1, Ordering::AcqRel);
         debug_assert!(before > 0);

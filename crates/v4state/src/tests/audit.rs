@@ -16,6 +16,8 @@ pub(crate) fn audit(s: &State) {
     let mut sessions = 0;
     let mut shares: HashMap<FileKey, ([u32; 2], [u32; 2])> = HashMap::new();
     let mut lockers: HashMap<FileKey, usize> = HashMap::new();
+    let mut delegs = 0;
+    let mut held = Vec::new();
     for c in &clients {
         let st = locked(&c.st);
         stateids += st.stateids.len();
@@ -55,11 +57,33 @@ pub(crate) fn audit(s: &State) {
                         _ => panic!("a lock stateid without its open"),
                     }
                 }
-                Body::Delegation { .. } => {}
+                Body::Delegation { write, .. } => {
+                    if e.revoked.is_none() {
+                        delegs += 1;
+                        held.push((e.file, c.id, *other, *write));
+                    }
+                }
             }
         }
     }
     assert_eq!(s.total_stateids.load(Ordering::Relaxed), stateids);
+    assert_eq!(s.delegations.load(Ordering::Relaxed), delegs);
+    let mut listed = 0;
+    for (file, client, other, write) in &held {
+        let files = s.files.shard(file);
+        let f = files.get(file).expect("a delegated file is listed");
+        assert!(f
+            .delegs
+            .iter()
+            .any(|d| d.client == *client && d.other == *other && d.write == *write));
+    }
+    for shard in s.files.each() {
+        for f in shard.values() {
+            listed += f.delegs.len();
+            assert_eq!(f.busy, 0, "no access in progress");
+        }
+    }
+    assert_eq!(listed, delegs, "files list only held delegations");
     assert_eq!(s.sessions.len(), sessions);
     let mut seen = 0;
     for shard in s.files.each() {
@@ -76,6 +100,7 @@ pub(crate) fn audit(s: &State) {
         .filter(|(_, c)| c.0 != [0, 0] || c.1 != [0, 0])
         .map(|(k, _)| *k)
         .chain(lockers.keys().copied())
+        .chain(held.iter().map(|h| h.0))
         .collect::<std::collections::HashSet<_>>()
         .len();
     assert_eq!(seen, nonempty);

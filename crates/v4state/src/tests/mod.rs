@@ -2,6 +2,7 @@
 
 mod audit;
 mod clients;
+mod delegs;
 mod grace;
 mod leases;
 mod locks;
