@@ -424,9 +424,15 @@ fn start_nfs4(
             clients_expired: c.clients_expired,
             replays: c.replays,
             reaped_stateids: c.reaped_stateids,
+            delegations: c.delegations,
+            recalls: c.recalls,
+            delegations_revoked: c.delegations_revoked,
         }
     });
-    let n = Nfs4::new(
+    let deleg =
+        crate::state::deleg::Delegations::new(&state, s.nfs4_delegations, s.nfs4_max_clients)
+            .map_err(|e| Error::runtime(format!("NFSv4 recall sender: {e}")))?;
+    let mut n = Nfs4::new(
         state,
         &server.exports(),
         s.nfs4_minor2,
@@ -435,6 +441,7 @@ fn start_nfs4(
         Some(stats.clone()),
     )
     .with_copy_sync_max(s.nfs4_copy_sync_max);
+    n.set_delegations(deleg);
     server.set_nfs4(Arc::new(n));
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! in it (`mounts`, `portmap`, `nlm`, `nfs4` with `pseudo` and `idmap`).
 
 pub mod idmap;
+pub mod deleg;
 pub mod mounts;
 pub mod nfs4;
 pub mod nlm;

@@ -54,6 +54,14 @@ pub struct Nfs4Counts {
     pub clients_expired: u64,
     pub replays: u64,
     pub reaped_stateids: u64,
+    /// Delegations held now (gauge); recalls asked for and delegations
+    /// revoked for want of a return, since start.
+    #[serde(default)]
+    pub delegations: u64,
+    #[serde(default)]
+    pub recalls: u64,
+    #[serde(default)]
+    pub delegations_revoked: u64,
 }
 
 /// The lock manager's table now (gauges): files held open for lock

@@ -4,12 +4,14 @@
 //!
 //! Minimal and bounded: CB_SEQUENCE is checked against a small slot table
 //! (with the last reply of each slot kept for retries, §2.10.6.1), every
-//! other operation gets a fixed answer (this client holds no delegations
-//! or layouts it could act on), and what arrived is kept in a short log
-//! for tests to inspect.
+//! other operation gets a fixed answer (CB_RECALL is acknowledged; the
+//! client returns the delegation with DELEGRETURN on the fore channel,
+//! see `Nfs4Client::return_on_recall`), and what arrived is kept in a
+//! short log for tests to inspect. A test may make the client ignore
+//! CB_RECALL (no reply at all), as a client that went silent.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rnfsd_proto::nfs4::cb::*;
@@ -60,6 +62,8 @@ pub(crate) struct CbState {
     program: u32,
     state: Mutex<State>,
     calls: AtomicU64,
+    /// Leave CB_COMPOUNDs carrying CB_RECALL unanswered.
+    ignore_recalls: AtomicBool,
 }
 
 impl CbState {
@@ -77,7 +81,12 @@ impl CbState {
                 log: VecDeque::new(),
             }),
             calls: AtomicU64::new(0),
+            ignore_recalls: AtomicBool::new(false),
         })
+    }
+
+    pub(crate) fn set_ignore_recalls(&self, on: bool) {
+        self.ignore_recalls.store(on, Ordering::Relaxed);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -145,6 +154,16 @@ impl CbState {
                 }
                 CB_COMPOUND => {
                     match CbCompoundArgs::decode(&mut d, CB_MAX_TAG, CB_MAX_OPS as usize) {
+                        Ok(args)
+                            if self.ignore_recalls.load(Ordering::Relaxed)
+                                && args.ops.iter().any(|o| matches!(o, CbArgOp::Recall(_))) =>
+                        {
+                            self.record(CbEvent::Compound {
+                                ops: args.ops,
+                                status: Nfsstat4::Delay,
+                            });
+                            return None;
+                        }
                         Ok(args) => {
                             encode_accepted(&mut e, h.xid, AcceptStat::Success);
                             e.raw(&self.compound(args));
@@ -228,8 +247,8 @@ fn answer(st: &mut State, args: &CbCompoundArgs, out: &mut Vec<CbResOp>) -> Nfss
             CbArgOp::Sequence(_) => CbResOp::error(OP_CB_SEQUENCE, Nfsstat4::SequencePos),
             // Anything else first: not in a session (§20.9.3).
             other if i == 0 => CbResOp::error(other.opnum(), Nfsstat4::OpNotInSession),
-            // No delegation or layout is held that could be returned
-            // or acted on; the recall is acknowledged and logged.
+            // Acknowledged and logged; the delegation goes back by
+            // DELEGRETURN on the fore channel.
             CbArgOp::Recall(_) => CbResOp::Recall(Nfsstat4::Ok),
             CbArgOp::RecallAny(_) => CbResOp::RecallAny(Nfsstat4::Ok),
             CbArgOp::RecallableObjAvail(_) => CbResOp::RecallableObjAvail(Nfsstat4::Ok),

@@ -535,6 +535,50 @@ impl Nfs4Client {
             .unwrap_or_default()
     }
 
+    /// The CB_RECALLs received so far (from the log of
+    /// [`callbacks`](Self::callbacks)), oldest first.
+    pub fn recalls(&self) -> Vec<cb::CbRecall4Args> {
+        self.callbacks()
+            .into_iter()
+            .flat_map(|e| match e {
+                CbEvent::Compound { ops, .. } => ops,
+                _ => Vec::new(),
+            })
+            .filter_map(|o| match o {
+                cb::CbArgOp::Recall(r) => Some(r),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Leave CB_RECALLs unanswered (`true`), as a client that went silent,
+    /// or answer them again (`false`).
+    pub fn ignore_recalls(&self, on: bool) {
+        if let Some(c) = &self.session.cb {
+            c.set_ignore_recalls(on);
+        }
+    }
+
+    /// Answers every CB_RECALL (received so far and from now on) by
+    /// returning the delegation (DELEGRETURN), as a client holding no
+    /// dirty data does: a task checking every `every` until aborted.
+    pub fn return_on_recall(&self, every: std::time::Duration) -> tokio::task::JoinHandle<()> {
+        let c = self.clone();
+        tokio::spawn(async move {
+            let mut done = 0;
+            loop {
+                let r = c.recalls();
+                for rec in r.iter().skip(done) {
+                    // A failure (already returned, revoked) leaves nothing
+                    // to return.
+                    let _ = c.delegreturn(&rec.fh, &rec.stateid).await;
+                }
+                done = r.len();
+                tokio::time::sleep(every).await;
+            }
+        })
+    }
+
     /// Calls received on the back channel, answered or not.
     pub fn callback_calls(&self) -> u64 {
         self.session.cb.as_ref().map(|c| c.calls()).unwrap_or(0)

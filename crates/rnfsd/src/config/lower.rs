@@ -238,6 +238,8 @@ pub fn nfs4(s: &ServerConfig) -> rnfsd_v4state::Config {
             stateids_per_client: s.nfs4_stateids_per_client,
             total_stateids: s.nfs4_max_stateids,
             reply_cache_bytes: s.nfs4_reply_cache_bytes,
+            delegations_per_client: s.nfs4_delegations_per_client,
+            max_delegations: s.nfs4_max_delegations,
             // A max_io READ or WRITE and its compound (at most the
             // largest compound reply we build).
             max_request_size: (s.max_io + 4096).max(d.max_request_size),

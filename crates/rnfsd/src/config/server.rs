@@ -244,6 +244,16 @@ server_keys! {
     nfs4_idmap_cache: usize = 4096, "NFSv4 id-mapping cache entries, each way";
     /// Bytes for the sessions' reply caches together (slots x 4 KiB each).
     nfs4_reply_cache_bytes: usize = 64 << 20, "NFSv4 slot reply caches in all, bytes";
+    /// Grant NFSv4 read delegations (RFC 8881 §10.4) to clients whose
+    /// back channel answers; conflicting NFSv4 and NFSv3 changes recall
+    /// them first. Off by default: changes made by local processes on
+    /// the server's host do not recall them yet (no kernel file lease is
+    /// held), so a client holding one could miss such a change.
+    nfs4_delegations: bool = false, "NFSv4 read delegations (unsafe against local writers: off)";
+    /// Delegations one NFSv4 client may hold.
+    nfs4_delegations_per_client: usize = 1024, "NFSv4 delegations per client";
+    /// Delegations of all NFSv4 clients together.
+    nfs4_max_delegations: usize = 32768, "NFSv4 delegations in all";
     /// A fixed number of worker threads; overrides min/max_threads.
     threads: Option<usize> = None, "a fixed worker count", unset "adaptive",
         flag "threads" "N" => "A fixed number of worker threads instead of the adaptive \

@@ -148,6 +148,8 @@ fn at_least_one(s: &ServerConfig) -> Result<(), ConfigError> {
             "nfs4_copy_sync_max",
             s.nfs4_copy_sync_max.min(usize::MAX as u64) as usize,
         ),
+        ("nfs4_delegations_per_client", s.nfs4_delegations_per_client),
+        ("nfs4_max_delegations", s.nfs4_max_delegations),
     ] {
         if v == 0 {
             return err(format!("server.{k} must be at least 1"));

@@ -10,6 +10,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use rnfsd_v4state::{Reaper, State};
 
+use super::deleg::Delegations;
 use super::pseudo::Pseudo;
 use super::Export;
 
@@ -41,6 +42,8 @@ pub struct Nfs4 {
     pub copy_sync_max: u64,
     /// Where each operation is counted (None: not counted).
     pub stats: Option<Arc<rnfsd_stats::Registry>>,
+    /// Delegations: back channels, recalls, the check before a change.
+    pub deleg: Delegations,
     /// Frees expired clients' state off the request path; stops when
     /// dropped.
     _reaper: Option<Reaper>,
@@ -58,7 +61,9 @@ impl Nfs4 {
         stats: Option<Arc<rnfsd_stats::Registry>>,
     ) -> Nfs4 {
         let lease = state.config().lease_time;
+        let deleg = Delegations::off();
         Nfs4 {
+            deleg,
             state,
             pseudo: ArcSwap::from_pointee(pseudo_of(exports)),
             owner: host_name(),
@@ -75,6 +80,11 @@ impl Nfs4 {
     pub fn with_copy_sync_max(mut self, bytes: u64) -> Nfs4 {
         self.copy_sync_max = bytes.max(1);
         self
+    }
+
+    /// Delegations as `nfs4_delegations` says (off until this is called).
+    pub fn set_delegations(&mut self, d: Delegations) {
+        self.deleg = d;
     }
 
     /// The pseudo-filesystem in force (a compound keeps the one it

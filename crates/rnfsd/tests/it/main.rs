@@ -33,6 +33,7 @@ mod libnfs_interop;
 mod nfs4;
 mod nfs4_cephfs;
 mod nfs4_idmap;
+mod nfs4_deleg;
 mod nfs4_ns;
 mod nfs4_open;
 mod nfs4_v42;

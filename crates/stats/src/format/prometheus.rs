@@ -607,7 +607,7 @@ const LOCKS: [Family<LockCounts>; 4] = [
 ];
 
 /// The NFSv4 state, when NFSv4 is served.
-const NFS4: [Family<Nfs4Counts>; 8] = [
+const NFS4: [Family<Nfs4Counts>; 11] = [
     gauge("rnfsd_nfs4_clients", "NFSv4 client records.", |n| n.clients),
     gauge("rnfsd_nfs4_sessions", "NFSv4 sessions.", |n| n.sessions),
     gauge(
@@ -639,6 +639,19 @@ const NFS4: [Family<Nfs4Counts>; 8] = [
         "rnfsd_nfs4_reaped_stateids_total",
         "NFSv4 stateids of dropped clients freed by the reaper.",
         |n| n.reaped_stateids,
+    ),
+    gauge("rnfsd_nfs4_delegations", "NFSv4 delegations held.", |n| {
+        n.delegations
+    }),
+    counter(
+        "rnfsd_nfs4_recalls_total",
+        "NFSv4 delegations recalled (CB_RECALL asked for).",
+        |n| n.recalls,
+    ),
+    counter(
+        "rnfsd_nfs4_delegations_revoked_total",
+        "NFSv4 delegations revoked, not returned a lease after their recall.",
+        |n| n.delegations_revoked,
     ),
 ];
 

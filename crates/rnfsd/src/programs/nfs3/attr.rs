@@ -3,7 +3,7 @@
 
 use rnfsd_proto::nfs3::*;
 
-use super::common::{fail_wcc, fs_call, owing, post_attr, resolve_or_fail};
+use super::common::{before_change, fail_wcc, fs_call, owing, post_attr, resolve_or_fail, Changed};
 use super::convert::*;
 use super::{max_io, DTPREF};
 use crate::programs::CallCtx;
@@ -34,6 +34,10 @@ pub(super) fn setattr(ctx: &CallCtx<'_>, a: SetAttr3Args) -> Result<SetAttr3Res,
     }
     let set = setattr_of(&a.new_attributes);
     let guard = a.guard.map(time_of);
+    let _changing = match before_change(ctx, &exp, &call, Changed::Fh(&fh)) {
+        Ok(c) => c,
+        Err(s) => return Ok(NfsRes::Fail(s, fail_wcc(&exp, &call, &fh))),
+    };
     let res = match exp.backend.setattr(&call, &fh, &set, guard) {
         Ok(w) => NfsRes::Ok(SetAttr3ResOk {
             obj_wcc: wcc_data_of(&w),

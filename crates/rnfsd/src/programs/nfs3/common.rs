@@ -11,6 +11,8 @@ use crate::access::{Denied, Grant};
 pub(super) use crate::programs::fscall::fs_call;
 use crate::programs::fscall::park_owed;
 use crate::programs::CallCtx;
+pub(super) use crate::state::deleg::Changed;
+use crate::state::deleg::Recalling;
 use crate::state::{Export, ExportRef};
 
 /// A change on a `sync` export may leave its call owing a journal commit:
@@ -71,6 +73,29 @@ macro_rules! resolve_or_fail {
 }
 
 pub(super) use resolve_or_fail;
+
+/// The one check before every NFSv3 change (WRITE, SETATTR, REMOVE,
+/// RENAME, LINK) to `target`: NFSv4 delegations on it are recalled first,
+/// and the call answered NFS3ERR_JUKEBOX until they are returned or
+/// revoked (as knfsd). Hold the result until the change is made: no
+/// delegation is granted on the file meanwhile. Nothing when NFSv4 or its
+/// delegations are off.
+pub(super) fn before_change(
+    ctx: &CallCtx<'_>,
+    exp: &Export,
+    call: &Call<'_>,
+    target: Changed<'_>,
+) -> Result<Option<rnfsd_v4state::Access>, Nfsstat3> {
+    let Some(n) = ctx.server.nfs4() else {
+        return Ok(None);
+    };
+    if !n.deleg.enabled {
+        return Ok(None);
+    }
+    n.deleg
+        .change(&n.state, exp.backend.as_ref(), call, target, None)
+        .map_err(|Recalling| Nfsstat3::Jukebox)
+}
 
 /// Best-effort post-op attributes for failure replies.
 pub(super) fn post_attr(exp: &Export, call: &Call<'_>, fh: &Fh) -> PostOpAttr {

@@ -6,7 +6,9 @@ use rnfsd_proto::nfs3::*;
 use rnfsd_transport::Spliced;
 use rnfsd_xdr::{pad4, Dec, Enc, Xdr};
 
-use super::common::{fail_wcc, fs_call, owing, post_attr, resolve, resolve_or_fail};
+use super::common::{
+    before_change, fail_wcc, fs_call, owing, post_attr, resolve, resolve_or_fail, Changed,
+};
 use super::convert::*;
 use super::{max_io, PATTR, ST};
 use crate::programs::CallCtx;
@@ -136,6 +138,10 @@ pub(super) fn write(ctx: &CallCtx<'_>, a: Write3ArgsRef<'_>) -> Write3Res {
     // the client to send the rest (knfsd truncates the same way).
     let n = a.data.len().min(max_io(ctx) as usize);
     let data = &a.data[..n];
+    let _changing = match before_change(ctx, &exp, &call, Changed::Fh(&fh)) {
+        Ok(c) => c,
+        Err(s) => return NfsRes::Fail(s, fail_wcc(&exp, &call, &fh)),
+    };
     // Read before writing: a verifier reset while this write is under way
     // (a storage error that may have lost it) then shows at COMMIT.
     let verf = Verf3(ctx.server.write_verifier.get());

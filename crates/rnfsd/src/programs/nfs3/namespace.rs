@@ -4,7 +4,10 @@
 use rnfsd_fs::{Backend, Call, CreateHow, Created, Fh, NodeKind, SetAttr};
 use rnfsd_proto::nfs3::*;
 
-use super::common::{check_name, fail_wcc, fs_call, owing, post_attr, resolve, resolve_or_fail};
+use super::common::{
+    before_change, check_name, fail_wcc, fs_call, owing, post_attr, resolve, resolve_or_fail,
+    Changed,
+};
 use super::convert::*;
 use crate::programs::CallCtx;
 use rnfsd_rpc::ProcError;
@@ -112,6 +115,10 @@ pub(super) fn unlink(ctx: &CallCtx<'_>, what: Diropargs3, is_dir: bool) -> Remov
     if let Err(s) = check_name(&what.name) {
         return NfsRes::Fail(s, fail_wcc(&exp, &call, &dir));
     }
+    let _changing = match before_change(ctx, &exp, &call, Changed::Name(&dir, &what.name)) {
+        Ok(c) => c,
+        Err(s) => return NfsRes::Fail(s, fail_wcc(&exp, &call, &dir)),
+    };
     let r = if is_dir {
         exp.backend.rmdir(&call, &dir, &what.name)
     } else {
@@ -174,6 +181,13 @@ pub(super) fn rename(ctx: &CallCtx<'_>, a: Rename3Args) -> Result<Rename3Res, Pr
     if let Err(s) = check_name(&a.from.name).and_then(|_| check_name(&a.to.name)) {
         return Ok(fail(s));
     }
+    // The file renamed, and one renamed over.
+    let moving = before_change(ctx, &fexp, &call, Changed::Name(&fdir, &a.from.name));
+    let over = before_change(ctx, &texp, &call, Changed::Name(&tdir, &a.to.name));
+    let _changing = match (moving, over) {
+        (Ok(m), Ok(o)) => (m, o),
+        (Err(s), _) | (_, Err(s)) => return Ok(fail(s)),
+    };
     let res = match fexp
         .backend
         .rename(&call, &fdir, &a.from.name, &tdir, &a.to.name)
@@ -221,6 +235,10 @@ pub(super) fn link(ctx: &CallCtx<'_>, a: Link3Args) -> Result<Link3Res, ProcErro
     if let Err(s) = check_name(&a.link.name) {
         return Ok(fail(s));
     }
+    let _changing = match before_change(ctx, &fexp, &call, Changed::Fh(&file)) {
+        Ok(c) => c,
+        Err(s) => return Ok(fail(s)),
+    };
     let res = match dexp.backend.link(&call, &file, &dir, &a.link.name) {
         Ok((attr, w)) => NfsRes::Ok(Link3Body {
             file_attributes: Some(fattr3_of(&attr)),

@@ -23,6 +23,7 @@ use super::compound::Compound;
 use super::cur::{self, Cur, Obj};
 use super::fattr::{self, WRITE_ONLY};
 use super::fh::{check_name, not_a_dir};
+use super::open::{before_change, Changed};
 use super::status::of_fs;
 use super::MAX_COMPOUND_REPLY;
 use crate::limits::MAX_DIR_BATCH;
@@ -118,6 +119,7 @@ fn create_in(c: &mut Compound<'_, '_>, a: Create4Args) -> Result<Create4ResOk, N
         attrset.remove(FATTR4_MODE);
     }
     let dir = dir_to_change(c)?;
+    let _changing = before_change(c, &dir, Changed::Name(&dir.fh, name))?;
     let call = dir.call(c.ctx);
     let b = dir.exp.backend.as_ref();
     let made = match (&a.objtype, kind) {
@@ -156,6 +158,7 @@ fn link_in(c: &mut Compound<'_, '_>, a: &Link4Args) -> Result<ChangeInfo4, Nfsst
         // A pseudo directory, or another export: another filesystem.
         _ => return Err(Nfsstat4::XDev),
     };
+    let _changing = before_change(c, &src, Changed::Fh(&src.fh))?;
     let call = dir.call(c.ctx);
     let res = dir
         .exp
@@ -188,6 +191,7 @@ fn remove_in(c: &mut Compound<'_, '_>, a: &Remove4Args) -> Result<ChangeInfo4, N
     check_name(name)?;
     not_in_grace(c)?;
     let dir = dir_to_change(c)?;
+    let _changing = before_change(c, &dir, Changed::Name(&dir.fh, name))?;
     let call = dir.call(c.ctx);
     let b = dir.exp.backend.as_ref();
     // A file's name first (the common case, one call); a backend refuses
@@ -236,6 +240,9 @@ fn rename_in(c: &mut Compound<'_, '_>, a: &Rename4Args) -> Result<Rename4ResOk, 
         Some(f) if f.exp.id == to.exp.id => f,
         _ => return Err(Nfsstat4::XDev),
     };
+    // The file renamed, and one renamed over.
+    let _moving = before_change(c, &from, Changed::Name(&from.fh, &a.oldname.0))?;
+    let _over = before_change(c, &to, Changed::Name(&to.fh, &a.newname.0))?;
     let call = to.call(c.ctx);
     let res = to
         .exp

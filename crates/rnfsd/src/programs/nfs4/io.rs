@@ -13,6 +13,7 @@ use super::open::{regular_file, File};
 use super::session::sid;
 use super::status::{of_fs, of_state};
 use crate::limits::MIN_MAX_IO;
+use crate::state::deleg::Recalling;
 
 /// The largest READ or WRITE: the server's `max_io`, as NFSv3's (and
 /// the maxread/maxwrite attributes say).
@@ -111,6 +112,12 @@ fn write_data(c: &mut Compound<'_, '_>, a: &Write4ArgsRef<'_>) -> Result<Write4R
     }
     let f = checked(c, &a.stateid, true)?;
     f.obj.writable()?;
+    let h = c.client()?;
+    let _changing = c
+        .nfs4
+        .deleg
+        .access(&c.nfs4.state, f.key, Some(h.id()), true)
+        .map_err(|Recalling| Nfsstat4::Delay)?;
     // Past our maxwrite we write a prefix; the count tells the client to
     // send the rest (as NFSv3's).
     let n = a.data.len().min(max_io(c));

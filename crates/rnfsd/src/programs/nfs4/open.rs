@@ -2,14 +2,18 @@
 //! §18.2, §18.6): the filesystem's side (the name looked up or the file
 //! made, its type, the caller's permission, truncation); the open state
 //! itself (owners, share reservations, stateids, grace) is
-//! `rnfsd_v4state`'s. No delegation is ever granted.
+//! `rnfsd_v4state`'s, as are delegations: read delegations are granted
+//! here (with `nfs4_delegations`) and returned by DELEGRETURN.
 //!
 //! Also the steps I/O and locks share: the current filehandle as a
 //! regular file, and the key the state knows a file by.
 
 use rnfsd_fs::{Attr, CreateHow, FileType, SetAttr, Time};
 use rnfsd_proto::nfs4::*;
-use rnfsd_v4state::{Claim, FileKey, OpenArgs, StateKind, Stateid};
+use rnfsd_v4state::{Access, Claim, FileKey, NoDeleg, OpenArgs, StateKind, Stateid};
+
+pub(super) use crate::state::deleg::Changed;
+use crate::state::deleg::Recalling;
 
 use super::compound::Compound;
 use super::cur::{Cur, Obj};
@@ -83,6 +87,25 @@ pub(super) fn regular_file(c: &Compound<'_, '_>) -> Result<File, Nfsstat4> {
     Ok(f)
 }
 
+/// The check before a change to `target` through `obj`'s export
+/// (WRITE, SETATTR, REMOVE, RENAME, LINK): other clients' delegations on
+/// it are recalled first, NFS4ERR_DELAY meanwhile (§10.4.1). Hold the
+/// result until the change is made.
+pub(super) fn before_change(
+    c: &Compound<'_, '_>,
+    obj: &Obj,
+    target: Changed<'_>,
+) -> Result<Option<Access>, Nfsstat4> {
+    let d = &c.nfs4.deleg;
+    if !d.enabled {
+        return Ok(None);
+    }
+    let by = c.client().ok().map(|h| h.id());
+    let call = obj.call(c.ctx);
+    d.change(&c.nfs4.state, obj.exp.backend.as_ref(), &call, target, by)
+        .map_err(|Recalling| Nfsstat4::Delay)
+}
+
 pub(super) fn sid4(s: Stateid) -> Stateid4 {
     Stateid4 {
         seqid: s.seqid,
@@ -123,10 +146,11 @@ fn share(share_access: u32, share_deny: u32, open: bool) -> Result<Share, Nfssta
     })
 }
 
-/// The delegation part of OPEN's reply: none is ever granted. A client
+/// The delegation part of OPEN's reply when none is granted. A client
 /// that said what it wants is told why not (§18.16.3, as knfsd): it asked
-/// for none, it cancelled, or (any delegation) we have none to give.
-fn no_delegation(want: u32) -> OpenDelegation4 {
+/// for none, it cancelled, or (any delegation) `why`: another client's
+/// access or a recent recall (contention), or none to give.
+fn no_delegation(want: u32, why: Option<NoDeleg>) -> OpenDelegation4 {
     match want {
         OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE => OpenDelegation4::None,
         OPEN4_SHARE_ACCESS_WANT_NO_DELEG => {
@@ -135,9 +159,63 @@ fn no_delegation(want: u32) -> OpenDelegation4 {
         OPEN4_SHARE_ACCESS_WANT_CANCEL => {
             OpenDelegation4::NoneExt(OpenNoneDelegation4::Why(WhyNoDelegation4::Cancelled))
         }
-        _ => OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource {
-            server_will_signal_avail: false,
+        _ => match why {
+            Some(NoDeleg::Contention) => {
+                OpenDelegation4::NoneExt(OpenNoneDelegation4::Contention {
+                    server_will_push_deleg: false,
+                })
+            }
+            _ => OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource {
+                server_will_signal_avail: false,
+            }),
+        },
+    }
+}
+
+/// Whether an OPEN with `share` may get a read delegation: one for
+/// reading only, wanting a read delegation, any, or not saying (a write
+/// delegation is not granted).
+fn wants_read_deleg(share: Share) -> bool {
+    share.access == OPEN4_SHARE_ACCESS_READ
+        && matches!(
+            share.want,
+            OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE
+                | OPEN4_SHARE_ACCESS_WANT_READ_DELEG
+                | OPEN4_SHARE_ACCESS_WANT_ANY_DELEG
+        )
+}
+
+/// The delegation OPEN's reply carries: a read one if the state grants
+/// it (§10.4), else why not.
+fn delegation(c: &Compound<'_, '_>, t: &Target, share: Share, reclaim: bool) -> OpenDelegation4 {
+    let d = &c.nfs4.deleg;
+    if !d.enabled || reclaim || !wants_read_deleg(share) {
+        return no_delegation(share.want, None);
+    }
+    let Ok(h) = c.client() else {
+        return no_delegation(share.want, None);
+    };
+    if !d.has_path(h.id()) {
+        return no_delegation(share.want, Some(NoDeleg::CallbackDown));
+    }
+    match c
+        .nfs4
+        .state
+        .delegate(&h, key_of(&t.attr), false, &t.obj.fh.0)
+    {
+        Ok(sid) => OpenDelegation4::Read(OpenReadDelegation4 {
+            stateid: sid4(sid),
+            recall: false,
+            // No rights granted by the delegation itself: the client
+            // asks ACCESS (§10.4.1; knfsd sends the same empty ACE).
+            permissions: Nfsace4 {
+                acetype: 0,
+                flag: 0,
+                access_mask: 0,
+                who: Utf8Str(Vec::new()),
+            },
         }),
+        Err(why) => no_delegation(share.want, Some(why)),
     }
 }
 
@@ -387,21 +465,18 @@ fn permitted(c: &Compound<'_, '_>, t: &Target, share: Share) -> Result<(), Nfsst
     Ok(())
 }
 
-/// A delegation stateid OPEN (CLAIM_DELEGATE_CUR, CLAIM_DELEG_CUR_FH) or
-/// DELEGRETURN names: we never grant one, so it is the stateid check's
-/// error, or NFS4ERR_BAD_STATEID for a valid stateid of another kind.
-fn not_a_delegation(c: &Compound<'_, '_>, s: &Stateid4) -> Nfsstat4 {
-    let h = match c.client() {
-        Ok(h) => h,
-        Err(s) => return s,
-    };
-    let s = match c.stateid(s) {
-        Ok(s) => s,
-        Err(e) => return e,
-    };
-    match c.nfs4.state.check_stateid(&h, &sid(&s), None) {
-        Ok(_) => Nfsstat4::BadStateid,
-        Err(e) => of_state(&e),
+/// The delegation stateid OPEN names (CLAIM_DELEGATE_CUR,
+/// CLAIM_DELEG_CUR_FH: the client converts its delegated opens, as during
+/// a recall, §10.2.1) must be a delegation of this client on `file`: the
+/// stateid check's error, or NFS4ERR_BAD_STATEID for another kind or
+/// file.
+fn check_delegation(c: &Compound<'_, '_>, s: &Stateid4, file: FileKey) -> Result<(), Nfsstat4> {
+    let h = c.client()?;
+    let s = c.stateid(s)?;
+    match c.nfs4.state.check_stateid(&h, &sid(&s), Some(file)) {
+        Ok(i) if i.kind == StateKind::Delegation => Ok(()),
+        Ok(_) => Err(Nfsstat4::BadStateid),
+        Err(e) => Err(of_state(&e)),
     }
 }
 
@@ -425,15 +500,21 @@ fn open_file(c: &mut Compound<'_, '_>, a: &Open4Args) -> Result<Open4ResOk, Nfss
         return Err(Nfsstat4::Inval);
     }
     let reclaim = matches!(a.claim, OpenClaim4::Previous(_));
+    // Opens under a delegation the client holds: not new state in the
+    // grace period's sense (§9.11, knfsd).
+    let under_deleg = matches!(
+        a.claim,
+        OpenClaim4::DelegateCur { .. } | OpenClaim4::DelegCurFh(_)
+    );
     // §18.51.3: until its RECLAIM_COMPLETE a client may only reclaim.
-    if !reclaim && !h.reclaim_completed() {
+    if !reclaim && !under_deleg && !h.reclaim_completed() {
         return Err(Nfsstat4::Grace);
     }
     // §8.4.2: only reclaims in the grace period, none after it; asked
     // before anything is made (the state asks again, with the client's
     // right to reclaim).
     let in_grace = c.nfs4.state.grace().in_grace();
-    if in_grace && !reclaim {
+    if in_grace && !reclaim && !under_deleg {
         return Err(Nfsstat4::Grace);
     }
     if !in_grace && reclaim {
@@ -453,12 +534,14 @@ fn open_file(c: &mut Compound<'_, '_>, a: &Open4Args) -> Result<Open4ResOk, Nfss
             delegate_stateid,
             file,
         } => {
-            existing(c, &dir, &file.0, false, Bitmap4::new())?;
-            return Err(not_a_delegation(c, delegate_stateid));
+            let t = existing(c, &dir, &file.0, false, Bitmap4::new())?;
+            check_delegation(c, delegate_stateid, key_of(&t.attr))?;
+            t
         }
         OpenClaim4::DelegCurFh(s) => {
-            this_file(c)?;
-            return Err(not_a_delegation(c, s));
+            let t = this_file(c)?;
+            check_delegation(c, s, key_of(&t.attr))?;
+            t
         }
         // Delegations kept across a client's restart: not supported, as
         // DELEGPURGE is not (§18.5.3; knfsd answers the same).
@@ -473,6 +556,15 @@ fn open_file(c: &mut Compound<'_, '_>, a: &Open4Args) -> Result<Open4ResOk, Nfss
     }
     permitted(c, &t, share)?;
     c.memory_changes()?;
+    // Other clients' delegations that conflict are recalled first
+    // (§10.4.1): NFS4ERR_DELAY until returned or revoked. No delegation
+    // is granted on the file while this open is made.
+    let write = share.access & OPEN4_SHARE_ACCESS_WRITE != 0 || t.truncate;
+    let in_progress = c
+        .nfs4
+        .deleg
+        .access(&c.nfs4.state, key_of(&t.attr), Some(h.id()), write)
+        .map_err(|Recalling| Nfsstat4::Delay)?;
     let opened = c
         .nfs4
         .state
@@ -508,6 +600,12 @@ fn open_file(c: &mut Compound<'_, '_>, a: &Open4Args) -> Result<Open4ResOk, Nfss
             return Err(of_fs(e));
         }
     }
+    drop(in_progress);
+    let delegation = match under_deleg {
+        // The client holds its delegation already.
+        true => OpenDelegation4::None,
+        false => delegation(c, &t, share, reclaim),
+    };
     let stateid = sid4(opened.stateid);
     c.set_cur(Cur::Obj(t.obj));
     c.cur_sid = Some(stateid);
@@ -516,7 +614,7 @@ fn open_file(c: &mut Compound<'_, '_>, a: &Open4Args) -> Result<Open4ResOk, Nfss
         cinfo: t.cinfo,
         rflags: OPEN4_RESULT_LOCKTYPE_POSIX,
         attrset: t.attrset,
-        delegation: no_delegation(share.want),
+        delegation,
     })
 }
 
@@ -592,14 +690,22 @@ pub(super) fn close(c: &mut Compound<'_, '_>, a: Close4Args) -> Stateid4Res {
     }
 }
 
-/// DELEGRETURN (§18.6): we grant no delegations, so there is none to
-/// return (the current filehandle must be a regular file first, as
-/// knfsd's).
+/// DELEGRETURN (§18.6): the delegation on the current file goes (the
+/// current filehandle must be a regular file first, as knfsd's).
 pub(super) fn delegreturn(c: &mut Compound<'_, '_>, a: DelegReturn4Args) -> Nfsstat4 {
-    if let Err(s) = regular_file(c) {
-        return s;
+    let r = (|| {
+        let f = regular_file(c)?;
+        let h = c.client()?;
+        let s = sid(&c.stateid(&a.deleg_stateid)?);
+        c.nfs4
+            .state
+            .delegreturn(&h, &s, f.key)
+            .map_err(|e| of_state(&e))
+    })();
+    match r {
+        Ok(()) => Nfsstat4::Ok,
+        Err(s) => s,
     }
-    not_a_delegation(c, &a.deleg_stateid)
 }
 
 #[cfg(test)]
@@ -645,13 +751,22 @@ mod tests {
 
     #[test]
     fn a_client_that_asks_learns_why_no_delegation() {
-        assert_eq!(no_delegation(0), OpenDelegation4::None);
+        assert_eq!(no_delegation(0, None), OpenDelegation4::None);
         assert_eq!(
-            no_delegation(OPEN4_SHARE_ACCESS_WANT_NO_DELEG),
+            no_delegation(
+                OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
+                Some(NoDeleg::Contention)
+            ),
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Contention {
+                server_will_push_deleg: false
+            })
+        );
+        assert_eq!(
+            no_delegation(OPEN4_SHARE_ACCESS_WANT_NO_DELEG, None),
             OpenDelegation4::NoneExt(OpenNoneDelegation4::Why(WhyNoDelegation4::NotWanted))
         );
         assert_eq!(
-            no_delegation(OPEN4_SHARE_ACCESS_WANT_CANCEL),
+            no_delegation(OPEN4_SHARE_ACCESS_WANT_CANCEL, None),
             OpenDelegation4::NoneExt(OpenNoneDelegation4::Why(WhyNoDelegation4::Cancelled))
         );
         for w in [
@@ -660,7 +775,7 @@ mod tests {
             OPEN4_SHARE_ACCESS_WANT_ANY_DELEG,
         ] {
             assert_eq!(
-                no_delegation(w),
+                no_delegation(w, Some(NoDeleg::Resource)),
                 OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource {
                     server_will_signal_avail: false
                 })

@@ -141,7 +141,7 @@ pub(super) fn create_session(c: &mut Compound<'_, '_>, a: CreateSession4Args) ->
     });
     if let Ok(s) = &r {
         if s.flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN != 0 {
-            probe_back_channel(c, a.clientid, a.cb_program, &a.sec_parms);
+            probe_back_channel(c, a.clientid, a.cb_program, &a.sec_parms, s.sessionid.0);
         }
     }
     match r {
@@ -193,7 +193,7 @@ pub(super) fn bind_conn(
         (&r, c.nfs4.state.back_channel(&id))
     {
         if let Some(cid) = c.nfs4.state.session_client(&id) {
-            probe_back_channel(c, cid.0, prog, &[CallbackSecParms4::None]);
+            probe_back_channel(c, cid.0, prog, &[CallbackSecParms4::None], id.0);
         }
     }
     match r {
@@ -210,12 +210,25 @@ pub(super) fn bind_conn(
     }
 }
 
-pub(super) fn backchannel_ctl(_c: &mut Compound<'_, '_>, a: BackchannelCtl4Args) -> Nfsstat4 {
+pub(super) fn backchannel_ctl(c: &mut Compound<'_, '_>, a: BackchannelCtl4Args) -> Nfsstat4 {
     // §18.33.3: the flavours must include one we can use.
-    match usable_cb_sec(&a.sec_parms) {
-        true => Nfsstat4::Ok,
-        false => Nfsstat4::Inval,
+    if !usable_cb_sec(&a.sec_parms) {
+        return Nfsstat4::Inval;
     }
+    // Callbacks (recalls) use the new credential and program from now.
+    if let (Ok(h), Some(cred)) = (c.client(), cb_cred(&a.sec_parms)) {
+        c.nfs4.deleg.set_cred(h.id(), cred, a.cb_program);
+    }
+    Nfsstat4::Ok
+}
+
+/// The credential callbacks use: the first of `sec` we can send.
+fn cb_cred(sec: &[CallbackSecParms4]) -> Option<Auth> {
+    sec.iter().find_map(|s| match s {
+        CallbackSecParms4::Sys(a) => Some(Auth::Sys(a.clone())),
+        CallbackSecParms4::None => Some(Auth::None),
+        _ => None,
+    })
 }
 
 pub(super) fn destroy_clientid(c: &mut Compound<'_, '_>, a: DestroyClientId4Args) -> Nfsstat4 {
@@ -301,6 +314,7 @@ pub(super) fn probe_back_channel(
     clientid: u64,
     cb_program: u32,
     sec: &[CallbackSecParms4],
+    session: [u8; 16],
 ) {
     use std::sync::atomic::Ordering;
     let Some(bc) = c.ctx.back_channel() else {
@@ -309,14 +323,14 @@ pub(super) fn probe_back_channel(
     let Ok(client) = c.nfs4.state.client(ClientId(clientid)) else {
         return;
     };
-    let cred = match sec.iter().find_map(|s| match s {
-        CallbackSecParms4::Sys(a) => Some(Auth::Sys(a.clone())),
-        CallbackSecParms4::None => Some(Auth::None),
-        _ => None,
-    }) {
-        Some(a) => a,
-        None => return,
+    let Some(cred) = cb_cred(sec) else {
+        return;
     };
+    // Recalls go over this connection (set before the probe answers:
+    // delegations wait for that answer).
+    c.nfs4
+        .deleg
+        .set_path(client.id(), bc.clone(), cred.clone(), cb_program, session);
     if PROBES.fetch_add(1, Ordering::AcqRel) >= MAX_PROBES {
         PROBES.fetch_sub(1, Ordering::AcqRel);
         return;

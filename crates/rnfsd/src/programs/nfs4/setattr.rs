@@ -7,7 +7,7 @@ use super::attr::{obj_fattr, pseudo_fattr};
 use super::compound::Compound;
 use super::cur::{Cur, Obj};
 use super::fattr::{self, WRITE_ONLY};
-use super::open::key_of;
+use super::open::{before_change, key_of, Changed};
 use super::session::sid;
 use super::status::{of_fs, of_state};
 
@@ -42,6 +42,9 @@ fn set(c: &mut Compound<'_, '_>, a: &SetAttr4Args) -> Result<Bitmap4, Nfsstat4> 
             .map_err(|e| of_state(&e))?;
     }
     o.writable()?;
+    // Any attribute change is seen by a delegation's holder (knfsd
+    // breaks delegations in notify_change).
+    let _changing = before_change(c, &o, Changed::Fh(&o.fh))?;
     let r = o.exp.backend.setattr(&call, &o.fh, &set, None);
     c.owe(&call);
     r.map_err(of_fs)?;

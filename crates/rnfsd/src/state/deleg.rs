@@ -1,0 +1,324 @@
+//! The server's side of NFSv4 delegations (RFC 8881 §10.2-§10.4): each
+//! client's back channel (the connection, credential and callback
+//! program its session gave, §18.36, §18.33), the recalls (CB_RECALL in a
+//! CB_COMPOUND after CB_SEQUENCE, §20.2, §20.9) sent by one thread from a
+//! bounded queue, never on a worker, and the check every change makes
+//! first ([`Delegations::access`]). The delegations themselves are
+//! `rnfsd_v4state`'s.
+//!
+//! A recall that cannot be sent (the queue full, no back channel, the
+//! client silent) changes nothing for safety: the delegation is revoked
+//! once the lease has passed since the recall, and the conflicting call,
+//! answered NFS4ERR_DELAY / NFS3ERR_JUKEBOX until then, goes on.
+
+use std::collections::HashMap;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use rnfsd_fs::{Backend, Call, Fh, FileType};
+use rnfsd_proto::nfs4::cb::{
+    CbArgOp, CbCompoundArgs, CbCompoundRes, CbRecall4Args, CbResOp, CbSequence4Args, CB_COMPOUND,
+    NFS_CB,
+};
+use rnfsd_proto::nfs4::{NfsFh4, NfsRes4, Nfsstat4, SessionId4, Stateid4};
+use rnfsd_rpc::{Auth, BackConn};
+use rnfsd_v4state::{Access, ClientId, FileKey, Recall, State};
+use rnfsd_xdr::{Dec, Enc};
+
+/// Recalls waiting for the sender; past this a recall is dropped (the
+/// delegation is then revoked at its deadline).
+pub const RECALL_QUEUE: usize = 1024;
+/// How long the sender waits for a client's answer to a CB_RECALL.
+const RECALL_WAIT: Duration = Duration::from_secs(5);
+/// Longest tag and most results decoded from a CB_COMPOUND reply.
+const CB_MAX_TAG: usize = 64;
+const CB_MAX_RESULTS: usize = 4;
+
+/// A client's back channel, as its last session with one gave it.
+#[derive(Clone)]
+struct CbPath {
+    conn: BackConn,
+    cred: Auth,
+    prog: u32,
+    session: SessionId4,
+    /// The sequence id of back channel slot 0's next call.
+    next_seq: u32,
+}
+
+/// A change must wait: a delegation on its file is being recalled (the
+/// caller answers NFS4ERR_DELAY or NFS3ERR_JUKEBOX).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recalling;
+
+/// What the delegations need beside the state.
+pub struct Delegations {
+    /// `nfs4_delegations`: grant any at all.
+    pub enabled: bool,
+    paths: Arc<Mutex<HashMap<ClientId, CbPath>>>,
+    queue: Option<SyncSender<Recall>>,
+    /// Most back channels remembered (`nfs4_max_clients`).
+    max_paths: usize,
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Delegations {
+    /// No delegations.
+    pub fn off() -> Self {
+        Delegations {
+            enabled: false,
+            paths: Arc::default(),
+            queue: None,
+            max_paths: 1,
+        }
+    }
+
+    /// Delegations for `state` (`enabled`: `nfs4_delegations`); starts the
+    /// recall sender when enabled.
+    pub fn new(state: &Arc<State>, enabled: bool, max_paths: usize) -> std::io::Result<Self> {
+        let paths: Arc<Mutex<HashMap<ClientId, CbPath>>> = Arc::default();
+        let mut queue = None;
+        if enabled {
+            let (tx, rx) = sync_channel(RECALL_QUEUE);
+            let p = paths.clone();
+            let st = Arc::downgrade(state);
+            std::thread::Builder::new()
+                .name("nfsv4-recall".into())
+                .spawn(move || sender(rx, p, st))?;
+            queue = Some(tx);
+        }
+        Ok(Delegations {
+            enabled,
+            paths,
+            queue,
+            max_paths: max_paths.max(1),
+        })
+    }
+
+    /// Client `id`'s back channel is `conn` (session `session`, program
+    /// `prog`, credential `cred`): recalls go there. For the session
+    /// already known, only the connection changes.
+    pub fn set_path(&self, id: ClientId, conn: BackConn, cred: Auth, prog: u32, session: [u8; 16]) {
+        if !self.enabled {
+            return;
+        }
+        let mut m = locked(&self.paths);
+        if m.len() >= self.max_paths && !m.contains_key(&id) {
+            m.retain(|_, p| p.conn.is_open());
+            if m.len() >= self.max_paths {
+                return;
+            }
+        }
+        // The same session on a new connection (BIND_CONN_TO_SESSION):
+        // its credential (CREATE_SESSION's, or BACKCHANNEL_CTL's) and its
+        // slot's sequence stay.
+        if let Some(p) = m.get_mut(&id).filter(|p| p.session.0 == session) {
+            p.conn = conn;
+            return;
+        }
+        m.insert(
+            id,
+            CbPath {
+                conn,
+                cred,
+                prog,
+                session: SessionId4(session),
+                next_seq: 1,
+            },
+        );
+    }
+
+    /// BACKCHANNEL_CTL (§18.33): client `id`'s callbacks use `cred` and
+    /// `prog` from now on.
+    pub fn set_cred(&self, id: ClientId, cred: Auth, prog: u32) {
+        if let Some(p) = locked(&self.paths).get_mut(&id) {
+            p.cred = cred;
+            p.prog = prog;
+        }
+    }
+
+    /// Whether recalls can reach client `id`.
+    pub fn has_path(&self, id: ClientId) -> bool {
+        self.enabled
+            && locked(&self.paths)
+                .get(&id)
+                .is_some_and(|p| p.conn.is_open())
+    }
+
+    /// Queues `recalls` for the sender (never blocks).
+    pub fn send(&self, recalls: Vec<Recall>) {
+        let Some(q) = &self.queue else {
+            return;
+        };
+        for r in recalls {
+            match q.try_send(r) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) => {
+                    tracing::warn!(
+                        "nfsv4: recall queue full; the delegation is revoked at its deadline"
+                    );
+                }
+                Err(TrySendError::Disconnected(_)) => return,
+            }
+        }
+    }
+
+    /// Starts an access to `file` by NFSv4 client `by` (None: NFSv3, NLM)
+    /// that changes it (`write`) or reads it (an OPEN for read): `Ok` to
+    /// go on (with the access to hold until done: no delegation is
+    /// granted on the file meanwhile), or `Err` when a delegation must be
+    /// returned first (the recalls are sent; the caller answers
+    /// NFS4ERR_DELAY or NFS3ERR_JUKEBOX). Off (`nfs4_delegations =
+    /// false`): always `Ok(None)`.
+    pub fn access(
+        &self,
+        state: &Arc<State>,
+        file: FileKey,
+        by: Option<ClientId>,
+        write: bool,
+    ) -> Result<Option<Access>, Recalling> {
+        if !self.enabled {
+            return Ok(None);
+        }
+        match state.begin_access(file, by, write) {
+            Ok(a) => Ok(Some(a)),
+            Err(recalls) => {
+                self.send(recalls);
+                Err(Recalling)
+            }
+        }
+    }
+}
+
+/// What a change through the backend touches, for the check before it.
+pub enum Changed<'a> {
+    /// The object `fh`.
+    Fh(&'a Fh),
+    /// The object named `name` in directory `dir` (REMOVE, RENAME's
+    /// source and target): nothing if there is none.
+    Name(&'a Fh, &'a [u8]),
+}
+
+impl Delegations {
+    /// [`access`](Self::access) for a change to `target` through `backend`
+    /// (its key from a GETATTR or LOOKUP, only when delegations are on;
+    /// an object that cannot be looked up holds no delegation we could
+    /// break, and the change itself then fails).
+    pub fn change(
+        &self,
+        state: &Arc<State>,
+        backend: &dyn Backend,
+        call: &Call<'_>,
+        target: Changed<'_>,
+        by: Option<ClientId>,
+    ) -> Result<Option<Access>, Recalling> {
+        if !self.enabled {
+            return Ok(None);
+        }
+        let attr = match target {
+            Changed::Fh(fh) => backend.getattr(call, fh).ok(),
+            Changed::Name(dir, name) => backend.lookup(call, dir, name).ok().map(|l| l.1),
+        };
+        match attr {
+            Some(a) if a.ftype == FileType::Regular => self.access(
+                state,
+                FileKey {
+                    fsid: a.fsid,
+                    fileid: a.fileid,
+                },
+                by,
+                true,
+            ),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// The recall sender: one CB_COMPOUND at a time, each waited for at most
+/// `RECALL_WAIT`.
+fn sender(rx: Receiver<Recall>, paths: Arc<Mutex<HashMap<ClientId, CbPath>>>, state: Weak<State>) {
+    while let Ok(r) = rx.recv() {
+        let id = r.client.id();
+        let Some(p) = locked(&paths).get(&id).cloned() else {
+            tracing::info!(
+                clientid = format!("{:#x}", id.0),
+                "nfsv4: no back channel for a recall"
+            );
+            continue;
+        };
+        let ok = recall(&p, &r);
+        if ok {
+            if let Some(q) = locked(&paths).get_mut(&id) {
+                if q.session == p.session {
+                    q.next_seq = p.next_seq.wrapping_add(1).max(1);
+                }
+            }
+        }
+        if let Some(s) = state.upgrade() {
+            if !ok && !p.conn.is_open() {
+                s.set_callback_down(&r.client, true);
+            }
+        }
+    }
+}
+
+/// Sends one CB_RECALL: whether the slot's sequence moves on.
+fn recall(p: &CbPath, r: &Recall) -> bool {
+    let args = CbCompoundArgs {
+        tag: Vec::new(),
+        minorversion: 1,
+        callback_ident: 0,
+        ops: vec![
+            CbArgOp::Sequence(CbSequence4Args {
+                sessionid: p.session,
+                sequenceid: p.next_seq,
+                slotid: 0,
+                highest_slotid: 0,
+                cachethis: false,
+                referring_call_lists: Vec::new(),
+            }),
+            CbArgOp::Recall(CbRecall4Args {
+                stateid: Stateid4 {
+                    seqid: r.stateid.seqid,
+                    other: r.stateid.other,
+                },
+                truncate: false,
+                fh: NfsFh4(r.fh.to_vec()),
+            }),
+        ],
+    };
+    let mut e = Enc::new();
+    args.encode(&mut e);
+    let deadline = Instant::now() + RECALL_WAIT;
+    let body = match p
+        .conn
+        .call(p.prog, NFS_CB, CB_COMPOUND, &p.cred, e.as_slice(), deadline)
+    {
+        Ok(b) => b,
+        Err(err) => {
+            tracing::info!(clientid = format!("{:#x}", r.client.id().0), error = %err,
+                "nfsv4: CB_RECALL not answered");
+            return false;
+        }
+    };
+    let res = CbCompoundRes::decode(&mut Dec::new(&body), CB_MAX_TAG, CB_MAX_RESULTS);
+    let Ok(res) = res else {
+        return false;
+    };
+    // The slot moves on when the client took the call; also when it
+    // says the sequence is misordered (we fell behind it), so the next
+    // call can get through.
+    let seq_ok = matches!(
+        res.results.first(),
+        Some(CbResOp::Sequence(
+            NfsRes4::Ok(_) | NfsRes4::Fail(Nfsstat4::SeqMisordered)
+        ))
+    );
+    if res.status != Nfsstat4::Ok {
+        tracing::debug!(status = ?res.status, "nfsv4: CB_RECALL answered with an error");
+    }
+    seq_ok
+}

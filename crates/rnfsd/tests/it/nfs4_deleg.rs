@@ -1,0 +1,401 @@
+//! NFSv4.1 read delegations against the real server over TCP (RFC 8881
+//! §10.4, §18.16, §18.6, §20.2): granted to a client whose back channel
+//! answers, recalled (CB_RECALL) by another NFSv4 client's OPEN for
+//! write or WRITE and by NFSv3 WRITE, SETATTR, REMOVE, RENAME and LINK,
+//! the conflicting call answered NFS4ERR_DELAY / NFS3ERR_JUKEBOX until
+//! the holder's DELEGRETURN; a holder that does not return it is revoked
+//! after the lease (NFS4ERR_DELEG_REVOKED,
+//! SEQ4_STATUS_RECALLABLE_STATE_REVOKED); the per-client bound.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::common;
+
+use common::nfs::*;
+use common::{export_table, write_config, TempDir, TestServer};
+use rnfsd_client::nfs4::OpenArgs;
+use rnfsd_client::{ClientConfig, ClientError, Nfs4Client, Nfs4Config};
+use rnfsd_proto::nfs3::{NfsRes, Nfsstat3};
+use rnfsd_proto::nfs4::*;
+
+/// The lease (and so the recall deadline) of these servers.
+const LEASE_SECS: u64 = 4;
+
+fn start(tag: &str, extra: &str) -> (TempDir, TempDir, TestServer) {
+    let dir = TempDir::new(tag);
+    let cfgdir = TempDir::new(&format!("{tag}-cfg"));
+    let state = TempDir::new(&format!("{tag}-state"));
+    let cfg = write_config(
+        cfgdir.path(),
+        &format!(
+            "[server]\nnfs4 = true\nregister_rpcbind = false\nnfs4_delegations = true\n\
+             nfs4_lease_secs = {LEASE_SECS}\n{extra}\n{}",
+            export_table(dir.path(), "")
+        ),
+    );
+    let srv = TestServer::start_config(Path::new(&cfg), dir.path(), state, &[]);
+    (dir, cfgdir, srv)
+}
+
+/// A client with a back channel whose CB_NULL probe was answered.
+async fn client(srv: &TestServer) -> Nfs4Client {
+    let cfg = ClientConfig {
+        auth: rnfsd_client::Auth::sys(0, 0, &[], "nfs4-deleg"),
+        ..ClientConfig::default()
+    };
+    let v4 = Nfs4Config {
+        back_channel: true,
+        ..Nfs4Config::default()
+    };
+    let c = Nfs4Client::connect(srv.addr, &cfg, &v4)
+        .await
+        .expect("session with a back channel");
+    let t0 = Instant::now();
+    while c.callback_calls() == 0 && t0.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(c.callback_calls() >= 1, "CB_NULL reached the client");
+    // The probe's answer reaches the server's state a moment later.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    c
+}
+
+fn read_wanting(name: &str) -> OpenArgs {
+    OpenArgs {
+        access: OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
+        ..OpenArgs::read(name)
+    }
+}
+
+fn write_open(name: &str) -> OpenArgs {
+    OpenArgs {
+        access: OPEN4_SHARE_ACCESS_WRITE,
+        owner: Some(b"writer".to_vec()),
+        ..OpenArgs::read(name)
+    }
+}
+
+/// Opens `name` for reading with a read delegation: its stateid and
+/// the file's handle.
+async fn delegated(c: &Nfs4Client, root: &NfsFh4, name: &str) -> (Stateid4, NfsFh4) {
+    let o = c.open(root, &read_wanting(name)).await.expect("OPEN");
+    match o.delegation {
+        OpenDelegation4::Read(r) => (r.stateid, o.fh),
+        d => panic!("no read delegation: {d:?}"),
+    }
+}
+
+fn is_delay<T: std::fmt::Debug>(r: &Result<T, ClientError>) -> bool {
+    matches!(
+        r,
+        Err(ClientError::Nfs4 {
+            status: Nfsstat4::Delay,
+            ..
+        })
+    )
+}
+
+/// Waits until `c` got a CB_RECALL of `sid`.
+async fn recalled(c: &Nfs4Client, sid: &Stateid4) {
+    let t0 = Instant::now();
+    while !c.recalls().iter().any(|r| r.stateid.other == sid.other) {
+        assert!(t0.elapsed() < Duration::from_secs(10), "no CB_RECALL came");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_open_for_write_recalls_and_waits_for_the_return() {
+    let (dir, _cfg, srv) = start("deleg-open", "");
+    std::fs::write(dir.path().join("f"), b"hello").unwrap();
+    bounded(async {
+        let a = client(&srv).await;
+        let b = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let (sid, fh) = delegated(&a, &root, "f").await;
+        // The holder reads with its delegation stateid.
+        assert_eq!(a.read_all(&fh, &sid).await.unwrap(), b"hello");
+        // No OPEN4_SHARE_ACCESS_WANT: a read open may still get one;
+        // asking for none is told why not (§18.16.3).
+        let o = b
+            .open(
+                &root,
+                &OpenArgs {
+                    access: OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+                    ..OpenArgs::read("f")
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            o.delegation,
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Why(WhyNoDelegation4::NotWanted))
+        );
+        // b's OPEN for write conflicts: DELAY, and a is recalled.
+        let r = b.open(&root, &write_open("f")).await;
+        assert!(is_delay(&r), "OPEN for write under a delegation: {r:?}");
+        recalled(&a, &sid).await;
+        assert!(
+            is_delay(&b.open(&root, &write_open("f")).await),
+            "still held"
+        );
+        a.delegreturn(&fh, &sid).await.unwrap();
+        let w = b
+            .open(&root, &write_open("f"))
+            .await
+            .expect("after DELEGRETURN");
+        b.write(&w.fh, &w.stateid, 0, b"HELLO", StableHow4::FileSync)
+            .await
+            .unwrap();
+        // The returned delegation is gone; a new one is not granted
+        // while b writes (nor soon after a recall).
+        let again = a.open(&root, &read_wanting("f")).await.unwrap();
+        assert!(
+            matches!(again.delegation, OpenDelegation4::NoneExt(_)),
+            "{:?}",
+            again.delegation
+        );
+        assert!(a.delegreturn(&fh, &sid).await.is_err());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nfsv3_changes_recall_and_get_jukebox_until_returned() {
+    let (dir, _cfg, srv) = start("deleg-v3", "");
+    for n in ["w", "s", "r", "m", "l"] {
+        std::fs::write(dir.path().join(n), b"data").unwrap();
+    }
+    bounded(async {
+        let a = client(&srv).await;
+        let ret = a.return_on_recall(Duration::from_millis(20));
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let v3 = mount(&srv).await;
+        let fh = |n: &'static str| {
+            let v3 = &v3;
+            async move { lookup(&v3.nfs, &v3.root, n).await }
+        };
+        // Each change: JUKEBOX first, then (the holder returns its
+        // delegation on the recall) it goes through.
+        async fn retried<T, F, Fut>(what: &str, mut f: F) -> (bool, T)
+        where
+            F: FnMut() -> Fut,
+            Fut: std::future::Future<Output = (Option<Nfsstat3>, T)>,
+        {
+            let mut jukebox = false;
+            let t0 = Instant::now();
+            loop {
+                match f().await {
+                    (Some(Nfsstat3::Jukebox), _) => jukebox = true,
+                    (None, v) => return (jukebox, v),
+                    (Some(s), _) => panic!("{what}: {s}"),
+                }
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "{what} never went through"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        fn status<T, F>(r: Result<NfsRes<T, F>, ClientError>) -> (Option<Nfsstat3>, ()) {
+            match r {
+                Ok(NfsRes::Ok(_)) => (None, ()),
+                Ok(NfsRes::Fail(s, _)) => (Some(s), ()),
+                Err(e) => panic!("RPC: {e}"),
+            }
+        }
+
+        let (sid, _) = delegated(&a, &root, "w").await;
+        let w = fh("w").await;
+        let (j, ()) = retried("WRITE", || async {
+            status(
+                v3.nfs
+                    .write(&rnfsd_proto::nfs3::Write3Args {
+                        file: w.clone(),
+                        offset: 0,
+                        count: 4,
+                        stable: rnfsd_proto::nfs3::StableHow::FileSync,
+                        data: b"DATA".to_vec(),
+                    })
+                    .await,
+            )
+        })
+        .await;
+        assert!(j, "WRITE: JUKEBOX while the delegation was held");
+        recalled(&a, &sid).await;
+        assert_eq!(std::fs::read(dir.path().join("w")).unwrap(), b"DATA");
+
+        delegated(&a, &root, "s").await;
+        let s = fh("s").await;
+        let (j, ()) = retried("SETATTR", || async {
+            status(
+                v3.nfs
+                    .setattr(&rnfsd_proto::nfs3::SetAttr3Args {
+                        object: s.clone(),
+                        new_attributes: rnfsd_proto::nfs3::Sattr3 {
+                            size: Some(0),
+                            ..Default::default()
+                        },
+                        guard: None,
+                    })
+                    .await,
+            )
+        })
+        .await;
+        assert!(j, "SETATTR");
+
+        delegated(&a, &root, "r").await;
+        let (j, ()) = retried("RENAME", || async {
+            status(
+                v3.nfs
+                    .rename(&rnfsd_proto::nfs3::Rename3Args {
+                        from: dirop(&v3.root, "r"),
+                        to: dirop(&v3.root, "r2"),
+                    })
+                    .await,
+            )
+        })
+        .await;
+        assert!(j, "RENAME");
+
+        delegated(&a, &root, "l").await;
+        let l = fh("l").await;
+        let (j, ()) = retried("LINK", || async {
+            status(
+                v3.nfs
+                    .link(&rnfsd_proto::nfs3::Link3Args {
+                        file: l.clone(),
+                        link: dirop(&v3.root, "l2"),
+                    })
+                    .await,
+            )
+        })
+        .await;
+        assert!(j, "LINK");
+
+        delegated(&a, &root, "m").await;
+        let (j, ()) = retried("REMOVE", || async {
+            status(
+                v3.nfs
+                    .remove(&rnfsd_proto::nfs3::Remove3Args {
+                        object: dirop(&v3.root, "m"),
+                    })
+                    .await,
+            )
+        })
+        .await;
+        assert!(j, "REMOVE");
+        assert!(!dir.path().join("m").exists());
+        ret.abort();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_holder_that_does_not_return_is_revoked_after_the_lease() {
+    let (dir, _cfg, srv) = start("deleg-revoke", "");
+    std::fs::write(dir.path().join("f"), b"x").unwrap();
+    bounded(async {
+        let a = client(&srv).await;
+        a.ignore_recalls(true);
+        let b = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let (sid, fh) = delegated(&a, &root, "f").await;
+        let t0 = Instant::now();
+        let w = loop {
+            let r = b.open(&root, &write_open("f")).await;
+            match r {
+                Ok(w) => break w,
+                Err(_) if is_delay(&r) => {}
+                Err(e) => panic!("OPEN: {e}"),
+            }
+            // The holder keeps its lease; only the delegation goes.
+            a.run(&[]).await.unwrap();
+            assert!(
+                t0.elapsed() < Duration::from_secs(4 * LEASE_SECS),
+                "never revoked"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        let waited = t0.elapsed();
+        assert!(
+            waited >= Duration::from_secs(LEASE_SECS) - Duration::from_millis(500),
+            "revoked after the lease, not before ({waited:?})"
+        );
+        recalled(&a, &sid).await;
+        b.write(&w.fh, &w.stateid, 0, b"y", StableHow4::FileSync)
+            .await
+            .unwrap();
+        let r = a.read(&fh, &sid, 0, 10).await;
+        assert!(
+            matches!(
+                r,
+                Err(ClientError::Nfs4 {
+                    status: Nfsstat4::DelegRevoked,
+                    ..
+                })
+            ),
+            "READ with a revoked delegation: {r:?}"
+        );
+        a.run(&[]).await.unwrap();
+        assert_ne!(
+            a.status_flags() & SEQ4_STATUS_RECALLABLE_STATE_REVOKED,
+            0,
+            "SEQUENCE says a delegation was revoked"
+        );
+        let r = a
+            .run(&[ArgOp::TestStateid(TestStateid4Args {
+                stateids: vec![sid],
+            })])
+            .await
+            .unwrap();
+        let Some(ResOp::TestStateid(NfsRes4::Ok(t))) = r.first() else {
+            panic!("TEST_STATEID: {r:?}");
+        };
+        assert_eq!(t.status_codes, vec![Nfsstat4::DelegRevoked]);
+        a.run(&[ArgOp::FreeStateid(FreeStateid4Args { stateid: sid })])
+            .await
+            .unwrap();
+        a.run(&[]).await.unwrap();
+        assert_eq!(a.status_flags() & SEQ4_STATUS_RECALLABLE_STATE_REVOKED, 0);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_per_client_bound_holds_and_no_back_channel_gets_none() {
+    let (dir, _cfg, srv) = start("deleg-bound", "nfs4_delegations_per_client = 2");
+    for i in 0..3 {
+        std::fs::write(dir.path().join(format!("f{i}")), b"x").unwrap();
+    }
+    bounded(async {
+        let a = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        delegated(&a, &root, "f0").await;
+        delegated(&a, &root, "f1").await;
+        let o = a.open(&root, &read_wanting("f2")).await.unwrap();
+        assert_eq!(
+            o.delegation,
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource {
+                server_will_signal_avail: false
+            }),
+            "a third is past nfs4_delegations_per_client"
+        );
+        // A client without a back channel gets none.
+        let cfg = ClientConfig {
+            auth: rnfsd_client::Auth::sys(0, 0, &[], "nfs4-deleg"),
+            ..ClientConfig::default()
+        };
+        let plain = Nfs4Client::connect(srv.addr, &cfg, &Nfs4Config::default())
+            .await
+            .unwrap();
+        let o = plain.open(&root, &read_wanting("f2")).await.unwrap();
+        assert!(
+            matches!(o.delegation, OpenDelegation4::NoneExt(_)),
+            "{:?}",
+            o.delegation
+        );
+    })
+    .await;
+}
