@@ -5,7 +5,9 @@
 //! the conflicting call answered NFS4ERR_DELAY / NFS3ERR_JUKEBOX until
 //! the holder's DELEGRETURN; a holder that does not return it is revoked
 //! after the lease (NFS4ERR_DELEG_REVOKED,
-//! SEQ4_STATUS_RECALLABLE_STATE_REVOKED); the per-client bound.
+//! SEQ4_STATUS_RECALLABLE_STATE_REVOKED); another NFSv4 client's WRITE,
+//! SETATTR, RENAME, LINK and REMOVE; the per-client bound; off by
+//! default.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -395,6 +397,111 @@ async fn the_per_client_bound_holds_and_no_back_channel_gets_none() {
             matches!(o.delegation, OpenDelegation4::NoneExt(_)),
             "{:?}",
             o.delegation
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_v4_clients_changes_get_delay_until_returned() {
+    let (dir, _cfg, srv) = start("deleg-v4", "");
+    for n in ["w", "s", "r", "l", "m", "own"] {
+        std::fs::write(dir.path().join(n), b"data").unwrap();
+    }
+    bounded(async {
+        let a = client(&srv).await;
+        let b = client(&srv).await;
+        let ret = a.return_on_recall(Duration::from_millis(20));
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        // The anonymous stateid (§8.2.3): no open needed to write.
+        let anon = Stateid4 {
+            seqid: 0,
+            other: [0; 12],
+        };
+        /// Retries `f` while it answers DELAY: whether it did at first.
+        async fn delayed<T: std::fmt::Debug, Fut>(what: &str, mut f: impl FnMut() -> Fut) -> bool
+        where
+            Fut: std::future::Future<Output = Result<T, ClientError>>,
+        {
+            let mut delay = false;
+            let t0 = Instant::now();
+            loop {
+                let r = f().await;
+                match r {
+                    Ok(_) => return delay,
+                    Err(_) if is_delay(&r) => delay = true,
+                    Err(e) => panic!("{what}: {e}"),
+                }
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "{what} never went through"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        let (sid, w) = delegated(&a, &root, "w").await;
+        assert!(
+            delayed("WRITE", || b.write(
+                &w,
+                &anon,
+                0,
+                b"DATA",
+                StableHow4::FileSync
+            ))
+            .await,
+            "WRITE"
+        );
+        recalled(&a, &sid).await;
+        assert_eq!(std::fs::read(dir.path().join("w")).unwrap(), b"DATA");
+        let (_, s) = delegated(&a, &root, "s").await;
+        let mode = rnfsd_client::nfs4::SetAttrs4::mode(0o600);
+        assert!(
+            delayed("SETATTR", || b.setattr(&s, &anon, &mode)).await,
+            "SETATTR"
+        );
+        delegated(&a, &root, "r").await;
+        assert!(
+            delayed("RENAME", || b.rename(&root, "r", &root, "r2")).await,
+            "RENAME"
+        );
+        let (_, l) = delegated(&a, &root, "l").await;
+        assert!(delayed("LINK", || b.link(&l, &root, "l2")).await, "LINK");
+        delegated(&a, &root, "m").await;
+        assert!(delayed("REMOVE", || b.remove(&root, "m")).await, "REMOVE");
+        assert!(!dir.path().join("m").exists());
+        // A file recalled lately gets none for a while (l2 is l).
+        let o = a.open(&root, &read_wanting("l2")).await.unwrap();
+        assert_eq!(
+            o.delegation,
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Contention {
+                server_will_push_deleg: false
+            })
+        );
+        // The holder's own changes do not wait.
+        let (_, own) = delegated(&a, &root, "own").await;
+        a.setattr(&own, &anon, &mode)
+            .await
+            .expect("the holder's own SETATTR");
+        ret.abort();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn off_by_default() {
+    let dir = TempDir::new("deleg-off");
+    std::fs::write(dir.path().join("f"), b"x").unwrap();
+    let srv = TestServer::start_with(dir.path(), &["--no-rpcbind"]);
+    bounded(async {
+        let a = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let o = a.open(&root, &read_wanting("f")).await.unwrap();
+        assert_eq!(
+            o.delegation,
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource {
+                server_will_signal_avail: false
+            }),
+            "nfs4_delegations is off unless set"
         );
     })
     .await;
