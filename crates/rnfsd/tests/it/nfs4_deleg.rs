@@ -1,7 +1,8 @@
 //! NFSv4.1 read delegations against the real server over TCP (RFC 8881
 //! §10.4, §18.16, §18.6, §20.2): granted to a client whose back channel
 //! answers, recalled (CB_RECALL) by another NFSv4 client's OPEN for
-//! write or WRITE and by NFSv3 WRITE, SETATTR, REMOVE, RENAME and LINK,
+//! write or WRITE and by NFSv3 WRITE, SETATTR, REMOVE, RENAME, LINK and
+//! CREATE UNCHECKED over the file,
 //! the conflicting call answered NFS4ERR_DELAY / NFS3ERR_JUKEBOX until
 //! the holder's DELEGRETURN; a holder that does not return it is revoked
 //! after the lease (NFS4ERR_DELEG_REVOKED,
@@ -166,7 +167,7 @@ async fn an_open_for_write_recalls_and_waits_for_the_return() {
 #[tokio::test(flavor = "multi_thread")]
 async fn nfsv3_changes_recall_and_get_jukebox_until_returned() {
     let (dir, _cfg, srv) = start("deleg-v3", "");
-    for n in ["w", "s", "r", "m", "l"] {
+    for n in ["w", "s", "r", "m", "l", "c"] {
         std::fs::write(dir.path().join(n), b"data").unwrap();
     }
     bounded(async {
@@ -275,6 +276,24 @@ async fn nfsv3_changes_recall_and_get_jukebox_until_returned() {
         })
         .await;
         assert!(j, "LINK");
+
+        delegated(&a, &root, "c").await;
+        let (j, ()) = retried("CREATE UNCHECKED", || async {
+            status(
+                v3.nfs
+                    .create(&rnfsd_proto::nfs3::Create3Args {
+                        where_: dirop(&v3.root, "c"),
+                        how: rnfsd_proto::nfs3::CreateHow3::Unchecked(rnfsd_proto::nfs3::Sattr3 {
+                            size: Some(0),
+                            ..Default::default()
+                        }),
+                    })
+                    .await,
+            )
+        })
+        .await;
+        assert!(j, "CREATE UNCHECKED over the file");
+        assert_eq!(std::fs::read(dir.path().join("c")).unwrap(), b"");
 
         delegated(&a, &root, "m").await;
         let (j, ()) = retried("REMOVE", || async {

@@ -34,7 +34,7 @@ pub(super) fn setattr(ctx: &CallCtx<'_>, a: SetAttr3Args) -> Result<SetAttr3Res,
     }
     let set = setattr_of(&a.new_attributes);
     let guard = a.guard.map(time_of);
-    let _changing = match before_change(ctx, &exp, &call, Changed::Fh(&fh)) {
+    let _changing = match before_change(ctx, exp.backend.as_ref(), &call, Changed::Fh(&fh)) {
         Ok(c) => c,
         Err(s) => return Ok(NfsRes::Fail(s, fail_wcc(&exp, &call, &fh))),
     };

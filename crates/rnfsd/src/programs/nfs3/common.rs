@@ -2,7 +2,7 @@
 //! check the caller may use it, best-effort attributes for failure replies,
 //! and the name check.
 
-use rnfsd_fs::{Call, Fh};
+use rnfsd_fs::{Backend, Call, Fh};
 use rnfsd_proto::nfs3::*;
 use rnfsd_xdr::{Enc, Xdr};
 
@@ -75,14 +75,14 @@ macro_rules! resolve_or_fail {
 pub(super) use resolve_or_fail;
 
 /// The one check before every NFSv3 change (WRITE, SETATTR, REMOVE,
-/// RENAME, LINK) to `target`: NFSv4 delegations on it are recalled first,
+/// RENAME, LINK, CREATE UNCHECKED over a file) to `target`: NFSv4 delegations on it are recalled first,
 /// and the call answered NFS3ERR_JUKEBOX until they are returned or
 /// revoked (as knfsd). Hold the result until the change is made: no
 /// delegation is granted on the file meanwhile. Nothing when NFSv4 or its
 /// delegations are off.
 pub(super) fn before_change(
     ctx: &CallCtx<'_>,
-    exp: &Export,
+    backend: &dyn Backend,
     call: &Call<'_>,
     target: Changed<'_>,
 ) -> Result<Option<rnfsd_v4state::Access>, Nfsstat3> {
@@ -93,7 +93,7 @@ pub(super) fn before_change(
         return Ok(None);
     }
     n.deleg
-        .change(&n.state, exp.backend.as_ref(), call, target, None)
+        .change(&n.state, backend, call, target, None)
         .map_err(|Recalling| Nfsstat3::Jukebox)
 }
 

@@ -138,7 +138,7 @@ pub(super) fn write(ctx: &CallCtx<'_>, a: Write3ArgsRef<'_>) -> Write3Res {
     // the client to send the rest (knfsd truncates the same way).
     let n = a.data.len().min(max_io(ctx) as usize);
     let data = &a.data[..n];
-    let _changing = match before_change(ctx, &exp, &call, Changed::Fh(&fh)) {
+    let _changing = match before_change(ctx, exp.backend.as_ref(), &call, Changed::Fh(&fh)) {
         Ok(c) => c,
         Err(s) => return NfsRes::Fail(s, fail_wcc(&exp, &call, &fh)),
     };

@@ -48,7 +48,14 @@ pub(super) fn create(ctx: &CallCtx<'_>, a: Create3Args) -> Result<Create3Res, Pr
         CreateHow3::Guarded(s) => CreateHow::Guarded(setattr_of(s)),
         CreateHow3::Exclusive(v) => CreateHow::Exclusive(v.0),
     };
+    let unchecked = matches!(how, CreateHow::Unchecked(_));
     Ok(make_node(ctx, a.where_, |b, call, dir, name| {
+        // UNCHECKED over an existing file sets its attributes (a size
+        // truncates it): a change like SETATTR.
+        let _changing = match unchecked {
+            true => before_change(ctx, b, call, Changed::Name(dir, name))?,
+            false => None,
+        };
         b.create(call, dir, name, &how).map_err(nfsstat3_of)
     }))
 }
@@ -115,7 +122,12 @@ pub(super) fn unlink(ctx: &CallCtx<'_>, what: Diropargs3, is_dir: bool) -> Remov
     if let Err(s) = check_name(&what.name) {
         return NfsRes::Fail(s, fail_wcc(&exp, &call, &dir));
     }
-    let _changing = match before_change(ctx, &exp, &call, Changed::Name(&dir, &what.name)) {
+    let _changing = match before_change(
+        ctx,
+        exp.backend.as_ref(),
+        &call,
+        Changed::Name(&dir, &what.name),
+    ) {
         Ok(c) => c,
         Err(s) => return NfsRes::Fail(s, fail_wcc(&exp, &call, &dir)),
     };
@@ -182,8 +194,18 @@ pub(super) fn rename(ctx: &CallCtx<'_>, a: Rename3Args) -> Result<Rename3Res, Pr
         return Ok(fail(s));
     }
     // The file renamed, and one renamed over.
-    let moving = before_change(ctx, &fexp, &call, Changed::Name(&fdir, &a.from.name));
-    let over = before_change(ctx, &texp, &call, Changed::Name(&tdir, &a.to.name));
+    let moving = before_change(
+        ctx,
+        fexp.backend.as_ref(),
+        &call,
+        Changed::Name(&fdir, &a.from.name),
+    );
+    let over = before_change(
+        ctx,
+        texp.backend.as_ref(),
+        &call,
+        Changed::Name(&tdir, &a.to.name),
+    );
     let _changing = match (moving, over) {
         (Ok(m), Ok(o)) => (m, o),
         (Err(s), _) | (_, Err(s)) => return Ok(fail(s)),
@@ -235,7 +257,7 @@ pub(super) fn link(ctx: &CallCtx<'_>, a: Link3Args) -> Result<Link3Res, ProcErro
     if let Err(s) = check_name(&a.link.name) {
         return Ok(fail(s));
     }
-    let _changing = match before_change(ctx, &fexp, &call, Changed::Fh(&file)) {
+    let _changing = match before_change(ctx, fexp.backend.as_ref(), &call, Changed::Fh(&file)) {
         Ok(c) => c,
         Err(s) => return Ok(fail(s)),
     };
