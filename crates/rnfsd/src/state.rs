@@ -1,8 +1,8 @@
 //! Server-wide state shared by every call, with what each program keeps
 //! in it (`mounts`, `portmap`, `nlm`, `nfs4` with `pseudo` and `idmap`).
 
-pub mod idmap;
 pub mod deleg;
+pub mod idmap;
 pub mod mounts;
 pub mod nfs4;
 pub mod nlm;

@@ -424,7 +424,7 @@ async fn the_per_client_bound_holds_and_no_back_channel_gets_none() {
 #[tokio::test(flavor = "multi_thread")]
 async fn another_v4_clients_changes_get_delay_until_returned() {
     let (dir, _cfg, srv) = start("deleg-v4", "");
-    for n in ["w", "s", "r", "l", "m", "own"] {
+    for n in ["w", "s", "r", "l", "m", "own", "xa", "pu"] {
         std::fs::write(dir.path().join(n), b"data").unwrap();
     }
     bounded(async {
@@ -488,6 +488,21 @@ async fn another_v4_clients_changes_get_delay_until_returned() {
         delegated(&a, &root, "m").await;
         assert!(delayed("REMOVE", || b.remove(&root, "m")).await, "REMOVE");
         assert!(!dir.path().join("m").exists());
+        // NFSv4.2's changes recall too: SETXATTR (the file's ctime) and
+        // DEALLOCATE (its data).
+        let b2 = b.with_minor(2);
+        delegated(&a, &root, "xa").await;
+        let xa = b2.lookup_from(&root, "xa").await.unwrap();
+        assert!(
+            delayed("SETXATTR", || b2.setxattr(&xa, SETXATTR4_EITHER, "k", "v")).await,
+            "SETXATTR"
+        );
+        delegated(&a, &root, "pu").await;
+        let pu = b2.lookup_from(&root, "pu").await.unwrap();
+        assert!(
+            delayed("DEALLOCATE", || b2.deallocate(&pu, &anon, 0, 2)).await,
+            "DEALLOCATE"
+        );
         // A file recalled lately gets none for a while (l2 is l).
         let o = a.open(&root, &read_wanting("l2")).await.unwrap();
         assert_eq!(

@@ -88,6 +88,7 @@ fn space(c: &mut Compound<'_, '_>, s: &Stateid4, offset: u64, length: u64, free:
         };
         let f = checked(c, s, true)?;
         f.obj.writable()?;
+        let _changing = recall_first(c, &f)?;
         let ctx = c.ctx;
         let call = f.obj.call(ctx);
         let b = &f.obj.exp.backend;
@@ -233,6 +234,17 @@ fn checked_saved(c: &Compound<'_, '_>, s: &Stateid4) -> Result<File, Nfsstat4> {
 }
 
 /// COPY's and CLONE's files: the source (saved filehandle) readable, the
+/// Other clients' delegations of the file a change writes are recalled
+/// first (RFC 8881 §10.4.1, as WRITE's): NFS4ERR_DELAY until they are
+/// returned or revoked; none is granted while the guard lives.
+fn recall_first(c: &Compound<'_, '_>, f: &File) -> Result<Option<rnfsd_v4state::Access>, Nfsstat4> {
+    let h = c.client()?;
+    c.nfs4
+        .deleg
+        .access(&c.nfs4.state, f.key, Some(h.id()), true)
+        .map_err(|crate::state::deleg::Recalling| Nfsstat4::Delay)
+}
+
 /// destination (current) writable, both of one export (another is
 /// another filesystem: NFS4ERR_XDEV, as knfsd).
 fn src_dst(c: &Compound<'_, '_>, src: &Stateid4, dst: &Stateid4) -> Result<(File, File), Nfsstat4> {
@@ -299,6 +311,7 @@ fn copy_sync(c: &mut Compound<'_, '_>, a: &Copy4Args) -> Result<Copy4ResOk, Nfss
     let (s, d) = src_dst(c, &a.src_stateid, &a.dst_stateid)?;
     let len = range(&s, &d, a.src_offset, a.dst_offset, a.count)?;
     let len = len.min(c.nfs4.copy_sync_max);
+    let _changing = recall_first(c, &d)?;
     let stable = match d.obj.exp.sync || a.synchronous {
         true => Stable::FileSync,
         false => Stable::Unstable,
@@ -345,6 +358,7 @@ pub(super) fn clone(c: &mut Compound<'_, '_>, a: Clone4Args) -> Nfsstat4 {
     status((|| {
         let (s, d) = src_dst(c, &a.src_stateid, &a.dst_stateid)?;
         range(&s, &d, a.src_offset, a.dst_offset, a.count)?;
+        let _changing = recall_first(c, &d)?;
         let ctx = c.ctx;
         let call = d.obj.call(ctx);
         let r = d.obj.exp.backend.clone_range(

@@ -23,6 +23,7 @@ use rnfsd_xdr::{pad4, Enc, Xdr};
 use super::compound::Compound;
 use super::cur::{Cur, Obj};
 use super::dir::cinfo;
+use super::open::{before_change, Changed};
 use super::status::of_fs;
 
 /// Bytes of a GETXATTR result besides the value: the status and the
@@ -109,6 +110,9 @@ fn set(c: &mut Compound<'_, '_>, a: &SetXattr4Args) -> Result<ChangeInfo4, Nfsst
     }
     let o = xattr_obj(c)?;
     o.writable()?;
+    // It changes the file's attributes (ctime): other clients'
+    // delegations go first, as for SETATTR (RFC 8881 §10.4.1).
+    let _changing = before_change(c, &o, Changed::Fh(&o.fh))?;
     let call = o.call(c.ctx);
     let r = o
         .exp
@@ -203,6 +207,7 @@ fn remove(c: &mut Compound<'_, '_>, a: &RemoveXattr4Args) -> Result<ChangeInfo4,
     check_key(&a.name.0)?;
     let o = xattr_obj(c)?;
     o.writable()?;
+    let _changing = before_change(c, &o, Changed::Fh(&o.fh))?;
     let call = o.call(c.ctx);
     let r = o.exp.backend.removexattr(&call, &o.fh, &a.name.0);
     c.owe(&call);
