@@ -321,7 +321,7 @@ impl Loop {
     pub fn memory_change_begins(&self) -> bool {
         match self.attempt.get() {
             Attempt::Inline => {
-                self.run_to_end(crate::local::thread_sleeps);
+                self.run_to_end(crate::sleeps::thread_sleeps);
                 true
             }
             Attempt::GaveUp => false,

@@ -16,6 +16,7 @@ pub mod limits;
 pub mod local;
 pub mod lock;
 pub mod owed;
+mod sleeps;
 pub mod xattr;
 
 use std::fmt;

@@ -101,8 +101,6 @@ use files::FileCache;
 use locmap::LocMap;
 use objects::{ObjCache, Object};
 use scan::{ScanLimits, Scanner};
-/// The calling thread's voluntary sleeps, as a loop's speculation reads them.
-pub(crate) use sys::thread_sleeps;
 use sys::{Key, Stat};
 
 /// Runs `step`, which almost never sleeps; for a call inline on an event
