@@ -151,3 +151,43 @@ opstats() {
         }
         END { print "" }' /proc/self/mountstats
 }
+
+# NLM's client side (NFSv3 mounted without nolock): the guest's lockd needs
+# a local rpcbind (it registers at start) and rpc.statd (the kernel asks it
+# SM_MON before a lock), both from the host's /usr, with their state on
+# tmpfs. nlm_start_daemons starts them (NLM_DAEMONS: their pids),
+# nlm_daemons_ok checks both are registered, nlm_stop_daemons stops them.
+NLM_DAEMONS=()
+nlm_start_daemons() {
+    mkdir -p /run/rpcbind /var/lib/nfs/sm /var/lib/nfs/sm.bak
+    # The kernel's rpcbind client looks for /var/run/rpcbind.sock.
+    [ -e /var/run ] || ln -s /run /var/run
+    rpc_etc
+    # rpcbind exits at once without its user (Debian's build: _rpc).
+    grep -q '^_rpc:' /etc/passwd || echo '_rpc:x:102:65534::/run/rpcbind:/usr/sbin/nologin' >>/etc/passwd
+    # NLM requests carry the node name as caller_name; statd resolves it.
+    hostname kcguest
+    grep -q kcguest /etc/hosts || echo "10.0.2.15 kcguest" >>/etc/hosts
+    local i
+    # Started once: the guest's own knfsd (--server knfsd-guest) runs them
+    # before any workload.
+    if ! rpcinfo -p 127.0.0.1 >/dev/null 2>&1; then
+        rpcbind -f >/tmp/rpcbind.log 2>&1 &
+        NLM_DAEMONS+=($!)
+        for ((i = 0; i < 100; i++)); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
+    fi
+    rpcinfo -p 127.0.0.1 2>/dev/null | grep -qw 100024 && return 0
+    # -L: no SM_NOTIFY at start (nobody to tell); -d: log to stderr.
+    rpc.statd -F -L -d >/tmp/statd.log 2>&1 &
+    NLM_DAEMONS+=($!)
+    for ((i = 0; i < 100; i++)); do rpcinfo -p 127.0.0.1 2>/dev/null | grep -qw 100024 && break; sleep 0.1; done
+}
+nlm_daemons_ok() {
+    rpcinfo -p 127.0.0.1 >/tmp/rpcinfo.out 2>&1 || { cat /tmp/rpcinfo.out /tmp/rpcbind.log; exit 1; }
+    grep -qw 100024 /tmp/rpcinfo.out || { echo "statd not registered"; tail -n 3 /tmp/statd.log; exit 1; }
+}
+nlm_stop_daemons() {
+    local p
+    for p in "${NLM_DAEMONS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    NLM_DAEMONS=()
+}

@@ -6,7 +6,7 @@
 # database from both sides.
 # The guest's lockd needs a local rpcbind (it registers at start) and
 # rpc.statd (the kernel asks it SM_MON before a lock): both from the host's
-# /usr, with their state on tmpfs.
+# /usr, with their state on tmpfs (lib.sh's nlm_start_daemons).
 # At NFSv4.x the same checks go through NFSv4 LOCK/LOCKT/LOCKU (flock too:
 # Linux sends it as a whole-file byte-range lock), with no daemons in the
 # guest; then the export is mounted a second time with vers=3,lock (the
@@ -21,7 +21,6 @@ M3=/mnt/nfs3 # at NFSv4: the NFSv3 mount beside it
 D3=$M3/locks
 LOCK_OPT=lock
 LK=(/usr/bin/python3 /share/guest/lockf.py)
-DAEMONS=()
 
 # Holders an earlier failed check left behind (they would keep the mount
 # busy and the files locked).
@@ -35,38 +34,13 @@ cleanup() {
     kill_holders
     cd / && umount "$M" 2>/dev/null
     umount "$M3" 2>/dev/null
-    for p in "${DAEMONS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    nlm_stop_daemons
     # For diagnosis (kept in the run dir's share/).
     cp /tmp/statd.log /share/locks-statd.log 2>/dev/null
     cp /tmp/rpcbind.log /share/locks-rpcbind.log 2>/dev/null
     dmesg | tail -n 40 >/share/locks-dmesg.log
 }
 trap cleanup EXIT
-
-start_daemons() {
-    mkdir -p /run/rpcbind /var/lib/nfs/sm /var/lib/nfs/sm.bak
-    # The kernel's rpcbind client looks for /var/run/rpcbind.sock.
-    [ -e /var/run ] || ln -s /run /var/run
-    rpc_etc
-    # rpcbind exits at once without its user (Debian's build: _rpc).
-    grep -q '^_rpc:' /etc/passwd || echo '_rpc:x:102:65534::/run/rpcbind:/usr/sbin/nologin' >>/etc/passwd
-    # NLM requests carry the node name as caller_name; statd resolves it.
-    hostname kcguest
-    grep -q kcguest /etc/hosts || echo "10.0.2.15 kcguest" >>/etc/hosts
-    rpcbind -f >/tmp/rpcbind.log 2>&1 &
-    DAEMONS+=($!)
-    local i
-    for ((i = 0; i < 100; i++)); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
-    # -L: no SM_NOTIFY at start (nobody to tell); -d: log to stderr.
-    rpc.statd -F -L -d >/tmp/statd.log 2>&1 &
-    DAEMONS+=($!)
-    for ((i = 0; i < 100; i++)); do rpcinfo -p 127.0.0.1 2>/dev/null | grep -qw 100024 && break; sleep 0.1; done
-}
-
-t_daemons() {
-    rpcinfo -p 127.0.0.1 >/tmp/rpcinfo.out 2>&1 || { cat /tmp/rpcinfo.out /tmp/rpcbind.log; exit 1; }
-    grep -qw 100024 /tmp/rpcinfo.out || { echo "statd not registered"; tail -n 3 /tmp/statd.log; exit 1; }
-}
 
 t_mount() {
     nfs_mount $M
@@ -358,8 +332,8 @@ t_v4_v3_flock() {
 }
 
 if [ "$VERS" = 3 ]; then
-    start_daemons
-    check locks/rpcbind-statd t_daemons
+    nlm_start_daemons
+    check locks/rpcbind-statd nlm_daemons_ok
     if [ "$CHECK_RC" -ne 0 ]; then exit 1; fi
 fi
 check locks/mount t_mount
@@ -381,8 +355,8 @@ check locks/sqlite-guest-and-host t_sqlite
 # rnfsd only: ganesha's restart and grace are its own.
 [ "$SERVER_KIND" = rnfsd ] && [ "$VERS" = 3 ] && check locks/reclaim-after-restart t_reclaim_after_restart
 if [ "$VERS" != 3 ]; then
-    start_daemons
-    check locks/v3-rpcbind-statd t_daemons
+    nlm_start_daemons
+    check locks/v3-rpcbind-statd nlm_daemons_ok
     check locks/v3-mount-beside-v4 nfs_mount $M3 "" 3
     if [ "$CHECK_RC" -eq 0 ]; then
         check locks/v4-and-v3-fcntl-conflict t_v4_v3_fcntl
