@@ -6,7 +6,8 @@
 # requests (server restarts, host-side files and locks) until qemu exits. SERVER=rnfsd
 # runs $RNFSD_BIN with its port mapper on 127.0.0.1:111 (the guest's lockd
 # finds NLM through 10.0.2.2:111); SERVER=ganesha runs a private rpcbind
-# and ganesha.nfsd with $GANESHA_CONF. Environment from run.sh: VERS RUN EXPORT
+# and ganesha.nfsd with $GANESHA_CONF; SERVER=knfsd-guest runs none (the
+# guest serves itself). Environment from run.sh: VERS RUN EXPORT
 # NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN
 # GANESHA_CONF KC_WORKLOADS KC_BACKEND. The failover workload's heads, Ceph
 # cluster and floating address: failover-host.sh. KC_BACKEND=cephfs: rnfsd
@@ -80,6 +81,8 @@ ganesha_up() {
 }
 
 start_server() {
+    # knfsd-guest: the server is the guest's own kernel (guest/knfsd.sh).
+    [ "$SERVER" != knfsd-guest ] || return 0
     if [ "$SERVER" = ganesha ]; then
         # Same config, log and recovery dir on every (re)start.
         ganesha.nfsd -F -f "$GANESHA_CONF" -L "$RUN/server.log" -p "$RUN/ganesha.pid" \

@@ -3,7 +3,8 @@
 # NFSv4.1/4.2 with --vers) in a qemu guest mounts rnfsd (or, for comparison,
 # nfs-ganesha) and runs workloads. See docs/kernel-client.md.
 #
-#   tests/kernel-client/run.sh [--server rnfsd|ganesha] [--vers 3|4.1|4.2|auto]
+#   tests/kernel-client/run.sh [--server rnfsd|ganesha|knfsd-guest]
+#                              [--vers 3|4.1|4.2|auto]
 #                              [--accel tcg|kvm] [--net passt|slirp]
 #                              [--timeout SECS] [WORKLOAD...]
 #
@@ -16,7 +17,9 @@
 # guest/NAME.sh; locks at NFSv3: NLM, mounted without nolock, rpcbind and
 # rpc.statd in the guest; at NFSv4 also a second, NFSv3 mount with NLM
 # beside the v4 one); also fsx (crates.io fsx, plain and mmap), load
-# (fsmark, dbench, postmark, bonnie++; Debian packages installed on demand)
+# (fsmark, dbench, postmark, bonnie++; Debian packages installed on demand),
+# cthon (the Connectathon tests: basic, general, special and lock, built on
+# the host from CTHON_SRC; locks without nolock, as the locks workload)
 # and failover (two rnfsd heads on one CephFS, a floating address moved
 # from a killed head A to head B under fsx and tar; failover-host.sh), and
 # xattr (user extended attributes with setfattr and getfattr; NFSv4.2's,
@@ -29,6 +32,9 @@
 # KC_KEEP=1 (keep the run dir: export, logs), KC_PCAP=1 (tcpdump of the
 # server side into the run dir), PJD_PATTERNS, TAR_FILES, FSX_OPS,
 # FO_TAR_FILES, FO_FSX_OPS, FO_EVICT, FO_CONTROL, FO_SERVER_TOML (failover),
+# CTHON_SRC (the cthon04 suite; default the shared suites folder beside the
+# checkout; without it the cthon workload is skipped, except under CI),
+# CTHON_GROUPS (default "basic general special lock"),
 # KC_BACKEND=cephfs (rnfsd serves the export from a Ceph cluster started in
 # the namespace instead of a local directory; host-side checks read it
 # through ceph-fuse; not with failover; ceph-host.sh). KC_EXPORT_FS=ext4|xfs
@@ -37,6 +43,10 @@
 # the work dir's own filesystem may have no journal).
 # --server ganesha: Debian's nfs-ganesha + nfs-ganesha-vfs (installed when
 # missing), config from scripts/ganesha.sh, MOUNT on port 20048.
+# --server knfsd-guest: no server on the host; the guest kernel's nfsd
+# exports a tmpfs and the guest mounts it over loopback (nfs-kernel-server's
+# rpc.nfsd, rpc.mountd and exportfs unpacked from Debian's package into the
+# cache, never installed); cthon and fsx only.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -65,7 +75,39 @@ done
 for w in "${WORKLOADS[@]}"; do
     [ -f "$HERE/guest/$w.sh" ] || { echo "run.sh: no workload '$w'" >&2; exit 2; }
 done
-case $SERVER in rnfsd | ganesha) ;; *) echo "run.sh: --server rnfsd|ganesha" >&2; exit 2 ;; esac
+has_workload() { [[ " ${WORKLOADS[*]} " == *" $1 "* ]]; }
+# cthon: the suite is not part of the project (../shared/suites, or
+# ../../shared/suites for a worktree in a folder of worktrees); without it
+# the workload is skipped with the reason, except under CI.
+if has_workload cthon; then
+    if [ -z "${CTHON_SRC:-}" ]; then
+        for d in "$REPO/../shared/suites/cthon04" "$REPO/../../shared/suites/cthon04"; do
+            [ -f "$d/lock/tlock.c" ] && { CTHON_SRC=$(cd "$d" && pwd); break; }
+        done
+    fi
+    if [ -z "${CTHON_SRC:-}" ] || [ ! -f "$CTHON_SRC/lock/tlock.c" ]; then
+        why="the cthon04 suite is not there (shared/suites/cthon04 beside the checkout, or CTHON_SRC)"
+        [ -z "${CI:-}" ] || { echo "run.sh: $why" >&2; echo "0 passed, 1 failed"; exit 1; }
+        echo "SKIP: cthon ($why)"
+        rest=()
+        for w in "${WORKLOADS[@]}"; do [ "$w" = cthon ] || rest+=("$w"); done
+        [ ${#rest[@]} -gt 0 ] || { echo "0 passed, 0 failed"; exit 0; }
+        WORKLOADS=("${rest[@]}")
+    fi
+    export CTHON_SRC
+    for g in ${CTHON_GROUPS:-}; do
+        case $g in basic | general | special | lock) ;; *) echo "run.sh: CTHON_GROUPS: basic general special lock" >&2; exit 2 ;; esac
+    done
+fi
+case $SERVER in rnfsd | ganesha | knfsd-guest) ;; *) echo "run.sh: --server rnfsd|ganesha|knfsd-guest" >&2; exit 2 ;; esac
+# knfsd-guest: the guest's own kernel server over loopback (guest/knfsd.sh),
+# for comparison; the workloads that ask the host for things do not apply.
+if [ "$SERVER" = knfsd-guest ]; then
+    for w in "${WORKLOADS[@]}"; do
+        case $w in cthon | fsx) ;; *) echo "run.sh: --server knfsd-guest runs cthon and fsx only" >&2; exit 2 ;; esac
+    done
+    [ "$VERS" != auto ] || { echo "run.sh: --server knfsd-guest needs --vers 3, 4.1 or 4.2" >&2; exit 2; }
+fi
 case $VERS in 3 | 4.1 | 4.2 | auto) ;; *) echo "run.sh: --vers 3|4.1|4.2|auto" >&2; exit 2 ;; esac
 [ "$VERS" = 3 ] || [[ " ${WORKLOADS[*]} " != *" failover "* ]] ||
     { echo "run.sh: the failover workload mounts NFSv3 only" >&2; exit 2; }
@@ -84,7 +126,7 @@ esac
 export KC_BACKEND
 
 # Per-workload time limits inside the guest (seconds, under TCG).
-declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=360 [fsx]=900 [load]=900 [locks]=420 [failover]=600 [v42data]=600)
+declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=360 [fsx]=900 [load]=900 [locks]=420 [failover]=600 [v42data]=600 [cthon]=1500)
 budget=120 # boot and setup
 for w in "${WORKLOADS[@]}"; do budget=$((budget + ${LIMIT[$w]:-300})); done
 QEMU_TIMEOUT=$budget
@@ -123,9 +165,20 @@ if [ "$SERVER" = ganesha ]; then
 fi
 # --vers auto: the guest runs the host's mount.nfs, which negotiates.
 [ "$VERS" = auto ] && [ ! -x /usr/sbin/mount.nfs ] && need+=(nfs-common)
-if [[ " ${WORKLOADS[*]} " == *" locks "* ]]; then # guest/locks.sh: NLM client side, host probes
+if has_workload locks || has_workload cthon; then # NLM client side (guest/lib.sh)
     [ -x /usr/sbin/rpcbind ] || need+=(rpcbind)
     [ -x /usr/sbin/rpc.statd ] || need+=(nfs-common)
+fi
+if has_workload cthon; then
+    # Built here; the general group compiles, runs tbl, nroff and make in
+    # the guest, from the host's /usr, and times them with /usr/bin/time.
+    command -v cc >/dev/null || need+=(gcc)
+    command -v make >/dev/null || need+=(make)
+    [ -f /usr/include/stdio.h ] || need+=(libc6-dev)
+    [ -x /usr/bin/time ] || need+=(time)
+    { command -v tbl && command -v nroff; } >/dev/null || need+=(groff-base)
+fi
+if has_workload locks; then # guest/locks.sh's host probes
     [ -x /usr/bin/python3 ] || need+=(python3)
     [ -x /usr/bin/sqlite3 ] || need+=(sqlite3)
     [ -x /usr/bin/flock ] || need+=(util-linux)
@@ -189,7 +242,10 @@ VMLINUZ=$CACHE/kernel/boot/vmlinuz-$KVER
 # nfsv4 (with its dependencies, dns_resolver among them) for --vers 4.x;
 # loaded in every run, so one initramfs serves all versions.
 MODS="virtio_pci virtio_net 9pnet_virtio 9p nfsv3 nfsv4"
-stamp=$( (cat "$HERE/guest/init"; echo "$KVER $MODS") | sha256sum | cut -c1-16)
+# nfsd and what it needs beyond MODS: in the initramfs, listed in
+# /kmod/order.nfsd, loaded only by --server knfsd-guest (guest/knfsd.sh).
+MODS_NFSD="nfsd"
+stamp=$( (cat "$HERE/guest/init"; echo "$KVER $MODS / $MODS_NFSD") | sha256sum | cut -c1-16)
 INITRD=$CACHE/initramfs-$stamp.cpio
 if [ ! -f "$INITRD" ]; then
     say "building initramfs for $KVER"
@@ -204,6 +260,13 @@ if [ ! -f "$INITRD" ]; then
         cp "$ko" "$ir/kmod/" && basename "$ko" >>"$ir/kmod/order"
     done
     [ -s "$ir/kmod/order" ] || die "no modules resolved"
+    : >"$ir/kmod/order.nfsd"
+    for m in $MODS_NFSD; do
+        modprobe -d "$CACHE/kernel" -S "$KVER" --show-depends "$m" | awk '$1=="insmod"{print $2}'
+    done | awk '!seen[$0]++' | while read -r ko; do
+        grep -qx "$(basename "$ko")" "$ir/kmod/order" && continue
+        cp "$ko" "$ir/kmod/" && basename "$ko" >>"$ir/kmod/order.nfsd"
+    done
     # Users for chown and pjdfstest; the host's loader cache for its /usr.
     cat >"$ir/etc/passwd" <<'EOF'
 root:x:0:0:root:/root:/bin/bash
@@ -277,6 +340,25 @@ for w in "${WORKLOADS[@]}"; do
     esac
 done
 cp "$HERE"/guest/*.toml "$RUN/share/"
+# cthon04, built once per content of the suite (and of tests.init's flags)
+# in a copy (the shared folder is read-only), then its basic, general,
+# special and lock directories into the guest's share. tools/ (which needs
+# libtirpc) is not built: no test runs it.
+if has_workload cthon; then
+    stamp=$(cd "$CTHON_SRC" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+    CB=$CACHE/cthon-$stamp
+    if [ ! -f "$CB/.built" ]; then
+        say "building cthon04 from $CTHON_SRC"
+        rm -rf "$CACHE"/cthon-* && mkdir -p "$CB"
+        cp -R "$CTHON_SRC/." "$CB/" && chmod -R u+w "$CB" || die "copying $CTHON_SRC failed"
+        for d in basic general special lock; do
+            make -C "$CB/$d" >>"$CB/build.log" 2>&1 || die "cthon04: make in $d failed (see $CB/build.log)"
+        done
+        touch "$CB/.built"
+    fi
+    mkdir -p "$RUN/share/cthon"
+    cp -R "$CB/basic" "$CB/general" "$CB/special" "$CB/lock" "$CB/tests.init" "$RUN/share/cthon/"
+fi
 
 # The export must be on a filesystem that holds a >4 GiB sparse file; the
 # run dir is under the work dir (target/, ext4 here).
@@ -285,13 +367,33 @@ NFS_PORT=2049
 MNT_PORT=$NFS_PORT # rnfsd serves MOUNT on the NFS port
 GANESHA_CONF=
 KC_NLM=
+GUEST_EXPORT=$EXPORT
+SERVER_IP=10.0.2.2
+[ "$NET" = passt ] || SERVER_IP=10.0.2.100
+if [ "$SERVER" = knfsd-guest ]; then
+    # The guest's nfsd on its loopback; rpc.mountd on a port of its own.
+    MNT_PORT=20048
+    GUEST_EXPORT=/srv/export
+    SERVER_IP=127.0.0.1
+    kdeb=$CACHE/nfs-kernel-server
+    if [ ! -x "$kdeb/usr/sbin/rpc.mountd" ]; then
+        apt_update || die "apt-get update failed"
+        say "fetching nfs-kernel-server"
+        rm -rf "$kdeb" "$CACHE/deb" && mkdir -p "$CACHE/deb"
+        (cd "$CACHE/deb" && apt-get download nfs-kernel-server >/dev/null 2>&1) || die "apt-get download nfs-kernel-server failed"
+        dpkg-deb -x "$CACHE"/deb/nfs-kernel-server_*.deb "$kdeb" || die "dpkg-deb -x failed"
+        rm -rf "$CACHE/deb"
+    fi
+    mkdir -p "$RUN/share/knfsd"
+    cp "$kdeb"/usr/sbin/{rpc.nfsd,rpc.mountd,exportfs} "$RUN/share/knfsd/" || die "no nfs-kernel-server binaries"
+fi
 if [ "$SERVER" = ganesha ]; then
     # ganesha 4.3 answers MOUNT on the NFS port with PROG_UNAVAIL
     # (docs/ganesha.md): MOUNT on a port of its own.
     MNT_PORT=20048
-    # NLM only for the lock workload (then ns.sh runs an rpc.statd for it).
+    # NLM only for the lock workloads (then ns.sh runs an rpc.statd for it).
     gopts=()
-    [[ " ${WORKLOADS[*]} " == *" locks "* ]] && gopts=(--nlm) && KC_NLM=1
+    { has_workload locks || has_workload cthon; } && gopts=(--nlm) && KC_NLM=1
     # NFSv4.1 and 4.2 beside NFSv3 for --vers 4.x (locks at v4 mounts v3 too).
     [ "$VERS" = 3 ] || gopts+=(--nfs4)
     GANESHA_CONF=$(GANESHA_RUN=$RUN/ganesha "$REPO/scripts/ganesha.sh" config \
@@ -299,10 +401,10 @@ if [ "$SERVER" = ganesha ]; then
         die "scripts/ganesha.sh config failed: $(tail -n 3 "$RUN/ganesha-config.log")"
 fi
 {
-    if [ "$NET" = passt ]; then echo "SERVER_IP=10.0.2.2"; else echo "SERVER_IP=10.0.2.100"; fi
+    echo "SERVER_IP=$SERVER_IP"
     echo "NFS_PORT=$NFS_PORT"
     echo "MNT_PORT=$MNT_PORT"
-    echo "EXPORT=$EXPORT"
+    echo "EXPORT=$GUEST_EXPORT"
     echo "SERVER_KIND=$SERVER"
     echo "VERS=$VERS"
     echo "BACKEND=$KC_BACKEND"
@@ -311,6 +413,7 @@ fi
     echo "TAR_FILES=${TAR_FILES:-3000}"
     echo "FSX_OPS=${FSX_OPS:-10000}"
     echo "WORKLOADS='${WORKLOADS[*]}'"
+    echo "CTHON_GROUPS='${CTHON_GROUPS:-basic general special lock}'"
     # failover: the floating address (passt proxies the guest's connections
     # to it; slirp: a guestfwd address forwarded to it) and the export.
     if [ "$NET" = passt ]; then echo "FO_ADDR=10.77.0.100"; else echo "FO_ADDR=10.0.2.101"; fi

@@ -3,6 +3,14 @@
 # shellcheck shell=bash
 . /share/guest/lib.sh
 log "kernel $(uname -r); NFS vers $VERS; workloads: $WORKLOADS"
+if [ "$SERVER_KIND" = knfsd-guest ]; then
+    . /share/guest/knfsd.sh
+    check knfsd/start knfsd_start
+    if [ "$CHECK_RC" -ne 0 ]; then
+        for w in $WORKLOADS; do echo "DONE $w 1 0" >>"$RESULTS"; done
+        exit 1
+    fi
+fi
 for w in $WORKLOADS; do
     limit_var="LIMIT_$w"
     limit=${!limit_var:-300}
