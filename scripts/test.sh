@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine: installs what the
 # tests need, then formatting, lints, every cargo test, and the Linux kernel
-# NFS client in a qemu guest (smoke, pjdfstest, tar, restart, locks, and a
-# failover between two heads over CephFS, over NFSv3; then smoke and
-# pjdfstest, restart and locks over NFSv4.1). `.ci/run` runs this.
+# NFS client in a qemu guest (smoke, pjdfstest, tar, restart, locks, the
+# Connectathon tests and a failover between two heads over CephFS, over
+# NFSv3; then smoke, pjdfstest, restart, locks and the Connectathon tests
+# over NFSv4.1). `.ci/run` runs this.
 #
 # RNFSD_SKIP_KERNEL_CLIENT=1 skips the guest stage (it needs root, about
 # 15 minutes, and downloads a kernel package the first time);
-# RNFSD_KC_V4_WORKLOADS (default "smoke pjdfstest restart locks") are the
-# workloads its second run does over NFSv4.1 (empty: no such run; tar and
-# fsx at NFSv4.1 take longer than CI's 30 minutes leave room for:
-# docs/kernel-client.md).
+# RNFSD_KC_V4_WORKLOADS (default "smoke pjdfstest restart locks cthon") are
+# the workloads its second run does over NFSv4.1 (empty: no such run; tar
+# and fsx at NFSv4.1 take longer than CI's 30 minutes leave room for:
+# docs/kernel-client.md). RNFSD_KC_CTHON_GROUPS (default "basic special
+# lock") are the Connectathon groups both runs do (cthon04 from the shared
+# suites folder beside the checkout, or CTHON_SRC; under CI its absence is
+# a failure); the general group (compiles in the guest, about 6 minutes a
+# version) runs outside CI: docs/cthon04.md.
 # RNFSD_SKIP_FUZZ=1 skips the short fuzz run (its first build takes minutes);
 # RNFSD_SKIP_PACKAGE=1 skips the Debian package test (root; a release build
 # and cargo-deb, installed when missing).
@@ -141,15 +146,17 @@ else
     # saves a release build. The export on a journaled ext4 (a loop device),
     # as most users have it: `sync` exports then take the journal commit
     # path, which pjdfstest's many users exercise (the work dir's own
-    # filesystem may have no journal).
+    # filesystem may have no journal). cthon: the Connectathon groups CI
+    # has time for (about 2 minutes a version, general left out).
+    kc_cthon="${RNFSD_KC_CTHON_GROUPS-basic special lock}"
     KC_EXPORT_FS=ext4 RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
-        tests/kernel-client/run.sh smoke pjdfstest tar restart locks failover
+        CTHON_GROUPS="$kc_cthon" tests/kernel-client/run.sh smoke pjdfstest tar restart locks cthon failover
     # The same guest over NFSv4.1: the v4 data path and namespace, opens
     # and locks reclaimed after restarts, v4 locks against NLM's (about 4
-    # minutes more).
-    read -r -a kc_v4 <<<"${RNFSD_KC_V4_WORKLOADS-smoke pjdfstest restart locks}"
+    # minutes more, and 2 for cthon).
+    read -r -a kc_v4 <<<"${RNFSD_KC_V4_WORKLOADS-smoke pjdfstest restart locks cthon}"
     if [ ${#kc_v4[@]} -gt 0 ]; then
         KC_EXPORT_FS=ext4 RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
-            tests/kernel-client/run.sh --vers 4.1 "${kc_v4[@]}"
+            CTHON_GROUPS="$kc_cthon" tests/kernel-client/run.sh --vers 4.1 "${kc_v4[@]}"
     fi
 fi
