@@ -4,14 +4,16 @@
 # NFS client in a qemu guest (smoke, pjdfstest, tar, restart, locks, the
 # Connectathon tests and a failover between two heads over CephFS, over
 # NFSv3; then smoke, pjdfstest, restart, locks and the Connectathon tests
-# over NFSv4.1). `.ci/run` runs this.
+# over NFSv4.1; smoke, xattr and v42data over NFSv4.2). `.ci/run` runs
+# this.
 #
 # RNFSD_SKIP_KERNEL_CLIENT=1 skips the guest stage (it needs root, about
 # 15 minutes, and downloads a kernel package the first time);
 # RNFSD_KC_V4_WORKLOADS (default "smoke pjdfstest restart locks cthon") are
 # the workloads its second run does over NFSv4.1 (empty: no such run; tar
 # and fsx at NFSv4.1 take longer than CI's 30 minutes leave room for:
-# docs/kernel-client.md). RNFSD_KC_CTHON_GROUPS (default "basic special
+# docs/kernel-client.md). RNFSD_KC_V42_WORKLOADS (default "smoke xattr
+# v42data"): the third run's, over NFSv4.2. RNFSD_KC_CTHON_GROUPS (default "basic special
 # lock") are the Connectathon groups both runs do (cthon04 from the shared
 # suites folder beside the checkout, or CTHON_SRC; under CI its absence is
 # a failure); the general group (compiles in the guest, about 6 minutes a
@@ -158,5 +160,13 @@ else
     if [ ${#kc_v4[@]} -gt 0 ]; then
         KC_EXPORT_FS=ext4 RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
             CTHON_GROUPS="$kc_cthon" tests/kernel-client/run.sh --vers 4.1 "${kc_v4[@]}"
+    fi
+    # NFSv4.2's own operations through the guest: extended attributes
+    # (setfattr, getfattr) and the data operations (cp by COPY, punched
+    # holes, SEEK_DATA/SEEK_HOLE).
+    read -r -a kc_v42 <<<"${RNFSD_KC_V42_WORKLOADS-smoke xattr v42data}"
+    if [ ${#kc_v42[@]} -gt 0 ]; then
+        KC_EXPORT_FS=ext4 RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
+            tests/kernel-client/run.sh --vers 4.2 "${kc_v42[@]}"
     fi
 fi
