@@ -114,35 +114,9 @@ pub async fn mem_cmd(a: MemArgs) -> Result<(), String> {
     if files.len() < m {
         eprintln!("only {} regular files under the export", files.len());
     }
-    let owner = OpenArgs::read(Vec::new());
-    for (dir, name) in &files {
-        let o = c
-            .open(
-                dir,
-                &OpenArgs {
-                    name: name.clone(),
-                    ..owner.clone()
-                },
-            )
-            .await
-            .map_err(why("OPEN"))?;
-        c.close(&o.fh, &o.stateid).await.map_err(why("CLOSE"))?;
-    }
+    open_each(c, &files, false).await?;
     let warm = rss(a.server_pid).await?;
-    let mut held = Vec::with_capacity(files.len());
-    for (dir, name) in &files {
-        let o = c
-            .open(
-                dir,
-                &OpenArgs {
-                    name: name.clone(),
-                    ..owner.clone()
-                },
-            )
-            .await
-            .map_err(why("OPEN"))?;
-        held.push(o);
-    }
+    let held = open_each(c, &files, true).await?;
     let with_opens = rss(a.server_pid).await?;
     for o in &held {
         let _ = c.close(&o.fh, &o.stateid).await;
@@ -192,6 +166,32 @@ pub async fn mem_cmd(a: MemArgs) -> Result<(), String> {
         writeln!(f, "{row}").map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())
+}
+
+/// Each file opened for reading (by one owner), in turn; kept open, or
+/// closed at once (at most one open at a time: what the pass fills is the
+/// caches, not open state).
+async fn open_each(
+    c: &Nfs4Client,
+    files: &[(NfsFh4, Vec<u8>)],
+    keep: bool,
+) -> Result<Vec<Opened>, String> {
+    let mut out = Vec::with_capacity(if keep { files.len() } else { 0 });
+    for (dir, name) in files {
+        let o = c
+            .open(dir, &OpenArgs::read(name.clone()))
+            .await
+            .map_err(why("OPEN"))?;
+        match keep {
+            true => out.push(o),
+            false => c
+                .close(&o.fh, &o.stateid)
+                .await
+                .map(drop)
+                .map_err(why("CLOSE"))?,
+        }
+    }
+    Ok(out)
 }
 
 /// Up to `m` regular files under `root` (directory handle and name).

@@ -8,9 +8,10 @@ use crate::common;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use common::nfs::bounded;
-use common::{write_config, TempDir, TestServer};
+use common::nfs4::{path_of, rw_and_ro_exports as start, status};
+use common::TestServer;
 use rnfsd_client::nfs4::SetAttrs4;
-use rnfsd_client::{Auth, ClientConfig, ClientError, Nfs4Client, Nfs4Config};
+use rnfsd_client::{Auth, ClientConfig, Nfs4Client, Nfs4Config};
 use rnfsd_proto::nfs4::*;
 
 async fn client(srv: &TestServer) -> Nfs4Client {
@@ -21,42 +22,6 @@ async fn client(srv: &TestServer) -> Nfs4Client {
     Nfs4Client::connect(srv.addr, &cfg, &Nfs4Config::default())
         .await
         .expect("NFSv4.1 session")
-}
-
-fn path_of(d: &TempDir) -> String {
-    d.path()
-        .canonicalize()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_owned()
-}
-
-fn status(r: Result<impl std::fmt::Debug, ClientError>) -> Nfsstat4 {
-    match r {
-        Err(ClientError::Nfs4 { status, .. }) => status,
-        other => panic!("expected an NFSv4 error, got {other:?}"),
-    }
-}
-
-/// Two exports: `rw` served as DIR, `ro` read-only from the config file.
-fn start(tag: &str) -> (TempDir, TempDir, TempDir, TestServer) {
-    let rw = TempDir::new(tag);
-    let ro = TempDir::new(&format!("{tag}-ro"));
-    std::fs::write(ro.path().join("f"), b"ro").unwrap();
-    let cfgdir = TempDir::new(&format!("{tag}-cfg"));
-    let cfg = write_config(
-        cfgdir.path(),
-        &format!(
-            "[[export]]\npath = \"{}\"\nsecure = false\nroot_squash = false\nread_only = true\n",
-            path_of(&ro)
-        ),
-    );
-    let srv = TestServer::start_with(
-        rw.path(),
-        &["--no-rpcbind", "--no-root-squash", "--config", &cfg],
-    );
-    (rw, ro, cfgdir, srv)
 }
 
 #[tokio::test(flavor = "multi_thread")]

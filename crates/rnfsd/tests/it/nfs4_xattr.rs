@@ -12,8 +12,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use common::nfs::bounded;
-use common::{write_config, TempDir, TestServer};
-use rnfsd_client::{Auth, ClientConfig, ClientError, Nfs4Client, Nfs4Config};
+use common::nfs4::{path_of, rw_and_ro_exports as start, status};
+use common::TestServer;
+use rnfsd_client::{Auth, ClientConfig, Nfs4Client, Nfs4Config};
 use rnfsd_proto::nfs4::*;
 use rnfsd_xdr::{Dec, Xdr};
 
@@ -29,17 +30,6 @@ async fn client_as(srv: &TestServer, uid: u32, minor: u32) -> Nfs4Client {
     Nfs4Client::connect(srv.addr, &cfg, &v4)
         .await
         .expect("NFSv4 session")
-}
-
-fn path_of(d: &TempDir) -> String {
-    d.path().to_str().unwrap().to_owned()
-}
-
-fn status(r: Result<impl std::fmt::Debug, ClientError>) -> Nfsstat4 {
-    match r {
-        Err(ClientError::Nfs4 { status, .. }) => status,
-        other => panic!("expected an NFSv4 error, got {other:?}"),
-    }
 }
 
 fn cpath(p: &Path) -> CString {
@@ -83,26 +73,6 @@ fn user_xattrs_work(dir: &Path) -> bool {
     let r = unsafe { libc::lsetxattr(p.as_ptr(), n.as_ptr(), b"1".as_ptr().cast(), 1, 0) };
     std::fs::remove_file(&f).unwrap();
     r == 0
-}
-
-/// `rw` served as DIR, `ro` read-only from the config file.
-fn start(tag: &str) -> (TempDir, TempDir, TempDir, TestServer) {
-    let rw = TempDir::new(tag);
-    let ro = TempDir::new(&format!("{tag}-ro"));
-    std::fs::write(ro.path().join("f"), b"ro").unwrap();
-    let cfgdir = TempDir::new(&format!("{tag}-cfg"));
-    let cfg = write_config(
-        cfgdir.path(),
-        &format!(
-            "[[export]]\npath = \"{}\"\nsecure = false\nroot_squash = false\nread_only = true\n",
-            path_of(&ro)
-        ),
-    );
-    let srv = TestServer::start_with(
-        rw.path(),
-        &["--no-rpcbind", "--no-root-squash", "--config", &cfg],
-    );
-    (rw, ro, cfgdir, srv)
 }
 
 /// Durability requests over all exports (`sync` exports: every change

@@ -3,6 +3,7 @@
 
 pub mod blockdev;
 pub mod nfs;
+pub mod nfs4;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,48 @@
+//! What NFSv4 tests share: a server with a writable and a read-only
+//! export, paths as the server names them, and the status of a failed call.
+
+use rnfsd_client::ClientError;
+use rnfsd_proto::nfs4::Nfsstat4;
+
+use super::{write_config, TempDir, TestServer};
+
+/// A directory's path as the server names it (canonical): the export's
+/// path in the pseudo-filesystem.
+pub fn path_of(d: &TempDir) -> String {
+    d.path()
+        .canonicalize()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The NFSv4 status a call failed with (a panic if it did not).
+pub fn status(r: Result<impl std::fmt::Debug, ClientError>) -> Nfsstat4 {
+    match r {
+        Err(ClientError::Nfs4 { status, .. }) => status,
+        other => panic!("expected an NFSv4 error, got {other:?}"),
+    }
+}
+
+/// Two exports: `rw` served as the command line's directory, `ro`
+/// read-only from a config file (holding a file `f`); with the config's
+/// directory and the server.
+pub fn rw_and_ro_exports(tag: &str) -> (TempDir, TempDir, TempDir, TestServer) {
+    let rw = TempDir::new(tag);
+    let ro = TempDir::new(&format!("{tag}-ro"));
+    std::fs::write(ro.path().join("f"), b"ro").unwrap();
+    let cfgdir = TempDir::new(&format!("{tag}-cfg"));
+    let cfg = write_config(
+        cfgdir.path(),
+        &format!(
+            "[[export]]\npath = \"{}\"\nsecure = false\nroot_squash = false\nread_only = true\n",
+            path_of(&ro)
+        ),
+    );
+    let srv = TestServer::start_with(
+        rw.path(),
+        &["--no-rpcbind", "--no-root-squash", "--config", &cfg],
+    );
+    (rw, ro, cfgdir, srv)
+}
