@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::cephfs::{bounded_ceph, pattern, Head, Scratch, CEPH_TEST_TIMEOUT, CLUSTER, MNT};
 use crate::common;
+use common::nfs4::chan;
 
 use common::nfs::*;
 use common::{TempDir, TestServer};
@@ -72,19 +73,6 @@ fn client_cfg() -> ClientConfig {
         auth: Auth::sys(0, 0, &[], "nfs4-ceph"),
         timeout: Some(CALL_TIMEOUT),
         ..ClientConfig::default()
-    }
-}
-
-/// Channel attributes for a raw CREATE_SESSION.
-fn chan() -> ChannelAttrs4 {
-    ChannelAttrs4 {
-        headerpadsize: 0,
-        maxrequestsize: 1 << 20,
-        maxresponsesize: 1 << 20,
-        maxresponsesize_cached: 8192,
-        maxoperations: 16,
-        maxrequests: 4,
-        rdma_ird: None,
     }
 }
 

@@ -11,17 +11,11 @@ use common::nfs::bounded;
 use common::nfs4::{path_of, rw_and_ro_exports as start, status};
 use common::TestServer;
 use rnfsd_client::nfs4::SetAttrs4;
-use rnfsd_client::{Auth, ClientConfig, Nfs4Client, Nfs4Config};
+use rnfsd_client::{Nfs4Client, Nfs4Config};
 use rnfsd_proto::nfs4::*;
 
 async fn client(srv: &TestServer) -> Nfs4Client {
-    let cfg = ClientConfig {
-        auth: Auth::sys(0, 0, &[], "nfs4-ns"),
-        ..ClientConfig::default()
-    };
-    Nfs4Client::connect(srv.addr, &cfg, &Nfs4Config::default())
-        .await
-        .expect("NFSv4.1 session")
+    common::nfs4::client_as(srv, 0, "nfs4-ns", &Nfs4Config::default()).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

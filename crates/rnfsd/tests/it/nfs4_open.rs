@@ -8,6 +8,7 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use crate::common;
+use common::nfs4::chan;
 
 use common::nfs::*;
 use common::{export_table, write_config, TempDir, TestServer};
@@ -35,18 +36,6 @@ async fn compound(c: &Client, ops: &[ArgOp<'_>]) -> CompoundRes {
         .await
         .expect("COMPOUND");
     CompoundRes::decode(&mut Dec::new(&rep), 64, ops.len()).expect("COMPOUND4res")
-}
-
-fn chan() -> ChannelAttrs4 {
-    ChannelAttrs4 {
-        headerpadsize: 0,
-        maxrequestsize: 1 << 20,
-        maxresponsesize: 1 << 20,
-        maxresponsesize_cached: 8192,
-        maxoperations: 16,
-        maxrequests: 4,
-        rdma_ird: None,
-    }
 }
 
 impl V4 {

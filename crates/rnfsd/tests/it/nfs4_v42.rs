@@ -15,7 +15,7 @@ use common::blockdev::{unavailable, LoopFs};
 use common::nfs::*;
 use common::{export_table, write_config, TempDir, TestServer};
 use rnfsd_client::nfs4::{OpenArgs, OpenHow};
-use rnfsd_client::{Auth, ClientConfig, ClientError, Nfs4Client, Nfs4Config};
+use rnfsd_client::{ClientError, Nfs4Client, Nfs4Config};
 use rnfsd_proto::nfs4::*;
 use rnfsd_stats::Snapshot;
 use rnfsd_xdr::Dec;
@@ -37,13 +37,8 @@ fn server(dir: &Path, cfgdir: &TempDir, server_keys: &str, export_keys: &str) ->
 
 /// A session whose compounds say minor version 2.
 async fn client(srv: &TestServer) -> Nfs4Client {
-    let cfg = ClientConfig {
-        auth: Auth::sys(0, 0, &[], "v42"),
-        ..ClientConfig::default()
-    };
-    Nfs4Client::connect(srv.addr, &cfg, &Nfs4Config::default())
+    common::nfs4::client_as(srv, 0, "v42", &Nfs4Config::default())
         .await
-        .expect("NFSv4 session")
         .with_minor(2)
 }
 

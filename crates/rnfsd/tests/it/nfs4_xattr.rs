@@ -14,22 +14,16 @@ use std::path::Path;
 use common::nfs::bounded;
 use common::nfs4::{path_of, rw_and_ro_exports as start, status};
 use common::TestServer;
-use rnfsd_client::{Auth, ClientConfig, Nfs4Client, Nfs4Config};
+use rnfsd_client::{Nfs4Client, Nfs4Config};
 use rnfsd_proto::nfs4::*;
 use rnfsd_xdr::{Dec, Xdr};
 
 async fn client_as(srv: &TestServer, uid: u32, minor: u32) -> Nfs4Client {
-    let cfg = ClientConfig {
-        auth: Auth::sys(uid, uid, &[], "nfs4-xattr"),
-        ..ClientConfig::default()
-    };
     let v4 = Nfs4Config {
         minor,
         ..Nfs4Config::default()
     };
-    Nfs4Client::connect(srv.addr, &cfg, &v4)
-        .await
-        .expect("NFSv4 session")
+    common::nfs4::client_as(srv, uid, "nfs4-xattr", &v4).await
 }
 
 fn cpath(p: &Path) -> CString {

@@ -1,8 +1,9 @@
 //! What NFSv4 tests share: a server with a writable and a read-only
-//! export, paths as the server names them, and the status of a failed call.
+//! export, paths as the server names them, the status of a failed call, a
+//! session client and raw channel attributes.
 
-use rnfsd_client::ClientError;
-use rnfsd_proto::nfs4::Nfsstat4;
+use rnfsd_client::{Auth, ClientConfig, ClientError, Nfs4Client, Nfs4Config};
+use rnfsd_proto::nfs4::{ChannelAttrs4, Nfsstat4};
 
 use super::{write_config, TempDir, TestServer};
 
@@ -45,4 +46,29 @@ pub fn rw_and_ro_exports(tag: &str) -> (TempDir, TempDir, TempDir, TestServer) {
         &["--no-rpcbind", "--no-root-squash", "--config", &cfg],
     );
     (rw, ro, cfgdir, srv)
+}
+
+/// An NFSv4 client of `srv` calling as `uid` (AUTH_SYS machine `name`),
+/// its session as `v4` asks.
+pub async fn client_as(srv: &TestServer, uid: u32, name: &str, v4: &Nfs4Config) -> Nfs4Client {
+    let cfg = ClientConfig {
+        auth: Auth::sys(uid, uid, &[], name),
+        ..ClientConfig::default()
+    };
+    Nfs4Client::connect(srv.addr, &cfg, v4)
+        .await
+        .expect("NFSv4 session")
+}
+
+/// Channel attributes for a raw CREATE_SESSION.
+pub fn chan() -> ChannelAttrs4 {
+    ChannelAttrs4 {
+        headerpadsize: 0,
+        maxrequestsize: 1 << 20,
+        maxresponsesize: 1 << 20,
+        maxresponsesize_cached: 8192,
+        maxoperations: 16,
+        maxrequests: 4,
+        rdma_ird: None,
+    }
 }
