@@ -65,7 +65,10 @@ impl<K: Eq + Hash + Clone, V: Clone> Cache<K, V> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn get(&self, k: &K) -> Option<V> {
+    fn get<Q: Eq + Hash + ?Sized>(&self, k: &Q) -> Option<V>
+    where
+        K: std::borrow::Borrow<Q>,
+    {
         self.locked().get(k).cloned()
     }
 
@@ -86,7 +89,8 @@ struct Names {
     domain: String,
     names: [Cache<u32, Arc<[u8]>>; 2],
     ids: [Cache<Vec<u8>, u32>; 2],
-    resolve: Mutex<Option<SyncSender<(Kind, u32)>>>,
+    /// The resolver's queue (None: its thread could not start).
+    resolve: Option<SyncSender<(Kind, u32)>>,
 }
 
 fn slot(k: Kind) -> usize {
@@ -108,20 +112,19 @@ impl IdMap {
 
     /// Ids as "name@domain", each cache bounded by `bound` entries.
     pub fn names(domain: String, bound: usize) -> IdMap {
-        let n = Arc::new(Names {
-            domain,
-            names: [Cache::new(bound), Cache::new(bound)],
-            ids: [Cache::new(bound), Cache::new(bound)],
-            resolve: Mutex::new(None),
+        let n = Arc::new_cyclic(|weak| {
+            let (tx, rx) = sync_channel(RESOLVE_QUEUE);
+            let weak = weak.clone();
+            let spawned = std::thread::Builder::new()
+                .name("nfs4-idmap".into())
+                .spawn(move || resolver(rx, weak));
+            Names {
+                domain,
+                names: [Cache::new(bound), Cache::new(bound)],
+                ids: [Cache::new(bound), Cache::new(bound)],
+                resolve: spawned.ok().map(|_| tx),
+            }
         });
-        let (tx, rx) = sync_channel(RESOLVE_QUEUE);
-        let weak = Arc::downgrade(&n);
-        let spawned = std::thread::Builder::new()
-            .name("nfs4-idmap".into())
-            .spawn(move || resolver(rx, weak));
-        if spawned.is_ok() {
-            *n.resolve.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
-        }
         IdMap { names: Some(n) }
     }
 
@@ -137,7 +140,7 @@ impl IdMap {
             return (!s.is_empty()).then_some(s);
         }
         if !may_wait {
-            if let Some(tx) = &*n.resolve.lock().unwrap_or_else(|p| p.into_inner()) {
+            if let Some(tx) = &n.resolve {
                 // Full: dropped, a later miss asks again.
                 let _ = tx.try_send((kind, id));
             }
@@ -160,7 +163,7 @@ impl IdMap {
         if s.len() > MAX_OWNER {
             return Err(IdError::BadOwner);
         }
-        if let Some(id) = n.ids[slot(kind)].get(&s.to_vec()) {
+        if let Some(id) = n.ids[slot(kind)].get(s) {
             return Ok(id);
         }
         let text = std::str::from_utf8(s).map_err(|_| IdError::BadOwner)?;
