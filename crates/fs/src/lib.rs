@@ -522,6 +522,13 @@ pub trait Backend: Send + Sync {
     fn changes_inline(&self) -> bool {
         false
     }
+    /// Whether every change to this backend's files passes through this
+    /// server, so an NFSv4 delegation it grants is recalled before any
+    /// conflicting change. Not for a shared filesystem (CephFS: other
+    /// heads and clients change its files unseen).
+    fn sees_every_change(&self) -> bool {
+        false
+    }
     /// The first offset at or after `offset` of the regular file `fh`
     /// holding `what` (lseek SEEK_DATA / SEEK_HOLE; every file ends with
     /// a hole), None if there is none; with the file's attributes.

@@ -16,6 +16,10 @@ impl Backend for LocalFs {
         self.root_fh.clone()
     }
 
+    fn sees_every_change(&self) -> bool {
+        true
+    }
+
     fn changes_inline(&self) -> bool {
         true
     }

@@ -118,8 +118,8 @@ fn create_in(c: &mut Compound<'_, '_>, a: Create4Args) -> Result<Create4ResOk, N
         // A symbolic link's mode is not set (Linux keeps 0777).
         attrset.remove(FATTR4_MODE);
     }
+    // No recall: a name that exists makes CREATE fail (NFS4ERR_EXIST).
     let dir = dir_to_change(c)?;
-    let _changing = before_change(c, &dir, Changed::Name(&dir.fh, name))?;
     let call = dir.call(c.ctx);
     let b = dir.exp.backend.as_ref();
     let made = match (&a.objtype, kind) {

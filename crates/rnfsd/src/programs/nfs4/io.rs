@@ -104,6 +104,24 @@ pub(super) fn write(c: &mut Compound<'_, '_>, a: Write4ArgsRef<'_>) -> Write4Res
     }
 }
 
+/// Other clients' delegations of the file a change writes are recalled
+/// first (RFC 8881 §10.4.1): NFS4ERR_DELAY until they are returned or
+/// revoked; none is granted while the guard lives. Nothing asked of the
+/// state while delegations are off.
+pub(super) fn recall_first(
+    c: &Compound<'_, '_>,
+    f: &File,
+) -> Result<Option<rnfsd_v4state::Access>, Nfsstat4> {
+    if !c.nfs4.deleg.enabled {
+        return Ok(None);
+    }
+    let h = c.client()?;
+    c.nfs4
+        .deleg
+        .access(&c.nfs4.state, f.key, Some(h.id()), true)
+        .map_err(|Recalling| Nfsstat4::Delay)
+}
+
 fn write_data(c: &mut Compound<'_, '_>, a: &Write4ArgsRef<'_>) -> Result<Write4ResOk, Nfsstat4> {
     // Past the largest offset a file has (knfsd: OFFSET_MAX).
     let end = a.offset.checked_add(a.data.len() as u64);
@@ -112,12 +130,7 @@ fn write_data(c: &mut Compound<'_, '_>, a: &Write4ArgsRef<'_>) -> Result<Write4R
     }
     let f = checked(c, &a.stateid, true)?;
     f.obj.writable()?;
-    let h = c.client()?;
-    let _changing = c
-        .nfs4
-        .deleg
-        .access(&c.nfs4.state, f.key, Some(h.id()), true)
-        .map_err(|Recalling| Nfsstat4::Delay)?;
+    let _changing = recall_first(c, &f)?;
     // Past our maxwrite we write a prefix; the count tells the client to
     // send the rest (as NFSv3's).
     let n = a.data.len().min(max_io(c));

@@ -189,7 +189,9 @@ fn wants_read_deleg(share: Share) -> bool {
 /// it (§10.4), else why not.
 fn delegation(c: &Compound<'_, '_>, t: &Target, share: Share, reclaim: bool) -> OpenDelegation4 {
     let d = &c.nfs4.deleg;
-    if !d.enabled || reclaim || !wants_read_deleg(share) {
+    // A shared filesystem's other writers (CephFS's other heads) would
+    // change the file without a recall: no delegation there.
+    if !d.enabled || reclaim || !wants_read_deleg(share) || !t.obj.exp.backend.sees_every_change() {
         return no_delegation(share.want, None);
     }
     let Ok(h) = c.client() else {

@@ -19,7 +19,7 @@ use rnfsd_xdr::Enc;
 
 use super::compound::Compound;
 use super::cur::Cur;
-use super::io::{checked, max_io, stable_how_of, MAX_OFFSET};
+use super::io::{checked, max_io, recall_first, stable_how_of, MAX_OFFSET};
 use super::open::{key_of, regular, File};
 use super::session::sid;
 use super::status::{of_fs, of_state};
@@ -234,17 +234,6 @@ fn checked_saved(c: &Compound<'_, '_>, s: &Stateid4) -> Result<File, Nfsstat4> {
 }
 
 /// COPY's and CLONE's files: the source (saved filehandle) readable, the
-/// Other clients' delegations of the file a change writes are recalled
-/// first (RFC 8881 §10.4.1, as WRITE's): NFS4ERR_DELAY until they are
-/// returned or revoked; none is granted while the guard lives.
-fn recall_first(c: &Compound<'_, '_>, f: &File) -> Result<Option<rnfsd_v4state::Access>, Nfsstat4> {
-    let h = c.client()?;
-    c.nfs4
-        .deleg
-        .access(&c.nfs4.state, f.key, Some(h.id()), true)
-        .map_err(|crate::state::deleg::Recalling| Nfsstat4::Delay)
-}
-
 /// destination (current) writable, both of one export (another is
 /// another filesystem: NFS4ERR_XDEV, as knfsd).
 fn src_dst(c: &Compound<'_, '_>, src: &Stateid4, dst: &Stateid4) -> Result<(File, File), Nfsstat4> {
