@@ -114,7 +114,12 @@ fn space(
     // What COMMIT must sync (a punch changed data).
     f.wrote(0);
     moved(&o, fd);
-    fs.sync_attrs(call, &o)?;
+    // On a `sync` export durable before the reply: a punch whose edges are
+    // not block-aligned zeroes their partial blocks in the page cache,
+    // which a journal commit alone does not write (XFS, data=writeback).
+    if fs.opts.sync {
+        fs.sync_data(call, &o, &f, true)?;
+    }
     Ok(fs.wcc(&o.st, fd))
 }
 
@@ -188,8 +193,17 @@ pub(super) fn copy_range(
                 let r = copy_by_hand(sfd, src_off + done, dfd, dst_off + done, len - done);
                 match r {
                     Ok(n) => done += n,
-                    Err(e) if done > 0 => tracing::debug!(error = %e, "copy ended early"),
-                    Err(e) => return Err(e),
+                    // A failed write resets the write verifier, as the
+                    // copy_file_range arms do: COMMIT must not vouch for it.
+                    Err(e) => {
+                        if let FsError::Errno(n) = e {
+                            df.write_failed(&std::io::Error::from_raw_os_error(n));
+                        }
+                        if done == 0 {
+                            return Err(e);
+                        }
+                        tracing::debug!(error = %e, "copy ended early");
+                    }
                 }
                 break;
             }
