@@ -8,18 +8,6 @@ use std::os::fd::RawFd;
 
 use super::sys::{cvt, err};
 
-/// FICLONERANGE (linux/fs.h: _IOW(0x94, 13, struct file_clone_range)).
-const FICLONERANGE: libc::c_ulong = 0x4020_940d;
-
-/// struct file_clone_range (linux/fs.h).
-#[repr(C)]
-struct FileCloneRange {
-    src_fd: i64,
-    src_offset: u64,
-    src_length: u64,
-    dest_offset: u64,
-}
-
 fn off(v: u64) -> io::Result<libc::off_t> {
     libc::off_t::try_from(v).map_err(|_| err(libc::EINVAL))
 }
@@ -82,15 +70,21 @@ pub fn copy_range(
 /// `dst_off` (0: to the source's end of file). EOPNOTSUPP (or EXDEV,
 /// EINVAL) where the filesystem cannot.
 pub fn clone_range(src: RawFd, src_off: u64, dst: RawFd, dst_off: u64, len: u64) -> io::Result<()> {
-    let arg = FileCloneRange {
+    let arg = libc::file_clone_range {
         src_fd: i64::from(src),
         src_offset: src_off,
         src_length: len,
         dest_offset: dst_off,
     };
     // SAFETY: FICLONERANGE reads a struct file_clone_range, which `arg`
-    // is (repr(C), the kernel's layout), alive for the call.
-    cvt(unsafe { libc::ioctl(dst, FICLONERANGE as _, &arg as *const FileCloneRange) })?;
+    // is (libc declares the kernel's layout), alive for the call.
+    cvt(unsafe {
+        libc::ioctl(
+            dst,
+            libc::FICLONERANGE,
+            &arg as *const libc::file_clone_range,
+        )
+    })?;
     Ok(())
 }
 
