@@ -207,8 +207,8 @@ server_keys! {
         switch "no-nfs4" => false, "Do not serve NFSv4.1 (program 100003 version 4); NFSv3 \
             only";
     /// Answer minor version 2 too: its data operations (SEEK, ALLOCATE,
-    /// DEALLOCATE, READ_PLUS, COPY, CLONE) served, the rest
-    /// NFS4ERR_NOTSUPP.
+    /// DEALLOCATE, READ_PLUS, COPY, CLONE) and extended attribute ones
+    /// served, the rest NFS4ERR_NOTSUPP.
     nfs4_minor2: bool = true, "NFSv4.2 compounds answered (data operations served)";
     /// Bytes one NFSv4.2 COPY copies at most: a larger COPY is answered
     /// with a short copy the client continues (RFC 7862 §15.2.3), so no

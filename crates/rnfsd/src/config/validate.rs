@@ -18,6 +18,11 @@ impl Config {
         durations(s)?;
         backends(s)?;
         idmap_domain(s)?;
+        if s.nfs4_copy_sync_max > MAX_NFS4_COPY_SYNC {
+            return err(format!(
+                "server.nfs4_copy_sync_max must be at most {MAX_NFS4_COPY_SYNC} (one COPY holds a thread while it copies)"
+            ));
+        }
         s.check_identity(rustix::process::geteuid().is_root())?;
         // No exports is legal: a packaged server starts with none and gets
         // them by a reload (SIGHUP), as knfsd with an empty /etc/exports.
@@ -157,6 +162,10 @@ fn at_least_one(s: &ServerConfig) -> Result<(), ConfigError> {
     }
     Ok(())
 }
+
+/// The most `nfs4_copy_sync_max` may be: 4 GiB, seconds of copying on a
+/// fast disk for the one thread a COPY holds.
+pub const MAX_NFS4_COPY_SYNC: u64 = 4 << 30;
 
 /// A domain of owner strings: a DNS name, not empty, without '@'.
 fn idmap_domain(s: &ServerConfig) -> Result<(), ConfigError> {
