@@ -309,12 +309,14 @@ fn recall(p: &CbPath, r: &Recall) -> bool {
         return false;
     };
     // The slot moves on when the client took the call; also when it
-    // says the sequence is misordered (we fell behind it), so the next
-    // call can get through.
+    // says the sequence is misordered (we fell behind it), and when it
+    // says it took this sequence id before without caching the reply
+    // (RFC 8881 §2.10.6.1.3: a call that timed out here after reaching
+    // it), so the next call can get through instead of repeating the id.
     let seq_ok = matches!(
         res.results.first(),
         Some(CbResOp::Sequence(
-            NfsRes4::Ok(_) | NfsRes4::Fail(Nfsstat4::SeqMisordered)
+            NfsRes4::Ok(_) | NfsRes4::Fail(Nfsstat4::SeqMisordered | Nfsstat4::RetryUncachedRep)
         ))
     );
     if res.status != Nfsstat4::Ok {
