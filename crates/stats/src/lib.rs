@@ -148,6 +148,13 @@ struct ExportSource {
 #[derive(Debug, Clone, Copy)]
 pub struct Shard(usize);
 
+/// One program version's rows ([`Registry::rows`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Rows {
+    first: usize,
+    count: usize,
+}
+
 /// All counters of a server.
 pub struct Registry {
     mode: Mode,
@@ -318,7 +325,11 @@ impl Registry {
     fn count_row(&self, s: Shard, r: usize, elapsed_us: u64) {
         let base = S_PROCS + r * PROC_SLOTS;
         self.add(s, base, 1);
-        self.add(s, base + 1, elapsed_us);
+        // Most calls and operations take under a microsecond: adding 0 to
+        // the sum would cost an atomic add and change nothing.
+        if elapsed_us > 0 {
+            self.add(s, base + 1, elapsed_us);
+        }
         let max = self.cell(s, base + 2);
         // Plain load first: the max rarely moves, so the RMW is rare.
         if elapsed_us > max.load(Ordering::Relaxed) {
@@ -327,14 +338,28 @@ impl Registry {
         self.add(s, base + 3 + hist::index(elapsed_us), 1);
     }
 
-    /// Count a part of a call that has rows of its own (an NFSv4
-    /// operation inside COMPOUND: `prog`, `vers` and `proc_` name a row
-    /// registered for it), with its latency; the record itself is counted
-    /// by [`record`](Registry::record).
+    /// The rows of program `prog` version `vers`, found once for several
+    /// [`record_in`](Registry::record_in) calls (a COMPOUND's operations):
+    /// finding them is a walk of every registered version.
     #[inline]
-    pub fn record_part(&self, s: Shard, prog: u32, vers: u32, proc_: u32, elapsed_us: u64) {
-        if let Some(r) = self.proc_row(prog, vers, proc_) {
-            self.count_row(s, r, elapsed_us);
+    pub fn rows(&self, prog: u32, vers: u32) -> Option<Rows> {
+        let v = self
+            .versions
+            .iter()
+            .find(|v| v.prog == prog && v.vers == vers)?;
+        Some(Rows {
+            first: v.first,
+            count: v.count,
+        })
+    }
+
+    /// Count a part of a call that has rows of its own (an NFSv4
+    /// operation inside COMPOUND: row `proc_` of `rows`), with its
+    /// latency; the record itself is counted by [`record`](Registry::record).
+    #[inline]
+    pub fn record_in(&self, s: Shard, rows: Rows, proc_: u32, elapsed_us: u64) {
+        if (proc_ as usize) < rows.count {
+            self.count_row(s, rows.first + proc_ as usize, elapsed_us);
         }
     }
 

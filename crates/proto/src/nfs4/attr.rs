@@ -204,10 +204,16 @@ impl Bitmap4 {
 
     /// The set bits, lowest first.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        // One step per set bit (GETATTR walks its mask on every call).
         self.words().iter().enumerate().flat_map(|(i, &w)| {
-            (0..32u32)
-                .filter(move |b| w & (1 << b) != 0)
-                .map(move |b| i as u32 * 32 + b)
+            let mut rest = w;
+            std::iter::from_fn(move || {
+                (rest != 0).then(|| {
+                    let b = rest.trailing_zeros();
+                    rest &= rest - 1;
+                    i as u32 * 32 + b
+                })
+            })
         })
     }
 
