@@ -41,6 +41,16 @@ fn arg_round_trip(op: &ArgOp<'_>) -> Result<(), TestCaseError> {
     // One byte short: the arguments (or the number) no longer decode.
     let mut d = Dec::new(&b[..b.len() - 1]);
     prop_assert!(d.u32().and_then(|n| ArgOp::decode(&mut d, n)).is_err());
+    // Skipping the arguments without building them reads exactly as far.
+    let mut d = Dec::new(&b[4..]);
+    if let Some(r) = skip_plain_args(&mut d, n) {
+        prop_assert!(r.is_ok(), "{op:?}");
+        prop_assert_eq!(d.remaining(), 0);
+        if b.len() > 4 {
+            let mut d = Dec::new(&b[4..b.len() - 1]);
+            prop_assert!(skip_plain_args(&mut d, n).is_some_and(|r| r.is_err()));
+        }
+    }
     Ok(())
 }
 

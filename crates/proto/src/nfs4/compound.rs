@@ -31,7 +31,12 @@
 
 use rnfsd_xdr::{Dec, Enc, Result, Xdr, XdrError};
 
-use super::{ArgOp, Nfsstat4, ResOp, OP_ILLEGAL};
+use super::{
+    Access4Args, ArgOp, Close4Args, GetAttr4Args, Nfsstat4, OpenDowngrade4Args, Read4Args, ResOp,
+    Sequence4Args, MAX_NAME, NFS4_FHSIZE, OP_ACCESS, OP_CLOSE, OP_GETATTR, OP_GETFH, OP_ILLEGAL,
+    OP_LOOKUP, OP_LOOKUPP, OP_OPEN_DOWNGRADE, OP_PUTFH, OP_PUTPUBFH, OP_PUTROOTFH, OP_READ,
+    OP_READLINK, OP_RESTOREFH, OP_SAVEFH, OP_SEQUENCE,
+};
 
 /// COMPOUND4args up to its operations (RFC 8881 §16.2.1): the tag
 /// (utf8str_cs, borrowed, to echo in the reply), the minor version, and
@@ -131,6 +136,28 @@ impl<'d, 'a> Iterator for OpIter<'d, 'a> {
         }
         Some(DecodedOp { opnum, arg })
     }
+}
+
+/// Reads past the arguments of operation `opnum` without building them,
+/// for operations whose arguments own nothing: what a router needing only
+/// the operation numbers reads (building a PUTFH's or LOOKUP's arguments
+/// allocates). `None`: not one of these, decode it with [`ArgOp::decode`].
+/// Bounds are the decoders' own.
+pub fn skip_plain_args(d: &mut Dec<'_>, opnum: u32) -> Option<Result<()>> {
+    let r = match opnum {
+        OP_GETFH | OP_LOOKUPP | OP_PUTROOTFH | OP_PUTPUBFH | OP_SAVEFH | OP_RESTOREFH
+        | OP_READLINK => Ok(()),
+        OP_SEQUENCE => Sequence4Args::decode(d).map(drop),
+        OP_PUTFH => d.opaque(NFS4_FHSIZE).map(drop),
+        OP_LOOKUP => d.opaque(MAX_NAME).map(drop),
+        OP_GETATTR => GetAttr4Args::decode(d).map(drop),
+        OP_ACCESS => Access4Args::decode(d).map(drop),
+        OP_READ => Read4Args::decode(d).map(drop),
+        OP_CLOSE => Close4Args::decode(d).map(drop),
+        OP_OPEN_DOWNGRADE => OpenDowngrade4Args::decode(d).map(drop),
+        _ => return None,
+    };
+    Some(r)
 }
 
 /// Writes COMPOUND4res (RFC 8881 §16.2.2) as operations complete: `begin`

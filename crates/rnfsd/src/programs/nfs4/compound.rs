@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rnfsd_fs::owed::Owed;
+use rnfsd_proto::nfs4::skip_plain_args;
 use rnfsd_proto::nfs4::{
     is_v42_data_op, ArgOp, CompoundHead, CompoundWriter, Nfsstat4, ResOp, Sequence4Args,
     Sequence4ResOk, SessionId4, Stateid4, LAST_NFS41_OP, OP_ALLOCATE, OP_BIND_CONN_TO_SESSION,
@@ -160,24 +161,47 @@ fn quick_op(arg: &ArgOp<'_>) -> bool {
             matches!(a.openhow, OpenFlag4::NoCreate)
                 && matches!(a.claim, OpenClaim4::Null(_) | OpenClaim4::Fh)
         }
-        _ => matches!(
-            arg.opnum(),
-            OP_SEQUENCE
-                | OP_PUTFH
-                | OP_PUTROOTFH
-                | OP_PUTPUBFH
-                | OP_GETFH
-                | OP_SAVEFH
-                | OP_RESTOREFH
-                | OP_GETATTR
-                | OP_ACCESS
-                | OP_LOOKUP
-                | OP_LOOKUPP
-                | OP_READ
-                | OP_CLOSE
-                | OP_OPEN_DOWNGRADE
-        ),
+        _ => quick_opnum(arg.opnum()),
     }
+}
+
+/// The quick operations but OPEN, which is quick or not by its arguments.
+fn quick_opnum(n: u32) -> bool {
+    matches!(
+        n,
+        OP_SEQUENCE
+            | OP_PUTFH
+            | OP_PUTROOTFH
+            | OP_PUTPUBFH
+            | OP_GETFH
+            | OP_SAVEFH
+            | OP_RESTOREFH
+            | OP_GETATTR
+            | OP_ACCESS
+            | OP_LOOKUP
+            | OP_LOOKUPP
+            | OP_READ
+            | OP_CLOSE
+            | OP_OPEN_DOWNGRADE
+    )
+}
+
+/// A compound of SEQUENCE and quick operations whose arguments need not
+/// be built to be read past (`skip_plain_args`): the common GETATTR,
+/// LOOKUP, ACCESS and READ compounds, routed without allocating and
+/// without finding their exports (where a quick compound runs does not
+/// depend on them). False: look closer.
+fn plainly_quick(head: &CompoundHead<'_>, d: &mut Dec<'_>) -> bool {
+    for i in 0..head.nops {
+        let Ok(n) = d.u32() else { return false };
+        if (i == 0) != (n == OP_SEQUENCE) || !quick_opnum(n) {
+            return false;
+        }
+        if !matches!(skip_plain_args(d, n), Some(Ok(()))) {
+            return false;
+        }
+    }
+    true
 }
 
 /// Where a COMPOUND runs (read on the loop from its arguments): on the
@@ -190,6 +214,9 @@ pub(super) fn route(server: &crate::state::Server, d: &mut Dec<'_>) -> Route {
     let Ok(head) = CompoundHead::decode(d, MAX_TAG) else {
         return Route::Pool;
     };
+    if plainly_quick(&head, &mut Dec::new(d.rest())) {
+        return Route::Quick;
+    }
     let mut quick = true;
     let mut sync = false;
     for (i, op) in head.ops(d).enumerate() {
@@ -611,8 +638,9 @@ fn io_reply(tag: &[u8], reply: &[u8], results_at: usize, failed: Option<OpAt>) -
 
 #[cfg(test)]
 mod tests {
-    use super::{digest, quick_op};
+    use super::{digest, plainly_quick, quick_op};
     use rnfsd_proto::nfs4::*;
+    use rnfsd_xdr::{Dec, Enc};
 
     fn open(how: OpenFlag4, claim: OpenClaim4) -> ArgOp<'static> {
         ArgOp::Open(Box::new(Open4Args {
@@ -626,6 +654,57 @@ mod tests {
             openhow: how,
             claim,
         }))
+    }
+
+    fn plain(ops: &[ArgOp<'_>], cut: usize) -> bool {
+        let mut e = Enc::new();
+        encode_compound(&mut e, b"", 1, ops);
+        let b = e.as_slice();
+        let mut d = Dec::new(&b[..b.len() - cut]);
+        let head = CompoundHead::decode(&mut d, 64).unwrap();
+        plainly_quick(&head, &mut d)
+    }
+
+    #[test]
+    fn plain_quick_compounds_are_routed_without_building_their_arguments() {
+        let seq = ArgOp::Sequence(Sequence4Args {
+            sessionid: SessionId4([7; 16]),
+            sequenceid: 1,
+            slotid: 0,
+            highest_slotid: 0,
+            cachethis: false,
+        });
+        let putfh = ArgOp::PutFh(PutFh4Args {
+            object: NfsFh4(vec![1; 40]),
+        });
+        let getattr = ArgOp::GetAttr(GetAttr4Args {
+            attr_request: Bitmap4::from_bits(&[FATTR4_SIZE, FATTR4_CHANGE]).unwrap(),
+        });
+        let lookup = ArgOp::Lookup(Lookup4Args {
+            objname: Component4(b"name".to_vec()),
+        });
+        assert!(plain(&[seq.clone(), putfh.clone(), getattr.clone()], 0));
+        assert!(plain(
+            &[seq.clone(), putfh.clone(), lookup, ArgOp::GetFh],
+            0
+        ));
+        // Not SEQUENCE first, SEQUENCE again, an OPEN (quick or not by its
+        // arguments), a change, a short record: looked at closer.
+        assert!(!plain(&[putfh.clone(), getattr.clone()], 0));
+        assert!(!plain(&[seq.clone(), seq.clone()], 0));
+        let open = open(OpenFlag4::NoCreate, OpenClaim4::Fh);
+        assert!(!plain(&[seq.clone(), putfh.clone(), open], 0));
+        assert!(!plain(
+            &[
+                seq.clone(),
+                putfh.clone(),
+                ArgOp::Remove(Remove4Args {
+                    target: Component4(b"x".to_vec()),
+                })
+            ],
+            0
+        ));
+        assert!(!plain(&[seq, putfh, getattr], 4));
     }
 
     #[test]
