@@ -166,3 +166,12 @@ v42 = {
 for name, op in v42.items():
     nops = 3 if name in ("copy", "clone") else 2
     write("nfs4_compound", f"v42_{name}", opaque(b"") + u32(2, nops) + PUTROOT + op)
+# CB_COMPOUND4args (tag, minorversion, callback_ident, ops), which the
+# target also decodes: CB_SEQUENCE then CB_OFFLOAD (RFC 7862 §16.1) with
+# a write_response4, and with a failure and the bytes copied.
+CB_SEQ = u32(11) + SESSION + u32(1, 0, 0, 0, 0)
+VERF = bytes(range(8))
+CB_OFFLOAD_OK = u32(15) + FH + SID + u32(0) + u32(0) + u64(1 << 30) + u32(0) + VERF
+CB_OFFLOAD_FAIL = u32(15) + FH + SID + u32(5) + u64(4096)
+write("nfs4_compound", "cb_offload_ok", opaque(b"") + u32(2, 0, 2) + CB_SEQ + CB_OFFLOAD_OK)
+write("nfs4_compound", "cb_offload_fail", opaque(b"") + u32(2, 0, 2) + CB_SEQ + CB_OFFLOAD_FAIL)

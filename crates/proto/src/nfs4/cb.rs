@@ -11,7 +11,7 @@ use rnfsd_xdr::{xdr_struct, Dec, Enc, Result, Xdr, XdrError};
 
 use super::{
     decode_array, encode_array, Bitmap4, Fattr4, Fsid4, LockOwner4, NfsFh4, NfsRes4, Nfsstat4,
-    OpResult, OpenDelegation4, SessionId4, Stateid4, MAX_ATTRLIST,
+    OpResult, OpenDelegation4, SessionId4, Stateid4, WriteResponse4, MAX_ATTRLIST,
 };
 use crate::mount::bounded_opaque;
 
@@ -37,7 +37,7 @@ pub const OP_CB_SEQUENCE: u32 = 11;
 pub const OP_CB_WANTS_CANCELLED: u32 = 12;
 pub const OP_CB_NOTIFY_LOCK: u32 = 13;
 pub const OP_CB_NOTIFY_DEVICEID: u32 = 14;
-/// NFSv4.2's CB_OFFLOAD (RFC 7862 §16.1): number only.
+/// NFSv4.2's CB_OFFLOAD (RFC 7862 §16.1), sent at minor version 2.
 pub const OP_CB_OFFLOAD: u32 = 15;
 pub const OP_CB_ILLEGAL: u32 = 10044;
 
@@ -279,6 +279,48 @@ impl Xdr for CbNotifyDeviceId4Args {
     }
 }
 
+/// offload_info4 (RFC 7862 §16.1): how an asynchronous copy ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffloadInfo4 {
+    /// NFS4_OK: the copy's write_response4 (wr_callback_id empty).
+    Ok(WriteResponse4),
+    /// Any other status, with the bytes copied before it.
+    Fail { status: Nfsstat4, bytes_copied: u64 },
+}
+
+impl Xdr for OffloadInfo4 {
+    fn encode(&self, e: &mut Enc) {
+        match self {
+            OffloadInfo4::Ok(w) => {
+                Nfsstat4::Ok.encode(e);
+                w.encode(e);
+            }
+            OffloadInfo4::Fail {
+                status,
+                bytes_copied,
+            } => {
+                status.encode(e);
+                e.u64(*bytes_copied);
+            }
+        }
+    }
+    fn decode(d: &mut Dec<'_>) -> Result<Self> {
+        Ok(match Nfsstat4::decode(d)? {
+            Nfsstat4::Ok => OffloadInfo4::Ok(WriteResponse4::decode(d)?),
+            status => OffloadInfo4::Fail {
+                status,
+                bytes_copied: d.u64()?,
+            },
+        })
+    }
+}
+
+xdr_struct! {
+    /// CB_OFFLOAD4args (RFC 7862 §16.1).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct CbOffload4Args { pub fh: NfsFh4, pub stateid: Stateid4, pub info: OffloadInfo4 }
+}
+
 /// Declares `CbArgOp` and `CbResOp` from one table.
 macro_rules! cb_ops {
     ($($v:ident($aty:ty, $rty:ty) = $op:ident,)*) => {
@@ -382,6 +424,7 @@ cb_ops! {
     WantsCancelled(CbWantsCancelled4Args, Nfsstat4) = OP_CB_WANTS_CANCELLED,
     NotifyLock(CbNotifyLock4Args, Nfsstat4) = OP_CB_NOTIFY_LOCK,
     NotifyDeviceId(CbNotifyDeviceId4Args, Nfsstat4) = OP_CB_NOTIFY_DEVICEID,
+    Offload(CbOffload4Args, Nfsstat4) = OP_CB_OFFLOAD,
 }
 
 /// CB_COMPOUND4args (RFC 8881 §19.2).
@@ -471,6 +514,55 @@ mod tests {
             CbCompoundArgs::decode(&mut Dec::new(e.as_slice()), 16, 1),
             Err(XdrError::TooLong)
         );
+    }
+
+    #[test]
+    fn cb_offload_round_trips_both_arms() {
+        use crate::nfs4::{StableHow4, Verifier4};
+        for info in [
+            OffloadInfo4::Ok(WriteResponse4 {
+                callback_id: None,
+                count: 1 << 30,
+                committed: StableHow4::Unstable,
+                writeverf: Verifier4([7; 8]),
+            }),
+            OffloadInfo4::Fail {
+                status: Nfsstat4::Io,
+                bytes_copied: 4096,
+            },
+        ] {
+            let op = CbArgOp::Offload(CbOffload4Args {
+                fh: NfsFh4(vec![1; 8]),
+                stateid: Stateid4 {
+                    seqid: 1,
+                    other: [4; 12],
+                },
+                info,
+            });
+            let mut e = Enc::new();
+            op.encode(&mut e);
+            let mut d = Dec::new(e.as_slice());
+            let opnum = d.u32().unwrap();
+            assert_eq!(opnum, OP_CB_OFFLOAD);
+            assert_eq!(CbArgOp::decode(&mut d, opnum), Ok(op));
+            assert_eq!(d.remaining(), 0);
+        }
+        // Cut short anywhere: an error, never a panic.
+        let op = CbOffload4Args {
+            fh: NfsFh4(vec![1; 8]),
+            stateid: Stateid4 {
+                seqid: 1,
+                other: [4; 12],
+            },
+            info: OffloadInfo4::Fail {
+                status: Nfsstat4::Io,
+                bytes_copied: 1,
+            },
+        };
+        let b = rnfsd_xdr::to_vec(&op);
+        for n in 0..b.len() {
+            assert!(rnfsd_xdr::from_slice::<CbOffload4Args>(&b[..n]).is_err());
+        }
     }
 
     #[test]
