@@ -6,8 +6,10 @@
 //! (with the last reply of each slot kept for retries, §2.10.6.1), every
 //! other operation gets a fixed answer (CB_RECALL is acknowledged; the
 //! client returns the delegation with DELEGRETURN on the fore channel,
-//! see `Nfs4Client::return_on_recall`), and what arrived is kept in a
-//! short log for tests to inspect. A test may make the client ignore
+//! see `Nfs4Client::return_on_recall`; NFSv4.2's CB_OFFLOAD, RFC 7862
+//! §16.1, is acknowledged in a minor version 2 CB_COMPOUND and refused as
+//! illegal in a minor version 1 one, which does not have it), and what
+//! arrived is kept in a short log for tests to inspect. A test may make the client ignore
 //! CB_RECALL (no reply at all), as a client that went silent.
 
 use std::collections::VecDeque;
@@ -16,6 +18,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rnfsd_proto::nfs4::cb::*;
 use rnfsd_proto::nfs4::{NfsRes4, Nfsstat4, SessionId4, NFS4_MINOR_VERSION_1};
+
+/// The highest callback minor version answered (RFC 7862's CB_OFFLOAD).
+const CB_MINOR_MAX: u32 = 2;
 use rnfsd_proto::rpc::{encode_accepted, encode_denied, AcceptStat, CallHeader, Incoming};
 use rnfsd_proto::rpc::{RejectStat, RPC_VERSION};
 use rnfsd_xdr::{Dec, Enc};
@@ -237,7 +242,7 @@ fn answer_cached(st: &mut State, args: &CbCompoundArgs) -> Option<Vec<u8>> {
 /// The results of every operation up to the first failure, and the
 /// status of the last one (RFC 8881 §19.2).
 fn answer(st: &mut State, args: &CbCompoundArgs, out: &mut Vec<CbResOp>) -> Nfsstat4 {
-    if args.minorversion != NFS4_MINOR_VERSION_1 {
+    if !(NFS4_MINOR_VERSION_1..=CB_MINOR_MAX).contains(&args.minorversion) {
         return Nfsstat4::MinorVersMismatch;
     }
     for (i, op) in args.ops.iter().enumerate() {
@@ -260,6 +265,9 @@ fn answer(st: &mut State, args: &CbCompoundArgs, out: &mut Vec<CbResOp>) -> Nfss
             CbArgOp::LayoutRecall(_) => CbResOp::LayoutRecall(Nfsstat4::NoMatchingLayout),
             CbArgOp::PushDeleg(_) => CbResOp::PushDeleg(Nfsstat4::RejectDeleg),
             CbArgOp::GetAttr(_) => CbResOp::GetAttr(NfsRes4::Fail(Nfsstat4::BadHandle)),
+            // Minor version 2's own operation (RFC 7862 §16.1).
+            CbArgOp::Offload(_) if args.minorversion < 2 => CbResOp::Illegal(Nfsstat4::OpIllegal),
+            CbArgOp::Offload(_) => CbResOp::Offload(Nfsstat4::Ok),
             CbArgOp::Illegal { .. } => CbResOp::Illegal(Nfsstat4::OpIllegal),
         };
         let s = r.status();

@@ -551,6 +551,25 @@ impl Nfs4Client {
             .collect()
     }
 
+    /// The CB_OFFLOADs received and acknowledged so far (RFC 7862 §16.1),
+    /// oldest first.
+    pub fn offloads(&self) -> Vec<cb::CbOffload4Args> {
+        self.callbacks()
+            .into_iter()
+            .flat_map(|e| match e {
+                CbEvent::Compound {
+                    ops,
+                    status: Nfsstat4::Ok,
+                } => ops,
+                _ => Vec::new(),
+            })
+            .filter_map(|o| match o {
+                cb::CbArgOp::Offload(r) => Some(r),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Leave CB_RECALLs unanswered (`true`), as a client that went silent,
     /// or answer them again (`false`).
     pub fn ignore_recalls(&self, on: bool) {
