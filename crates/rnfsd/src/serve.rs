@@ -440,7 +440,8 @@ fn start_nfs4(
         Some(reaper),
         Some(stats.clone()),
     )
-    .with_copy_sync_max(s.nfs4_copy_sync_max);
+    .with_copy_sync_max(s.nfs4_copy_sync_max)
+    .with_copies(s.nfs4_copies_max, s.nfs4_copies_per_client);
     n.set_delegations(deleg);
     server.set_nfs4(Arc::new(n));
     Ok(())

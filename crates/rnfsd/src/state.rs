@@ -1,6 +1,7 @@
 //! Server-wide state shared by every call, with what each program keeps
 //! in it (`mounts`, `portmap`, `nlm`, `nfs4` with `pseudo` and `idmap`).
 
+pub mod copy;
 pub mod deleg;
 pub mod idmap;
 pub mod mounts;

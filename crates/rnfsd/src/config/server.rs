@@ -210,11 +210,21 @@ server_keys! {
     /// DEALLOCATE, READ_PLUS, COPY, CLONE) and extended attribute ones
     /// served, the rest NFS4ERR_NOTSUPP.
     nfs4_minor2: bool = true, "NFSv4.2 compounds answered (data operations served)";
-    /// Bytes one NFSv4.2 COPY copies at most: a larger COPY is answered
-    /// with a short copy the client continues (RFC 7862 §15.2.3), so no
-    /// thread copies for long.
+    /// Bytes one synchronous NFSv4.2 COPY copies at most: a longer COPY
+    /// the client lets run asynchronously (ca_synchronous false) runs on
+    /// a copier thread and ends with CB_OFFLOAD (RFC 7862 §15.2.3,
+    /// §16.1); any other is answered with a short copy the client
+    /// continues, so no request thread copies for long.
     nfs4_copy_sync_max: u64 = crate::state::nfs4::DEFAULT_COPY_SYNC_MAX,
-        "NFSv4.2 COPY: bytes copied per call at most";
+        "NFSv4.2 COPY: bytes copied per synchronous call at most";
+    /// Asynchronous NFSv4.2 COPYs running at once, each on its own copier
+    /// thread (at most 64). Past it a COPY is done synchronously, short.
+    nfs4_copies_max: usize = crate::state::copy::DEFAULT_COPIES_MAX,
+        "NFSv4.2 asynchronous COPYs at once";
+    /// Asynchronous NFSv4.2 COPYs one client may run at once (0: none,
+    /// every COPY synchronous); past it a COPY is done synchronously.
+    nfs4_copies_per_client: usize = crate::state::copy::DEFAULT_COPIES_PER_CLIENT,
+        "NFSv4.2 asynchronous COPYs per client at once (0: none)";
     /// NFSv4 lease (RFC 8881 §8.3): a client silent this long loses its
     /// state. 90: as knfsd and nfs-ganesha.
     nfs4_lease_secs: u64 = 90, "NFSv4 lease: a silent client's state goes after this";

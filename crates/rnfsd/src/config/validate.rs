@@ -23,6 +23,12 @@ impl Config {
                 "server.nfs4_copy_sync_max must be at most {MAX_NFS4_COPY_SYNC} (one COPY holds a thread while it copies)"
             ));
         }
+        if s.nfs4_copies_max > crate::state::copy::MAX_COPIES {
+            return err(format!(
+                "server.nfs4_copies_max must be at most {} (each running copy holds a thread)",
+                crate::state::copy::MAX_COPIES
+            ));
+        }
         s.check_identity(rustix::process::geteuid().is_root())?;
         // No exports is legal: a packaged server starts with none and gets
         // them by a reload (SIGHUP), as knfsd with an empty /etc/exports.
@@ -153,6 +159,7 @@ fn at_least_one(s: &ServerConfig) -> Result<(), ConfigError> {
             "nfs4_copy_sync_max",
             s.nfs4_copy_sync_max.min(usize::MAX as u64) as usize,
         ),
+        ("nfs4_copies_max", s.nfs4_copies_max),
         ("nfs4_delegations_per_client", s.nfs4_delegations_per_client),
         ("nfs4_max_delegations", s.nfs4_max_delegations),
     ] {

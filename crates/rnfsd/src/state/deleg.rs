@@ -4,7 +4,9 @@
 //! CB_COMPOUND after CB_SEQUENCE, §20.2, §20.9) sent by one thread from a
 //! bounded queue, never on a worker, and the check every change makes
 //! first ([`Delegations::access`]). The delegations themselves are
-//! `rnfsd_v4state`'s.
+//! `rnfsd_v4state`'s. The same thread and back channels carry NFSv4.2's
+//! CB_OFFLOAD (RFC 7862 §16.1) for asynchronous copies ([`CbQueue`]),
+//! whether or not delegations are on.
 //!
 //! A recall that cannot be sent (the queue full, no back channel, the
 //! client silent) changes nothing for safety: the delegation is revoked
@@ -18,16 +20,17 @@ use std::time::{Duration, Instant};
 
 use rnfsd_fs::{Backend, Call, Fh, FileType};
 use rnfsd_proto::nfs4::cb::{
-    CbArgOp, CbCompoundArgs, CbCompoundRes, CbRecall4Args, CbResOp, CbSequence4Args, CB_COMPOUND,
-    NFS_CB,
+    CbArgOp, CbCompoundArgs, CbCompoundRes, CbOffload4Args, CbRecall4Args, CbResOp,
+    CbSequence4Args, CB_COMPOUND, NFS_CB,
 };
 use rnfsd_proto::nfs4::{NfsFh4, NfsRes4, Nfsstat4, SessionId4, Stateid4};
 use rnfsd_rpc::{Auth, BackConn};
 use rnfsd_v4state::{Access, ClientId, FileKey, Recall, State};
 use rnfsd_xdr::{Dec, Enc};
 
-/// Recalls waiting for the sender; past this a recall is dropped (the
-/// delegation is then revoked at its deadline).
+/// Callbacks waiting for the sender; past this a recall is dropped (the
+/// delegation is then revoked at its deadline), as is a CB_OFFLOAD (the
+/// client can still ask OFFLOAD_STATUS).
 pub const RECALL_QUEUE: usize = 1024;
 /// How long the sender waits for a client's answer to a CB_RECALL.
 const RECALL_WAIT: Duration = Duration::from_secs(5);
@@ -51,12 +54,31 @@ struct CbPath {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Recalling;
 
+/// What the sender sends.
+enum Callback {
+    Recall(Recall),
+    /// CB_OFFLOAD to a client (RFC 7862 §16.1).
+    Offload(ClientId, CbOffload4Args),
+}
+
+/// Queues CB_OFFLOADs for the sender, from any thread.
+#[derive(Clone)]
+pub struct CbQueue(SyncSender<Callback>);
+
+impl CbQueue {
+    /// Queues a CB_OFFLOAD for client `to` (never blocks): false when the
+    /// queue is full or the sender gone.
+    pub fn offload(&self, to: ClientId, args: CbOffload4Args) -> bool {
+        self.0.try_send(Callback::Offload(to, args)).is_ok()
+    }
+}
+
 /// What the delegations need beside the state.
 pub struct Delegations {
     /// `nfs4_delegations`: grant any at all.
     pub enabled: bool,
     paths: Arc<Mutex<HashMap<ClientId, CbPath>>>,
-    queue: Option<SyncSender<Recall>>,
+    queue: Option<SyncSender<Callback>>,
     /// Most back channels remembered (`nfs4_max_clients`).
     max_paths: usize,
 }
@@ -77,23 +99,19 @@ impl Delegations {
     }
 
     /// Delegations for `state` (`enabled`: `nfs4_delegations`); starts the
-    /// recall sender when enabled.
+    /// callback sender (recalls when enabled, CB_OFFLOAD always).
     pub fn new(state: &Arc<State>, enabled: bool, max_paths: usize) -> std::io::Result<Self> {
         let paths: Arc<Mutex<HashMap<ClientId, CbPath>>> = Arc::default();
-        let mut queue = None;
-        if enabled {
-            let (tx, rx) = sync_channel(RECALL_QUEUE);
-            let p = paths.clone();
-            let st = Arc::downgrade(state);
-            std::thread::Builder::new()
-                .name("nfsv4-recall".into())
-                .spawn(move || sender(rx, p, st))?;
-            queue = Some(tx);
-        }
+        let (tx, rx) = sync_channel(RECALL_QUEUE);
+        let p = paths.clone();
+        let st = Arc::downgrade(state);
+        std::thread::Builder::new()
+            .name("nfsv4-recall".into())
+            .spawn(move || sender(rx, p, st))?;
         Ok(Delegations {
             enabled,
             paths,
-            queue,
+            queue: Some(tx),
             max_paths: max_paths.max(1),
         })
     }
@@ -102,7 +120,7 @@ impl Delegations {
     /// `prog`, credential `cred`): recalls go there. For the session
     /// already known, only the connection changes.
     pub fn set_path(&self, id: ClientId, conn: BackConn, cred: Auth, prog: u32, session: [u8; 16]) {
-        if !self.enabled {
+        if self.queue.is_none() {
             return;
         }
         let mut m = locked(&self.paths);
@@ -148,13 +166,26 @@ impl Delegations {
                 .is_some_and(|p| p.conn.is_open())
     }
 
+    /// Whether callbacks other than recalls (CB_OFFLOAD) can reach
+    /// client `id`: a back channel is open, delegations on or not.
+    pub fn can_call(&self, id: ClientId) -> bool {
+        locked(&self.paths)
+            .get(&id)
+            .is_some_and(|p| p.conn.is_open())
+    }
+
+    /// Where CB_OFFLOADs are queued (None: no sender).
+    pub fn cb_queue(&self) -> Option<CbQueue> {
+        self.queue.clone().map(CbQueue)
+    }
+
     /// Queues `recalls` for the sender (never blocks).
     pub fn send(&self, recalls: Vec<Recall>) {
         let Some(q) = &self.queue else {
             return;
         };
         for r in recalls {
-            match q.try_send(r) {
+            match q.try_send(Callback::Recall(r)) {
                 Ok(()) => {}
                 Err(TrySendError::Full(_)) => {
                     tracing::warn!(
@@ -237,25 +268,39 @@ impl Delegations {
     }
 }
 
-/// The recall sender: one CB_COMPOUND at a time, each waited for at most
-/// `RECALL_WAIT`.
-fn sender(rx: Receiver<Recall>, paths: Arc<Mutex<HashMap<ClientId, CbPath>>>, state: Weak<State>) {
-    while let Ok(r) = rx.recv() {
-        let id = r.client.id();
+/// The callback sender: one CB_COMPOUND at a time, each waited for at
+/// most `RECALL_WAIT`.
+fn sender(
+    rx: Receiver<Callback>,
+    paths: Arc<Mutex<HashMap<ClientId, CbPath>>>,
+    state: Weak<State>,
+) {
+    while let Ok(cb) = rx.recv() {
+        let id = match &cb {
+            Callback::Recall(r) => r.client.id(),
+            Callback::Offload(id, _) => *id,
+        };
         let Some(p) = locked(&paths).get(&id).cloned() else {
             tracing::info!(
                 clientid = format!("{:#x}", id.0),
-                "nfsv4: no back channel for a recall"
+                "nfsv4: no back channel for a callback"
             );
             continue;
         };
+        let r = match cb {
+            Callback::Recall(r) => r,
+            Callback::Offload(id, args) => {
+                // CB_OFFLOAD is minor version 2's (RFC 7862 §16.1).
+                let ok = call(&p, 2, CbArgOp::Offload(args), id, "CB_OFFLOAD");
+                if ok {
+                    moved_on(&paths, id, &p);
+                }
+                continue;
+            }
+        };
         let ok = recall(&p, &r);
         if ok {
-            if let Some(q) = locked(&paths).get_mut(&id) {
-                if q.session == p.session {
-                    q.next_seq = p.next_seq.wrapping_add(1).max(1);
-                }
-            }
+            moved_on(&paths, id, &p);
         }
         if let Some(s) = state.upgrade() {
             if !ok && !p.conn.is_open() {
@@ -265,11 +310,34 @@ fn sender(rx: Receiver<Recall>, paths: Arc<Mutex<HashMap<ClientId, CbPath>>>, st
     }
 }
 
+/// Back channel slot 0 of client `id` moves on past `p`'s call.
+fn moved_on(paths: &Mutex<HashMap<ClientId, CbPath>>, id: ClientId, p: &CbPath) {
+    if let Some(q) = locked(paths).get_mut(&id) {
+        if q.session == p.session {
+            q.next_seq = p.next_seq.wrapping_add(1).max(1);
+        }
+    }
+}
+
 /// Sends one CB_RECALL: whether the slot's sequence moves on.
 fn recall(p: &CbPath, r: &Recall) -> bool {
+    let op = CbArgOp::Recall(CbRecall4Args {
+        stateid: Stateid4 {
+            seqid: r.stateid.seqid,
+            other: r.stateid.other,
+        },
+        truncate: false,
+        fh: NfsFh4(r.fh.to_vec()),
+    });
+    call(p, 1, op, r.client.id(), "CB_RECALL")
+}
+
+/// Sends `op` after CB_SEQUENCE in one CB_COMPOUND of minor version
+/// `minor`: whether the slot's sequence moves on.
+fn call(p: &CbPath, minor: u32, op: CbArgOp, id: ClientId, what: &str) -> bool {
     let args = CbCompoundArgs {
         tag: Vec::new(),
-        minorversion: 1,
+        minorversion: minor,
         callback_ident: 0,
         ops: vec![
             CbArgOp::Sequence(CbSequence4Args {
@@ -280,14 +348,7 @@ fn recall(p: &CbPath, r: &Recall) -> bool {
                 cachethis: false,
                 referring_call_lists: Vec::new(),
             }),
-            CbArgOp::Recall(CbRecall4Args {
-                stateid: Stateid4 {
-                    seqid: r.stateid.seqid,
-                    other: r.stateid.other,
-                },
-                truncate: false,
-                fh: NfsFh4(r.fh.to_vec()),
-            }),
+            op,
         ],
     };
     let mut e = Enc::new();
@@ -299,8 +360,8 @@ fn recall(p: &CbPath, r: &Recall) -> bool {
     {
         Ok(b) => b,
         Err(err) => {
-            tracing::info!(clientid = format!("{:#x}", r.client.id().0), error = %err,
-                "nfsv4: CB_RECALL not answered");
+            tracing::info!(clientid = format!("{:#x}", id.0), error = %err, what,
+                "nfsv4: callback not answered");
             return false;
         }
     };
@@ -320,7 +381,7 @@ fn recall(p: &CbPath, r: &Recall) -> bool {
         ))
     );
     if res.status != Nfsstat4::Ok {
-        tracing::debug!(status = ?res.status, "nfsv4: CB_RECALL answered with an error");
+        tracing::debug!(status = ?res.status, what, "nfsv4: callback answered with an error");
     }
     seq_ok
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use rnfsd_v4state::{Reaper, State};
 
+use super::copy::Copies;
 use super::deleg::Delegations;
 use super::pseudo::Pseudo;
 use super::Export;
@@ -40,6 +41,8 @@ pub struct Nfs4 {
     /// Bytes one COPY copies at most (`nfs4_copy_sync_max`); a larger one
     /// is answered with a short copy the client continues.
     pub copy_sync_max: u64,
+    /// Asynchronous copies (`nfs4_copies_max`, `nfs4_copies_per_client`).
+    pub copies: Copies,
     /// Where each operation is counted (None: not counted).
     pub stats: Option<Arc<rnfsd_stats::Registry>>,
     /// Delegations: back channels, recalls, the check before a change.
@@ -62,7 +65,14 @@ impl Nfs4 {
     ) -> Nfs4 {
         let lease = state.config().lease_time;
         let deleg = Delegations::off();
+        let copies = Copies::new(
+            super::copy::DEFAULT_COPIES_MAX,
+            super::copy::DEFAULT_COPIES_PER_CLIENT,
+            2 * lease,
+            state.boot(),
+        );
         Nfs4 {
+            copies,
             deleg,
             state,
             pseudo: ArcSwap::from_pointee(pseudo_of(exports)),
@@ -79,6 +89,13 @@ impl Nfs4 {
     /// With COPY bounded at `bytes` per call.
     pub fn with_copy_sync_max(mut self, bytes: u64) -> Nfs4 {
         self.copy_sync_max = bytes.max(1);
+        self
+    }
+
+    /// With at most `max` asynchronous copies at once, `per_client` of one
+    /// client.
+    pub fn with_copies(mut self, max: usize, per_client: usize) -> Nfs4 {
+        self.copies = Copies::new(max, per_client, 2 * self.lease, self.state.boot());
         self
     }
 

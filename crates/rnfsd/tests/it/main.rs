@@ -32,6 +32,7 @@ mod layering;
 mod libnfs_interop;
 mod nfs4;
 mod nfs4_cephfs;
+mod nfs4_copy;
 mod nfs4_deleg;
 mod nfs4_idmap;
 mod nfs4_ns;

@@ -362,7 +362,8 @@ async fn copy_within_the_server_and_a_short_copy_past_the_bound() {
         let r = c.copy(&sfh, &ssid, 0, &dfh, &ssid, 0, 10, true).await;
         assert_eq!(status_of(r), Nfsstat4::BadStateid);
 
-        // No asynchronous copies: no stateid names one.
+        // An open stateid names no copy (and this client, with no back
+        // channel, got only synchronous ones).
         let r = c
             .run(&[
                 ArgOp::PutFh(PutFh4Args {

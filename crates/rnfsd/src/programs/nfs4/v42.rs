@@ -4,16 +4,23 @@
 //! WRITE's (`io::checked`); changes are durable before the reply as
 //! WRITE's are (the journal commit a `sync` export owes, `c.owe`).
 //!
-//! COPY is synchronous: at most `nfs4_copy_sync_max` bytes per call, a
-//! larger one answered with a short copy (wr_count below ca_count, which
-//! the client continues from, §15.2.3), so no thread copies for an
-//! unbounded time. There are no asynchronous copies, so no copy stateid
-//! exists for OFFLOAD_STATUS or OFFLOAD_CANCEL (NFS4ERR_BAD_STATEID), and
-//! no CB_OFFLOAD is sent. COPY_NOTIFY and a COPY naming a source server
-//! (an inter-server copy, §4) are NFS4ERR_NOTSUPP: this server copies
-//! only between its own files.
+//! COPY of at most `nfs4_copy_sync_max` bytes is synchronous. A longer
+//! one the client lets run asynchronously (ca_synchronous false) runs on
+//! a copier thread (`state::copy`): the reply carries its copy stateid at
+//! once, the copy goes in chunks of `nfs4_copy_sync_max` bytes, at most
+//! `COPY_CHUNK` (OFFLOAD_CANCEL stops it at the next), and CB_OFFLOAD
+//! reports it (§15.2.3, §16.1). Any other
+//! longer COPY (synchronous asked, no back channel, or the copier bounds
+//! `nfs4_copies_max` / `nfs4_copies_per_client` reached) is a synchronous
+//! short copy of `nfs4_copy_sync_max` bytes, which the client continues
+//! from: progress, and no request thread copies for long. (knfsd goes
+//! asynchronous whenever allowed and answers NFS4ERR_DELAY past its
+//! bound; a short copy here saves the round trip of a CB_OFFLOAD for
+//! small copies and a retry past the bound.) COPY_NOTIFY and a COPY
+//! naming a source server (an inter-server copy, §4) are
+//! NFS4ERR_NOTSUPP: this server copies only between its own files.
 
-use rnfsd_fs::{Content, FsError, Stable};
+use rnfsd_fs::{Call, Content, FsError, Stable};
 use rnfsd_proto::nfs4::*;
 use rnfsd_xdr::Enc;
 
@@ -23,7 +30,13 @@ use super::io::{checked, max_io, recall_first, stable_how_of, MAX_OFFSET};
 use super::open::{key_of, regular, File};
 use super::session::sid;
 use super::status::{of_fs, of_state};
-use rnfsd_v4state::FileKey;
+use crate::state::copy::{Busy, Job, Outcome};
+use rnfsd_v4state::{Access, FileKey};
+
+/// The most bytes an asynchronous copy copies between checks for
+/// OFFLOAD_CANCEL (and its client's going): a fraction of a second on a
+/// disk. Its chunks are `nfs4_copy_sync_max` bytes up to this.
+pub(super) const COPY_CHUNK: u64 = 16 << 20;
 
 /// Segments one READ_PLUS reply holds at most (each hole costs 20 bytes
 /// of the reply, each data segment 16 and its data).
@@ -280,11 +293,15 @@ fn range_keys(
     Ok(len)
 }
 
-/// COPY (§15.2) within the server, synchronously: at most
+/// COPY (§15.2) within the server: synchronously up to
 /// `nfs4_copy_sync_max` bytes (a short copy beyond, which the client
-/// continues). Durable before the reply (FILE_SYNC4) on a `sync` export
-/// and when the client asks for a synchronous copy; else UNSTABLE4, and
-/// the client's COMMIT makes it durable. The write verifier is WRITE's.
+/// continues), asynchronously past it when the client allows (see the
+/// module's comment). A synchronous one is durable before the reply
+/// (FILE_SYNC4) on a `sync` export and when the client asks for a
+/// synchronous copy; else UNSTABLE4, and the client's COMMIT makes it
+/// durable. An asynchronous one is as durable when CB_OFFLOAD reports it
+/// (FILE_SYNC4 on a `sync` export, else UNSTABLE4). The write verifier is
+/// WRITE's, read before copying.
 pub(super) fn copy(c: &mut Compound<'_, '_>, a: Copy4Args) -> Copy4Res {
     match copy_sync(c, &a) {
         Ok(r) => Copy4Res::Ok(r),
@@ -299,8 +316,17 @@ fn copy_sync(c: &mut Compound<'_, '_>, a: &Copy4Args) -> Result<Copy4ResOk, Nfss
     }
     let (s, d) = src_dst(c, &a.src_stateid, &a.dst_stateid)?;
     let len = range(&s, &d, a.src_offset, a.dst_offset, a.count)?;
+    // Delegations of the destination are returned before any write.
+    let changing = recall_first(c, &d)?;
+    let changing = match !a.synchronous && len > c.nfs4.copy_sync_max {
+        true => match copy_async(c, a, &s, &d, len, changing)? {
+            Ok(r) => return Ok(r),
+            Err(back) => back,
+        },
+        false => changing,
+    };
+    let _changing = changing;
     let len = len.min(c.nfs4.copy_sync_max);
-    let _changing = recall_first(c, &d)?;
     let stable = match d.obj.exp.sync || a.synchronous {
         true => Stable::FileSync,
         false => Stable::Unstable,
@@ -340,6 +366,133 @@ fn copy_sync(c: &mut Compound<'_, '_>, a: &Copy4Args) -> Result<Copy4ResOk, Nfss
     })
 }
 
+/// Starts an asynchronous copy of `len` bytes: the reply, or the
+/// delegation guard back when the copy must be synchronous (no back
+/// channel for CB_OFFLOAD, or the copier bounds reached).
+#[allow(clippy::type_complexity)]
+fn copy_async(
+    c: &Compound<'_, '_>,
+    a: &Copy4Args,
+    s: &File,
+    d: &File,
+    len: u64,
+    changing: Option<Access>,
+) -> Result<Result<Copy4ResOk, Option<Access>>, Nfsstat4> {
+    let h = c.client()?;
+    if !c.nfs4.copies.enabled() || !c.nfs4.deleg.can_call(h.id()) {
+        return Ok(Err(changing));
+    }
+    // Read before copying, as WRITE's: a reset meanwhile shows at COMMIT.
+    let verf = Verifier4(c.ctx.server.write_verifier.get());
+    let job = AsyncCopy {
+        backend: d.obj.exp.backend.clone(),
+        sync: d.obj.exp.sync,
+        cred: d.obj.grant.cred.clone(),
+        src: s.obj.fh.clone(),
+        dst: d.obj.fh.clone(),
+        src_off: a.src_offset,
+        dst_off: a.dst_offset,
+        len,
+        chunk: c.nfs4.copy_sync_max.clamp(1, COPY_CHUNK),
+        verf,
+    };
+    // The guard lives as long as the copy writes: no delegation of the
+    // destination is granted meanwhile.
+    let work = Box::new(move |j: &Job| {
+        let _changing = changing;
+        job.run(j)
+    });
+    let cb = c.nfs4.deleg.cb_queue();
+    match c.nfs4.copies.start(&h, &d.obj.fh.0, cb, work) {
+        Ok(sid) => Ok(Ok(Copy4ResOk {
+            response: WriteResponse4 {
+                callback_id: Some(sid),
+                count: 0,
+                committed: StableHow4::Unstable,
+                writeverf: verf,
+            },
+            requires: CopyRequirements4 {
+                consecutive: true,
+                synchronous: false,
+            },
+        })),
+        // The work (and the guard in it) is dropped: take a new guard.
+        Err(Busy) => recall_first(c, d).map(Err),
+    }
+}
+
+/// What an asynchronous copy needs off the request path.
+struct AsyncCopy {
+    backend: std::sync::Arc<dyn rnfsd_fs::Backend>,
+    sync: bool,
+    cred: rnfsd_fs::Cred,
+    src: rnfsd_fs::Fh,
+    dst: rnfsd_fs::Fh,
+    src_off: u64,
+    dst_off: u64,
+    len: u64,
+    chunk: u64,
+    verf: Verifier4,
+}
+
+impl AsyncCopy {
+    /// Copies in chunks until done, failed, cancelled or its client gone;
+    /// then, on a `sync` export, commits what it copied (FILE_SYNC4). A
+    /// failure after some bytes is a short copy (as knfsd's).
+    fn run(self, j: &Job) -> Outcome {
+        let call = Call::thread(&self.cred, false);
+        let b = &self.backend;
+        let mut done = 0u64;
+        let mut failed = None;
+        while done < self.len && !j.stopped() {
+            let want = (self.len - done).min(self.chunk);
+            let r = b.copy_range(
+                &call,
+                &self.src,
+                self.src_off + done,
+                &self.dst,
+                self.dst_off + done,
+                want,
+                Stable::Unstable,
+            );
+            match r {
+                Ok((n, _, _)) => {
+                    let n = n.min(want);
+                    done += n;
+                    j.add(n);
+                    if n < want {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    failed = Some(of_fs(e));
+                    break;
+                }
+            }
+        }
+        let mut status = match failed {
+            Some(s) if done == 0 => s,
+            _ => Nfsstat4::Ok,
+        };
+        let mut committed = StableHow4::Unstable;
+        if self.sync && done > 0 {
+            match b.commit(&call, &self.dst, 0, 0) {
+                Ok(_) => committed = StableHow4::FileSync,
+                Err(e) => status = of_fs(e),
+            }
+        }
+        Outcome {
+            status,
+            response: WriteResponse4 {
+                callback_id: None,
+                count: done,
+                committed,
+                writeverf: self.verf,
+            },
+        }
+    }
+}
+
 /// CLONE (§15.13): the backend's reflink where the filesystem has one,
 /// NFS4ERR_NOTSUPP where not; a range not aligned to clone_blksize is
 /// the filesystem's NFS4ERR_INVAL.
@@ -363,15 +516,35 @@ pub(super) fn clone(c: &mut Compound<'_, '_>, a: Clone4Args) -> Nfsstat4 {
     })())
 }
 
-/// OFFLOAD_STATUS (§15.9): every COPY here is synchronous, so no stateid
-/// names a copy in progress.
-pub(super) fn offload_status(_c: &mut Compound<'_, '_>, _a: Offload4Args) -> OffloadStatus4Res {
-    NfsRes4::Fail(Nfsstat4::BadStateid)
+/// OFFLOAD_STATUS (§15.9): bytes copied so far, and the copy's status
+/// once it finished (kept for two leases after). NFS4ERR_BAD_STATEID for
+/// a stateid naming no copy of the client's (cancelled, forgotten, or
+/// any other stateid), as knfsd.
+pub(super) fn offload_status(c: &mut Compound<'_, '_>, a: Offload4Args) -> OffloadStatus4Res {
+    let h = match c.client() {
+        Ok(h) => h,
+        Err(s) => return NfsRes4::Fail(s),
+    };
+    match c.nfs4.copies.status(&h, &a.stateid) {
+        Some(st) => NfsRes4::Ok(OffloadStatus4ResOk {
+            count: st.copied,
+            complete: st.complete,
+        }),
+        None => NfsRes4::Fail(Nfsstat4::BadStateid),
+    }
 }
 
-/// OFFLOAD_CANCEL (§15.8): as OFFLOAD_STATUS, no copy to cancel.
-pub(super) fn offload_cancel(_c: &mut Compound<'_, '_>, _a: Offload4Args) -> Nfsstat4 {
-    Nfsstat4::BadStateid
+/// OFFLOAD_CANCEL (§15.8): the copy stops at its next chunk (what it
+/// copied stays), no CB_OFFLOAD follows, its stateid is freed.
+pub(super) fn offload_cancel(c: &mut Compound<'_, '_>, a: Offload4Args) -> Nfsstat4 {
+    let h = match c.client() {
+        Ok(h) => h,
+        Err(s) => return s,
+    };
+    match c.nfs4.copies.cancel(&h, &a.stateid) {
+        true => Nfsstat4::Ok,
+        false => Nfsstat4::BadStateid,
+    }
 }
 
 #[cfg(test)]
