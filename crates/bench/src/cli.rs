@@ -79,6 +79,9 @@ pub enum Cmd {
     LocalCreate(local::LocalArgs),
     /// Local-filesystem reference for `fsmark`: 4 KiB write + fsync per file.
     LocalFsmark(local::LocalArgs),
+    /// One NFSv4.2 COPY of a whole file within the server, timed to its
+    /// end (reply or CB_OFFLOAD) and to the COMMIT after it (JSON).
+    Copy(crate::copy::CopyArgs),
     /// Medians over repeated runs per workload, stream count and label, with
     /// the ratios of the first label to the others (Markdown tables).
     Report {

@@ -8,6 +8,7 @@
 mod ceiling;
 mod chart;
 mod cli;
+mod copy;
 mod handles;
 mod local;
 mod matrix;
@@ -67,6 +68,7 @@ fn dispatch(cmd: Cmd, rt: &tokio::runtime::Runtime) -> Result<(), String> {
         // NFSv4.1 runs are v41's: the v3 modules know nothing of them.
         Cmd::Run(a) if a.vers == vers::Vers::V41 => rt.block_on(v41::run_cmd(a)),
         Cmd::V4Memory(a) => rt.block_on(v4mem::mem_cmd(a)),
+        Cmd::Copy(a) => rt.block_on(copy::copy_cmd(a)),
         Cmd::Run(a) => rt.block_on(run::run_cmd(a)),
         Cmd::PoolMatrix(a) => rt.block_on(matrix::run(a)),
         Cmd::Create(a) if a.target.vers == vers::Vers::V41 => {
