@@ -404,3 +404,44 @@ async fn a_client_gone_mid_copy_stops_it_and_frees_its_slot() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_client_has_its_own_bound_within_the_servers() {
+    let dir = TempDir::new("copy-bounds");
+    let cfgdir = TempDir::new("copy-bounds-cfg");
+    let len = 256 * MIB;
+    sparse(&dir.path().join("src"), len);
+    for n in ["a1", "a2", "b1", "b2"] {
+        std::fs::write(dir.path().join(n), b"").unwrap();
+    }
+    let srv = server(
+        dir.path(),
+        &cfgdir,
+        "nfs4_copy_sync_max = 4096\nnfs4_copies_max = 2\nnfs4_copies_per_client = 1",
+    );
+    bounded(async {
+        let mut started = Vec::new();
+        for name in ["a", "b"] {
+            let c = client(&srv, &format!("copy-bounds-{name}")).await;
+            let (sfh, ssid) = open(&c, &srv, "src").await;
+            let (fh1, sid1) = open(&c, &srv, &format!("{name}1")).await;
+            let (fh2, sid2) = open(&c, &srv, &format!("{name}2")).await;
+            let r = c
+                .copy(&sfh, &ssid, 0, &fh1, &sid1, 0, 0, false)
+                .await
+                .expect("COPY");
+            let sid = r.response.callback_id.expect("room for one per client");
+            let r = c
+                .copy(&sfh, &ssid, 0, &fh2, &sid2, 0, 0, false)
+                .await
+                .expect("COPY");
+            assert_eq!(r.response.callback_id, None, "past nfs4_copies_per_client");
+            assert_eq!(r.response.count, 4096);
+            started.push((c, fh1, sid));
+        }
+        for (c, fh, sid) in &started {
+            offload_cancel(c, fh, sid).await.expect("OFFLOAD_CANCEL");
+        }
+    })
+    .await;
+}
