@@ -1,7 +1,8 @@
 //! The CephFS backend against a real cluster: every procedure on two heads
 //! (two rnfsd processes with the same export id and handle key serving one
 //! CephFS directory), handles and READDIR cookies of one head used on the
-//! other, and a head restarted under a client's handles.
+//! other, a head restarted under a client's handles, and a third CephFS
+//! client's changes seen on both heads' next calls.
 //!
 //! The cluster is found through RNFSD_CEPH_CONF (a ceph.conf whose
 //! `[client]` keyring is client.admin's; scripts/test.sh starts a cluster
@@ -49,7 +50,7 @@ pub(super) async fn bounded_ceph<F: Future>(f: F) -> F::Output {
 
 /// The cluster's ceph.conf, or None when the test is skipped (under CI,
 /// `skip` fails instead).
-fn ceph_conf(test: &str) -> Option<String> {
+pub(super) fn ceph_conf(test: &str) -> Option<String> {
     // An explicit choice of whoever runs the suite (scripts/test.sh):
     // not a failure under CI either.
     if std::env::var_os("RNFSD_SKIP_CEPH").is_some_and(|v| v == "1") {
@@ -1889,4 +1890,258 @@ async fn exit_with_a_call_stuck_in_libcephfs() {
         Ok(()) => {}
         Err(_) => panic!("test body exceeded {CEPH_TEST_TIMEOUT:?}"),
     }
+}
+
+// ---------------------------------------------------------------------------
+// 10. A third CephFS client (libcephfs, as ceph-fuse or a kernel mount would)
+// changes a file's size, mode and times and the directory's entries while
+// both heads serve GETATTR, LOOKUP, READDIR and READDIRPLUS of them: each
+// head sees every change on its next call, whatever it holds cached.
+
+/// The third client: a libcephfs mount of CephFS's root, as root.
+pub(super) struct Third {
+    pub(super) m: std::sync::Arc<rnfsd_fs::ceph::ffi::Mount>,
+    pub(super) root: rnfsd_fs::ceph::ffi::Perm,
+}
+
+impl Third {
+    pub(super) fn new(conf: &str) -> Third {
+        use rnfsd_fs::ceph::ffi::{Mount, MountArgs, Perm};
+        let m = Mount::open(&MountArgs {
+            conf,
+            client: "admin",
+            fs: None,
+            root: "/",
+            mount_timeout_secs: 30,
+            uuid: None,
+        })
+        .expect("libcephfs mount");
+        Third {
+            m,
+            root: Perm::new(0, 0, &[]).expect("perm"),
+        }
+    }
+
+    pub(super) fn walk(&self, path: &[&str]) -> rnfsd_fs::ceph::ffi::Inode {
+        let mut at = self.m.lookup_root().expect("root");
+        for p in path {
+            at = self
+                .m
+                .lookup(&at, p.as_bytes(), &self.root)
+                .unwrap_or_else(|e| panic!("third client: lookup {p}: errno {e}"))
+                .0;
+        }
+        at
+    }
+
+    /// Round `i`'s change of `f`'s size, mode and times: returns them
+    /// (size, mode, mtime (s, ns), atime s).
+    pub(super) fn set_round(
+        &self,
+        f: &rnfsd_fs::ceph::ffi::Inode,
+        i: u32,
+    ) -> (u64, u32, (i64, u32), i64) {
+        use rnfsd_fs::ceph::ffi;
+        let want = (
+            100 + u64::from(i),
+            0o600 | (i % 8) << 3,
+            (1_000_000 + i64::from(i), 7 + i),
+            2_000_000 + i64::from(i),
+        );
+        // The size first: a size change sets mtime to now.
+        let mut st = ffi::Statx {
+            size: want.0,
+            ..Default::default()
+        };
+        self.m
+            .setattr(f, &mut st, ffi::SETATTR_SIZE, &self.root)
+            .unwrap_or_else(|e| panic!("round {i}: third client truncate: errno {e}"));
+        let mut st = ffi::Statx {
+            mode: want.1 as u16,
+            ..Default::default()
+        };
+        st.mtime.tv_sec = want.2 .0;
+        st.mtime.tv_nsec = i64::from(want.2 .1);
+        st.atime.tv_sec = want.3;
+        let mask = ffi::SETATTR_MODE | ffi::SETATTR_MTIME | ffi::SETATTR_ATIME;
+        self.m
+            .setattr(f, &mut st, mask, &self.root)
+            .unwrap_or_else(|e| panic!("round {i}: third client setattr: errno {e}"));
+        want
+    }
+
+    /// Round `i`'s change of directory `d`'s entries: file `n{i}` made,
+    /// the previous round's removed, directory `s{i}` made (the parent's
+    /// nlink). Returns the new file's inode number.
+    pub(super) fn entries_round(&self, d: &rnfsd_fs::ceph::ffi::Inode, i: u32) -> u64 {
+        let (_, _, st) = self
+            .m
+            .create(
+                d,
+                format!("n{i}").as_bytes(),
+                0o644,
+                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+                &self.root,
+            )
+            .unwrap_or_else(|e| panic!("round {i}: third client create: errno {e}"));
+        if i > 0 {
+            self.m
+                .unlink(d, format!("n{}", i - 1).as_bytes(), &self.root)
+                .unwrap_or_else(|e| panic!("round {i}: third client unlink: errno {e}"));
+        }
+        self.m
+            .mkdir(d, format!("s{i}").as_bytes(), 0o755, &self.root)
+            .unwrap_or_else(|e| panic!("round {i}: third client mkdir: errno {e}"));
+        st.ino
+    }
+
+    /// The names `d` holds after round `i` (with "." and ".."), sorted.
+    pub(super) fn names_after(i: u32, dot: bool) -> Vec<String> {
+        let mut v: Vec<String> = ["f".to_string(), format!("n{i}")]
+            .into_iter()
+            .chain((0..=i).map(|k| format!("s{k}")))
+            .chain(
+                dot.then(|| [".".to_string(), "..".to_string()])
+                    .into_iter()
+                    .flatten(),
+            )
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+/// Every name READDIR and READDIRPLUS list in `dir` on `nfs`, and the
+/// attributes READDIRPLUS gives for `of`.
+async fn listing(nfs: &NfsClient, dir: &NfsFh3, of: &str) -> (Vec<String>, Option<Fattr3>) {
+    let mut seen = BTreeMap::new();
+    readdir_from(nfs, dir, 0, Verf3::default(), 4096, &mut seen).await;
+    let mut plus = BTreeMap::new();
+    let mut attrs = None;
+    let mut a = ReadDirPlus3Args {
+        dir: dir.clone(),
+        cookie: 0,
+        cookieverf: Verf3::default(),
+        dircount: 4096,
+        maxcount: 32768,
+    };
+    for _ in 0..100 {
+        let r = ok("READDIRPLUS", nfs.readdirplus(&a).await);
+        for e in &r.entries {
+            let n = name(&e.name);
+            if n == of {
+                attrs = e.name_attributes.clone();
+            }
+            plus.insert(n, ());
+        }
+        if r.eof {
+            break;
+        }
+        a.cookie = r.entries.last().expect("no entries and no eof").cookie;
+        a.cookieverf = r.cookieverf;
+    }
+    let names: Vec<String> = seen.into_keys().collect();
+    assert_eq!(
+        names,
+        plus.into_keys().collect::<Vec<_>>(),
+        "READDIR and READDIRPLUS list different names"
+    );
+    (names, attrs)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_third_clients_changes_are_seen_on_both_heads() {
+    bounded_ceph(async {
+        let Some(scratch) = Scratch::new("third_client").await else {
+            return;
+        };
+        let Some(conf) = ceph_conf("third_client") else {
+            return;
+        };
+        let (ha, hb) = scratch.heads();
+        let (a, b) = (mount(&ha).await, mount(&hb).await);
+        let d = mkdir(&a.nfs, &a.root, "d").await;
+        let (f, _) = create_file(&a.nfs, &d, "f").await;
+        write(&a.nfs, &f, 0, b"hello").await;
+
+        let third = Third::new(&conf);
+        let tf = third.walk(&[&scratch.dir, "d", "f"]);
+        let td = third.walk(&[&scratch.dir, "d"]);
+        for i in 0..10u32 {
+            // Both heads serve the file and the directory first, so
+            // whatever they cache of them is warm.
+            for s in [&a, &b] {
+                getattr(&s.nfs, &f).await;
+                getattr(&s.nfs, &d).await;
+                assert_eq!(lookup(&s.nfs, &d, "f").await, f);
+                listing(&s.nfs, &d, "f").await;
+            }
+
+            // Size, mode and both times, changed by the third client.
+            let want = third.set_round(&tf, i);
+            let want = (
+                want.0,
+                want.1,
+                Nfstime3 {
+                    seconds: want.2 .0 as u32,
+                    nseconds: want.2 .1,
+                },
+                want.3 as u32,
+            );
+            for (h, s) in [("A", &a), ("B", &b)] {
+                let x = getattr(&s.nfs, &f).await;
+                assert_eq!(
+                    (x.size, x.mode, x.mtime, x.atime.seconds),
+                    want,
+                    "round {i}: GETATTR on head {h} after the third client's SETATTR"
+                );
+                let l = ok("LOOKUP", lookup_res(&s.nfs, &d, "f").await);
+                let la = l.obj_attributes.expect("LOOKUP attributes");
+                assert_eq!(
+                    (la.size, la.mode, la.mtime, la.atime.seconds),
+                    want,
+                    "round {i}: LOOKUP's attributes on head {h}"
+                );
+                let (_, pa) = listing(&s.nfs, &d, "f").await;
+                let pa = pa.expect("READDIRPLUS attributes of f");
+                assert_eq!(
+                    (pa.size, pa.mode, pa.mtime, pa.atime.seconds),
+                    want,
+                    "round {i}: READDIRPLUS's attributes on head {h}"
+                );
+            }
+
+            // Entries: a new file, the previous round's file removed, a
+            // directory made (the parent's nlink).
+            let new = format!("n{i}");
+            let new_ino = third.entries_round(&td, i);
+            for (h, s) in [("A", &a), ("B", &b)] {
+                let at = |w: &str| {
+                    format!("round {i}: {w} on head {h} after the third client's changes")
+                };
+                let n = ok(&at("LOOKUP new"), lookup_res(&s.nfs, &d, &new).await);
+                assert_eq!(
+                    n.obj_attributes.expect("attributes").fileid,
+                    new_ino,
+                    "{}",
+                    at("LOOKUP new")
+                );
+                if i > 0 {
+                    let gone = lookup_res(&s.nfs, &d, &format!("n{}", i - 1))
+                        .await
+                        .expect("LOOKUP removed");
+                    assert_eq!(gone.status(), Nfsstat3::NoEnt, "{}", at("LOOKUP removed"));
+                }
+                let (names, _) = listing(&s.nfs, &d, "f").await;
+                assert_eq!(names, Third::names_after(i, true), "{}", at("READDIR"));
+                assert_eq!(
+                    getattr(&s.nfs, &d).await.nlink,
+                    2 + i + 1,
+                    "{}",
+                    at("GETATTR dir nlink")
+                );
+            }
+        }
+    })
+    .await;
 }

@@ -9,14 +9,16 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::cephfs::{bounded_ceph, pattern, Head, Scratch, CEPH_TEST_TIMEOUT, CLUSTER, MNT};
+use crate::cephfs::{
+    bounded_ceph, ceph_conf, pattern, Head, Scratch, Third, CEPH_TEST_TIMEOUT, CLUSTER, MNT,
+};
 use crate::common;
 use common::nfs4::chan;
 
 use common::nfs::*;
 use common::{TempDir, TestServer};
 use rnfsd_client::nfs3::{Ftype3, NfsFh3};
-use rnfsd_client::nfs4::{OpenArgs, OpenHow, SetAttrs4};
+use rnfsd_client::nfs4::{common_mask, Attrs4, OpenArgs, OpenHow, SetAttrs4};
 use rnfsd_client::{Auth, ClientConfig, ClientError, Nfs4Client, Nfs4Config, Nfs4Rpc, NlmClient};
 use rnfsd_proto::nfs4::*;
 use rnfsd_proto::nlm::{NetObj, Nlm4Stats, Nlm4TestArgs, Nlm4TestRply};
@@ -946,6 +948,155 @@ async fn a_restarted_heads_grace_period_does_not_hold_the_other_head() {
             "LOCK reclaim once B's NLM client let go",
         );
         n.reclaim_complete(false).await.expect("RECLAIM_COMPLETE");
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------------------
+// 4. Coherence over NFSv4.1, as `cephfs`'s tests check it over NFSv3: a WRITE
+// and SETATTR on one head seen by GETATTR on the other at once, 20 rounds
+// each way; and a third CephFS client's changes of a file's size, mode and
+// times and of a directory's entries seen on both heads' next GETATTR,
+// LOOKUP and READDIR, whatever they hold cached.
+
+/// (size, mode, mtime, atime seconds) of decoded attributes.
+fn smt(x: &Attrs4) -> (Option<u64>, Option<u32>, Option<Nfstime4>, Option<i64>) {
+    (x.size(), x.mode(), x.mtime(), x.atime().map(|t| t.seconds))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn v4_changes_on_one_head_or_a_third_client_are_seen_on_both_heads() {
+    bounded_ceph(async {
+        let Some(scratch) = Scratch::new("v4coherent").await else {
+            return;
+        };
+        let Some(conf) = ceph_conf("v4coherent") else {
+            return;
+        };
+        let (ha, hb) = v4_heads(&scratch);
+        let (a, b) = (v4(&ha).await, v4(&hb).await);
+        let root = a.lookup_path(MNT).await.expect("LOOKUP into the export");
+        let d = a.mkdir(&root, "d", 0o755).await.expect("mkdir d");
+
+        // WRITE and SETATTR on one head, GETATTR on the other.
+        let h = a.open(&d, &OpenArgs::create("h")).await.expect("OPEN h");
+        a.close(&h.fh, &h.stateid).await.expect("CLOSE h");
+        for i in 0..20u64 {
+            let (w, r) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+            r.getattr_decoded(&h.fh).await.expect("GETATTR before");
+            let o = w.open(&d, &OpenArgs::create("h")).await.expect("OPEN");
+            w.write(&o.fh, &o.stateid, i, b"x", StableHow4::FileSync)
+                .await
+                .expect("WRITE");
+            let mode = 0o600 | (i as u32 % 8) << 3;
+            w.setattr(&o.fh, &o.stateid, &SetAttrs4::mode(mode))
+                .await
+                .expect("SETATTR");
+            w.close(&o.fh, &o.stateid).await.expect("CLOSE");
+            let x = w.getattr_decoded(&h.fh).await.expect("GETATTR writer");
+            let y = r.getattr_decoded(&h.fh).await.expect("GETATTR other");
+            assert_eq!(
+                (y.size(), y.mode()),
+                (Some(i + 1), Some(mode)),
+                "round {i}: the other head"
+            );
+            assert_eq!(
+                (x.size(), x.mtime(), x.ctime(), x.change()),
+                (y.size(), y.mtime(), y.ctime(), y.change()),
+                "round {i}"
+            );
+        }
+        // MKDIR on one head: the parent's nlink on the other.
+        let n0 = b.getattr_decoded(&d).await.expect("GETATTR d").nlink();
+        a.mkdir(&d, "sub", 0o755).await.expect("mkdir sub");
+        assert_eq!(
+            b.getattr_decoded(&d).await.expect("GETATTR d").nlink(),
+            n0.map(|n| n + 1),
+            "nlink of the parent on the other head"
+        );
+        a.remove(&d, "sub").await.expect("REMOVE sub");
+        a.remove(&d, "h").await.expect("REMOVE h");
+
+        // The third client.
+        let f = a.open(&d, &OpenArgs::create("f")).await.expect("OPEN f");
+        a.close(&f.fh, &f.stateid).await.expect("CLOSE f");
+        let third = Third::new(&conf);
+        let tf = third.walk(&[&scratch.dir, "d", "f"]);
+        let td = third.walk(&[&scratch.dir, "d"]);
+        let mask = common_mask();
+        for i in 0..10u32 {
+            let mut before = Vec::new();
+            for s in [&a, &b] {
+                before.push(s.getattr_decoded(&f.fh).await.expect("GETATTR f"));
+                s.getattr_decoded(&d).await.expect("GETATTR d");
+                assert_eq!(s.lookup_from(&d, "f").await.expect("LOOKUP f"), f.fh);
+                s.readdir_all(&d, &mask).await.expect("READDIR d");
+            }
+            let (size, mode, (ms, mns), asec) = third.set_round(&tf, i);
+            let want = (
+                Some(size),
+                Some(mode),
+                Some(Nfstime4 {
+                    seconds: ms,
+                    nseconds: mns,
+                }),
+                Some(asec),
+            );
+            for ((h, s), old) in [("A", &a), ("B", &b)].into_iter().zip(&before) {
+                let x = s.getattr_decoded(&f.fh).await.expect("GETATTR f");
+                assert_eq!(smt(&x), want, "round {i}: GETATTR on head {h}");
+                assert_ne!(
+                    x.change(),
+                    old.change(),
+                    "round {i}: change attribute on head {h}"
+                );
+                assert_eq!(s.lookup_from(&d, "f").await.expect("LOOKUP f"), f.fh);
+                let listed = s.readdir_all(&d, &mask).await.expect("READDIR d");
+                let e = listed.iter().find(|e| e.name.0 == b"f").expect("f listed");
+                let ea = Attrs4::decode(&e.attrs).expect("READDIR attributes");
+                assert_eq!(
+                    smt(&ea),
+                    want,
+                    "round {i}: READDIR's attributes on head {h}"
+                );
+            }
+
+            let new = format!("n{i}");
+            let new_ino = third.entries_round(&td, i);
+            for (h, s) in [("A", &a), ("B", &b)] {
+                let at = |w: &str| {
+                    format!("round {i}: {w} on head {h} after the third client's changes")
+                };
+                let fh = s.lookup_from(&d, &new).await.expect("LOOKUP new");
+                assert_eq!(
+                    s.getattr_decoded(&fh).await.expect("GETATTR new").fileid(),
+                    Some(new_ino),
+                    "{}",
+                    at("LOOKUP new")
+                );
+                if i > 0 {
+                    assert_eq!(
+                        status(s.lookup_from(&d, &format!("n{}", i - 1)).await),
+                        Nfsstat4::NoEnt,
+                        "{}",
+                        at("LOOKUP removed")
+                    );
+                }
+                let listed = s.readdir_all(&d, &mask).await.expect("READDIR d");
+                assert_eq!(
+                    names(&listed),
+                    Third::names_after(i, false),
+                    "{}",
+                    at("READDIR")
+                );
+                assert_eq!(
+                    s.getattr_decoded(&d).await.expect("GETATTR d").nlink(),
+                    Some(2 + i + 1),
+                    "{}",
+                    at("GETATTR dir nlink")
+                );
+            }
+        }
     })
     .await;
 }
