@@ -15,7 +15,9 @@
 //!
 //! # What each head keeps
 //! A bounded cache inode number -> referenced inode and open file
-//! (`inode_cache_entries`); its own write verifier and reply cache. Writes
+//! (`inode_cache_entries`); directory listings valid while the directory's
+//! mtime and ctime are unchanged (`dir.rs`); its own write verifier and
+//! reply cache. Writes
 //! go through libcephfs's buffer cache; COMMIT and stable writes sync the
 //! inode (group commit per inode), and a sync error resets the verifier.
 //! On a `sync` export every namespace change and SETATTR waits for the MDS
@@ -47,7 +49,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::cache::Lru;
+use crate::cache::{GenMap, Lru};
 use crate::durable::Committer;
 use crate::handle::{Decoded, Sealer};
 use crate::{
@@ -167,6 +169,8 @@ struct Inner {
     root: Arc<Node>,
     root_fh: Fh,
     nodes: Lru<u64, Node>,
+    /// Directory inode number -> its entries as last listed (`dir.rs`).
+    listings: GenMap<u64, Arc<dir::Listing>>,
     verifier: Arc<WriteVerifier>,
     committer: Committer<u64>,
     /// The server's own identity for opening files (permission is decided
@@ -265,6 +269,7 @@ impl CephFs {
             fscid,
             root_fh,
             nodes: Lru::new(opts.inode_cache_entries),
+            listings: GenMap::new(crate::limits::ceph::LISTINGS),
             verifier,
             committer: Committer::new(opts.max_syncs_in_flight),
             root_perm,
