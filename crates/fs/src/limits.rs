@@ -198,9 +198,8 @@ pub mod ceph {
     pub const MAX_READ: u32 = 4 << 20;
     /// Largest entry count one READDIR returns (bounds the page's memory).
     pub const MAX_DIR_ENTRIES: usize = 64 * 1024;
-    /// Directory listings a CephFS export keeps (`ceph/dir.rs`), and the
-    /// most entries one may hold (a larger directory is listed from
-    /// libcephfs each time): at most 128 x 1024 names in memory.
-    pub const LISTINGS: usize = 128;
+    /// The most entries one kept directory listing may hold (`ceph/dir.rs`;
+    /// a larger directory is listed from libcephfs each time); how many
+    /// listings are kept is `ceph_listings`.
     pub const LISTING_MAX_ENTRIES: usize = 1024;
 }

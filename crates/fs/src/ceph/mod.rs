@@ -84,6 +84,8 @@ pub struct CephOptions {
     /// Bound on cached inodes (each pins an inode in libcephfs's cache and
     /// may hold an open file).
     pub inode_cache_entries: usize,
+    /// Directory listings kept (`ceph_listings`).
+    pub listings: usize,
     /// Bound on each wait of the mount itself (seconds).
     pub mount_timeout_secs: u32,
     /// This head's CephFS session name, the same on every start of this
@@ -109,6 +111,7 @@ impl Default for CephOptions {
             call_threads: 32,
             call_queue: 256,
             inode_cache_entries: 16384,
+            listings: 512,
             mount_timeout_secs: 30,
             session_uuid: None,
             write_verifier: None,
@@ -269,7 +272,7 @@ impl CephFs {
             fscid,
             root_fh,
             nodes: Lru::new(opts.inode_cache_entries),
-            listings: GenMap::new(crate::limits::ceph::LISTINGS),
+            listings: GenMap::new(opts.listings),
             verifier,
             committer: Committer::new(opts.max_syncs_in_flight),
             root_perm,

@@ -193,6 +193,7 @@ pub fn ceph(
         call_threads: s.ceph_call_threads,
         call_queue: s.ceph_call_threads.saturating_mul(8),
         inode_cache_entries: s.ceph_inode_cache_entries,
+        listings: s.ceph_listings,
         // Not a server key.
         mount_timeout_secs: CephOptions::default().mount_timeout_secs,
         session_uuid: Some(session_uuid),
@@ -396,8 +397,8 @@ mod tests {
             (cd.call_timeout, cd.call_threads, cd.call_queue)
         );
         assert_eq!(
-            (c.inode_cache_entries, c.max_syncs_in_flight),
-            (cd.inode_cache_entries, cd.max_syncs_in_flight)
+            (c.inode_cache_entries, c.listings, c.max_syncs_in_flight),
+            (cd.inode_cache_entries, cd.listings, cd.max_syncs_in_flight)
         );
         assert_eq!(
             (c.conf.as_str(), c.client.as_str(), c.root.as_str()),

@@ -465,6 +465,10 @@ server_keys! {
     /// CephFS exports, each: cached inodes (each pins an inode in
     /// libcephfs's cache and may hold open files).
     ceph_inode_cache_entries: usize = 16384, "CephFS, per export: cached inodes";
+    /// CephFS exports, each: directory listings kept, each valid while its
+    /// directory's mtime and ctime stay (of at most 1024 entries: at most
+    /// 256 KiB of names each).
+    ceph_listings: usize = 512, "CephFS, per export: directory listings kept";
     /// Threads of the pool that runs calls which wait for stable storage
     /// (COMMIT, stable WRITE, and namespace changes on `sync` exports), so
     /// they never make GETATTR, LOOKUP or READ queue behind them. 0: they

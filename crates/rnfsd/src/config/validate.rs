@@ -224,6 +224,9 @@ fn backends(s: &ServerConfig) -> Result<(), ConfigError> {
     if s.ceph_call_threads == 0 || s.ceph_call_threads > 1024 {
         return err("server.ceph_call_threads must be 1 to 1024");
     }
+    if s.ceph_listings == 0 || s.ceph_listings > 65_536 {
+        return err("server.ceph_listings must be 1 to 65536");
+    }
     if s.ceph_inode_cache_entries == 0 {
         return err("server.ceph_inode_cache_entries must be at least 1");
     }
