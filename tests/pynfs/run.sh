@@ -37,10 +37,9 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 
-# The config lines that turn rnfsd's NFSv4.1 on (the [server] table),
-# with delegations: only rnfsd changes pynfs's export, so they are safe
-# (nfs4_delegations is off by default for want of local-process leases).
-RNFSD_NFS4_TOML=$'nfs4 = true\nnfs4_delegations = true'
+# The config lines that turn rnfsd's NFSv4.1 on (the [server] table);
+# delegations are on by default.
+RNFSD_NFS4_TOML=$'nfs4 = true'
 # Seconds to wait for a started server to answer.
 START_WAIT_SECS=30
 

@@ -12,6 +12,7 @@ pub mod ceph;
 pub mod durable;
 pub mod handle;
 pub mod inline;
+pub mod lease;
 pub mod limits;
 pub mod local;
 pub mod lock;
@@ -481,6 +482,21 @@ pub trait Backend: Send + Sync {
     /// file `fh` (NLM). The caller must be able to read the file or own
     /// it, as knfsd asks for locks (`NFSD_MAY_LOCK`). None by default.
     fn open_for_locks(&self, _call: &Call<'_>, _fh: &Fh) -> FsResult<Arc<dyn lock::LockFile>> {
+        Err(FsError::NotSupported)
+    }
+    /// A Linux file lease on the regular file `fh` for an NFSv4
+    /// delegation (`write`: a write lease), its breaks told to thread
+    /// `to` (`crate::lease`): a program on the server's host that would
+    /// change the file waits for it. `NotSupported` where the backend
+    /// cannot (then no delegation is granted); EAGAIN while the file is
+    /// open in a conflicting way. None by default.
+    fn lease(
+        &self,
+        _call: &Call<'_>,
+        _fh: &Fh,
+        _write: bool,
+        _to: libc::pid_t,
+    ) -> FsResult<lease::Lease> {
         Err(FsError::NotSupported)
     }
     /// Whether objects of this export may have `user.` extended

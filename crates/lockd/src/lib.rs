@@ -288,6 +288,10 @@ fn fs_outcome(e: &FsError) -> Outcome {
         FsError::Errno(libc::EROFS) => Outcome::RoFs,
         FsError::Errno(libc::EFBIG) => Outcome::FBig,
         FsError::Errno(libc::EACCES | libc::EPERM) => Outcome::Denied(None),
+        // The server's open broke the lease of an NFSv4 delegation on
+        // the file: held by another until it is returned (a blocked
+        // request is retried).
+        FsError::Errno(libc::EAGAIN) => Outcome::Denied(None),
         FsError::Errno(libc::EMFILE | libc::ENFILE | libc::ENOLCK) => Outcome::NoLocks,
         _ => Outcome::Failed,
     }

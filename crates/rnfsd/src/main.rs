@@ -80,6 +80,11 @@ fn raise_nofile() -> u64 {
 }
 
 fn serve(args: &ServeArgs) -> Result<(), Error> {
+    // First, before any thread starts (they inherit the mask): the
+    // signal of NFSv4 delegations' lease breaks, read by one thread
+    // (`state/lease.rs`), would end the process in any other.
+    rnfsd_fs::lease::block_signal()
+        .map_err(|e| Error::Runtime(format!("blocking the lease break signal: {e}")))?;
     let cfg = args.to_config().map_err(|e| Error::Config(e.0))?;
     init_logging(&cfg.server.log_level)?;
     for w in &cfg.warnings {

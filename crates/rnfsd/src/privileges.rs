@@ -14,7 +14,7 @@ use caps::{CapSet, Capability, CapsHashSet};
 /// (the kernel drops them while acting as a non-root caller), the identity
 /// switch itself, and binding reserved ports (rpcbind registration and its
 /// removal at shutdown come from a reserved port).
-pub const KEPT: [Capability; 9] = [
+pub const KEPT: [Capability; 10] = [
     Capability::CAP_CHOWN,
     Capability::CAP_DAC_OVERRIDE,
     Capability::CAP_DAC_READ_SEARCH,
@@ -24,6 +24,9 @@ pub const KEPT: [Capability; 9] = [
     Capability::CAP_SETUID,
     Capability::CAP_SETGID,
     Capability::CAP_NET_BIND_SERVICE,
+    // NFSv4 delegations' file leases on files the caller does not own
+    // (only the server takes leases: no NFS call can).
+    Capability::CAP_LEASE,
 ];
 
 /// Drops every capability not in `KEPT` from the bounding, ambient,

@@ -429,9 +429,13 @@ fn start_nfs4(
             delegations_revoked: c.delegations_revoked,
         }
     });
-    let deleg =
-        crate::state::deleg::Delegations::new(&state, s.nfs4_delegations, s.nfs4_max_clients)
-            .map_err(|e| Error::runtime(format!("NFSv4 recall sender: {e}")))?;
+    let deleg = crate::state::deleg::Delegations::new(
+        &state,
+        s.nfs4_delegations,
+        s.nfs4_max_clients,
+        s.nfs4_max_leases,
+    )
+    .map_err(|e| Error::runtime(format!("NFSv4 recall sender: {e}")))?;
     let mut n = Nfs4::new(
         state,
         &server.exports(),

@@ -4,6 +4,7 @@
 pub mod copy;
 pub mod deleg;
 pub mod idmap;
+pub mod lease;
 pub mod mounts;
 pub mod nfs4;
 pub mod nlm;

@@ -348,6 +348,39 @@ impl State {
         );
     }
 
+    /// Whether any client holds a delegation on `file` (a revoked one is
+    /// held no more).
+    pub fn delegated(&self, file: &FileKey) -> bool {
+        self.files
+            .shard(file)
+            .get(file)
+            .is_some_and(|f| !f.delegs.is_empty())
+    }
+
+    /// Revokes every delegation on `file` now, recalled or not (the
+    /// embedder can no longer keep the file from changing under them:
+    /// its local lease was taken back). How many.
+    pub fn revoke_delegations_on(&self, file: &FileKey) -> usize {
+        let refs: Vec<DelegRef> = match self.files.shard(file).get(file) {
+            Some(f) => f.delegs.clone(),
+            None => return 0,
+        };
+        let mut n = 0;
+        for d in refs {
+            let c = locked(&self.registry).by_id.get(&d.client).cloned();
+            // An expired client's go with it (the reaper's part).
+            let Some(c) = c.filter(|c| !c.is_expired()) else {
+                continue;
+            };
+            let mut st = locked(&c.st);
+            if st.stateids.contains_key(&d.other) {
+                self.revoke_deleg(&c, &mut st, &d.other);
+                n += 1;
+            }
+        }
+        n
+    }
+
     /// Delegation `other` is no longer held on `file`.
     pub(crate) fn unlist_deleg(&self, file: &FileKey, other: &[u8; 12]) {
         let mut files = self.files.shard(file);

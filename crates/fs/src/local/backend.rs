@@ -226,6 +226,16 @@ impl Backend for LocalFs {
         lock::open_for_locks(self, call, fh)
     }
 
+    fn lease(
+        &self,
+        call: &Call<'_>,
+        fh: &Fh,
+        write: bool,
+        to: libc::pid_t,
+    ) -> FsResult<crate::lease::Lease> {
+        lock::lease(self, call, fh, write, to)
+    }
+
     fn xattr_support(&self) -> bool {
         self.xattrs
     }

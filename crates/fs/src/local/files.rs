@@ -37,7 +37,11 @@ impl Access {
     pub fn flags(self) -> libc::c_int {
         match self {
             Access::Read => libc::O_RDONLY,
-            Access::Write => libc::O_WRONLY,
+            // Non-blocking: a file an NFSv4 delegation's lease covers
+            // answers EWOULDBLOCK (the caller's DELAY / JUKEBOX) rather
+            // than holding a worker for the lease break time; regular
+            // files' reads and writes ignore the flag.
+            Access::Write => libc::O_WRONLY | libc::O_NONBLOCK,
         }
     }
 }

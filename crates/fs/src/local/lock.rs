@@ -102,3 +102,22 @@ pub(super) fn open_for_locks(
     };
     Ok(Arc::new(OfdFile { fd }))
 }
+
+/// A lease for an NFSv4 delegation on `fh` (`crate::lease`), on a
+/// descriptor of its own opened read-only: the server's other
+/// descriptors of the file (its open-file cache's writers) make it fail
+/// with EAGAIN, as any other writer's do.
+pub(super) fn lease(
+    fs: &LocalFs,
+    call: &Call<'_>,
+    fh: &Fh,
+    write: bool,
+    to: libc::pid_t,
+) -> FsResult<crate::lease::Lease> {
+    let o = fs.resolve(call, fh)?;
+    if !o.st.is_reg() {
+        return Err(errno(libc::EINVAL));
+    }
+    let fd = sys::reopen(o.raw(), libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK)?;
+    Ok(crate::lease::Lease::take(fd, write, to)?)
+}

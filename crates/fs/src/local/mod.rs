@@ -72,7 +72,7 @@ mod perm;
 mod resolve;
 mod scan;
 mod space;
-mod sys;
+pub(crate) mod sys;
 mod sys42;
 mod xattr;
 

@@ -256,14 +256,18 @@ server_keys! {
     nfs4_reply_cache_bytes: usize = 64 << 20, "NFSv4 slot reply caches in all, bytes";
     /// Grant NFSv4 read delegations (RFC 8881 §10.4) to clients whose
     /// back channel answers; conflicting NFSv4 and NFSv3 changes recall
-    /// them first. Off by default: changes made by local processes on
-    /// the server's host do not recall them yet (no kernel file lease is
-    /// held), so a client holding one could miss such a change.
-    nfs4_delegations: bool = false, "NFSv4 read delegations (unsafe against local writers: off)";
+    /// them first, and so does a program on the server's host opening
+    /// the file for writing or truncating it (the server holds a Linux
+    /// file lease on every delegated file; where it cannot take one, as
+    /// on CephFS, it grants none).
+    nfs4_delegations: bool = true, "NFSv4 read delegations";
     /// Delegations one NFSv4 client may hold.
     nfs4_delegations_per_client: usize = 1024, "NFSv4 delegations per client";
     /// Delegations of all NFSv4 clients together.
     nfs4_max_delegations: usize = 32768, "NFSv4 delegations in all";
+    /// Files with delegations at once: each holds a Linux file lease on
+    /// a descriptor of its own, counted against the open-files limit.
+    nfs4_max_leases: usize = 4096, "delegated files (one open file each)";
     /// A fixed number of worker threads; overrides min/max_threads.
     threads: Option<usize> = None, "a fixed worker count", unset "adaptive",
         flag "threads" "N" => "A fixed number of worker threads instead of the adaptive \
@@ -683,6 +687,11 @@ impl ServerConfig {
             + 2 * self.splice_pipes as u64
             + if self.nlm {
                 self.nlm_max_files as u64
+            } else {
+                0
+            }
+            + if self.nfs4 && self.nfs4_delegations {
+                self.nfs4_max_leases as u64
             } else {
                 0
             }

@@ -162,6 +162,7 @@ fn at_least_one(s: &ServerConfig) -> Result<(), ConfigError> {
         ("nfs4_copies_max", s.nfs4_copies_max),
         ("nfs4_delegations_per_client", s.nfs4_delegations_per_client),
         ("nfs4_max_delegations", s.nfs4_max_delegations),
+        ("nfs4_max_leases", s.nfs4_max_leases),
     ] {
         if v == 0 {
             return err(format!("server.{k} must be at least 1"));

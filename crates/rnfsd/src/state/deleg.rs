@@ -25,7 +25,9 @@ use rnfsd_proto::nfs4::cb::{
 };
 use rnfsd_proto::nfs4::{NfsFh4, NfsRes4, Nfsstat4, SessionId4, Stateid4};
 use rnfsd_rpc::{Auth, BackConn};
-use rnfsd_v4state::{Access, ClientId, FileKey, Recall, State};
+use rnfsd_v4state::{Access, ClientHandle, ClientId, FileKey, NoDeleg, Recall, State, Stateid};
+
+use super::lease::Leases;
 use rnfsd_xdr::{Dec, Enc};
 
 /// Callbacks waiting for the sender; past this a recall is dropped (the
@@ -66,6 +68,12 @@ enum Callback {
 pub struct CbQueue(SyncSender<Callback>);
 
 impl CbQueue {
+    /// Queues a recall (never blocks): false when the queue is full or the
+    /// sender gone.
+    pub fn recall(&self, r: Recall) -> bool {
+        self.0.try_send(Callback::Recall(r)).is_ok()
+    }
+
     /// Queues a CB_OFFLOAD for client `to` (never blocks): false when the
     /// queue is full or the sender gone.
     pub fn offload(&self, to: ClientId, args: CbOffload4Args) -> bool {
@@ -81,6 +89,9 @@ pub struct Delegations {
     queue: Option<SyncSender<Callback>>,
     /// Most back channels remembered (`nfs4_max_clients`).
     max_paths: usize,
+    /// The local leases every delegation needs (None: none can be
+    /// taken, so none is granted).
+    leases: Option<Arc<Leases>>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -95,12 +106,21 @@ impl Delegations {
             paths: Arc::default(),
             queue: None,
             max_paths: 1,
+            leases: None,
         }
     }
 
     /// Delegations for `state` (`enabled`: `nfs4_delegations`); starts the
-    /// callback sender (recalls when enabled, CB_OFFLOAD always).
-    pub fn new(state: &Arc<State>, enabled: bool, max_paths: usize) -> std::io::Result<Self> {
+    /// callback sender (recalls when enabled, CB_OFFLOAD always) and, when
+    /// enabled, the lease thread (at most `max_leases` leases). Without
+    /// leases (the break signal not blocked, as in a program that embeds
+    /// the server without rnfsd's main) no delegation is granted.
+    pub fn new(
+        state: &Arc<State>,
+        enabled: bool,
+        max_paths: usize,
+        max_leases: usize,
+    ) -> std::io::Result<Self> {
         let paths: Arc<Mutex<HashMap<ClientId, CbPath>>> = Arc::default();
         let (tx, rx) = sync_channel(RECALL_QUEUE);
         let p = paths.clone();
@@ -108,12 +128,59 @@ impl Delegations {
         std::thread::Builder::new()
             .name("nfsv4-recall".into())
             .spawn(move || sender(rx, p, st))?;
+        let mut leases = None;
+        if enabled {
+            let q = CbQueue(tx.clone());
+            match Leases::start(state, move |r| q.recall(r), max_leases) {
+                Ok(l) => leases = Some(l),
+                Err(e) => tracing::warn!(error = %e, "nfsv4: no local leases: no delegations"),
+            }
+        }
         Ok(Delegations {
             enabled,
             paths,
             queue: Some(tx),
             max_paths: max_paths.max(1),
+            leases,
         })
+    }
+
+    /// Grants client `c` a delegation on `file` (`fh` through `backend`,
+    /// read or `write`) only while the server holds a local lease on it
+    /// (`state/lease.rs`): none without one.
+    #[allow(clippy::too_many_arguments)]
+    pub fn grant(
+        &self,
+        state: &State,
+        backend: &dyn Backend,
+        call: &Call<'_>,
+        fh: &Fh,
+        c: &ClientHandle,
+        file: FileKey,
+        write: bool,
+    ) -> Result<Stateid, NoDeleg> {
+        let Some(l) = &self.leases else {
+            return Err(NoDeleg::Resource);
+        };
+        l.grant(
+            state,
+            file,
+            write,
+            |to| backend.lease(call, fh, write, to),
+            || state.delegate(c, file, write, &fh.0),
+        )
+    }
+
+    /// A delegation on `file` was returned: its lease goes with the last.
+    pub fn returned(&self, state: &State, file: &FileKey) {
+        if let Some(l) = &self.leases {
+            l.release_unused(state, file);
+        }
+    }
+
+    /// Local leases held now.
+    pub fn leases(&self) -> usize {
+        self.leases.as_ref().map_or(0, |l| l.count())
     }
 
     /// Client `id`'s back channel is `conn` (session `session`, program
@@ -215,7 +282,17 @@ impl Delegations {
             return Ok(None);
         }
         match state.begin_access(file, by, write) {
-            Ok(a) => Ok(Some(a)),
+            Ok(a) => {
+                // Delegations revoked just now leave their lease: it goes
+                // before the change, which would break it. (The holder's
+                // own change does break it, on the server's open for
+                // writing: that open answers EWOULDBLOCK, the client
+                // NFS4ERR_DELAY, and the break recalls the delegation.)
+                if let Some(l) = &self.leases {
+                    l.release_unused(state, &file);
+                }
+                Ok(Some(a))
+            }
             Err(recalls) => {
                 self.send(recalls);
                 Err(Recalling)

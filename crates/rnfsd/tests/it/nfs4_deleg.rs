@@ -7,8 +7,12 @@
 //! the holder's DELEGRETURN; a holder that does not return it is revoked
 //! after the lease (NFS4ERR_DELEG_REVOKED,
 //! SEQ4_STATUS_RECALLABLE_STATE_REVOKED); another NFSv4 client's WRITE,
-//! SETATTR, RENAME, LINK and REMOVE; the per-client bound; off by
-//! default.
+//! SETATTR, RENAME, LINK and REMOVE; the per-client bound; on by
+//! default. A program on the server's host that opens a delegated file
+//! for writing or truncates it is held by the server's Linux file lease
+//! until the delegation is returned or revoked, and recalls it; the
+//! holder's own WRITE does too; `nfs4_max_leases` bounds the delegated
+//! files; a file open for writing gets none.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -32,7 +36,7 @@ fn start(tag: &str, extra: &str) -> (TempDir, TempDir, TestServer) {
     let cfg = write_config(
         cfgdir.path(),
         &format!(
-            "[server]\nnfs4 = true\nregister_rpcbind = false\nnfs4_delegations = true\n\
+            "[server]\nnfs4 = true\nregister_rpcbind = false\n\
              nfs4_lease_secs = {LEASE_SECS}\n{extra}\n{}",
             export_table(dir.path(), "")
         ),
@@ -522,10 +526,19 @@ async fn another_v4_clients_changes_get_delay_until_returned() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn off_by_default() {
-    let dir = TempDir::new("deleg-off");
+async fn on_by_default_and_off_when_set_so() {
+    let dir = TempDir::new("deleg-default");
     std::fs::write(dir.path().join("f"), b"x").unwrap();
     let srv = TestServer::start_with(dir.path(), &["--no-rpcbind"]);
+    bounded(async {
+        let a = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        delegated(&a, &root, "f").await;
+    })
+    .await;
+    drop(srv);
+    let (dir, _cfg, srv) = start("deleg-off", "nfs4_delegations = false");
+    std::fs::write(dir.path().join("f"), b"x").unwrap();
     bounded(async {
         let a = client(&srv).await;
         let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
@@ -535,8 +548,175 @@ async fn off_by_default() {
             OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource {
                 server_will_signal_avail: false
             }),
-            "nfs4_delegations is off unless set"
+            "nfs4_delegations = false grants none"
         );
+    })
+    .await;
+}
+
+/// Runs `f` on a thread of its own (a local program's system call that
+/// the kernel may hold): a handle to wait on.
+fn local<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
+    std::thread::spawn(f)
+}
+
+/// Waits for `h` (at most 30 s): its result, and when it ended.
+async fn finished<T: Send + 'static>(h: std::thread::JoinHandle<T>) -> (T, Instant) {
+    let t0 = Instant::now();
+    while !h.is_finished() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the local program never went on"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (h.join().expect("local program"), Instant::now())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_local_writer_recalls_and_waits_for_the_return_or_revocation() {
+    let (dir, _cfg, srv) = start("deleg-local", "");
+    for n in ["w", "t"] {
+        std::fs::write(dir.path().join(n), b"hello").unwrap();
+    }
+    bounded(async {
+        let a = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+
+        // A local open for writing: held until DELEGRETURN.
+        let (sid, fh) = delegated(&a, &root, "w").await;
+        assert_eq!(a.read_all(&fh, &sid).await.unwrap(), b"hello");
+        let p = dir.path().join("w");
+        let writer = local(move || {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().write(true).open(&p)?;
+            f.write_all(b"HELLO")
+        });
+        recalled(&a, &sid).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(
+            !writer.is_finished(),
+            "the local writer waits for the return"
+        );
+        let returned = Instant::now();
+        a.delegreturn(&fh, &sid).await.unwrap();
+        let (r, done) = finished(writer).await;
+        r.expect("the local write");
+        assert!(
+            done - returned < Duration::from_secs(2),
+            "the writer goes on at the return ({:?})",
+            done - returned
+        );
+        let o = a.open(&root, &OpenArgs::read("w")).await.unwrap();
+        assert_eq!(a.read_all(&o.fh, &o.stateid).await.unwrap(), b"HELLO");
+
+        // truncate(2) by path, the holder silent: held until revoked
+        // (the recall's deadline, nfs4_lease_secs, before the kernel's
+        // lease break time).
+        a.ignore_recalls(true);
+        let (sid, fh) = delegated(&a, &root, "t").await;
+        let p = dir.path().join("t");
+        let t0 = Instant::now();
+        let truncater = local(move || {
+            let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a valid C string.
+            match unsafe { libc::truncate(c.as_ptr(), 2) } {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+        recalled(&a, &sid).await;
+        // The holder keeps its lease; only the delegation goes.
+        while !truncater.is_finished() && t0.elapsed() < Duration::from_secs(30) {
+            a.run(&[]).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let (r, done) = finished(truncater).await;
+        r.expect("the local truncate");
+        let waited = done - t0;
+        assert!(
+            waited >= Duration::from_secs(LEASE_SECS) - Duration::from_millis(500),
+            "held until the revocation ({waited:?})"
+        );
+        let r = a.read(&fh, &sid, 0, 10).await;
+        assert!(
+            matches!(
+                r,
+                Err(ClientError::Nfs4 {
+                    status: Nfsstat4::DelegRevoked,
+                    ..
+                })
+            ),
+            "READ with the revoked delegation: {r:?}"
+        );
+        assert_eq!(std::fs::read(dir.path().join("t")).unwrap(), b"he");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_holders_own_write_recalls_its_delegation() {
+    let (dir, _cfg, srv) = start("deleg-own-write", "");
+    std::fs::write(dir.path().join("f"), b"hello").unwrap();
+    bounded(async {
+        let a = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let (sid, fh) = delegated(&a, &root, "f").await;
+        let w = a
+            .open(&root, &write_open("f"))
+            .await
+            .expect("own OPEN for write");
+        // The server's own open for writing would break the lease:
+        // DELAY, and the delegation is recalled.
+        let r = a
+            .write(&w.fh, &w.stateid, 0, b"HELLO", StableHow4::FileSync)
+            .await;
+        assert!(is_delay(&r), "WRITE under the holder's lease: {r:?}");
+        recalled(&a, &sid).await;
+        a.delegreturn(&fh, &sid).await.unwrap();
+        a.write(&w.fh, &w.stateid, 0, b"HELLO", StableHow4::FileSync)
+            .await
+            .expect("WRITE after DELEGRETURN");
+        assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"HELLO");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn leases_are_bounded_and_none_for_a_file_open_for_writing() {
+    let (dir, _cfg, srv) = start("deleg-leases", "nfs4_max_leases = 1");
+    for n in ["a", "b", "w"] {
+        std::fs::write(dir.path().join(n), b"x").unwrap();
+    }
+    bounded(async {
+        let a = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let (sid, fh) = delegated(&a, &root, "a").await;
+        let o = a.open(&root, &read_wanting("b")).await.unwrap();
+        assert_eq!(
+            o.delegation,
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource {
+                server_will_signal_avail: false
+            }),
+            "a second file is past nfs4_max_leases"
+        );
+        a.delegreturn(&fh, &sid).await.unwrap();
+        // The lease went with the return.
+        delegated(&a, &root, "b").await;
+
+        // Open for writing on the server's host: no lease, no delegation.
+        let held = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.path().join("w"))
+            .unwrap();
+        let c = client(&srv).await;
+        let o = c.open(&root, &read_wanting("w")).await.unwrap();
+        assert!(
+            matches!(o.delegation, OpenDelegation4::NoneExt(_)),
+            "a file open for writing: {:?}",
+            o.delegation
+        );
+        drop(held);
     })
     .await;
 }

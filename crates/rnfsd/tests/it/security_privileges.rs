@@ -15,8 +15,9 @@ use rnfsd_client::nfs3::*;
 use rnfsd_client::{Auth, Client};
 
 /// CHOWN, DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER, FSETID, SETGID, SETUID,
-/// NET_BIND_SERVICE, MKNOD (capability.h bit numbers).
-const KEPT: u64 = 1 << 0 | 1 << 1 | 1 << 2 | 1 << 3 | 1 << 4 | 1 << 6 | 1 << 7 | 1 << 10 | 1 << 27;
+/// NET_BIND_SERVICE, MKNOD, LEASE (capability.h bit numbers).
+const KEPT: u64 =
+    1 << 0 | 1 << 1 | 1 << 2 | 1 << 3 | 1 << 4 | 1 << 6 | 1 << 7 | 1 << 10 | 1 << 27 | 1 << 28;
 const CAP_SYS_ADMIN: u64 = 1 << 21;
 const CAP_SYS_RESOURCE: u64 = 1 << 24;
 

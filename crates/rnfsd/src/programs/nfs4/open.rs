@@ -200,11 +200,17 @@ fn delegation(c: &Compound<'_, '_>, t: &Target, share: Share, reclaim: bool) -> 
     if !d.has_path(h.id()) {
         return no_delegation(share.want, Some(NoDeleg::CallbackDown));
     }
-    match c
-        .nfs4
-        .state
-        .delegate(&h, key_of(&t.attr), false, &t.obj.fh.0)
-    {
+    let call = t.obj.call(c.ctx);
+    let backend = t.obj.exp.backend.as_ref();
+    match d.grant(
+        &c.nfs4.state,
+        backend,
+        &call,
+        &t.obj.fh,
+        &h,
+        key_of(&t.attr),
+        false,
+    ) {
         Ok(sid) => OpenDelegation4::Read(OpenReadDelegation4 {
             stateid: sid4(sid),
             recall: false,
@@ -702,7 +708,11 @@ pub(super) fn delegreturn(c: &mut Compound<'_, '_>, a: DelegReturn4Args) -> Nfss
         c.nfs4
             .state
             .delegreturn(&h, &s, f.key)
-            .map_err(|e| of_state(&e))
+            .map_err(|e| of_state(&e))?;
+        // Its lease goes with the file's last delegation (a local
+        // program waiting for it goes on).
+        c.nfs4.deleg.returned(&c.nfs4.state, &f.key);
+        Ok(())
     })();
     match r {
         Ok(()) => Nfsstat4::Ok,
