@@ -13,9 +13,7 @@
 //! unblocked real-time signal would end the process.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-
-use crate::local::sys;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// The real-time signal lease breaks are told by (SIGRTMIN+2: glibc
 /// keeps the first two for itself; SIGRTMIN is its first free one).
@@ -26,13 +24,13 @@ pub fn signal() -> libc::c_int {
 /// Blocks [`signal`] in the calling thread and the threads it starts
 /// from now on: call in main before any other thread exists.
 pub fn block_signal() -> io::Result<()> {
-    sys::block_signal(signal())
+    block(signal())
 }
 
 /// Whether [`signal`] is blocked in the calling thread (leases are taken
 /// only then).
 pub fn signal_blocked() -> bool {
-    sys::signal_blocked(signal())
+    blocked(signal())
 }
 
 /// A lease the server holds on one file: dropping it closes its
@@ -44,25 +42,10 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// Takes a lease (`write`: F_WRLCK, else F_RDLCK) on `fd`, a
-    /// read-only descriptor of a regular file of the caller's own,
-    /// breaks told by [`signal`] to thread `to` ([`LeaseBreaks::thread`]).
-    /// EAGAIN: the file is open in a way that conflicts (for writing; for
-    /// a write lease, at all).
-    pub fn take(fd: OwnedFd, write: bool, to: libc::pid_t) -> io::Result<Lease> {
-        let raw = fd.as_raw_fd();
-        sys::set_sig(raw, signal())?;
-        let kind = match write {
-            true => libc::F_WRLCK,
-            false => libc::F_RDLCK,
-        };
-        sys::set_lease(raw, kind)?;
-        // F_SETLEASE made the process the owner; the reader's thread
-        // only, so no other thread (which might not block the signal)
-        // ever gets it.
-        let lease = Lease { fd, write };
-        sys::set_owner_thread(raw, to)?;
-        Ok(lease)
+    /// `fd`, on which the backend has just taken a lease (`write`: a
+    /// write lease) told to [`LeaseBreaks::thread`].
+    pub(crate) fn new(fd: OwnedFd, write: bool) -> Lease {
+        Lease { fd, write }
     }
 
     /// Its descriptor: the `si_fd` of its break's signal.
@@ -91,12 +74,12 @@ impl LeaseBreaks {
     /// [`wait`](Self::wait) (a signalfd reads its own thread's signals).
     pub fn new() -> io::Result<LeaseBreaks> {
         Ok(LeaseBreaks {
-            fd: sys::signalfd(signal())?,
-            tid: sys::gettid(),
+            fd: signal_fd(signal())?,
+            tid: gettid(),
         })
     }
 
-    /// The thread told of breaks, for [`Lease::take`].
+    /// The thread told of breaks (for `Backend::lease`).
     pub fn thread(&self) -> libc::pid_t {
         self.tid
     }
@@ -104,57 +87,114 @@ impl LeaseBreaks {
     /// Waits up to `timeout_ms` for breaks: the descriptors of the leases
     /// broken (none on timeout).
     pub fn wait(&self, timeout_ms: i32) -> io::Result<Vec<RawFd>> {
-        if !sys::poll_in(self.fd.as_raw_fd(), timeout_ms)? {
+        if !poll_in(self.fd.as_raw_fd(), timeout_ms)? {
             return Ok(Vec::new());
         }
-        sys::read_signal_fds(self.fd.as_raw_fd(), MAX_BREAKS_READ)
+        read_signal_fds(self.fd.as_raw_fd(), MAX_BREAKS_READ)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::fd::FromRawFd;
+// The system calls of signals, thin (as local/sys.rs's).
 
-    fn open(path: &std::path::Path, flags: libc::c_int) -> io::Result<OwnedFd> {
-        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid C string; open returns a new descriptor or -1.
-        let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
-        match fd {
-            -1 => Err(io::Error::last_os_error()),
-            // SAFETY: a new descriptor we own.
-            fd => Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    match r {
+        r if r < 0 => Err(io::Error::last_os_error()),
+        r => Ok(r),
+    }
+}
+
+/// A signal set holding only `sig`.
+fn sigset_of(sig: libc::c_int) -> io::Result<libc::sigset_t> {
+    // SAFETY: an all-zero sigset_t is valid storage; sigemptyset
+    // initialises it.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is a valid sigset_t.
+    cvt(unsafe { libc::sigemptyset(&mut set) })?;
+    // SAFETY: as above; sigaddset checks the number.
+    cvt(unsafe { libc::sigaddset(&mut set, sig) })?;
+    Ok(set)
+}
+
+/// Blocks `sig` in the calling thread (threads it starts inherit that).
+fn block(sig: libc::c_int) -> io::Result<()> {
+    let set = sigset_of(sig)?;
+    // SAFETY: valid set; a null old set is allowed.
+    let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    match r {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// Whether `sig` is blocked in the calling thread.
+fn blocked(sig: libc::c_int) -> bool {
+    // SAFETY: an all-zero sigset_t is valid storage for the old mask.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: a null new set only reads the mask into `old`.
+    let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut old) };
+    // SAFETY: `old` was filled by pthread_sigmask.
+    r == 0 && unsafe { libc::sigismember(&old, sig) } == 1
+}
+
+/// A non-blocking signalfd for `sig` (which must be blocked in every
+/// thread, or the kernel may deliver it to one instead).
+fn signal_fd(sig: libc::c_int) -> io::Result<OwnedFd> {
+    let set = sigset_of(sig)?;
+    // SAFETY: valid set; -1 asks for a new descriptor.
+    let fd = cvt(unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) })?;
+    // SAFETY: signalfd returned a new descriptor we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Waits up to `timeout_ms` for `fd` to be readable: whether it is.
+fn poll_in(fd: RawFd, timeout_ms: libc::c_int) -> io::Result<bool> {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+    match n {
+        n if n < 0 => {
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => Ok(false),
+                _ => Err(e),
+            }
         }
+        0 => Ok(false),
+        _ => Ok(true),
     }
+}
 
-    /// A read lease is refused while the file is open for writing, taken
-    /// otherwise, and a non-blocking open for writing then breaks it
-    /// (EWOULDBLOCK) with the signal naming the lease's descriptor.
-    #[test]
-    fn a_read_lease_breaks_on_an_open_for_write() {
-        block_signal().unwrap();
-        assert!(signal_blocked());
-        let breaks = LeaseBreaks::new().unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("f");
-        std::fs::write(&p, b"x").unwrap();
-        let w = open(&p, libc::O_WRONLY).unwrap();
-        let e = Lease::take(open(&p, libc::O_RDONLY).unwrap(), false, breaks.thread()).unwrap_err();
-        assert_eq!(
-            e.raw_os_error(),
-            Some(libc::EAGAIN),
-            "open for write: no lease"
-        );
-        drop(w);
-        let lease = Lease::take(open(&p, libc::O_RDONLY).unwrap(), false, breaks.thread()).unwrap();
-        // A reader does not break a read lease.
-        drop(open(&p, libc::O_RDONLY).unwrap());
-        assert!(breaks.wait(0).unwrap().is_empty());
-        let e = open(&p, libc::O_WRONLY | libc::O_NONBLOCK).unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::EWOULDBLOCK));
-        assert_eq!(breaks.wait(5000).unwrap(), vec![lease.raw_fd()]);
-        drop(lease);
-        // Released: the writer gets through.
-        open(&p, libc::O_WRONLY | libc::O_NONBLOCK).unwrap();
+/// The `si_fd` of each signal waiting on signalfd `fd` (without
+/// waiting), at most `max`.
+fn read_signal_fds(fd: RawFd, max: usize) -> io::Result<Vec<RawFd>> {
+    let mut out = Vec::new();
+    while out.len() < max {
+        // SAFETY: an all-zero signalfd_siginfo is valid storage.
+        let mut si: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        let want = std::mem::size_of::<libc::signalfd_siginfo>();
+        // SAFETY: si is writable storage of `want` bytes.
+        let n = unsafe { libc::read(fd, (&mut si as *mut libc::signalfd_siginfo).cast(), want) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(out),
+                _ => Err(e),
+            };
+        }
+        if n as usize != want {
+            return Ok(out);
+        }
+        out.push(si.ssi_fd);
     }
+    Ok(out)
+}
+
+/// The calling thread's id.
+fn gettid() -> libc::pid_t {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
 }

@@ -7,6 +7,7 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
+use crate::lease::Lease;
 use crate::lock::{Conflict, LockFile, LockKind, LockRange};
 use crate::{Call, Fh, FsResult};
 
@@ -113,11 +114,80 @@ pub(super) fn lease(
     fh: &Fh,
     write: bool,
     to: libc::pid_t,
-) -> FsResult<crate::lease::Lease> {
+) -> FsResult<Lease> {
     let o = fs.resolve(call, fh)?;
     if !o.st.is_reg() {
         return Err(errno(libc::EINVAL));
     }
     let fd = sys::reopen(o.raw(), libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK)?;
-    Ok(crate::lease::Lease::take(fd, write, to)?)
+    Ok(take_lease(fd, write, to)?)
+}
+
+/// Takes a lease (`write`: F_WRLCK, else F_RDLCK) on `fd`, a read-only
+/// descriptor of a regular file, its break told by `lease::signal` to
+/// thread `to`. EAGAIN: the file is open in a way that conflicts (for
+/// writing; for a write lease, at all).
+fn take_lease(fd: OwnedFd, write: bool, to: libc::pid_t) -> std::io::Result<Lease> {
+    let raw = fd.as_raw_fd();
+    sys::set_sig(raw, crate::lease::signal())?;
+    let kind = match write {
+        true => libc::F_WRLCK,
+        false => libc::F_RDLCK,
+    };
+    sys::set_lease(raw, kind)?;
+    // F_SETLEASE made the process the owner; the reader's thread only,
+    // so no other thread (which might not block the signal) gets it.
+    let lease = Lease::new(fd, write);
+    sys::set_owner_thread(raw, to)?;
+    Ok(lease)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lease::{block_signal, signal_blocked, LeaseBreaks};
+    use std::io;
+    use std::os::fd::FromRawFd;
+
+    fn open(path: &std::path::Path, flags: libc::c_int) -> io::Result<OwnedFd> {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string; open returns a new descriptor or -1.
+        let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
+        match fd {
+            -1 => Err(io::Error::last_os_error()),
+            // SAFETY: a new descriptor we own.
+            fd => Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
+        }
+    }
+
+    /// A read lease is refused while the file is open for writing, taken
+    /// otherwise, and a non-blocking open for writing then breaks it
+    /// (EWOULDBLOCK) with the signal naming the lease's descriptor.
+    #[test]
+    fn a_read_lease_breaks_on_an_open_for_write() {
+        block_signal().unwrap();
+        assert!(signal_blocked());
+        let breaks = LeaseBreaks::new().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"x").unwrap();
+        let w = open(&p, libc::O_WRONLY).unwrap();
+        let e = take_lease(open(&p, libc::O_RDONLY).unwrap(), false, breaks.thread()).unwrap_err();
+        assert_eq!(
+            e.raw_os_error(),
+            Some(libc::EAGAIN),
+            "open for write: no lease"
+        );
+        drop(w);
+        let lease = take_lease(open(&p, libc::O_RDONLY).unwrap(), false, breaks.thread()).unwrap();
+        // A reader does not break a read lease.
+        drop(open(&p, libc::O_RDONLY).unwrap());
+        assert!(breaks.wait(0).unwrap().is_empty());
+        let e = open(&p, libc::O_WRONLY | libc::O_NONBLOCK).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EWOULDBLOCK));
+        assert_eq!(breaks.wait(5000).unwrap(), vec![lease.raw_fd()]);
+        drop(lease);
+        // Released: the writer gets through.
+        open(&p, libc::O_WRONLY | libc::O_NONBLOCK).unwrap();
+    }
 }

@@ -1068,96 +1068,6 @@ pub fn set_lease(fd: RawFd, kind: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
-/// A signal set holding only `sig`.
-fn sigset_of(sig: libc::c_int) -> io::Result<libc::sigset_t> {
-    // SAFETY: an all-zero sigset_t is valid storage; sigemptyset
-    // initialises it.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: set is a valid sigset_t.
-    cvt(unsafe { libc::sigemptyset(&mut set) })?;
-    // SAFETY: as above; sigaddset checks the number.
-    cvt(unsafe { libc::sigaddset(&mut set, sig) })?;
-    Ok(set)
-}
-
-/// Blocks `sig` in the calling thread (threads it starts inherit that).
-pub fn block_signal(sig: libc::c_int) -> io::Result<()> {
-    let set = sigset_of(sig)?;
-    // SAFETY: valid set; a null old set is allowed.
-    let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-    match r {
-        0 => Ok(()),
-        e => Err(io::Error::from_raw_os_error(e)),
-    }
-}
-
-/// Whether `sig` is blocked in the calling thread.
-pub fn signal_blocked(sig: libc::c_int) -> bool {
-    // SAFETY: an all-zero sigset_t is valid storage for the old mask.
-    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: a null new set only reads the mask into `old`.
-    let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut old) };
-    // SAFETY: `old` was filled by pthread_sigmask.
-    r == 0 && unsafe { libc::sigismember(&old, sig) } == 1
-}
-
-/// A non-blocking signalfd for `sig` (which must be blocked in every
-/// thread, or the kernel may deliver it to one instead).
-pub fn signalfd(sig: libc::c_int) -> io::Result<OwnedFd> {
-    let set = sigset_of(sig)?;
-    // SAFETY: valid set; -1 asks for a new descriptor.
-    let fd = cvt(unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) })?;
-    // SAFETY: signalfd returned a new descriptor we now own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Waits up to `timeout_ms` for `fd` to be readable: whether it is.
-pub fn poll_in(fd: RawFd, timeout_ms: libc::c_int) -> io::Result<bool> {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let n = unsafe { libc::poll(&mut p, 1, timeout_ms) };
-    match n {
-        n if n < 0 => {
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::Interrupted => Ok(false),
-                _ => Err(e),
-            }
-        }
-        0 => Ok(false),
-        _ => Ok(true),
-    }
-}
-
-/// The `si_fd` of each signal waiting on signalfd `fd` (without
-/// waiting), at most `max`.
-pub fn read_signal_fds(fd: RawFd, max: usize) -> io::Result<Vec<RawFd>> {
-    let mut out = Vec::new();
-    while out.len() < max {
-        // SAFETY: an all-zero signalfd_siginfo is valid storage.
-        let mut si: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
-        let want = std::mem::size_of::<libc::signalfd_siginfo>();
-        // SAFETY: si is writable storage of `want` bytes.
-        let n = unsafe { libc::read(fd, (&mut si as *mut libc::signalfd_siginfo).cast(), want) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return match e.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(out),
-                _ => Err(e),
-            };
-        }
-        if n as usize != want {
-            return Ok(out);
-        }
-        out.push(si.ssi_fd);
-    }
-    Ok(out)
-}
-
 /// F_SETOWN_EX to thread `tid`: signals for `fd` (a lease break's) go to
 /// that thread only.
 pub fn set_owner_thread(fd: RawFd, tid: libc::pid_t) -> io::Result<()> {
@@ -1176,12 +1086,6 @@ pub fn set_owner_thread(fd: RawFd, tid: libc::pid_t) -> io::Result<()> {
     // SAFETY: fcntl with a pointer to a valid struct f_owner_ex.
     cvt(unsafe { libc::fcntl(fd, F_SETOWN_EX, &o as *const FOwnerEx) })?;
     Ok(())
-}
-
-/// The calling thread's id.
-pub fn gettid() -> libc::pid_t {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::gettid() }
 }
 
 #[cfg(test)]
