@@ -348,6 +348,27 @@ impl State {
         );
     }
 
+    /// Whether `r` still needs sending: its delegation is held (not
+    /// returned, revoked or gone with its client) and recalled.
+    pub fn recall_outstanding(&self, r: &Recall) -> bool {
+        let c = &r.client.0;
+        if c.is_expired() {
+            return false;
+        }
+        let st = locked(&c.st);
+        matches!(
+            st.stateids.get(&r.stateid.other),
+            Some(Entry {
+                revoked: None,
+                body: Body::Delegation {
+                    recalled_ms: Some(_),
+                    ..
+                },
+                ..
+            })
+        )
+    }
+
     /// Whether any client holds a delegation on `file` (a revoked one is
     /// held no more).
     pub fn delegated(&self, file: &FileKey) -> bool {

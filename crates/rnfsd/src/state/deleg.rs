@@ -1,21 +1,23 @@
 //! The server's side of NFSv4 delegations (RFC 8881 §10.2-§10.4): each
 //! client's back channel (the connection, credential and callback
-//! program its session gave, §18.36, §18.33), the recalls (CB_RECALL in a
-//! CB_COMPOUND after CB_SEQUENCE, §20.2, §20.9) sent by one thread from a
-//! bounded queue, never on a worker, and the check every change makes
-//! first ([`Delegations::access`]). The delegations themselves are
-//! `rnfsd_v4state`'s. The same thread and back channels carry NFSv4.2's
-//! CB_OFFLOAD (RFC 7862 §16.1) for asynchronous copies ([`CbQueue`]),
-//! whether or not delegations are on.
+//! program its session gave, §18.36, §18.33) and its one slot, the
+//! recalls (CB_RECALL in a CB_COMPOUND after CB_SEQUENCE, §20.2, §20.9)
+//! sent by a few sender threads, never on a worker, and the check every
+//! change makes first ([`Delegations::access`]). The delegations
+//! themselves are `rnfsd_v4state`'s; the local leases under them
+//! `lease.rs`'s. The same back channels carry NFSv4.2's CB_OFFLOAD (RFC
+//! 7862 §16.1) for asynchronous copies ([`CbQueue`], sent by the copier
+//! thread), whether or not delegations are on.
 //!
-//! A recall that cannot be sent (the queue full, no back channel, the
-//! client silent) changes nothing for safety: the delegation is revoked
-//! once the lease has passed since the recall, and the conflicting call,
-//! answered NFS4ERR_DELAY / NFS3ERR_JUKEBOX until then, goes on.
+//! A recall is never dropped: it waits, one per delegation, until it is
+//! delivered (the client answered CB_RECALL) or its delegation is
+//! returned or revoked (a lease after the recall), tried again every
+//! `RECALL_RETRY` while the client has no back channel, does not answer,
+//! or answers with an error. A silent client holds one sender for
+//! `CB_WAIT` at a time; the others serve other clients meanwhile.
 
-use std::collections::HashMap;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, Weak};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use rnfsd_fs::{Backend, Call, Fh, FileType};
@@ -24,21 +26,32 @@ use rnfsd_proto::nfs4::cb::{
     CbSequence4Args, CB_COMPOUND, NFS_CB,
 };
 use rnfsd_proto::nfs4::{NfsFh4, NfsRes4, Nfsstat4, SessionId4, Stateid4};
-use rnfsd_rpc::{Auth, BackConn};
+use rnfsd_rpc::{Auth, BackConn, CallError};
 use rnfsd_v4state::{Access, ClientHandle, ClientId, FileKey, NoDeleg, Recall, State, Stateid};
 
 use super::lease::Leases;
 use rnfsd_xdr::{Dec, Enc};
 
-/// Callbacks waiting for the sender; past this a recall is dropped (the
-/// delegation is then revoked at its deadline), as is a CB_OFFLOAD (the
-/// client can still ask OFFLOAD_STATUS).
-pub const RECALL_QUEUE: usize = 1024;
-/// How long the sender waits for a client's answer to a CB_RECALL.
-const RECALL_WAIT: Duration = Duration::from_secs(5);
+/// Threads sending callbacks: this many silent clients at once hold
+/// them all (for `CB_WAIT` each); others are served meanwhile.
+pub const RECALL_SENDERS: usize = 4;
+/// How long a sender waits for a client's answer to a CB_COMPOUND.
+const CB_WAIT: Duration = Duration::from_secs(5);
+/// A recall not delivered is sent again after this long, until its
+/// delegation is returned or revoked.
+const RECALL_RETRY: Duration = Duration::from_secs(1);
 /// Longest tag and most results decoded from a CB_COMPOUND reply.
 const CB_MAX_TAG: usize = 64;
 const CB_MAX_RESULTS: usize = 4;
+
+/// Back channel slot 0 of a session (RFC 8881 §2.10.6.3, §20.9): one
+/// call at a time. A call that got no answer may have reached the
+/// client, so its sequence id is not given to another call: it is sent
+/// again, the same bytes, before anything else.
+struct CbSlot {
+    next_seq: u32,
+    unanswered: Option<Vec<u8>>,
+}
 
 /// A client's back channel, as its last session with one gave it.
 #[derive(Clone)]
@@ -47,8 +60,139 @@ struct CbPath {
     cred: Auth,
     prog: u32,
     session: SessionId4,
-    /// The sequence id of back channel slot 0's next call.
-    next_seq: u32,
+    slot: Arc<Mutex<CbSlot>>,
+}
+
+/// Why a CB_COMPOUND has no reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CbError {
+    /// The client has no back channel, or its connection is closed.
+    NoPath,
+    /// No answer in time, or the connection closed meanwhile (the call
+    /// may have reached the client: it is sent again first next time).
+    Unanswered,
+    /// Not sent (too many calls waiting, the connection's output full),
+    /// or refused by the client's RPC layer: the slot was not used.
+    NotSent,
+    /// A reply that does not decode.
+    Garbled,
+}
+
+type Paths = Mutex<HashMap<ClientId, CbPath>>;
+
+/// One client's recalls waiting for a sender.
+struct Pending {
+    queue: VecDeque<Recall>,
+    /// A sender has this client now.
+    busy: bool,
+    not_before: Instant,
+}
+
+/// The recalls not yet delivered, by client, and the senders' bell.
+#[derive(Default)]
+pub(crate) struct Outbox {
+    by_client: Mutex<HashMap<ClientId, Pending>>,
+    bell: Condvar,
+}
+
+impl Outbox {
+    /// Queues `recalls` (one per delegation: a second is the same).
+    pub(crate) fn push(&self, recalls: Vec<Recall>) {
+        if recalls.is_empty() {
+            return;
+        }
+        let mut m = locked(&self.by_client);
+        for r in recalls {
+            let p = m.entry(r.client.id()).or_insert_with(|| Pending {
+                queue: VecDeque::new(),
+                busy: false,
+                not_before: Instant::now(),
+            });
+            if !p.queue.iter().any(|q| q.stateid.other == r.stateid.other) {
+                p.queue.push_back(r);
+            }
+        }
+        drop(m);
+        self.bell.notify_all();
+    }
+
+    /// The next recall of a client no sender has, whose time has come
+    /// (waiting for one); None once `stop` says so.
+    fn next(&self, stop: &dyn Fn() -> bool) -> Option<Recall> {
+        let mut m = locked(&self.by_client);
+        loop {
+            if stop() {
+                return None;
+            }
+            let now = Instant::now();
+            let mut wait = RECALL_RETRY;
+            for p in m.values_mut() {
+                if p.busy || p.queue.is_empty() {
+                    continue;
+                }
+                if p.not_before <= now {
+                    if let Some(r) = p.queue.pop_front() {
+                        p.busy = true;
+                        return Some(r);
+                    }
+                }
+                wait = wait.min(p.not_before - now);
+            }
+            m = self
+                .bell
+                .wait_timeout(m, wait.max(Duration::from_millis(10)))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// A sender is done with `r`'s client; `again`: `r` is to be sent
+    /// again after `RECALL_RETRY`.
+    fn done(&self, r: Recall, again: bool) {
+        let id = r.client.id();
+        let mut m = locked(&self.by_client);
+        if let Some(p) = m.get_mut(&id) {
+            p.busy = false;
+            if again {
+                p.queue.push_front(r);
+                p.not_before = Instant::now() + RECALL_RETRY;
+            }
+            if p.queue.is_empty() {
+                m.remove(&id);
+            }
+        }
+        drop(m);
+        self.bell.notify_all();
+    }
+
+    /// Recalls waiting now.
+    pub(crate) fn len(&self) -> usize {
+        locked(&self.by_client)
+            .values()
+            .map(|p| p.queue.len())
+            .sum()
+    }
+}
+
+/// Sends CB_OFFLOADs (RFC 7862 §16.1) from a copier thread.
+#[derive(Clone)]
+pub struct CbQueue(Arc<Paths>);
+
+impl CbQueue {
+    /// Sends a CB_OFFLOAD to client `to` and waits for its answer
+    /// (`CB_WAIT` at most; blocks, so never on a worker): whether the
+    /// client took it. Not sent again: the client can still ask
+    /// OFFLOAD_STATUS (§15.9).
+    pub fn offload(&self, to: ClientId, args: CbOffload4Args) -> bool {
+        match cb_compound(&self.0, to, vec![CbArgOp::Offload(args)]) {
+            Ok(res) => res.status == Nfsstat4::Ok,
+            Err(e) => {
+                tracing::info!(clientid = format!("{:#x}", to.0), error = ?e,
+                    "nfsv4: CB_OFFLOAD not delivered");
+                false
+            }
+        }
+    }
 }
 
 /// A change must wait: a delegation on its file is being recalled (the
@@ -56,37 +200,12 @@ struct CbPath {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Recalling;
 
-/// What the sender sends.
-enum Callback {
-    Recall(Recall),
-    /// CB_OFFLOAD to a client (RFC 7862 §16.1).
-    Offload(ClientId, CbOffload4Args),
-}
-
-/// Queues CB_OFFLOADs for the sender, from any thread.
-#[derive(Clone)]
-pub struct CbQueue(SyncSender<Callback>);
-
-impl CbQueue {
-    /// Queues a recall (never blocks): false when the queue is full or the
-    /// sender gone.
-    pub fn recall(&self, r: Recall) -> bool {
-        self.0.try_send(Callback::Recall(r)).is_ok()
-    }
-
-    /// Queues a CB_OFFLOAD for client `to` (never blocks): false when the
-    /// queue is full or the sender gone.
-    pub fn offload(&self, to: ClientId, args: CbOffload4Args) -> bool {
-        self.0.try_send(Callback::Offload(to, args)).is_ok()
-    }
-}
-
 /// What the delegations need beside the state.
 pub struct Delegations {
     /// `nfs4_delegations`: grant any at all.
     pub enabled: bool,
-    paths: Arc<Mutex<HashMap<ClientId, CbPath>>>,
-    queue: Option<SyncSender<Callback>>,
+    paths: Arc<Paths>,
+    outbox: Arc<Outbox>,
     /// Most back channels remembered (`nfs4_max_clients`).
     max_paths: usize,
     /// The local leases every delegation needs (None: none can be
@@ -104,34 +223,35 @@ impl Delegations {
         Delegations {
             enabled: false,
             paths: Arc::default(),
-            queue: None,
+            outbox: Arc::default(),
             max_paths: 1,
             leases: None,
         }
     }
 
     /// Delegations for `state` (`enabled`: `nfs4_delegations`); starts the
-    /// callback sender (recalls when enabled, CB_OFFLOAD always) and, when
-    /// enabled, the lease thread (at most `max_leases` leases). Without
-    /// leases (the break signal not blocked, as in a program that embeds
-    /// the server without rnfsd's main) no delegation is granted.
+    /// recall senders and the lease thread (at most `max_leases` leases)
+    /// when enabled. Without leases (the break signal not blocked, as
+    /// in a program that embeds the server without rnfsd's main) none is
+    /// granted.
     pub fn new(
         state: &Arc<State>,
         enabled: bool,
         max_paths: usize,
         max_leases: usize,
     ) -> std::io::Result<Self> {
-        let paths: Arc<Mutex<HashMap<ClientId, CbPath>>> = Arc::default();
-        let (tx, rx) = sync_channel(RECALL_QUEUE);
-        let p = paths.clone();
-        let st = Arc::downgrade(state);
-        std::thread::Builder::new()
-            .name("nfsv4-recall".into())
-            .spawn(move || sender(rx, p, st))?;
+        let paths: Arc<Paths> = Arc::default();
+        let outbox: Arc<Outbox> = Arc::default();
         let mut leases = None;
         if enabled {
-            let q = CbQueue(tx.clone());
-            match Leases::start(state, move |r| q.recall(r), max_leases) {
+            for i in 0..RECALL_SENDERS {
+                let (p, o) = (paths.clone(), outbox.clone());
+                let st = Arc::downgrade(state);
+                std::thread::Builder::new()
+                    .name(format!("nfsv4-recall-{i}"))
+                    .spawn(move || sender(&o, &p, &st))?;
+            }
+            match Leases::start(state, outbox.clone(), max_leases) {
                 Ok(l) => leases = Some(l),
                 Err(e) => tracing::warn!(error = %e, "nfsv4: no local leases: no delegations"),
             }
@@ -139,7 +259,7 @@ impl Delegations {
         Ok(Delegations {
             enabled,
             paths,
-            queue: Some(tx),
+            outbox,
             max_paths: max_paths.max(1),
             leases,
         })
@@ -187,9 +307,7 @@ impl Delegations {
     /// `prog`, credential `cred`): recalls go there. For the session
     /// already known, only the connection changes.
     pub fn set_path(&self, id: ClientId, conn: BackConn, cred: Auth, prog: u32, session: [u8; 16]) {
-        if self.queue.is_none() {
-            return;
-        }
+        // Kept with delegations off too: CB_OFFLOAD goes there.
         let mut m = locked(&self.paths);
         if m.len() >= self.max_paths && !m.contains_key(&id) {
             m.retain(|_, p| p.conn.is_open());
@@ -211,7 +329,10 @@ impl Delegations {
                 cred,
                 prog,
                 session: SessionId4(session),
-                next_seq: 1,
+                slot: Arc::new(Mutex::new(CbSlot {
+                    next_seq: 1,
+                    unanswered: None,
+                })),
             },
         );
     }
@@ -241,27 +362,30 @@ impl Delegations {
             .is_some_and(|p| p.conn.is_open())
     }
 
-    /// Where CB_OFFLOADs are queued (None: no sender).
+    /// What CB_OFFLOADs are sent through.
     pub fn cb_queue(&self) -> Option<CbQueue> {
-        self.queue.clone().map(CbQueue)
+        Some(CbQueue(self.paths.clone()))
     }
 
-    /// Queues `recalls` for the sender (never blocks).
+    /// Queues `recalls` for the senders (never blocks; at most one
+    /// waits per delegation, so they are as bounded as delegations).
     pub fn send(&self, recalls: Vec<Recall>) {
-        let Some(q) = &self.queue else {
-            return;
-        };
-        for r in recalls {
-            match q.try_send(Callback::Recall(r)) {
-                Ok(()) => {}
-                Err(TrySendError::Full(_)) => {
-                    tracing::warn!(
-                        "nfsv4: recall queue full; the delegation is revoked at its deadline"
-                    );
-                }
-                Err(TrySendError::Disconnected(_)) => return,
-            }
+        if self.enabled {
+            self.outbox.push(recalls);
         }
+    }
+
+    /// Recalls not delivered yet.
+    pub fn recalls_waiting(&self) -> usize {
+        self.outbox.len()
+    }
+
+    /// Sends one CB_COMPOUND of `ops` to client `id`'s back channel
+    /// (CB_SEQUENCE on its slot 0 first, added here) and waits for the
+    /// reply (`CB_WAIT` at most). One call at a time per client; blocks:
+    /// never on a worker.
+    pub fn cb_compound(&self, id: ClientId, ops: Vec<CbArgOp>) -> Result<CbCompoundRes, CbError> {
+        cb_compound(&self.paths, id, ops)
     }
 
     /// Starts an access to `file` by NFSv4 client `by` (None: NFSv3, NLM)
@@ -345,120 +469,154 @@ impl Delegations {
     }
 }
 
-/// The callback sender: one CB_COMPOUND at a time, each waited for at
-/// most `RECALL_WAIT`.
-fn sender(
-    rx: Receiver<Callback>,
-    paths: Arc<Mutex<HashMap<ClientId, CbPath>>>,
-    state: Weak<State>,
-) {
-    while let Ok(cb) = rx.recv() {
-        let id = match &cb {
-            Callback::Recall(r) => r.client.id(),
-            Callback::Offload(id, _) => *id,
-        };
-        let Some(p) = locked(&paths).get(&id).cloned() else {
-            tracing::info!(
-                clientid = format!("{:#x}", id.0),
-                "nfsv4: no back channel for a callback"
-            );
-            continue;
-        };
-        let r = match cb {
-            Callback::Recall(r) => r,
-            Callback::Offload(id, args) => {
-                // CB_OFFLOAD is minor version 2's (RFC 7862 §16.1).
-                let ok = call(&p, 2, CbArgOp::Offload(args), id, "CB_OFFLOAD");
-                if ok {
-                    moved_on(&paths, id, &p);
+/// Sends one CB_COMPOUND of `ops` after CB_SEQUENCE on client `id`'s
+/// back channel slot 0 (§20.9), a call left unanswered before sent
+/// again first (§2.10.6.3).
+fn cb_compound(paths: &Paths, id: ClientId, ops: Vec<CbArgOp>) -> Result<CbCompoundRes, CbError> {
+    let p = locked(paths).get(&id).cloned().ok_or(CbError::NoPath)?;
+    if !p.conn.is_open() {
+        return Err(CbError::NoPath);
+    }
+    let mut slot = locked(&p.slot);
+    if let Some(body) = slot.unanswered.clone() {
+        // Its answer is not ours to read: it only frees the slot.
+        let seq = slot.next_seq;
+        match call(&p, &body) {
+            Ok(res) => {
+                slot.unanswered = None;
+                if seq_moves(&res) {
+                    slot.next_seq = next_seq(seq);
                 }
-                continue;
             }
-        };
-        let ok = recall(&p, &r);
-        if ok {
-            moved_on(&paths, id, &p);
-        }
-        if let Some(s) = state.upgrade() {
-            if !ok && !p.conn.is_open() {
-                s.set_callback_down(&r.client, true);
-            }
+            Err(e) => return Err(e),
         }
     }
-}
-
-/// Back channel slot 0 of client `id` moves on past `p`'s call.
-fn moved_on(paths: &Mutex<HashMap<ClientId, CbPath>>, id: ClientId, p: &CbPath) {
-    if let Some(q) = locked(paths).get_mut(&id) {
-        if q.session == p.session {
-            q.next_seq = p.next_seq.wrapping_add(1).max(1);
-        }
-    }
-}
-
-/// Sends one CB_RECALL: whether the slot's sequence moves on.
-fn recall(p: &CbPath, r: &Recall) -> bool {
-    let op = CbArgOp::Recall(CbRecall4Args {
-        stateid: Stateid4 {
-            seqid: r.stateid.seqid,
-            other: r.stateid.other,
-        },
-        truncate: false,
-        fh: NfsFh4(r.fh.to_vec()),
-    });
-    call(p, 1, op, r.client.id(), "CB_RECALL")
-}
-
-/// Sends `op` after CB_SEQUENCE in one CB_COMPOUND of minor version
-/// `minor`: whether the slot's sequence moves on.
-fn call(p: &CbPath, minor: u32, op: CbArgOp, id: ClientId, what: &str) -> bool {
+    let seq = slot.next_seq;
+    let mut all = Vec::with_capacity(ops.len() + 1);
+    all.push(CbArgOp::Sequence(CbSequence4Args {
+        sessionid: p.session,
+        sequenceid: seq,
+        slotid: 0,
+        highest_slotid: 0,
+        cachethis: false,
+        referring_call_lists: Vec::new(),
+    }));
+    all.extend(ops);
     let args = CbCompoundArgs {
         tag: Vec::new(),
-        minorversion: minor,
+        minorversion: 1,
         callback_ident: 0,
-        ops: vec![
-            CbArgOp::Sequence(CbSequence4Args {
-                sessionid: p.session,
-                sequenceid: p.next_seq,
-                slotid: 0,
-                highest_slotid: 0,
-                cachethis: false,
-                referring_call_lists: Vec::new(),
-            }),
-            op,
-        ],
+        ops: all,
     };
     let mut e = Enc::new();
     args.encode(&mut e);
-    let deadline = Instant::now() + RECALL_WAIT;
-    let body = match p
+    let body = e.as_slice().to_vec();
+    match call(&p, &body) {
+        Ok(res) => {
+            if seq_moves(&res) {
+                slot.next_seq = next_seq(seq);
+            }
+            Ok(res)
+        }
+        Err(CbError::Unanswered) => {
+            slot.unanswered = Some(body);
+            Err(CbError::Unanswered)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn next_seq(s: u32) -> u32 {
+    s.wrapping_add(1).max(1)
+}
+
+/// One call of encoded CB_COMPOUND arguments `body`, and its reply.
+fn call(p: &CbPath, body: &[u8]) -> Result<CbCompoundRes, CbError> {
+    let deadline = Instant::now() + CB_WAIT;
+    let reply = match p
         .conn
-        .call(p.prog, NFS_CB, CB_COMPOUND, &p.cred, e.as_slice(), deadline)
+        .call(p.prog, NFS_CB, CB_COMPOUND, &p.cred, body, deadline)
     {
         Ok(b) => b,
         Err(err) => {
-            tracing::info!(clientid = format!("{:#x}", id.0), error = %err, what,
-                "nfsv4: callback not answered");
-            return false;
+            tracing::info!(error = %err, "nfsv4: CB_COMPOUND not answered");
+            return Err(match err {
+                CallError::Closed | CallError::Timeout => CbError::Unanswered,
+                _ => CbError::NotSent,
+            });
         }
     };
-    let res = CbCompoundRes::decode(&mut Dec::new(&body), CB_MAX_TAG, CB_MAX_RESULTS);
-    let Ok(res) = res else {
-        return false;
-    };
-    // The slot moves on when the client took the call; also when it
-    // says the sequence is misordered (we fell behind it), and when it
-    // says it took this sequence id before without caching the reply
-    // (RFC 8881 §2.10.6.1.3: a call that timed out here after reaching
-    // it), so the next call can get through instead of repeating the id.
-    let seq_ok = matches!(
+    CbCompoundRes::decode(&mut Dec::new(&reply), CB_MAX_TAG, CB_MAX_RESULTS)
+        .map_err(|_| CbError::Garbled)
+}
+
+/// Whether the slot's sequence moves on after `res`: the client took
+/// the call; also when it says the sequence is misordered (we fell
+/// behind it), and when it says it took this sequence id before
+/// without caching the reply (§2.10.6.1.3: a call that timed out here
+/// after reaching it), so the next call can get through instead of
+/// repeating the id.
+fn seq_moves(res: &CbCompoundRes) -> bool {
+    matches!(
         res.results.first(),
         Some(CbResOp::Sequence(
             NfsRes4::Ok(_) | NfsRes4::Fail(Nfsstat4::SeqMisordered | Nfsstat4::RetryUncachedRep)
         ))
-    );
-    if res.status != Nfsstat4::Ok {
-        tracing::debug!(status = ?res.status, what, "nfsv4: callback answered with an error");
+    )
+}
+
+/// A recall sender: takes the next recall of a client no other sender
+/// has, sends it while its delegation is still held and recalled, and
+/// queues it again (after `RECALL_RETRY`) until the client took it.
+fn sender(outbox: &Outbox, paths: &Paths, state: &Weak<State>) {
+    let stop = || state.strong_count() == 0;
+    while let Some(r) = outbox.next(&stop) {
+        let Some(s) = state.upgrade() else {
+            return;
+        };
+        let again = s.recall_outstanding(&r) && !recall(paths, &s, &r);
+        outbox.done(r, again);
     }
-    seq_ok
+}
+
+/// Sends one CB_RECALL: whether the client took it.
+fn recall(paths: &Paths, s: &State, r: &Recall) -> bool {
+    let id = r.client.id();
+    let res = cb_compound(
+        paths,
+        id,
+        vec![CbArgOp::Recall(CbRecall4Args {
+            stateid: Stateid4 {
+                seqid: r.stateid.seqid,
+                other: r.stateid.other,
+            },
+            truncate: false,
+            fh: NfsFh4(r.fh.to_vec()),
+        })],
+    );
+    let res = match res {
+        Ok(res) => res,
+        Err(e) => {
+            tracing::info!(clientid = format!("{:#x}", id.0), error = ?e,
+                "nfsv4: CB_RECALL not delivered; sent again while the delegation is held");
+            if e == CbError::NoPath || !locked(paths).get(&id).is_some_and(|p| p.conn.is_open()) {
+                // SEQ4_STATUS_CB_PATH_DOWN tells the client to give one.
+                s.set_callback_down(&r.client, true);
+            }
+            return false;
+        }
+    };
+    // Taken: CB_RECALL answered NFS4_OK, or CB_SEQUENCE says this
+    // sequence id was taken before (a call that timed out here reached
+    // the client). Anything else (NFS4ERR_BAD_STATEID from a client
+    // that has not seen the OPEN reply yet, NFS4ERR_DELAY, a slot
+    // error): sent again.
+    let taken = matches!(
+        res.results.first(),
+        Some(CbResOp::Sequence(NfsRes4::Fail(Nfsstat4::RetryUncachedRep)))
+    ) || (res.status == Nfsstat4::Ok && res.results.len() >= 2);
+    if !taken {
+        tracing::debug!(status = ?res.status, "nfsv4: CB_RECALL answered with an error; sent again");
+    }
+    taken
 }

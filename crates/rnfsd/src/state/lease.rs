@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use rnfsd_fs::lease::{Lease, LeaseBreaks};
 use rnfsd_fs::{FsError, FsResult};
-use rnfsd_v4state::{FileKey, NoDeleg, Recall, State, Stateid};
+use rnfsd_v4state::{FileKey, NoDeleg, State, Stateid};
+
+use super::deleg::Outbox;
 
 /// How often the thread looks for leases to let go (their delegations
 /// gone, or a break about to time out) when no break comes.
@@ -91,13 +93,13 @@ fn break_time() -> Duration {
 }
 
 impl Leases {
-    /// Starts the thread told of lease breaks (`queue` queues a recall; false when it could not).
+    /// Starts the thread told of lease breaks (recalls go to `outbox`).
     /// Fails (and no delegation may be granted) unless the break signal
     /// is blocked in this thread, as main blocks it before any thread
     /// starts: a thread that did not block it would die of it.
-    pub fn start(
+    pub(crate) fn start(
         state: &Arc<State>,
-        queue: impl Fn(Recall) -> bool + Send + 'static,
+        outbox: Arc<Outbox>,
         max: usize,
     ) -> std::io::Result<Arc<Leases>> {
         if !rnfsd_fs::lease::signal_blocked() {
@@ -128,7 +130,7 @@ impl Leases {
                 if tx.send(Ok(leases.clone())).is_err() {
                     return;
                 }
-                run(&breaks, &leases, &st, &queue);
+                run(&breaks, &leases, &st, &outbox);
             })?;
         rx.recv()
             .map_err(|_| std::io::Error::other("the lease thread ended"))?
@@ -256,7 +258,7 @@ impl Leases {
 
 /// The lease thread: each break recalls the delegations on its file (as
 /// a change by no NFSv4 client); every tick, leases no longer needed go.
-fn run(breaks: &LeaseBreaks, leases: &Leases, state: &Weak<State>, queue: &dyn Fn(Recall) -> bool) {
+fn run(breaks: &LeaseBreaks, leases: &Leases, state: &Weak<State>, outbox: &Outbox) {
     let tick = TICK.as_millis() as i32;
     loop {
         let fds = match breaks.wait(tick) {
@@ -274,13 +276,7 @@ fn run(breaks: &LeaseBreaks, leases: &Leases, state: &Weak<State>, queue: &dyn F
             tracing::debug!(?file, "nfsv4: a local process broke a delegation's lease");
             // The access ends here: it only names the recalls.
             if let Err(recalls) = state.begin_access(file, None, true) {
-                for r in recalls {
-                    if !queue(r) {
-                        tracing::warn!(
-                            "nfsv4: recall queue full; the delegation is revoked at its deadline"
-                        );
-                    }
-                }
+                outbox.push(recalls);
             }
         }
         leases.sweep(&state);

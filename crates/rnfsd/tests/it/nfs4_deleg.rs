@@ -30,6 +30,10 @@ use rnfsd_proto::nfs4::*;
 const LEASE_SECS: u64 = 4;
 
 fn start(tag: &str, extra: &str) -> (TempDir, TempDir, TestServer) {
+    start_lease(tag, extra, LEASE_SECS)
+}
+
+fn start_lease(tag: &str, extra: &str, lease: u64) -> (TempDir, TempDir, TestServer) {
     let dir = TempDir::new(tag);
     let cfgdir = TempDir::new(&format!("{tag}-cfg"));
     let state = TempDir::new(&format!("{tag}-state"));
@@ -37,7 +41,7 @@ fn start(tag: &str, extra: &str) -> (TempDir, TempDir, TestServer) {
         cfgdir.path(),
         &format!(
             "[server]\nnfs4 = true\nregister_rpcbind = false\n\
-             nfs4_lease_secs = {LEASE_SECS}\n{extra}\n{}",
+             nfs4_lease_secs = {lease}\n{extra}\n{}",
             export_table(dir.path(), "")
         ),
     );
@@ -717,6 +721,79 @@ async fn leases_are_bounded_and_none_for_a_file_open_for_writing() {
             o.delegation
         );
         drop(held);
+    })
+    .await;
+}
+
+/// The CB_SEQUENCE sequence ids of the CB_COMPOUNDs recalling `sid`
+/// that `c` got, and the status each was answered with.
+fn recall_calls(c: &Nfs4Client, sid: &Stateid4) -> Vec<(u32, Nfsstat4)> {
+    use rnfsd_client::nfs4::CbEvent;
+    use rnfsd_proto::nfs4::cb::CbArgOp;
+    c.callbacks()
+        .into_iter()
+        .filter_map(|e| match e {
+            CbEvent::Compound { ops, status } => {
+                let recalls = ops
+                    .iter()
+                    .any(|o| matches!(o, CbArgOp::Recall(r) if r.stateid.other == sid.other));
+                let seq = ops.iter().find_map(|o| match o {
+                    CbArgOp::Sequence(s) => Some(s.sequenceid),
+                    _ => None,
+                });
+                recalls.then_some((seq?, status))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_silent_client_holds_up_no_other_and_its_recall_is_sent_again() {
+    let (dir, _cfg, srv) = start_lease("deleg-silent", "", 20);
+    for n in ["s", "t"] {
+        std::fs::write(dir.path().join(n), b"x").unwrap();
+    }
+    bounded(async {
+        let a = client(&srv).await;
+        let b = client(&srv).await;
+        let w = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let (sa, fa) = delegated(&a, &root, "s").await;
+        let (sb, _) = delegated(&b, &root, "t").await;
+        a.ignore_recalls(true);
+        assert!(is_delay(&w.open(&root, &write_open("s")).await));
+        recalled(&a, &sa).await;
+        // a's recall waits for an answer that does not come; b's goes on.
+        let t0 = Instant::now();
+        assert!(is_delay(&w.open(&root, &write_open("t")).await));
+        recalled(&b, &sb).await;
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "b's recall waited for a's silence ({:?})",
+            t0.elapsed()
+        );
+        // Unanswered, a's recall is sent again, the same call on the same
+        // slot sequence id (RFC 8881 §2.10.6.3), until answered.
+        a.ignore_recalls(false);
+        let t0 = Instant::now();
+        let calls = loop {
+            let calls = recall_calls(&a, &sa);
+            if calls.iter().any(|(_, st)| *st == Nfsstat4::Ok) {
+                break calls;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(15),
+                "never sent again: {calls:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert!(calls.len() >= 2, "{calls:?}");
+        assert_eq!(calls[0].0, calls[1].0, "the same sequence id: {calls:?}");
+        a.delegreturn(&fa, &sa).await.unwrap();
+        w.open(&root, &write_open("s"))
+            .await
+            .expect("OPEN for write after the return");
     })
     .await;
 }
