@@ -60,6 +60,10 @@ struct CbPath {
     cred: Auth,
     prog: u32,
     session: SessionId4,
+    /// The minor version of the client's CREATE_SESSION: its callbacks'
+    /// (a client finds the session by it too: Linux answers a 4.2
+    /// client's CB_SEQUENCE of minor version 1 NFS4ERR_BADSESSION).
+    minor: u32,
     slot: Arc<Mutex<CbSlot>>,
 }
 
@@ -303,10 +307,19 @@ impl Delegations {
         self.leases.as_ref().map_or(0, |l| l.count())
     }
 
-    /// Client `id`'s back channel is `conn` (session `session`, program
-    /// `prog`, credential `cred`): recalls go there. For the session
-    /// already known, only the connection changes.
-    pub fn set_path(&self, id: ClientId, conn: BackConn, cred: Auth, prog: u32, session: [u8; 16]) {
+    /// Client `id`'s back channel is `conn` (session `session` made at
+    /// minor version `minor`, program `prog`, credential `cred`): recalls
+    /// and CB_OFFLOADs go there. For the session already known, only the
+    /// connection changes.
+    pub fn set_path(
+        &self,
+        id: ClientId,
+        conn: BackConn,
+        cred: Auth,
+        prog: u32,
+        session: [u8; 16],
+        minor: u32,
+    ) {
         // Kept with delegations off too: CB_OFFLOAD goes there.
         let mut m = locked(&self.paths);
         if m.len() >= self.max_paths && !m.contains_key(&id) {
@@ -329,6 +342,7 @@ impl Delegations {
                 cred,
                 prog,
                 session: SessionId4(session),
+                minor,
                 slot: Arc::new(Mutex::new(CbSlot {
                     next_seq: 1,
                     unanswered: None,
@@ -504,7 +518,7 @@ fn cb_compound(paths: &Paths, id: ClientId, ops: Vec<CbArgOp>) -> Result<CbCompo
     all.extend(ops);
     let args = CbCompoundArgs {
         tag: Vec::new(),
-        minorversion: 1,
+        minorversion: p.minor,
         callback_ident: 0,
         ops: all,
     };

@@ -328,9 +328,14 @@ pub(super) fn probe_back_channel(
     };
     // Recalls go over this connection (set before the probe answers:
     // delegations wait for that answer).
-    c.nfs4
-        .deleg
-        .set_path(client.id(), bc.clone(), cred.clone(), cb_program, session);
+    c.nfs4.deleg.set_path(
+        client.id(),
+        bc.clone(),
+        cred.clone(),
+        cb_program,
+        session,
+        c.minor,
+    );
     if PROBES.fetch_add(1, Ordering::AcqRel) >= MAX_PROBES {
         PROBES.fetch_sub(1, Ordering::AcqRel);
         return;
