@@ -9,7 +9,7 @@
 # and ganesha.nfsd with $GANESHA_CONF; SERVER=knfsd-guest runs none (the
 # guest serves itself). Environment from run.sh: VERS RUN EXPORT
 # NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN
-# GANESHA_CONF KC_WORKLOADS KC_BACKEND. The failover workload's heads, Ceph
+# GANESHA_CONF KC_WORKLOADS KC_BACKEND NFS_WRITE. The failover workload's heads, Ceph
 # cluster and floating address: failover-host.sh. KC_BACKEND=cephfs: rnfsd
 # serves EXPORT from a Ceph cluster started here, ceph-fuse mounts it at
 # EXPORT for the host side (ceph-host.sh).
@@ -277,6 +277,32 @@ while kill -0 "$QEMU_PID" 2>/dev/null; do
                 kill -TERM "$HOLD_PID" 2>/dev/null; wait "$HOLD_PID" 2>/dev/null; HOLD_PID=
                 answer "$id" "error host could not take the lock"
             fi
+            ;;
+        hostwrite)
+            # hostwrite RELPATH TEXT: a program on the host writes TEXT over
+            # EXPORT/RELPATH (open for writing with O_TRUNC: it waits while
+            # an NFSv4 delegation on the file is recalled); answered when
+            # done, with how long it took.
+            t0=$(date +%s%N)
+            if timeout 55 sh -c 'printf %s "$2" >"$1"' sh "$EXPORT/$arg" "${opt:-}"; then
+                answer "$id" "ok took $((($(date +%s%N) - t0) / 1000000)) ms"
+            else answer "$id" "error host write failed"; fi
+            ;;
+        nfswrite3 | nfswrite4)
+            # nfswrite3|nfswrite4 RELPATH TEXT: another NFS client of the
+            # server (NFSv3, or NFSv4.1) writes TEXT at offset 0 of
+            # EXPORT/RELPATH, retrying while it is answered JUKEBOX / DELAY.
+            t0=$(date +%s%N)
+            if [ -n "${NFS_WRITE:-}" ] && timeout 55 "$NFS_WRITE" "${cmd#nfswrite}" "127.0.0.1:$NFS_PORT" \
+                "$EXPORT" "$arg" "${opt:-}" >>"$RUN/nfswrite.log" 2>&1; then
+                answer "$id" "ok took $((($(date +%s%N) - t0) / 1000000)) ms"
+            else answer "$id" "error the NFS write failed (nfswrite.log)"; fi
+            ;;
+        delegs)
+            # delegs: the NFSv4 delegations the server holds now.
+            n=$("$RNFSD_BIN" stats --state-dir "$RUN/state" --prometheus 2>/dev/null |
+                awk '$1 == "rnfsd_nfs4_delegations" { print $2 }')
+            answer "$id" "ok ${n:-unknown}"
             ;;
         lockdrop) # the lockhold process unlocks and exits
             if [ -n "$HOLD_PID" ]; then

@@ -23,7 +23,11 @@
 # and failover (two rnfsd heads on one CephFS, a floating address moved
 # from a killed head A to head B under fsx and tar; failover-host.sh), and
 # xattr (user extended attributes with setfattr and getfattr; NFSv4.2's,
-# checked on the server's file; at 3 and 4.1 setfattr must fail).
+# checked on the server's file; at 3 and 4.1 setfattr must fail), and
+# deleg (NFSv4.x: a read delegation the guest holds is recalled by a
+# write through an NFSv3 client, another NFSv4 client and a program on
+# the server's host, and the guest's next read sees the new bytes; the
+# host's clients are crates/client's nfs_write example, built here).
 # Prints one PASS/FAIL line per check and, last, "N passed, M failed".
 # Exit status 0 only when every check passed.
 #
@@ -126,7 +130,7 @@ esac
 export KC_BACKEND
 
 # Per-workload time limits inside the guest (seconds, under TCG).
-declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=360 [fsx]=900 [load]=900 [locks]=420 [failover]=600 [v42data]=600 [cthon]=1500)
+declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=360 [fsx]=900 [load]=900 [locks]=420 [failover]=600 [v42data]=600 [cthon]=1500 [deleg]=300)
 budget=120 # boot and setup
 for w in "${WORKLOADS[@]}"; do budget=$((budget + ${LIMIT[$w]:-300})); done
 QEMU_TIMEOUT=$budget
@@ -297,6 +301,12 @@ if [ "$SERVER" = rnfsd ] && [ ! -x "$RNFSD_BIN" ]; then
     say "building rnfsd (release)"
     (cd "$REPO" && cargo build --release -q -p rnfsd) || die "cargo build failed"
 fi
+NFS_WRITE=
+if has_workload deleg; then # the host's other NFS clients (ns.sh's nfswrite)
+    say "building the nfs_write example"
+    (cd "$REPO" && cargo build -q -p rnfsd-client --example nfs_write) || die "cargo build failed"
+    NFS_WRITE=${CARGO_TARGET_DIR:-$REPO/target}/debug/examples/nfs_write
+fi
 rm -rf "$RUN" && mkdir -p "$RUN"/{share/guest,share/bin,share/ctl,export,state}
 EXPORT_LOOP=
 unmount_export() { # the image stays with KC_KEEP (mount it to look)
@@ -441,7 +451,7 @@ trap cleanup EXIT
 trap 'exit 143' TERM INT
 KC_WORKLOADS="${WORKLOADS[*]}"
 export FO_EVICT=${FO_EVICT:-1} FO_CONTROL=${FO_CONTROL:-}
-export KC_WORKLOADS KC_PCAP KC_NLM VERS RUN EXPORT NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF
+export KC_WORKLOADS KC_PCAP KC_NLM VERS RUN EXPORT NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF NFS_WRITE
 unshare --net --mount --pid --fork --mount-proc --kill-child \
     bash "$HERE/ns.sh" >"$RUN/ns.log" 2>&1 &
 NS_PID=$!
