@@ -188,7 +188,10 @@ impl CbQueue {
     /// client took it. Not sent again: the client can still ask
     /// OFFLOAD_STATUS (§15.9).
     pub fn offload(&self, to: ClientId, args: CbOffload4Args) -> bool {
-        match cb_compound(&self.0, to, vec![CbArgOp::Offload(args)]) {
+        // A minor version 2 callback (RFC 7862 §16.1), whatever minor
+        // version the session was made at: its client asked for the copy
+        // in a 4.2 compound.
+        match cb_compound(&self.0, to, 2, vec![CbArgOp::Offload(args)]) {
             Ok(res) => res.status == Nfsstat4::Ok,
             Err(e) => {
                 tracing::info!(clientid = format!("{:#x}", to.0), error = ?e,
@@ -399,7 +402,7 @@ impl Delegations {
     /// reply (`CB_WAIT` at most). One call at a time per client; blocks:
     /// never on a worker.
     pub fn cb_compound(&self, id: ClientId, ops: Vec<CbArgOp>) -> Result<CbCompoundRes, CbError> {
-        cb_compound(&self.paths, id, ops)
+        cb_compound(&self.paths, id, 1, ops)
     }
 
     /// Starts an access to `file` by NFSv4 client `by` (None: NFSv3, NLM)
@@ -486,7 +489,12 @@ impl Delegations {
 /// Sends one CB_COMPOUND of `ops` after CB_SEQUENCE on client `id`'s
 /// back channel slot 0 (§20.9), a call left unanswered before sent
 /// again first (§2.10.6.3).
-fn cb_compound(paths: &Paths, id: ClientId, ops: Vec<CbArgOp>) -> Result<CbCompoundRes, CbError> {
+fn cb_compound(
+    paths: &Paths,
+    id: ClientId,
+    min_minor: u32,
+    ops: Vec<CbArgOp>,
+) -> Result<CbCompoundRes, CbError> {
     let p = locked(paths).get(&id).cloned().ok_or(CbError::NoPath)?;
     if !p.conn.is_open() {
         return Err(CbError::NoPath);
@@ -518,7 +526,7 @@ fn cb_compound(paths: &Paths, id: ClientId, ops: Vec<CbArgOp>) -> Result<CbCompo
     all.extend(ops);
     let args = CbCompoundArgs {
         tag: Vec::new(),
-        minorversion: p.minor,
+        minorversion: p.minor.max(min_minor),
         callback_ident: 0,
         ops: all,
     };
@@ -599,6 +607,7 @@ fn recall(paths: &Paths, s: &State, r: &Recall) -> bool {
     let res = cb_compound(
         paths,
         id,
+        1,
         vec![CbArgOp::Recall(CbRecall4Args {
             stateid: Stateid4 {
                 seqid: r.stateid.seqid,
