@@ -25,9 +25,22 @@ LK=(/usr/bin/python3 /share/guest/lockf.py)
 # Holders an earlier failed check left behind (they would keep the mount
 # busy and the files locked).
 kill_holders() {
-    local p
-    for p in /tmp/hold.*.pid /tmp/flock.pid; do [ -f "$p" ] && kill -TERM "$(cat "$p")" 2>/dev/null && rm -f "$p"; done
-    sleep 1
+    local p i left pids=()
+    for p in /tmp/hold.*.pid /tmp/flock.pid; do
+        [ -f "$p" ] || continue
+        pids+=("$(cat "$p")")
+        kill -TERM "${pids[-1]}" 2>/dev/null
+        rm -f "$p"
+    done
+    # flock's own process holds its lock until its child is gone.
+    [ -f /tmp/flock.outer ] && pids+=("$(cat /tmp/flock.outer)")
+    # Until they are gone (their files closed, locks released), at most 1 s.
+    for ((i = 0; i < 10; i++)); do
+        left=0
+        for p in "${pids[@]}"; do alive "$p" && left=1; done
+        [ "$left" = 0 ] && break
+        sleep 0.1
+    done
 }
 
 cleanup() {
