@@ -102,6 +102,12 @@ start_server() {
     # --vers 4.x: NFSv4.1 and 4.2 beside NFSv3 (locks at v4 mounts v3
     # too); NFSv4's grace period is nlm_grace_secs as well.
     [ "${VERS:-3}" = 3 ] || echo 'nfs4 = true' >>"$RUN/rnfsd.toml"
+    # KC_DELEGATIONS=on|off: NFSv4 read delegations (unset: the server's
+    # default).
+    case ${KC_DELEGATIONS:-} in
+    on) echo 'nfs4_delegations = true' >>"$RUN/rnfsd.toml" ;;
+    off) echo 'nfs4_delegations = false' >>"$RUN/rnfsd.toml" ;;
+    esac
     local dir=("$EXPORT" --insecure --no-root-squash)
     if [ -n "$CEPHFS_ON" ]; then
         # The same options in the CephFS export's table (the DIR-only flags
@@ -232,6 +238,9 @@ timeout -k 10 "$QEMU_TIMEOUT" qemu-system-x86_64 \
 QEMU_PID=$!
 say "qemu pid $QEMU_PID"
 
+# The most files one mktree request makes.
+MKTREE_MAX=100000
+
 # lockf.py (guest/lockf.py): POSIX locks taken by a local process.
 LOCKF=(/usr/bin/python3 "$RUN/share/guest/lockf.py")
 
@@ -347,6 +356,21 @@ while kill -0 "$QEMU_PID" 2>/dev/null; do
             # (smoke's readdir-10000).
             if [[ ${opt:-} =~ ^[0-9]+$ ]] && [[ $arg != *..* ]] && mkdir "$EXPORT/$arg" &&
                 (cd "$EXPORT/$arg" && seq -f 'entry-%05g-with-a-longer-name' 1 "$opt" | xargs touch); then
+                answer "$id" "ok made $opt"
+            else answer "$id" "error could not make $opt files in $arg"; fi
+            ;;
+        mktree)
+            # mktree RELDIR N: N files in EXPORT/RELDIR/dNN/fNNNN (100 a
+            # directory), file I holding "revalidate file I\n" 16 times
+            # (revalidate's tree, made here so the guest has none cached).
+            if [[ ${opt:-} =~ ^[0-9]+$ ]] && [ "$opt" -le "$MKTREE_MAX" ] && [[ $arg != *..* ]] && mkdir "$EXPORT/$arg" &&
+                /usr/bin/python3 -c 'import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    s = "%s/d%02d" % (d, i // 100)
+    os.makedirs(s, exist_ok=True)
+    with open("%s/f%04d" % (s, i), "wb") as f:
+        f.write(b"revalidate file %d\n" % i * 16)' "$EXPORT/$arg" "$opt"; then
                 answer "$id" "ok made $opt"
             else answer "$id" "error could not make $opt files in $arg"; fi
             ;;

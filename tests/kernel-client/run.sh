@@ -27,7 +27,9 @@
 # deleg (NFSv4.x: a read delegation the guest holds is recalled by a
 # write through an NFSv3 client, another NFSv4 client and a program on
 # the server's host, and the guest's next read sees the new bytes; the
-# host's clients are crates/client's nfs_write example, built here).
+# host's clients are crates/client's nfs_write example, built here),
+# revalidate (a 1,000-file tree the host made, opened and read twice: the
+# client's NFS calls per pass, from its mountstats).
 # Prints one PASS/FAIL line per check and, last, "N passed, M failed".
 # Exit status 0 only when every check passed.
 #
@@ -44,7 +46,9 @@
 # through ceph-fuse; not with failover; ceph-host.sh). KC_EXPORT_FS=ext4|xfs
 # puts the export on a fresh filesystem of that type on a loop device (a
 # journaled one, where `sync` exports take the shared journal commit path;
-# the work dir's own filesystem may have no journal).
+# the work dir's own filesystem may have no journal). KC_DELEGATIONS=on|off
+# sets rnfsd's nfs4_delegations (unset: the server's default); REVAL_FILES
+# (1000): the revalidate workload's tree.
 # --server ganesha: Debian's nfs-ganesha + nfs-ganesha-vfs (installed when
 # missing), config from scripts/ganesha.sh, MOUNT on port 20048.
 # --server knfsd-guest: no server on the host; the guest kernel's nfsd
@@ -116,6 +120,12 @@ case $VERS in 3 | 4.1 | 4.2 | auto) ;; *) echo "run.sh: --vers 3|4.1|4.2|auto" >
 [ "$VERS" = 3 ] || [[ " ${WORKLOADS[*]} " != *" failover "* ]] ||
     { echo "run.sh: the failover workload mounts NFSv3 only" >&2; exit 2; }
 case $ACCEL in tcg | kvm) ;; *) echo "run.sh: --accel tcg|kvm" >&2; exit 2 ;; esac
+case ${KC_DELEGATIONS:-} in
+'' | on | off) ;;
+*) echo "run.sh: KC_DELEGATIONS=on|off" >&2; exit 2 ;;
+esac
+[ -z "${KC_DELEGATIONS:-}" ] || [ "$SERVER" = rnfsd ] ||
+    { echo "run.sh: KC_DELEGATIONS is rnfsd's (nfs4_delegations)" >&2; exit 2; }
 case $NET in passt | slirp) ;; *) echo "run.sh: --net passt|slirp" >&2; exit 2 ;; esac
 KC_BACKEND=${KC_BACKEND:-local}
 case $KC_BACKEND in
@@ -182,6 +192,8 @@ if has_workload cthon; then
     [ -x /usr/bin/time ] || need+=(time)
     { command -v tbl && command -v nroff; } >/dev/null || need+=(groff-base)
 fi
+# revalidate: python3 in the guest (the host's /usr) and for ns.sh's mktree.
+has_workload revalidate && [ ! -x /usr/bin/python3 ] && need+=(python3)
 if has_workload locks; then # guest/locks.sh's host probes
     [ -x /usr/bin/python3 ] || need+=(python3)
     [ -x /usr/bin/sqlite3 ] || need+=(sqlite3)
@@ -422,6 +434,8 @@ fi
     echo "PJD_PATTERNS='${PJD_PATTERNS:-}'"
     echo "TAR_FILES=${TAR_FILES:-3000}"
     echo "FSX_OPS=${FSX_OPS:-10000}"
+    echo "REVAL_FILES=${REVAL_FILES:-1000}"
+    echo "DELEGATIONS=${KC_DELEGATIONS:-}"
     echo "WORKLOADS='${WORKLOADS[*]}'"
     echo "CTHON_GROUPS='${CTHON_GROUPS:-basic general special lock}'"
     # failover: the floating address (passt proxies the guest's connections
@@ -451,6 +465,7 @@ trap cleanup EXIT
 trap 'exit 143' TERM INT
 KC_WORKLOADS="${WORKLOADS[*]}"
 export FO_EVICT=${FO_EVICT:-1} FO_CONTROL=${FO_CONTROL:-}
+export KC_DELEGATIONS=${KC_DELEGATIONS:-}
 export KC_WORKLOADS KC_PCAP KC_NLM VERS RUN EXPORT NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF NFS_WRITE
 unshare --net --mount --pid --fork --mount-proc --kill-child \
     bash "$HERE/ns.sh" >"$RUN/ns.log" 2>&1 &
