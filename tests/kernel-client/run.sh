@@ -28,8 +28,8 @@
 # write through an NFSv3 client, another NFSv4 client and a program on
 # the server's host, and the guest's next read sees the new bytes; the
 # host's clients are crates/client's nfs_write example, built here),
-# revalidate (a 1,000-file tree the host made, opened and read twice: the
-# client's NFS calls per pass, from its mountstats).
+# revalidate (a 1,000-file tree the host made, opened and read three
+# times: the client's NFS calls per pass, from its mountstats).
 # Prints one PASS/FAIL line per check and, last, "N passed, M failed".
 # Exit status 0 only when every check passed.
 #
