@@ -17,7 +17,8 @@
 # RNFSD_KC_V42_VERS (default auto: no vers=; smoke and v42data check the
 # client settled on 4.2; or 4.2). RNFSD_KC_V4_TAR_FILES (default 1000) and
 # RNFSD_KC_V4_FSX_OPS (default 3000) size tar and fsx in the NFSv4 runs
-# (the NFSv3 run keeps tar's 3,000 files; docs/kernel-client.md).
+# (the NFSv3 run keeps tar's 3,000 files; docs/kernel-client.md);
+# RNFSD_KC_V42_SIZE_MIB (default 256) the file v42data copies.
 # RNFSD_KC_CTHON_GROUPS (default "basic special
 # lock") are the Connectathon groups both runs do (cthon04 from the shared
 # suites folder beside the checkout, or CTHON_SRC; under CI its absence is
@@ -193,7 +194,8 @@ else
     # operations (cp by COPY, punched holes, SEEK_DATA/SEEK_HOLE).
     read -r -a kc_v42 <<<"${RNFSD_KC_V42_WORKLOADS-smoke pjdfstest tar fsx restart locks xattr v42data}"
     if [ ${#kc_v42[@]} -gt 0 ]; then
-        env "${kc_v4_size[@]}" KC_EXPORT_FS=ext4 RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
+        env "${kc_v4_size[@]}" V42_SIZE_MIB="${RNFSD_KC_V42_SIZE_MIB-256}" KC_EXPORT_FS=ext4 \
+            RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
             tests/kernel-client/run.sh --vers "${RNFSD_KC_V42_VERS:-auto}" "${kc_v42[@]}"
     fi
     if [ -n "$pynfs_pid" ]; then
