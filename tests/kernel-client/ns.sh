@@ -109,6 +109,8 @@ start_server() {
     off) echo 'nfs4_delegations = false' >>"$RUN/rnfsd.toml" ;;
     esac
     local dir=("$EXPORT" --insecure --no-root-squash)
+    # xfstests' scratch export, as the other's options.
+    [ -z "${SCRATCH:-}" ] || printf '[[export]]\npath = "%s"\nroot_squash = false\nsecure = false\n' "$SCRATCH" >>"$RUN/rnfsd.toml"
     if [ -n "$CEPHFS_ON" ]; then
         # The same options in the CephFS export's table (the DIR-only flags
         # do not apply to it).

@@ -23,13 +23,16 @@
 # and failover (two rnfsd heads on one CephFS, a floating address moved
 # from a killed head A to head B under fsx and tar; failover-host.sh), and
 # xattr (user extended attributes with setfattr and getfattr; NFSv4.2's,
-# checked on the server's file; at 3 and 4.1 setfattr must fail), and
+# checked on the server's file; at 3 and 4.1 setfattr must fail),
 # deleg (NFSv4.x: a read delegation the guest holds is recalled by a
 # write through an NFSv3 client, another NFSv4 client and a program on
 # the server's host, and the guest's next read sees the new bytes; the
 # host's clients are crates/client's nfs_write example, built here),
 # revalidate (a 1,000-file tree the host made, opened and read three
-# times: the client's NFS calls per pass, from its mountstats).
+# times: the client's NFS calls per pass, from its mountstats), and
+# xfstests (the filesystem regression suite over NFS, FSTYP=nfs, built on
+# the host from XFSTESTS_SRC; a test export and a scratch export; see
+# docs/xfstests.md).
 # Prints one PASS/FAIL line per check and, last, "N passed, M failed".
 # Exit status 0 only when every check passed.
 #
@@ -41,6 +44,12 @@
 # CTHON_SRC (the cthon04 suite; default the shared suites folder beside the
 # checkout; without it the cthon workload is skipped, except under CI),
 # CTHON_GROUPS (default "basic general special lock"),
+# XFSTESTS_SRC (the xfstests suite; default the shared suites folder, found
+# and skipped as CTHON_SRC), XFSTESTS (test names, "generic/001 ..."),
+# XFSTESTS_GROUP (a group, e.g. quick; without either, the CI list
+# tests/kernel-client/xfstests/ci.list), XFSTESTS_LIMIT (the workload's
+# seconds in the guest, default 600; its tests stop 60 s before),
+# XFSTESTS_TEST_LIMIT (one test's seconds, default 180),
 # KC_BACKEND=cephfs (rnfsd serves the export from a Ceph cluster started in
 # the namespace instead of a local directory; host-side checks read it
 # through ceph-fuse; not with failover; ceph-host.sh). KC_EXPORT_FS=ext4|xfs
@@ -54,7 +63,7 @@
 # --server knfsd-guest: no server on the host; the guest kernel's nfsd
 # exports a tmpfs and the guest mounts it over loopback (nfs-kernel-server's
 # rpc.nfsd, rpc.mountd and exportfs unpacked from Debian's package into the
-# cache, never installed); cthon and fsx only.
+# cache, never installed); cthon, fsx and xfstests only.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -107,12 +116,30 @@ if has_workload cthon; then
         case $g in basic | general | special | lock) ;; *) echo "run.sh: CTHON_GROUPS: basic general special lock" >&2; exit 2 ;; esac
     done
 fi
+# xfstests: as cthon, from ../shared/suites/xfstests or XFSTESTS_SRC.
+if has_workload xfstests; then
+    if [ -z "${XFSTESTS_SRC:-}" ]; then
+        for d in "$REPO/../shared/suites/xfstests" "$REPO/../../shared/suites/xfstests"; do
+            [ -f "$d/check" ] && { XFSTESTS_SRC=$(cd "$d" && pwd); break; }
+        done
+    fi
+    if [ -z "${XFSTESTS_SRC:-}" ] || [ ! -f "$XFSTESTS_SRC/check" ]; then
+        why="the xfstests suite is not there (shared/suites/xfstests beside the checkout, or XFSTESTS_SRC)"
+        [ -z "${CI:-}" ] || { echo "run.sh: $why" >&2; echo "0 passed, 1 failed"; exit 1; }
+        echo "SKIP: xfstests ($why)"
+        rest=()
+        for w in "${WORKLOADS[@]}"; do [ "$w" = xfstests ] || rest+=("$w"); done
+        [ ${#rest[@]} -gt 0 ] || { echo "0 passed, 0 failed"; exit 0; }
+        WORKLOADS=("${rest[@]}")
+    fi
+    export XFSTESTS_SRC
+fi
 case $SERVER in rnfsd | ganesha | knfsd-guest) ;; *) echo "run.sh: --server rnfsd|ganesha|knfsd-guest" >&2; exit 2 ;; esac
 # knfsd-guest: the guest's own kernel server over loopback (guest/knfsd.sh),
 # for comparison; the workloads that ask the host for things do not apply.
 if [ "$SERVER" = knfsd-guest ]; then
     for w in "${WORKLOADS[@]}"; do
-        case $w in cthon | fsx) ;; *) echo "run.sh: --server knfsd-guest runs cthon and fsx only" >&2; exit 2 ;; esac
+        case $w in cthon | fsx | xfstests) ;; *) echo "run.sh: --server knfsd-guest runs cthon, fsx and xfstests only" >&2; exit 2 ;; esac
     done
     [ "$VERS" != auto ] || { echo "run.sh: --server knfsd-guest needs --vers 3, 4.1 or 4.2" >&2; exit 2; }
 fi
@@ -141,6 +168,8 @@ export KC_BACKEND
 
 # Per-workload time limits inside the guest (seconds, under TCG).
 declare -A LIMIT=([smoke]=420 [pjdfstest]=420 [tar]=600 [restart]=360 [fsx]=900 [load]=900 [locks]=420 [failover]=600 [v42data]=600 [cthon]=1500 [deleg]=300)
+# xfstests: the guest script stops starting tests 60 s before this.
+LIMIT[xfstests]=${XFSTESTS_LIMIT:-600}
 budget=120 # boot and setup
 for w in "${WORKLOADS[@]}"; do budget=$((budget + ${LIMIT[$w]:-300})); done
 QEMU_TIMEOUT=$budget
@@ -194,6 +223,14 @@ if has_workload cthon; then
 fi
 # revalidate: python3 in the guest (the host's /usr) and for ns.sh's mktree.
 has_workload revalidate && [ ! -x /usr/bin/python3 ] && need+=(python3)
+if has_workload xfstests; then
+    # Built here (the build dependencies its README names); the tests run
+    # xfs_io, bc, setfacl, getfattr, fuser from the host's /usr.
+    for p in autoconf automake libtool make gcc xfslibs-dev uuid-dev libacl1-dev libattr1-dev libaio-dev \
+        liburing-dev libgdbm-dev python3 xfsprogs bc acl attr psmisc; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
+    done
+fi
 if has_workload locks; then # guest/locks.sh's host probes
     [ -x /usr/bin/python3 ] || need+=(python3)
     [ -x /usr/bin/sqlite3 ] || need+=(sqlite3)
@@ -381,6 +418,36 @@ if has_workload cthon; then
     mkdir -p "$RUN/share/cthon"
     cp -R "$CB/basic" "$CB/general" "$CB/special" "$CB/lock" "$CB/tests.init" "$RUN/share/cthon/"
 fi
+# xfstests, built once per content of the suite in a copy, as cthon04;
+# what FSTYP=nfs needs goes to the guest's share, with the CI list and
+# this server's and version's expected failures.
+if has_workload xfstests; then
+    stamp=$(cd "$XFSTESTS_SRC" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+    XB=$CACHE/xfstests-$stamp
+    if [ ! -f "$XB/.built" ]; then
+        say "building xfstests from $XFSTESTS_SRC"
+        rm -rf "$CACHE"/xfstests-* && mkdir -p "$XB"
+        cp -R "$XFSTESTS_SRC/." "$XB/" && chmod -R u+w "$XB" || die "copying $XFSTESTS_SRC failed"
+        make -C "$XB" >"$XB/build.log" 2>&1 || die "xfstests: make failed (see $XB/build.log)"
+        touch "$XB/.built"
+    fi
+    # What FSTYP=nfs runs (the driver, helpers, programs, the generic and
+    # nfs tests), not the other filesystems' tests: the guest reads it in
+    # place over 9p, where every file costs.
+    mkdir -p "$RUN/share/xfstests/tests"
+    (cd "$XB" && cp -R check common src ltp lib include VERSION "$RUN/share/xfstests/" 2>/dev/null &&
+        cp -R tests/generic tests/nfs "$RUN/share/xfstests/tests/") || die "copying xfstests failed"
+    find "$RUN/share/xfstests" \( -name '*.o' -o -name '*.c' -o -name '*.lo' -o -name '*.la' -o -name Makefile \) -delete
+    cp "$HERE/xfstests/ci.list" "$RUN/share/xfstests-ci.list"
+    ev=$VERS
+    [ "$ev" != auto ] || ev=4.2
+    if [ -f "$HERE/xfstests/expected/$SERVER-$ev" ]; then
+        cp "$HERE/xfstests/expected/$SERVER-$ev" "$RUN/share/xfstests-expected"
+    fi
+    # The scratch export: a directory beside the export (on the work dir's
+    # filesystem, also with KC_EXPORT_FS).
+    mkdir -p "$RUN/scratch"
+fi
 
 # The export must be on a filesystem that holds a >4 GiB sparse file; the
 # run dir is under the work dir (target/, ext4 here).
@@ -390,12 +457,17 @@ MNT_PORT=$NFS_PORT # rnfsd serves MOUNT on the NFS port
 GANESHA_CONF=
 KC_NLM=
 GUEST_EXPORT=$EXPORT
+# xfstests' scratch export (empty: none).
+SCRATCH=
+[ -d "$RUN/scratch" ] && SCRATCH=$(cd "$RUN/scratch" && pwd -P)
+GUEST_SCRATCH=$SCRATCH
 SERVER_IP=10.0.2.2
 [ "$NET" = passt ] || SERVER_IP=10.0.2.100
 if [ "$SERVER" = knfsd-guest ]; then
     # The guest's nfsd on its loopback; rpc.mountd on a port of its own.
     MNT_PORT=20048
     GUEST_EXPORT=/srv/export
+    [ -z "$SCRATCH" ] || GUEST_SCRATCH=/srv/scratch
     SERVER_IP=127.0.0.1
     kdeb=$CACHE/nfs-kernel-server
     if [ ! -x "$kdeb/usr/sbin/rpc.mountd" ]; then
@@ -421,6 +493,20 @@ if [ "$SERVER" = ganesha ]; then
     GANESHA_CONF=$(GANESHA_RUN=$RUN/ganesha "$REPO/scripts/ganesha.sh" config \
         --export "$EXPORT" --port "$NFS_PORT" --mnt-port "$MNT_PORT" "${gopts[@]}" 2>"$RUN/ganesha-config.log") ||
         die "scripts/ganesha.sh config failed: $(tail -n 3 "$RUN/ganesha-config.log")"
+    if [ -n "$SCRATCH" ]; then
+        # The scratch export: the same EXPORT block, another id and path.
+        awk -v d="$SCRATCH" '
+            /^EXPORT \{/ { on = 1 }
+            on { b = b $0 "\n" }
+            on && /^}/ { on = 0 }
+            END {
+                sub(/Export_Id = [0-9]+;/, "Export_Id = 78;", b)
+                gsub(/"[^"]*";/, "\"" d "\";", b)
+                printf "%s", b
+            }' "$GANESHA_CONF" >"$RUN/ganesha-scratch.conf"
+        grep -q 'Export_Id = 78' "$RUN/ganesha-scratch.conf" || die "no scratch export for ganesha"
+        cat "$RUN/ganesha-scratch.conf" >>"$GANESHA_CONF"
+    fi
 fi
 {
     echo "SERVER_IP=$SERVER_IP"
@@ -438,6 +524,11 @@ fi
     echo "DELEGATIONS=${KC_DELEGATIONS:-}"
     echo "WORKLOADS='${WORKLOADS[*]}'"
     echo "CTHON_GROUPS='${CTHON_GROUPS:-basic general special lock}'"
+    echo "XFSTESTS='${XFSTESTS:-}'"
+    echo "XFSTESTS_GROUP='${XFSTESTS_GROUP:-}'"
+    echo "XFSTESTS_DEADLINE=$((${LIMIT[xfstests]} - 60))"
+    echo "XFSTESTS_TEST_LIMIT=${XFSTESTS_TEST_LIMIT:-180}"
+    echo "SCRATCH_EXPORT=$GUEST_SCRATCH"
     # failover: the floating address (passt proxies the guest's connections
     # to it; slirp: a guestfwd address forwarded to it) and the export.
     if [ "$NET" = passt ]; then echo "FO_ADDR=10.77.0.100"; else echo "FO_ADDR=10.0.2.101"; fi
@@ -466,7 +557,7 @@ trap 'exit 143' TERM INT
 KC_WORKLOADS="${WORKLOADS[*]}"
 export FO_EVICT=${FO_EVICT:-1} FO_CONTROL=${FO_CONTROL:-}
 export KC_DELEGATIONS=${KC_DELEGATIONS:-}
-export KC_WORKLOADS KC_PCAP KC_NLM VERS RUN EXPORT NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF NFS_WRITE
+export SCRATCH KC_WORKLOADS KC_PCAP KC_NLM VERS RUN EXPORT NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN GANESHA_CONF NFS_WRITE
 unshare --net --mount --pid --fork --mount-proc --kill-child \
     bash "$HERE/ns.sh" >"$RUN/ns.log" 2>&1 &
 NS_PID=$!
@@ -479,6 +570,7 @@ say "guest finished (ns.sh exit $ns_rc) after $((T1 - T0))s"
 # ---- tally ----------------------------------------------------------------
 passed=0
 failed=0
+notrun=0
 emit() { # emit PASS|FAIL NAME [WHY]
     if [ "$1" = PASS ]; then
         passed=$((passed + 1)); echo "PASS $2"
@@ -508,6 +600,7 @@ while IFS= read -r line; do
         done_w[$w]=1
         echo "# workload $w finished in ${secs}s (exit $rc)" ;;
     "INFO "*) echo "# ${line#INFO }" ;;
+    "NOTRUN "*) notrun=$((notrun + 1)); echo "$line" ;; # xfstests' own skips, with its reason
     esac
 done <"$RUN/share/results.txt"
 for w in "${WORKLOADS[@]}"; do
@@ -524,5 +617,6 @@ if [ -z "${KC_KEEP:-}" ]; then
     rm -rf "$RUN/export"
 fi
 echo "# total $((T1 - T0))s"
+[ "$notrun" -eq 0 ] || echo "# $notrun not run (NOTRUN lines: the suite's reasons)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -21,6 +21,12 @@ knfsd_start() {
     mount -t tmpfs -o size=600m,mode=0777 knfsd-export "$EXPORT"
     mount -t nfsd nfsd /proc/fs/nfsd
     echo "$EXPORT *(rw,insecure,no_root_squash,no_subtree_check,sync,fsid=1)" >/etc/exports
+    # xfstests' scratch export: a tmpfs of its own (fsid=2).
+    if [ -n "${SCRATCH_EXPORT:-}" ]; then
+        mkdir -p "$SCRATCH_EXPORT"
+        mount -t tmpfs -o size=600m,mode=0777 knfsd-scratch "$SCRATCH_EXPORT"
+        echo "$SCRATCH_EXPORT *(rw,insecure,no_root_squash,no_subtree_check,sync,fsid=2)" >>/etc/exports
+    fi
     nlm_start_daemons
     nlm_daemons_ok
     /share/knfsd/exportfs -ra
