@@ -180,10 +180,12 @@ else
     KC_EXPORT_FS=ext4 RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
         CTHON_GROUPS="$kc_cthon" tests/kernel-client/run.sh smoke pjdfstest tar restart locks cthon failover
     # The same guest over NFSv4.1: the v4 data path and namespace, opens
-    # and locks reclaimed after restarts, v4 locks against NLM's. tar and
-    # fsx smaller than at NFSv3 (the same checks; CI's time).
+    # and locks reclaimed after restarts, v4 locks against NLM's, and
+    # xfstests' CI list (tests/kernel-client/xfstests/ci.list,
+    # docs/xfstests.md). tar and fsx smaller than at NFSv3 (the same
+    # checks; CI's time).
     kc_v4_size=(TAR_FILES="${RNFSD_KC_V4_TAR_FILES-1000}" FSX_OPS="${RNFSD_KC_V4_FSX_OPS-3000}")
-    read -r -a kc_v4 <<<"${RNFSD_KC_V4_WORKLOADS-smoke pjdfstest tar fsx restart locks cthon}"
+    read -r -a kc_v4 <<<"${RNFSD_KC_V4_WORKLOADS-smoke pjdfstest tar fsx restart locks cthon xfstests}"
     if [ ${#kc_v4[@]} -gt 0 ]; then
         env "${kc_v4_size[@]}" KC_EXPORT_FS=ext4 RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
             CTHON_GROUPS="$kc_cthon" tests/kernel-client/run.sh --vers 4.1 "${kc_v4[@]}"
