@@ -11,7 +11,7 @@
 # RNFSD_SKIP_KERNEL_CLIENT=1 skips the guest stage (it needs root, about
 # 20 minutes, and downloads a kernel package the first time);
 # RNFSD_KC_V4_WORKLOADS (default "smoke pjdfstest tar fsx restart locks
-# cthon") are the workloads its second run does over NFSv4.1 (empty: no
+# cthon xfstests") are the workloads its second run does over NFSv4.1 (empty: no
 # such run). RNFSD_KC_V42_WORKLOADS (default "smoke pjdfstest tar fsx
 # restart locks xattr v42data"): the third run's, with
 # RNFSD_KC_V42_VERS (default auto: no vers=; smoke and v42data check the
