@@ -1078,6 +1078,23 @@ fn remove_rmdir_rename() {
     }
 }
 
+/// FSINFO's maxfilesize is the export filesystem's own limit: a file may
+/// be exactly that long and not a byte longer (ext4: 16 TiB less a
+/// block), or the VFS's where the filesystem has none smaller (tmpfs).
+#[test]
+fn maxfilesize_is_the_filesystems() {
+    let d = tmp();
+    let fs = open(d.path(), HandleMode::Path);
+    let (i, _) = fs.fsinfo(&pool(&root()), &fs.root()).unwrap();
+    let f = std::fs::File::create(d.path().join("big")).unwrap();
+    f.set_len(i.maxfilesize)
+        .expect("a file of maxfilesize bytes");
+    if i.maxfilesize < i64::MAX as u64 {
+        let e = f.set_len(i.maxfilesize + 1).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EFBIG), "{e}");
+    }
+}
+
 #[test]
 fn fsstat_fsinfo_pathconf_access() {
     let d = tmp();

@@ -211,6 +211,8 @@ pub struct LocalFs {
     tmpfile_creates: bool,
     /// The filesystem takes `user.` extended attributes (`xattr::probe`).
     xattrs: bool,
+    /// The largest file it takes (`attr::probe_max_file_size`).
+    max_file_size: u64,
 }
 
 use crate::access::check_name;
@@ -351,6 +353,7 @@ impl LocalFs {
             journal,
             tmpfile_creates: !fast_commits,
             xattrs: xattr::probe(rootfd_raw),
+            max_file_size: attr::probe_max_file_size(rootfd_raw),
             opts,
         })
     }

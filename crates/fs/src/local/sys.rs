@@ -844,6 +844,18 @@ pub fn fs_type(fd: RawFd) -> io::Result<i64> {
     Ok(v.f_type as i64)
 }
 
+/// Whether this process has a file-size limit (RLIMIT_FSIZE): a write or
+/// truncate past it raises SIGXFSZ.
+pub fn fsize_limited() -> bool {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into `r`, which outlives the call.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut r) };
+    rc != 0 || r.rlim_cur != libc::RLIM_INFINITY
+}
+
 pub fn ftruncate(fd: RawFd, len: i64) -> io::Result<()> {
     // SAFETY: plain ftruncate on a descriptor the caller owns.
     cvt(unsafe { libc::ftruncate(fd, len) })?;

@@ -351,6 +351,51 @@ async fn sessions_replay_from_the_slot_and_the_pseudo_fs_joins_the_export() {
     .await;
 }
 
+/// maxfilesize is the export filesystem's, the same over NFSv4 as FSINFO's
+/// over NFSv3 (a client told more takes writes the server must then fail:
+/// xfstests' generic/285).
+#[tokio::test(flavor = "multi_thread")]
+async fn maxfilesize_is_the_export_filesystems_in_both_versions() {
+    let (dir, srv) = start("nfs4-maxfilesize");
+    bounded(async {
+        let v3 = mount(&srv).await;
+        let i = ok(
+            "FSINFO",
+            v3.nfs
+                .fsinfo(&rnfsd_client::nfs3::FsInfo3Args {
+                    fsroot: v3.root.clone(),
+                })
+                .await,
+        );
+        let c = connect(&srv).await;
+        let sid = session(&c, b"e2e-maxfilesize").await;
+        let r = compound(
+            &c,
+            1,
+            &[
+                seq(sid, 1, 0, false),
+                ArgOp::PutFh(PutFh4Args {
+                    object: NfsFh4(v3.root.data.clone()),
+                }),
+                getattr(&[FATTR4_MAXFILESIZE]),
+            ],
+        )
+        .await;
+        let ResOp::GetAttr(NfsRes4::Ok(f)) = &r.results[2] else {
+            panic!("GETATTR: {r:?}");
+        };
+        let v4 = Dec::new(&f.attr_vals).u64().unwrap();
+        assert_eq!(v4, i.maxfilesize);
+        // The probe found the filesystem's limit where it has one below
+        // the VFS's: a file may not pass it.
+        if v4 < i64::MAX as u64 {
+            let big = std::fs::File::create(dir.path().join("big")).unwrap();
+            assert!(big.set_len(v4).is_ok() && big.set_len(v4 + 1).is_err());
+        }
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn minor_version_two_answers_its_unserved_operations_notsupp() {
     let (_dir, srv) = start("nfs4-minor2");

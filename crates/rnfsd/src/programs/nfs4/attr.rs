@@ -57,6 +57,8 @@ pub(super) struct FsFacts {
     pub pathconf: Option<PathConf>,
     /// NFSv4.2's clone_blksize (RFC 7862 §12.2.1).
     pub clone_blksize: Option<u32>,
+    /// maxfilesize (§5.8.2.21): the filesystem's, from FSINFO's.
+    pub maxfilesize: Option<u64>,
 }
 
 impl FsFacts {
@@ -79,10 +81,15 @@ impl FsFacts {
             true => Some(backend.clone_blksize(call, fh).map_err(of_fs)?),
             false => None,
         };
+        let maxfilesize = match want.contains(FATTR4_MAXFILESIZE) {
+            true => Some(backend.fsinfo(call, fh).map_err(of_fs)?.0.maxfilesize),
+            false => None,
+        };
         Ok(FsFacts {
             fsstat,
             pathconf,
             clone_blksize,
+            maxfilesize,
         })
     }
 
@@ -91,6 +98,7 @@ impl FsFacts {
         (self.fsstat.is_some() || !fattr::needs_fsstat(want))
             && (self.pathconf.is_some() || !fattr::needs_pathconf(want))
             && (self.clone_blksize.is_some() || !want.contains(FATTR4_CLONE_BLKSIZE))
+            && (self.maxfilesize.is_some() || !want.contains(FATTR4_MAXFILESIZE))
     }
 }
 
@@ -138,6 +146,7 @@ pub(super) fn export_fattr(
         xattr: (c.minor >= 2).then(|| exp.backend.xattr_support()),
         minor: c.minor,
         clone_blksize: facts.clone_blksize.unwrap_or(0),
+        maxfilesize: facts.maxfilesize.unwrap_or(fattr::MAXFILESIZE),
     };
     fattr::encode(e, want, &s);
 }
@@ -190,6 +199,7 @@ pub(super) fn pseudo_fattr(c: &Compound<'_, '_>, i: usize, want: &Bitmap4, e: &m
         xattr: (c.minor >= 2).then_some(false),
         minor: c.minor,
         clone_blksize: 0,
+        maxfilesize: fattr::MAXFILESIZE,
     };
     fattr::encode(e, want, &s);
 }

@@ -81,9 +81,11 @@ pub(super) const EXCLCREAT: &[u32] = &[FATTR4_SIZE, FATTR4_MODE, FATTR4_OWNER, F
 /// Write-only attributes: asking GETATTR for them is NFS4ERR_INVAL.
 pub(super) const WRITE_ONLY: &[u32] = &[FATTR4_TIME_ACCESS_SET, FATTR4_TIME_MODIFY_SET];
 
-/// The largest file we say a client may make (ext4's and XFS's are
-/// larger; the backend refuses what its filesystem cannot hold).
-const MAXFILESIZE: u64 = i64::MAX as u64;
+/// The largest file where no filesystem is asked (the pseudo-filesystem):
+/// the VFS's limit. An export's is its filesystem's (FSINFO's
+/// maxfilesize), so a client refuses a write past it at once rather than
+/// taking it into its cache for the server to fail later.
+pub(super) const MAXFILESIZE: u64 = i64::MAX as u64;
 
 /// Attributes a client may set (SETATTR, CREATE, OPEN's createattrs):
 /// size, mode, owner, owner_group, and the two times (§5.6, §5.7).
@@ -261,6 +263,8 @@ pub(super) struct Subject<'a> {
     pub minor: u32,
     /// clone_blksize (0: none known).
     pub clone_blksize: u32,
+    /// maxfilesize: the filesystem's largest file.
+    pub maxfilesize: u64,
 }
 
 /// Writes fattr4 for `want` (what we do not support is left out, as
@@ -415,7 +419,7 @@ fn value(e: &mut Enc, bit: u32, s: &Subject<'_>) {
         FATTR4_FILES_FREE => e.u64(s.fsstat.map_or(0, |f| f.ffiles)),
         FATTR4_FILES_TOTAL => e.u64(s.fsstat.map_or(0, |f| f.tfiles)),
         FATTR4_HOMOGENEOUS => e.bool(true),
-        FATTR4_MAXFILESIZE => e.u64(MAXFILESIZE),
+        FATTR4_MAXFILESIZE => e.u64(s.maxfilesize),
         FATTR4_MAXLINK => e.u32(s.pathconf.map_or(65_000, |p| p.linkmax)),
         FATTR4_MAXNAME => e.u32(s.pathconf.map_or(255, |p| p.name_max)),
         FATTR4_MAXREAD | FATTR4_MAXWRITE => e.u64(s.max_io),
@@ -488,6 +492,7 @@ mod tests {
             xattr: None,
             minor: 2,
             clone_blksize: 4096,
+            maxfilesize: MAXFILESIZE,
         }
     }
 
