@@ -597,11 +597,16 @@ mod tests {
         }
         assert_eq!(b, Ok(()));
         std::thread::sleep(Duration::from_millis(100));
-        assert_eq!(
-            *ran.lock().unwrap(),
-            ["held", "B"],
-            "the JUKEBOX'd call ran"
+        // "B" more than once where a loaded machine timed out an attempt
+        // that had already started (it runs on, its caller answered
+        // JUKEBOX); never "A", which had not.
+        let ran = ran.lock().unwrap();
+        assert_eq!(ran.first(), Some(&"held"));
+        assert!(
+            ran[1..].iter().all(|r| *r == "B"),
+            "the JUKEBOX'd call ran: {ran:?}"
         );
+        assert!(ran.len() >= 2, "{ran:?}");
     }
 
     #[test]

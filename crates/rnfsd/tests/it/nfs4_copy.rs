@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use crate::common;
 
 use common::nfs::*;
+use common::nfs4::{open_rw, status};
 use common::{export_table, write_config, TempDir, TestServer};
-use rnfsd_client::nfs4::{OpenArgs, OpenHow};
-use rnfsd_client::{ClientConfig, ClientError, Nfs4Client, Nfs4Config};
+use rnfsd_client::{ClientError, Nfs4Client};
 use rnfsd_proto::nfs4::cb::OffloadInfo4;
 use rnfsd_proto::nfs4::*;
 use rnfsd_stats::Snapshot;
@@ -36,54 +36,9 @@ fn server(dir: &Path, cfgdir: &TempDir, server_keys: &str) -> TestServer {
 
 /// A minor version 2 session with a back channel (CB_OFFLOAD's path).
 async fn client(srv: &TestServer, name: &str) -> Nfs4Client {
-    let cfg = ClientConfig {
-        auth: rnfsd_client::Auth::sys(0, 0, &[], name),
-        ..ClientConfig::default()
-    };
-    let v4 = Nfs4Config {
-        back_channel: true,
-        ..Nfs4Config::default()
-    };
-    let c = Nfs4Client::connect(srv.addr, &cfg, &v4)
+    common::nfs4::back_channel_client(srv, name)
         .await
-        .expect("NFSv4 session")
-        .with_minor(2);
-    // The server records the back channel when the session is made; its
-    // probe (CB_NULL) shows the path works.
-    let t = Instant::now();
-    while !c.callbacks().contains(&rnfsd_client::nfs4::CbEvent::Null) {
-        assert!(t.elapsed() < Duration::from_secs(10), "no CB_NULL probe");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    c
-}
-
-async fn open(c: &Nfs4Client, srv: &TestServer, name: &str) -> (NfsFh4, Stateid4) {
-    let root = c
-        .lookup_path(srv.export.to_str().unwrap())
-        .await
-        .expect("export root");
-    let o = c
-        .open(
-            &root,
-            &OpenArgs {
-                name: name.as_bytes().to_vec(),
-                access: OPEN4_SHARE_ACCESS_BOTH,
-                deny: OPEN4_SHARE_DENY_NONE,
-                how: OpenHow::NoCreate,
-                owner: None,
-            },
-        )
-        .await
-        .expect("OPEN");
-    (o.fh, o.stateid)
-}
-
-fn status_of<T: std::fmt::Debug>(r: Result<T, ClientError>) -> Nfsstat4 {
-    match r {
-        Err(ClientError::Nfs4 { status, .. }) => status,
-        other => panic!("expected an NFSv4 error, got {other:?}"),
-    }
+        .with_minor(2)
 }
 
 fn pattern(len: u64) -> Vec<u8> {
@@ -166,8 +121,8 @@ async fn async_copy_ends_with_cb_offload_and_offload_status_follows_it() {
     );
     bounded(async {
         let c = client(&srv, "copy-a").await;
-        let (sfh, ssid) = open(&c, &srv, "src").await;
-        let (dfh, dsid) = open(&c, &srv, "dst").await;
+        let (sfh, ssid) = open_rw(&c, &srv, "src").await;
+        let (dfh, dsid) = open_rw(&c, &srv, "dst").await;
 
         // Past the bound, asynchronous allowed: a copy stateid at once.
         let r = c
@@ -212,7 +167,7 @@ async fn async_copy_ends_with_cb_offload_and_offload_status_follows_it() {
         assert!(got == src, "copied byte for byte");
 
         // A synchronous copy asked for past the bound: short, no stateid.
-        let (xfh, xsid) = open(&c, &srv, "short").await;
+        let (xfh, xsid) = open_rw(&c, &srv, "short").await;
         let r = c
             .copy(&sfh, &ssid, 0, &xfh, &xsid, 0, 0, true)
             .await
@@ -229,12 +184,12 @@ async fn async_copy_ends_with_cb_offload_and_offload_status_follows_it() {
 
         // Only copy stateids name copies; only their client sees them.
         let r = offload_status(&c, &dfh, &dsid).await;
-        assert_eq!(status_of(r), Nfsstat4::BadStateid);
+        assert_eq!(status(r), Nfsstat4::BadStateid);
         let other = client(&srv, "copy-a2").await;
         let r = offload_status(&other, &dfh, &sid).await;
-        assert_eq!(status_of(r), Nfsstat4::BadStateid, "another client's copy");
+        assert_eq!(status(r), Nfsstat4::BadStateid, "another client's copy");
         let r = offload_cancel(&other, &dfh, &sid).await;
-        assert_eq!(status_of(r), Nfsstat4::BadStateid);
+        assert_eq!(status(r), Nfsstat4::BadStateid);
         // Its own still sees the finished copy.
         let st = offload_status(&c, &dfh, &sid).await.expect("kept");
         assert_eq!(st.complete, Some(Nfsstat4::Ok));
@@ -268,9 +223,9 @@ async fn offload_cancel_stops_a_copy_and_past_the_bounds_copies_are_synchronous(
     );
     bounded(async {
         let c = client(&srv, "copy-c").await;
-        let (sfh, ssid) = open(&c, &srv, "src").await;
-        let (afh, asid) = open(&c, &srv, "a").await;
-        let (bfh, bsid) = open(&c, &srv, "b").await;
+        let (sfh, ssid) = open_rw(&c, &srv, "src").await;
+        let (afh, asid) = open_rw(&c, &srv, "a").await;
+        let (bfh, bsid) = open_rw(&c, &srv, "b").await;
         let r = c
             .copy(&sfh, &ssid, 0, &afh, &asid, 0, 0, false)
             .await
@@ -304,9 +259,9 @@ async fn offload_cancel_stops_a_copy_and_past_the_bounds_copies_are_synchronous(
             .await
             .expect("OFFLOAD_CANCEL");
         let r = offload_status(&c, &afh, &sid).await;
-        assert_eq!(status_of(r), Nfsstat4::BadStateid);
+        assert_eq!(status(r), Nfsstat4::BadStateid);
         let r = offload_cancel(&c, &afh, &sid).await;
-        assert_eq!(status_of(r), Nfsstat4::BadStateid);
+        assert_eq!(status(r), Nfsstat4::BadStateid);
         let size = settled_size(&dir.path().join("a")).await;
         assert!(size >= st.count && size < len, "stopped at {size}");
         // What it copied stays, byte for byte.
@@ -315,7 +270,7 @@ async fn offload_cancel_stops_a_copy_and_past_the_bounds_copies_are_synchronous(
         assert!(got[..n] == pattern(MIB)[..n]);
 
         // The copier is free again: the next COPY is asynchronous.
-        let (cfh, csid) = open(&c, &srv, "c").await;
+        let (cfh, csid) = open_rw(&c, &srv, "c").await;
         let t = Instant::now();
         let sid2 = loop {
             let r = c
@@ -359,16 +314,16 @@ async fn a_client_gone_mid_copy_stops_it_and_frees_its_slot() {
     );
     bounded(async {
         let a = client(&srv, "copy-gone-a").await;
-        let (sfh, ssid) = open(&a, &srv, "src").await;
-        let (afh, asid) = open(&a, &srv, "a").await;
+        let (sfh, ssid) = open_rw(&a, &srv, "src").await;
+        let (afh, asid) = open_rw(&a, &srv, "a").await;
         let r = a
             .copy(&sfh, &ssid, 0, &afh, &asid, 0, 0, false)
             .await
             .expect("COPY");
         let sid = r.response.callback_id.expect("asynchronous");
         let b = client(&srv, "copy-gone-b").await;
-        let (bsfh, bssid) = open(&b, &srv, "src").await;
-        let (bfh, bsid) = open(&b, &srv, "b").await;
+        let (bsfh, bssid) = open_rw(&b, &srv, "src").await;
+        let (bfh, bsid) = open_rw(&b, &srv, "b").await;
         let r = b
             .copy(&bsfh, &bssid, 0, &bfh, &bsid, 0, 0, false)
             .await
@@ -397,7 +352,7 @@ async fn a_client_gone_mid_copy_stops_it_and_frees_its_slot() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
         let r = offload_status(&b, &bfh, &sid).await;
-        assert_eq!(status_of(r), Nfsstat4::BadStateid);
+        assert_eq!(status(r), Nfsstat4::BadStateid);
         offload_cancel(&b, &bfh, &sid2)
             .await
             .expect("OFFLOAD_CANCEL");
@@ -423,9 +378,9 @@ async fn each_client_has_its_own_bound_within_the_servers() {
         let mut started = Vec::new();
         for name in ["a", "b"] {
             let c = client(&srv, &format!("copy-bounds-{name}")).await;
-            let (sfh, ssid) = open(&c, &srv, "src").await;
-            let (fh1, sid1) = open(&c, &srv, &format!("{name}1")).await;
-            let (fh2, sid2) = open(&c, &srv, &format!("{name}2")).await;
+            let (sfh, ssid) = open_rw(&c, &srv, "src").await;
+            let (fh1, sid1) = open_rw(&c, &srv, &format!("{name}1")).await;
+            let (fh2, sid2) = open_rw(&c, &srv, &format!("{name}2")).await;
             let r = c
                 .copy(&sfh, &ssid, 0, &fh1, &sid1, 0, 0, false)
                 .await

@@ -51,25 +51,7 @@ fn start_lease(tag: &str, extra: &str, lease: u64) -> (TempDir, TempDir, TestSer
 
 /// A client with a back channel whose CB_NULL probe was answered.
 async fn client(srv: &TestServer) -> Nfs4Client {
-    let cfg = ClientConfig {
-        auth: rnfsd_client::Auth::sys(0, 0, &[], "nfs4-deleg"),
-        ..ClientConfig::default()
-    };
-    let v4 = Nfs4Config {
-        back_channel: true,
-        ..Nfs4Config::default()
-    };
-    let c = Nfs4Client::connect(srv.addr, &cfg, &v4)
-        .await
-        .expect("session with a back channel");
-    let t0 = Instant::now();
-    while c.callback_calls() == 0 && t0.elapsed() < Duration::from_secs(5) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(c.callback_calls() >= 1, "CB_NULL reached the client");
-    // The probe's answer reaches the server's state a moment later.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    c
+    common::nfs4::back_channel_client(srv, "nfs4-deleg").await
 }
 
 fn read_wanting(name: &str) -> OpenArgs {

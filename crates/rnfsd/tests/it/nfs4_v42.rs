@@ -13,9 +13,9 @@ use crate::common;
 
 use common::blockdev::{unavailable, LoopFs};
 use common::nfs::*;
+use common::nfs4::{open_rw, status};
 use common::{export_table, write_config, TempDir, TestServer};
-use rnfsd_client::nfs4::{OpenArgs, OpenHow};
-use rnfsd_client::{ClientError, Nfs4Client, Nfs4Config};
+use rnfsd_client::{Nfs4Client, Nfs4Config};
 use rnfsd_proto::nfs4::*;
 use rnfsd_stats::Snapshot;
 use rnfsd_xdr::Dec;
@@ -40,35 +40,6 @@ async fn client(srv: &TestServer) -> Nfs4Client {
     common::nfs4::client_as(srv, 0, "v42", &Nfs4Config::default())
         .await
         .with_minor(2)
-}
-
-/// OPEN of `name` in the export root, for reading and writing.
-async fn open(c: &Nfs4Client, srv: &TestServer, name: &str) -> (NfsFh4, Stateid4) {
-    let root = c
-        .lookup_path(srv.export.to_str().unwrap())
-        .await
-        .expect("export root");
-    let o = c
-        .open(
-            &root,
-            &OpenArgs {
-                name: name.as_bytes().to_vec(),
-                access: OPEN4_SHARE_ACCESS_BOTH,
-                deny: OPEN4_SHARE_DENY_NONE,
-                how: OpenHow::NoCreate,
-                owner: None,
-            },
-        )
-        .await
-        .expect("OPEN");
-    (o.fh, o.stateid)
-}
-
-fn status_of<T: std::fmt::Debug>(r: Result<T, ClientError>) -> Nfsstat4 {
-    match r {
-        Err(ClientError::Nfs4 { status, .. }) => status,
-        other => panic!("expected an NFSv4 error, got {other:?}"),
-    }
 }
 
 /// What lseek says on the host: the first data or hole at or after `at`.
@@ -120,7 +91,7 @@ async fn seek_read_plus_allocate_and_deallocate_on_a_sparse_file() {
     let srv = server(dir.path(), &cfgdir, "", "");
     bounded(async {
         let c = client(&srv).await;
-        let (fh, sid) = open(&c, &srv, "sparse").await;
+        let (fh, sid) = open_rw(&c, &srv, "sparse").await;
 
         // SEEK answers what lseek on the host answers.
         for at in [0, 4096, 100_000, 256 * 1024, 256 * 1024 + 4096, size - 1] {
@@ -134,7 +105,7 @@ async fn seek_read_plus_allocate_and_deallocate_on_a_sparse_file() {
             }
         }
         let r = c.seek(&fh, &sid, size, DataContent4::Data).await;
-        assert_eq!(status_of(r), Nfsstat4::NxIo, "at end of file");
+        assert_eq!(status(r), Nfsstat4::NxIo, "at end of file");
 
         // READ_PLUS: the file's bytes, holes as holes where it has them.
         let rp = c
@@ -180,7 +151,7 @@ async fn seek_read_plus_allocate_and_deallocate_on_a_sparse_file() {
 
         // ALLOCATE grows the file and holds its blocks; DEALLOCATE frees
         // them (the size stays); each moves the change attribute.
-        let (afh, asid) = open(&c, &srv, "alloc").await;
+        let (afh, asid) = open_rw(&c, &srv, "alloc").await;
         let apath = dir.path().join("alloc");
         let c0 = change(&c, &afh).await;
         c.allocate(&afh, &asid, 0, 2 * MIB).await.expect("ALLOCATE");
@@ -224,7 +195,7 @@ async fn seek_read_plus_allocate_and_deallocate_on_a_sparse_file() {
             rp.contents.first().map(|_| ())
         );
         let r = c.allocate(&afh, &asid, 0, 0).await;
-        assert_eq!(status_of(r), Nfsstat4::Inval, "a zero length");
+        assert_eq!(status(r), Nfsstat4::Inval, "a zero length");
 
         // On a `sync` export a COPY is durable before the reply, even one
         // the client did not ask to be synchronous.
@@ -284,8 +255,8 @@ async fn copy_within_the_server_and_a_short_copy_past_the_bound() {
     );
     bounded(async {
         let c = client(&srv).await;
-        let (sfh, ssid) = open(&c, &srv, "src").await;
-        let (dfh, dsid) = open(&c, &srv, "dst").await;
+        let (sfh, ssid) = open_rw(&c, &srv, "src").await;
+        let (dfh, dsid) = open_rw(&c, &srv, "dst").await;
         let len = src.len() as u64;
 
         // Within the bound: all of it at once, synchronous and durable.
@@ -302,7 +273,7 @@ async fn copy_within_the_server_and_a_short_copy_past_the_bound() {
 
         // Past the bound (count 0: to end of file): short copies, which
         // the client continues from where each ended.
-        let (bfh, bsid) = open(&c, &srv, "big").await;
+        let (bfh, bsid) = open_rw(&c, &srv, "big").await;
         let mut done = 0u64;
         let mut calls = 0;
         let mut verf = None;
@@ -332,9 +303,9 @@ async fn copy_within_the_server_and_a_short_copy_past_the_bound() {
         let r = c
             .copy(&sfh, &ssid, len - 10, &dfh, &dsid, 0, 11, true)
             .await;
-        assert_eq!(status_of(r), Nfsstat4::Inval);
+        assert_eq!(status(r), Nfsstat4::Inval);
         let r = c.copy(&sfh, &ssid, 0, &sfh, &ssid, 100, 200, true).await;
-        assert_eq!(status_of(r), Nfsstat4::Inval);
+        assert_eq!(status(r), Nfsstat4::Inval);
         let inter = Copy4Args {
             src_stateid: ssid,
             dst_stateid: dsid,
@@ -357,10 +328,10 @@ async fn copy_within_the_server_and_a_short_copy_past_the_bound() {
                 ArgOp::Copy(inter),
             ])
             .await;
-        assert_eq!(status_of(r), Nfsstat4::NotSupp, "no inter-server copy");
+        assert_eq!(status(r), Nfsstat4::NotSupp, "no inter-server copy");
         // A stateid of another file is refused as WRITE refuses it.
         let r = c.copy(&sfh, &ssid, 0, &dfh, &ssid, 0, 10, true).await;
-        assert_eq!(status_of(r), Nfsstat4::BadStateid);
+        assert_eq!(status(r), Nfsstat4::BadStateid);
 
         // An open stateid names no copy (and this client, with no back
         // channel, got only synchronous ones).
@@ -372,14 +343,14 @@ async fn copy_within_the_server_and_a_short_copy_past_the_bound() {
                 ArgOp::OffloadStatus(Offload4Args { stateid: dsid }),
             ])
             .await;
-        assert_eq!(status_of(r), Nfsstat4::BadStateid);
+        assert_eq!(status(r), Nfsstat4::BadStateid);
 
         // CLONE as the host's filesystem can: shared blocks, or NOTSUPP.
         let host_clones = host_can_clone(dir.path());
         let r = c.clone_range(&sfh, &ssid, 0, &dfh, &dsid, 0, 0).await;
         match host_clones {
             true => r.expect("CLONE"),
-            false => assert_eq!(status_of(r), Nfsstat4::NotSupp, "no reflinks here"),
+            false => assert_eq!(status(r), Nfsstat4::NotSupp, "no reflinks here"),
         }
     })
     .await;
@@ -420,8 +391,8 @@ async fn clone_shares_blocks_on_xfs() {
     let srv = server(&export, &cfgdir, "", "");
     bounded(async {
         let c = client(&srv).await;
-        let (sfh, ssid) = open(&c, &srv, "src").await;
-        let (dfh, dsid) = open(&c, &srv, "dst").await;
+        let (sfh, ssid) = open_rw(&c, &srv, "src").await;
+        let (dfh, dsid) = open_rw(&c, &srv, "dst").await;
 
         // clone_blksize: the filesystem's block size.
         let mut want = Bitmap4::new();
@@ -447,7 +418,7 @@ async fn clone_shares_blocks_on_xfs() {
 
         // Not aligned to clone_blksize: the filesystem's NFS4ERR_INVAL.
         let r = c.clone_range(&sfh, &ssid, 1, &dfh, &dsid, 0, 4096).await;
-        assert_eq!(status_of(r), Nfsstat4::Inval);
+        assert_eq!(status(r), Nfsstat4::Inval);
     })
     .await;
 }

@@ -2,8 +2,11 @@
 //! export, paths as the server names them, the status of a failed call, a
 //! session client and raw channel attributes.
 
+use rnfsd_client::nfs4::{CbEvent, OpenArgs, OpenHow};
 use rnfsd_client::{Auth, ClientConfig, ClientError, Nfs4Client, Nfs4Config};
-use rnfsd_proto::nfs4::{ChannelAttrs4, Nfsstat4};
+use rnfsd_proto::nfs4::{
+    ChannelAttrs4, NfsFh4, Nfsstat4, Stateid4, OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_NONE,
+};
 
 use super::{write_config, TempDir, TestServer};
 
@@ -24,6 +27,29 @@ pub fn status(r: Result<impl std::fmt::Debug, ClientError>) -> Nfsstat4 {
         Err(ClientError::Nfs4 { status, .. }) => status,
         other => panic!("expected an NFSv4 error, got {other:?}"),
     }
+}
+
+/// OPEN of the existing file `name` in the export root, for reading and
+/// writing: its handle and open stateid.
+pub async fn open_rw(c: &Nfs4Client, srv: &TestServer, name: &str) -> (NfsFh4, Stateid4) {
+    let root = c
+        .lookup_path(srv.export.to_str().unwrap())
+        .await
+        .expect("export root");
+    let o = c
+        .open(
+            &root,
+            &OpenArgs {
+                name: name.as_bytes().to_vec(),
+                access: OPEN4_SHARE_ACCESS_BOTH,
+                deny: OPEN4_SHARE_DENY_NONE,
+                how: OpenHow::NoCreate,
+                owner: None,
+            },
+        )
+        .await
+        .expect("OPEN");
+    (o.fh, o.stateid)
 }
 
 /// Two exports: `rw` served as the command line's directory, `ro`
@@ -58,6 +84,27 @@ pub async fn client_as(srv: &TestServer, uid: u32, name: &str, v4: &Nfs4Config) 
     Nfs4Client::connect(srv.addr, &cfg, v4)
         .await
         .expect("NFSv4 session")
+}
+
+/// A session client named `name` (uid 0) with a back channel, once the
+/// server's CB_NULL probe reached it (and its answer the server's state).
+pub async fn back_channel_client(srv: &TestServer, name: &str) -> Nfs4Client {
+    let v4 = Nfs4Config {
+        back_channel: true,
+        ..Nfs4Config::default()
+    };
+    let c = client_as(srv, 0, name, &v4).await;
+    let t = std::time::Instant::now();
+    while !c.callbacks().contains(&CbEvent::Null) {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "no CB_NULL probe"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // The probe's answer reaches the server's state a moment later.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    c
 }
 
 /// Channel attributes for a raw CREATE_SESSION.
