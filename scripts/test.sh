@@ -13,7 +13,7 @@
 # RNFSD_KC_V4_WORKLOADS (default "smoke pjdfstest tar fsx restart locks
 # cthon xfstests") are the workloads its second run does over NFSv4.1 (empty: no
 # such run). RNFSD_KC_V42_WORKLOADS (default "smoke pjdfstest tar fsx
-# restart locks xattr v42data"): the third run's, with
+# restart locks xattr v42data deleg"): the third run's, with
 # RNFSD_KC_V42_VERS (default auto: no vers=; smoke and v42data check the
 # client settled on 4.2; or 4.2). RNFSD_KC_V4_TAR_FILES (default 1000) and
 # RNFSD_KC_V4_FSX_OPS (default 3000) size tar and fsx in the NFSv4 runs
@@ -193,8 +193,10 @@ else
     # With no vers= (mount.nfs negotiates; smoke says what it settled on,
     # v42data insists on 4.2), the same again plus NFSv4.2's own
     # operations: extended attributes (setfattr, getfattr) and the data
-    # operations (cp by COPY, punched holes, SEEK_DATA/SEEK_HOLE).
-    read -r -a kc_v42 <<<"${RNFSD_KC_V42_WORKLOADS-smoke pjdfstest tar fsx restart locks xattr v42data}"
+    # operations (cp by COPY, punched holes, SEEK_DATA/SEEK_HOLE), and a
+    # read delegation recalled by an NFSv3 client's, another NFSv4
+    # client's and a local program's write (deleg).
+    read -r -a kc_v42 <<<"${RNFSD_KC_V42_WORKLOADS-smoke pjdfstest tar fsx restart locks xattr v42data deleg}"
     if [ ${#kc_v42[@]} -gt 0 ]; then
         env "${kc_v4_size[@]}" V42_SIZE_MIB="${RNFSD_KC_V42_SIZE_MIB-256}" KC_EXPORT_FS=ext4 \
             RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
