@@ -1,8 +1,8 @@
 //! NFSv4.2's asynchronous copies (RFC 7862 §15.2, §15.8, §15.9, §16.1):
 //! the copies in flight and finished, each named by a copy stateid
 //! (wr_callback_id), run off the request path on a bounded set of copier
-//! threads, reported by CB_OFFLOAD when done (through the callback sender
-//! of `deleg`), asked about by OFFLOAD_STATUS, stopped by OFFLOAD_CANCEL.
+//! threads, reported by CB_OFFLOAD when done (sent by the copier thread
+//! through `deleg`'s back channels), asked about by OFFLOAD_STATUS, stopped by OFFLOAD_CANCEL.
 //!
 //! Bounds: at most `nfs4_copies_max` copies run at once (one copier
 //! thread each, started as needed and kept), at most
@@ -24,7 +24,7 @@ use rnfsd_proto::nfs4::cb::{CbOffload4Args, OffloadInfo4};
 use rnfsd_proto::nfs4::{NfsFh4, Nfsstat4, Stateid4, WriteResponse4};
 use rnfsd_v4state::ClientHandle;
 
-use super::deleg::CbQueue;
+use super::deleg::CbSender;
 
 /// `nfs4_copies_max`'s default: asynchronous copies running at once.
 pub const DEFAULT_COPIES_MAX: usize = 4;
@@ -63,7 +63,7 @@ pub struct Job {
     /// Set once it finished: how, and when.
     end: Mutex<Option<(Outcome, Instant)>>,
     work: Mutex<Option<Work>>,
-    cb: Option<CbQueue>,
+    cb: CbSender,
 }
 
 impl Job {
@@ -164,7 +164,7 @@ impl Copies {
         &self,
         client: &ClientHandle,
         fh: &[u8],
-        cb: Option<CbQueue>,
+        cb: CbSender,
         work: Work,
     ) -> Result<Stateid4, Busy> {
         if !self.enabled() {
@@ -318,9 +318,7 @@ fn copier(inner: &std::sync::Weak<Inner>, rx: &Mutex<Receiver<Arc<Job>>>) {
 
 /// CB_OFFLOAD (RFC 7862 §16.1) for a finished copy.
 fn offload(job: &Job, o: &Outcome) {
-    let Some(cb) = &job.cb else {
-        return;
-    };
+    let cb = &job.cb;
     let info = match o.status {
         Nfsstat4::Ok => OffloadInfo4::Ok(WriteResponse4 {
             callback_id: None,
@@ -339,7 +337,7 @@ fn offload(job: &Job, o: &Outcome) {
     if !cb.offload(job.client.id(), args) {
         tracing::info!(
             clientid = format!("{:#x}", job.client.id().0),
-            "nfsv4: callback queue full; no CB_OFFLOAD (OFFLOAD_STATUS still answers)"
+            "nfsv4: CB_OFFLOAD not taken (OFFLOAD_STATUS still answers)"
         );
     }
 }

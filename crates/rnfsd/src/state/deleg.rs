@@ -6,7 +6,7 @@
 //! change makes first ([`Delegations::access`]). The delegations
 //! themselves are `rnfsd_v4state`'s; the local leases under them
 //! `lease.rs`'s. The same back channels carry NFSv4.2's CB_OFFLOAD (RFC
-//! 7862 §16.1) for asynchronous copies ([`CbQueue`], sent by the copier
+//! 7862 §16.1) for asynchronous copies ([`CbSender`], sent by the copier
 //! thread), whether or not delegations are on.
 //!
 //! A recall is never dropped: it waits, one per delegation, until it is
@@ -168,21 +168,13 @@ impl Outbox {
         drop(m);
         self.bell.notify_all();
     }
-
-    /// Recalls waiting now.
-    pub(crate) fn len(&self) -> usize {
-        locked(&self.by_client)
-            .values()
-            .map(|p| p.queue.len())
-            .sum()
-    }
 }
 
 /// Sends CB_OFFLOADs (RFC 7862 §16.1) from a copier thread.
 #[derive(Clone)]
-pub struct CbQueue(Arc<Paths>);
+pub struct CbSender(Arc<Paths>);
 
-impl CbQueue {
+impl CbSender {
     /// Sends a CB_OFFLOAD to client `to` and waits for its answer
     /// (`CB_WAIT` at most; blocks, so never on a worker): whether the
     /// client took it. Not sent again: the client can still ask
@@ -365,10 +357,7 @@ impl Delegations {
 
     /// Whether recalls can reach client `id`.
     pub fn has_path(&self, id: ClientId) -> bool {
-        self.enabled
-            && locked(&self.paths)
-                .get(&id)
-                .is_some_and(|p| p.conn.is_open())
+        self.enabled && self.can_call(id)
     }
 
     /// Whether callbacks other than recalls (CB_OFFLOAD) can reach
@@ -380,8 +369,8 @@ impl Delegations {
     }
 
     /// What CB_OFFLOADs are sent through.
-    pub fn cb_queue(&self) -> Option<CbQueue> {
-        Some(CbQueue(self.paths.clone()))
+    pub fn cb_sender(&self) -> CbSender {
+        CbSender(self.paths.clone())
     }
 
     /// Queues `recalls` for the senders (never blocks; at most one
@@ -390,19 +379,6 @@ impl Delegations {
         if self.enabled {
             self.outbox.push(recalls);
         }
-    }
-
-    /// Recalls not delivered yet.
-    pub fn recalls_waiting(&self) -> usize {
-        self.outbox.len()
-    }
-
-    /// Sends one CB_COMPOUND of `ops` to client `id`'s back channel
-    /// (CB_SEQUENCE on its slot 0 first, added here) and waits for the
-    /// reply (`CB_WAIT` at most). One call at a time per client; blocks:
-    /// never on a worker.
-    pub fn cb_compound(&self, id: ClientId, ops: Vec<CbArgOp>) -> Result<CbCompoundRes, CbError> {
-        cb_compound(&self.paths, id, 1, ops)
     }
 
     /// Starts an access to `file` by NFSv4 client `by` (None: NFSv3, NLM)

@@ -402,7 +402,7 @@ fn copy_async(
         let _changing = changing;
         job.run(j)
     });
-    let cb = c.nfs4.deleg.cb_queue();
+    let cb = c.nfs4.deleg.cb_sender();
     match c.nfs4.copies.start(&h, &d.obj.fh.0, cb, work) {
         Ok(sid) => Ok(Ok(Copy4ResOk {
             response: WriteResponse4 {
