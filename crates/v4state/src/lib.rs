@@ -331,8 +331,10 @@ pub struct State {
     pub(crate) records: Option<records::Records>,
     /// The previous run's unreclaimed records were swept (grace is over).
     pub(crate) swept: AtomicBool,
-    /// Delegations held by all clients.
+    /// Delegations held by all clients (and grants in progress).
     pub(crate) delegations: AtomicUsize,
+    /// Accesses in progress that began while no delegation existed.
+    pub(crate) quick: Box<[Arc<deleg::QuickShard>]>,
     /// Recalls in progress, for the reaper's deadline check.
     pub(crate) recalled: Mutex<Vec<deleg::Pending>>,
     /// Files recalled lately (the state's clock, ms): no delegation on
@@ -406,6 +408,7 @@ impl State {
             files: Shards::new(),
             wake: Arc::default(),
             delegations: AtomicUsize::new(0),
+            quick: (0..deleg::QUICK_SHARDS).map(|_| Arc::default()).collect(),
             recalled: Mutex::new(Vec::new()),
             contended: Mutex::new(HashMap::new()),
         })

@@ -107,6 +107,78 @@ fn an_access_in_progress_blocks_a_grant() {
 }
 
 #[test]
+fn a_quick_access_holds_off_the_first_grant_and_none_is_quick_after() {
+    let s = state();
+    let a = cb_client(&s, "a");
+    open(&s, &a, "o", F, ACCESS_READ, DENY_NONE).unwrap();
+    // No delegation anywhere: a change needs no file lookup.
+    let q = s.quick_access(7).expect("quick with no delegation");
+    assert_eq!(s.delegate(&a, F, false, b"fh"), Err(NoDeleg::Contention));
+    assert_eq!(s.counts().delegations, 0, "the declined grant is undone");
+    drop(q);
+    let d = s.delegate(&a, F, false, b"fh").unwrap();
+    // From the first delegation on, every access goes by the table.
+    assert!(s.quick_access(7).is_none());
+    assert!(s.quick_access(8).is_none());
+    s.delegreturn(&a, &d, F).unwrap();
+    drop(s.quick_access(7).expect("quick again once none is held"));
+    super::audit::audit(&s);
+}
+
+#[test]
+fn quick_accesses_and_grants_race_without_a_miss() {
+    // Each side: a change that saw no delegation and a grant that saw no
+    // quick change may not both go on at once.
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
+    let s = state();
+    let a = cb_client(&s, "a");
+    open(&s, &a, "o", F, ACCESS_READ, DENY_NONE).unwrap();
+    let stop = AtomicBool::new(false);
+    let inside = AtomicUsize::new(0);
+    let grants = AtomicUsize::new(0);
+    let granted = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        for t in 0..2u64 {
+            let (s, stop, inside, granted) = (&s, &stop, &inside, &granted);
+            sc.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    if let Some(q) = s.quick_access(t) {
+                        inside.fetch_add(1, Ordering::SeqCst);
+                        assert!(
+                            !granted.load(Ordering::SeqCst),
+                            "a quick change under a delegation"
+                        );
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        drop(q);
+                    }
+                }
+            });
+        }
+        for _ in 0..2000 {
+            if let Ok(d) = s.delegate(&a, F, false, b"fh") {
+                granted.store(true, Ordering::SeqCst);
+                grants.fetch_add(1, Ordering::Relaxed);
+                assert_eq!(
+                    inside.load(Ordering::SeqCst),
+                    0,
+                    "a grant during a quick change"
+                );
+                granted.store(false, Ordering::SeqCst);
+                s.delegreturn(&a, &d, F).unwrap();
+                s.clock
+                    .advance(Duration::from_millis(crate::deleg::RECALL_BACKOFF_MS + 1));
+                s.renew(&a);
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert!(
+        grants.load(Ordering::Relaxed) > 0,
+        "no grant ever drained the quick changes"
+    );
+}
+
+#[test]
 fn not_returned_in_time_is_revoked() {
     let s = state();
     let a = cb_client(&s, "a");
