@@ -138,8 +138,11 @@ impl State {
             owner: a.owner.to_vec(),
             verifier: a.verifier,
             principal: a.principal.clone(),
-            renewed_ms: AtomicU64::new(now),
-            busy: AtomicU32::new(0),
+            hot: crate::registry::Hot {
+                renewed_ms: AtomicU64::new(now),
+                busy: AtomicU32::new(0),
+            },
+            clock: self.clock.clone(),
             expired: AtomicBool::new(false),
             confirmed: AtomicBool::new(false),
             cb_down: AtomicBool::new(false),

@@ -154,7 +154,6 @@ pub struct SlotTicket {
     session: Arc<Session>,
     slot: u32,
     seqid: u32,
-    state_clock: Arc<crate::ids::Clock>,
     done: bool,
     /// sr_highest_slotid.
     pub highest_slotid: u32,
@@ -236,8 +235,8 @@ impl SlotTicket {
             }
         }
         let c = &self.session.client;
-        c.renew(self.state_clock.now_ms());
-        let before = c.busy.fetch_sub(1, Ordering::AcqRel);
+        c.renew(c.clock.now_ms());
+        let before = c.hot.busy.fetch_sub(1, Ordering::AcqRel);
         debug_assert!(before > 0);
     }
 }
@@ -577,7 +576,7 @@ impl State {
                 _ => {}
             });
             if matches!(v, Ok(Verdict::New)) {
-                c.busy.fetch_add(1, Ordering::AcqRel);
+                c.hot.busy.fetch_add(1, Ordering::AcqRel);
             }
             (v, highest, i.conns.iter().any(|&(_, d)| d.back()))
         };
@@ -603,7 +602,6 @@ impl State {
                 session: s.clone(),
                 slot: a.slotid,
                 seqid: a.sequenceid,
-                state_clock: self.clock.clone(),
                 done: false,
                 highest_slotid: highest,
                 target_highest_slotid: highest,
