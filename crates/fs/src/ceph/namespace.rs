@@ -73,6 +73,13 @@ impl Inner {
 
     /// Finishes a create-type call: the rest of `set` (what creation did
     /// not already give), journaling, the handle, the cache entry.
+    /// `alone`: the new object came from one create request (CREATE,
+    /// MKDIR, SYMLINK, MKNOD), which libcephfs lists among the unsafe
+    /// requests of the object it made as well as the directory's; a sync
+    /// of the object alone waits for that request's journaling, and not,
+    /// as the directory's would, for every later change in the directory
+    /// (other creates there: a convoy under parallel creates).
+    #[allow(clippy::too_many_arguments)]
     fn made(
         self: &Arc<Self>,
         cred: &Cred,
@@ -81,6 +88,7 @@ impl Inner {
         inode: Inode,
         st: Statx,
         set: &SetAttr,
+        alone: bool,
     ) -> FsResult<(Created, Arc<Node>)> {
         let mut set = set.clone();
         set.mode = set
@@ -96,7 +104,10 @@ impl Inner {
                 .setattr(&n.inode, &mut x, mask, &*perm(cred)?)
                 .map_err(err)?;
         }
-        self.journal(&[d, &n])?;
+        match alone {
+            true => self.journal(&[&n])?,
+            false => self.journal(&[d, &n])?,
+        }
         let attr = self.attr(&n)?;
         Ok((
             Created {
@@ -134,7 +145,7 @@ impl Inner {
         for _ in 0..3 {
             match self.m.create(&d.inode, name, mode, flags, &p) {
                 Ok((inode, file, st)) => {
-                    let (c, n) = self.made(cred, &d, &before, inode, st, set)?;
+                    let (c, n) = self.made(cred, &d, &before, inode, st, set, true)?;
                     // The open creation made serves the writes that follow
                     // (until their COMMIT).
                     n.wr.lock()
@@ -151,7 +162,7 @@ impl Inner {
                             size: set.size,
                             ..SetAttr::default()
                         };
-                        return Ok(self.made(cred, &d, &before, inode, st, &size)?.0);
+                        return Ok(self.made(cred, &d, &before, inode, st, &size, false)?.0);
                     }
                     Err(libc::ENOENT) => continue,
                     Err(e) => return Err(err(e)),
@@ -252,7 +263,7 @@ impl Inner {
             Err(e) => return Err(err(e)),
         }
         let st = self.m.getattr(&inode, self.server_perm()?).map_err(err)?;
-        let (c, n) = self.made(cred, d, before, inode, st, &SetAttr::default())?;
+        let (c, n) = self.made(cred, d, before, inode, st, &SetAttr::default(), false)?;
         if let Some(f) = file {
             n.wr.lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -284,7 +295,7 @@ impl Inner {
             return Err(FsError::Errno(libc::EEXIST));
         }
         Ok(self
-            .made(cred, d, before, inode, st, &SetAttr::default())?
+            .made(cred, d, before, inode, st, &SetAttr::default(), false)?
             .0)
     }
 
@@ -302,7 +313,7 @@ impl Inner {
             .m
             .mkdir(&d.inode, name, mode, &*perm(cred)?)
             .map_err(err)?;
-        Ok(self.made(cred, &d, &before, inode, st, set)?.0)
+        Ok(self.made(cred, &d, &before, inode, st, set, true)?.0)
     }
 
     pub(super) fn symlink(
@@ -327,7 +338,7 @@ impl Inner {
             mode: None,
             ..set.clone()
         };
-        Ok(self.made(cred, &d, &before, inode, st, &set)?.0)
+        Ok(self.made(cred, &d, &before, inode, st, &set, true)?.0)
     }
 
     pub(super) fn mknod(
@@ -351,7 +362,7 @@ impl Inner {
             .m
             .mknod(&d.inode, name, mode, rdev, &*perm(cred)?)
             .map_err(err)?;
-        Ok(self.made(cred, &d, &before, inode, st, set)?.0)
+        Ok(self.made(cred, &d, &before, inode, st, set, true)?.0)
     }
 
     /// The inode number `name` names in `d`, if any (to drop our reference
