@@ -16,6 +16,9 @@
 # journaled: `sync` exports) at --streams streams. Two heads: half the
 # streams on each head at once; the rate is their sum.
 #
+# RNFSD_SERVER_TOML: more [server] lines for rnfsd's heads (a variant,
+# e.g. "worker_spin_us = 50").
+#
 # Everything (cluster, a private rpcbind for ganesha, the servers, the load
 # generator) runs inside a private network and mount namespace, on its own
 # loopback. Needs root; installs nfs-ganesha-ceph and the ceph packages when
@@ -41,7 +44,7 @@ while [ $# -gt 0 ]; do
     --fsmark-files) FSMARK_FILES=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-ceph.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -104,6 +107,8 @@ head_conf() { # head_conf NAME PORT: exports /tree and /fsmark (ids 100, 101)
     {
         printf '[server]\nlisten = ["127.0.0.1:%s"]\nstate_dir = "%s"\nadmin_socket = "%s"\n' \
             "$2" "$WORK/$1/state" "$WORK/$1/admin.sock"
+        # More [server] keys for rnfsd's heads (a variant to measure).
+        [ -z "${RNFSD_SERVER_TOML:-}" ] || printf '%s\n' "$RNFSD_SERVER_TOML"
         local id=100 x
         for x in tree fsmark; do
             printf '[[export]]\npath = "/%s"\nid = %s\nbackend = "cephfs"\nclients = ["127.0.0.1"]\n' "$x" "$id"

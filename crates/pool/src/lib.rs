@@ -443,9 +443,37 @@ fn worker_main<J: Job>(shared: Arc<Shared<J>>, mut just_woken: bool) {
     }
 }
 
+/// Spins up to `spin` for a handoff to `slot` (its waker's `unpark` then
+/// only leaves a token, no system call): whether one came.
+fn spin_for_handoff(slot: &Slot, spin: std::time::Duration) -> bool {
+    if spin.is_zero() {
+        return false;
+    }
+    let until = Instant::now() + spin;
+    loop {
+        // The clock read every 64 turns: a vDSO call each is most of a turn.
+        for _ in 0..64 {
+            if slot.woken.load(Ordering::Acquire) {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+    }
+}
+
 /// Park until woken. Returns false if the worker retired instead.
 fn park_idle<J: Job>(shared: &Arc<Shared<J>>, slot: &Arc<Slot>) -> bool {
     let mut since = Instant::now();
+    if spin_for_handoff(slot, shared.cfg.spin) {
+        // Its waker's unpark left a token: a later park returns at once,
+        // and the loop below parks again.
+        slot.woken.store(false, Ordering::Relaxed);
+        bump(&slot.counters.wakeups_spun, 1);
+        return true;
+    }
     loop {
         if slot.woken.load(Ordering::Acquire) {
             break;
@@ -616,6 +644,7 @@ impl<J: Job> Pool<J> {
             peak_waking: g.peak_waking,
             wakeups: t.wakeups,
             wakeups_no_work: t.wakeups_no_work,
+            wakeups_spun: t.wakeups_spun,
             jobs_woken: t.jobs_woken,
             jobs_inline: t.jobs_inline,
             jobs_panicked: t.jobs_panicked,

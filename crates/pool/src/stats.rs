@@ -25,6 +25,11 @@ pub struct PoolStats {
     pub wakeups: u64,
     /// Wakeups that found no work (someone else took it).
     pub wakeups_no_work: u64,
+    /// Wakeups that found the worker still spinning
+    /// ([`PoolConfig::spin`]): no futex wake, no sleeping CPU woken.
+    ///
+    /// [`PoolConfig::spin`]: crate::PoolConfig::spin
+    pub wakeups_spun: u64,
     /// Jobs taken by a worker right after a wakeup.
     pub jobs_woken: u64,
     /// Jobs taken by an already-running worker, with no wakeup.
@@ -66,6 +71,7 @@ impl PoolStats {
         self.peak_waking = self.peak_waking.max(o.peak_waking);
         self.wakeups += o.wakeups;
         self.wakeups_no_work += o.wakeups_no_work;
+        self.wakeups_spun += o.wakeups_spun;
         self.jobs_woken += o.jobs_woken;
         self.jobs_inline += o.jobs_inline;
         self.jobs_panicked += o.jobs_panicked;
@@ -85,6 +91,7 @@ impl PoolStats {
 pub(crate) struct Counters {
     pub(crate) wakeups: AtomicU64,
     pub(crate) wakeups_no_work: AtomicU64,
+    pub(crate) wakeups_spun: AtomicU64,
     pub(crate) jobs_woken: AtomicU64,
     pub(crate) jobs_inline: AtomicU64,
     pub(crate) jobs_panicked: AtomicU64,
@@ -95,6 +102,7 @@ pub(crate) struct Counters {
 pub(crate) struct Totals {
     pub(crate) wakeups: u64,
     pub(crate) wakeups_no_work: u64,
+    pub(crate) wakeups_spun: u64,
     pub(crate) jobs_woken: u64,
     pub(crate) jobs_inline: u64,
     pub(crate) jobs_panicked: u64,
@@ -106,6 +114,7 @@ impl Totals {
         let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
         self.wakeups += r(&c.wakeups);
         self.wakeups_no_work += r(&c.wakeups_no_work);
+        self.wakeups_spun += r(&c.wakeups_spun);
         self.jobs_woken += r(&c.jobs_woken);
         self.jobs_inline += r(&c.jobs_inline);
         self.jobs_panicked += r(&c.jobs_panicked);

@@ -871,3 +871,46 @@ fn jobs_left_behind_a_long_job_start_once_overdue() {
     drop(go2);
     go.send(()).unwrap();
 }
+
+#[test]
+fn a_spinning_worker_takes_a_handoff_without_parking() {
+    // Spinning long enough that the next job always comes within it.
+    let p: Pool<BoxJob> = Pool::new(PoolConfig {
+        spin: Duration::from_secs(2),
+        ..fixed(1)
+    })
+    .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    for i in 1..=20 {
+        let r = ran.clone();
+        p.submit(job(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        }))
+        .ok()
+        .unwrap();
+        wait_until("job ran", Duration::from_secs(5), || {
+            ran.load(Ordering::SeqCst) == i
+        });
+        // Idle (pushed on the stack) before the next is submitted.
+        wait_until("worker idle", Duration::from_secs(5), all_idle(&p, 1));
+    }
+    let s = p.stats();
+    // Every job after the first found the worker spinning (the first may
+    // too, if the worker started spinning before it).
+    assert!(s.wakeups_spun >= 19, "{s:?}");
+    assert_eq!(s.jobs_run(), 20, "{s:?}");
+    // Without spin, no wakeup is a spun one.
+    let q: Pool<BoxJob> = Pool::new(fixed(1)).unwrap();
+    let r = ran.clone();
+    q.submit(job(move || {
+        r.fetch_add(1, Ordering::SeqCst);
+    }))
+    .ok()
+    .unwrap();
+    wait_until("job ran", Duration::from_secs(5), || {
+        ran.load(Ordering::SeqCst) == 21
+    });
+    assert_eq!(q.stats().wakeups_spun, 0);
+    p.shutdown();
+    q.shutdown();
+}

@@ -104,6 +104,7 @@ pub fn pool(s: &ServerConfig) -> PoolConfig {
         nice: base.nice,
         sched_batch: base.sched_batch,
         lazy_wake: base.lazy_wake,
+        spin: Duration::from_micros(s.worker_spin_us),
     }
 }
 

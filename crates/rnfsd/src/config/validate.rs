@@ -56,6 +56,12 @@ fn listen(s: &ServerConfig) -> Result<(), ConfigError> {
 }
 
 fn threads_and_sizes(s: &ServerConfig) -> Result<(), ConfigError> {
+    if s.worker_spin_us > 1000 {
+        return err(format!(
+            "server.worker_spin_us must be at most 1000, not {}",
+            s.worker_spin_us
+        ));
+    }
     if s.threads == Some(0) {
         return err("server.threads must be at least 1");
     }

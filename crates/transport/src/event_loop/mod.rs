@@ -117,6 +117,8 @@ pub(crate) fn start(
                 nice: cfg.blocking_nice,
                 sched_batch: cfg.blocking_sched_batch,
                 lazy_wake: cfg.blocking_lazy_wake,
+                // Its threads wait in fsync: nothing to spin for.
+                spin: std::time::Duration::ZERO,
                 ..pool_cfg.clone()
             })
             .map_err(|e| (e, None))?,
