@@ -13,7 +13,7 @@
 //! unblocked real-time signal would end the process.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// The real-time signal lease breaks are told by (SIGRTMIN+2: glibc
 /// keeps the first two for itself; SIGRTMIN is its first free one).
@@ -58,6 +58,12 @@ impl Lease {
     }
 }
 
+impl AsFd for Lease {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
 /// The lease breaks of this process, read by one thread (a signalfd of
 /// [`signal`]).
 #[derive(Debug)]
@@ -90,7 +96,19 @@ impl LeaseBreaks {
         if !poll_in(self.fd.as_raw_fd(), timeout_ms)? {
             return Ok(Vec::new());
         }
+        self.read()
+    }
+
+    /// The descriptors of the leases broken since the last read
+    /// (without waiting: for a thread that polls [`AsFd`] itself).
+    pub fn read(&self) -> io::Result<Vec<RawFd>> {
         read_signal_fds(self.fd.as_raw_fd(), MAX_BREAKS_READ)
+    }
+}
+
+impl AsFd for LeaseBreaks {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 

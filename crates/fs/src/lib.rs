@@ -18,6 +18,7 @@ pub mod local;
 pub mod lock;
 pub mod owed;
 mod sleeps;
+pub mod watch;
 pub mod xattr;
 
 use std::fmt;

@@ -10,6 +10,7 @@ pub mod nfs4;
 pub mod nlm;
 pub mod portmap;
 pub mod pseudo;
+mod watch;
 
 use std::sync::Arc;
 

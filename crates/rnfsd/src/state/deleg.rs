@@ -20,6 +20,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use rnfsd_fs::watch::Ctime;
 use rnfsd_fs::{Backend, Call, Fh, FileType};
 use rnfsd_proto::nfs4::cb::{
     CbArgOp, CbCompoundArgs, CbCompoundRes, CbOffload4Args, CbRecall4Args, CbResOp,
@@ -27,7 +28,7 @@ use rnfsd_proto::nfs4::cb::{
 };
 use rnfsd_proto::nfs4::{NfsFh4, NfsRes4, Nfsstat4, SessionId4, Stateid4};
 use rnfsd_rpc::{Auth, BackConn, CallError};
-use rnfsd_v4state::{Access, ClientHandle, ClientId, FileKey, NoDeleg, Recall, State, Stateid};
+use rnfsd_v4state::{ClientHandle, ClientId, FileKey, NoDeleg, Recall, State, Stateid};
 
 use super::lease::Leases;
 use rnfsd_xdr::{Dec, Enc};
@@ -411,7 +412,13 @@ impl Delegations {
                 if let Some(l) = &self.leases {
                     l.release_unused(state, &file);
                 }
-                Ok(Some(a))
+                // Read after the release: a lease still held is one of
+                // the changer's own delegations.
+                let own = match (&self.leases, write) {
+                    (Some(l), true) => l.begin_own(&file).map(|pre| (l.clone(), file, pre)),
+                    _ => None,
+                };
+                Ok(Some(Access { own, _access: a }))
             }
             Err(recalls) => {
                 self.send(recalls);
@@ -424,11 +431,15 @@ impl Delegations {
 impl Delegations {
     /// [`State::quick_access`] while no local lease is held either (one
     /// left by a delegation just revoked goes on the slower path, which
-    /// lets it go before the change would break it).
+    /// lets it go before the change would break it). Nothing is watched
+    /// then, so no own change to tell a watch of.
     fn quick(&self, state: &State, hint: u64) -> Option<Access> {
         match &self.leases {
             Some(l) if l.count() > 0 => None,
-            _ => state.quick_access(hint),
+            _ => state.quick_access(hint).map(|a| Access {
+                own: None,
+                _access: a,
+            }),
         }
     }
 }
@@ -440,6 +451,31 @@ fn hint(b: &[u8]) -> u64 {
         .rev()
         .take(8)
         .fold(0, |h, &x| (h << 8) | u64::from(x))
+}
+
+/// An access to a file through the server in progress ([`Delegations::
+/// access`]): hold it until done. No delegation is granted on the file
+/// meanwhile; a change to a file whose lease is watched is told to the
+/// watch at its start and end, so its own inotify event does not recall
+/// the changer's delegation (`watch.rs`).
+pub struct Access {
+    own: Option<(Arc<Leases>, FileKey, Option<Ctime>)>,
+    // Dropped after `drop` told the watch the change ended.
+    _access: rnfsd_v4state::Access,
+}
+
+impl Drop for Access {
+    fn drop(&mut self) {
+        if let Some((l, file, pre)) = self.own.take() {
+            l.end_own(&file, pre);
+        }
+    }
+}
+
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self._access.fmt(f)
+    }
 }
 
 /// What a change through the backend touches, for the check before it.

@@ -8,21 +8,26 @@
 //! and tells the one thread here (`nfsv4-leases`), which recalls the
 //! delegations on the file as an NFSv3 change would. They are revoked
 //! just before the kernel would let the program go on by itself, so none
-//! outlives its lease. No lease (EAGAIN: open for writing; EACCES; a
-//! filesystem without leases; the bound `nfs4_max_leases`) means no
-//! delegation.
+//! outlives its lease. Beside each lease an inotify watch (`watch.rs`)
+//! tells the same thread of what does not break a lease (chmod, chown,
+//! utimes, link, unlink, rename), which recalls the same way. No lease
+//! (EAGAIN: open for writing; EACCES; a filesystem without leases; the
+//! bound `nfs4_max_leases`; no watch, `/proc/sys/fs/inotify/
+//! max_user_watches` reached) means no delegation.
 
 use std::collections::HashMap;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use rnfsd_fs::lease::{Lease, LeaseBreaks};
+use rnfsd_fs::watch::{self, Ctime, Watches, Wd};
 use rnfsd_fs::{FsError, FsResult};
 use rnfsd_v4state::{FileKey, NoDeleg, State, Stateid};
 
 use super::deleg::Outbox;
+use super::watch::{Verdict, Watch};
 
 /// How often the thread looks for leases to let go (their delegations
 /// gone, or a break about to time out) when no break comes.
@@ -32,35 +37,70 @@ const TICK: Duration = Duration::from_millis(250);
 const REVOKE_MARGIN: Duration = Duration::from_secs(1);
 /// The kernel's default lease break time, when /proc does not say.
 const DEFAULT_BREAK_TIME: Duration = Duration::from_secs(45);
+/// How often the thread looks again at an event it could not judge yet
+/// (a change through the server on its file in progress).
+const DEFER_POLL: Duration = Duration::from_millis(5);
 
 struct Held {
     lease: Lease,
-    /// When the kernel told us it broke.
+    /// When the kernel told us it broke, or its watch saw a change (its
+    /// delegations are recalled either way).
     broken: Option<Instant>,
+    watch: Watch,
 }
 
 #[derive(Default)]
 struct Table {
     by_file: HashMap<FileKey, Held>,
     by_fd: HashMap<RawFd, FileKey>,
+    by_wd: HashMap<Wd, FileKey>,
+    /// Whether a device's filesystem has multigrain ctimes (asked once).
+    fine: HashMap<u64, bool>,
 }
 
 impl Table {
-    fn insert(&mut self, file: FileKey, lease: Lease, n: &AtomicUsize) {
+    /// Holds `lease` on `file` with a watch on it (none: the lease goes).
+    fn insert(
+        &mut self,
+        file: FileKey,
+        lease: Lease,
+        n: &AtomicUsize,
+        watches: &Watches,
+    ) -> std::io::Result<()> {
+        let wd = watches.add(&lease)?;
+        // Read after the watch is there: a change between the two
+        // recalls (its event finds nothing of the server's to explain it).
+        let now = watch::ctime(lease.as_fd()).and_then(|c| Ok((c, watch::device(lease.as_fd())?)));
+        let (now, dev) = match now {
+            Ok(v) => v,
+            Err(e) => {
+                watches.remove(wd);
+                return Err(e);
+            }
+        };
+        let fine = *self
+            .fine
+            .entry(dev)
+            .or_insert_with(|| watch::fine_ctimes(dev));
         self.by_fd.insert(lease.raw_fd(), file);
+        self.by_wd.insert(wd, file);
         self.by_file.insert(
             file,
             Held {
                 lease,
                 broken: None,
+                watch: Watch::new(wd, now, fine),
             },
         );
         n.store(self.by_file.len(), Ordering::Relaxed);
+        Ok(())
     }
 
-    fn remove(&mut self, file: &FileKey, n: &AtomicUsize) {
+    fn remove(&mut self, file: &FileKey, n: &AtomicUsize, watches: &Watches) {
         if let Some(h) = self.by_file.remove(file) {
             self.by_fd.remove(&h.lease.raw_fd());
+            self.by_wd.remove(&h.watch.wd);
+            watches.remove(h.watch.wd);
         }
         n.store(self.by_file.len(), Ordering::Relaxed);
     }
@@ -77,6 +117,8 @@ pub struct Leases {
     tid: libc::pid_t,
     /// /proc/sys/fs/lease-break-time, read at start.
     break_time: Duration,
+    /// The watch beside every lease.
+    watches: Watches,
 }
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -113,7 +155,8 @@ impl Leases {
             .name("nfsv4-leases".into())
             .spawn(move || {
                 let breaks = LeaseBreaks::new();
-                let breaks = match breaks {
+                let breaks = breaks.and_then(|b| Ok((b, Watches::new()?)));
+                let (breaks, watches) = match breaks {
                     Ok(b) => b,
                     Err(e) => {
                         let _ = tx.send(Err(e));
@@ -126,6 +169,7 @@ impl Leases {
                     max: max.max(1),
                     tid: breaks.thread(),
                     break_time: break_time(),
+                    watches,
                 });
                 if tx.send(Ok(leases.clone())).is_err() {
                     return;
@@ -169,7 +213,10 @@ impl Leases {
             }
             // Another grant may have taken one meanwhile: ours then goes.
             if !t.by_file.contains_key(&file) {
-                t.insert(file, lease, &self.n);
+                if let Err(e) = t.insert(file, lease, &self.n, &self.watches) {
+                    tracing::debug!(error = %e, "nfsv4: no watch, no lease, no delegation");
+                    return Err(NoDeleg::Resource);
+                }
             }
         }
         let h = t.by_file.get(&file).ok_or(NoDeleg::Resource)?;
@@ -180,7 +227,7 @@ impl Leases {
         // grant.
         let r = delegate();
         if r.is_err() && !state.delegated(&file) {
-            t.remove(&file, &self.n);
+            t.remove(&file, &self.n, &self.watches);
         }
         r
     }
@@ -193,7 +240,30 @@ impl Leases {
         }
         let mut t = locked(&self.table);
         if t.by_file.contains_key(file) && !state.delegated(file) {
-            t.remove(file, &self.n);
+            t.remove(file, &self.n, &self.watches);
+        }
+    }
+
+    /// A change through the server to `file` starts: if it is watched,
+    /// its event is judged after the change ends ([`end_own`]
+    /// (Self::end_own), given what this returns: the file's ctime now).
+    pub fn begin_own(&self, file: &FileKey) -> Option<Option<Ctime>> {
+        if self.count() == 0 {
+            return None;
+        }
+        let mut t = locked(&self.table);
+        let h = t.by_file.get_mut(file)?;
+        h.watch.begin_own();
+        Some(watch::ctime(h.lease.as_fd()).ok())
+    }
+
+    /// The change [`begin_own`](Self::begin_own) told of ended (`pre`:
+    /// the file's ctime then).
+    pub fn end_own(&self, file: &FileKey, pre: Option<Ctime>) {
+        let mut t = locked(&self.table);
+        if let Some(h) = t.by_file.get_mut(file) {
+            let post = watch::ctime(h.lease.as_fd()).ok();
+            h.watch.end_own(pre, post);
         }
     }
 
@@ -219,6 +289,46 @@ impl Leases {
             }
         }
         out
+    }
+
+    /// Notes the watches' events and judges those waiting: the files
+    /// whose delegations are to be recalled now (as a break's), and
+    /// whether an event is left to judge later.
+    fn note_changed(&self, ev: &watch::Events) -> (Vec<FileKey>, bool) {
+        let now = Instant::now();
+        let mut t = locked(&self.table);
+        let Table { by_file, by_wd, .. } = &mut *t;
+        if ev.overflow {
+            // Events lost: any file may have changed.
+            for h in by_file.values_mut() {
+                h.watch.seen(watch::Seen::Change, now);
+            }
+        }
+        for (wd, what) in &ev.changed {
+            if let Some(h) = by_wd.get(wd).and_then(|f| by_file.get_mut(f)) {
+                h.watch.seen(*what, now);
+            }
+        }
+        let (mut out, mut later) = (Vec::new(), false);
+        for (file, h) in by_file.iter_mut() {
+            if !h.watch.pending() {
+                continue;
+            }
+            if h.broken.is_some() {
+                // Recalled already.
+                h.watch.clear();
+                continue;
+            }
+            match h.watch.judge(watch::ctime(h.lease.as_fd()).ok(), now) {
+                Verdict::Own => {}
+                Verdict::Later => later = true,
+                Verdict::Recall => {
+                    h.broken = Some(now);
+                    out.push(*file);
+                }
+            }
+        }
+        (out, later)
     }
 
     /// Lets go the leases whose delegations are gone; revokes those on a
@@ -251,29 +361,48 @@ impl Leases {
             .copied()
             .collect();
         for f in gone {
-            t.remove(&f, &self.n);
+            t.remove(&f, &self.n, &self.watches);
         }
     }
 }
 
-/// The lease thread: each break recalls the delegations on its file (as
-/// a change by no NFSv4 client); every tick, leases no longer needed go.
+/// The lease thread: each break, and each change a watch saw that is
+/// not provably the server's own, recalls the delegations on its file
+/// (as a change by no NFSv4 client); every tick, leases no longer
+/// needed go.
 fn run(breaks: &LeaseBreaks, leases: &Leases, state: &Weak<State>, outbox: &Outbox) {
-    let tick = TICK.as_millis() as i32;
+    let mut later = false;
     loop {
-        let fds = match breaks.wait(tick) {
-            Ok(f) => f,
+        let wait = if later { DEFER_POLL } else { TICK };
+        let ready = watch::poll_in(
+            &[breaks.as_fd(), leases.watches.as_fd()],
+            wait.as_millis() as i32,
+        );
+        let (fds, ev) = match ready.as_deref() {
+            Ok(&[b, w]) => (
+                read_or_log(b, || breaks.read(), "lease breaks"),
+                read_or_log(w, || leases.watches.read(), "file watches"),
+            ),
+            Ok(_) => (Vec::new(), watch::Events::default()),
             Err(e) => {
-                tracing::warn!(error = %e, "nfsv4: reading lease breaks");
+                tracing::warn!(error = %e, "nfsv4: waiting for lease breaks");
                 std::thread::sleep(TICK);
-                Vec::new()
+                (Vec::new(), watch::Events::default())
             }
         };
         let Some(state) = state.upgrade() else {
             return;
         };
-        for file in leases.note_broken(&fds) {
+        let broken = leases.note_broken(&fds);
+        let changed;
+        (changed, later) = leases.note_changed(&ev);
+        for file in &broken {
             tracing::debug!(?file, "nfsv4: a local process broke a delegation's lease");
+        }
+        for file in &changed {
+            tracing::debug!(?file, "nfsv4: a local process changed a delegated file");
+        }
+        for file in broken.into_iter().chain(changed) {
             // The access ends here: it only names the recalls.
             if let Err(recalls) = state.begin_access(file, None, true) {
                 outbox.push(recalls);
@@ -281,4 +410,19 @@ fn run(breaks: &LeaseBreaks, leases: &Leases, state: &Weak<State>, outbox: &Outb
         }
         leases.sweep(&state);
     }
+}
+
+/// `read()` when `ready`; nothing (logged) when it fails.
+fn read_or_log<T: Default>(
+    ready: bool,
+    read: impl FnOnce() -> std::io::Result<T>,
+    what: &str,
+) -> T {
+    if !ready {
+        return T::default();
+    }
+    read().unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "nfsv4: reading {what}");
+        T::default()
+    })
 }

@@ -34,6 +34,7 @@ mod nfs4;
 mod nfs4_cephfs;
 mod nfs4_copy;
 mod nfs4_deleg;
+mod nfs4_deleg_watch;
 mod nfs4_idmap;
 mod nfs4_ns;
 mod nfs4_open;

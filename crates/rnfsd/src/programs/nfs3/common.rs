@@ -85,7 +85,7 @@ pub(super) fn before_change(
     backend: &dyn Backend,
     call: &Call<'_>,
     target: Changed<'_>,
-) -> Result<Option<rnfsd_v4state::Access>, Nfsstat3> {
+) -> Result<Option<crate::state::deleg::Access>, Nfsstat3> {
     let Some(n) = ctx.server.nfs4() else {
         return Ok(None);
     };

@@ -111,7 +111,7 @@ pub(super) fn write(c: &mut Compound<'_, '_>, a: Write4ArgsRef<'_>) -> Write4Res
 pub(super) fn recall_first(
     c: &Compound<'_, '_>,
     f: &File,
-) -> Result<Option<rnfsd_v4state::Access>, Nfsstat4> {
+) -> Result<Option<crate::state::deleg::Access>, Nfsstat4> {
     if !c.nfs4.deleg.enabled {
         return Ok(None);
     }

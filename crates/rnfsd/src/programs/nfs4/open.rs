@@ -10,10 +10,10 @@
 
 use rnfsd_fs::{Attr, CreateHow, FileType, SetAttr, Time};
 use rnfsd_proto::nfs4::*;
-use rnfsd_v4state::{Access, Claim, FileKey, NoDeleg, OpenArgs, StateKind, Stateid};
+use rnfsd_v4state::{Claim, FileKey, NoDeleg, OpenArgs, StateKind, Stateid};
 
 pub(super) use crate::state::deleg::Changed;
-use crate::state::deleg::Recalling;
+use crate::state::deleg::{Access, Recalling};
 
 use super::compound::Compound;
 use super::cur::{Cur, Obj};

@@ -31,7 +31,8 @@ use super::open::{key_of, regular, File};
 use super::session::sid;
 use super::status::{of_fs, of_state};
 use crate::state::copy::{Busy, Job, Outcome};
-use rnfsd_v4state::{Access, FileKey};
+use crate::state::deleg::Access;
+use rnfsd_v4state::FileKey;
 
 /// The most bytes an asynchronous copy copies between checks for
 /// OFFLOAD_CANCEL (and its client's going): a fraction of a second on a
