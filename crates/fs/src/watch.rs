@@ -2,10 +2,11 @@
 //! broken by chmod, chown, utimes, link, unlink or rename, so a watch
 //! on each leased file tells the server of those (IN_ATTRIB: mode,
 //! owner, both times, link count, extended attributes; IN_MODIFY: the
-//! mtime alone; IN_ACCESS: the atime alone, and every read, so those
-//! are told apart by the ctime; IN_MOVE_SELF: a rename of the file;
-//! IN_DELETE_SELF; IN_UNMOUNT). One inotify instance serves every watch;
-//! the thread reading lease breaks reads it too ([`poll_in`]).
+//! mtime alone; IN_MOVE_SELF: a rename of the file; IN_DELETE_SELF;
+//! IN_UNMOUNT). Not IN_ACCESS: it tells every read as it tells a change
+//! of the atime alone, and reads of a delegated file come at the
+//! server's READ rate. One inotify instance serves every watch; the
+//! thread reading lease breaks reads it too ([`poll_in`]).
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -26,29 +27,14 @@ const READ_BUF: usize = 4096;
 /// The events watched: what changes a file's attributes or name
 /// without opening it for writing.
 fn mask() -> WatchFlags {
-    WatchFlags::ATTRIB
-        | WatchFlags::MODIFY
-        | WatchFlags::ACCESS
-        | WatchFlags::MOVE_SELF
-        | WatchFlags::DELETE_SELF
-}
-
-/// How sure an event is that the file changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Seen {
-    /// A change (IN_ATTRIB, IN_MODIFY, IN_MOVE_SELF, IN_DELETE_SELF,
-    /// IN_UNMOUNT).
-    Change,
-    /// IN_ACCESS: a read, or a change of the atime alone (which moves the
-    /// ctime; a read does not).
-    Access,
+    WatchFlags::ATTRIB | WatchFlags::MODIFY | WatchFlags::MOVE_SELF | WatchFlags::DELETE_SELF
 }
 
 /// The events read since the last [`Watches::read`].
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Events {
-    /// The watches that saw something (in order, repeats kept).
-    pub changed: Vec<(Wd, Seen)>,
+    /// The watches that saw a change (in order, repeats kept).
+    pub changed: Vec<Wd>,
     /// The queue overflowed: events were lost, any watch may have seen
     /// one.
     pub overflow: bool,
@@ -101,9 +87,7 @@ impl Watches {
                     | ReadFlags::DELETE_SELF
                     | ReadFlags::UNMOUNT,
             ) {
-                out.changed.push((ev.wd(), Seen::Change));
-            } else if f.contains(ReadFlags::ACCESS) {
-                out.changed.push((ev.wd(), Seen::Access));
+                out.changed.push(ev.wd());
             }
             // IN_IGNORED (a watch removed) tells nothing new.
         }
@@ -211,16 +195,21 @@ mod tests {
         assert_eq!(w.add(&lease).unwrap(), wd, "one watch per file");
         let c0 = ctime(lease.as_fd()).unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert_eq!(events(&w).changed, [(wd, Seen::Change)]);
+        assert_eq!(events(&w).changed, [wd]);
         assert_ne!(ctime(lease.as_fd()).unwrap(), c0);
+        // A read is no event.
         std::fs::read(&p).unwrap();
-        assert_eq!(events(&w).changed, [(wd, Seen::Access)]);
+        assert_eq!(poll_in(&[w.as_fd()], 100).unwrap(), [false]);
+        // The mtime alone (IN_MODIFY).
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        std::fs::File::open(&p).unwrap().set_modified(old).unwrap();
+        assert_eq!(events(&w).changed, [wd]);
         // Renamed, the watch follows the file.
         let q = d.path().join("g");
         std::fs::rename(&p, &q).unwrap();
-        assert_eq!(events(&w).changed, [(wd, Seen::Change)]);
+        assert_eq!(events(&w).changed, [wd]);
         std::fs::hard_link(&q, d.path().join("h")).unwrap();
-        assert_eq!(events(&w).changed, [(wd, Seen::Change)]);
+        assert_eq!(events(&w).changed, [wd]);
         w.remove(wd);
         // IN_IGNORED only, then nothing.
         assert_eq!(events(&w), Events::default());

@@ -15,7 +15,7 @@
 //! bound `nfs4_max_leases`; no watch, `/proc/sys/fs/inotify/
 //! max_user_watches` reached) means no delegation.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -54,6 +54,8 @@ struct Table {
     by_file: HashMap<FileKey, Held>,
     by_fd: HashMap<RawFd, FileKey>,
     by_wd: HashMap<Wd, FileKey>,
+    /// Files whose watch saw an event not judged yet.
+    pending: HashSet<FileKey>,
     /// Whether a device's filesystem has multigrain ctimes (asked once).
     fine: HashMap<u64, bool>,
 }
@@ -100,6 +102,7 @@ impl Table {
         if let Some(h) = self.by_file.remove(file) {
             self.by_fd.remove(&h.lease.raw_fd());
             self.by_wd.remove(&h.watch.wd);
+            self.pending.remove(file);
             watches.remove(h.watch.wd);
         }
         n.store(self.by_file.len(), Ordering::Relaxed);
@@ -297,37 +300,39 @@ impl Leases {
     fn note_changed(&self, ev: &watch::Events) -> (Vec<FileKey>, bool) {
         let now = Instant::now();
         let mut t = locked(&self.table);
-        let Table { by_file, by_wd, .. } = &mut *t;
+        let Table {
+            by_file,
+            by_wd,
+            pending,
+            ..
+        } = &mut *t;
         if ev.overflow {
             // Events lost: any file may have changed.
-            for h in by_file.values_mut() {
-                h.watch.seen(watch::Seen::Change, now);
-            }
+            pending.extend(by_file.keys());
         }
-        for (wd, what) in &ev.changed {
-            if let Some(h) = by_wd.get(wd).and_then(|f| by_file.get_mut(f)) {
-                h.watch.seen(*what, now);
-            }
-        }
-        let (mut out, mut later) = (Vec::new(), false);
-        for (file, h) in by_file.iter_mut() {
-            if !h.watch.pending() {
-                continue;
-            }
+        pending.extend(ev.changed.iter().filter_map(|wd| by_wd.get(wd)));
+        let mut out = Vec::new();
+        pending.retain(|file| {
+            let Some(h) = by_file.get_mut(file) else {
+                return false;
+            };
             if h.broken.is_some() {
                 // Recalled already.
                 h.watch.clear();
-                continue;
+                return false;
             }
+            h.watch.seen(now);
             match h.watch.judge(watch::ctime(h.lease.as_fd()).ok(), now) {
-                Verdict::Own => {}
-                Verdict::Later => later = true,
+                Verdict::Own => false,
+                Verdict::Later => true,
                 Verdict::Recall => {
                     h.broken = Some(now);
                     out.push(*file);
+                    false
                 }
             }
-        }
+        });
+        let later = !pending.is_empty();
         (out, later)
     }
 

@@ -22,7 +22,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use rnfsd_fs::watch::{Ctime, Seen, Wd};
+use rnfsd_fs::watch::{Ctime, Wd};
 
 /// Own changes remembered per file between events; more (a burst of
 /// the holder's changes with no event read yet) forgets the oldest, so
@@ -38,7 +38,7 @@ pub(super) const MAX_DEFER: Duration = Duration::from_secs(1);
 pub(super) enum Verdict {
     /// Not only the server's own changes: recall.
     Recall,
-    /// The server's own change(s), or a read: nothing to do.
+    /// The server's own change(s): nothing to do.
     Own,
     /// A change through the server is in progress: judge it when it
     /// ended.
@@ -62,9 +62,6 @@ pub(super) struct Watch {
     own: VecDeque<(Ctime, Ctime)>,
     /// An event came (when) and is not judged yet.
     pending: Option<Instant>,
-    /// Only IN_ACCESS came since the last judgment: a read unless the
-    /// ctime moved.
-    only_access: bool,
 }
 
 impl Watch {
@@ -78,21 +75,12 @@ impl Watch {
             changing: 0,
             own: VecDeque::new(),
             pending: None,
-            only_access: true,
         }
     }
 
     /// An event came at `at`.
-    pub fn seen(&mut self, what: Seen, at: Instant) {
-        if self.pending.is_none() {
-            (self.pending, self.only_access) = (Some(at), true);
-        }
-        self.only_access &= what == Seen::Access;
-    }
-
-    /// Whether an event waits to be judged.
-    pub fn pending(&self) -> bool {
-        self.pending.is_some()
+    pub fn seen(&mut self, at: Instant) {
+        self.pending.get_or_insert(at);
     }
 
     /// Forgets the event waiting (its delegations are recalled already).
@@ -129,12 +117,6 @@ impl Watch {
             return Verdict::Later;
         }
         self.pending = None;
-        // A read: the ctime did not move (a change of the atime alone
-        // moves it). Any other event recalls unless explained, even with
-        // the ctime unchanged.
-        if self.only_access && self.changing == 0 && now == Some(self.known) {
-            return Verdict::Own;
-        }
         let (Some(now), true) = (now, self.fine) else {
             return Verdict::Recall;
         };
@@ -166,30 +148,8 @@ mod tests {
     }
 
     fn event(w: &mut Watch, now: Ctime) -> Verdict {
-        w.seen(Seen::Change, Instant::now());
+        w.seen(Instant::now());
         w.judge(Some(now), Instant::now())
-    }
-
-    #[test]
-    fn a_read_is_nothing_an_atime_change_recalls() {
-        let mut w = Watch::new(1, t(10), true);
-        w.seen(Seen::Access, Instant::now());
-        assert_eq!(w.judge(Some(t(10)), Instant::now()), Verdict::Own);
-        assert!(!w.pending());
-        w.seen(Seen::Access, Instant::now());
-        assert_eq!(w.judge(Some(t(11)), Instant::now()), Verdict::Recall);
-        // On a coarse filesystem too.
-        let mut w = Watch::new(1, t(10), false);
-        w.seen(Seen::Access, Instant::now());
-        assert_eq!(w.judge(Some(t(10)), Instant::now()), Verdict::Own);
-        w.seen(Seen::Access, Instant::now());
-        assert_eq!(w.judge(Some(t(11)), Instant::now()), Verdict::Recall);
-        // A read beside a change is a change.
-        let mut w = Watch::new(1, t(10), true);
-        w.seen(Seen::Access, Instant::now());
-        w.seen(Seen::Change, Instant::now());
-        w.seen(Seen::Access, Instant::now());
-        assert_eq!(w.judge(Some(t(10)), Instant::now()), Verdict::Recall);
     }
 
     #[test]
@@ -248,7 +208,7 @@ mod tests {
         let mut w = Watch::new(1, t(10), true);
         w.begin_own();
         w.end_own(Some(t(10)), Some(t(11)));
-        w.seen(Seen::Change, Instant::now());
+        w.seen(Instant::now());
         assert_eq!(w.judge(None, Instant::now()), Verdict::Recall);
         // An own change whose ctimes were not read explains nothing.
         let mut w = Watch::new(1, t(10), true);
@@ -262,13 +222,13 @@ mod tests {
         let mut w = Watch::new(1, t(10), true);
         w.begin_own();
         let came = Instant::now();
-        w.seen(Seen::Change, came);
+        w.seen(came);
         assert_eq!(w.judge(Some(t(11)), came), Verdict::Later);
         w.end_own(Some(t(10)), Some(t(11)));
         assert_eq!(w.judge(Some(t(11)), came), Verdict::Own);
         // One that never ends: recalled after MAX_DEFER.
         w.begin_own();
-        w.seen(Seen::Change, came);
+        w.seen(came);
         assert_eq!(w.judge(Some(t(11)), came + MAX_DEFER), Verdict::Recall);
     }
 
