@@ -208,6 +208,20 @@ impl Loop {
         matches!(self.attempt.get(), Attempt::GaveUp)
     }
 
+    /// Gives up the call under way if it still may (it runs again in a
+    /// pool): whether it did. False once it runs to its end (a change
+    /// began) or for a step that must wait anyway. For a caller above
+    /// the backend about to wait (an NFSv4 callback's answer).
+    pub fn give_up_to_wait(&self) -> bool {
+        match self.attempt.get() {
+            Attempt::Inline | Attempt::GaveUp => {
+                self.attempt.set(Attempt::GaveUp);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The call is over: returns whether it gave up. A change it ran to
     /// its end is judged now, as one speculative step.
     pub fn end_call(&self) -> bool {

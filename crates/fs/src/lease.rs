@@ -14,6 +14,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::{Arc, Weak};
 
 /// The real-time signal lease breaks are told by (SIGRTMIN+2: glibc
 /// keeps the first two for itself; SIGRTMIN is its first free one).
@@ -33,11 +34,17 @@ pub fn signal_blocked() -> bool {
     blocked(signal())
 }
 
-/// A lease the server holds on one file: dropping it closes its
-/// descriptor, which lets the lease go.
+/// A lease the server holds on one file: dropping it lets the lease go
+/// (F_UNLCK, then its descriptor is closed).
+///
+/// A write lease's descriptor is shared ([`Lease::shared`]): the backend
+/// serves the server's own reads and writes of the file through copies
+/// of it (dup(2) breaks no lease; a new open(2) would break ours). Those
+/// copies may outlive the lease, which is why dropping it unlocks first:
+/// a lease lives as long as any copy of its open file.
 #[derive(Debug)]
 pub struct Lease {
-    fd: OwnedFd,
+    fd: Arc<OwnedFd>,
     write: bool,
 }
 
@@ -45,7 +52,16 @@ impl Lease {
     /// `fd`, on which the backend has just taken a lease (`write`: a
     /// write lease) told to [`LeaseBreaks::thread`].
     pub(crate) fn new(fd: OwnedFd, write: bool) -> Lease {
-        Lease { fd, write }
+        Lease {
+            fd: Arc::new(fd),
+            write,
+        }
+    }
+
+    /// The lease's descriptor while the lease lives, for the backend's
+    /// own opens of the file (a write lease's).
+    pub(crate) fn shared(&self) -> Weak<OwnedFd> {
+        Arc::downgrade(&self.fd)
     }
 
     /// Its descriptor: the `si_fd` of its break's signal.
@@ -61,6 +77,15 @@ impl Lease {
 impl AsFd for Lease {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        // SAFETY: fcntl with an int argument on the lease's descriptor,
+        // open until self.fd drops. An error (no lease left: the kernel
+        // took it back after its break time) leaves nothing to undo.
+        unsafe { libc::fcntl(self.fd.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
     }
 }
 

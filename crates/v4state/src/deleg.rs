@@ -63,6 +63,17 @@ pub struct Recall {
     pub write: bool,
 }
 
+/// A write delegation held on a file ([`State::write_holder`]).
+#[derive(Debug, Clone)]
+pub struct WriteHolder {
+    /// What recalling it would send (its client, stateid and file).
+    pub recall: Recall,
+    /// The file's change attribute when it was granted.
+    pub change: u64,
+    /// Recalled already.
+    pub recalled: bool,
+}
+
 /// A recall in progress: revoked at `deadline_ms` if still held.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Pending {
@@ -141,6 +152,20 @@ impl State {
         write: bool,
         fh: &[u8],
     ) -> Result<Stateid, NoDeleg> {
+        self.delegate_at(c, file, write, fh, 0)
+    }
+
+    /// [`delegate`](Self::delegate), the file's change attribute being
+    /// `change` now (what a CB_GETATTR answer is compared with:
+    /// [`State::write_holder`]).
+    pub fn delegate_at(
+        &self,
+        c: &ClientHandle,
+        file: FileKey,
+        write: bool,
+        fh: &[u8],
+        change: u64,
+    ) -> Result<Stateid, NoDeleg> {
         let cl = &c.0;
         if !cl.cb_up.load(Ordering::Acquire) || cl.cb_down.load(Ordering::Relaxed) {
             return Err(NoDeleg::CallbackDown);
@@ -195,6 +220,7 @@ impl State {
                             write,
                             fh: Arc::from(fh),
                             recalled_ms: None,
+                            change,
                         },
                     },
                 )
@@ -204,6 +230,9 @@ impl State {
                 other,
                 write,
             });
+            if write {
+                self.write_delegations.fetch_add(1, Ordering::AcqRel);
+            }
             Ok(other)
         })();
         match r {
@@ -344,6 +373,7 @@ impl State {
                 write,
                 fh,
                 recalled_ms,
+                ..
             } = &mut e.body
             else {
                 continue;
@@ -432,6 +462,56 @@ impl State {
         )
     }
 
+    /// Whether any write delegation is held (cheap: the gate of the
+    /// checks every read makes).
+    pub fn any_write_delegation(&self) -> bool {
+        self.write_delegations.load(Ordering::Acquire) > 0
+    }
+
+    /// The write delegation on `file` of a client other than `not`, held
+    /// (not revoked, its client not expired): its recall (for
+    /// CB_GETATTR's client, handle and stateid), the file's change
+    /// attribute when it was granted (RFC 8881 §10.4.3) and whether it
+    /// is being recalled.
+    pub fn write_holder(&self, file: &FileKey, not: Option<ClientId>) -> Option<WriteHolder> {
+        if !self.any_write_delegation() {
+            return None;
+        }
+        let d = {
+            let files = self.files.shard(file);
+            let f = files.get(file)?;
+            f.delegs
+                .iter()
+                .find(|d| d.write && Some(d.client) != not)
+                .copied()?
+        };
+        let c = locked(&self.registry).by_id.get(&d.client).cloned();
+        let c = c.filter(|c| !c.is_expired())?;
+        let st = locked(&c.st);
+        let e = st.stateids.get(&d.other)?;
+        match &e.body {
+            Body::Delegation {
+                write: true,
+                fh,
+                recalled_ms,
+                change,
+            } if e.revoked.is_none() => Some(WriteHolder {
+                recall: Recall {
+                    client: ClientHandle(c.clone()),
+                    stateid: Stateid {
+                        seqid: e.seqid,
+                        other: d.other,
+                    },
+                    fh: fh.clone(),
+                    write: true,
+                },
+                change: *change,
+                recalled: recalled_ms.is_some(),
+            }),
+            _ => None,
+        }
+    }
+
     /// Whether any client holds a delegation on `file` (a revoked one is
     /// held no more).
     pub fn delegated(&self, file: &FileKey) -> bool {
@@ -469,7 +549,11 @@ impl State {
     pub(crate) fn unlist_deleg(&self, file: &FileKey, other: &[u8; 12]) {
         let mut files = self.files.shard(file);
         if let Some(f) = files.get_mut(file) {
-            f.delegs.retain(|d| d.other != *other);
+            if let Some(i) = f.delegs.iter().position(|d| d.other == *other) {
+                if f.delegs.swap_remove(i).write {
+                    self.write_delegations.fetch_sub(1, Ordering::AcqRel);
+                }
+            }
             if f.is_empty() && f.lockers.is_empty() {
                 files.remove(file);
             }

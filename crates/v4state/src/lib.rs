@@ -132,7 +132,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use client::{ClientHandle, ExchangeIdArgs, ExchangeIdOk};
-pub use deleg::{Access, NoDeleg, Recall};
+pub use deleg::{Access, NoDeleg, Recall, WriteHolder};
 pub use error::{Denied, V4Error};
 pub use grace::{Grace, GraceHold};
 pub use ids::{ClientId, ConnId, FileKey, Principal, SessionId, Special, Stateid, Verifier};
@@ -301,6 +301,8 @@ pub struct Counts {
     pub reaped_stateids: u64,
     /// Delegations held now.
     pub delegations: u64,
+    /// Of which write delegations.
+    pub write_delegations: u64,
     pub delegations_granted: u64,
     /// Recalls (CB_RECALL) asked for.
     pub recalls: u64,
@@ -335,6 +337,8 @@ pub struct State {
     pub(crate) delegations: AtomicUsize,
     /// Accesses in progress that began while no delegation existed.
     pub(crate) quick: Box<[Arc<deleg::QuickShard>]>,
+    /// Of which write delegations (listed on their files).
+    pub(crate) write_delegations: AtomicUsize,
     /// Recalls in progress, for the reaper's deadline check.
     pub(crate) recalled: Mutex<Vec<deleg::Pending>>,
     /// Files recalled lately (the state's clock, ms): no delegation on
@@ -409,6 +413,7 @@ impl State {
             wake: Arc::default(),
             delegations: AtomicUsize::new(0),
             quick: (0..deleg::QUICK_SHARDS).map(|_| Arc::default()).collect(),
+            write_delegations: AtomicUsize::new(0),
             recalled: Mutex::new(Vec::new()),
             contended: Mutex::new(HashMap::new()),
         })
@@ -457,6 +462,7 @@ impl State {
             misordered: s.misordered.load(Ordering::Relaxed),
             reaped_stateids: s.reaped_stateids.load(Ordering::Relaxed),
             delegations: self.delegations.load(Ordering::Relaxed) as u64,
+            write_delegations: self.write_delegations.load(Ordering::Relaxed) as u64,
             delegations_granted: s.delegations_granted.load(Ordering::Relaxed),
             recalls: s.recalls.load(Ordering::Relaxed),
             delegations_revoked: s.delegations_revoked.load(Ordering::Relaxed),

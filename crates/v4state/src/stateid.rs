@@ -43,6 +43,7 @@ pub(crate) fn add_test_delegation(s: &State, c: &ClientHandle, file: FileKey) ->
                     write: false,
                     fh: Arc::from(&b"fh"[..]),
                     recalled_ms: None,
+                    change: 0,
                 },
             },
         )

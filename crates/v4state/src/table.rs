@@ -73,6 +73,9 @@ pub(crate) enum Body {
         write: bool,
         fh: Arc<[u8]>,
         recalled_ms: Option<u64>,
+        /// The file's change attribute when granted (CB_GETATTR's
+        /// reference, RFC 8881 §10.4.3).
+        change: u64,
     },
 }
 

@@ -10,14 +10,19 @@
 //! §16.1, is acknowledged in a minor version 2 CB_COMPOUND and refused as
 //! illegal in a minor version 1 one, which does not have it), and what
 //! arrived is kept in a short log for tests to inspect. A test may make the client ignore
-//! CB_RECALL (no reply at all), as a client that went silent.
+//! CB_RECALL (no reply at all), as a client that went silent, and say
+//! what CB_GETATTR answers (a write delegation holder's size and change,
+//! §20.1; NFS4ERR_BADHANDLE by default) or that it goes unanswered.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rnfsd_proto::nfs4::cb::*;
-use rnfsd_proto::nfs4::{NfsRes4, Nfsstat4, SessionId4, NFS4_MINOR_VERSION_1};
+use rnfsd_proto::nfs4::{
+    Bitmap4, Fattr4, NfsRes4, Nfsstat4, SessionId4, FATTR4_CHANGE, FATTR4_SIZE,
+    NFS4_MINOR_VERSION_1,
+};
 
 /// The highest callback minor version answered (RFC 7862's CB_OFFLOAD).
 const CB_MINOR_MAX: u32 = 2;
@@ -60,6 +65,8 @@ struct State {
     sessionid: Option<SessionId4>,
     slots: Vec<CbSlot>,
     log: VecDeque<CbEvent>,
+    /// CB_GETATTR's answer: (size, change); None: NFS4ERR_BADHANDLE.
+    getattr: Option<(u64, u64)>,
 }
 
 /// Shared by the connection's reader (which answers) and the client.
@@ -69,6 +76,8 @@ pub(crate) struct CbState {
     calls: AtomicU64,
     /// Leave CB_COMPOUNDs carrying CB_RECALL unanswered.
     ignore_recalls: AtomicBool,
+    /// Leave CB_COMPOUNDs carrying CB_GETATTR unanswered.
+    ignore_getattrs: AtomicBool,
 }
 
 impl CbState {
@@ -84,14 +93,24 @@ impl CbState {
                     })
                     .collect(),
                 log: VecDeque::new(),
+                getattr: None,
             }),
             calls: AtomicU64::new(0),
             ignore_recalls: AtomicBool::new(false),
+            ignore_getattrs: AtomicBool::new(false),
         })
     }
 
     pub(crate) fn set_ignore_recalls(&self, on: bool) {
         self.ignore_recalls.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_ignore_getattrs(&self, on: bool) {
+        self.ignore_getattrs.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_getattr(&self, a: Option<(u64, u64)>) {
+        self.lock().getattr = a;
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -160,8 +179,13 @@ impl CbState {
                 CB_COMPOUND => {
                     match CbCompoundArgs::decode(&mut d, CB_MAX_TAG, CB_MAX_OPS as usize) {
                         Ok(args)
-                            if self.ignore_recalls.load(Ordering::Relaxed)
-                                && args.ops.iter().any(|o| matches!(o, CbArgOp::Recall(_))) =>
+                            if (self.ignore_recalls.load(Ordering::Relaxed)
+                                && args.ops.iter().any(|o| matches!(o, CbArgOp::Recall(_))))
+                                || (self.ignore_getattrs.load(Ordering::Relaxed)
+                                    && args
+                                        .ops
+                                        .iter()
+                                        .any(|o| matches!(o, CbArgOp::GetAttr(_)))) =>
                         {
                             self.record(CbEvent::Compound {
                                 ops: args.ops,
@@ -264,7 +288,10 @@ fn answer(st: &mut State, args: &CbCompoundArgs, out: &mut Vec<CbResOp>) -> Nfss
             CbArgOp::Notify(_) => CbResOp::Notify(Nfsstat4::Ok),
             CbArgOp::LayoutRecall(_) => CbResOp::LayoutRecall(Nfsstat4::NoMatchingLayout),
             CbArgOp::PushDeleg(_) => CbResOp::PushDeleg(Nfsstat4::RejectDeleg),
-            CbArgOp::GetAttr(_) => CbResOp::GetAttr(NfsRes4::Fail(Nfsstat4::BadHandle)),
+            CbArgOp::GetAttr(a) => CbResOp::GetAttr(match st.getattr {
+                Some((size, change)) => NfsRes4::Ok(getattr_answer(&a.attr_request, size, change)),
+                None => NfsRes4::Fail(Nfsstat4::BadHandle),
+            }),
             // Minor version 2's own operation (RFC 7862 §16.1).
             CbArgOp::Offload(_) if args.minorversion < 2 => CbResOp::Illegal(Nfsstat4::OpIllegal),
             CbArgOp::Offload(_) => CbResOp::Offload(Nfsstat4::Ok),
@@ -277,6 +304,25 @@ fn answer(st: &mut State, args: &CbCompoundArgs, out: &mut Vec<CbResOp>) -> Nfss
         }
     }
     Nfsstat4::Ok
+}
+
+/// CB_GETATTR's fattr4 (§20.1): of the attributes asked, change and
+/// size (the only ones a client answers, §10.4.3).
+fn getattr_answer(want: &Bitmap4, size: u64, change: u64) -> Fattr4 {
+    let mut mask = Bitmap4::new();
+    let mut e = Enc::new();
+    if want.contains(FATTR4_CHANGE) {
+        mask.insert(FATTR4_CHANGE);
+        e.u64(change);
+    }
+    if want.contains(FATTR4_SIZE) {
+        mask.insert(FATTR4_SIZE);
+        e.u64(size);
+    }
+    Fattr4 {
+        attrmask: mask,
+        attr_vals: e.into_vec(),
+    }
 }
 
 /// CB_SEQUENCE (RFC 8881 §20.9.3): the session, the slot, then the

@@ -578,6 +578,23 @@ impl Nfs4Client {
         }
     }
 
+    /// What CB_GETATTR answers from now on (§20.1): the file's `size`
+    /// and `change` as this client, holding a write delegation, sees
+    /// them; None: NFS4ERR_BADHANDLE (the default).
+    pub fn answer_cb_getattr(&self, a: Option<(u64, u64)>) {
+        if let Some(c) = &self.session.cb {
+            c.set_getattr(a);
+        }
+    }
+
+    /// Leave CB_GETATTRs unanswered (`true`), as a client that went
+    /// silent, or answer them again (`false`).
+    pub fn ignore_cb_getattrs(&self, on: bool) {
+        if let Some(c) = &self.session.cb {
+            c.set_ignore_getattrs(on);
+        }
+    }
+
     /// Answers every CB_RECALL (received so far and from now on) by
     /// returning the delegation (DELEGRETURN), as a client holding no
     /// dirty data does: a task checking every `every` until aborted.

@@ -30,9 +30,17 @@ impl LocalFs {
         {
             return Err(call.give_up());
         }
-        self.as_server()?;
-        // Reopening a pinned inode almost never sleeps.
-        let fd = super::speculating(call, || sys::reopen(o.raw(), access.flags()))?;
+        // Under a write lease of ours (an NFSv4 write delegation), a copy
+        // of its descriptor: an open would break it. Only the holder gets
+        // here; everyone else's access recalls the delegation first.
+        let fd = match self.leased_fd(key) {
+            Some(fd) => fd?,
+            None => {
+                self.as_server()?;
+                // Reopening a pinned inode almost never sleeps.
+                super::speculating(call, || sys::reopen(o.raw(), access.flags()))?
+            }
+        };
         Ok(self
             .files
             .insert(key, access, fd, self.verifier.clone(), call.runs_on_loop()))

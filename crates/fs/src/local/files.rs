@@ -36,11 +36,12 @@ pub(super) enum Access {
 impl Access {
     pub fn flags(self) -> libc::c_int {
         match self {
-            Access::Read => libc::O_RDONLY,
-            // Non-blocking: a file an NFSv4 delegation's lease covers
-            // answers EWOULDBLOCK (the caller's DELAY / JUKEBOX) rather
-            // than holding a worker for the lease break time; regular
-            // files' reads and writes ignore the flag.
+            // Non-blocking: a file an NFSv4 delegation's lease covers (a
+            // write lease, for a reader) answers EWOULDBLOCK (the
+            // caller's DELAY / JUKEBOX) rather than holding a worker or
+            // an event loop for the lease break time; regular files'
+            // reads and writes ignore the flag.
+            Access::Read => libc::O_RDONLY | libc::O_NONBLOCK,
             Access::Write => libc::O_WRONLY | libc::O_NONBLOCK,
         }
     }

@@ -105,9 +105,12 @@ pub(super) fn open_for_locks(
 }
 
 /// A lease for an NFSv4 delegation on `fh` (`crate::lease`), on a
-/// descriptor of its own opened read-only: the server's other
-/// descriptors of the file (its open-file cache's writers) make it fail
-/// with EAGAIN, as any other writer's do.
+/// descriptor of its own: the server's other descriptors of the file
+/// (its open-file cache's writers; for a write lease, its readers too)
+/// make it fail with EAGAIN, as anyone else's do. A write lease's
+/// descriptor is opened read-write and lent to the open-file cache
+/// (`LocalFs::leased`): the delegation holder's own READs and WRITEs go
+/// through copies of it, which break no lease.
 pub(super) fn lease(
     fs: &LocalFs,
     call: &Call<'_>,
@@ -119,8 +122,16 @@ pub(super) fn lease(
     if !o.st.is_reg() {
         return Err(errno(libc::EINVAL));
     }
-    let fd = sys::reopen(o.raw(), libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK)?;
-    Ok(take_lease(fd, write, to)?)
+    let access = match write {
+        true => libc::O_RDWR,
+        false => libc::O_RDONLY,
+    };
+    let fd = sys::reopen(o.raw(), access | libc::O_CLOEXEC | libc::O_NONBLOCK)?;
+    let lease = take_lease(fd, write, to)?;
+    if write {
+        fs.lend_lease(o.st.key(), lease.shared());
+    }
+    Ok(lease)
 }
 
 /// Takes a lease (`write`: F_WRLCK, else F_RDLCK) on `fd`, a read-only
@@ -189,5 +200,38 @@ mod tests {
         drop(lease);
         // Released: the writer gets through.
         open(&p, libc::O_WRONLY | libc::O_NONBLOCK).unwrap();
+    }
+
+    /// A write lease on a read-write descriptor: refused while anyone
+    /// else has the file open, even for reading; copies of its
+    /// descriptor (the server's own I/O for the holder) break nothing; a
+    /// new open for reading does; dropped while a copy lives, it is gone
+    /// (unlocked, not kept by the copy).
+    #[test]
+    fn a_write_lease_lends_its_descriptor_and_breaks_on_any_open() {
+        block_signal().unwrap();
+        let breaks = LeaseBreaks::new().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"x").unwrap();
+        let r = open(&p, libc::O_RDONLY).unwrap();
+        let e = take_lease(open(&p, libc::O_RDWR).unwrap(), true, breaks.thread()).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EAGAIN), "open for reading");
+        drop(r);
+        let lease = take_lease(open(&p, libc::O_RDWR).unwrap(), true, breaks.thread()).unwrap();
+        assert!(lease.is_write());
+        let copy = lease.shared().upgrade().unwrap().try_clone().unwrap();
+        // SAFETY: a valid buffer of 1 byte on a descriptor we own.
+        let n = unsafe { libc::pwrite(copy.as_raw_fd(), b"y".as_ptr().cast(), 1, 0) };
+        assert_eq!(n, 1);
+        assert!(breaks.wait(0).unwrap().is_empty(), "a copy breaks nothing");
+        let e = open(&p, libc::O_RDONLY | libc::O_NONBLOCK).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EWOULDBLOCK));
+        assert_eq!(breaks.wait(5000).unwrap(), vec![lease.raw_fd()]);
+        drop(lease);
+        // Gone though the copy lives.
+        open(&p, libc::O_RDONLY | libc::O_NONBLOCK).unwrap();
+        drop(copy);
+        assert_eq!(std::fs::read(&p).unwrap(), b"y");
     }
 }

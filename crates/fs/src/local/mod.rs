@@ -213,6 +213,11 @@ pub struct LocalFs {
     xattrs: bool,
     /// The largest file it takes (`attr::probe_max_file_size`).
     max_file_size: u64,
+    /// The descriptors of the write leases held (`lock::lease`), by
+    /// object: the open-file cache copies them rather than open the file
+    /// again, which would break the lease. Dead entries are swept as new
+    /// ones come, so it holds about as many as leases are held.
+    leased: std::sync::Mutex<std::collections::HashMap<Key, std::sync::Weak<OwnedFd>>>,
 }
 
 use crate::access::check_name;
@@ -226,6 +231,24 @@ impl Drop for LocalFs {
 }
 
 impl LocalFs {
+    /// `fd` is a write lease's descriptor of object `key` while it lives.
+    fn lend_lease(&self, key: Key, fd: std::sync::Weak<OwnedFd>) {
+        let mut m = self.leased.lock().unwrap_or_else(|e| e.into_inner());
+        m.retain(|_, w| w.strong_count() > 0);
+        m.insert(key, fd);
+    }
+
+    /// A copy of the live write lease's descriptor of `key`, if any.
+    fn leased_fd(&self, key: Key) -> Option<io::Result<OwnedFd>> {
+        let m = self.leased.lock().unwrap_or_else(|e| e.into_inner());
+        if m.is_empty() {
+            return None;
+        }
+        let fd = m.get(&key)?.upgrade()?;
+        drop(m);
+        Some(fd.try_clone())
+    }
+
     /// Opens `root` for export under `export_id`.
     pub fn open(root: &Path, export_id: u32, opts: LocalOptions) -> io::Result<LocalFs> {
         let c = sys::cstr(root.as_os_str().as_bytes())?;
@@ -334,6 +357,7 @@ impl LocalFs {
             negative: TtlSet::new(NEGATIVE_CAP, NEGATIVE_TTL),
             verdicts: GenMap::new(opts.verdict_cache_entries.max(1)),
             objects: ObjCache::new(opts.object_cache_entries, caches.clone()),
+            leased: std::sync::Mutex::default(),
             files: FileCache::new(
                 opts.open_file_cache_entries,
                 caches.clone(),

@@ -42,6 +42,11 @@ impl LocalFs {
         if !(st.is_reg() || st.is_dir()) {
             return None;
         }
+        // Under a write lease of ours, its descriptor: an open would break
+        // it.
+        if let Some(f) = self.leased_fd(st.key()) {
+            return sys::generation(f.ok()?.as_raw_fd());
+        }
         self.as_server().ok()?;
         let f = sys::reopen(fd, libc::O_RDONLY | libc::O_NONBLOCK).ok()?;
         sys::generation(f.as_raw_fd())

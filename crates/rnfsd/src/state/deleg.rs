@@ -23,10 +23,12 @@ use std::time::{Duration, Instant};
 use rnfsd_fs::watch::Ctime;
 use rnfsd_fs::{Backend, Call, Fh, FileType};
 use rnfsd_proto::nfs4::cb::{
-    CbArgOp, CbCompoundArgs, CbCompoundRes, CbOffload4Args, CbRecall4Args, CbResOp,
+    CbArgOp, CbCompoundArgs, CbCompoundRes, CbGetAttr4Args, CbOffload4Args, CbRecall4Args, CbResOp,
     CbSequence4Args, CB_COMPOUND, NFS_CB,
 };
-use rnfsd_proto::nfs4::{NfsFh4, NfsRes4, Nfsstat4, SessionId4, Stateid4};
+use rnfsd_proto::nfs4::{
+    Bitmap4, NfsFh4, NfsRes4, Nfsstat4, SessionId4, Stateid4, FATTR4_CHANGE, FATTR4_SIZE,
+};
 use rnfsd_rpc::{Auth, BackConn, CallError};
 use rnfsd_v4state::{ClientHandle, ClientId, FileKey, NoDeleg, Recall, State, Stateid};
 
@@ -38,6 +40,14 @@ use rnfsd_xdr::{Dec, Enc};
 pub const RECALL_SENDERS: usize = 4;
 /// How long a sender waits for a client's answer to a CB_COMPOUND.
 const CB_WAIT: Duration = Duration::from_secs(5);
+/// How long a GETATTR of a file under another client's write delegation
+/// waits (on a worker thread) for the holder's answer to CB_GETATTR
+/// (RFC 8881 §10.4.3): a client on a LAN answers in well under a
+/// millisecond, one that takes longer is recalled and the GETATTR
+/// answered NFS4ERR_DELAY. Bounded tightly because the worker waits: a
+/// few such GETATTRs at once must not hold the pool (knfsd waits about
+/// 30 ms; ours allows for a slower client on a busy host).
+pub const CB_GETATTR_WAIT: Duration = Duration::from_millis(200);
 /// A recall not delivered is sent again after this long, until its
 /// delegation is returned or revoked.
 const RECALL_RETRY: Duration = Duration::from_secs(1);
@@ -266,8 +276,9 @@ impl Delegations {
     }
 
     /// Grants client `c` a delegation on `file` (`fh` through `backend`,
-    /// read or `write`) only while the server holds a local lease on it
-    /// (`state/lease.rs`): none without one.
+    /// read or `write`; its change attribute now `change`) only while the
+    /// server holds a local lease on it (`state/lease.rs`; a write lease
+    /// for a write delegation): none without one.
     #[allow(clippy::too_many_arguments)]
     pub fn grant(
         &self,
@@ -278,6 +289,7 @@ impl Delegations {
         c: &ClientHandle,
         file: FileKey,
         write: bool,
+        change: u64,
     ) -> Result<Stateid, NoDeleg> {
         let Some(l) = &self.leases else {
             return Err(NoDeleg::Resource);
@@ -287,8 +299,39 @@ impl Delegations {
             file,
             write,
             |to| backend.lease(call, fh, write, to),
-            || state.delegate(c, file, write, &fh.0),
+            || state.delegate_at(c, file, write, &fh.0, change),
         )
+    }
+
+    /// CB_GETATTR (§20.1) of the file `fh` to client `to`, which holds a
+    /// write delegation on it: its size and change attribute as the
+    /// client sees them, or None when it does not answer within
+    /// `CB_GETATTR_WAIT` (or cannot be asked: no back channel, its slot
+    /// busy with a recall, an error). Blocks that long at most: never on
+    /// an event loop.
+    pub fn cb_getattr(&self, to: ClientId, fh: &[u8]) -> Option<CbAttrs> {
+        if !self.enabled {
+            return None;
+        }
+        let mut want = Bitmap4::new();
+        want.insert(FATTR4_CHANGE);
+        want.insert(FATTR4_SIZE);
+        let op = CbArgOp::GetAttr(CbGetAttr4Args {
+            fh: NfsFh4(fh.to_vec()),
+            attr_request: want,
+        });
+        let res = match cb_compound_within(&self.paths, to, 1, vec![op], CB_GETATTR_WAIT, true) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!(clientid = format!("{:#x}", to.0), error = ?e,
+                    "nfsv4: CB_GETATTR not answered");
+                return None;
+            }
+        };
+        match res.results.get(1) {
+            Some(CbResOp::GetAttr(NfsRes4::Ok(f))) => cb_attrs(&f.attrmask, &f.attr_vals),
+            _ => None,
+        }
     }
 
     /// A delegation on `file` was returned: its lease goes with the last.
@@ -528,6 +571,64 @@ impl Delegations {
             _ => Ok(None),
         }
     }
+
+    /// The check before a read of `fh` by `by` (None: NFSv3): another
+    /// client's write delegation on it is recalled first (§10.4: its
+    /// holder may have data the server has not seen). Nothing at all
+    /// while no write delegation is held anywhere, the common case,
+    /// which keeps it off the cost of every READ.
+    pub fn read(
+        &self,
+        state: &Arc<State>,
+        backend: &dyn Backend,
+        call: &Call<'_>,
+        fh: &Fh,
+        by: Option<ClientId>,
+    ) -> Result<Option<Access>, Recalling> {
+        if !self.enabled || !state.any_write_delegation() {
+            return Ok(None);
+        }
+        match backend.getattr(call, fh).ok() {
+            Some(a) if a.ftype == FileType::Regular => self.access(
+                state,
+                FileKey {
+                    fsid: a.fsid,
+                    fileid: a.fileid,
+                },
+                by,
+                false,
+            ),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// A write delegation holder's answer to CB_GETATTR (§20.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CbAttrs {
+    pub size: u64,
+    pub change: u64,
+}
+
+/// The size and change of a CB_GETATTR answer's fattr4 (`mask`,
+/// `vals`): both must be there, and nothing else (we asked for those).
+fn cb_attrs(mask: &Bitmap4, vals: &[u8]) -> Option<CbAttrs> {
+    let mut d = Dec::new(vals);
+    let (mut size, mut change) = (None, None);
+    for bit in mask.iter() {
+        match bit {
+            FATTR4_CHANGE => change = Some(d.u64().ok()?),
+            FATTR4_SIZE => size = Some(d.u64().ok()?),
+            _ => return None,
+        }
+    }
+    if d.remaining() != 0 {
+        return None;
+    }
+    Some(CbAttrs {
+        size: size?,
+        change: change?,
+    })
 }
 
 /// Sends one CB_COMPOUND of `ops` after CB_SEQUENCE on client `id`'s
@@ -539,15 +640,39 @@ fn cb_compound(
     min_minor: u32,
     ops: Vec<CbArgOp>,
 ) -> Result<CbCompoundRes, CbError> {
+    cb_compound_within(paths, id, min_minor, ops, CB_WAIT, false)
+}
+
+/// [`cb_compound`], waiting `wait` for each answer; `no_queue`: not
+/// sent (`NotSent`) while another call has the slot, nor when a call
+/// left unanswered must go first.
+fn cb_compound_within(
+    paths: &Paths,
+    id: ClientId,
+    min_minor: u32,
+    ops: Vec<CbArgOp>,
+    wait: Duration,
+    no_queue: bool,
+) -> Result<CbCompoundRes, CbError> {
     let p = locked(paths).get(&id).cloned().ok_or(CbError::NoPath)?;
     if !p.conn.is_open() {
         return Err(CbError::NoPath);
     }
-    let mut slot = locked(&p.slot);
+    let mut slot = match no_queue {
+        false => locked(&p.slot),
+        true => match p.slot.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Err(CbError::NotSent),
+        },
+    };
+    if no_queue && slot.unanswered.is_some() {
+        return Err(CbError::NotSent);
+    }
     if let Some(body) = slot.unanswered.clone() {
         // Its answer is not ours to read: it only frees the slot.
         let seq = slot.next_seq;
-        match call(&p, &body) {
+        match call(&p, &body, wait) {
             Ok(res) => {
                 slot.unanswered = None;
                 if seq_moves(&res) {
@@ -577,7 +702,7 @@ fn cb_compound(
     let mut e = Enc::new();
     args.encode(&mut e);
     let body = e.as_slice().to_vec();
-    match call(&p, &body) {
+    match call(&p, &body, wait) {
         Ok(res) => {
             if seq_moves(&res) {
                 slot.next_seq = next_seq(seq);
@@ -596,9 +721,10 @@ fn next_seq(s: u32) -> u32 {
     s.wrapping_add(1).max(1)
 }
 
-/// One call of encoded CB_COMPOUND arguments `body`, and its reply.
-fn call(p: &CbPath, body: &[u8]) -> Result<CbCompoundRes, CbError> {
-    let deadline = Instant::now() + CB_WAIT;
+/// One call of encoded CB_COMPOUND arguments `body`, and its reply
+/// (waiting `wait` for it).
+fn call(p: &CbPath, body: &[u8], wait: Duration) -> Result<CbCompoundRes, CbError> {
+    let deadline = Instant::now() + wait;
     let reply = match p
         .conn
         .call(p.prog, NFS_CB, CB_COMPOUND, &p.cred, body, deadline)

@@ -779,3 +779,284 @@ async fn a_silent_client_holds_up_no_other_and_its_recall_is_sent_again() {
     })
     .await;
 }
+
+/// OPEN for reading and writing, wanting a write delegation.
+fn both_wanting_write(name: &str) -> OpenArgs {
+    OpenArgs {
+        access: OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG,
+        ..OpenArgs::read(name)
+    }
+}
+
+/// Opens `name` for reading and writing with a write delegation: the
+/// open's stateid, the delegation's and the file's handle.
+async fn write_delegated(
+    c: &Nfs4Client,
+    root: &NfsFh4,
+    name: &str,
+) -> (Stateid4, Stateid4, NfsFh4) {
+    let o = c.open(root, &both_wanting_write(name)).await.expect("OPEN");
+    match o.delegation {
+        OpenDelegation4::Write(w) => {
+            // We reserve no space: the client writes back by CLOSE.
+            assert_eq!(w.space_limit, NfsSpaceLimit4::Size(0));
+            (o.stateid, w.stateid, o.fh)
+        }
+        d => panic!("no write delegation: {d:?}"),
+    }
+}
+
+/// Size and change of `fh` by GETATTR.
+async fn size_change(c: &Nfs4Client, fh: &NfsFh4) -> Result<(u64, u64), ClientError> {
+    let mask = Bitmap4::from_bits(&[FATTR4_CHANGE, FATTR4_SIZE]).unwrap();
+    let f = c.getattr(fh, &mask).await?;
+    let a = rnfsd_client::nfs4::Attrs4::decode(&f)?;
+    Ok((a.size().unwrap(), a.change().unwrap()))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_delegation_goes_to_the_sole_opener_and_is_recalled_by_another_open() {
+    let (dir, _cfg, srv) = start("deleg-write", "");
+    for n in ["f", "g"] {
+        std::fs::write(dir.path().join(n), b"hello").unwrap();
+    }
+    bounded(async {
+        let a = client(&srv).await;
+        let b = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let (open, sid, fh) = write_delegated(&a, &root, "f").await;
+        // The holder's own WRITE and READ go through under its write
+        // lease (the server's descriptor of the file is the lease's).
+        a.write(&fh, &open, 0, b"HELLO", StableHow4::FileSync)
+            .await
+            .expect("the holder's WRITE");
+        assert_eq!(a.read_all(&fh, &sid).await.unwrap(), b"HELLO");
+        assert!(a.recalls().is_empty(), "nothing recalled by its own I/O");
+
+        // Another opener first: no write delegation, told why.
+        let no_deleg = OpenArgs {
+            access: OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+            ..OpenArgs::read("g")
+        };
+        b.open(&root, &no_deleg).await.unwrap();
+        let o = a.open(&root, &both_wanting_write("g")).await.unwrap();
+        assert_eq!(
+            o.delegation,
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Contention {
+                server_will_push_deleg: false
+            })
+        );
+        // A write-only open gets none either.
+        let o = a
+            .open(
+                &root,
+                &OpenArgs {
+                    access: OPEN4_SHARE_ACCESS_WRITE,
+                    owner: Some(b"w-only".to_vec()),
+                    ..OpenArgs::read("g")
+                },
+            )
+            .await
+            .unwrap();
+        assert!(
+            matches!(o.delegation, OpenDelegation4::None),
+            "{:?}",
+            o.delegation
+        );
+
+        // Another client's OPEN, even for reading, recalls it.
+        let r = b.open(&root, &OpenArgs::read("f")).await;
+        assert!(
+            is_delay(&r),
+            "OPEN for read under a write delegation: {r:?}"
+        );
+        recalled(&a, &sid).await;
+        assert!(a.recalls().iter().all(|r| r.stateid.other == sid.other));
+        a.delegreturn(&fh, &sid).await.unwrap();
+        let o = b
+            .open(&root, &OpenArgs::read("f"))
+            .await
+            .expect("after DELEGRETURN");
+        assert_eq!(b.read_all(&o.fh, &o.stateid).await.unwrap(), b"HELLO");
+        assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"HELLO");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_clients_read_and_nfsv3_read_and_write_recall_a_write_delegation() {
+    let (dir, _cfg, srv) = start("deleg-write-v3", "");
+    for n in ["r", "w", "v"] {
+        std::fs::write(dir.path().join(n), b"hello").unwrap();
+    }
+    bounded(async {
+        let a = client(&srv).await;
+        let b = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let v3 = mount(&srv).await;
+
+        // NFSv3 READ: JUKEBOX until returned.
+        let (_, sid, fh) = write_delegated(&a, &root, "r").await;
+        let r3 = lookup(&v3.nfs, &v3.root, "r").await;
+        let read3 = || async {
+            v3.nfs
+                .read(&rnfsd_proto::nfs3::Read3Args {
+                    file: r3.clone(),
+                    offset: 0,
+                    count: 100,
+                })
+                .await
+                .unwrap()
+        };
+        match read3().await {
+            NfsRes::Fail(Nfsstat3::Jukebox, _) => {}
+            r => panic!("NFSv3 READ under a write delegation: {r:?}"),
+        }
+        recalled(&a, &sid).await;
+        assert!(matches!(read3().await, NfsRes::Fail(Nfsstat3::Jukebox, _)));
+        a.delegreturn(&fh, &sid).await.unwrap();
+        match read3().await {
+            NfsRes::Ok(r) => assert_eq!(r.data, b"hello"),
+            r => panic!("after DELEGRETURN: {r:?}"),
+        }
+
+        // NFSv3 WRITE.
+        let (_, sid, fh) = write_delegated(&a, &root, "w").await;
+        let w3 = lookup(&v3.nfs, &v3.root, "w").await;
+        let write3 = || async {
+            v3.nfs
+                .write(&rnfsd_proto::nfs3::Write3Args {
+                    file: w3.clone(),
+                    offset: 0,
+                    count: 4,
+                    stable: rnfsd_proto::nfs3::StableHow::FileSync,
+                    data: b"DATA".to_vec(),
+                })
+                .await
+                .unwrap()
+        };
+        assert!(matches!(write3().await, NfsRes::Fail(Nfsstat3::Jukebox, _)));
+        recalled(&a, &sid).await;
+        a.delegreturn(&fh, &sid).await.unwrap();
+        assert!(matches!(write3().await, NfsRes::Ok(_)));
+        assert_eq!(std::fs::read(dir.path().join("w")).unwrap(), b"DATAo");
+
+        // Another NFSv4 client's READ with the anonymous stateid.
+        let (_, sid, fh) = write_delegated(&a, &root, "v").await;
+        let r = b.read(&fh, &Stateid4::ANONYMOUS, 0, 10).await;
+        assert!(is_delay(&r), "READ under a write delegation: {r:?}");
+        recalled(&a, &sid).await;
+        a.delegreturn(&fh, &sid).await.unwrap();
+        let r = b.read(&fh, &Stateid4::ANONYMOUS, 0, 10).await.unwrap();
+        assert_eq!(r.data, b"hello");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_local_reader_recalls_a_write_delegation_and_waits_for_the_return() {
+    let (dir, _cfg, srv) = start("deleg-write-local", "");
+    std::fs::write(dir.path().join("f"), b"hello").unwrap();
+    bounded(async {
+        let a = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let (open, sid, fh) = write_delegated(&a, &root, "f").await;
+        a.write(&fh, &open, 0, b"HELLO", StableHow4::FileSync)
+            .await
+            .unwrap();
+        // A write lease breaks on any open, for reading too.
+        let p = dir.path().join("f");
+        let reader = local(move || std::fs::read(&p));
+        recalled(&a, &sid).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(
+            !reader.is_finished(),
+            "the local reader waits for the return"
+        );
+        a.delegreturn(&fh, &sid).await.unwrap();
+        let (r, _) = finished(reader).await;
+        assert_eq!(r.expect("the local read"), b"HELLO");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cb_getattr_answers_for_the_holder_and_a_silent_holder_is_recalled() {
+    // A lease long enough for a recall sent again after a silence
+    // (CB_WAIT, then RECALL_RETRY) to come before the revocation.
+    let (dir, _cfg, srv) = start_lease("deleg-cbgetattr", "", 20);
+    std::fs::write(dir.path().join("f"), b"hello").unwrap();
+    bounded(async {
+        let a = client(&srv).await;
+        let b = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let (_, sid, fh) = write_delegated(&a, &root, "f").await;
+        let (size0, change0) = size_change(&a, &fh).await.unwrap();
+        assert_eq!(size0, 5);
+        let asked = |c: &Nfs4Client| {
+            c.callbacks()
+                .iter()
+                .filter(|e| {
+                    matches!(e, rnfsd_client::nfs4::CbEvent::Compound { ops, .. }
+                        if ops.iter().any(|o| matches!(o, rnfsd_proto::nfs4::cb::CbArgOp::GetAttr(_))))
+                })
+                .count()
+        };
+        // The holder's own GETATTR asks nobody.
+        assert_eq!(asked(&a), 0);
+        // Unchanged by the holder: the server's own.
+        a.answer_cb_getattr(Some((size0, change0)));
+        assert_eq!(size_change(&b, &fh).await.unwrap(), (size0, change0));
+        assert_eq!(asked(&a), 1, "one CB_GETATTR");
+        // Changed by the holder (cached writes): its size, and a change
+        // past any seen.
+        a.answer_cb_getattr(Some((9, change0 + 1)));
+        let (size, change) = size_change(&b, &fh).await.unwrap();
+        assert_eq!(size, 9);
+        assert!(change > change0, "change moves on: {change} > {change0}");
+        // Attributes not size or change ask nobody.
+        let n = asked(&a);
+        b.getattr(&fh, &Bitmap4::from_bits(&[FATTR4_MODE]).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(asked(&a), n);
+        assert!(a.recalls().is_empty());
+        // A holder that does not answer in time is recalled: DELAY
+        // meanwhile. (The recall follows the CB_GETATTR sent again, once
+        // the holder answers again.)
+        a.ignore_cb_getattrs(true);
+        let r = size_change(&b, &fh).await;
+        assert!(is_delay(&r), "GETATTR of a silent holder's file: {r:?}");
+        a.ignore_cb_getattrs(false);
+        recalled(&a, &sid).await;
+        assert!(is_delay(&size_change(&b, &fh).await), "still held");
+        a.delegreturn(&fh, &sid).await.unwrap();
+        assert_eq!(size_change(&b, &fh).await.unwrap().0, 5);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn write_delegations_count_against_the_lease_bound() {
+    let (dir, _cfg, srv) = start("deleg-write-bound", "nfs4_max_leases = 1");
+    for n in ["a", "b", "c"] {
+        std::fs::write(dir.path().join(n), b"x").unwrap();
+    }
+    bounded(async {
+        let a = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let (_, sid, fh) = write_delegated(&a, &root, "a").await;
+        let o = a.open(&root, &both_wanting_write("b")).await.unwrap();
+        assert_eq!(
+            o.delegation,
+            OpenDelegation4::NoneExt(OpenNoneDelegation4::Resource {
+                server_will_signal_avail: false
+            }),
+            "a second file is past nfs4_max_leases"
+        );
+        a.delegreturn(&fh, &sid).await.unwrap();
+        // The lease went with the return: another file gets one now.
+        write_delegated(&a, &root, "c").await;
+    })
+    .await;
+}

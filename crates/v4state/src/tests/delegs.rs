@@ -270,3 +270,71 @@ fn freed_with_the_client() {
     drop(s.begin_access(F, None, true).unwrap());
     super::audit::audit(&s);
 }
+
+/// A write delegation (§10.4): only for the one opener, and any other
+/// client's access recalls it, a read as well as a change; NFSv3's (no
+/// client) too. Counted apart from read ones while held.
+#[test]
+fn a_write_delegation_is_recalled_by_any_other_access() {
+    let s = state();
+    let a = cb_client(&s, "a");
+    let b = cb_client(&s, "b");
+    // Two opens (two owners of the same client): no write delegation.
+    open(&s, &a, "o1", G, ACCESS_BOTH, DENY_NONE).unwrap();
+    open(&s, &a, "o2", G, ACCESS_READ, DENY_NONE).unwrap();
+    assert_eq!(s.delegate(&a, G, true, b"g"), Err(NoDeleg::Contention));
+    assert!(!s.any_write_delegation());
+    open(&s, &a, "o", F, ACCESS_BOTH, DENY_NONE).unwrap();
+    let d = s.delegate_at(&a, F, true, b"fh", 77).unwrap();
+    assert!(s.any_write_delegation());
+    assert_eq!(s.counts().write_delegations, 1);
+    // No read delegation beside it, not even to its holder's other file
+    // opener.
+    open(&s, &b, "r", F, ACCESS_READ, DENY_NONE).unwrap();
+    assert_eq!(s.delegate(&b, F, false, b"fh"), Err(NoDeleg::Contention));
+    // The holder is found for CB_GETATTR by others, with its change.
+    let h = s.write_holder(&F, Some(b.id())).unwrap();
+    assert_eq!(
+        (h.recall.stateid, h.recall.client.id(), h.change, h.recalled),
+        (d, a.id(), 77, false)
+    );
+    assert!(s.write_holder(&F, Some(a.id())).is_none(), "its own");
+    // The holder's own reads and writes do not conflict.
+    drop(s.begin_access(F, Some(a.id()), false).unwrap());
+    drop(s.begin_access(F, Some(a.id()), true).unwrap());
+    // Another client's read does: one recall, then "wait".
+    let r = s.begin_access(F, Some(b.id()), false).unwrap_err();
+    assert_eq!(r.len(), 1);
+    assert!(r[0].write);
+    assert_eq!(r[0].stateid, d);
+    assert!(s.begin_access(F, None, false).unwrap_err().is_empty());
+    // Recalled: said so (no CB_GETATTR then: the recall is under way).
+    assert!(s.write_holder(&F, None).unwrap().recalled);
+    s.delegreturn(&a, &d, F).unwrap();
+    assert!(!s.any_write_delegation());
+    assert_eq!(s.counts().write_delegations, 0);
+    drop(s.begin_access(F, None, false).unwrap());
+    super::audit::audit(&s);
+}
+
+/// A write delegation revoked, or freed with its client, is no longer
+/// counted.
+#[test]
+fn a_write_delegation_revoked_or_freed_is_uncounted() {
+    let s = state();
+    let a = cb_client(&s, "a");
+    open(&s, &a, "o", F, ACCESS_BOTH, DENY_NONE).unwrap();
+    s.delegate(&a, F, true, b"fh").unwrap();
+    assert_eq!(s.revoke_delegations_on(&F), 1);
+    assert!(!s.any_write_delegation());
+    let b = cb_client(&s, "b");
+    open(&s, &b, "o", G, ACCESS_BOTH, DENY_NONE).unwrap();
+    s.delegate(&b, G, true, b"g").unwrap();
+    assert!(s.any_write_delegation());
+    s.clock.advance(Duration::from_secs(200));
+    s.reap(1000);
+    s.reap(1000);
+    assert!(!s.any_write_delegation());
+    assert_eq!(s.counts().delegations, 0);
+    super::audit::audit(&s);
+}

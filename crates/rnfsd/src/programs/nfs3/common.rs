@@ -97,6 +97,24 @@ pub(super) fn before_change(
         .map_err(|Recalling| Nfsstat3::Jukebox)
 }
 
+/// The check before every NFSv3 READ of `fh`: an NFSv4 write delegation
+/// on it is recalled first, NFS3ERR_JUKEBOX meanwhile (its holder may
+/// have written data the server has not seen). Nothing while no write
+/// delegation is held anywhere.
+pub(super) fn before_read(
+    ctx: &CallCtx<'_>,
+    backend: &dyn Backend,
+    call: &Call<'_>,
+    fh: &Fh,
+) -> Result<Option<crate::state::deleg::Access>, Nfsstat3> {
+    let Some(n) = ctx.server.nfs4() else {
+        return Ok(None);
+    };
+    n.deleg
+        .read(&n.state, backend, call, fh, None)
+        .map_err(|Recalling| Nfsstat3::Jukebox)
+}
+
 /// Best-effort post-op attributes for failure replies.
 pub(super) fn post_attr(exp: &Export, call: &Call<'_>, fh: &Fh) -> PostOpAttr {
     exp.backend.getattr(call, fh).ok().map(|a| fattr3_of(&a))

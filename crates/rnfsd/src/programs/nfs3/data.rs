@@ -7,7 +7,8 @@ use rnfsd_transport::Spliced;
 use rnfsd_xdr::{pad4, Dec, Enc, Xdr};
 
 use super::common::{
-    before_change, fail_wcc, fs_call, owing, post_attr, resolve, resolve_or_fail, Changed,
+    before_change, before_read, fail_wcc, fs_call, owing, post_attr, resolve, resolve_or_fail,
+    Changed,
 };
 use super::convert::*;
 use super::{max_io, PATTR, ST};
@@ -43,6 +44,10 @@ fn read_into(ctx: &CallCtx<'_>, a: Read3Args, enc: &mut Enc) {
     };
     let cred = g.cred;
     let call = fs_call(ctx, &cred);
+    let _reading = match before_read(ctx, exp.backend.as_ref(), &call, &fh) {
+        Ok(a) => a,
+        Err(s) => return Read3Res::Fail(s, post_attr(&exp, &call, &fh)).encode(enc),
+    };
     let count = a.count.min(max_io(ctx)) as usize;
     if count >= SPLICE_MIN {
         let pipe = ctx.server.pipes.as_ref().and_then(|p| p.lease());

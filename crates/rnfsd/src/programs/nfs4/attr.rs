@@ -223,7 +223,11 @@ pub(super) fn getattr(c: &mut Compound<'_, '_>, a: GetAttr4Args, e: &mut Enc) ->
         Some(Cur::Obj(o)) => {
             let call = o.call(c.ctx);
             match o.exp.backend.getattr(&call, &o.fh) {
-                Ok(attr) => obj_fattr(c, o, &attr, &a.attr_request, e),
+                Ok(attr) => match holders_attrs(c, o, &attr, &a.attr_request) {
+                    Ok(None) => obj_fattr(c, o, &attr, &a.attr_request, e),
+                    Ok(Some(attr)) => obj_fattr(c, o, &attr, &a.attr_request, e),
+                    Err(s) => Err(s),
+                },
                 Err(err) => Err(of_fs(err)),
             }
         }
@@ -237,6 +241,89 @@ pub(super) fn getattr(c: &mut Compound<'_, '_>, a: GetAttr4Args, e: &mut Enc) ->
             s
         }
     }
+}
+
+/// A GETATTR of size or change of a file under another client's write
+/// delegation (RFC 8881 §10.4.3, as knfsd's
+/// nfsd4_deleg_getattr_conflict): the holder is asked by CB_GETATTR, on
+/// a worker thread, waiting `CB_GETATTR_WAIT` at most. If it changed the
+/// file (its change or size differs from the server's at the grant),
+/// the file's times are moved to now, so the change attribute moves on,
+/// and the size answered is the holder's. A holder that does not answer
+/// is recalled, and a file whose delegation is being recalled answers
+/// NFS4ERR_DELAY until it is returned. None: the server's own attributes
+/// are the truth.
+fn holders_attrs(
+    c: &Compound<'_, '_>,
+    o: &Obj,
+    attr: &Attr,
+    want: &Bitmap4,
+) -> Result<Option<Attr>, Nfsstat4> {
+    let (d, st) = (&c.nfs4.deleg, &c.nfs4.state);
+    if !d.enabled
+        || !st.any_write_delegation()
+        || attr.ftype != FileType::Regular
+        || !(want.contains(FATTR4_SIZE) || want.contains(FATTR4_CHANGE))
+    {
+        return Ok(None);
+    }
+    let key = rnfsd_v4state::FileKey {
+        fsid: attr.fsid,
+        fileid: attr.fileid,
+    };
+    let by = c.client().ok().map(|h| h.id());
+    let Some(h) = st.write_holder(&key, by) else {
+        return Ok(None);
+    };
+    if h.recalled {
+        return Err(Nfsstat4::Delay);
+    }
+    let answer = match c.ctx.on_loop {
+        // An event loop does not wait: the compound runs again on a
+        // worker (this status is never sent).
+        Some(l) if l.0.give_up_to_wait() => return Err(Nfsstat4::Delay),
+        // Past giving up (the compound changed state before): recalled.
+        Some(_) => None,
+        None => d.cb_getattr(h.recall.client.id(), &h.recall.fh),
+    };
+    let Some(a) = answer else {
+        return match d.access(st, key, by, true) {
+            Err(crate::state::deleg::Recalling) => Err(Nfsstat4::Delay),
+            // Revoked or returned meanwhile: the server's are the truth.
+            Ok(_) => Ok(None),
+        };
+    };
+    if a.change == h.change && a.size == attr.size {
+        return Ok(None);
+    }
+    // Modified under the delegation: the times move to now (as the
+    // file's owner may always set them), so the change attribute moves
+    // past what any client saw. Should that fail, the change answered is
+    // one past the server's, which the holder's writes will pass.
+    let owner = rnfsd_fs::Cred {
+        uid: attr.uid,
+        gid: attr.gid,
+        gids: Vec::new(),
+    };
+    let touch = rnfsd_fs::SetAttr {
+        atime: rnfsd_fs::SetTime::ServerTime,
+        mtime: rnfsd_fs::SetTime::ServerTime,
+        ..rnfsd_fs::SetAttr::default()
+    };
+    let ocall = Call::thread(&owner, false);
+    let mut now = match o.exp.backend.setattr(&ocall, &o.fh, &touch, None) {
+        Ok(w) => w.after.unwrap_or_else(|| attr.clone()),
+        Err(_) => attr.clone(),
+    };
+    if fattr::change(&now) == fattr::change(attr) {
+        let ns = fattr::change(attr).wrapping_add(1);
+        now.ctime = Time {
+            sec: (ns / 1_000_000_000) as i64,
+            nsec: (ns % 1_000_000_000) as u32,
+        };
+    }
+    now.size = a.size;
+    Ok(Some(now))
 }
 
 /// ACCESS (§18.1): the backend's answer, less what a read-only export

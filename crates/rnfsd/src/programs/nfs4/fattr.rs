@@ -68,7 +68,60 @@ pub(super) const SUPPORTED_42: &[u32] = &[
     FATTR4_CHANGE_ATTR_TYPE,
     // RFC 8276 §8.4 (knfsd's NFSD4_2_SUPPORTED_ATTRS_WORD2).
     FATTR4_XATTR_SUPPORT,
+    // RFC 9754 §4.
+    FATTR4_OPEN_ARGUMENTS,
 ];
+
+/// open_arguments (RFC 9754 §4): the OPEN arguments we take, as its five
+/// bitmaps (each one word: every bit number is below 32). Every access
+/// and deny; the delegation wants besides the kind (as knfsd: ANY,
+/// NO_DELEG, CANCEL; not the "when" flags, which we accept but never act
+/// on, nor delegated timestamps or OPEN_XOR_DELEGATION); every claim but
+/// the two of delegations kept across a client's restart; every create
+/// mode.
+const OPEN_ARGUMENTS: [&[u32]; 5] = [
+    &[
+        OPEN_ARGS_SHARE_ACCESS_READ,
+        OPEN_ARGS_SHARE_ACCESS_WRITE,
+        OPEN_ARGS_SHARE_ACCESS_BOTH,
+    ],
+    &[
+        OPEN_ARGS_SHARE_DENY_NONE,
+        OPEN_ARGS_SHARE_DENY_READ,
+        OPEN_ARGS_SHARE_DENY_WRITE,
+        OPEN_ARGS_SHARE_DENY_BOTH,
+    ],
+    &[
+        OPEN_ARGS_SHARE_ACCESS_WANT_ANY_DELEG,
+        OPEN_ARGS_SHARE_ACCESS_WANT_NO_DELEG,
+        OPEN_ARGS_SHARE_ACCESS_WANT_CANCEL,
+    ],
+    &[
+        OPEN_ARGS_OPEN_CLAIM_NULL,
+        OPEN_ARGS_OPEN_CLAIM_PREVIOUS,
+        OPEN_ARGS_OPEN_CLAIM_DELEGATE_CUR,
+        OPEN_ARGS_OPEN_CLAIM_FH,
+        OPEN_ARGS_OPEN_CLAIM_DELEG_CUR_FH,
+    ],
+    &[
+        OPEN_ARGS_CREATEMODE_UNCHECKED4,
+        OPEN_ARGS_CREATE_MODE_GUARDED,
+        OPEN_ARGS_CREATEMODE_EXCLUSIVE4,
+        OPEN_ARGS_CREATE_MODE_EXCLUSIVE4_1,
+    ],
+];
+
+/// Writes open_arguments4: each bitmap as one word (`OPEN_ARGUMENTS`'s
+/// bits are below 32; a test holds them to it).
+fn open_arguments(e: &mut Enc) {
+    for set in OPEN_ARGUMENTS {
+        e.u32(1);
+        e.u32(
+            set.iter()
+                .fold(0u32, |w, &b| w | 1u32.checked_shl(b).unwrap_or(0)),
+        );
+    }
+}
 
 /// change_attr_type4 (RFC 7862 §12.2.3): NFS4_CHANGE_TYPE_IS_TIME_METADATA,
 /// as `change` is the ctime.
@@ -449,6 +502,7 @@ fn value(e: &mut Enc, bit: u32, s: &Subject<'_>) {
         // link (blocks it shares by reflink with another file stay).
         FATTR4_SPACE_FREED => e.u64(if a.nlink <= 1 { a.used } else { 0 }),
         FATTR4_CHANGE_ATTR_TYPE => e.u32(CHANGE_TYPE_IS_TIME_METADATA),
+        FATTR4_OPEN_ARGUMENTS => open_arguments(e),
         _ => debug_assert!(false, "attribute {bit} is in SUPPORTED without a value"),
     }
 }
@@ -546,6 +600,38 @@ mod tests {
         assert!(f.attrmask.contains(FATTR4_MOUNTED_ON_FILEID));
         assert!(f.attrmask.contains(FATTR4_SUPPATTR_EXCLCREAT));
         assert!(f.attrmask.contains(FATTR4_CHANGE_ATTR_TYPE));
+    }
+
+    /// open_arguments (RFC 9754 §4): a minor version 2 attribute, five
+    /// one-word bitmaps that say what OPEN takes.
+    #[test]
+    fn open_arguments_says_what_open_takes() {
+        for set in OPEN_ARGUMENTS {
+            assert!(set.iter().all(|&b| b < 32), "{set:?} fits one word");
+        }
+        let a = attr();
+        let want = bits(&[FATTR4_OPEN_ARGUMENTS]);
+        let mut s = subject(&a);
+        let mut e = Enc::new();
+        encode(&mut e, &want, &s);
+        let f = Fattr4::decode(&mut Dec::new(e.as_slice())).unwrap();
+        assert!(f.attrmask.contains(FATTR4_OPEN_ARGUMENTS));
+        let mut d = Dec::new(&f.attr_vals);
+        let maps: Vec<Bitmap4> = (0..5).map(|_| Bitmap4::decode(&mut d).unwrap()).collect();
+        assert_eq!(d.remaining(), 0);
+        assert!(maps[0].contains(OPEN_ARGS_SHARE_ACCESS_BOTH));
+        assert!(!maps[0].contains(0), "no access is not an access");
+        assert!(maps[1].contains(OPEN_ARGS_SHARE_DENY_NONE));
+        assert!(maps[2].contains(OPEN_ARGS_SHARE_ACCESS_WANT_ANY_DELEG));
+        assert!(!maps[2].contains(OPEN_ARGS_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS));
+        assert!(maps[3].contains(OPEN_ARGS_OPEN_CLAIM_DELEG_CUR_FH));
+        assert!(!maps[3].contains(OPEN_ARGS_OPEN_CLAIM_DELEG_PREV_FH));
+        assert!(maps[4].contains(OPEN_ARGS_CREATE_MODE_EXCLUSIVE4_1));
+        s.minor = 1;
+        let mut e = Enc::new();
+        encode(&mut e, &want, &s);
+        let f = Fattr4::decode(&mut Dec::new(e.as_slice())).unwrap();
+        assert!(!f.attrmask.contains(FATTR4_OPEN_ARGUMENTS), "not in 4.1");
     }
 
     #[test]

@@ -39,7 +39,10 @@ pub(super) fn checked(c: &Compound<'_, '_>, s: &Stateid4, write: bool) -> Result
 /// READ (§18.22): the data read straight into the reply, no more than
 /// the session's reply may hold.
 pub(super) fn read(c: &mut Compound<'_, '_>, a: Read4Args, e: &mut Enc) -> Nfsstat4 {
-    let r = checked(c, &a.stateid, false).and_then(|f| read_into(c, &f, &a, e));
+    let r = checked(c, &a.stateid, false).and_then(|f| {
+        let _reading = read_first(c, &f)?;
+        read_into(c, &f, &a, e)
+    });
     match r {
         Ok(()) => Nfsstat4::Ok,
         Err(s) => {
@@ -119,6 +122,23 @@ pub(super) fn recall_first(
     c.nfs4
         .deleg
         .access(&c.nfs4.state, f.key, Some(h.id()), true)
+        .map_err(|Recalling| Nfsstat4::Delay)
+}
+
+/// Another client's write delegation of the file a read reads is
+/// recalled first (§10.4): NFS4ERR_DELAY until it is returned or
+/// revoked. Nothing while no write delegation is held anywhere.
+pub(super) fn read_first(
+    c: &Compound<'_, '_>,
+    f: &File,
+) -> Result<Option<crate::state::deleg::Access>, Nfsstat4> {
+    if !c.nfs4.deleg.enabled || !c.nfs4.state.any_write_delegation() {
+        return Ok(None);
+    }
+    let h = c.client()?;
+    c.nfs4
+        .deleg
+        .access(&c.nfs4.state, f.key, Some(h.id()), false)
         .map_err(|Recalling| Nfsstat4::Delay)
 }
 

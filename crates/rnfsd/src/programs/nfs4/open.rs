@@ -172,28 +172,55 @@ fn no_delegation(want: u32, why: Option<NoDeleg>) -> OpenDelegation4 {
     }
 }
 
-/// Whether an OPEN with `share` may get a read delegation: one for
-/// reading only, wanting a read delegation, any, or not saying (a write
-/// delegation is not granted).
-fn wants_read_deleg(share: Share) -> bool {
-    share.access == OPEN4_SHARE_ACCESS_READ
-        && matches!(
+/// The delegation an OPEN with `share` may get (§10.4): a read one for
+/// reading only, a write one for reading and writing, when it wants that
+/// kind, any, or does not say; None: not one it may get. A write-only
+/// open gets none (as knfsd): the holder of a write delegation serves
+/// reads from its cache, which its open does not allow.
+fn deleg_kind(share: Share) -> Option<bool> {
+    let want = |kind| {
+        matches!(
             share.want,
-            OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE
-                | OPEN4_SHARE_ACCESS_WANT_READ_DELEG
-                | OPEN4_SHARE_ACCESS_WANT_ANY_DELEG
-        )
+            OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE | OPEN4_SHARE_ACCESS_WANT_ANY_DELEG
+        ) || share.want == kind
+    };
+    match share.access {
+        OPEN4_SHARE_ACCESS_READ if want(OPEN4_SHARE_ACCESS_WANT_READ_DELEG) => Some(false),
+        OPEN4_SHARE_ACCESS_BOTH if want(OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG) => Some(true),
+        _ => None,
+    }
 }
 
-/// The delegation OPEN's reply carries: a read one if the state grants
-/// it (§10.4), else why not.
+/// A write delegation's space_limit (§10.4.1): none. We reserve no
+/// space for a client, so we promise none: the holder writes its data
+/// back by CLOSE, as without a delegation, and a full filesystem is told
+/// to the program that wrote (its close), never found after it.
+const WRITE_DELEG_SPACE_LIMIT: NfsSpaceLimit4 = NfsSpaceLimit4::Size(0);
+
+/// No rights granted by the delegation itself: the client asks ACCESS
+/// (§10.4.1; knfsd sends the same empty ACE).
+fn no_permissions() -> Nfsace4 {
+    Nfsace4 {
+        acetype: 0,
+        flag: 0,
+        access_mask: 0,
+        who: Utf8Str(Vec::new()),
+    }
+}
+
+/// The delegation OPEN's reply carries: a read or write one if the state
+/// grants it (§10.4), else why not.
 fn delegation(c: &Compound<'_, '_>, t: &Target, share: Share, reclaim: bool) -> OpenDelegation4 {
     let d = &c.nfs4.deleg;
     // A shared filesystem's other writers (CephFS's other heads) would
     // change the file without a recall: no delegation there.
-    if !d.enabled || reclaim || !wants_read_deleg(share) || !t.obj.exp.backend.sees_every_change() {
+    let kind = deleg_kind(share);
+    if !d.enabled || reclaim || !t.obj.exp.backend.sees_every_change() {
         return no_delegation(share.want, None);
     }
+    let Some(write) = kind else {
+        return no_delegation(share.want, None);
+    };
     let Ok(h) = c.client() else {
         return no_delegation(share.want, None);
     };
@@ -202,6 +229,15 @@ fn delegation(c: &Compound<'_, '_>, t: &Target, share: Share, reclaim: bool) -> 
     }
     let call = t.obj.call(c.ctx);
     let backend = t.obj.exp.backend.as_ref();
+    // The change attribute the holder starts from (a CB_GETATTR answer
+    // is compared with it): the file's now, after any truncation.
+    let change = match write {
+        true => match backend.getattr(&call, &t.obj.fh) {
+            Ok(a) => change_of(a.ctime),
+            Err(_) => return no_delegation(share.want, Some(NoDeleg::Resource)),
+        },
+        false => change_of(t.attr.ctime),
+    };
     match d.grant(
         &c.nfs4.state,
         backend,
@@ -209,19 +245,19 @@ fn delegation(c: &Compound<'_, '_>, t: &Target, share: Share, reclaim: bool) -> 
         &t.obj.fh,
         &h,
         key_of(&t.attr),
-        false,
+        write,
+        change,
     ) {
+        Ok(sid) if write => OpenDelegation4::Write(OpenWriteDelegation4 {
+            stateid: sid4(sid),
+            recall: false,
+            space_limit: WRITE_DELEG_SPACE_LIMIT,
+            permissions: no_permissions(),
+        }),
         Ok(sid) => OpenDelegation4::Read(OpenReadDelegation4 {
             stateid: sid4(sid),
             recall: false,
-            // No rights granted by the delegation itself: the client
-            // asks ACCESS (§10.4.1; knfsd sends the same empty ACE).
-            permissions: Nfsace4 {
-                acetype: 0,
-                flag: 0,
-                access_mask: 0,
-                who: Utf8Str(Vec::new()),
-            },
+            permissions: no_permissions(),
         }),
         Err(why) => no_delegation(share.want, Some(why)),
     }

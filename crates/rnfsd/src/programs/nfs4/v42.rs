@@ -26,7 +26,7 @@ use rnfsd_xdr::Enc;
 
 use super::compound::Compound;
 use super::cur::Cur;
-use super::io::{checked, max_io, recall_first, stable_how_of, MAX_OFFSET};
+use super::io::{checked, max_io, read_first, recall_first, stable_how_of, MAX_OFFSET};
 use super::open::{key_of, regular, File};
 use super::session::sid;
 use super::status::{of_fs, of_state};
@@ -61,6 +61,7 @@ fn status(r: Result<(), Nfsstat4>) -> Nfsstat4 {
 pub(super) fn seek(c: &mut Compound<'_, '_>, a: Seek4Args) -> Seek4Res {
     res((|| {
         let f = checked(c, &a.stateid, false)?;
+        let _reading = read_first(c, &f)?;
         let what = match a.what {
             DataContent4::Data => Content::Data,
             DataContent4::Hole => Content::Hole,
@@ -129,7 +130,10 @@ pub(super) fn deallocate(c: &mut Compound<'_, '_>, a: Deallocate4Args) -> Nfssta
 /// `MAX_READ_PLUS_EXTENTS` segments. A backend that cannot tell holes
 /// answers with one data segment, as READ.
 pub(super) fn read_plus(c: &mut Compound<'_, '_>, a: ReadPlus4Args, e: &mut Enc) -> Nfsstat4 {
-    let r = checked(c, &a.stateid, false).and_then(|f| read_plus_into(c, &f, &a, e));
+    let r = checked(c, &a.stateid, false).and_then(|f| {
+        let _reading = read_first(c, &f)?;
+        read_plus_into(c, &f, &a, e)
+    });
     match r {
         Ok(()) => Nfsstat4::Ok,
         Err(s) => {
@@ -252,6 +256,9 @@ fn checked_saved(c: &Compound<'_, '_>, s: &Stateid4) -> Result<File, Nfsstat4> {
 /// another filesystem: NFS4ERR_XDEV, as knfsd).
 fn src_dst(c: &Compound<'_, '_>, src: &Stateid4, dst: &Stateid4) -> Result<(File, File), Nfsstat4> {
     let s = checked_saved(c, src)?;
+    // Another client's write delegation on the source goes first; the
+    // destination's with the write (`recall_first`).
+    drop(read_first(c, &s)?);
     let d = checked(c, dst, true)?;
     d.obj.writable()?;
     if s.obj.exp.id != d.obj.exp.id {
