@@ -425,6 +425,7 @@ fn start_nfs4(
             replays: c.replays,
             reaped_stateids: c.reaped_stateids,
             delegations: c.delegations,
+            write_delegations: c.write_delegations,
             recalls: c.recalls,
             delegations_revoked: c.delegations_revoked,
         }

@@ -58,6 +58,9 @@ pub struct Nfs4Counts {
     /// revoked for want of a return, since start.
     #[serde(default)]
     pub delegations: u64,
+    /// Of which write delegations (gauge).
+    #[serde(default)]
+    pub write_delegations: u64,
     #[serde(default)]
     pub recalls: u64,
     #[serde(default)]

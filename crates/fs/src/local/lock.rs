@@ -123,7 +123,14 @@ pub(super) fn lease(
         return Err(errno(libc::EINVAL));
     }
     let access = match write {
-        true => libc::O_RDWR,
+        true => {
+            // The open-file cache's own descriptors of the file (a reader
+            // a sync export's create left, an idle writer) would refuse
+            // the lease: they go (a dirty writer's flush is owed, as at
+            // any eviction); the holder's I/O then copies the lease's.
+            fs.files.forget(o.st.key());
+            libc::O_RDWR
+        }
         false => libc::O_RDONLY,
     };
     let fd = sys::reopen(o.raw(), access | libc::O_CLOEXEC | libc::O_NONBLOCK)?;

@@ -211,6 +211,9 @@ pub const OPEN4_SHARE_ACCESS_WANT_NO_DELEG: u32 = 0x0400;
 pub const OPEN4_SHARE_ACCESS_WANT_CANCEL: u32 = 0x0500;
 pub const OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL: u32 = 0x10000;
 pub const OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED: u32 = 0x20000;
+/// RFC 9754 §5 (an NFSv4.2 extension): the client would take delegated
+/// timestamps with its delegation.
+pub const OPEN4_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS: u32 = 0x100000;
 
 // OPEN result flags (RFC 8881 §18.16).
 pub const OPEN4_RESULT_CONFIRM: u32 = 0x0002;

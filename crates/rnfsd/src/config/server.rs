@@ -254,13 +254,14 @@ server_keys! {
     nfs4_idmap_cache: usize = 4096, "NFSv4 id-mapping cache entries, each way";
     /// Bytes for the sessions' reply caches together (slots x 4 KiB each).
     nfs4_reply_cache_bytes: usize = 64 << 20, "NFSv4 slot reply caches in all, bytes";
-    /// Grant NFSv4 read delegations (RFC 8881 §10.4) to clients whose
-    /// back channel answers; conflicting NFSv4 and NFSv3 changes recall
-    /// them first, and so does a program on the server's host opening
-    /// the file for writing or truncating it (the server holds a Linux
-    /// file lease on every delegated file; where it cannot take one, as
-    /// on CephFS, it grants none).
-    nfs4_delegations: bool = true, "NFSv4 read delegations";
+    /// Grant NFSv4 read and write delegations (RFC 8881 §10.4) to
+    /// clients whose back channel answers; conflicting NFSv4 and NFSv3
+    /// accesses recall them first, and so does a program on the server's
+    /// host opening the file for writing or truncating it (any open, for
+    /// a write delegation: the server holds a Linux file lease on every
+    /// delegated file; where it cannot take one, as on CephFS, it grants
+    /// none).
+    nfs4_delegations: bool = true, "NFSv4 read and write delegations";
     /// Delegations one NFSv4 client may hold.
     nfs4_delegations_per_client: usize = 1024, "NFSv4 delegations per client";
     /// Delegations of all NFSv4 clients together.

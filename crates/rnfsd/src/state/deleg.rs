@@ -448,10 +448,12 @@ impl Delegations {
         match state.begin_access(file, by, write) {
             Ok(a) => {
                 // Delegations revoked just now leave their lease: it goes
-                // before the change, which would break it. (The holder's
-                // own change does break it, on the server's open for
-                // writing: that open answers EWOULDBLOCK, the client
-                // NFS4ERR_DELAY, and the break recalls the delegation.)
+                // before the change, which would break it. (A read
+                // delegation holder's own change does break it, on the
+                // server's open for writing: that open answers
+                // EWOULDBLOCK, the client NFS4ERR_DELAY, and the break
+                // recalls the delegation. A write delegation holder's I/O
+                // goes through its lease's descriptor: nothing breaks.)
                 if let Some(l) = &self.leases {
                     l.release_unused(state, &file);
                 }
@@ -611,7 +613,9 @@ pub struct CbAttrs {
 }
 
 /// The size and change of a CB_GETATTR answer's fattr4 (`mask`,
-/// `vals`): both must be there, and nothing else (we asked for those).
+/// `vals`): both must be there. Attributes we did not ask for (a client
+/// that adds the delegated times, RFC 9754) come after them in bit order
+/// and are not read; one before them is a reply we cannot read.
 fn cb_attrs(mask: &Bitmap4, vals: &[u8]) -> Option<CbAttrs> {
     let mut d = Dec::new(vals);
     let (mut size, mut change) = (None, None);
@@ -619,11 +623,9 @@ fn cb_attrs(mask: &Bitmap4, vals: &[u8]) -> Option<CbAttrs> {
         match bit {
             FATTR4_CHANGE => change = Some(d.u64().ok()?),
             FATTR4_SIZE => size = Some(d.u64().ok()?),
+            b if b > FATTR4_SIZE => break,
             _ => return None,
         }
-    }
-    if d.remaining() != 0 {
-        return None;
     }
     Some(CbAttrs {
         size: size?,
@@ -812,4 +814,34 @@ fn recall(paths: &Paths, s: &State, r: &Recall) -> bool {
         tracing::debug!(status = ?res.status, "nfsv4: CB_RECALL answered with an error; sent again");
     }
     taken
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fattr(bits: &[u32], vals: &[u64]) -> (Bitmap4, Vec<u8>) {
+        let mut e = Enc::new();
+        for v in vals {
+            e.u64(*v);
+        }
+        (Bitmap4::from_bits(bits).unwrap(), e.as_slice().to_vec())
+    }
+
+    /// A CB_GETATTR answer: change and size read; what follows them
+    /// (the delegated times a client may add) left unread; one missing,
+    /// short, or an attribute before them: not an answer.
+    #[test]
+    fn cb_getattr_answers_are_read_as_far_as_change_and_size() {
+        let (m, v) = fattr(&[FATTR4_CHANGE, FATTR4_SIZE], &[7, 9]);
+        assert_eq!(cb_attrs(&m, &v), Some(CbAttrs { size: 9, change: 7 }));
+        let (m, v) = fattr(&[FATTR4_CHANGE, FATTR4_SIZE, 84, 85], &[7, 9, 1, 2, 3, 4]);
+        assert_eq!(cb_attrs(&m, &v), Some(CbAttrs { size: 9, change: 7 }));
+        let (m, v) = fattr(&[FATTR4_SIZE], &[9]);
+        assert_eq!(cb_attrs(&m, &v), None, "no change");
+        let (m, v) = fattr(&[FATTR4_CHANGE, FATTR4_SIZE], &[7]);
+        assert_eq!(cb_attrs(&m, &v[..8]), None, "short");
+        let (m, v) = fattr(&[1, FATTR4_CHANGE, FATTR4_SIZE], &[1, 7, 9]);
+        assert_eq!(cb_attrs(&m, &v), None, "type first");
+    }
 }

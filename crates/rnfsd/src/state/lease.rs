@@ -2,18 +2,21 @@
 //! delegation promises that no one changes the file unseen): one lease
 //! per delegated file (`rnfsd_fs::lease`), taken before the first
 //! delegation on it is granted and let go when the last one is returned,
-//! revoked or freed. A program on the server's host that opens the file
-//! for writing (or truncates it) breaks the lease: the kernel holds it
-//! until we let the lease go or `/proc/sys/fs/lease-break-time` passes,
-//! and tells the one thread here (`nfsv4-leases`), which recalls the
-//! delegations on the file as an NFSv3 change would. They are revoked
-//! just before the kernel would let the program go on by itself, so none
-//! outlives its lease. Beside each lease an inotify watch (`watch.rs`)
-//! tells the same thread of what does not break a lease (chmod, chown,
-//! utimes, link, unlink, rename), which recalls the same way. No lease
-//! (EAGAIN: open for writing; EACCES; a filesystem without leases; the
-//! bound `nfs4_max_leases`; no watch, `/proc/sys/fs/inotify/
-//! max_user_watches` reached) means no delegation.
+//! revoked or freed (a write lease for a write delegation, on a
+//! descriptor the backend also serves the holder's I/O through). A
+//! program on the server's host that opens the file for writing (or
+//! truncates it; any open, under a write lease) breaks the lease: the
+//! kernel holds it until we let the lease go or
+//! `/proc/sys/fs/lease-break-time` passes, and tells the one thread here
+//! (`nfsv4-leases`), which recalls the delegations on the file as an
+//! NFSv3 change would. They are revoked just before the kernel would let
+//! the program go on by itself, so none outlives its lease. Beside each
+//! lease an inotify watch (`watch.rs`) tells the same thread of what does
+//! not break a lease (chmod, chown, utimes, link, unlink, rename), which
+//! recalls the same way. No lease (EAGAIN: open for writing, or at all
+//! for a write lease; EACCES; a filesystem without leases; the bound
+//! `nfs4_max_leases`; no watch, `/proc/sys/fs/inotify/max_user_watches`
+//! reached) means no delegation.
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsFd, RawFd};

@@ -607,7 +607,7 @@ const LOCKS: [Family<LockCounts>; 4] = [
 ];
 
 /// The NFSv4 state, when NFSv4 is served.
-const NFS4: [Family<Nfs4Counts>; 11] = [
+const NFS4: [Family<Nfs4Counts>; 12] = [
     gauge("rnfsd_nfs4_clients", "NFSv4 client records.", |n| n.clients),
     gauge("rnfsd_nfs4_sessions", "NFSv4 sessions.", |n| n.sessions),
     gauge(
@@ -643,6 +643,11 @@ const NFS4: [Family<Nfs4Counts>; 11] = [
     gauge("rnfsd_nfs4_delegations", "NFSv4 delegations held.", |n| {
         n.delegations
     }),
+    gauge(
+        "rnfsd_nfs4_write_delegations",
+        "NFSv4 write delegations held (of rnfsd_nfs4_delegations).",
+        |n| n.write_delegations,
+    ),
     counter(
         "rnfsd_nfs4_recalls_total",
         "NFSv4 delegations recalled (CB_RECALL asked for).",

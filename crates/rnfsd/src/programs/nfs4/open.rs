@@ -2,7 +2,7 @@
 //! §18.2, §18.6): the filesystem's side (the name looked up or the file
 //! made, its type, the caller's permission, truncation); the open state
 //! itself (owners, share reservations, stateids, grace) is
-//! `rnfsd_v4state`'s, as are delegations: read delegations are granted
+//! `rnfsd_v4state`'s, as are delegations: read and write delegations are granted
 //! here (with `nfs4_delegations`) and returned by DELEGRETURN.
 //!
 //! Also the steps I/O and locks share: the current filehandle as a
@@ -534,7 +534,14 @@ pub(super) fn open(c: &mut Compound<'_, '_>, a: Open4Args) -> Open4Res {
 
 fn open_file(c: &mut Compound<'_, '_>, a: &Open4Args) -> Result<Open4ResOk, Nfsstat4> {
     let h = c.client()?;
-    let share = share(a.share_access, a.share_deny, true)?;
+    // RFC 9754's wish for delegated timestamps, in a 4.2 OPEN: declined
+    // (a delegation granted is a plain one, OPEN_DELEGATE_READ or
+    // _WRITE, which tells the client so), as any want may be.
+    let access = match c.minor >= 2 {
+        true => a.share_access & !OPEN4_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS,
+        false => a.share_access,
+    };
+    let share = share(access, a.share_deny, true)?;
     let how = match &a.openhow {
         OpenFlag4::Create(how) => Some(how),
         OpenFlag4::NoCreate => None,

@@ -5,7 +5,8 @@
 use rnfsd_client::nfs4::{CbEvent, OpenArgs, OpenHow};
 use rnfsd_client::{Auth, ClientConfig, ClientError, Nfs4Client, Nfs4Config};
 use rnfsd_proto::nfs4::{
-    ChannelAttrs4, NfsFh4, Nfsstat4, Stateid4, OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_NONE,
+    ChannelAttrs4, NfsFh4, Nfsstat4, Stateid4, OPEN4_SHARE_ACCESS_BOTH,
+    OPEN4_SHARE_ACCESS_WANT_NO_DELEG, OPEN4_SHARE_DENY_NONE,
 };
 
 use super::{write_config, TempDir, TestServer};
@@ -30,7 +31,9 @@ pub fn status(r: Result<impl std::fmt::Debug, ClientError>) -> Nfsstat4 {
 }
 
 /// OPEN of the existing file `name` in the export root, for reading and
-/// writing: its handle and open stateid.
+/// writing, wanting no delegation (a write delegation would make another
+/// client's OPEN of the file wait for a recall these clients do not
+/// answer): its handle and open stateid.
 pub async fn open_rw(c: &Nfs4Client, srv: &TestServer, name: &str) -> (NfsFh4, Stateid4) {
     let root = c
         .lookup_path(srv.export.to_str().unwrap())
@@ -41,7 +44,7 @@ pub async fn open_rw(c: &Nfs4Client, srv: &TestServer, name: &str) -> (NfsFh4, S
             &root,
             &OpenArgs {
                 name: name.as_bytes().to_vec(),
-                access: OPEN4_SHARE_ACCESS_BOTH,
+                access: OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
                 deny: OPEN4_SHARE_DENY_NONE,
                 how: OpenHow::NoCreate,
                 owner: None,
