@@ -122,6 +122,7 @@ pub(super) fn lease(
     if !o.st.is_reg() {
         return Err(errno(libc::EINVAL));
     }
+    fs.drop_lent_copies(o.st.key());
     let access = match write {
         true => {
             // The open-file cache's own descriptors of the file (a reader

@@ -215,12 +215,18 @@ pub struct LocalFs {
     max_file_size: u64,
     /// The descriptors of the write leases held (`lock::lease`), by
     /// object: the open-file cache copies them rather than open the file
-    /// again, which would break the lease. Dead entries are swept as new
-    /// ones come, so it holds about as many as leases are held.
+    /// again, which would break the lease. An entry stays after its lease
+    /// went, until the next lease on the object drops the copies the
+    /// cache still holds (a read-write description, which would refuse
+    /// it); at `MAX_LENT` entries the dead ones go.
     leased: std::sync::Mutex<std::collections::HashMap<Key, std::sync::Weak<OwnedFd>>>,
 }
 
 use crate::access::check_name;
+
+/// Entries of `LocalFs::leased` past which those of leases gone are let
+/// go (the lease bound, `nfs4_max_leases`, is 4096 by default).
+const MAX_LENT: usize = 8192;
 
 impl Drop for LocalFs {
     fn drop(&mut self) {
@@ -234,8 +240,22 @@ impl LocalFs {
     /// `fd` is a write lease's descriptor of object `key` while it lives.
     fn lend_lease(&self, key: Key, fd: std::sync::Weak<OwnedFd>) {
         let mut m = self.leased.lock().unwrap_or_else(|e| e.into_inner());
-        m.retain(|_, w| w.strong_count() > 0);
+        if m.len() >= MAX_LENT {
+            m.retain(|_, w| w.strong_count() > 0);
+        }
         m.insert(key, fd);
+    }
+
+    /// Before a lease on `key`: the copies of an earlier write lease's
+    /// descriptor the open-file cache still holds go (they would refuse
+    /// the lease).
+    fn drop_lent_copies(&self, key: Key) {
+        let mut m = self.leased.lock().unwrap_or_else(|e| e.into_inner());
+        if m.get(&key).is_some_and(|w| w.strong_count() == 0) {
+            m.remove(&key);
+            drop(m);
+            self.files.forget(key);
+        }
     }
 
     /// A copy of the live write lease's descriptor of `key`, if any.

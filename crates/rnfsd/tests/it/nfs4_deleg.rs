@@ -1037,7 +1037,7 @@ async fn cb_getattr_answers_for_the_holder_and_a_silent_holder_is_recalled() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn write_delegations_count_against_the_lease_bound() {
+async fn write_delegations_are_bounded_and_granted_again_after_use() {
     let (dir, _cfg, srv) = start("deleg-write-bound", "nfs4_max_leases = 1");
     for n in ["a", "b", "c"] {
         std::fs::write(dir.path().join(n), b"x").unwrap();
@@ -1056,7 +1056,22 @@ async fn write_delegations_count_against_the_lease_bound() {
         );
         a.delegreturn(&fh, &sid).await.unwrap();
         // The lease went with the return: another file gets one now.
-        write_delegated(&a, &root, "c").await;
+        let (_, csid, cfh) = write_delegated(&a, &root, "c").await;
+        a.delegreturn(&cfh, &csid).await.unwrap();
+
+        // Used (the server's descriptors of it cached), returned and
+        // closed, a file gets a read delegation, then a write one again.
+        let (open, sid, fh) = write_delegated(&a, &root, "b").await;
+        a.write(&fh, &open, 0, b"y", StableHow4::FileSync)
+            .await
+            .unwrap();
+        assert_eq!(a.read_all(&fh, &open).await.unwrap(), b"y");
+        a.delegreturn(&fh, &sid).await.unwrap();
+        a.close(&fh, &open).await.unwrap();
+        let (rsid, _) = delegated(&a, &root, "b").await;
+        a.delegreturn(&fh, &rsid).await.unwrap();
+        let (_, wsid, _) = write_delegated(&a, &root, "b").await;
+        a.delegreturn(&fh, &wsid).await.unwrap();
     })
     .await;
 }
