@@ -1011,9 +1011,19 @@ async fn cb_getattr_answers_for_the_holder_and_a_silent_holder_is_recalled() {
         // Changed by the holder (cached writes): its size, and a change
         // past any seen.
         a.answer_cb_getattr(Some((9, change0 + 1)));
+        let mtime0 = std::fs::metadata(dir.path().join("f"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20));
         let (size, change) = size_change(&b, &fh).await.unwrap();
         assert_eq!(size, 9);
         assert!(change > change0, "change moves on: {change} > {change0}");
+        // The file's mtime moved (a stat opens nothing: no recall); its
+        // size is the server's until the holder writes back.
+        let m = std::fs::metadata(dir.path().join("f")).unwrap();
+        assert!(m.modified().unwrap() > mtime0, "mtime moved on");
+        assert_eq!(m.len(), 5);
         // Attributes not size or change ask nobody.
         let n = asked(&a);
         b.getattr(&fh, &Bitmap4::from_bits(&[FATTR4_MODE]).unwrap())

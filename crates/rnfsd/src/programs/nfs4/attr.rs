@@ -296,17 +296,17 @@ fn holders_attrs(
     if a.change == h.change && a.size == attr.size {
         return Ok(None);
     }
-    // Modified under the delegation: the times move to now (as the
-    // file's owner may always set them), so the change attribute moves
-    // past what any client saw. Should that fail, the change answered is
-    // one past the server's, which the holder's writes will pass.
+    // Modified under the delegation: mtime (and so ctime) moves to now,
+    // as knfsd's, set as the file's owner (who may always set it to
+    // now), so the change attribute moves past what any client saw.
+    // Should that fail, the change answered is one past the server's,
+    // which the holder's writes will pass.
     let owner = rnfsd_fs::Cred {
         uid: attr.uid,
         gid: attr.gid,
         gids: Vec::new(),
     };
     let touch = rnfsd_fs::SetAttr {
-        atime: rnfsd_fs::SetTime::ServerTime,
         mtime: rnfsd_fs::SetTime::ServerTime,
         ..rnfsd_fs::SetAttr::default()
     };
