@@ -309,11 +309,22 @@ while kill -0 "$QEMU_PID" 2>/dev/null; do
                 answer "$id" "ok took $((($(date +%s%N) - t0) / 1000000)) ms"
             else answer "$id" "error the NFS write failed (nfswrite.log)"; fi
             ;;
-        delegs)
-            # delegs: the NFSv4 delegations the server holds now.
+        delegs | wdelegs)
+            # delegs: the NFSv4 delegations the server holds now; wdelegs:
+            # the write delegations of them.
+            g=rnfsd_nfs4_delegations
+            [ "$cmd" = wdelegs ] && g=rnfsd_nfs4_write_delegations
             n=$("$RNFSD_BIN" stats --state-dir "$RUN/state" --prometheus 2>/dev/null |
-                awk '$1 == "rnfsd_nfs4_delegations" { print $2 }')
+                awk -v g="$g" '$1 == g { print $2 }')
             answer "$id" "ok ${n:-unknown}"
+            ;;
+        hostread)
+            # hostread RELPATH: a program on the host reads EXPORT/RELPATH
+            # (its open waits while an NFSv4 write delegation on the file
+            # is recalled); answered with what it read.
+            if txt=$(timeout 55 cat "$EXPORT/$arg"); then
+                answer "$id" "ok $txt"
+            else answer "$id" "error host read failed"; fi
             ;;
         lockdrop) # the lockhold process unlocks and exits
             if [ -n "$HOLD_PID" ]; then

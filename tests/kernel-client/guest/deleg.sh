@@ -5,7 +5,11 @@
 # nfswrite3, nfswrite4 and hostwrite requests). Each recalls the
 # delegation, and the guest's next read, with the file still open and no
 # cache dropped, sees the new bytes. One file each: a file recalled
-# lately gets no delegation for 30 s. At --vers 3: nothing to check.
+# lately gets no delegation for 30 s. Then (d) the guest opens a file
+# for reading and writing (a write delegation) and writes it without
+# closing it, and a program on the server's host reads it: the recall
+# has the guest write its data back first. At --vers 3: nothing to
+# check.
 # shellcheck shell=bash
 . /share/guest/lib.sh
 M=/mnt/nfs
@@ -20,7 +24,7 @@ t_mount() {
     # open-file cache) keeps the file open for writing: a lease, and so a
     # delegation, needs none.
     local f
-    for f in v3 v4 local; do host_request hostwrite "deleg/$f" "old-$f" >/dev/null; done
+    for f in v3 v4 local w; do host_request hostwrite "deleg/$f" "old-$f" >/dev/null; done
 }
 
 # delegated_then WAY REQUEST: the guest opens deleg/WAY and reads it (a
@@ -43,10 +47,27 @@ t_v3() { delegated_then v3 nfswrite3; }
 t_v4() { delegated_then v4 nfswrite4; }
 t_local() { delegated_then local hostwrite; }
 
+# t_write: a write delegation (the server's gauge says one is held once
+# the guest opened the file for reading and writing); the guest's write,
+# still open and maybe only in its cache, is what a program on the host
+# then reads (its open recalls the delegation).
+t_write() {
+    local ans n
+    exec 4<>"$D/w"
+    printf %s new-w >&4
+    ans=$(host_request wdelegs) || { echo "wdelegs: $ans"; return 1; }
+    n=${ans#ok }
+    [ "$n" -ge 1 ] 2>/dev/null || { echo "no write delegation held after the open ($ans)"; return 1; }
+    ans=$(host_request hostread deleg/w) || { echo "hostread: $ans"; return 1; }
+    exec 4<&-
+    eq "host read" "${ans#ok }" new-w
+}
+
 check deleg/mount t_mount
 if [ "$CHECK_RC" -ne 0 ]; then exit 1; fi
 check deleg/nfsv3-write-seen t_v3
 check deleg/nfsv4-write-seen t_v4
 check deleg/local-write-seen t_local
+check deleg/write-delegation-flushed-on-recall t_write
 umount $M
 exit 0
