@@ -517,6 +517,30 @@ impl Drop for Access {
     }
 }
 
+/// A change the server makes to a delegated file for no client's access
+/// (CB_GETATTR's mtime): its watch takes the event for the server's own.
+pub struct OwnChange(Option<(Arc<Leases>, FileKey, Option<Ctime>)>);
+
+impl Drop for OwnChange {
+    fn drop(&mut self) {
+        if let Some((l, file, pre)) = self.0.take() {
+            l.end_own(&file, pre);
+        }
+    }
+}
+
+impl Delegations {
+    /// Tells `file`'s watch (if it has one) of a change the server is
+    /// about to make itself; hold the result until it is made.
+    pub fn own_change(&self, file: FileKey) -> OwnChange {
+        OwnChange(
+            self.leases
+                .as_ref()
+                .and_then(|l| l.begin_own(&file).map(|pre| (l.clone(), file, pre))),
+        )
+    }
+}
+
 impl std::fmt::Debug for Access {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self._access.fmt(f)

@@ -311,10 +311,13 @@ fn holders_attrs(
         ..rnfsd_fs::SetAttr::default()
     };
     let ocall = Call::thread(&owner, false);
+    // The file's inotify watch must not take this for a local change.
+    let own = d.own_change(key);
     let mut now = match o.exp.backend.setattr(&ocall, &o.fh, &touch, None) {
         Ok(w) => w.after.unwrap_or_else(|| attr.clone()),
         Err(_) => attr.clone(),
     };
+    drop(own);
     if fattr::change(&now) == fattr::change(attr) {
         let ns = fattr::change(attr).wrapping_add(1);
         now.ctime = Time {
