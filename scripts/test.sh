@@ -35,7 +35,7 @@
 # RNFSD_CEPH_CONF=<dir>/ceph.conf; without it those tests skip, or fail
 # under CI.
 # RNFSD_SKIP_PYNFS=1 skips the pynfs stage (tests/pynfs/run.sh: NFSv4.1,
-# about 2.5 minutes, then NFSv4.2's xattr tests). When the guest stage runs
+# about 2.5 minutes, then NFSv4.2's xattr and delegation tests). When the guest stage runs
 # it runs meanwhile, in the background (most of its time is spent waiting
 # out leases), and its output follows the guest stage's.
 set -euo pipefail
@@ -115,31 +115,33 @@ cargo test --workspace
 # runs a cluster of its own in its namespace).
 [ -n "$ceph_skip" ] || tests/ceph/cluster.sh down "$ceph_dir" >/dev/null 2>&1 || true
 
-# Whether the guest stage runs (at the end): then pynfs's NFSv4.1 run
-# goes on beside it.
+# Whether the guest stage runs (at the end): then pynfs's runs go on
+# beside it.
 kc_on=1
 if [ "${RNFSD_SKIP_KERNEL_CLIENT:-}" = 1 ] || [ "$(id -u)" != 0 ]; then kc_on=; fi
 
 # pynfs's NFSv4.1 server tests against a real rnfsd (tests/pynfs/run.sh:
 # the debug server cargo test built, a temp export, `nfs4 = true`, a 15 s
 # lease so the five tests that wait a lease out take 2 minutes, not 8),
-# judged against tests/pynfs/expected/rnfsd-4.1; docs/pynfs.md.
-# RNFSD_SKIP_PYNFS=1 skips it. pynfs41 [&]: in the foreground, or (with
-# the guest stage) in the background, its output into a file shown after.
-pynfs41() {
-    exec env RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
-        PYNFS_RNFSD_TOML="nfs4_lease_secs = 15" tests/pynfs/run.sh --server rnfsd
+# judged against tests/pynfs/expected/rnfsd-4.1; then at minor version 2
+# its extended attribute tests (the `xattr` flag, RFC 8276) and its
+# delegation tests (`deleg`: DELEG24/25 ask NFSv4.2's open_arguments, RFC
+# 9754), 20 s, judged against tests/pynfs/expected/rnfsd-4.2;
+# docs/pynfs.md. RNFSD_SKIP_PYNFS=1 skips them. pynfs_runs [&]: in the
+# foreground, or (with the guest stage) in the background, its output into
+# a file shown after.
+pynfs_runs() {
+    local bin="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd"
+    env RNFSD_BIN="$bin" PYNFS_RNFSD_TOML="nfs4_lease_secs = 15" \
+        tests/pynfs/run.sh --server rnfsd || return
+    exec env RNFSD_BIN="$bin" PYNFS_RNFSD_TOML="nfs4_lease_secs = 15" \
+        tests/pynfs/run.sh --server rnfsd --minorversion 2 xattr deleg
 }
 pynfs_pid=
 if [ "${RNFSD_SKIP_PYNFS:-}" = 1 ]; then
     echo "SKIP: pynfs stage (RNFSD_SKIP_PYNFS=1)"
-else
-    [ -n "$kc_on" ] || (pynfs41)
-    # And at minor version 2 its extended attribute tests (the `xattr`
-    # flag, RFC 8276; a few seconds), judged against
-    # tests/pynfs/expected/rnfsd-4.2.
-    RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
-        tests/pynfs/run.sh --server rnfsd --minorversion 2 xattr
+elif [ -z "$kc_on" ]; then
+    (pynfs_runs)
 fi
 
 if [ "${RNFSD_SKIP_PACKAGE:-}" = 1 ]; then
@@ -162,11 +164,11 @@ if [ "${RNFSD_SKIP_KERNEL_CLIENT:-}" = 1 ]; then
 elif [ "$(id -u)" != 0 ]; then
     echo "SKIP: kernel-client stage needs root (namespaces, qemu, apt-get)"
 else
-    # pynfs's NFSv4.1 run beside the guest (see pynfs41): stopped if this
+    # pynfs's runs beside the guest (see pynfs_runs): stopped if this
     # stage fails first, shown and judged after it.
     if [ "${RNFSD_SKIP_PYNFS:-}" != 1 ]; then
         pynfs_out=$(mktemp)
-        (pynfs41) >"$pynfs_out" 2>&1 &
+        (pynfs_runs) >"$pynfs_out" 2>&1 &
         pynfs_pid=$!
         trap '[ -z "$pynfs_pid" ] || kill -TERM "$pynfs_pid" 2>/dev/null; [ -n "$ceph_skip" ] || tests/ceph/cluster.sh down "$ceph_dir" >/dev/null 2>&1 || true' EXIT
     fi
