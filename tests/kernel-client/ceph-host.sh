@@ -51,7 +51,8 @@ KC_FUSE_ON=
 KC_FUSE_PID=
 
 # The [[export]] table rnfsd serves EXPORT with (ns.sh's start_server
-# appends it to its config file).
+# appends it to its config file; KC_CLIENTS_TOML: its clients, when not
+# the default).
 kc_cephfs_export_toml() {
     cat <<EOF
 [[export]]
@@ -60,6 +61,7 @@ id = $KC_CEPHFS_ID
 backend = "cephfs"
 root_squash = false
 secure = false
+${KC_CLIENTS_TOML:+clients = $KC_CLIENTS_TOML}
 [export.cephfs]
 conf = "$KC_CEPH/ceph.conf"
 root = "/"

@@ -4,7 +4,9 @@
 #
 #   br0 10.77.0.1/24 (a bridge; the Ceph cluster binds this address, and
 #   |                 passt's or socat's connections to the heads leave
-#   |                 from it)
+#   |                 from it; with --net tap the guest's own packets are
+#   |                 forwarded to the heads, which route 10.0.2.0/24 back
+#   |                 through it)
 #   +-- veth -- netns headA: vA 10.77.0.11/24 + the floating 10.77.0.100/24
 #   +-- veth -- netns headB: vB 10.77.0.12/24
 #
@@ -13,9 +15,9 @@
 # --config` listening on 0.0.0.0:2049 with the same CephFS export (id
 # FO_ID, path /ceph, CephFS root /) and the same handle key (head A's
 # STATE_DIR/handle.key copied to head B's state dir, 0600), each with its
-# own state dir. The guest mounts 10.77.0.100:/ceph (passt proxies the
-# guest's connection out of this namespace's own sockets; with --net slirp
-# a guestfwd socat does).
+# own state dir. The guest mounts 10.77.0.100:/ceph (routed to with
+# --net tap; passt proxies the guest's connection out of this namespace's
+# own sockets; with --net slirp a guestfwd socat does).
 #
 # Guest request `failover` (answered "ok ..."): head A's machine dies and
 # the address moves, as a VRRP/pacemaker failover with fencing would:
@@ -79,7 +81,7 @@ for s in json.load(sys.stdin):
 }
 
 fo_setup() {
-    local h i
+    local h i fo_clients
     mkdir -p "$FO_DIR"
     ip link add br0 type bridge && ip link set br0 up && ip addr add "$FO_NET.1/24" dev br0 ||
         { fo_say "bridge setup failed"; return 1; }
@@ -94,6 +96,17 @@ fo_setup() {
         i=$((i + 1))
     done
     ip -n headA addr add "$FO_ADDR/24" dev vA || return 1
+    # --net tap: the guest (10.0.2.15, on this namespace's tap device)
+    # reaches the heads through this namespace, which forwards; they answer
+    # it through the bridge's address, and let it mount.
+    fo_clients="\"$FO_NET.0/24\""
+    if [ "$NET" = tap ]; then
+        sysctl -qw net.ipv4.ip_forward=1 || { fo_say "no forwarding"; return 1; }
+        for h in headA headB; do
+            ip -n "$h" route add 10.0.2.0/24 via "$FO_NET.1" || { fo_say "no route in $h"; return 1; }
+        done
+        fo_clients+=', "10.0.2.0/24"'
+    fi
 
     fo_say "starting the Ceph cluster on $FO_NET.1"
     kc_ceph_up "$FO_CEPH" "$FO_NET.1" "$FO_DIR/cluster-up.log" ||
@@ -110,7 +123,7 @@ ${FO_SERVER_TOML:-}
 path = "$FO_EXPORT"
 id = $FO_ID
 backend = "cephfs"
-clients = ["$FO_NET.0/24"]
+clients = [$fo_clients]
 root_squash = false
 secure = false
 [export.cephfs]

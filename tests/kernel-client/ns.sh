@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs inside run.sh's private network/mount/pid namespace (only `lo`):
 # starts the server on 127.0.0.1:$NFS_PORT (MOUNT on $MNT_PORT), boots the
-# guest (passt, or qemu user networking forwarding 10.0.2.100:$NFS_PORT and
-# :$MNT_PORT, one socat per guest connection), and serves the guest's
-# requests (server restarts, host-side files and locks) until qemu exits. SERVER=rnfsd
-# runs $RNFSD_BIN with its port mapper on 127.0.0.1:111 (the guest's lockd
-# finds NLM through 10.0.2.2:111); SERVER=ganesha runs a private rpcbind
+# guest (NET=tap: on a tap device of this namespace, 10.0.2.2 here and
+# 10.0.2.15 in the guest, the server listening on 10.0.2.2 too; passt; or
+# qemu user networking forwarding 10.0.2.100:$NFS_PORT and :$MNT_PORT, one
+# socat per guest connection), and serves the guest's requests (server
+# restarts, host-side files and locks) until qemu exits. SERVER=rnfsd
+# runs $RNFSD_BIN with its port mapper on port 111 of its addresses (the
+# guest's lockd finds NLM through 10.0.2.2:111); SERVER=ganesha runs a private rpcbind
 # and ganesha.nfsd with $GANESHA_CONF; SERVER=knfsd-guest runs none (the
 # guest serves itself). Environment from run.sh: VERS RUN EXPORT
 # NFS_PORT MNT_PORT SERVER ACCEL NET QEMU_TIMEOUT VMLINUZ INITRD RNFSD_BIN
@@ -109,8 +111,17 @@ start_server() {
     off) echo 'nfs4_delegations = false' >>"$RUN/rnfsd.toml" ;;
     esac
     local dir=("$EXPORT" --insecure --no-root-squash)
+    # --net tap: the guest calls from its own address; the host's own
+    # clients (nfswrite) from the loopback, the default's.
+    KC_CLIENTS_TOML=
+    if [ "$NET" = tap ]; then
+        dir+=(--client 127.0.0.0/8 --client ::1 --client "$TAP_GUEST_IP")
+        KC_CLIENTS_TOML="[\"127.0.0.0/8\", \"::1\", \"$TAP_GUEST_IP\"]"
+    fi
     # xfstests' scratch export, as the other's options.
-    [ -z "${SCRATCH:-}" ] || printf '[[export]]\npath = "%s"\nroot_squash = false\nsecure = false\n' "$SCRATCH" >>"$RUN/rnfsd.toml"
+    [ -z "${SCRATCH:-}" ] || printf '[[export]]\npath = "%s"\nroot_squash = false\nsecure = false\n%s' "$SCRATCH" \
+        "${KC_CLIENTS_TOML:+clients = $KC_CLIENTS_TOML
+}" >>"$RUN/rnfsd.toml"
     if [ -n "$CEPHFS_ON" ]; then
         # The same options in the CephFS export's table (the DIR-only flags
         # do not apply to it).
@@ -120,7 +131,11 @@ start_server() {
     # This instance's log starts after line SRV_LOG_FROM (grace_info).
     SRV_LOG_FROM=0
     [ -f "$RUN/server.log" ] && SRV_LOG_FROM=$(wc -l <"$RUN/server.log")
-    "$RNFSD_BIN" serve "${dir[@]}" --config "$RUN/rnfsd.toml" --listen "127.0.0.1:$NFS_PORT" \
+    # --net tap: also on the tap device's address, where the guest's
+    # connections arrive from its own address (10.0.2.15).
+    local listen=(--listen "127.0.0.1:$NFS_PORT")
+    [ "$NET" != tap ] || listen+=(--listen "$TAP_HOST_IP:$NFS_PORT")
+    "$RNFSD_BIN" serve "${dir[@]}" --config "$RUN/rnfsd.toml" "${listen[@]}" \
         --state-dir "$RUN/state" --no-rpcbind --portmap --port-file "$RUN/port" \
         >>"$RUN/server.log" 2>&1 &
     SRV_PID=$!
@@ -188,6 +203,15 @@ fi
 if [ -n "$CEPHFS_ON" ]; then
     kc_cephfs_setup || { say "CephFS export setup failed"; exit 1; }
 fi
+# --net tap: the guest's network is a tap device of this namespace holding
+# the gateway's address; the guest is 10.0.2.15 there. Up before the
+# server, which listens on that address too.
+TAP_HOST_IP=10.0.2.2
+TAP_GUEST_IP=10.0.2.15
+if [ "$NET" = tap ]; then
+    ip tuntap add dev kctap mode tap && ip link set kctap up && ip addr add "$TAP_HOST_IP/24" dev kctap ||
+        { say "tap setup failed"; exit 1; }
+fi
 start_server || { say "server did not start"; tail -n 20 "$RUN/server.log"; exit 1; }
 if [ -n "$FO_ON" ]; then
     # shellcheck source=failover-host.sh
@@ -199,6 +223,13 @@ say "server $SERVER up on 127.0.0.1:$NFS_PORT, MOUNT on $MNT_PORT (pid $SRV_PID)
 accel=tcg,thread=multi
 [ "$ACCEL" = kvm ] && accel=kvm
 case $NET in
+tap)
+    # The guest's packets reach this namespace's stack as they are: the
+    # server sees the guest's own address and reaches back to it (NLM's
+    # GRANTED callback and NSM's SM_NOTIFY to the guest's rpcbind, lockd
+    # and statd). The failover heads are routed to (failover-host.sh).
+    netdev=(-netdev tap,id=n0,ifname=kctap,script=no,downscript=no)
+    ;;
 passt)
     # passt: guest connections to the gateway (10.0.2.2) reach this
     # namespace's loopback. It needs a routable interface to copy: a veth
@@ -243,8 +274,8 @@ say "qemu pid $QEMU_PID"
 # The most files one mktree request makes.
 MKTREE_MAX=100000
 
-# lockf.py (guest/lockf.py): POSIX locks taken by a local process.
-LOCKF=(/usr/bin/python3 "$RUN/share/guest/lockf.py")
+# lockf.pl (guest/lockf.pl): POSIX locks taken by a local process.
+LOCKF=(/usr/bin/perl "$RUN/share/guest/lockf.pl")
 
 # Serve guest requests (files share/ctl/req.ID, answered in ans.ID).
 answer() { echo "$2" >"$RUN/share/ctl/ans.$1.tmp" && mv "$RUN/share/ctl/ans.$1.tmp" "$RUN/share/ctl/ans.$1"; }

@@ -5,13 +5,21 @@
 #
 #   tests/kernel-client/run.sh [--server rnfsd|ganesha|knfsd-guest]
 #                              [--vers 3|4.1|4.2|auto]
-#                              [--accel tcg|kvm] [--net passt|slirp]
+#                              [--accel tcg|kvm] [--net tap|passt|slirp]
 #                              [--timeout SECS] [WORKLOAD...]
 #
 # --vers: the NFS version the guest mounts (default 3). 4.1 and 4.2 start
 # the server with NFSv4 on and mount vers=4.1 / 4.2 on port 2049 (no
 # rpcbind, statd or lockd in the guest); auto mounts with no vers= through
 # mount.nfs, which negotiates (the smoke check says what it settled on).
+#
+# --net (default tap, or KC_NET): tap puts the guest on a tap device of the
+# run's namespace (guest 10.0.2.15, server 10.0.2.2), so the server sees the
+# guest's own address and its NLM GRANTED and NSM SM_NOTIFY calls reach the
+# guest's lockd and statd; passt (guest connections reach the namespace's
+# loopback from 127.0.0.1: no call back reaches the guest, a blocked NLM
+# lock waits for the client's 30 s retry) and slirp (qemu user networking,
+# guestfwd socats to 10.0.2.100) remain for comparison.
 #
 # Workloads: smoke pjdfstest tar restart locks (the default set;
 # guest/NAME.sh; locks at NFSv3: NLM, mounted without nolock, rpcbind and
@@ -73,7 +81,7 @@ SERVER=rnfsd
 VERS=3
 KC_PCAP=${KC_PCAP:-}
 ACCEL=tcg
-NET=${KC_NET:-passt}
+NET=${KC_NET:-tap}
 TOTAL_TIMEOUT=
 WORKLOADS=()
 while [ $# -gt 0 ]; do
@@ -153,7 +161,7 @@ case ${KC_DELEGATIONS:-} in
 esac
 [ -z "${KC_DELEGATIONS:-}" ] || [ "$SERVER" = rnfsd ] ||
     { echo "run.sh: KC_DELEGATIONS is rnfsd's (nfs4_delegations)" >&2; exit 2; }
-case $NET in passt | slirp) ;; *) echo "run.sh: --net passt|slirp" >&2; exit 2 ;; esac
+case $NET in tap | passt | slirp) ;; *) echo "run.sh: --net tap|passt|slirp" >&2; exit 2 ;; esac
 KC_BACKEND=${KC_BACKEND:-local}
 case $KC_BACKEND in
 local) ;;
@@ -381,7 +389,7 @@ if [ -n "${KC_EXPORT_FS:-}" ]; then
     mount "$EXPORT_LOOP" "$RUN/export" || die "mounting the export failed"
     rmdir "$RUN/export/lost+found" 2>/dev/null
 fi
-cp "$HERE"/guest/*.sh "$HERE"/guest/*.pl "$HERE"/guest/*.py "$RUN/share/guest/"
+cp "$HERE"/guest/*.sh "$HERE"/guest/*.pl "$RUN/share/guest/"
 cargo_tool() { # cargo_tool NAME CRATE: a crates.io tool, into the guest's bin
     local bin=${CARGO_HOME:-$HOME/.cargo}/bin/$1
     if [ ! -x "$bin" ]; then
@@ -462,7 +470,7 @@ SCRATCH=
 [ -d "$RUN/scratch" ] && SCRATCH=$(cd "$RUN/scratch" && pwd -P)
 GUEST_SCRATCH=$SCRATCH
 SERVER_IP=10.0.2.2
-[ "$NET" = passt ] || SERVER_IP=10.0.2.100
+[ "$NET" != slirp ] || SERVER_IP=10.0.2.100
 if [ "$SERVER" = knfsd-guest ]; then
     # The guest's nfsd on its loopback; rpc.mountd on a port of its own.
     MNT_PORT=20048
@@ -529,9 +537,12 @@ fi
     echo "XFSTESTS_DEADLINE=$((${LIMIT[xfstests]} - 60))"
     echo "XFSTESTS_TEST_LIMIT=${XFSTESTS_TEST_LIMIT:-180}"
     echo "SCRATCH_EXPORT=$GUEST_SCRATCH"
-    # failover: the floating address (passt proxies the guest's connections
-    # to it; slirp: a guestfwd address forwarded to it) and the export.
-    if [ "$NET" = passt ]; then echo "FO_ADDR=10.77.0.100"; else echo "FO_ADDR=10.0.2.101"; fi
+    # failover: the floating address (routed to with tap; passt proxies the
+    # guest's connections to it; slirp: a guestfwd address forwarded to it)
+    # and the export. NET: the reclaim check waits for the server's own
+    # SM_NOTIFY only where it reaches the guest (tap).
+    if [ "$NET" = slirp ]; then echo "FO_ADDR=10.0.2.101"; else echo "FO_ADDR=10.77.0.100"; fi
+    echo "NET=$NET"
     echo "FO_EXPORT=/ceph"
     echo "FO_TAR_FILES=${FO_TAR_FILES:-1000}"
     echo "FO_FSX_OPS=${FO_FSX_OPS:-5000}"

@@ -15,7 +15,7 @@
 M=/mnt/nfs
 R=$M/restart
 V=$M/restart-v4 # the NFSv4 checks' files (R's listing is checked)
-LK=(/usr/bin/python3 /share/guest/lockf.py)
+LK=(/usr/bin/perl /share/guest/lockf.pl)
 # The NFSv4 state checks: rnfsd's grace period (ganesha runs Graceless,
 # scripts/ganesha.sh) and its log (the graceinfo request).
 V4=
