@@ -267,6 +267,7 @@ timeout -k 10 "$QEMU_TIMEOUT" qemu-system-x86_64 \
     "${netdev[@]}" \
     -virtfs local,path=/usr,mount_tag=usr,security_model=none,readonly=on,id=usr \
     -virtfs "local,path=$RUN/share,mount_tag=share,security_model=none,id=share" \
+    -virtfs "local,path=$RUN/share,mount_tag=sharec,security_model=none,id=sharec" \
     >"$RUN/qemu.log" 2>&1 &
 QEMU_PID=$!
 say "qemu pid $QEMU_PID"

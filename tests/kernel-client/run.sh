@@ -6,12 +6,17 @@
 #   tests/kernel-client/run.sh [--server rnfsd|ganesha|knfsd-guest]
 #                              [--vers 3|4.1|4.2|auto]
 #                              [--accel tcg|kvm] [--net tap|passt|slirp]
-#                              [--timeout SECS] [WORKLOAD...]
+#                              [--timeout SECS] [--prepare] [WORKLOAD...]
 #
 # --vers: the NFS version the guest mounts (default 3). 4.1 and 4.2 start
 # the server with NFSv4 on and mount vers=4.1 / 4.2 on port 2049 (no
 # rpcbind, statd or lockd in the guest); auto mounts with no vers= through
 # mount.nfs, which negotiates (the smoke check says what it settled on).
+#
+# --prepare: only install the host packages the workloads need and build
+# their suites (cthon04, xfstests) into the cache, then exit; no guest. A
+# run that needs them meanwhile waits for the build (scripts/test.sh builds
+# xfstests this way beside the NFSv3 run).
 #
 # --net (default tap, or KC_NET): tap puts the guest on a tap device of the
 # run's namespace (guest 10.0.2.15, server 10.0.2.2), so the server sees the
@@ -83,6 +88,7 @@ KC_PCAP=${KC_PCAP:-}
 ACCEL=tcg
 NET=${KC_NET:-tap}
 TOTAL_TIMEOUT=
+PREPARE=
 WORKLOADS=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -91,6 +97,7 @@ while [ $# -gt 0 ]; do
     --net) NET=$2; shift 2 ;;
     --timeout) TOTAL_TIMEOUT=$2; shift 2 ;;
     --vers) VERS=$2; shift 2 ;;
+    --prepare) PREPARE=1; shift ;;
     -h | --help) sed -n '2,/^set -uo pipefail/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) WORKLOADS+=("$1"); shift ;;
@@ -187,7 +194,7 @@ TOTAL_TIMEOUT=${TOTAL_TIMEOUT:-$((budget + 600))} # + first-time installs
 if [ -z "${KC_UNDER_TIMEOUT:-}" ]; then
     export KC_UNDER_TIMEOUT=1
     exec timeout -k 20 "$TOTAL_TIMEOUT" "$0" --server "$SERVER" --vers "$VERS" --accel "$ACCEL" --net "$NET" \
-        --timeout "$TOTAL_TIMEOUT" "${WORKLOADS[@]}"
+        --timeout "$TOTAL_TIMEOUT" ${PREPARE:+--prepare} "${WORKLOADS[@]}"
 fi
 
 say() { echo "[kernel-client $(date +%T)] $*" >&2; }
@@ -267,18 +274,65 @@ if [ ${#ceph_pkgs[@]} -gt 0 ]; then
     [ "$SERVER" = rnfsd ] || die "the failover workload and KC_BACKEND=cephfs run rnfsd only"
 fi
 apt_updated=
-apt_update() { [ -n "$apt_updated" ] || { apt-get update -qq && apt_updated=1; }; }
+# apt-get under a lock of the cache: a --prepare run may be installing at
+# the same time.
+apt_get() { flock "$CACHE/apt.lock" apt-get "$@"; }
+apt_update() { [ -n "$apt_updated" ] || { apt_get update -qq && apt_updated=1; }; }
 if [ ${#need[@]} -gt 0 ]; then
     say "apt-get install ${need[*]}"
     apt_update || die "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >"$CACHE/apt.log" 2>&1 ||
+    DEBIAN_FRONTEND=noninteractive apt_get install -y -qq "${need[@]}" >"$CACHE/apt.log" 2>&1 ||
         die "apt-get install ${need[*]} failed (see $CACHE/apt.log)"
 fi
 if [ ${#need_ceph[@]} -gt 0 ]; then
     say "apt-get install --no-install-recommends ${need_ceph[*]}"
     apt_update || die "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_ceph[@]}" >"$CACHE/apt-ceph.log" 2>&1 ||
+    DEBIAN_FRONTEND=noninteractive apt_get install -y -qq --no-install-recommends "${need_ceph[@]}" >"$CACHE/apt-ceph.log" 2>&1 ||
         die "apt-get install ${need_ceph[*]} failed (see $CACHE/apt-ceph.log)"
+fi
+
+# ---- the suites built on the host (cthon04, xfstests) ---------------------
+# Each built once per content of the suite (and, for cthon04, of tests.init's
+# flags) in a copy in the cache (the shared folder is read-only), under a
+# lock (a --prepare run may be building it). cthon04's tools/ (which needs
+# libtirpc) is not built: no test runs it.
+build_cthon() {
+    local stamp
+    stamp=$(cd "$CTHON_SRC" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+    CB=$CACHE/cthon-$stamp
+    exec 8>"$CACHE/cthon.lock" && flock 8 || die "cannot lock $CACHE/cthon.lock"
+    if [ ! -f "$CB/.built" ]; then
+        say "building cthon04 from $CTHON_SRC"
+        rm -rf "$CACHE"/cthon-* && mkdir -p "$CB"
+        cp -R "$CTHON_SRC/." "$CB/" && chmod -R u+w "$CB" || die "copying $CTHON_SRC failed"
+        for d in basic general special lock; do
+            make -C "$CB/$d" >>"$CB/build.log" 2>&1 || die "cthon04: make in $d failed (see $CB/build.log)"
+        done
+        touch "$CB/.built"
+    fi
+    exec 8>&-
+}
+build_xfstests() {
+    local stamp
+    stamp=$(cd "$XFSTESTS_SRC" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+    XB=$CACHE/xfstests-$stamp
+    exec 8>"$CACHE/xfstests.lock" && flock 8 || die "cannot lock $CACHE/xfstests.lock"
+    if [ ! -f "$XB/.built" ]; then
+        say "building xfstests from $XFSTESTS_SRC"
+        rm -rf "$CACHE"/xfstests-* && mkdir -p "$XB"
+        cp -R "$XFSTESTS_SRC/." "$XB/" && chmod -R u+w "$XB" || die "copying $XFSTESTS_SRC failed"
+        make -C "$XB" >"$XB/build.log" 2>&1 || die "xfstests: make failed (see $XB/build.log)"
+        touch "$XB/.built"
+    fi
+    exec 8>&-
+}
+if [ -n "$PREPARE" ]; then
+    # --prepare: the named workloads' host packages (above) and suites,
+    # nothing more (no kernel, no run dir: a guest run may be using it).
+    has_workload cthon && build_cthon
+    has_workload xfstests && build_xfstests
+    say "prepared after $(($(date +%s) - T0))s"
+    exit 0
 fi
 
 # ---- guest kernel (Debian's, unpacked into the cache, never installed) ----
@@ -407,38 +461,17 @@ for w in "${WORKLOADS[@]}"; do
     esac
 done
 cp "$HERE"/guest/*.toml "$RUN/share/"
-# cthon04, built once per content of the suite (and of tests.init's flags)
-# in a copy (the shared folder is read-only), then its basic, general,
-# special and lock directories into the guest's share. tools/ (which needs
-# libtirpc) is not built: no test runs it.
+# cthon04 (build_cthon), its basic, general, special and lock directories
+# into the guest's share.
 if has_workload cthon; then
-    stamp=$(cd "$CTHON_SRC" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
-    CB=$CACHE/cthon-$stamp
-    if [ ! -f "$CB/.built" ]; then
-        say "building cthon04 from $CTHON_SRC"
-        rm -rf "$CACHE"/cthon-* && mkdir -p "$CB"
-        cp -R "$CTHON_SRC/." "$CB/" && chmod -R u+w "$CB" || die "copying $CTHON_SRC failed"
-        for d in basic general special lock; do
-            make -C "$CB/$d" >>"$CB/build.log" 2>&1 || die "cthon04: make in $d failed (see $CB/build.log)"
-        done
-        touch "$CB/.built"
-    fi
+    build_cthon
     mkdir -p "$RUN/share/cthon"
     cp -R "$CB/basic" "$CB/general" "$CB/special" "$CB/lock" "$CB/tests.init" "$RUN/share/cthon/"
 fi
-# xfstests, built once per content of the suite in a copy, as cthon04;
-# what FSTYP=nfs needs goes to the guest's share, with the CI list and
+# xfstests (build_xfstests): what FSTYP=nfs needs goes to the guest's share, with the CI list and
 # this server's and version's expected failures.
 if has_workload xfstests; then
-    stamp=$(cd "$XFSTESTS_SRC" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
-    XB=$CACHE/xfstests-$stamp
-    if [ ! -f "$XB/.built" ]; then
-        say "building xfstests from $XFSTESTS_SRC"
-        rm -rf "$CACHE"/xfstests-* && mkdir -p "$XB"
-        cp -R "$XFSTESTS_SRC/." "$XB/" && chmod -R u+w "$XB" || die "copying $XFSTESTS_SRC failed"
-        make -C "$XB" >"$XB/build.log" 2>&1 || die "xfstests: make failed (see $XB/build.log)"
-        touch "$XB/.built"
-    fi
+    build_xfstests
     # What FSTYP=nfs runs (the driver, helpers, programs, the generic and
     # nfs tests), not the other filesystems' tests: the guest reads it in
     # place over 9p, where every file costs.
