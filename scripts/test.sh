@@ -3,13 +3,14 @@
 # tests need, then formatting, lints, every cargo test, and the Linux kernel
 # NFS client in a qemu guest (smoke, pjdfstest, tar, restart, locks, the
 # Connectathon tests and a failover between two heads over CephFS, over
-# NFSv3; then smoke, pjdfstest, tar, fsx, restart, locks and the
-# Connectathon tests over NFSv4.1; then smoke, pjdfstest, tar, fsx,
-# restart, locks, xattr and v42data mounted with no vers=, where the
-# client must settle on NFSv4.2). `.ci/run` runs this.
+# NFSv3; then smoke, pjdfstest, tar, fsx, restart, locks, the
+# Connectathon tests and xfstests' CI list over NFSv4.1, xfstests built on
+# the host beside the NFSv3 run; then smoke, pjdfstest, tar, fsx,
+# restart, locks, xattr, v42data and deleg mounted with no vers=, where
+# the client must settle on NFSv4.2). `.ci/run` runs this.
 #
 # RNFSD_SKIP_KERNEL_CLIENT=1 skips the guest stage (it needs root, about
-# 20 minutes, and downloads a kernel package the first time);
+# 18 minutes, and downloads a kernel package the first time);
 # RNFSD_KC_V4_WORKLOADS (default "smoke pjdfstest tar fsx restart locks
 # cthon xfstests") are the workloads its second run does over NFSv4.1 (empty: no
 # such run). RNFSD_KC_V42_WORKLOADS (default "smoke pjdfstest tar fsx

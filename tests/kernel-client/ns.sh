@@ -94,10 +94,10 @@ start_server() {
         return
     fi
     rm -f "$RUN/port"
-    # --insecure: the guest's connections reach us through passt or a
-    # guestfwd socat, from ordinary ports, whatever port its client bound.
-    # --portmap: port 111 of this namespace's loopback, for the guest's
-    # lockd (NLM is served on the NFS port).
+    # --insecure: through passt or a guestfwd socat the guest's connections
+    # come from ordinary ports, whatever port its client bound (and with
+    # tap its mount.nfs's may too). --portmap: port 111 of the listen
+    # addresses, for the guest's lockd (NLM is served on the NFS port).
     # A short grace period after a restart (locks.sh's reclaim check waits
     # it out): KC_GRACE seconds, default 15.
     printf '[server]\nnlm_grace_secs = %s\n' "${KC_GRACE:-15}" >"$RUN/rnfsd.toml"

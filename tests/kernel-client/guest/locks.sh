@@ -21,9 +21,10 @@ M3=/mnt/nfs3 # at NFSv4: the NFSv3 mount beside it
 D3=$M3/locks
 LOCK_OPT=lock
 LK=(/usr/bin/perl /share/guest/lockf.pl)
-# A blocked NLM lock is granted this soon after the conflicting lock goes,
+# A blocked NLM lock is granted this soon after the conflicting lock goes
+# (the client's own retry comes 30 s after it asked),
 # when the server's GRANTED callback can reach the guest (--net tap).
-GRANTED_SECS=5
+GRANTED_SECS=10
 
 # Holders an earlier failed check left behind (they would keep the mount
 # busy and the files locked).
