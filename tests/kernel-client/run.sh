@@ -169,6 +169,12 @@ esac
 [ -z "${KC_DELEGATIONS:-}" ] || [ "$SERVER" = rnfsd ] ||
     { echo "run.sh: KC_DELEGATIONS is rnfsd's (nfs4_delegations)" >&2; exit 2; }
 case $NET in tap | passt | slirp) ;; *) echo "run.sh: --net tap|passt|slirp" >&2; exit 2 ;; esac
+# No tun device (a container without /dev/net/tun): passt instead of tap,
+# with a word on what it costs.
+if [ "$NET" = tap ] && [ -z "${KC_NET:-}" ] && [ ! -c /dev/net/tun ]; then
+    echo "[kernel-client] no /dev/net/tun: --net passt (NLM GRANTED and SM_NOTIFY cannot reach the guest)" >&2
+    NET=passt
+fi
 KC_BACKEND=${KC_BACKEND:-local}
 case $KC_BACKEND in
 local) ;;
