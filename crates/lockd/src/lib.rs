@@ -493,13 +493,15 @@ impl LockManager {
             .map(|h| h.file.clone());
         let file = match own {
             Some(file) => file,
-            None => match f
-                .backend
-                .open_for_locks(&rnfsd_fs::Call::thread(f.cred, false), f.fh)
-            {
-                Ok(file) => file,
-                Err(e) => return fs_outcome(&e),
-            },
+            None => {
+                match f
+                    .backend
+                    .open_for_locks(&rnfsd_fs::Call::thread(f.cred, false), f.fh, true)
+                {
+                    Ok(file) => file,
+                    Err(e) => return fs_outcome(&e),
+                }
+            }
         };
         match file.test(req.kind, req.range) {
             Ok(None) => Outcome::Granted,
@@ -574,7 +576,7 @@ impl LockManager {
             // Opened outside the table's lock (it is a filesystem call).
             let file = f
                 .backend
-                .open_for_locks(&rnfsd_fs::Call::thread(f.cred, false), f.fh)
+                .open_for_locks(&rnfsd_fs::Call::thread(f.cred, false), f.fh, true)
                 .map_err(|e| fs_outcome(&e))?;
             let mut t = self.lock_table();
             if !t.held.contains_key(&hk) {
@@ -787,7 +789,7 @@ impl LockManager {
         }
         if let Err(e) = f
             .backend
-            .open_for_locks(&rnfsd_fs::Call::thread(f.cred, false), f.fh)
+            .open_for_locks(&rnfsd_fs::Call::thread(f.cred, false), f.fh, true)
         {
             return fs_outcome(&e);
         }

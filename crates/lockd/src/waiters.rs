@@ -114,7 +114,7 @@ impl LockManager {
         let opened: Vec<_> = missing
             .into_iter()
             .filter_map(|(k, b, c, fh)| {
-                b.open_for_locks(&rnfsd_fs::Call::thread(&c, false), &fh)
+                b.open_for_locks(&rnfsd_fs::Call::thread(&c, false), &fh, true)
                     .ok()
                     .map(|f| (k, f))
             })

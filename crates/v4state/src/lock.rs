@@ -117,14 +117,14 @@ impl State {
     ) -> Result<Stateid, V4Error> {
         let r = fcntl_range(a.offset, a.length)?;
         self.grace_check(&c.0, a.reclaim)?;
-        let (other, held, created) = {
+        let (other, held, created, rw) = {
             let mut st = locked(&c.0.st);
             if c.0.is_expired() {
                 return Err(V4Error::Expired);
             }
             self.lock_stateid(&mut st, c, a)?
         };
-        let conflict = held.take(opener, a.write, r);
+        let conflict = held.take(opener, a.write, r, rw);
         let mut st = locked(&c.0.st);
         match conflict {
             Ok(None) => match st.stateids.get_mut(&other) {
@@ -168,13 +168,14 @@ impl State {
     }
 
     /// The lock stateid LOCK works on (made if new): its `other`, its
-    /// descriptor, whether it was made now.
+    /// descriptor, whether it was made now, whether its open has write
+    /// access.
     fn lock_stateid(
         &self,
         st: &mut ClientState,
         c: &ClientHandle,
         a: &LockArgs<'_>,
-    ) -> Result<([u8; 12], Arc<LockHeld>, bool), V4Error> {
+    ) -> Result<([u8; 12], Arc<LockHeld>, bool, bool), V4Error> {
         let need = if a.write { ACCESS_WRITE } else { ACCESS_READ };
         match a.locker {
             Locker4::Existing(sid) => {
@@ -186,10 +187,11 @@ impl State {
                     return Err(V4Error::BadStateid);
                 }
                 let (open, held) = (l.open, l.held.clone());
-                if st.open_access(&open) & need == 0 {
+                let access = st.open_access(&open);
+                if access & need == 0 {
                     return Err(V4Error::OpenMode);
                 }
-                Ok((sid.other, held, false))
+                Ok((sid.other, held, false, access & ACCESS_WRITE != 0))
             }
             Locker4::New { open, owner } => {
                 let e = st.find_mut(self, c.0.is_expired(), &open)?;
@@ -202,6 +204,7 @@ impl State {
                 if o.access & need == 0 {
                     return Err(V4Error::OpenMode);
                 }
+                let rw = o.access & ACCESS_WRITE != 0;
                 let owner: Arc<[u8]> = match st.lock_owners.get_key_value(owner) {
                     Some((k, files)) => {
                         if let Some(other) = files.get(&a.file).copied() {
@@ -211,7 +214,7 @@ impl State {
                                 ..
                             }) = st.stateids.get(&other)
                             {
-                                return Ok((other, l.held.clone(), false));
+                                return Ok((other, l.held.clone(), false, rw));
                             }
                         }
                         k.clone()
@@ -260,7 +263,7 @@ impl State {
                         held: held.clone(),
                     });
                 // Seqid 0 until granted: the first grant makes it 1.
-                Ok((other, held, true))
+                Ok((other, held, true, rw))
             }
         }
     }
@@ -325,7 +328,10 @@ impl State {
         // else a fresh one (opened with no lock held).
         let tested = match own.as_ref().and_then(|h| h.test(write, r)) {
             Some(t) => t,
-            None => opener.open_lock_file().and_then(|f| f.test(kind(write), r)),
+            // Read-only: a test takes nothing, and breaks no read lease.
+            None => opener
+                .open_lock_file(false)
+                .and_then(|f| f.test(kind(write), r)),
         };
         match tested.map_err(|e| V4Error::from_fs(&e))? {
             None => Ok(()),

@@ -17,14 +17,17 @@ use crate::ranges::Ranges;
 use crate::shards::locked;
 
 /// Opens a lock owner's descriptor on the file a call is about (the
-/// embedder knows the backend, the handle and the caller's credentials).
+/// embedder knows the backend, the handle and the caller's credentials):
+/// `write`, one that takes exclusive locks (read-write), else one for
+/// shared locks and tests only (read-only: it breaks no read lease, so a
+/// read delegation's holder locking its own file recalls nothing).
 pub trait OpenLockFile {
-    fn open_lock_file(&self) -> FsResult<Arc<dyn LockFile>>;
+    fn open_lock_file(&self, write: bool) -> FsResult<Arc<dyn LockFile>>;
 }
 
-impl<F: Fn() -> FsResult<Arc<dyn LockFile>>> OpenLockFile for F {
-    fn open_lock_file(&self) -> FsResult<Arc<dyn LockFile>> {
-        self()
+impl<F: Fn(bool) -> FsResult<Arc<dyn LockFile>>> OpenLockFile for F {
+    fn open_lock_file(&self, write: bool) -> FsResult<Arc<dyn LockFile>> {
+        self(write)
     }
 }
 
@@ -37,9 +40,9 @@ pub struct BackendLockFile<'a> {
 }
 
 impl OpenLockFile for BackendLockFile<'_> {
-    fn open_lock_file(&self) -> FsResult<Arc<dyn LockFile>> {
+    fn open_lock_file(&self, write: bool) -> FsResult<Arc<dyn LockFile>> {
         self.backend
-            .open_for_locks(&rnfsd_fs::Call::thread(self.cred, false), self.fh)
+            .open_for_locks(&rnfsd_fs::Call::thread(self.cred, false), self.fh, write)
     }
 }
 
@@ -55,6 +58,8 @@ pub(crate) struct LockHeld {
 struct HeldInner {
     /// Open while it holds locks (or is about to).
     file: Option<Arc<dyn LockFile>>,
+    /// `file` takes exclusive locks (opened read-write).
+    rw: bool,
     ranges: Ranges,
 }
 
@@ -83,17 +88,59 @@ impl LockHeld {
     /// Takes `write`/`r` through the owner's descriptor (opened first if
     /// it has none, with no lock held): None when granted, else the lock
     /// in the way.
+    ///
+    /// `rw`: the owner's open has write access, so its descriptor is
+    /// opened read-write (else read-only: only shared locks, which
+    /// NFS4ERR_OPENMODE already ensures). An owner whose open was upgraded
+    /// since its read-only descriptor was opened moves its (shared) locks
+    /// to a read-write one for its first exclusive lock.
     pub(crate) fn take(
         &self,
         opener: &dyn OpenLockFile,
         write: bool,
         r: LockRange,
+        rw: bool,
     ) -> Result<Option<Conflict>, V4Error> {
         let mut opened: Option<Arc<dyn LockFile>> = None;
         loop {
             let mut m = locked(&self.m);
+            if write && !m.rw && m.file.is_some() {
+                if let Some(new) = opened.take() {
+                    // The owner's shared locks, taken again through the
+                    // new descriptor (shared with our own, they conflict
+                    // with nothing we do not already hold off).
+                    for (start, end, _) in m.ranges.pieces() {
+                        let piece = LockRange {
+                            start,
+                            len: end.map_or(0, |e| e - start),
+                        };
+                        if !new
+                            .lock(LockKind::Shared, piece)
+                            .map_err(|e| V4Error::from_fs(&e))?
+                        {
+                            return Err(V4Error::Delay);
+                        }
+                    }
+                    let old = m.file.replace(new);
+                    m.rw = true;
+                    // Its locks go with it before the exclusive one is
+                    // tried (they would refuse it), with no lock held.
+                    drop(m);
+                    drop(old);
+                    continue;
+                } else {
+                    drop(m);
+                    opened = Some(
+                        opener
+                            .open_lock_file(true)
+                            .map_err(|e| V4Error::from_fs(&e))?,
+                    );
+                    continue;
+                }
+            }
             if m.file.is_none() {
                 m.file = opened.take();
+                m.rw = rw;
             }
             if let Some(file) = m.file.clone() {
                 let mut next = m.ranges.clone();
@@ -123,7 +170,11 @@ impl LockHeld {
                 }));
             }
             drop(m);
-            opened = Some(opener.open_lock_file().map_err(|e| V4Error::from_fs(&e))?);
+            opened = Some(
+                opener
+                    .open_lock_file(rw)
+                    .map_err(|e| V4Error::from_fs(&e))?,
+            );
         }
     }
 

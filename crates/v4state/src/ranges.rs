@@ -26,6 +26,12 @@ impl Ranges {
         self.v.is_empty()
     }
 
+    /// The pieces: start, end (exclusive; None: to the end of the file),
+    /// exclusive or not.
+    pub(crate) fn pieces(&self) -> impl Iterator<Item = (u64, Option<u64>, bool)> + '_ {
+        self.v.iter().copied()
+    }
+
     /// Drops what lies in `start..end`, splitting pieces it cuts.
     pub(crate) fn clear(&mut self, start: u64, end: Option<u64>) {
         let mut out = Vec::with_capacity(self.v.len() + 1);

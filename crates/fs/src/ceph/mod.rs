@@ -625,7 +625,13 @@ impl Backend for CephFs {
     }
 
     // lock.rs
-    fn open_for_locks(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Arc<dyn crate::lock::LockFile>> {
+    // CephFS locks need no particular open mode (and no lease to spare).
+    fn open_for_locks(
+        &self,
+        call: &Call<'_>,
+        fh: &Fh,
+        _write: bool,
+    ) -> FsResult<Arc<dyn crate::lock::LockFile>> {
         let f = ceph_call!(self, call, on[fh], [fh], |i, cred| i
             .open_for_locks(&cred, &fh))?;
         Ok(Arc::new(lock::CephLocks::new(f, self.calls.clone())))

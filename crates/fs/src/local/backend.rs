@@ -222,8 +222,13 @@ impl Backend for LocalFs {
         space::clone_blksize(self, call, fh)
     }
 
-    fn open_for_locks(&self, call: &Call<'_>, fh: &Fh) -> FsResult<Arc<dyn crate::lock::LockFile>> {
-        lock::open_for_locks(self, call, fh)
+    fn open_for_locks(
+        &self,
+        call: &Call<'_>,
+        fh: &Fh,
+        write: bool,
+    ) -> FsResult<Arc<dyn crate::lock::LockFile>> {
+        lock::open_for_locks(self, call, fh, write)
     }
 
     fn lease(

@@ -74,6 +74,7 @@ pub(super) fn open_for_locks(
     fs: &LocalFs,
     call: &Call<'_>,
     fh: &Fh,
+    write: bool,
 ) -> FsResult<Arc<dyn LockFile>> {
     let o = fs.resolve(call, fh)?;
     if o.st.is_dir() {
@@ -87,8 +88,17 @@ pub(super) fn open_for_locks(
     // Read-write so an exclusive lock works (fcntl wants a writable file
     // for F_WRLCK); read-only where it cannot be (a read-only mount, an
     // immutable file, a running program: ETXTBSY), where only shared
-    // locks can then be taken.
+    // locks can then be taken; read-only when only shared locks are
+    // asked for: an open for writing would break a read lease, and so
+    // recall a read delegation from its own holder's LOCK (the Linux
+    // client then waits for the lock before it returns the delegation:
+    // stuck until revocation).
     let flags = libc::O_CLOEXEC | libc::O_NONBLOCK;
+    if !write {
+        return Ok(Arc::new(OfdFile {
+            fd: sys::reopen(o.raw(), libc::O_RDONLY | flags)?,
+        }));
+    }
     let fd = match sys::reopen(o.raw(), libc::O_RDWR | flags) {
         Ok(fd) => fd,
         Err(e)

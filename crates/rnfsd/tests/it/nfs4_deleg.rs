@@ -669,6 +669,67 @@ async fn the_holders_own_write_recalls_its_delegation() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_holders_own_shared_lock_keeps_its_read_delegation() {
+    // knfsd never recalls a delegation for its own holder's LOCK; the
+    // Linux client holding one would wait for its LOCK (answered DELAY)
+    // before it returned the delegation: stuck until revocation.
+    let (dir, _cfg, srv) = start("deleg-own-lock", "");
+    std::fs::write(dir.path().join("f"), b"hello").unwrap();
+    bounded(async {
+        let a = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let o = a.open(&root, &read_wanting("f")).await.expect("OPEN");
+        let OpenDelegation4::Read(d) = o.delegation else {
+            panic!("no read delegation: {:?}", o.delegation);
+        };
+        let locker = a.new_locker(&o.stateid, b"lo");
+        let r = a
+            .lock(&o.fh, NfsLockType4::Read, 0, u64::MAX, locker)
+            .await
+            .expect("LOCK");
+        assert!(
+            matches!(r, Lock4Res::Ok(_)),
+            "the holder's shared LOCK: {r:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !a.recalls()
+                .iter()
+                .any(|r| r.stateid.other == d.stateid.other),
+            "the holder's own shared lock recalled its delegation"
+        );
+        // Another client's write lock conflicts with the shared lock (and
+        // its open for writing recalls the delegation: no DENIED before).
+        let b = client(&srv).await;
+        let w = loop {
+            match b.open(&root, &write_open("f")).await {
+                Ok(w) => break w,
+                Err(e) if is_delay::<()>(&Err(e.clone())) => {
+                    if a.recalls()
+                        .iter()
+                        .any(|r| r.stateid.other == d.stateid.other)
+                    {
+                        let _ = a.delegreturn(&o.fh, &d.stateid).await;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("OPEN for write: {e:?}"),
+            }
+        };
+        let locker = b.new_locker(&w.stateid, b"lo-b");
+        let r = b
+            .lock(&w.fh, NfsLockType4::Write, 0, 1, locker)
+            .await
+            .expect("LOCK");
+        assert!(
+            matches!(r, Lock4Res::Denied(_)),
+            "a write lock over a read one: {r:?}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn leases_are_bounded_and_none_for_a_file_open_for_writing() {
     let (dir, _cfg, srv) = start("deleg-leases", "nfs4_max_leases = 1");
     for n in ["a", "b", "w"] {

@@ -164,7 +164,7 @@ fn other_lock_managers_and_local_programs_conflict() {
         .unwrap()
         .stateid;
     // What an NLM client's lock is: another description's OFD lock.
-    let nlm = e.opener().open_lock_file().unwrap();
+    let nlm = e.opener().open_lock_file(true).unwrap();
     assert!(nlm
         .lock(
             rnfsd_fs::lock::LockKind::Exclusive,
@@ -316,7 +316,7 @@ fn open_errors_come_back() {
     let o = open(&s, &a, "o", F, ACCESS_BOTH, DENY_NONE)
         .unwrap()
         .stateid;
-    let gone = || Err(rnfsd_fs::FsError::Stale);
+    let gone = |_: bool| Err(rnfsd_fs::FsError::Stale);
     let r = s.lock(
         &a,
         &LockArgs {
@@ -334,4 +334,55 @@ fn open_errors_come_back() {
     );
     assert_eq!(r, Err(V4Error::Stale));
     assert_eq!(s.counts().stateids, 1, "no lock stateid left behind");
+}
+
+/// Whether a read lease can be had on the file now (no one has it open
+/// for writing: the kernel's own test), let go at once.
+fn read_lease_possible(path: &std::path::Path) -> bool {
+    let f = std::fs::File::open(path).unwrap();
+    // SAFETY: fcntl with an int argument on a descriptor we own.
+    let r = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) };
+    if r == 0 {
+        // SAFETY: as above.
+        unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
+    }
+    r == 0
+}
+
+#[test]
+fn a_read_opens_owner_locks_read_only_and_moves_to_read_write_on_upgrade() {
+    let e = Env::new();
+    let s = state();
+    let (a, _) = handle(&s, "a");
+    let (b, _) = handle(&s, "b");
+    let oa = open(&s, &a, "o", F, ACCESS_READ, DENY_NONE)
+        .unwrap()
+        .stateid;
+    assert!(read_lease_possible(&e.path), "nothing open for writing yet");
+    let l = new_lock(&s, &e, &a, oa, "lo", false, 0, 10).unwrap();
+    // The owner's descriptor is read-only: a read lease (a read
+    // delegation's) is still possible, so this lock broke none.
+    assert!(
+        read_lease_possible(&e.path),
+        "the shared lock opened for writing"
+    );
+    // No exclusive lock on a read open (NFS4ERR_OPENMODE, as knfsd).
+    assert_eq!(
+        more_lock(&s, &e, &a, l, true, 0, 10),
+        Err(V4Error::OpenMode)
+    );
+    // The open upgraded: the owner's shared lock moves to a read-write
+    // descriptor and becomes exclusive.
+    let up = open(&s, &a, "o", F, ACCESS_BOTH, DENY_NONE).unwrap();
+    assert_eq!(up.stateid.other, oa.other, "an upgrade of the same open");
+    let l2 = more_lock(&s, &e, &a, l, true, 0, 10).unwrap();
+    assert!(!read_lease_possible(&e.path), "now open for writing");
+    let ob = open(&s, &b, "o", F, ACCESS_READ, DENY_NONE)
+        .unwrap()
+        .stateid;
+    let d = denied(new_lock(&s, &e, &b, ob, "lo-b", false, 5, 1));
+    assert_eq!((d.offset, d.length, d.write), (0, 10, true));
+    // The shared lock on 10.. taken before the move is still held.
+    s.locku(&a, &l2, F, 0, 10).unwrap();
+    new_lock(&s, &e, &b, ob, "lo-b", false, 5, 1).unwrap();
 }
