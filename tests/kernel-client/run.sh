@@ -302,36 +302,29 @@ fi
 # flags) in a copy in the cache (the shared folder is read-only), under a
 # lock (a --prepare run may be building it). cthon04's tools/ (which needs
 # libtirpc) is not built: no test runs it.
-build_cthon() {
-    local stamp
-    stamp=$(cd "$CTHON_SRC" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
-    CB=$CACHE/cthon-$stamp
-    exec 8>"$CACHE/cthon.lock" && flock 8 || die "cannot lock $CACHE/cthon.lock"
-    if [ ! -f "$CB/.built" ]; then
-        say "building cthon04 from $CTHON_SRC"
-        rm -rf "$CACHE"/cthon-* && mkdir -p "$CB"
-        cp -R "$CTHON_SRC/." "$CB/" && chmod -R u+w "$CB" || die "copying $CTHON_SRC failed"
-        for d in basic general special lock; do
-            make -C "$CB/$d" >>"$CB/build.log" 2>&1 || die "cthon04: make in $d failed (see $CB/build.log)"
+# build_suite NAME SRC MAKEDIR...: a copy of SRC built with make in each
+# MAKEDIR (relative; "." the top) into $CACHE/NAME-STAMP; its path in
+# SUITE_DIR.
+build_suite() {
+    local name=$1 src=$2 stamp dir d
+    shift 2
+    stamp=$(cd "$src" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+    dir=$CACHE/$name-$stamp
+    exec 8>"$CACHE/$name.lock" && flock 8 || die "cannot lock $CACHE/$name.lock"
+    if [ ! -f "$dir/.built" ]; then
+        say "building $name from $src"
+        rm -rf "$CACHE/$name"-* && mkdir -p "$dir"
+        cp -R "$src/." "$dir/" && chmod -R u+w "$dir" || die "copying $src failed"
+        for d in "$@"; do
+            make -C "$dir/$d" >>"$dir/build.log" 2>&1 || die "$name: make in $d failed (see $dir/build.log)"
         done
-        touch "$CB/.built"
+        touch "$dir/.built"
     fi
     exec 8>&-
+    SUITE_DIR=$dir
 }
-build_xfstests() {
-    local stamp
-    stamp=$(cd "$XFSTESTS_SRC" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
-    XB=$CACHE/xfstests-$stamp
-    exec 8>"$CACHE/xfstests.lock" && flock 8 || die "cannot lock $CACHE/xfstests.lock"
-    if [ ! -f "$XB/.built" ]; then
-        say "building xfstests from $XFSTESTS_SRC"
-        rm -rf "$CACHE"/xfstests-* && mkdir -p "$XB"
-        cp -R "$XFSTESTS_SRC/." "$XB/" && chmod -R u+w "$XB" || die "copying $XFSTESTS_SRC failed"
-        make -C "$XB" >"$XB/build.log" 2>&1 || die "xfstests: make failed (see $XB/build.log)"
-        touch "$XB/.built"
-    fi
-    exec 8>&-
-}
+build_cthon() { build_suite cthon "$CTHON_SRC" basic general special lock && CB=$SUITE_DIR; }
+build_xfstests() { build_suite xfstests "$XFSTESTS_SRC" . && XB=$SUITE_DIR; }
 if [ -n "$PREPARE" ]; then
     # --prepare: the named workloads' host packages (above) and suites,
     # nothing more (no kernel, no run dir: a guest run may be using it).

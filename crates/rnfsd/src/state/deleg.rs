@@ -547,6 +547,15 @@ impl std::fmt::Debug for Access {
     }
 }
 
+/// The delegation key of a regular file (only those are delegated).
+fn regular_key(attr: Option<rnfsd_fs::Attr>) -> Option<FileKey> {
+    attr.filter(|a| a.ftype == FileType::Regular)
+        .map(|a| FileKey {
+            fsid: a.fsid,
+            fileid: a.fileid,
+        })
+}
+
 /// What a change through the backend touches, for the check before it.
 pub enum Changed<'a> {
     /// The object `fh`.
@@ -584,17 +593,9 @@ impl Delegations {
             Changed::Fh(fh) => backend.getattr(call, fh).ok(),
             Changed::Name(dir, name) => backend.lookup(call, dir, name).ok().map(|l| l.1),
         };
-        match attr {
-            Some(a) if a.ftype == FileType::Regular => self.access(
-                state,
-                FileKey {
-                    fsid: a.fsid,
-                    fileid: a.fileid,
-                },
-                by,
-                true,
-            ),
-            _ => Ok(None),
+        match regular_key(attr) {
+            Some(k) => self.access(state, k, by, true),
+            None => Ok(None),
         }
     }
 
@@ -614,17 +615,9 @@ impl Delegations {
         if !self.enabled || !state.any_write_delegation() {
             return Ok(None);
         }
-        match backend.getattr(call, fh).ok() {
-            Some(a) if a.ftype == FileType::Regular => self.access(
-                state,
-                FileKey {
-                    fsid: a.fsid,
-                    fileid: a.fileid,
-                },
-                by,
-                false,
-            ),
-            _ => Ok(None),
+        match regular_key(backend.getattr(call, fh).ok()) {
+            Some(k) => self.access(state, k, by, false),
+            None => Ok(None),
         }
     }
 }

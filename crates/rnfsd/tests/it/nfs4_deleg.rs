@@ -33,7 +33,7 @@ fn start(tag: &str, extra: &str) -> (TempDir, TempDir, TestServer) {
     start_lease(tag, extra, LEASE_SECS)
 }
 
-fn start_lease(tag: &str, extra: &str, lease: u64) -> (TempDir, TempDir, TestServer) {
+pub(crate) fn start_lease(tag: &str, extra: &str, lease: u64) -> (TempDir, TempDir, TestServer) {
     let dir = TempDir::new(tag);
     let cfgdir = TempDir::new(&format!("{tag}-cfg"));
     let state = TempDir::new(&format!("{tag}-state"));

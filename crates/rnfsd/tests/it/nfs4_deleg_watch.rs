@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::common;
 
 use common::nfs::*;
-use common::{export_table, write_config, TempDir, TestServer};
+use common::{TempDir, TestServer};
 use rnfsd_client::nfs4::{OpenArgs, SetAttrs4};
 use rnfsd_client::{ClientError, Nfs4Client};
 use rnfsd_proto::nfs4::*;
@@ -30,19 +30,7 @@ const RECALL_BOUND: Duration = Duration::from_secs(2);
 const QUIET: Duration = Duration::from_millis(1500);
 
 fn start(tag: &str) -> (TempDir, TempDir, TestServer) {
-    let dir = TempDir::new(tag);
-    let cfgdir = TempDir::new(&format!("{tag}-cfg"));
-    let state = TempDir::new(&format!("{tag}-state"));
-    let cfg = write_config(
-        cfgdir.path(),
-        &format!(
-            "[server]\nnfs4 = true\nregister_rpcbind = false\n\
-             nfs4_lease_secs = {LEASE_SECS}\n{}",
-            export_table(dir.path(), "")
-        ),
-    );
-    let srv = TestServer::start_config(Path::new(&cfg), dir.path(), state, &[]);
-    (dir, cfgdir, srv)
+    crate::nfs4_deleg::start_lease(tag, "", LEASE_SECS)
 }
 
 /// Opens `name` for reading with a read delegation: its stateid and
