@@ -93,11 +93,11 @@ pub struct PoolConfig {
     /// [`Pool::on_lazy_timer`]: crate::Pool::on_lazy_timer
     /// [`Pool::kick_overdue`]: crate::Pool::kick_overdue
     pub lazy_wake: Option<Duration>,
-    /// A worker with no job spins this long (checking for a handoff,
-    /// never the queue's lock) before it parks: a job handed to it
-    /// meanwhile costs no futex wake and, on a virtual machine, no halted
-    /// vCPU to wake (tens of microseconds each with one call in flight).
-    /// Zero: park at once. Default zero.
+    /// The last worker to go idle (none other running) spins this long
+    /// (checking for a handoff, never the queue's lock) before it parks:
+    /// a job handed to it meanwhile costs no futex wake and, on a virtual
+    /// machine, no halted vCPU to wake (tens of microseconds each with one
+    /// call in flight). Zero: park at once. Default zero.
     pub spin: Duration,
 }
 

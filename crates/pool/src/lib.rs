@@ -434,8 +434,12 @@ fn worker_main<J: Job>(shared: Arc<Shared<J>>, mut just_woken: bool) {
             return;
         }
         g.idle.push_back(slot.clone());
+        // Only the last worker to go idle spins: with others still
+        // running, the CPU it would burn is theirs (and the next job
+        // likely goes to one of them anyway).
+        let last = g.idle.len() + g.waking >= g.threads;
         drop(g);
-        if !park_idle(&shared, &slot) {
+        if !park_idle(&shared, &slot, last) {
             return; // retired (already unregistered)
         }
         just_woken = true;
@@ -465,9 +469,9 @@ fn spin_for_handoff(slot: &Slot, spin: std::time::Duration) -> bool {
 }
 
 /// Park until woken. Returns false if the worker retired instead.
-fn park_idle<J: Job>(shared: &Arc<Shared<J>>, slot: &Arc<Slot>) -> bool {
+fn park_idle<J: Job>(shared: &Arc<Shared<J>>, slot: &Arc<Slot>, spin: bool) -> bool {
     let mut since = Instant::now();
-    if spin_for_handoff(slot, shared.cfg.spin) {
+    if spin && spin_for_handoff(slot, shared.cfg.spin) {
         // Its waker's unpark left a token: a later park returns at once,
         // and the loop below parks again.
         slot.woken.store(false, Ordering::Relaxed);

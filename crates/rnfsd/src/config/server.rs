@@ -282,9 +282,9 @@ server_keys! {
         flag "max-threads" "N" => "Adaptive pool: most worker threads.";
     /// Adaptive pool: retire a worker idle this many seconds.
     thread_idle_secs: u64 = 30, "adaptive pool: a worker idle this long is retired";
-    /// A worker with no request spins this many microseconds for the
-    /// next before it sleeps (0: sleeps at once; at most 1000).
-    worker_spin_us: u64 = 0, "a worker with no request spins this long (us) before it sleeps";
+    /// The last worker to go idle spins this many microseconds for the
+    /// next request before it sleeps (0: sleeps at once; at most 1000).
+    worker_spin_us: u64 = 0, "the last idle worker spins this long (us) before it sleeps";
     /// Requests queued for a worker before the transport stops reading.
     queue_limit: usize = 1024, "requests waiting for a worker",
         flag "queue-limit" "N" => "Requests queued for workers before connections stop \
