@@ -480,16 +480,14 @@ pub trait Backend: Send + Sync {
     /// Flush `count` bytes at `offset` (0 = to the end) to stable storage.
     fn commit(&self, call: &Call<'_>, fh: &Fh, offset: u64, count: u32) -> FsResult<Wcc>;
     /// A fresh handle for one lock owner's byte-range locks on the regular
-    /// file `fh` (NLM, NFSv4 LOCK): `write`, one that can take exclusive
-    /// locks (a local file opened read-write where it can be), else shared
-    /// locks and tests only (read-only: it breaks no read lease). The
-    /// caller must be able to read the file or own it, as knfsd asks for
-    /// locks (`NFSD_MAY_LOCK`). None by default.
+    /// file `fh` (NLM, NFSv4 LOCK), opened as `how` says. The caller must
+    /// be able to read the file or own it, as knfsd asks for locks
+    /// (`NFSD_MAY_LOCK`). None by default.
     fn open_for_locks(
         &self,
         _call: &Call<'_>,
         _fh: &Fh,
-        _write: bool,
+        _how: lock::LockOpen,
     ) -> FsResult<Arc<dyn lock::LockFile>> {
         Err(FsError::NotSupported)
     }

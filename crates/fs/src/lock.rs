@@ -28,6 +28,34 @@ impl LockRange {
     }
 }
 
+/// How a lock owner's description is opened ([`Backend::open_for_locks`]).
+///
+/// [`Backend::open_for_locks`]: crate::Backend::open_for_locks
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockOpen {
+    /// It takes exclusive locks (read-write), else shared locks and
+    /// tests only (read-only: it breaks no read lease).
+    pub write: bool,
+    /// The NFSv4 holder of a write delegation on the file, returning it:
+    /// a copy of the server's write lease's own description, since any
+    /// new open would break that lease, and the holder's client re-sends
+    /// the locks it kept under the delegation before it returns it (the
+    /// Linux client's delegation return). Its lock owners then share one
+    /// description on the server while their locks last; its client keeps
+    /// them apart (Linux checks its own processes' locks before asking).
+    pub holder: bool,
+}
+
+impl LockOpen {
+    /// For an owner's locks of this kind, not a returning holder's.
+    pub fn plain(write: bool) -> LockOpen {
+        LockOpen {
+            write,
+            holder: false,
+        }
+    }
+}
+
 /// A lock of another owner in the way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Conflict {

@@ -35,7 +35,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use rnfsd_fs::lock::{LockFile, LockKind, LockRange};
+use rnfsd_fs::lock::{LockFile, LockKind, LockOpen, LockRange};
 use rnfsd_fs::{Backend, Cred, Fh, FsError};
 
 use ranges::Ranges;
@@ -494,10 +494,11 @@ impl LockManager {
         let file = match own {
             Some(file) => file,
             None => {
-                match f
-                    .backend
-                    .open_for_locks(&rnfsd_fs::Call::thread(f.cred, false), f.fh, true)
-                {
+                match f.backend.open_for_locks(
+                    &rnfsd_fs::Call::thread(f.cred, false),
+                    f.fh,
+                    LockOpen::plain(true),
+                ) {
                     Ok(file) => file,
                     Err(e) => return fs_outcome(&e),
                 }
@@ -576,7 +577,11 @@ impl LockManager {
             // Opened outside the table's lock (it is a filesystem call).
             let file = f
                 .backend
-                .open_for_locks(&rnfsd_fs::Call::thread(f.cred, false), f.fh, true)
+                .open_for_locks(
+                    &rnfsd_fs::Call::thread(f.cred, false),
+                    f.fh,
+                    LockOpen::plain(true),
+                )
                 .map_err(|e| fs_outcome(&e))?;
             let mut t = self.lock_table();
             if !t.held.contains_key(&hk) {
@@ -787,10 +792,11 @@ impl LockManager {
         if !self.grace_allows(reclaim) {
             return Outcome::Grace;
         }
-        if let Err(e) = f
-            .backend
-            .open_for_locks(&rnfsd_fs::Call::thread(f.cred, false), f.fh, true)
-        {
+        if let Err(e) = f.backend.open_for_locks(
+            &rnfsd_fs::Call::thread(f.cred, false),
+            f.fh,
+            LockOpen::plain(true),
+        ) {
             return fs_outcome(&e);
         }
         let file = f.key();

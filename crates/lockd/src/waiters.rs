@@ -114,9 +114,13 @@ impl LockManager {
         let opened: Vec<_> = missing
             .into_iter()
             .filter_map(|(k, b, c, fh)| {
-                b.open_for_locks(&rnfsd_fs::Call::thread(&c, false), &fh, true)
-                    .ok()
-                    .map(|f| (k, f))
+                b.open_for_locks(
+                    &rnfsd_fs::Call::thread(&c, false),
+                    &fh,
+                    rnfsd_fs::lock::LockOpen::plain(true),
+                )
+                .ok()
+                .map(|f| (k, f))
             })
             .collect();
         let mut granted = Vec::new();

@@ -37,12 +37,21 @@ pub struct BackendLockFile<'a> {
     pub backend: &'a Arc<dyn Backend>,
     pub cred: &'a Cred,
     pub fh: &'a Fh,
+    /// The caller holds a write delegation on the file and is returning
+    /// it ([`rnfsd_fs::lock::LockOpen::holder`]).
+    pub holder: bool,
 }
 
 impl OpenLockFile for BackendLockFile<'_> {
     fn open_lock_file(&self, write: bool) -> FsResult<Arc<dyn LockFile>> {
-        self.backend
-            .open_for_locks(&rnfsd_fs::Call::thread(self.cred, false), self.fh, write)
+        self.backend.open_for_locks(
+            &rnfsd_fs::Call::thread(self.cred, false),
+            self.fh,
+            rnfsd_fs::lock::LockOpen {
+                write,
+                holder: self.holder,
+            },
+        )
     }
 }
 

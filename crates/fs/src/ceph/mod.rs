@@ -630,7 +630,7 @@ impl Backend for CephFs {
         &self,
         call: &Call<'_>,
         fh: &Fh,
-        _write: bool,
+        _how: crate::lock::LockOpen,
     ) -> FsResult<Arc<dyn crate::lock::LockFile>> {
         let f = ceph_call!(self, call, on[fh], [fh], |i, cred| i
             .open_for_locks(&cred, &fh))?;

@@ -226,9 +226,9 @@ impl Backend for LocalFs {
         &self,
         call: &Call<'_>,
         fh: &Fh,
-        write: bool,
+        how: crate::lock::LockOpen,
     ) -> FsResult<Arc<dyn crate::lock::LockFile>> {
-        lock::open_for_locks(self, call, fh, write)
+        lock::open_for_locks(self, call, fh, how)
     }
 
     fn lease(

@@ -8,7 +8,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 use crate::lease::Lease;
-use crate::lock::{Conflict, LockFile, LockKind, LockRange};
+use crate::lock::{Conflict, LockFile, LockKind, LockOpen, LockRange};
 use crate::{Call, Fh, FsResult};
 
 use super::files::Access;
@@ -74,7 +74,7 @@ pub(super) fn open_for_locks(
     fs: &LocalFs,
     call: &Call<'_>,
     fh: &Fh,
-    write: bool,
+    how: LockOpen,
 ) -> FsResult<Arc<dyn LockFile>> {
     let o = fs.resolve(call, fh)?;
     if o.st.is_dir() {
@@ -93,8 +93,13 @@ pub(super) fn open_for_locks(
     // recall a read delegation from its own holder's LOCK (the Linux
     // client then waits for the lock before it returns the delegation:
     // stuck until revocation).
+    if how.holder {
+        if let Some(fd) = fs.leased_fd(o.st.key()) {
+            return Ok(Arc::new(OfdFile { fd: fd? }));
+        }
+    }
     let flags = libc::O_CLOEXEC | libc::O_NONBLOCK;
-    if !write {
+    if !how.write {
         return Ok(Arc::new(OfdFile {
             fd: sys::reopen(o.raw(), libc::O_RDONLY | flags)?,
         }));

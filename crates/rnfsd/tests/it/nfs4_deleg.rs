@@ -1146,3 +1146,85 @@ async fn write_delegations_are_bounded_and_granted_again_after_use() {
     })
     .await;
 }
+
+/// Whether a local program's write lock on `0..len` of `path` is refused
+/// now (an OFD lock through its own open).
+fn locally_locked(path: &Path, len: i64) -> bool {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    // SAFETY: zeroed is a valid flock.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as _;
+    fl.l_whence = libc::SEEK_SET as _;
+    fl.l_len = len;
+    // SAFETY: a valid descriptor and flock.
+    unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) == -1 }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_returning_write_holder_sends_its_locks_then_returns() {
+    // The Linux client keeps a write delegation's locks to itself and,
+    // recalled, sends them as LOCKs before its DELEGRETURN, which it
+    // sends only once they are granted: a LOCK answered NFS4ERR_DELAY
+    // (the lock owner's new open would break the server's own write
+    // lease) held the delegation, and a local program waiting on its
+    // lease break, until the revocation.
+    let (dir, _cfg, srv) = start("deleg-write-return-locks", "");
+    let path = dir.path().join("f");
+    std::fs::write(&path, b"hello").unwrap();
+    bounded(async {
+        let a = client(&srv).await;
+        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let (open, sid, fh) = write_delegated(&a, &root, "f").await;
+        // A local program opens the file: the lease breaks, the
+        // delegation is recalled, the program waits.
+        let p = path.clone();
+        let prog = local(move || locally_locked(&p, 10));
+        recalled(&a, &sid).await;
+        let t0 = Instant::now();
+        // The holder's locks, sent during its return, by two owners.
+        for (owner, start) in [(&b"lo-1"[..], 0), (&b"lo-2"[..], 5)] {
+            let r = a
+                .lock(
+                    &fh,
+                    NfsLockType4::Write,
+                    start,
+                    5,
+                    a.new_locker(&open, owner),
+                )
+                .await
+                .expect("LOCK");
+            assert!(
+                matches!(r, Lock4Res::Ok(_)),
+                "the returning holder's LOCK: {r:?}"
+            );
+        }
+        a.delegreturn(&fh, &sid).await.unwrap();
+        let (refused, _) = finished(prog).await;
+        assert!(
+            t0.elapsed() < Duration::from_secs(LEASE_SECS),
+            "the program waited for a revocation"
+        );
+        assert!(refused, "the program's lock must meet the holder's");
+        // Another client's lock meets them too.
+        let b = client(&srv).await;
+        let w = b.open(&root, &write_open("f")).await.expect("OPEN");
+        let r = b
+            .lock(
+                &w.fh,
+                NfsLockType4::Write,
+                7,
+                1,
+                b.new_locker(&w.stateid, b"lo-b"),
+            )
+            .await
+            .expect("LOCK");
+        assert!(matches!(r, Lock4Res::Denied(_)), "{r:?}");
+        assert!(locally_locked(&path, 10), "still held after the return");
+    })
+    .await;
+}

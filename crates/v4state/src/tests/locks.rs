@@ -48,6 +48,7 @@ impl Env {
             backend: &self.fs,
             cred: &ROOT,
             fh: &self.fh,
+            holder: false,
         }
     }
 }

@@ -7,7 +7,7 @@
 //! OPEN4_RESULT_MAY_NOTIFY_LOCK), so a client polls.
 
 use rnfsd_proto::nfs4::*;
-use rnfsd_v4state::{BackendLockFile, Denied, LockArgs, LocktArgs, V4Error};
+use rnfsd_v4state::{BackendLockFile, ClientHandle, Denied, LockArgs, LocktArgs, V4Error};
 
 use super::compound::Compound;
 use super::cur::Cur;
@@ -63,13 +63,26 @@ fn is_write(t: NfsLockType4) -> bool {
 }
 
 /// The lock owner's descriptor on `f` is opened as the caller may
-/// (knfsd's NFSD_MAY_LOCK).
-fn opener(f: &File) -> BackendLockFile<'_> {
+/// (knfsd's NFSD_MAY_LOCK); `holder`: see `LockOpen::holder`.
+fn opener(f: &File, holder: bool) -> BackendLockFile<'_> {
     BackendLockFile {
         backend: &f.obj.exp.backend,
         cred: &f.obj.grant.cred,
         fh: &f.obj.fh,
+        holder,
     }
+}
+
+/// Whether client `h` holds a write delegation on `f` that is being
+/// recalled: the Linux client then sends the locks it kept under it
+/// (as LOCKs) before its DELEGRETURN, and a LOCK answered NFS4ERR_DELAY
+/// (a new open of the file would break the server's own write lease)
+/// would keep it from returning the delegation until its revocation.
+fn returning_holder(c: &Compound<'_, '_>, h: &ClientHandle, f: &File) -> bool {
+    c.nfs4
+        .state
+        .write_holder(&f.key, None)
+        .is_some_and(|w| w.recalled && w.recall.client.id() == h.id())
 }
 
 /// LOCK (§18.10): a new lock owner from an open stateid
@@ -109,7 +122,7 @@ fn take(c: &Compound<'_, '_>, a: &Lock4Args) -> Result<Stateid4, Refused> {
             length: a.length,
             reclaim: a.reclaim,
         },
-        &opener(&f),
+        &opener(&f, returning_holder(c, &h, &f)),
     )?;
     Ok(sid4(s))
 }
@@ -129,7 +142,9 @@ pub(super) fn lockt(c: &mut Compound<'_, '_>, a: LockT4Args) -> LockT4Res {
                 offset: a.offset,
                 length: a.length,
             },
-            &opener(&f),
+            // A test through a fresh description: the holder's own
+            // locks are in its client, not here.
+            &opener(&f, false),
         )?;
         Ok(())
     })();
