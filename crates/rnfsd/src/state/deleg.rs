@@ -459,11 +459,14 @@ impl Delegations {
                 }
                 // Read after the release: a lease still held is one of
                 // the changer's own delegations.
-                let own = match (&self.leases, write) {
-                    (Some(l), true) => l.begin_own(&file).map(|pre| (l.clone(), file, pre)),
-                    _ => None,
+                let own = match write {
+                    true => self.own_change(file),
+                    false => OwnChange(None),
                 };
-                Ok(Some(Access { own, _access: a }))
+                Ok(Some(Access {
+                    _own: own,
+                    _access: a,
+                }))
             }
             Err(recalls) => {
                 self.send(recalls);
@@ -482,7 +485,7 @@ impl Delegations {
         match &self.leases {
             Some(l) if l.count() > 0 => None,
             _ => state.quick_access(hint).map(|a| Access {
-                own: None,
+                _own: OwnChange(None),
                 _access: a,
             }),
         }
@@ -504,21 +507,15 @@ fn hint(b: &[u8]) -> u64 {
 /// watch at its start and end, so its own inotify event does not recall
 /// the changer's delegation (`watch.rs`).
 pub struct Access {
-    own: Option<(Arc<Leases>, FileKey, Option<Ctime>)>,
-    // Dropped after `drop` told the watch the change ended.
+    /// A change, told to the file's watch (dropped first: the watch hears
+    /// of its end while no delegation can be granted yet).
+    _own: OwnChange,
     _access: rnfsd_v4state::Access,
 }
 
-impl Drop for Access {
-    fn drop(&mut self) {
-        if let Some((l, file, pre)) = self.own.take() {
-            l.end_own(&file, pre);
-        }
-    }
-}
-
-/// A change the server makes to a delegated file for no client's access
-/// (CB_GETATTR's mtime): its watch takes the event for the server's own.
+/// A change the server makes to a delegated file, for a client's access
+/// ([`Access`]) or for none (CB_GETATTR's mtime): its watch takes the
+/// event for the server's own.
 pub struct OwnChange(Option<(Arc<Leases>, FileKey, Option<Ctime>)>);
 
 impl Drop for OwnChange {
