@@ -220,6 +220,9 @@ pub struct LocalFs {
     /// cache still holds (a read-write description, which would refuse
     /// it); at `MAX_LENT` entries the dead ones go.
     leased: std::sync::Mutex<std::collections::HashMap<Key, std::sync::Weak<OwnedFd>>>,
+    /// `leased`'s size, read without its lock: an open-file cache miss
+    /// asks, and there is most often no write lease at all.
+    leased_n: std::sync::atomic::AtomicUsize,
 }
 
 use crate::access::check_name;
@@ -244,6 +247,8 @@ impl LocalFs {
             m.retain(|_, w| w.strong_count() > 0);
         }
         m.insert(key, fd);
+        self.leased_n
+            .store(m.len(), std::sync::atomic::Ordering::Release);
     }
 
     /// Before a lease on `key`: the copies of an earlier write lease's
@@ -253,6 +258,8 @@ impl LocalFs {
         let mut m = self.leased.lock().unwrap_or_else(|e| e.into_inner());
         if m.get(&key).is_some_and(|w| w.strong_count() == 0) {
             m.remove(&key);
+            self.leased_n
+                .store(m.len(), std::sync::atomic::Ordering::Release);
             drop(m);
             self.files.forget(key);
         }
@@ -260,10 +267,13 @@ impl LocalFs {
 
     /// A copy of the live write lease's descriptor of `key`, if any.
     fn leased_fd(&self, key: Key) -> Option<io::Result<OwnedFd>> {
-        let m = self.leased.lock().unwrap_or_else(|e| e.into_inner());
-        if m.is_empty() {
+        // No lock while none was ever lent (a lease is lent before the
+        // OPEN that grants its delegation answers, so before the holder's
+        // I/O can ask).
+        if self.leased_n.load(std::sync::atomic::Ordering::Acquire) == 0 {
             return None;
         }
+        let m = self.leased.lock().unwrap_or_else(|e| e.into_inner());
         let fd = m.get(&key)?.upgrade()?;
         drop(m);
         Some(fd.try_clone())
@@ -378,6 +388,7 @@ impl LocalFs {
             verdicts: GenMap::new(opts.verdict_cache_entries.max(1)),
             objects: ObjCache::new(opts.object_cache_entries, caches.clone()),
             leased: std::sync::Mutex::default(),
+            leased_n: std::sync::atomic::AtomicUsize::new(0),
             files: FileCache::new(
                 opts.open_file_cache_entries,
                 caches.clone(),
