@@ -64,6 +64,13 @@ impl Lease {
         Arc::downgrade(&self.fd)
     }
 
+    /// Its descriptor itself, to read the file's attributes through
+    /// without holding what holds the lease (a copy keeps the file open,
+    /// not the lease).
+    pub fn descriptor(&self) -> Arc<OwnedFd> {
+        self.fd.clone()
+    }
+
     /// Its descriptor: the `si_fd` of its break's signal.
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()

@@ -17,6 +17,7 @@
 //! `CB_WAIT` at a time; the others serve other clients meanwhile.
 
 use std::collections::{HashMap, VecDeque};
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -516,12 +517,16 @@ pub struct Access {
 /// A change the server makes to a delegated file, for a client's access
 /// ([`Access`]) or for none (CB_GETATTR's mtime): its watch takes the
 /// event for the server's own.
-pub struct OwnChange(Option<(Arc<Leases>, FileKey, Option<Ctime>)>);
+pub struct OwnChange(Option<Own>);
+
+/// An own change told to a watch: its leases, file, ctime before, and the
+/// descriptor to read the ctime after through.
+type Own = (Arc<Leases>, FileKey, Option<Ctime>, Arc<OwnedFd>);
 
 impl Drop for OwnChange {
     fn drop(&mut self) {
-        if let Some((l, file, pre)) = self.0.take() {
-            l.end_own(&file, pre);
+        if let Some((l, file, pre, fd)) = self.0.take() {
+            l.end_own(&file, pre, &fd);
         }
     }
 }
@@ -530,11 +535,10 @@ impl Delegations {
     /// Tells `file`'s watch (if it has one) of a change the server is
     /// about to make itself; hold the result until it is made.
     pub fn own_change(&self, file: FileKey) -> OwnChange {
-        OwnChange(
-            self.leases
-                .as_ref()
-                .and_then(|l| l.begin_own(&file).map(|pre| (l.clone(), file, pre))),
-        )
+        OwnChange(self.leases.as_ref().and_then(|l| {
+            l.begin_own(&file)
+                .map(|(pre, fd)| (l.clone(), file, pre, fd))
+        }))
     }
 }
 

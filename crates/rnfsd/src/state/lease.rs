@@ -19,7 +19,7 @@
 //! reached) means no delegation.
 
 use std::collections::{HashMap, HashSet};
-use std::os::fd::{AsFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -252,23 +252,31 @@ impl Leases {
 
     /// A change through the server to `file` starts: if it is watched,
     /// its event is judged after the change ends ([`end_own`]
-    /// (Self::end_own), given what this returns: the file's ctime now).
-    pub fn begin_own(&self, file: &FileKey) -> Option<Option<Ctime>> {
+    /// (Self::end_own)), given what this returns: the file's ctime now
+    /// and the descriptor to read it again through. The ctimes are read
+    /// outside the table's lock (every change to a leased file comes
+    /// here: no system call under a lock all of them take).
+    pub fn begin_own(&self, file: &FileKey) -> Option<(Option<Ctime>, Arc<OwnedFd>)> {
         if self.count() == 0 {
             return None;
         }
-        let mut t = locked(&self.table);
-        let h = t.by_file.get_mut(file)?;
-        h.watch.begin_own();
-        Some(watch::ctime(h.lease.as_fd()).ok())
+        let fd = {
+            let mut t = locked(&self.table);
+            let h = t.by_file.get_mut(file)?;
+            // Counted before the ctime is read: an event meanwhile waits
+            // for this change's end.
+            h.watch.begin_own();
+            h.lease.descriptor()
+        };
+        Some((watch::ctime(fd.as_fd()).ok(), fd))
     }
 
     /// The change [`begin_own`](Self::begin_own) told of ended (`pre`:
-    /// the file's ctime then).
-    pub fn end_own(&self, file: &FileKey, pre: Option<Ctime>) {
+    /// the file's ctime then, `fd` the descriptor it gave).
+    pub fn end_own(&self, file: &FileKey, pre: Option<Ctime>, fd: &OwnedFd) {
+        let post = watch::ctime(fd.as_fd()).ok();
         let mut t = locked(&self.table);
         if let Some(h) = t.by_file.get_mut(file) {
-            let post = watch::ctime(h.lease.as_fd()).ok();
             h.watch.end_own(pre, post);
         }
     }
