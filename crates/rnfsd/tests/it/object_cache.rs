@@ -539,7 +539,20 @@ async fn write_behind_of_loop_writes_is_started_by_the_loop() {
     bounded(async {
         let dir = TempDir::new("loopbehind");
         let sub = dir.path().join("d");
-        for (how, extra) in [("loop", None), ("pool", Some("--inline-write-alone-max=0"))] {
+        // Whether writes run on the loop at all is the loop's own choice
+        // (it gives them to the pool while it is busy or lately slept): on
+        // a loaded machine the loop case may see none, and is tried again
+        // (a few times at most).
+        let mut tries = 0;
+        for (how, extra) in [
+            ("loop", None),
+            ("loop", None),
+            ("loop", None),
+            ("pool", Some("--inline-write-alone-max=0")),
+        ] {
+            if how == "loop" && tries == usize::MAX {
+                continue;
+            }
             let mut args = vec!["--no-rpcbind", "--write-behind-bytes=262144"];
             args.extend(extra);
             files_in_d(&dir, 1, b"");
@@ -579,12 +592,18 @@ async fn write_behind_of_loop_writes_is_started_by_the_loop() {
                 "{how}: {all} write-behinds for {N} WRITEs"
             );
             if how == "loop" {
+                tries += 1;
                 // A loop whose step slept is quiet for a while: its writes
                 // are given up there (counted) and its jobs go to the thread.
+                let seen = on_loop > 0 || gave_up > 0;
                 assert!(
-                    on_loop > 0 || gave_up > 0,
+                    seen || tries < 3,
                     "no write-behind started by the loop, none of its writes given up"
                 );
+                if seen {
+                    // Done with the loop case (after this try's checks).
+                    tries = usize::MAX;
+                }
             } else {
                 assert_eq!(
                     on_loop, 0,
