@@ -105,7 +105,7 @@ async fn an_open_for_write_recalls_and_waits_for_the_return() {
     bounded(async {
         let a = client(&srv).await;
         let b = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         let (sid, fh) = delegated(&a, &root, "f").await;
         // The holder reads with its delegation stateid.
         assert_eq!(a.read_all(&fh, &sid).await.unwrap(), b"hello");
@@ -163,7 +163,7 @@ async fn nfsv3_changes_recall_and_get_jukebox_until_returned() {
     bounded(async {
         let a = client(&srv).await;
         let ret = a.return_on_recall(Duration::from_millis(20));
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         let v3 = mount(&srv).await;
         let fh = |n: &'static str| {
             let v3 = &v3;
@@ -311,7 +311,7 @@ async fn a_holder_that_does_not_return_is_revoked_after_the_lease() {
         let a = client(&srv).await;
         a.ignore_recalls(true);
         let b = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         let (sid, fh) = delegated(&a, &root, "f").await;
         let t0 = Instant::now();
         let w = loop {
@@ -382,7 +382,7 @@ async fn the_per_client_bound_holds_and_no_back_channel_gets_none() {
     }
     bounded(async {
         let a = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         delegated(&a, &root, "f0").await;
         delegated(&a, &root, "f1").await;
         let o = a.open(&root, &read_wanting("f2")).await.unwrap();
@@ -421,7 +421,7 @@ async fn another_v4_clients_changes_get_delay_until_returned() {
         let a = client(&srv).await;
         let b = client(&srv).await;
         let ret = a.return_on_recall(Duration::from_millis(20));
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         // The anonymous stateid (§8.2.3): no open needed to write.
         let anon = Stateid4 {
             seqid: 0,
@@ -518,7 +518,7 @@ async fn on_by_default_and_off_when_set_so() {
     let srv = TestServer::start_with(dir.path(), &["--no-rpcbind"]);
     bounded(async {
         let a = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         delegated(&a, &root, "f").await;
     })
     .await;
@@ -527,7 +527,7 @@ async fn on_by_default_and_off_when_set_so() {
     std::fs::write(dir.path().join("f"), b"x").unwrap();
     bounded(async {
         let a = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         let o = a.open(&root, &read_wanting("f")).await.unwrap();
         assert_eq!(
             o.delegation,
@@ -567,7 +567,7 @@ async fn a_local_writer_recalls_and_waits_for_the_return_or_revocation() {
     }
     bounded(async {
         let a = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
 
         // A local open for writing: held until DELEGRETURN.
         let (sid, fh) = delegated(&a, &root, "w").await;
@@ -646,7 +646,7 @@ async fn the_holders_own_write_recalls_its_delegation() {
     std::fs::write(dir.path().join("f"), b"hello").unwrap();
     bounded(async {
         let a = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         let (sid, fh) = delegated(&a, &root, "f").await;
         let w = a
             .open(&root, &write_open("f"))
@@ -677,7 +677,7 @@ async fn the_holders_own_shared_lock_keeps_its_read_delegation() {
     std::fs::write(dir.path().join("f"), b"hello").unwrap();
     bounded(async {
         let a = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         let o = a.open(&root, &read_wanting("f")).await.expect("OPEN");
         let OpenDelegation4::Read(d) = o.delegation else {
             panic!("no read delegation: {:?}", o.delegation);
@@ -737,7 +737,7 @@ async fn leases_are_bounded_and_none_for_a_file_open_for_writing() {
     }
     bounded(async {
         let a = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         let (sid, fh) = delegated(&a, &root, "a").await;
         let o = a.open(&root, &read_wanting("b")).await.unwrap();
         assert_eq!(
@@ -801,7 +801,7 @@ async fn a_silent_client_holds_up_no_other_and_its_recall_is_sent_again() {
         let a = client(&srv).await;
         let b = client(&srv).await;
         let w = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         let (sa, fa) = delegated(&a, &root, "s").await;
         let (sb, _) = delegated(&b, &root, "t").await;
         a.ignore_recalls(true);
@@ -884,7 +884,7 @@ async fn a_write_delegation_goes_to_the_sole_opener_and_is_recalled_by_another_o
     bounded(async {
         let a = client(&srv).await;
         let b = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         let (open, sid, fh) = write_delegated(&a, &root, "f").await;
         // The holder's own WRITE and READ go through under its write
         // lease (the server's descriptor of the file is the lease's).
@@ -953,7 +953,7 @@ async fn another_clients_read_and_nfsv3_read_and_write_recall_a_write_delegation
     bounded(async {
         let a = client(&srv).await;
         let b = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         let v3 = mount(&srv).await;
 
         // NFSv3 READ: JUKEBOX until returned.
@@ -1020,7 +1020,7 @@ async fn a_local_reader_recalls_a_write_delegation_and_waits_for_the_return() {
     std::fs::write(dir.path().join("f"), b"hello").unwrap();
     bounded(async {
         let a = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         let (open, sid, fh) = write_delegated(&a, &root, "f").await;
         a.write(&fh, &open, 0, b"HELLO", StableHow4::FileSync)
             .await
@@ -1050,7 +1050,7 @@ async fn cb_getattr_answers_for_the_holder_and_a_silent_holder_is_recalled() {
     bounded(async {
         let a = client(&srv).await;
         let b = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         let (_, sid, fh) = write_delegated(&a, &root, "f").await;
         let (size0, change0) = size_change(&a, &fh).await.unwrap();
         assert_eq!(size0, 5);
@@ -1115,7 +1115,7 @@ async fn write_delegations_are_bounded_and_granted_again_after_use() {
     }
     bounded(async {
         let a = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         let (_, sid, fh) = write_delegated(&a, &root, "a").await;
         let o = a.open(&root, &both_wanting_write("b")).await.unwrap();
         assert_eq!(
@@ -1178,7 +1178,7 @@ async fn a_returning_write_holder_sends_its_locks_then_returns() {
     std::fs::write(&path, b"hello").unwrap();
     bounded(async {
         let a = client(&srv).await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         let (open, sid, fh) = write_delegated(&a, &root, "f").await;
         // A local program opens the file: the lease breaks, the
         // delegation is recalled, the program waits.

@@ -134,7 +134,7 @@ async fn local_metadata_changes_recall_and_the_watch_goes_with_the_lease() {
     let (dir, _cfg, srv) = start("deleg-watch-local");
     bounded(async {
         let a = common::nfs4::back_channel_client(&srv, "nfs4-deleg-watch").await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         assert_eq!(watches(&srv), 0, "no delegation, no watch");
         // A file each, made first: one recalled lately gets none, and an
         // unlinked file's inode number may come again.
@@ -179,7 +179,7 @@ async fn the_holders_own_changes_recall_only_where_unprovable() {
     let provable = rnfsd_fs::watch::fine_ctimes(dev);
     bounded(async {
         let a = common::nfs4::back_channel_client(&srv, "nfs4-deleg-watch").await;
-        let root = a.lookup_path(dir.path().to_str().unwrap()).await.unwrap();
+        let root = common::nfs4::root_of(&a, &dir).await;
         let (sid, fh) = delegated(&a, &root, "own").await;
         let anon = Stateid4::default();
         if !provable {

@@ -22,6 +22,14 @@ pub fn path_of(d: &TempDir) -> String {
         .to_owned()
 }
 
+/// The handle of the export rooted at `d` (looked up through the
+/// pseudo-filesystem by its path).
+pub async fn root_of(c: &Nfs4Client, d: &TempDir) -> NfsFh4 {
+    c.lookup_path(d.path().to_str().unwrap())
+        .await
+        .expect("export root")
+}
+
 /// The NFSv4 status a call failed with (a panic if it did not).
 pub fn status(r: Result<impl std::fmt::Debug, ClientError>) -> Nfsstat4 {
     match r {
