@@ -3,6 +3,7 @@
 
 use std::cell::Cell;
 use std::net::SocketAddr;
+use std::time::Instant;
 
 use rnfsd_transport::{Responder, Spliced};
 
@@ -90,6 +91,11 @@ pub struct CallCtx<'a, S: State> {
     spliced: Cell<Option<Spliced>>,
     parked: Cell<Option<Park>>,
     moved: Cell<Moved>,
+    /// When statistics time the call: its start, and the last clock
+    /// reading a handler made (the call's time ends there: one clock read
+    /// fewer per call, `clock_read`).
+    started: Option<Instant>,
+    clock_last: Cell<Option<Instant>>,
 }
 
 impl<'a, S: State> CallCtx<'a, S> {
@@ -116,7 +122,32 @@ impl<'a, S: State> CallCtx<'a, S> {
             spliced: Cell::new(None),
             parked: Cell::new(None),
             moved: Cell::new(Moved::default()),
+            started: None,
+            clock_last: Cell::new(None),
         }
+    }
+
+    /// Statistics time the call from `t0`.
+    pub(crate) fn timed_from(mut self, t0: Option<Instant>) -> Self {
+        self.started = t0;
+        self
+    }
+
+    /// When the call began, if statistics time it: a handler timing its
+    /// own parts starts there instead of reading the clock again.
+    pub fn started(&self) -> Option<Instant> {
+        self.started
+    }
+
+    /// A handler's clock reading made as it finished its work: the call's
+    /// time ends there (the little after it is not counted), and the
+    /// statistics read the clock once fewer.
+    pub fn clock_read(&self, t: Instant) {
+        self.clock_last.set(Some(t));
+    }
+
+    pub(crate) fn clock_last(&self) -> Option<Instant> {
+        self.clock_last.get()
     }
 
     /// The call arrived on connection `conn_id`, of a service with the back

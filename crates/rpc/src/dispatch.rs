@@ -7,6 +7,7 @@
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::time::Instant;
 
 use rnfsd_proto::rpc::{
     encode_accepted, encode_denied, AcceptStat, AuthStat, RejectStat, RPC_VERSION,
@@ -111,6 +112,8 @@ pub(crate) struct Incoming<'r, S: State> {
     /// The service's back channel, if it has one.
     pub back: Option<&'r BackChannel>,
     pub on_loop: Option<&'r S::Loop>,
+    /// When statistics time the call: its start.
+    pub t0: Option<Instant>,
 }
 
 /// What dispatch did, for statistics: the call's program, version and
@@ -121,6 +124,8 @@ pub(crate) struct Dispatched {
     pub call: Option<(u32, u32, u32)>,
     pub outcome: Outcome,
     pub moved: (u64, u64),
+    /// The handler's last clock reading (`CallCtx::clock_read`), if any.
+    pub ended: Option<Instant>,
 }
 
 /// The tables and settings dispatch works with.
@@ -189,6 +194,7 @@ impl<S: State> Dispatcher<'_, S> {
             call,
             outcome,
             moved: (0, 0),
+            ended: None,
         };
         // The row the loop planned, or the header read now. Only records
         // with an RPC version 2 header and a known row are planned.
@@ -259,6 +265,7 @@ impl<S: State> Dispatcher<'_, S> {
                     call,
                     outcome,
                     moved: (0, 0),
+                    ended: None,
                 };
             }
         };
@@ -307,6 +314,7 @@ impl<S: State> Dispatcher<'_, S> {
                             call,
                             outcome,
                             moved: (0, 0),
+                            ended: None,
                         };
                     }
                     Lookup::InProgress => {
@@ -316,6 +324,7 @@ impl<S: State> Dispatcher<'_, S> {
                             call,
                             outcome: Outcome::Dropped,
                             moved: (0, 0),
+                            ended: None,
                         };
                     }
                 }
@@ -331,8 +340,10 @@ impl<S: State> Dispatcher<'_, S> {
             inc.on_loop,
             responder.can_defer(),
         )
-        .on_conn(inc.conn_id, inc.back, responder);
+        .on_conn(inc.conn_id, inc.back, responder)
+        .timed_from(inc.t0);
         let (mut reply, outcome, ran) = execute(&ctx, row, &mut d);
+        let ended = ctx.clock_last();
         let moved = ctx.moved_total();
         let moved = (moved.read, moved.written);
         let parked = ctx.take_parked();
@@ -368,6 +379,7 @@ impl<S: State> Dispatcher<'_, S> {
                         call,
                         outcome,
                         moved,
+                        ended,
                     };
                 }
                 // No reply, or no one to send it later: wait here.
@@ -385,6 +397,7 @@ impl<S: State> Dispatcher<'_, S> {
             call,
             outcome,
             moved,
+            ended,
         }
     }
 }

@@ -127,12 +127,14 @@ impl<S: State> RpcService<S> {
             conn_id: req.conn_id,
             back: self.back.as_ref(),
             on_loop,
+            t0,
         };
         let Dispatched {
             answer,
             call,
             outcome,
             moved,
+            ended,
         } = d.dispatch(inc, &mut req.responder);
         // Only a pool job's call parks, never one tried on a loop.
         let (reply, parked) = match answer {
@@ -145,7 +147,9 @@ impl<S: State> RpcService<S> {
         // A parked reply is counted now, as it will leave if what it waits
         // for succeeds; its time is the handler's, not the wait's.
         if let (Some((reg, shard)), Some(t0)) = (stats, t0) {
-            let us = u64::try_from(t0.elapsed().as_micros()).unwrap_or(u64::MAX);
+            let end = ended.unwrap_or_else(Instant::now);
+            let us =
+                u64::try_from(end.saturating_duration_since(t0).as_micros()).unwrap_or(u64::MAX);
             reg.record(shard, call, outcome, moved, us);
         }
         if let Some(p) = parked {

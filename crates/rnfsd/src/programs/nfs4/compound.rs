@@ -287,15 +287,16 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         start,
     };
     let mut cachethis = false;
-    // One clock read per operation that may take time: each is timed from
-    // the end of the last one timed (`untimed`).
-    let mut t = Instant::now();
     // The calling CPU's statistics cells and the operations' rows, looked
     // up once per compound.
     let shard = nfs4.stats.as_ref().and_then(|st| {
         let rows = st.rows(OPS_STATS_PROG, OPS_STATS_VERS)?;
         Some((st.shard()?, rows))
     });
+    // One clock read per operation that may take time: each is timed from
+    // the end of the last one timed (`untimed`), the first from the call's
+    // start as the RPC layer read it; none without statistics.
+    let mut t = shard.map(|_| ctx.started().unwrap_or_else(Instant::now));
     for (i, op) in head.ops(d).enumerate() {
         let i = i as u32;
         let op_start = e.len();
@@ -332,16 +333,20 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         } else {
             run_op(&mut c, arg, e, &mut w)
         };
-        let took = match untimed(opnum) {
-            true => Duration::ZERO,
-            false => {
-                let now = Instant::now();
-                let took = now.saturating_duration_since(t);
-                t = now;
-                took
-            }
-        };
-        count(&c, shard, opnum, took);
+        if let (Some(shard), Some(since)) = (shard, t.as_mut()) {
+            let took = match untimed(opnum) {
+                true => Duration::ZERO,
+                false => {
+                    let now = Instant::now();
+                    let took = now.saturating_duration_since(*since);
+                    *since = now;
+                    // The call's time ends at the last operation's.
+                    ctx.clock_read(now);
+                    took
+                }
+            };
+            count(&c, shard, opnum, took);
+        }
         if gave_up(ctx) {
             // Changed nothing: run again in a pool from the start.
             if let Some(t) = c.ticket.take() {
@@ -528,15 +533,13 @@ fn untimed(opnum: u32) -> bool {
 /// Counts operation `opnum`, which took `took`, in the statistics.
 fn count(
     c: &Compound<'_, '_>,
-    shard: Option<(rnfsd_stats::Shard, rnfsd_stats::Rows)>,
+    (shard, rows): (rnfsd_stats::Shard, rnfsd_stats::Rows),
     opnum: u32,
     took: std::time::Duration,
 ) {
     let Some(st) = &c.nfs4.stats else { return };
-    if let Some((shard, rows)) = shard {
-        let us = took.as_micros().min(u128::from(u64::MAX)) as u64;
-        st.record_in(shard, rows, ops::stats_row(opnum), us);
-    }
+    let us = took.as_micros().min(u128::from(u64::MAX)) as u64;
+    st.record_in(shard, rows, ops::stats_row(opnum), us);
 }
 
 enum Seq {
