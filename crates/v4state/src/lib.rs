@@ -320,7 +320,7 @@ pub struct State {
     pub(crate) doomed: Mutex<VecDeque<Arc<registry::Client>>>,
     pub(crate) stats: Stats,
     pub(crate) total_stateids: AtomicUsize,
-    pub(crate) sessions: Shards<SessionId, Arc<session::Session>>,
+    pub(crate) sessions: Shards<SessionId, Arc<session::Session>, shards::MadeIds>,
     /// The sessions each connection is bound to (each session's own list
     /// is the truth; this finds them when a connection closes).
     pub(crate) conns: Shards<ConnId, Vec<SessionId>>,
