@@ -15,7 +15,7 @@ mod watch;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use rnfsd_fs::Backend;
+use rnfsd_fs::{Backend, Fh};
 
 use crate::access::ExportAccess;
 use crate::backend::{HandleMode, ResolvedBackend};
@@ -51,6 +51,9 @@ pub struct Export {
     /// The absolute path clients mount (MNT argument), like knfsd.
     pub path: String,
     pub backend: Arc<dyn Backend>,
+    /// The backend's root handle, made once (NFSv4 compares the current
+    /// filehandle with it on every GETATTR).
+    pub root_fh: Fh,
     /// exports(5) `sync`: its namespace changes wait for stable storage (so
     /// they run in the blocking pool).
     pub sync: bool,
@@ -76,6 +79,7 @@ impl Export {
         Export {
             id,
             path: path.into(),
+            root_fh: backend.root(),
             backend,
             sync: true,
             handle_mode: HandleMode::Auto,

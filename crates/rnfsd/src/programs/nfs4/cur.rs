@@ -31,7 +31,7 @@ impl Obj {
 
     /// The export's root.
     pub fn is_root(&self) -> bool {
-        self.exp.backend.root().0 == self.fh.0
+        self.exp.root_fh.0 == self.fh.0
     }
 
     /// A change here: NFS4ERR_ROFS on an export read-only for the caller.
@@ -90,18 +90,21 @@ pub(super) fn grant(ctx: &CallCtx<'_>, exp: &ExportRef) -> Result<Grant, Nfsstat
 /// NFS4ERR_BADHANDLE; a pseudo directory no longer there, or an export
 /// not served now: NFS4ERR_STALE. The backend checks the handle itself
 /// (its MAC) when it is used.
-pub(super) fn of_handle(ctx: &CallCtx<'_>, pseudo: &Pseudo, fh: &[u8]) -> Result<Cur, Nfsstat4> {
-    if Pseudo::is_pseudo_handle(fh) {
-        return pseudo.of_handle(fh).map(Cur::Pseudo).ok_or(Nfsstat4::Stale);
+pub(super) fn of_handle(ctx: &CallCtx<'_>, pseudo: &Pseudo, fh: Vec<u8>) -> Result<Cur, Nfsstat4> {
+    if Pseudo::is_pseudo_handle(&fh) {
+        return pseudo
+            .of_handle(&fh)
+            .map(Cur::Pseudo)
+            .ok_or(Nfsstat4::Stale);
     }
     if fh.len() < 5 {
         return Err(Nfsstat4::BadHandle);
     }
-    let exp = ctx.server.export_of(fh).ok_or(Nfsstat4::Stale)?;
+    let exp = ctx.server.export_of(&fh).ok_or(Nfsstat4::Stale)?;
     let grant = grant(ctx, &exp)?;
     Ok(Cur::Obj(Obj {
         exp,
-        fh: Fh(fh.to_vec()),
+        fh: Fh(fh),
         grant,
     }))
 }
@@ -115,6 +118,6 @@ pub(super) fn export_root(ctx: &CallCtx<'_>, id: u32) -> Result<Obj, Nfsstat4> {
         Err(Nfsstat4::Stale) => return Err(Nfsstat4::NoEnt),
         Err(e) => return Err(e),
     };
-    let fh = exp.backend.root();
+    let fh = exp.root_fh.clone();
     Ok(Obj { exp, fh, grant })
 }

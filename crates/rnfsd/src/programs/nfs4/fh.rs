@@ -15,7 +15,7 @@ use crate::state::pseudo::{Child, Pseudo};
 const AUTH_SYS: u32 = 1;
 
 pub(super) fn putfh(c: &mut Compound<'_, '_>, a: PutFh4Args) -> Nfsstat4 {
-    match cur::of_handle(c.ctx, &c.pseudo, &a.object.0) {
+    match cur::of_handle(c.ctx, &c.pseudo, a.object.0) {
         Ok(cur) => {
             c.set_cur(cur);
             Nfsstat4::Ok
