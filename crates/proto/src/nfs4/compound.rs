@@ -32,10 +32,9 @@
 use rnfsd_xdr::{Dec, Enc, Result, Xdr, XdrError};
 
 use super::{
-    Access4Args, ArgOp, Close4Args, GetAttr4Args, Nfsstat4, OpenDowngrade4Args, Read4Args, ResOp,
-    Sequence4Args, MAX_NAME, NFS4_FHSIZE, OP_ACCESS, OP_CLOSE, OP_GETATTR, OP_GETFH, OP_ILLEGAL,
-    OP_LOOKUP, OP_LOOKUPP, OP_OPEN_DOWNGRADE, OP_PUTFH, OP_PUTPUBFH, OP_PUTROOTFH, OP_READ,
-    OP_READLINK, OP_RESTOREFH, OP_SAVEFH, OP_SEQUENCE,
+    ArgOp, Nfsstat4, ResOp, MAX_BITMAP_WORDS, MAX_NAME, NFS4_FHSIZE, OP_ACCESS, OP_CLOSE,
+    OP_GETATTR, OP_GETFH, OP_ILLEGAL, OP_LOOKUP, OP_LOOKUPP, OP_OPEN_DOWNGRADE, OP_PUTFH,
+    OP_PUTPUBFH, OP_PUTROOTFH, OP_READ, OP_READLINK, OP_RESTOREFH, OP_SAVEFH, OP_SEQUENCE,
 };
 
 /// COMPOUND4args up to its operations (RFC 8881 §16.2.1): the tag
@@ -141,23 +140,38 @@ impl<'d, 'a> Iterator for OpIter<'d, 'a> {
 /// Reads past the arguments of operation `opnum` without building them,
 /// for operations whose arguments own nothing: what a router needing only
 /// the operation numbers reads (building a PUTFH's or LOOKUP's arguments
-/// allocates). `None`: not one of these, decode it with [`ArgOp::decode`].
-/// Bounds are the decoders' own.
+/// allocates, and a decode checks every field). `None`: not one of these,
+/// decode it with [`ArgOp::decode`]. Lengths are bounded as the decoders
+/// bound them; fixed-size arguments are stepped over whole (their fields
+/// are checked when the operation is decoded to run).
 pub fn skip_plain_args(d: &mut Dec<'_>, opnum: u32) -> Option<Result<()>> {
     let r = match opnum {
         OP_GETFH | OP_LOOKUPP | OP_PUTROOTFH | OP_PUTPUBFH | OP_SAVEFH | OP_RESTOREFH
         | OP_READLINK => Ok(()),
-        OP_SEQUENCE => Sequence4Args::decode(d).map(drop),
+        // sessionid4, sequenceid, slotid, highest_slotid, cachethis.
+        OP_SEQUENCE => skip(d, 16 + 4 * 4),
         OP_PUTFH => d.opaque(NFS4_FHSIZE).map(drop),
         OP_LOOKUP => d.opaque(MAX_NAME).map(drop),
-        OP_GETATTR => GetAttr4Args::decode(d).map(drop),
-        OP_ACCESS => Access4Args::decode(d).map(drop),
-        OP_READ => Read4Args::decode(d).map(drop),
-        OP_CLOSE => Close4Args::decode(d).map(drop),
-        OP_OPEN_DOWNGRADE => OpenDowngrade4Args::decode(d).map(drop),
+        // A bitmap4, bounded as `Bitmap4::decode` bounds it.
+        OP_GETATTR => d
+            .array_len(MAX_BITMAP_WORDS, 4)
+            .and_then(|n| skip(d, 4 * n)),
+        OP_ACCESS => skip(d, 4),
+        // stateid4 (16 bytes), offset, count.
+        OP_READ => skip(d, 16 + 8 + 4),
+        // seqid, stateid4.
+        OP_CLOSE => skip(d, 4 + 16),
+        // stateid4, seqid, share_access, share_deny.
+        OP_OPEN_DOWNGRADE => skip(d, 16 + 3 * 4),
         _ => return None,
     };
     Some(r)
+}
+
+/// Steps over `n` bytes (a multiple of 4: no padding).
+fn skip(d: &mut Dec<'_>, n: usize) -> Result<()> {
+    debug_assert_eq!(n % 4, 0);
+    d.opaque_fixed(n).map(drop)
 }
 
 /// Writes COMPOUND4res (RFC 8881 §16.2.2) as operations complete: `begin`
