@@ -7,6 +7,7 @@
 #
 #   scripts/bench-ceph.sh [--rounds 3] [--seconds 5] [--files 5000]
 #       [--streams 16] [--fsmark-files 1000] [--out DIR] [--work DIR]
+#       [--workloads traverse,traverse1c,fsmark]
 #
 # Workloads: traverse (rnfsd-bench run --mix traverse: ACCESS x2, GETATTR,
 # LOOKUP per object and a READDIRPLUS every 16, on a tree of --files files
@@ -15,6 +16,13 @@
 # per head (one host); fsmark (4 KiB files, UNSTABLE WRITE + COMMIT, creates
 # journaled: `sync` exports) at --streams streams. Two heads: half the
 # streams on each head at once; the rate is their sum.
+#
+# --workloads: the ones to run (default all three; without a traverse
+# workload the tree is not made). fsmark's log lines (OUT/bench.log) give
+# each call's mean latency as the client saw it. BENCH_CEPH_PERF=1: the
+# MDS's, the OSD's and each server's libcephfs perf counters before and
+# after every fsmark run, and every process's CPU ticks, in OUT/perf/
+# (the files are kept then, so the counts are of the fsmark calls only).
 #
 # RNFSD_SERVER_TOML: more [server] lines for rnfsd's heads (a variant,
 # e.g. "worker_spin_us = 50").
@@ -33,6 +41,7 @@ SECONDS_PER=5
 FILES=5000
 STREAMS=16
 FSMARK_FILES=1000
+WORKLOADS=traverse,traverse1c,fsmark
 OUT=/tmp/rnfsd-bench-ceph/out
 WORK=/tmp/rnfsd-bench-ceph/work
 while [ $# -gt 0 ]; do
@@ -44,7 +53,8 @@ while [ $# -gt 0 ]; do
     --fsmark-files) FSMARK_FILES=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
-    -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --workloads) WORKLOADS=$2; shift 2 ;;
+    -h | --help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-ceph.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -66,8 +76,12 @@ if [ -z "${BENCH_CEPH_INNER:-}" ]; then
     mkdir -p "$OUT" "$WORK"
     exec env BENCH_CEPH_INNER=1 timeout -k 10 7200 \
         unshare --net --mount --propagation private -- "$0" --rounds "$ROUNDS" --seconds "$SECONDS_PER" \
-        --files "$FILES" --streams "$STREAMS" --fsmark-files "$FSMARK_FILES" --out "$OUT" --work "$WORK"
+        --files "$FILES" --streams "$STREAMS" --fsmark-files "$FSMARK_FILES" --out "$OUT" --work "$WORK" \
+        --workloads "$WORKLOADS"
 fi
+for wl in ${WORKLOADS//,/ }; do
+    case $wl in traverse | traverse1c | fsmark) ;; *) echo "bench-ceph.sh: unknown workload $wl" >&2; exit 2 ;; esac
+done
 
 # ---- inside the namespace ----
 ip link set lo up
@@ -96,10 +110,12 @@ log "cluster up ($CEPH_CONF)"
 # The tree, made through ceph-fuse (local syscalls on CephFS).
 mkdir -p "$FUSE"
 ceph-fuse -c "$CEPH_CONF" "$FUSE" >"$WORK/fuse.log" 2>&1
-mkdir -p "$FUSE/bench/fsmark"
-"$BENCH" prepare "$FUSE/bench/tree" --files "$FILES" --dirs $((FILES / 20)) --threads 4 >/dev/null
+mkdir -p "$FUSE/bench/fsmark" "$FUSE/bench/tree"
+if [[ ,$WORKLOADS, == *,traverse* ]]; then
+    "$BENCH" prepare "$FUSE/bench/tree" --files "$FILES" --dirs $((FILES / 20)) --threads 4 >/dev/null
+    log "tree of $FILES files made"
+fi
 umount "$FUSE"
-log "tree of $FILES files made"
 
 # rnfsd: two heads, the same export id and handle key.
 head_conf() { # head_conf NAME PORT: exports /tree and /fsmark (ids 100, 101)
@@ -195,20 +211,39 @@ traverse() { # traverse LABEL ADDR MNTADDR PID STREAMS JSON [CONNS]: 0 = one eac
 }
 # The other shape: all streams on one connection (one client host).
 traverse1c() { traverse "$@" 1; }
+# BENCH_CEPH_PERF=1: perf counters of the cluster's daemons and of the
+# servers' libcephfs clients (their admin sockets) into OUT/perf/.
+perf_dump() { # perf_dump TAG
+    [ -n "${BENCH_CEPH_PERF:-}" ] || return 0
+    mkdir -p "$OUT/perf"
+    local s
+    for s in "$WORK"/ceph/run/*.asok; do
+        timeout 10 ceph --admin-daemon "$s" perf dump >"$OUT/perf/$1.$(basename "$s" .asok).json" 2>/dev/null || true
+    done
+    # CPU ticks (user, system) of every process here: where the CPU goes.
+    local p
+    for p in /proc/[0-9]*; do
+        awk '{ sub(/^[^)]*\) /, ""); print $12, $13 }' "$p/stat" 2>/dev/null |
+            sed "s|^|${p#/proc/} $(tr -d '\n' <"$p/comm" 2>/dev/null) |" || true
+    done >"$OUT/perf/$1.cpu"
+}
 fsmark() { # fsmark LABEL ADDR MNTADDR PID STREAMS JSON
+    echo "fsmark $1 streams $5:" >>"$OUT/bench.log"
     timeout -k 5 900 "$BENCH" fsmark --addr "$2" --mount-addr "$3" --export /fsmark \
         --streams "$5" --conns "$5" --iterations 3 --files-per-iteration "$FSMARK_FILES" \
-        --max-seconds 300 --server-pid "$4" --label "$1" --json "$6" >>"$OUT/bench.log" 2>&1
+        --max-seconds 300 --server-pid "$4" --label "$1" --json "$6" ${BENCH_CEPH_PERF:+--keep} >>"$OUT/bench.log" 2>&1
 }
 half=$((STREAMS / 2))
 for ((r = 1; r <= ROUNDS; r++)); do
-    for wl in traverse traverse1c fsmark; do
+    for wl in ${WORKLOADS//,/ }; do
         for s in 1 "$STREAMS"; do
             [ "$wl" != traverse ] && [ "$s" = 1 ] && continue
             tag="round=$r wl=$wl streams=$s"
             log "$tag: rnfsd-1head"
+            [ "$wl" != fsmark ] || perf_dump "r$r-rnfsd-1head-before"
             $wl rnfsd-1head 127.0.0.1:21001 127.0.0.1:21001 "$A_PID" "$s" "$WORK/j" && sed "s/^/{\"round\":$r,\"row\":/; s/\$/}/" "$WORK/j" >>"$RES"
             rm -f "$WORK/j"
+            [ "$wl" != fsmark ] || perf_dump "r$r-rnfsd-1head-after"
             if [ "$s" -gt 1 ]; then
                 log "$tag: rnfsd-2heads ($half + $half)"
                 $wl rnfsd-2heads 127.0.0.1:21001 127.0.0.1:21001 "$A_PID" "$half" "$WORK/ja" &
@@ -220,8 +255,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
                 rm -f "$WORK/ja" "$WORK/jb"
             fi
             log "$tag: ganesha"
+            [ "$wl" != fsmark ] || perf_dump "r$r-ganesha-before"
             $wl ganesha 127.0.0.1:21003 127.0.0.1:21004 "$G_PID" "$s" "$WORK/j" && sed "s/^/{\"round\":$r,\"row\":/; s/\$/}/" "$WORK/j" >>"$RES"
             rm -f "$WORK/j"
+            [ "$wl" != fsmark ] || perf_dump "r$r-ganesha-after"
         done
     done
 done
@@ -242,7 +279,7 @@ for x in rows:
         c = row.get("server_cpu_us_per_call")
     elif row.get("workload") == "fsmark" and row.get("kind") == "summary":
         wl, rate = "fsmark", row["rate"]
-        c = None
+        c = row.get("server_cpu_us_per_op")
     else:
         continue
     s = row["streams"] * (2 if row["label"] == "rnfsd-2heads" else 1)
@@ -267,6 +304,7 @@ print()
 print("Medians of", len({x['round'] for x in rows}), "rounds; two heads: the sum of both heads' rates in the same round.")
 for k, v in sorted(cpu.items()):
     if v and all(c is not None for c in v):
-        print(f"- server CPU per call, {k[0]} {k[1]} streams {k[2]}: median {statistics.median(v):.0f} us")
+        what = "file (each head's own)" if k[0] == "fsmark" else "call"
+        print(f"- server CPU per {what}, {k[0]} {k[1]} streams {k[2]}: median {statistics.median(v):.0f} us")
 PY
 cat "$OUT/report.md"

@@ -655,15 +655,18 @@ pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
         let mut made: Vec<String> = Vec::new();
         let workload = if a.file_sync { "fsmark-sync" } else { "fsmark" };
         let cl = StreamClients::open(&a.target, &c, streams).await?;
+        let times = Arc::new(OpTimes::default());
         for it in 0..a.iterations.max(1) {
             let (nfs, d, data, fsync) = (cl.clone(), dir.clone(), data.clone(), a.file_sync);
+            let times = times.clone();
             let p = a
                 .target
                 .phase(a.files_per_iteration, streams, workload, move |s, i| {
-                    let (nfs, d, data) = (nfs.get(s), d.clone(), data.clone());
+                    let (nfs, d, data, times) =
+                        (nfs.get(s), d.clone(), data.clone(), times.clone());
                     async move {
                         let name = format!("i{it:03}-f{i:07}");
-                        fsmark_file(&nfs, &d, &name, &data, fsync)
+                        fsmark_file(&nfs, &d, &name, &data, fsync, &times)
                             .await
                             .map_err(why)
                     }
@@ -692,6 +695,7 @@ pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
                 break;
             }
         }
+        eprintln!("{workload} {streams} streams: {}", times.summary());
         let mut r = row(&a.target, workload, streams, &total, "files/s");
         // The summary rate is the mean of the iterations' rates.
         r.spread = stats::spread(&rates);
@@ -718,14 +722,44 @@ pub async fn fsmark_cmd(a: FsmarkArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Each fsmark call's total time and count (CREATE, WRITE, COMMIT), as the
+/// client saw it: where a file's time goes.
+#[derive(Default)]
+struct OpTimes([(AtomicU64, AtomicU64); 3]);
+
+impl OpTimes {
+    fn add(&self, op: usize, since: std::time::Instant) {
+        let (ns, n) = &self.0[op];
+        ns.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        n.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn summary(&self) -> String {
+        let mean = |op: usize| {
+            let (ns, n) = &self.0[op];
+            ns.load(Ordering::Relaxed) as f64 / 1e3 / n.load(Ordering::Relaxed).max(1) as f64
+        };
+        format!(
+            "mean latency CREATE {:.0} us, WRITE {:.0} us, COMMIT {:.0} us",
+            mean(0),
+            mean(1),
+            mean(2)
+        )
+    }
+}
+
 async fn fsmark_file(
     nfs: &NfsClient,
     dir: &NfsFh3,
     name: &str,
     data: &[u8],
     file_sync: bool,
+    times: &OpTimes,
 ) -> Result<(), ClientError> {
+    let t = std::time::Instant::now();
     let fh = create(nfs, dir, name, false).await?;
+    times.add(0, t);
+    let t = std::time::Instant::now();
     let w = check(
         nfs.write_ref(&Write3ArgsRef {
             file: fh.clone(),
@@ -740,6 +774,7 @@ async fn fsmark_file(
         })
         .await?,
     )?;
+    times.add(1, t);
     if file_sync {
         if w.committed != StableHow::FileSync {
             return Err(ClientError::Protocol(format!(
@@ -749,6 +784,7 @@ async fn fsmark_file(
         }
         return Ok(());
     }
+    let t = std::time::Instant::now();
     check(
         nfs.commit(&Commit3Args {
             file: fh,
@@ -757,6 +793,7 @@ async fn fsmark_file(
         })
         .await?,
     )?;
+    times.add(2, t);
     Ok(())
 }
 
