@@ -16,6 +16,21 @@ use crate::access::{ACCESS3_EXECUTE, ACCESS3_MODIFY, ACCESS3_READ};
 use crate::limits::ceph::MAX_READ;
 use crate::{Attr, Cred, Fh, FsError, FsResult, PreAttr, Stable, Wcc};
 
+/// Test builds only (the `test-hooks` feature): with
+/// `RNFSD_TEST_CEPH_KEEP_WRITERS` set a committed file stays open for
+/// writing, so a head killed after its COMMITs has written back only what
+/// those syncs did (the last close of a file starts a write-back of its
+/// own, which would hide a sync that skipped the file).
+#[cfg(feature = "test-hooks")]
+fn keep_writers() -> bool {
+    std::env::var_os("RNFSD_TEST_CEPH_KEEP_WRITERS").is_some()
+}
+
+#[cfg(not(feature = "test-hooks"))]
+fn keep_writers() -> bool {
+    false
+}
+
 impl Inner {
     /// Whether `cred` may use `n`'s data: one of the ACCESS3 `bits`.
     pub(super) fn may_data(
@@ -153,14 +168,13 @@ impl Inner {
     }
 
     /// Makes `n`'s data durable, sharing one sync among the calls that
-    /// wait for the same inode at once (group commit).
+    /// wait for the same inode at once, and one sync of the mount among
+    /// those that wait for different inodes (`sync_node`).
     fn sync(&self, n: &Arc<Node>) -> FsResult<()> {
         // Cleared before the sync: a write landing during it sets it again.
         let was = n.dirty.swap(false, Ordering::AcqRel);
         let r = self.committer.sync(&n.ino, || {
-            self.m
-                .sync_inode(&n.inode)
-                .map_err(std::io::Error::from_raw_os_error)
+            self.sync_node(n).map_err(std::io::Error::from_raw_os_error)
         });
         r.map_err(|e| {
             if was {
@@ -173,7 +187,7 @@ impl Inner {
         // a writable range for it, and if this head then dies the MDS
         // "recovers" the file, setting its mtime to the newest data
         // object's: a time set later (tar, cp -p, rsync -t) would be lost.
-        if !n.dirty.load(Ordering::Acquire) {
+        if !n.dirty.load(Ordering::Acquire) && !keep_writers() {
             n.close_writer();
         }
         Ok(())

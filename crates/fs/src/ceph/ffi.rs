@@ -163,6 +163,7 @@ ceph_fns! {
     ceph_ll_write: fn(*mut CMount, *mut CFh, i64, u64, *const c_char) -> c_int;
     ceph_ll_fsync: fn(*mut CMount, *mut CFh, c_int) -> c_int;
     ceph_ll_sync_inode: fn(*mut CMount, *mut CInode, c_int) -> c_int;
+    ceph_sync_fs: fn(*mut CMount) -> c_int;
     ceph_ll_create: fn(*mut CMount, *mut CInode, *const c_char, libc::mode_t, c_int, *mut *mut CInode, *mut *mut CFh, *mut Statx, c_uint, c_uint, *const CPerm) -> c_int;
     ceph_ll_mknod: fn(*mut CMount, *mut CInode, *const c_char, libc::mode_t, libc::dev_t, *mut *mut CInode, *mut Statx, c_uint, c_uint, *const CPerm) -> c_int;
     ceph_ll_mkdir: fn(*mut CMount, *mut CInode, *const c_char, libc::mode_t, *mut *mut CInode, *mut Statx, c_uint, c_uint, *const CPerm) -> c_int;
@@ -441,6 +442,18 @@ impl Mount {
     pub fn sync_inode(&self, i: &Inode) -> Result<(), i32> {
         // SAFETY: i live.
         rc(unsafe { (self.f.ceph_ll_sync_inode)(self.cm, i.p, 0) }).map(drop)
+    }
+
+    /// Syncs everything of this mount at once (libcephfs's `_sync_fs`):
+    /// starts the write-back of all dirty data and the flush of all dirty
+    /// capabilities (one asks the MDS to flush its journal), asks the MDS
+    /// to flush its journal, then waits for the unsafe requests, the cap
+    /// flushes and the data. A data write-back error is not returned
+    /// (libcephfs drops it; the data stays dirty): a sync of the inode
+    /// after it gives that inode's answer.
+    pub fn sync_fs(&self) -> Result<(), i32> {
+        // SAFETY: the mount is live (self); no pointer argument.
+        rc(unsafe { (self.f.ceph_sync_fs)(self.cm) }).map(drop)
     }
 
     /// Creates (O_CREAT with `oflags`) and opens `name`.

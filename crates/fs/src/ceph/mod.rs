@@ -24,6 +24,15 @@
 //! to journal it (`ceph_ll_sync_inode` on the changed directories and
 //! inode) before the reply.
 //!
+//! # Group commit across inodes
+//! COMMITs and stable WRITEs of different files that wait at once share
+//! one sync of the whole mount (`sync_node`, at most `mount_syncs` at
+//! once): one MDS journal flush for all their size updates, where a sync
+//! per inode asks the MDS for a journal flush each. Each call then still
+//! syncs its own inode, which finds nothing left to do (or does it: the
+//! inode's own answer, as without the group). Creates sync their own new
+//! inode: a sync of the mount would also wait for every file's data.
+//!
 //! # Time limits
 //! Every call runs under a time limit (`calls.rs`; `ceph_call!` below): on
 //! the server worker while the cluster answers, on a timed pool once a
@@ -96,6 +105,10 @@ pub struct CephOptions {
     /// the reply.
     pub sync: bool,
     pub max_syncs_in_flight: usize,
+    /// Syncs of the whole mount at once, each answering every COMMIT and
+    /// stable WRITE that waits for it (`sync_node`); 0: each syncs its own
+    /// inode only.
+    pub mount_syncs: usize,
 }
 
 impl Default for CephOptions {
@@ -117,6 +130,7 @@ impl Default for CephOptions {
             write_verifier: None,
             sync: true,
             max_syncs_in_flight: 64,
+            mount_syncs: 1,
         }
     }
 }
@@ -176,6 +190,8 @@ struct Inner {
     listings: GenMap<u64, Arc<dir::Listing>>,
     verifier: Arc<WriteVerifier>,
     committer: Committer<u64>,
+    /// The group commit of COMMITs and stable WRITEs (`sync_node`).
+    mount_syncs: Committer<()>,
     /// The server's own identity for opening files (permission is decided
     /// per call for the caller; see `data.rs`).
     root_perm: Perm,
@@ -275,6 +291,7 @@ impl CephFs {
             listings: GenMap::new(opts.listings),
             verifier,
             committer: Committer::new(opts.max_syncs_in_flight),
+            mount_syncs: Committer::new(opts.mount_syncs),
             root_perm,
             opts,
         });
@@ -381,6 +398,39 @@ impl Inner {
     fn forget(&self, ino: u64) {
         if let Some(n) = self.nodes.remove(&ino) {
             drop(n);
+        }
+    }
+
+    /// Makes `n`'s data durable, as `ceph_ll_sync_inode` does, sharing
+    /// the work with every COMMIT that waits at once (group commit, the
+    /// XFS/blk-mq lesson: one flush answers a batch). A call that finds a
+    /// slot free and nobody to share with syncs its inode alone. The others
+    /// queue; one of them syncs the whole mount for the batch
+    /// (`ceph_sync_fs`: all dirty data, and all dirty caps with one MDS
+    /// journal flush, where each inode's sync asks for one), then each
+    /// syncs its own inode: nothing is left to do then (no MDS or OSD round
+    /// trip), and that sync's result is the call's, as without the group:
+    /// the promise is the inode sync's, the batch only does its work early.
+    fn sync_node(&self, n: &Node) -> Result<(), i32> {
+        let depth = self.opts.mount_syncs;
+        if depth == 0 {
+            return self.m.sync_inode(&n.inode);
+        }
+        let mut own = false;
+        let r = self.mount_syncs.sync_depth_alone(&(), depth, |alone| {
+            own = alone;
+            let r = if own {
+                self.m.sync_inode(&n.inode)
+            } else {
+                self.m.sync_fs()
+            };
+            r.map_err(std::io::Error::from_raw_os_error)
+        });
+        match r {
+            r if own => r,
+            // Also after a failed batch: the inode's own sync says what
+            // failed.
+            _ => self.m.sync_inode(&n.inode),
         }
     }
 

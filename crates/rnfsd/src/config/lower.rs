@@ -201,6 +201,7 @@ pub fn ceph(
         write_verifier: Some(shared.verifier.clone()),
         sync: e.sync,
         max_syncs_in_flight: s.max_syncs_in_flight,
+        mount_syncs: s.ceph_mount_syncs,
     })
 }
 
@@ -398,8 +399,18 @@ mod tests {
             (cd.call_timeout, cd.call_threads, cd.call_queue)
         );
         assert_eq!(
-            (c.inode_cache_entries, c.listings, c.max_syncs_in_flight),
-            (cd.inode_cache_entries, cd.listings, cd.max_syncs_in_flight)
+            (
+                c.inode_cache_entries,
+                c.listings,
+                c.max_syncs_in_flight,
+                c.mount_syncs
+            ),
+            (
+                cd.inode_cache_entries,
+                cd.listings,
+                cd.max_syncs_in_flight,
+                cd.mount_syncs
+            )
         );
         assert_eq!(
             (c.conf.as_str(), c.client.as_str(), c.root.as_str()),

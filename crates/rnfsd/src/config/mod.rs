@@ -205,6 +205,22 @@ mod tests {
     }
 
     #[test]
+    fn ceph_mount_syncs_bounded() {
+        let c = Config::from_toml("").unwrap();
+        assert_eq!(c.server.ceph_mount_syncs, 1);
+        for good in [0, MAX_CEPH_MOUNT_SYNCS] {
+            let t = format!("[server]\nceph_mount_syncs = {good}\n");
+            let c = Config::from_toml(&t).unwrap();
+            assert_eq!(c.validate(), Ok(()), "ceph_mount_syncs = {good}");
+        }
+        let t = format!(
+            "[server]\nceph_mount_syncs = {}\n",
+            MAX_CEPH_MOUNT_SYNCS + 1
+        );
+        assert!(Config::from_toml(&t).unwrap().validate().is_err());
+    }
+
+    #[test]
     fn full_file() {
         let c = Config::from_toml(
             r#"

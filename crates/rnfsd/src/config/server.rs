@@ -135,6 +135,9 @@ pub const MAX_UDP_THREADS: usize = 16;
 /// The journal's commits run one after another; more threads asking for
 /// them would only wait (`rnfsd_fs::limits::owed::MAX_THREADS`).
 pub const MAX_JOURNAL_COMMIT_THREADS: usize = rnfsd_fs::limits::owed::MAX_THREADS;
+/// Most `ceph_mount_syncs`: each holds a caller's thread while it runs,
+/// and more at once only split the batches they exist to gather.
+pub const MAX_CEPH_MOUNT_SYNCS: usize = 64;
 /// Most `blocking_lazy_wake_us` (100 ms): a call left behind a long one
 /// waits this long at most.
 pub const MAX_BLOCKING_LAZY_WAKE_US: u64 = 100_000;
@@ -477,6 +480,11 @@ server_keys! {
     /// directory's mtime and ctime stay (of at most 1024 entries: at most
     /// 256 KiB of names each).
     ceph_listings: usize = 512, "CephFS, per export: directory listings kept";
+    /// CephFS exports, each: syncs of the whole mount at once, each
+    /// answering every COMMIT and stable WRITE that waited for it: one MDS
+    /// journal flush for the batch (group commit). 0: each syncs its own
+    /// inode only.
+    ceph_mount_syncs: usize = 1, "CephFS, per export: whole-mount syncs at once (group commit)";
     /// Threads of the pool that runs calls which wait for stable storage
     /// (COMMIT, stable WRITE, and namespace changes on `sync` exports), so
     /// they never make GETATTR, LOOKUP or READ queue behind them. 0: they

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use super::{err, Config, ConfigError, MaxWaking, ServerConfig};
 use super::{MAX_BLOCKING_LAZY_WAKE_US, MAX_INLINE_LARGE_WRITES_PER_TURN, MIN_RECORD_OVERHEAD};
-use super::{MAX_JOURNAL_COMMIT_THREADS, MAX_REPLY_BATCH, MAX_UDP_THREADS};
+use super::{MAX_CEPH_MOUNT_SYNCS, MAX_JOURNAL_COMMIT_THREADS, MAX_REPLY_BATCH, MAX_UDP_THREADS};
 use crate::limits::{MAX_MAX_IO, MIN_MAX_IO, ROOM_HEAD};
 
 impl Config {
@@ -233,6 +233,11 @@ fn backends(s: &ServerConfig) -> Result<(), ConfigError> {
     }
     if s.ceph_listings == 0 || s.ceph_listings > 65_536 {
         return err("server.ceph_listings must be 1 to 65536");
+    }
+    if s.ceph_mount_syncs > MAX_CEPH_MOUNT_SYNCS {
+        return err(format!(
+            "server.ceph_mount_syncs must be 0 to {MAX_CEPH_MOUNT_SYNCS}"
+        ));
     }
     if s.ceph_inode_cache_entries == 0 {
         return err("server.ceph_inode_cache_entries must be at least 1");

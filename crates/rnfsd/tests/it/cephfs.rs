@@ -2145,3 +2145,69 @@ async fn a_third_clients_changes_are_seen_on_both_heads() {
     })
     .await;
 }
+
+// ---------------------------------------------------------------------------
+// 11. COMMITs of many files in flight at once share syncs of the whole mount
+// (`ceph_mount_syncs`, `ceph/mod.rs` `sync_node`): every one answered has
+// its data and size durable, so they survive the head killed right after
+// the replies (its buffered data and unflushed capabilities die with it).
+
+/// Files committed at once: more than one batch at 16 COMMITs in flight.
+const GROUP_FILES: usize = 48;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn commits_of_many_files_at_once_survive_a_killed_head() {
+    bounded_ceph(async {
+        let Some(scratch) = Scratch::new("mount-syncs").await else {
+            return;
+        };
+        // A keeps committed files open for writing (test builds): their
+        // last close would start a write-back that hides a skipped sync.
+        let (mut a, _cfg) = head_with(
+            &scratch,
+            "ceph-group",
+            "ceph_mount_syncs = 1",
+            &[("RNFSD_TEST_CEPH_KEEP_WRITERS", "1")],
+        );
+        let b = scratch.head(a.copy_handle_key("ceph-b"));
+        let sa = mount(&a).await;
+        let d = mkdir(&sa.nfs, &sa.root, "d").await;
+        let data = |i: usize| pattern(4096 + i * 37, i as u32);
+        // Every file written UNSTABLE before any COMMIT: all of them dirty
+        // in A's cache at once.
+        let mut fhs = Vec::new();
+        for i in 0..GROUP_FILES {
+            let (fh, _) = create_file(&sa.nfs, &d, &format!("f{i:02}")).await;
+            write_res(&sa.nfs, &fh, 0, &data(i), StableHow::Unstable).await;
+            fhs.push(fh);
+        }
+        // Every COMMIT in flight at once, on a connection each.
+        let mut set = tokio::task::JoinSet::new();
+        for fh in &fhs {
+            let (srv, fh) = (a.addr, fh.clone());
+            set.spawn(async move {
+                let c = Client::connect(srv, &config(1)).await.expect("connect");
+                commit(&NfsClient::new(c), &fh).await
+            });
+        }
+        while let Some(r) = set.join_next().await {
+            r.expect("COMMIT task");
+        }
+        // A dies: what it had not made durable is gone. Its restart ends
+        // the session it left (B would otherwise wait for its caps).
+        a.kill();
+        a.respawn();
+        let sb = mount(&b).await;
+        for (i, fh) in fhs.iter().enumerate() {
+            let want = data(i);
+            let got = read_data(&sb.nfs, fh, 0, want.len() as u32 + 100).await;
+            assert!(
+                got == want,
+                "f{i:02}: {} bytes read back through B, {} committed through A",
+                got.len(),
+                want.len()
+            );
+        }
+    })
+    .await;
+}
