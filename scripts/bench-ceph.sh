@@ -20,9 +20,11 @@
 # --workloads: the ones to run (default all three; without a traverse
 # workload the tree is not made). fsmark's log lines (OUT/bench.log) give
 # each call's mean latency as the client saw it. BENCH_CEPH_PERF=1: the
-# MDS's, the OSD's and each server's libcephfs perf counters before and
-# after every fsmark run, and every process's CPU ticks, in OUT/perf/
-# (the files are kept then, so the counts are of the fsmark calls only).
+# MDS's and the OSD's perf counters before and after every fsmark run,
+# and every process's CPU ticks, in OUT/perf/ (also the admin sockets of
+# the servers' libcephfs mounts, one per process: the first export's).
+# The files are kept then, so the counts are of the fsmark calls only,
+# but later runs create in a larger directory: compare counts, not rates.
 #
 # RNFSD_SERVER_TOML: more [server] lines for rnfsd's heads (a variant,
 # e.g. "worker_spin_us = 50").
