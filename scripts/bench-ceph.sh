@@ -56,7 +56,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --workloads) WORKLOADS=$2; shift 2 ;;
-    -h | --help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-ceph.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
