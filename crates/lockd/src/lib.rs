@@ -570,10 +570,15 @@ impl LockManager {
     }
 
     /// Takes the lock through the owner's descriptor (opened if it has
-    /// none): Ok(false) on a conflict.
+    /// none): Ok(false) on a conflict. From finding or inserting the
+    /// descriptor to trying the lock the table stays locked: the retry
+    /// pass closes descriptors that hold nothing and that nobody waits on,
+    /// which a new owner's is until its request blocks.
     fn try_take(&self, f: &FileRef<'_>, key: &FileKey, req: &LockReq) -> Result<bool, Outcome> {
         let hk = (key.clone(), req.owner.clone());
-        if !self.lock_table().held.contains_key(&hk) {
+        let mut t = self.lock_table();
+        if !t.held.contains_key(&hk) {
+            drop(t);
             // Opened outside the table's lock (it is a filesystem call).
             let file = f
                 .backend
@@ -583,7 +588,7 @@ impl LockManager {
                     LockOpen::plain(true),
                 )
                 .map_err(|e| fs_outcome(&e))?;
-            let mut t = self.lock_table();
+            t = self.lock_table();
             if !t.held.contains_key(&hk) {
                 if t.held.len() >= self.limits.max_files
                     || t.host_load(req.owner.addr) >= self.limits.max_per_client
@@ -599,8 +604,11 @@ impl LockManager {
                 );
             }
         }
-        let mut t = self.lock_table();
         let Some(h) = t.held.get_mut(&hk) else {
+            debug_assert!(
+                false,
+                "the descriptor was found or inserted under this lock"
+            );
             return Err(Outcome::Failed);
         };
         let mut next = h.ranges.clone();

@@ -621,6 +621,43 @@ fn unlock_cancels_the_owners_waits() {
     wait_called(&other);
 }
 
+/// A blocking LOCK by an owner with no descriptor yet races the retry
+/// pass, which closes descriptors that hold nothing and that nobody waits
+/// on: the request's new descriptor is such a one until the request
+/// blocks, and closing it under the request answered it `Failed`.
+#[test]
+fn a_new_owners_blocking_lock_survives_the_retry_pass() {
+    let e = Arc::new(env(None));
+    let a = owner("a", 1);
+    assert_eq!(e.lock(&a, X, r(0, 10), false), Outcome::Granted);
+    // One waiter, so every retry pass looks at the descriptors.
+    assert_eq!(e.lock(&owner("w", 1), X, r(0, 1), true), Outcome::Blocked);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let passes = {
+        let (e, stop) = (e.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                e.m.retry_waiters();
+                n += 1;
+            }
+            n
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut tried = 0;
+    while tried < 3000 && Instant::now() < deadline {
+        let o = owner("b", 100 + tried);
+        let got = e.lock(&o, X, r(5, 1), true);
+        assert_eq!(got, Outcome::Blocked, "owner {tried}");
+        assert_eq!(e.m.unlock(7, &e.fh, &o, r(5, 1)), Outcome::Granted);
+        tried += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(passes.join().unwrap() > 0);
+    assert!(tried > 100, "only {tried} tries in 20 s");
+}
+
 /// Locks, waits and shares of an export or client a reload dropped are
 /// freed; the others stay.
 #[test]
