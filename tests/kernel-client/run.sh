@@ -65,7 +65,9 @@
 # XFSTESTS_TEST_LIMIT (one test's seconds, default 180),
 # KC_BACKEND=cephfs (rnfsd serves the export from a Ceph cluster started in
 # the namespace instead of a local directory; host-side checks read it
-# through ceph-fuse; not with failover; ceph-host.sh). KC_EXPORT_FS=ext4|xfs
+# through ceph-fuse; not with failover; ceph-host.sh). KC_SCRATCH_SIZE
+# (xfstests' scratch export, a fresh filesystem on a loop device of
+# KC_EXPORT_FS's type or ext4; default 4G). KC_EXPORT_FS=ext4|xfs
 # puts the export on a fresh filesystem of that type on a loop device (a
 # journaled one, where `sync` exports take the shared journal commit path;
 # the work dir's own filesystem may have no journal). KC_DELEGATIONS=on|off
@@ -419,7 +421,14 @@ if has_workload deleg; then # the host's other NFS clients (ns.sh's nfswrite)
 fi
 rm -rf "$RUN" && mkdir -p "$RUN"/{share/guest,share/bin,share/ctl,export,state}
 EXPORT_LOOP=
-unmount_export() { # the image stays with KC_KEEP (mount it to look)
+SCRATCH_LOOP=
+unmount_export() { # the images stay with KC_KEEP (mount them to look)
+    if [ -n "$SCRATCH_LOOP" ]; then
+        umount "$RUN/scratch" 2>/dev/null
+        losetup -d "$SCRATCH_LOOP" 2>/dev/null
+        [ -n "${KC_KEEP:-}" ] || rm -f "$RUN/scratch.img"
+        SCRATCH_LOOP=
+    fi
     [ -n "$EXPORT_LOOP" ] || return 0
     umount "$RUN/export" 2>/dev/null
     losetup -d "$EXPORT_LOOP" 2>/dev/null
@@ -484,9 +493,20 @@ if has_workload xfstests; then
     if [ -f "$HERE/xfstests/expected/$SERVER-$ev" ]; then
         cp "$HERE/xfstests/expected/$SERVER-$ev" "$RUN/share/xfstests-expected"
     fi
-    # The scratch export: a directory beside the export (on the work dir's
-    # filesystem, also with KC_EXPORT_FS).
+    # The scratch export: a filesystem of its own, KC_SCRATCH_SIZE (4G) in
+    # a loop image: tests fill it (generic/103 fallocates all of its free
+    # space), and a directory of the host's filesystem would fill the
+    # host's disk instead.
     mkdir -p "$RUN/scratch"
+    truncate -s "${KC_SCRATCH_SIZE:-4G}" "$RUN/scratch.img" || die "scratch image"
+    SCRATCH_LOOP=$(losetup -f --show "$RUN/scratch.img") || die "losetup failed (scratch)"
+    if [ "${KC_EXPORT_FS:-ext4}" = xfs ]; then
+        mkfs.xfs -q -f "$SCRATCH_LOOP" || die "mkfs.xfs failed (scratch)"
+    else
+        mkfs.ext4 -q "$SCRATCH_LOOP" || die "mkfs.ext4 failed (scratch)"
+    fi
+    mount "$SCRATCH_LOOP" "$RUN/scratch" || die "mounting the scratch export failed"
+    rmdir "$RUN/scratch/lost+found" 2>/dev/null
 fi
 
 # The export must be on a filesystem that holds a >4 GiB sparse file; the
