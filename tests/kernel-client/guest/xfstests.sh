@@ -98,7 +98,7 @@ x_users
 check xfstests/setup x_setup
 [ "$CHECK_RC" -eq 0 ] || exit 1
 echo "INFO xfstests: $(mount_line /mnt/test | awk '{ print $4 }')" >>"$RESULTS"
-# A file, not <(...): the guest has no /dev/fd.
+# The list in a file: mapfile reads it whole.
 x_list >/tmp/x.list
 mapfile -t TESTS </tmp/x.list
 [ ${#TESTS[@]} -gt 0 ] || { fail xfstests/list "no tests to run"; exit 1; }
