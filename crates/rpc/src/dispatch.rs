@@ -343,7 +343,7 @@ impl<S: State> Dispatcher<'_, S> {
         .on_conn(inc.conn_id, inc.back, responder)
         .timed_from(inc.t0);
         let (mut reply, outcome, ran) = execute(&ctx, row, &mut d);
-        let ended = ctx.clock_last();
+        let mut ended = ctx.clock_last();
         let moved = ctx.moved_total();
         let moved = (moved.read, moved.written);
         let parked = ctx.take_parked();
@@ -382,8 +382,13 @@ impl<S: State> Dispatcher<'_, S> {
                         ended,
                     };
                 }
-                // No reply, or no one to send it later: wait here.
-                (r, _) => reply = if p.until.wait() { r } else { Some(fail) },
+                // No reply, or no one to send it later: wait here (the
+                // call's time then ends after the wait, as it did before
+                // handlers could end it).
+                (r, _) => {
+                    reply = if p.until.wait() { r } else { Some(fail) };
+                    ended = None;
+                }
             }
         }
         if let Some((c, key)) = cached {
