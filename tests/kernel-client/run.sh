@@ -420,20 +420,32 @@ if has_workload deleg; then # the host's other NFS clients (ns.sh's nfswrite)
     NFS_WRITE=${CARGO_TARGET_DIR:-$REPO/target}/debug/examples/nfs_write
 fi
 rm -rf "$RUN" && mkdir -p "$RUN"/{share/guest,share/bin,share/ctl,export,state}
-EXPORT_LOOP=
-SCRATCH_LOOP=
-unmount_export() { # the images stay with KC_KEEP (mount them to look)
-    if [ -n "$SCRATCH_LOOP" ]; then
-        umount "$RUN/scratch" 2>/dev/null
-        losetup -d "$SCRATCH_LOOP" 2>/dev/null
-        [ -n "${KC_KEEP:-}" ] || rm -f "$RUN/scratch.img"
-        SCRATCH_LOOP=
+# Loop-mounted filesystems of the run ("NAME LOOPDEV" lines): the export
+# with KC_EXPORT_FS, xfstests' scratch export.
+LOOPS=()
+loop_fs() { # loop_fs NAME SIZE TYPE: a fresh TYPE filesystem at $RUN/NAME
+    local img=$RUN/$1.img dev
+    mkdir -p "$RUN/$1"
+    truncate -s "$2" "$img" || die "$1 image"
+    dev=$(losetup -f --show "$img") || die "losetup failed ($1)"
+    LOOPS+=("$1 $dev")
+    if [ "$3" = xfs ]; then
+        mkfs.xfs -q -f "$dev" || die "mkfs.xfs failed ($1)"
+    else
+        mkfs.ext4 -q "$dev" || die "mkfs.ext4 failed ($1)"
     fi
-    [ -n "$EXPORT_LOOP" ] || return 0
-    umount "$RUN/export" 2>/dev/null
-    losetup -d "$EXPORT_LOOP" 2>/dev/null
-    [ -n "${KC_KEEP:-}" ] || rm -f "$RUN/export.img"
-    EXPORT_LOOP=
+    mount "$dev" "$RUN/$1" || die "mounting $1 failed"
+    rmdir "$RUN/$1/lost+found" 2>/dev/null
+}
+unmount_export() { # the images stay with KC_KEEP (mount them to look)
+    local l name dev
+    for l in "${LOOPS[@]}"; do
+        read -r name dev <<<"$l"
+        umount "$RUN/$name" 2>/dev/null
+        losetup -d "$dev" 2>/dev/null
+        [ -n "${KC_KEEP:-}" ] || rm -f "$RUN/$name.img"
+    done
+    LOOPS=()
 }
 if [ -n "${KC_EXPORT_FS:-}" ]; then
     case $KC_EXPORT_FS in
@@ -441,15 +453,7 @@ if [ -n "${KC_EXPORT_FS:-}" ]; then
     *) die "KC_EXPORT_FS must be ext4 or xfs" ;;
     esac
     # Sparse: the export must hold a >4 GiB sparse file.
-    truncate -s 16G "$RUN/export.img" || die "export image"
-    EXPORT_LOOP=$(losetup -f --show "$RUN/export.img") || die "losetup failed"
-    if [ "$KC_EXPORT_FS" = xfs ]; then
-        mkfs.xfs -q -f "$EXPORT_LOOP" || die "mkfs.xfs failed"
-    else
-        mkfs.ext4 -q "$EXPORT_LOOP" || die "mkfs.ext4 failed"
-    fi
-    mount "$EXPORT_LOOP" "$RUN/export" || die "mounting the export failed"
-    rmdir "$RUN/export/lost+found" 2>/dev/null
+    loop_fs export 16G "$KC_EXPORT_FS"
 fi
 cp "$HERE"/guest/*.sh "$HERE"/guest/*.pl "$RUN/share/guest/"
 cargo_tool() { # cargo_tool NAME CRATE: a crates.io tool, into the guest's bin
@@ -497,16 +501,7 @@ if has_workload xfstests; then
     # a loop image: tests fill it (generic/103 fallocates all of its free
     # space), and a directory of the host's filesystem would fill the
     # host's disk instead.
-    mkdir -p "$RUN/scratch"
-    truncate -s "${KC_SCRATCH_SIZE:-4G}" "$RUN/scratch.img" || die "scratch image"
-    SCRATCH_LOOP=$(losetup -f --show "$RUN/scratch.img") || die "losetup failed (scratch)"
-    if [ "${KC_EXPORT_FS:-ext4}" = xfs ]; then
-        mkfs.xfs -q -f "$SCRATCH_LOOP" || die "mkfs.xfs failed (scratch)"
-    else
-        mkfs.ext4 -q "$SCRATCH_LOOP" || die "mkfs.ext4 failed (scratch)"
-    fi
-    mount "$SCRATCH_LOOP" "$RUN/scratch" || die "mounting the scratch export failed"
-    rmdir "$RUN/scratch/lost+found" 2>/dev/null
+    loop_fs scratch "${KC_SCRATCH_SIZE:-4G}" "${KC_EXPORT_FS:-ext4}"
 fi
 
 # The export must be on a filesystem that holds a >4 GiB sparse file; the
