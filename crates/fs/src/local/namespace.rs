@@ -354,7 +354,17 @@ pub(super) fn link(
     let d = fs.dir(call, dir)?;
     fs.as_caller(call.cred)?;
     fs.changing(call, false)?;
-    sys::link_fd(f.raw(), d.raw(), &c)?;
+    match sys::link_fd(f.raw(), d.raw(), &c) {
+        // fs.protected_hardlinks is the linkat syscall's check
+        // (may_linkat), which knfsd's vfs_link never makes: the client's
+        // kernel applies its own setting before it sends LINK. So the
+        // server host's setting must not refuse what knfsd allows; the
+        // directory's permissions are still the caller's.
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) && fs.opts.act_as_caller => {
+            sys::with_fowner(e, || sys::link_fd(f.raw(), d.raw(), &c))?
+        }
+        r => r?,
+    }
     fs.sync_change(call, &d, Some(&f))?;
     let st = sys::fstat(f.raw())?;
     Ok((fs.attr(&st), fs.wcc(&d.st, d.raw())))

@@ -925,6 +925,36 @@ pub fn link_fd(fd: RawFd, dir: RawFd, name: &CStr) -> io::Result<()> {
     Ok(())
 }
 
+/// Runs `f` again with CAP_FOWNER effective on this thread, then drops it:
+/// the kernel clears the filesystem capabilities while fsuid is not 0, and
+/// a raised one would serve every later caller on this thread. Where the
+/// process is not permitted CAP_FOWNER, nothing is raised and `refused` is
+/// the answer.
+pub fn with_fowner<T>(refused: io::Error, f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+    use rustix::thread::{capabilities, set_capabilities, CapabilitySet};
+    let Ok(sets) = capabilities(None) else {
+        return Err(refused);
+    };
+    if sets.effective.contains(CapabilitySet::FOWNER)
+        || !sets.permitted.contains(CapabilitySet::FOWNER)
+    {
+        return Err(refused);
+    }
+    let mut raised = sets;
+    raised.effective |= CapabilitySet::FOWNER;
+    if set_capabilities(None, raised).is_err() {
+        return Err(refused);
+    }
+    let r = f();
+    if let Err(e) = set_capabilities(None, sets) {
+        // Lowering never fails; if it did, the thread would go on with a
+        // capability none of its callers has.
+        tracing::error!("cannot drop CAP_FOWNER again ({e}): exiting");
+        std::process::abort();
+    }
+    r
+}
+
 /// Whether this thread's filesystem identity may access the object `fd`
 /// refers to with `mode` (R_OK, W_OK, X_OK): the kernel's own answer, POSIX
 /// ACLs, read-only mounts and immutable files included (faccessat2 with

@@ -606,3 +606,78 @@ async fn readable_unsearchable_directory_is_listed_without_handles() {
     })
     .await;
 }
+
+/// LINK of a file the caller neither owns nor may read: knfsd allows it
+/// (vfs_link leaves fs.protected_hardlinks to the client's kernel, which
+/// checks its own setting before sending LINK), and so must rnfsd on a host
+/// with fs.protected_hardlinks = 1 (Debian's default), while the target
+/// directory's permissions stay the caller's. xfstests' generic/597.
+#[tokio::test(flavor = "multi_thread")]
+async fn link_leaves_protected_hardlinks_to_the_client_as_knfsd_does() {
+    let setting = std::fs::read_to_string("/proc/sys/fs/protected_hardlinks").unwrap_or_default();
+    if setting.trim() != "1" {
+        eprintln!(
+            "skipped: fs.protected_hardlinks is not 1 here ({setting:?}): nothing to override"
+        );
+        return;
+    }
+    let dir = TempDir::new("acc-hardlink");
+    world_writable(dir.path(), "pub");
+    let closed = dir.path().join("closed");
+    std::fs::create_dir(&closed).unwrap();
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let target = dir.path().join("pub/target");
+    std::fs::write(&target, b"secret").unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::chown(&target, Some(2000), Some(2000)).unwrap();
+    let srv = TestServer::start_defaults(dir.path(), &["--no-rpcbind"]);
+    bounded(async {
+        let m = mount(&srv).await;
+        let user = m.nfs.with_auth(Auth::unix(1000, 1000));
+        let p = lookup(&user, &m.root, "pub").await;
+        let t = lookup(&user, &p, "target").await;
+        let r = ok(
+            "LINK of another user's unreadable file",
+            user.link(&Link3Args {
+                file: t.clone(),
+                link: dirop(&p, "hardlink"),
+            })
+            .await,
+        );
+        assert_eq!(r.file_attributes.expect("LINK file attrs").nlink, 2);
+        assert_eq!(
+            std::fs::metadata(dir.path().join("pub/hardlink"))
+                .unwrap()
+                .ino(),
+            std::fs::metadata(&target).unwrap().ino()
+        );
+        // The directory's permissions are still the caller's.
+        let c = lookup(&user, &m.root, "closed").await;
+        fail(
+            "LINK into a directory the caller may not write",
+            user.link(&Link3Args {
+                file: t.clone(),
+                link: dirop(&c, "hardlink"),
+            })
+            .await,
+            Nfsstat3::Acces,
+        );
+        // And the capability is gone again: the same caller may not chmod
+        // the file it does not own.
+        fail(
+            "SETATTR mode by a non-owner after the LINK",
+            setattr_res(
+                &user,
+                &t,
+                Sattr3 {
+                    mode: Some(0o666),
+                    ..Default::default()
+                },
+                SattrGuard3::default(),
+            )
+            .await,
+            Nfsstat3::Perm,
+        );
+    })
+    .await;
+}
