@@ -9,48 +9,95 @@
 //! slot is retired rather than guessed at; once every slot is retired the
 //! session fails its calls.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::sync::Semaphore;
+use tokio::sync::Notify;
 
 use crate::error::ClientError;
 
 /// Most fore-channel slots a client uses, whatever the server grants.
 pub const MAX_SLOTS: u32 = 1024;
 
+/// Bits of slot state per word of `free` and `busy`.
+const WORD: usize = 64;
+
 struct Table {
     /// The sequence id the server last accepted on each slot (0 before the
     /// first call: RFC 8881 §2.10.6.1, a new slot's first id is 1).
     seqids: Vec<u32>,
-    busy: Vec<bool>,
-    free: BinaryHeap<Reverse<u32>>,
+    /// One bit per slot: free to take. A retired slot is neither free nor
+    /// busy.
+    free: Vec<u64>,
+    /// One bit per slot: taken by a call.
+    busy: Vec<u64>,
     /// Slots still usable (not retired).
     usable: usize,
     /// The server's last sr_target_highest_slotid.
     target_highest: u32,
+    /// Callers waiting for a slot to come free.
+    waiting: usize,
+}
+
+impl Table {
+    /// Takes the lowest free slot.
+    fn take(&mut self) -> Option<u32> {
+        let (i, w) = self.free.iter_mut().enumerate().find(|(_, w)| **w != 0)?;
+        let b = w.trailing_zeros() as usize;
+        *w &= !(1 << b);
+        let id = i * WORD + b;
+        if let Some(x) = self.busy.get_mut(i) {
+            *x |= 1 << b;
+        }
+        Some(id as u32)
+    }
+
+    /// Clears `id`'s busy bit; sets its free bit unless it is retired.
+    fn put(&mut self, id: u32, retire: bool) {
+        let (i, b) = (id as usize / WORD, id as usize % WORD);
+        if let Some(x) = self.busy.get_mut(i) {
+            *x &= !(1 << b);
+        }
+        if !retire {
+            if let Some(x) = self.free.get_mut(i) {
+                *x |= 1 << b;
+            }
+        }
+    }
+
+    fn highest_busy(&self) -> Option<u32> {
+        let (i, w) = self.busy.iter().enumerate().rev().find(|(_, w)| **w != 0)?;
+        Some((i * WORD + (WORD - 1 - w.leading_zeros() as usize)) as u32)
+    }
 }
 
 /// The slots of one session.
 pub(crate) struct SlotTable {
     table: Mutex<Table>,
-    /// One permit per free slot.
-    ready: Semaphore,
+    /// Wakes a caller waiting for a slot (one per slot returned), or all
+    /// of them once every slot is retired.
+    freed: Notify,
 }
 
 impl SlotTable {
     pub(crate) fn new(n: u32) -> Arc<Self> {
-        let n = n.clamp(1, MAX_SLOTS);
+        let n = n.clamp(1, MAX_SLOTS) as usize;
+        let words = n.div_ceil(WORD);
+        let free = (0..words)
+            .map(|i| match n - i * WORD {
+                left if left >= WORD => u64::MAX,
+                left => (1u64 << left) - 1,
+            })
+            .collect();
         Arc::new(SlotTable {
             table: Mutex::new(Table {
-                seqids: vec![0; n as usize],
-                busy: vec![false; n as usize],
-                free: (0..n).map(Reverse).collect(),
-                usable: n as usize,
-                target_highest: n - 1,
+                seqids: vec![0; n],
+                free,
+                busy: vec![0; words],
+                usable: n,
+                target_highest: n as u32 - 1,
+                waiting: 0,
             }),
-            ready: Semaphore::new(n as usize),
+            freed: Notify::new(),
         })
     }
 
@@ -69,66 +116,72 @@ impl SlotTable {
 
     /// Wait for a free slot and take the lowest.
     pub(crate) async fn acquire(self: &Arc<Self>) -> Result<Slot, ClientError> {
-        if self.lock().usable == 0 {
-            return Err(ClientError::Protocol(
-                "every session slot was lost with its reply".into(),
-            ));
+        let mut waited = false;
+        loop {
+            let mut freed = std::pin::pin!(self.freed.notified());
+            {
+                let mut t = self.lock();
+                if waited {
+                    t.waiting = t.waiting.saturating_sub(1);
+                }
+                if t.usable == 0 {
+                    return Err(ClientError::Protocol(
+                        "every session slot was lost with its reply".into(),
+                    ));
+                }
+                if let Some(id) = t.take() {
+                    let seqid = t.seqids.get(id as usize).copied().unwrap_or(0);
+                    return Ok(Slot {
+                        table: self.clone(),
+                        id,
+                        seqid,
+                        target: None,
+                        lost: false,
+                    });
+                }
+                // Listed as a waiter before the table is let go: a slot
+                // returned from now on wakes this caller (one per slot,
+                // `release`).
+                freed.as_mut().enable();
+                t.waiting += 1;
+            }
+            // A caller dropped while waiting leaves `waiting` one too high:
+            // at worst a return wakes no one; a wake-up it was given passes
+            // to another waiter (tokio's Notify).
+            waited = true;
+            freed.await;
         }
-        let permit = self
-            .ready
-            .acquire()
-            .await
-            .map_err(|_| ClientError::Protocol("every session slot was lost".into()))?;
-        // Released by hand when the slot comes back (`Slot::drop`).
-        permit.forget();
-        let mut t = self.lock();
-        let Some(Reverse(id)) = t.free.pop() else {
-            // Permits and free slots move together; not reachable.
-            return Err(ClientError::Protocol("slot table out of step".into()));
-        };
-        if let Some(b) = t.busy.get_mut(id as usize) {
-            *b = true;
-        }
-        let seqid = t.seqids.get(id as usize).copied().unwrap_or(0);
-        Ok(Slot {
-            table: self.clone(),
-            id,
-            seqid,
-            lost: false,
-        })
     }
 
     /// The highest slot with a call outstanding (at least `id`): SEQUENCE's
     /// sa_highest_slotid (RFC 8881 §18.46.3).
     fn highest_busy(&self, id: u32) -> u32 {
-        let t = self.lock();
-        let top = t.busy.iter().rposition(|&b| b).unwrap_or(0) as u32;
-        top.max(id)
+        self.lock().highest_busy().unwrap_or(0).max(id)
     }
 
-    fn set_target(&self, target: u32) {
-        self.lock().target_highest = target;
-    }
-
-    fn release(&self, id: u32, seqid: u32, lost: bool) {
+    fn release(&self, id: u32, seqid: u32, target: Option<u32>, lost: bool) {
         let mut t = self.lock();
-        if let Some(b) = t.busy.get_mut(id as usize) {
-            *b = false;
+        if let Some(target) = target {
+            t.target_highest = target;
         }
+        t.put(id, lost);
         if lost {
             t.usable = t.usable.saturating_sub(1);
             if t.usable == 0 {
+                drop(t);
                 // Wake the waiters so they fail instead of hanging.
-                self.ready.close();
+                self.freed.notify_waiters();
             }
             return;
         }
         if let Some(s) = t.seqids.get_mut(id as usize) {
             *s = seqid;
         }
-        t.free.push(Reverse(id));
+        let wake = t.waiting > 0;
         drop(t);
-        self.ready.add_permits(1);
+        if wake {
+            self.freed.notify_one();
+        }
     }
 }
 
@@ -138,6 +191,9 @@ pub struct Slot {
     table: Arc<SlotTable>,
     id: u32,
     seqid: u32,
+    /// sr_target_highest_slotid of the reply, recorded when the slot
+    /// returns.
+    target: Option<u32>,
     lost: bool,
 }
 
@@ -174,7 +230,7 @@ impl Slot {
     /// The server accepted `seqid` on this slot (its SEQUENCE succeeded).
     pub(crate) fn accepted(&mut self, seqid: u32, target_highest: u32) {
         self.seqid = seqid;
-        self.table.set_target(target_highest);
+        self.target = Some(target_highest);
     }
 
     /// The slot's state at the server is unknown: retire it.
@@ -185,7 +241,8 @@ impl Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.table.release(self.id, self.seqid, self.lost);
+        self.table
+            .release(self.id, self.seqid, self.target, self.lost);
     }
 }
 
@@ -221,6 +278,66 @@ mod tests {
         drop(a);
         assert!(waiter.await.unwrap().is_err());
         assert!(t.acquire().await.is_err());
+    }
+
+    #[tokio::test]
+    async fn slots_past_one_word_are_taken_lowest_first_and_retired_ones_never() {
+        let t = SlotTable::new(130);
+        let mut held: Vec<Slot> = Vec::new();
+        for i in 0..130 {
+            let s = t.acquire().await.unwrap();
+            assert_eq!(s.id(), i);
+            held.push(s);
+        }
+        assert_eq!(held[0].highest_slotid(), 129);
+        // Return 70 (retired) and 65 (kept); 129 and 0 stay busy.
+        let mut s70 = held.remove(70);
+        s70.lose();
+        drop(s70);
+        drop(held.remove(65));
+        let again = t.acquire().await.unwrap();
+        assert_eq!(again.id(), 65);
+        drop(again);
+        let tail: Vec<Slot> = held.drain(1..).collect();
+        drop(tail);
+        assert_eq!(held[0].highest_slotid(), 0);
+        let mut ids = Vec::new();
+        for _ in 0..128 {
+            ids.push(t.acquire().await.unwrap());
+        }
+        assert!(ids.iter().all(|s| s.id() != 70 && s.id() != 0));
+        assert_eq!(ids.last().map(|s| s.id()), Some(129));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn many_waiters_on_few_slots_all_get_one() {
+        let t = SlotTable::new(2);
+        let mut tasks = Vec::new();
+        for _ in 0..40 {
+            let t = t.clone();
+            tasks.push(tokio::spawn(async move {
+                for n in 0..200u32 {
+                    let mut s = t.acquire().await.unwrap();
+                    let next = s.next_seqid();
+                    s.accepted(next, 1);
+                    if n % 3 == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            }));
+        }
+        let all = async {
+            for h in tasks {
+                h.await.unwrap();
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(20), all)
+            .await
+            .expect("a waiter was never woken");
+        // Every call accepted one sequence id on one of the two slots.
+        let (a, b) = (t.acquire().await.unwrap(), t.acquire().await.unwrap());
+        assert_eq!(a.seqid() + b.seqid(), 40 * 200);
+        assert_eq!(t.target_highest(), 1);
     }
 
     #[test]
