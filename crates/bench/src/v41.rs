@@ -193,6 +193,31 @@ enum Load4 {
     /// Objects with their directory and name: lookup, open-read-close,
     /// traverse.
     Items(Vec<Item4>),
+    /// getattr and access: each handle's PUTFH and GETATTR (or ACCESS)
+    /// encoded once.
+    Prepared(Vec<PreparedOps>),
+}
+
+/// The compound `mix` sends to `fh`, for the mixes that send the same one
+/// to a handle every time.
+fn fixed_ops(mix: Mix, fh: &NfsFh4) -> Option<PreparedOps> {
+    let second = match mix {
+        Mix::Getattr => getattr(&attr_mask()),
+        Mix::Access => ArgOp::Access(Access4Args { access: ACCESS_ALL }),
+        _ => return None,
+    };
+    Some(PreparedOps::new(&[putfh(fh), second]))
+}
+
+/// `load` with each handle's compound encoded once where `mix` allows.
+fn prepare(mix: Mix, load: Load4) -> Load4 {
+    match load {
+        Load4::Fhs(v) => match v.iter().map(|fh| fixed_ops(mix, fh)).collect() {
+            Some(p) => Load4::Prepared(p),
+            None => Load4::Fhs(v),
+        },
+        l => l,
+    }
 }
 
 fn build(mix: Mix, root: &NfsFh4, items: Vec<Item4>, handles: usize) -> Result<Load4, String> {
@@ -237,6 +262,7 @@ impl Load4 {
             Load4::Null => 0,
             Load4::Fhs(v) => v.len(),
             Load4::Items(v) => v.len(),
+            Load4::Prepared(v) => v.len(),
         }
     }
 }
@@ -251,9 +277,23 @@ fn getattr(mask: &Bitmap4) -> ArgOp<'static> {
     })
 }
 
-/// One compound; true if every operation succeeded.
+/// One compound; true if it has a result for every operation sent, each
+/// NFS4_OK, and its status is NFS4_OK.
 async fn ok(c: &Nfs4Client, ops: &[ArgOp<'_>]) -> bool {
-    matches!(c.compound(ops).await, Ok(r) if r.status == Nfsstat4::Ok)
+    matches!(c.compound(ops).await, Ok(r) if all_ok(&r, ops.len() + 1))
+}
+
+fn all_ok(r: &CompoundRes, sent: usize) -> bool {
+    r.status == Nfsstat4::Ok
+        && r.results.len() == sent
+        && r.results.iter().all(|x| x.status() == Nfsstat4::Ok)
+}
+
+/// A compound encoded once; true on the same terms as `ok`, the results
+/// checked without being decoded into values and every GETATTR's
+/// attributes read as NFSv3's fattr3 is (`ReplyCheck::all_ok`).
+async fn prepared_ok(c: &Nfs4Client, p: &PreparedOps) -> bool {
+    matches!(c.compound_prepared(p, true).await, Ok(r) if r.all_ok(p.nops()))
 }
 
 async fn timed<F: std::future::Future<Output = bool>>(
@@ -302,6 +342,13 @@ impl Stream<'_> {
                     &mut self.calls,
                 )
                 .await
+            }
+            (Mix::Getattr | Mix::Access, Load4::Prepared(v)) => {
+                let Some(p) = v.get(i % v.len()) else {
+                    return false;
+                };
+                let c = self.c;
+                timed(prepared_ok(c, p), &mut self.h, &mut self.calls).await
             }
             (Mix::Getattr, Load4::Fhs(v)) => {
                 let Some(fh) = v.get(i % v.len()) else {
@@ -569,7 +616,7 @@ pub async fn run_cmd(a: RunArgs) -> Result<(), String> {
     } else {
         Vec::new()
     };
-    let load = Arc::new(build(a.mix, &root, items, a.handles)?);
+    let load = Arc::new(prepare(a.mix, build(a.mix, &root, items, a.handles)?));
     let dur = Duration::from_secs_f64(a.seconds.clamp(0.1, 600.0));
     eprintln!(
         "NFSv4.1: {} session(s), {} slots each (asked for {})",
@@ -936,6 +983,33 @@ mod tests {
         );
         assert!(build(Mix::Traverse, &root, Vec::new(), 0).is_err());
         assert_eq!(build(Mix::Null, &root, Vec::new(), 0).unwrap().targets(), 0);
+    }
+
+    #[test]
+    fn getattr_and_access_loads_are_encoded_once_per_handle() {
+        let fhs = vec![NfsFh4(vec![1; 8]), NfsFh4(vec![2; 30])];
+        match prepare(Mix::Getattr, Load4::Fhs(fhs.clone())) {
+            Load4::Prepared(v) => {
+                assert_eq!(v.len(), 2);
+                for (p, fh) in v.iter().zip(&fhs) {
+                    assert_eq!(p.opnums(), &[OP_SEQUENCE, OP_PUTFH, OP_GETATTR]);
+                    let mut e = rnfsd_xdr::Enc::new();
+                    putfh(fh).encode(&mut e);
+                    getattr(&attr_mask()).encode(&mut e);
+                    assert_eq!(p.bytes(), e.as_slice());
+                }
+            }
+            l => panic!("{l:?}"),
+        }
+        match prepare(Mix::Access, Load4::Fhs(fhs.clone())) {
+            Load4::Prepared(v) => assert_eq!(v[1].opnums(), &[OP_SEQUENCE, OP_PUTFH, OP_ACCESS]),
+            l => panic!("{l:?}"),
+        }
+        assert!(matches!(
+            prepare(Mix::Read, Load4::Fhs(fhs.clone())),
+            Load4::Fhs(_)
+        ));
+        assert!(matches!(prepare(Mix::Getattr, Load4::Null), Load4::Null));
     }
 
     #[test]

@@ -129,6 +129,60 @@ fn decode_val(d: &mut Dec<'_>, k: Kind) -> rnfsd_xdr::Result<AttrVal> {
     })
 }
 
+/// Steps over one value of shape `k` with `decode_val`'s reads and
+/// bounds, keeping nothing: fixed-size values whole (their fields accept
+/// any bits), booleans as 0 or 1, counted ones within their bounds.
+fn skip_val(d: &mut Dec<'_>, k: Kind) -> rnfsd_xdr::Result<()> {
+    let fixed = match k {
+        Kind::U32 => 4,
+        Kind::U64 | Kind::Spec => 8,
+        // nfstime4: seconds (int64) and nseconds (uint32).
+        Kind::Time => 12,
+        Kind::Pair => 16,
+        Kind::Bool => return d.bool().map(drop),
+        Kind::Str => return d.opaque(NFS4_OPAQUE_LIMIT).map(drop),
+        Kind::Fh => return d.opaque(NFS4_FHSIZE).map(drop),
+        Kind::Bitmap => return Bitmap4::decode(d).map(drop),
+        // `array_len` has checked that the items are there.
+        Kind::List => {
+            let n = d.array_len(MAX_ATTR_LIST, 4)?;
+            return d.opaque_fixed(4 * n).map(drop);
+        }
+    };
+    d.opaque_fixed(fixed).map(drop)
+}
+
+/// Checks that `vals` are exactly the attributes `mask` names, each of a
+/// type known here: what [`Attrs4::decode`] accepts, without building the
+/// values (for a client that checks replies but keeps no attributes).
+pub fn check_vals(mask: &Bitmap4, vals: &[u8]) -> Result<(), ClientError> {
+    let mut d = Dec::new(vals);
+    for (i, &word) in mask.words().iter().enumerate() {
+        let mut rest = word;
+        while rest != 0 {
+            let bit = i as u32 * 32 + rest.trailing_zeros();
+            rest &= rest - 1;
+            let Some(k) = kind(bit) else {
+                return Err(ClientError::Protocol(format!(
+                    "attribute {bit} is not one this client decodes"
+                )));
+            };
+            if let Err(e) = skip_val(&mut d, k) {
+                return Err(ClientError::Protocol(format!(
+                    "attribute {bit} does not decode: {e}"
+                )));
+            }
+        }
+    }
+    if d.remaining() != 0 {
+        return Err(ClientError::Protocol(format!(
+            "{} bytes after the last attribute",
+            d.remaining()
+        )));
+    }
+    Ok(())
+}
+
 /// The decoded values of one fattr4, by attribute number, with accessors
 /// for the common ones.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -398,6 +452,96 @@ mod tests {
         assert_eq!(a.owner(), Some(&b"root"[..]));
         assert_eq!(a.mtime().map(|t| t.seconds), Some(5));
         assert_eq!(a.fileid(), None);
+    }
+
+    /// One attribute of every shape, and values for them in bit order.
+    fn every_kind() -> Fattr4 {
+        let bits = [
+            FATTR4_SUPPORTED_ATTRS,
+            FATTR4_TYPE,
+            FATTR4_CHANGE,
+            FATTR4_LINK_SUPPORT,
+            FATTR4_FSID,
+            FATTR4_FILEHANDLE,
+            FATTR4_OWNER,
+            FATTR4_RAWDEV,
+            FATTR4_TIME_MODIFY,
+            FATTR4_FS_LAYOUT_TYPES,
+        ];
+        let mut e = Enc::new();
+        for &b in &bits {
+            match kind(b).unwrap() {
+                Kind::Bitmap => Bitmap4::from_bits(&[1, 3, 40]).unwrap().encode(&mut e),
+                Kind::U32 => e.u32(2),
+                Kind::U64 => e.u64(99),
+                Kind::Bool => e.bool(true),
+                Kind::Pair => {
+                    e.u64(1);
+                    e.u64(2);
+                }
+                Kind::Fh => e.opaque(&[7; 13]),
+                Kind::Str => e.opaque(b"owner@dom"),
+                Kind::Spec => {
+                    e.u32(8);
+                    e.u32(1);
+                }
+                Kind::Time => {
+                    e.u64(1_700_000_000);
+                    e.u32(999);
+                }
+                Kind::List => {
+                    e.u32(2);
+                    e.u32(1);
+                    e.u32(4);
+                }
+            }
+        }
+        Fattr4 {
+            attrmask: Bitmap4::from_bits(&bits).unwrap(),
+            attr_vals: e.into_vec(),
+        }
+    }
+
+    #[test]
+    fn check_vals_accepts_what_decode_accepts() {
+        let f = every_kind();
+        assert!(Attrs4::decode(&f).is_ok());
+        let same = |f: &Fattr4| {
+            assert_eq!(
+                check_vals(&f.attrmask, &f.attr_vals).is_ok(),
+                Attrs4::decode(f).is_ok(),
+                "{f:?}"
+            );
+        };
+        same(&f);
+        for n in 0..f.attr_vals.len() {
+            same(&Fattr4 {
+                attrmask: f.attrmask,
+                attr_vals: f.attr_vals[..n].to_vec(),
+            });
+        }
+        for w in (0..f.attr_vals.len()).step_by(4) {
+            for v in [0, 1, 2, 3, 4, 65, 1000, NFS4_FHSIZE as u32 + 1, u32::MAX] {
+                let mut g = f.clone();
+                g.attr_vals[w..w + 4].copy_from_slice(&v.to_be_bytes());
+                same(&g);
+            }
+        }
+        // An extra word, one attribute too few or too many in the mask, an
+        // attribute not decoded here.
+        let mut g = f.clone();
+        g.attr_vals.extend_from_slice(&[0; 4]);
+        same(&g);
+        for b in [FATTR4_TYPE, FATTR4_SIZE, FATTR4_ACL] {
+            let mut g = f.clone();
+            if g.attrmask.contains(b) {
+                g.attrmask.remove(b);
+            } else {
+                g.attrmask.insert(b);
+            }
+            same(&g);
+        }
+        assert!(check_vals(&Bitmap4::new(), &[]).is_ok());
     }
 
     #[test]

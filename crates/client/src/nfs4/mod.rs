@@ -38,13 +38,15 @@ mod attrs;
 mod callback;
 mod calls;
 mod calls42;
+mod prepared;
 mod slots;
 
-pub use attrs::{common_mask, decodable, AttrVal, Attrs4, SetAttrs4, COMMON_ATTRS};
+pub use attrs::{check_vals, common_mask, decodable, AttrVal, Attrs4, SetAttrs4, COMMON_ATTRS};
 pub use callback::{CbEvent, CB_LOG_LEN, CB_MAX_MSG, CB_MAX_OPS, CB_SLOTS};
 pub use calls::{
     OpenArgs, OpenHow, Opened, DEFAULT_DIR_COUNT, DEFAULT_DIR_MAXCOUNT, DEFAULT_IO_SIZE,
 };
+pub use prepared::{check_compound_res, PreparedOps, ReplyCheck};
 pub use slots::{Slot, MAX_SLOTS};
 
 /// Fore-channel slots asked for by default (the server may grant fewer).
@@ -694,15 +696,86 @@ impl Nfs4Client {
         cachethis: bool,
         ops: &[ArgOp<'_>],
     ) -> Result<CompoundRes, ClientError> {
-        let seq = ArgOp::Sequence(Sequence4Args {
+        let nops = ops.len() + 1;
+        let tag = &self.rpc.tag;
+        let minor = self.minor;
+        self.sequenced(
+            conn,
+            slot,
+            seqid,
+            cachethis,
+            |e, seq| {
+                CompoundHead {
+                    tag,
+                    minorversion: minor,
+                    nops: nops as u32,
+                }
+                .encode(e);
+                ArgOp::Sequence(*seq).encode(e);
+                for op in ops {
+                    op.encode(e);
+                }
+            },
+            |body| decode_compound_res(body, nops),
+            |r| match r.results.first() {
+                Some(ResOp::Sequence(NfsRes4::Ok(ok))) => Some(*ok),
+                _ => None,
+            },
+        )
+        .await
+    }
+
+    /// SEQUENCE then `p`'s operations on a free slot, the reply checked by
+    /// [`check_compound_res`] (with `attrs`, every GETATTR's values too)
+    /// instead of decoded: the same bytes and slot handling as
+    /// [`Self::compound`], for a caller that sends the same operations
+    /// many times and needs only to know that every one succeeded
+    /// ([`ReplyCheck::all_ok`]).
+    pub async fn compound_prepared(
+        &self,
+        p: &PreparedOps,
+        attrs: bool,
+    ) -> Result<ReplyCheck, ClientError> {
+        let mut slot = self.slot().await?;
+        let seqid = slot.next_seqid();
+        let conn = self.rpc.client.pick()?;
+        let tag = &self.rpc.tag;
+        let minor = self.minor;
+        self.sequenced(
+            conn,
+            &mut slot,
+            seqid,
+            self.session.cachethis,
+            |e, seq| prepared::encode_prepared(e, tag, minor, seq, p),
+            |body| check_compound_res(body, p.opnums(), attrs),
+            |r| r.sequence,
+        )
+        .await
+    }
+
+    /// One COMPOUND on `slot` with `seqid`: `encode` writes it given the
+    /// SEQUENCE arguments, `parse` reads the reply's results, `seq_of`
+    /// finds SEQUENCE's result in what it read. When SEQUENCE succeeds
+    /// the slot takes `seqid`; when no reply decodes the slot is retired
+    /// once dropped.
+    #[allow(clippy::too_many_arguments)]
+    async fn sequenced<T>(
+        &self,
+        conn: &RpcConnection,
+        slot: &mut Slot,
+        seqid: u32,
+        cachethis: bool,
+        encode: impl FnOnce(&mut Enc, &Sequence4Args),
+        parse: impl FnOnce(&[u8]) -> Result<T, ClientError>,
+        seq_of: impl FnOnce(&T) -> Option<Sequence4ResOk>,
+    ) -> Result<T, ClientError> {
+        let seq = Sequence4Args {
             sessionid: self.session.info.sessionid,
             sequenceid: seqid,
             slotid: slot.id(),
             highest_slotid: slot.highest_slotid(),
             cachethis,
-        });
-        let nops = ops.len() + 1;
-        let tag = &self.rpc.tag;
+        };
         let sent = conn
             .call_encoded_rec_with(
                 self.rpc.client.auth(),
@@ -710,25 +783,13 @@ impl Nfs4Client {
                 NFS4_PROGRAM,
                 NFS_V4,
                 NFSPROC4_COMPOUND,
-                |e: &mut Enc| {
-                    CompoundHead {
-                        tag,
-                        minorversion: self.minor,
-                        nops: nops as u32,
-                    }
-                    .encode(e);
-                    seq.encode(e);
-                    for op in ops {
-                        op.encode(e);
-                    }
-                },
+                |e: &mut Enc| encode(e, &seq),
             )
             .await;
-        let res =
-            sent.and_then(|(rec, off)| decode_compound_res(rec.get(off..).unwrap_or(&[]), nops));
+        let res = sent.and_then(|(rec, off)| parse(rec.get(off..).unwrap_or(&[])));
         match &res {
             Ok(r) => {
-                if let Some(ResOp::Sequence(NfsRes4::Ok(ok))) = r.results.first() {
+                if let Some(ok) = seq_of(r) {
                     slot.accepted(seqid, ok.target_highest_slotid);
                     self.session
                         .status_flags
