@@ -129,34 +129,48 @@ fn decode_val(d: &mut Dec<'_>, k: Kind) -> rnfsd_xdr::Result<AttrVal> {
     })
 }
 
-/// Steps over one value of shape `k` with `decode_val`'s reads and
-/// bounds, keeping nothing: fixed-size values whole (their fields accept
-/// any bits), booleans as 0 or 1, counted ones within their bounds.
+/// Bytes of a value of shape `k` when that is fixed and any bits are a
+/// value (nfstime4 is seconds and nseconds); `None` for the shapes read
+/// one by one.
+fn fixed_len(k: Kind) -> Option<usize> {
+    match k {
+        Kind::U32 => Some(4),
+        Kind::U64 | Kind::Spec => Some(8),
+        Kind::Time => Some(12),
+        Kind::Pair => Some(16),
+        Kind::Bool | Kind::Str | Kind::Fh | Kind::Bitmap | Kind::List => None,
+    }
+}
+
+/// Steps over one value of a shape with no fixed length, with
+/// `decode_val`'s reads and bounds, keeping nothing.
 fn skip_val(d: &mut Dec<'_>, k: Kind) -> rnfsd_xdr::Result<()> {
-    let fixed = match k {
-        Kind::U32 => 4,
-        Kind::U64 | Kind::Spec => 8,
-        // nfstime4: seconds (int64) and nseconds (uint32).
-        Kind::Time => 12,
-        Kind::Pair => 16,
-        Kind::Bool => return d.bool().map(drop),
-        Kind::Str => return d.opaque(NFS4_OPAQUE_LIMIT).map(drop),
-        Kind::Fh => return d.opaque(NFS4_FHSIZE).map(drop),
-        Kind::Bitmap => return Bitmap4::decode(d).map(drop),
+    match k {
+        Kind::Bool => d.bool().map(drop),
+        Kind::Str => d.opaque(NFS4_OPAQUE_LIMIT).map(drop),
+        Kind::Fh => d.opaque(NFS4_FHSIZE).map(drop),
+        Kind::Bitmap => Bitmap4::decode(d).map(drop),
         // `array_len` has checked that the items are there.
         Kind::List => {
             let n = d.array_len(MAX_ATTR_LIST, 4)?;
-            return d.opaque_fixed(4 * n).map(drop);
+            d.opaque_fixed(4 * n).map(drop)
         }
-    };
-    d.opaque_fixed(fixed).map(drop)
+        k => d.opaque_fixed(fixed_len(k).unwrap_or(0)).map(drop),
+    }
 }
 
 /// Checks that `vals` are exactly the attributes `mask` names, each of a
 /// type known here: what [`Attrs4::decode`] accepts, without building the
-/// values (for a client that checks replies but keeps no attributes).
+/// values (for a client that checks replies but keeps no attributes). A
+/// run of fixed-size values is stepped over at once.
 pub fn check_vals(mask: &Bitmap4, vals: &[u8]) -> Result<(), ClientError> {
+    let short = |bit: u32, e: rnfsd_xdr::XdrError| {
+        ClientError::Protocol(format!("attributes up to {bit} do not decode: {e}"))
+    };
     let mut d = Dec::new(vals);
+    // Bytes of fixed-size values not yet stepped over, and the last of
+    // their attributes.
+    let (mut run, mut last) = (0usize, 0u32);
     for (i, &word) in mask.words().iter().enumerate() {
         let mut rest = word;
         while rest != 0 {
@@ -167,13 +181,17 @@ pub fn check_vals(mask: &Bitmap4, vals: &[u8]) -> Result<(), ClientError> {
                     "attribute {bit} is not one this client decodes"
                 )));
             };
-            if let Err(e) = skip_val(&mut d, k) {
-                return Err(ClientError::Protocol(format!(
-                    "attribute {bit} does not decode: {e}"
-                )));
+            if let Some(n) = fixed_len(k) {
+                run += n;
+                last = bit;
+                continue;
             }
+            d.opaque_fixed(run).map_err(|e| short(last, e))?;
+            run = 0;
+            skip_val(&mut d, k).map_err(|e| short(bit, e))?;
         }
     }
+    d.opaque_fixed(run).map_err(|e| short(last, e))?;
     if d.remaining() != 0 {
         return Err(ClientError::Protocol(format!(
             "{} bytes after the last attribute",

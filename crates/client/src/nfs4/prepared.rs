@@ -131,9 +131,17 @@ pub fn check_compound_res(
     Ok(walk(body, sent, attrs)?)
 }
 
+/// `Nfsstat4::decode`, NFS4_OK first (nearly every status read).
+fn stat4(d: &mut Dec<'_>) -> rnfsd_xdr::Result<Nfsstat4> {
+    match d.u32()? {
+        0 => Ok(Nfsstat4::Ok),
+        v => Nfsstat4::from_u32(v).ok_or(rnfsd_xdr::XdrError::BadDiscriminant),
+    }
+}
+
 fn walk(body: &[u8], sent: &[u32], attrs: bool) -> rnfsd_xdr::Result<ReplyCheck> {
     let mut d = Dec::new(body);
-    let status = Nfsstat4::decode(&mut d)?;
+    let status = stat4(&mut d)?;
     d.opaque(NFS4_OPAQUE_LIMIT)?;
     let n = d.array_len(sent.len(), 8)?;
     let mut c = ReplyCheck {
@@ -155,13 +163,11 @@ fn walk(body: &[u8], sent: &[u32], attrs: bool) -> rnfsd_xdr::Result<ReplyCheck>
                 }
                 r.status()
             }
-            OP_PUTFH | OP_PUTROOTFH | OP_LOOKUP | OP_SAVEFH | OP_RESTOREFH => {
-                Nfsstat4::decode(&mut d)?
-            }
+            OP_PUTFH | OP_PUTROOTFH | OP_LOOKUP | OP_SAVEFH | OP_RESTOREFH => stat4(&mut d)?,
             OP_ACCESS => Access4Res::decode(&mut d)?.status(),
             OP_GETATTR => {
                 // Fattr4::decode's reads, without copying the values.
-                let st = Nfsstat4::decode(&mut d)?;
+                let st = stat4(&mut d)?;
                 if st == Nfsstat4::Ok {
                     let mask = Bitmap4::decode(&mut d)?;
                     let vals = d.opaque(MAX_ATTRLIST)?;
