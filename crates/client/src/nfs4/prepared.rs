@@ -79,8 +79,22 @@ pub(crate) fn encode_prepared(
         nops: p.nops() as u32,
     }
     .encode(e);
-    e.u32(OP_SEQUENCE);
-    seq.encode(e);
+    // SEQUENCE's opnum and arguments, all fixed size, in one copy.
+    let mut b = [0u8; 4 + NFS4_SESSIONID_SIZE + 4 * 4];
+    let (op, rest) = b.split_at_mut(4);
+    op.copy_from_slice(&OP_SEQUENCE.to_be_bytes());
+    let (sid, rest) = rest.split_at_mut(NFS4_SESSIONID_SIZE);
+    sid.copy_from_slice(&seq.sessionid.0);
+    let words = [
+        seq.sequenceid,
+        seq.slotid,
+        seq.highest_slotid,
+        u32::from(seq.cachethis),
+    ];
+    for (w, v) in rest.chunks_exact_mut(4).zip(words) {
+        w.copy_from_slice(&v.to_be_bytes());
+    }
+    e.raw(&b);
     e.raw(&p.bytes);
 }
 
@@ -139,6 +153,29 @@ fn stat4(d: &mut Dec<'_>) -> rnfsd_xdr::Result<Nfsstat4> {
     }
 }
 
+/// SEQUENCE4resok's bytes: sessionid4 and five uint32s, all fixed size.
+const SEQUENCE4_RESOK_LEN: usize = NFS4_SESSIONID_SIZE + 5 * 4;
+
+/// SEQUENCE4resok from its bytes (any bits are a value, as for
+/// `Sequence4ResOk::decode`); `None` only if `b` is not
+/// `SEQUENCE4_RESOK_LEN` long.
+fn sequence_ok(b: &[u8]) -> Option<Sequence4ResOk> {
+    let (sid, rest) = b.split_first_chunk::<NFS4_SESSIONID_SIZE>()?;
+    let word = |i: usize| {
+        rest.get(4 * i..4 * i + 4)
+            .and_then(|w| w.try_into().ok())
+            .map(u32::from_be_bytes)
+    };
+    Some(Sequence4ResOk {
+        sessionid: SessionId4(*sid),
+        sequenceid: word(0)?,
+        slotid: word(1)?,
+        highest_slotid: word(2)?,
+        target_highest_slotid: word(3)?,
+        status_flags: word(4)?,
+    })
+}
+
 fn walk(body: &[u8], sent: &[u32], attrs: bool) -> rnfsd_xdr::Result<ReplyCheck> {
     let mut d = Dec::new(body);
     let status = stat4(&mut d)?;
@@ -157,11 +194,14 @@ fn walk(body: &[u8], sent: &[u32], attrs: bool) -> rnfsd_xdr::Result<ReplyCheck>
         let opnum = d.u32()?;
         let st = match opnum {
             OP_SEQUENCE => {
-                let r = Sequence4Res::decode(&mut d)?;
-                if let (0, NfsRes4::Ok(ok)) = (i, &r) {
-                    c.sequence = Some(*ok);
+                let st = stat4(&mut d)?;
+                if st == Nfsstat4::Ok {
+                    let ok = sequence_ok(d.opaque_fixed(SEQUENCE4_RESOK_LEN)?);
+                    if i == 0 {
+                        c.sequence = ok;
+                    }
                 }
-                r.status()
+                st
             }
             OP_PUTFH | OP_PUTROOTFH | OP_LOOKUP | OP_SAVEFH | OP_RESTOREFH => stat4(&mut d)?,
             OP_ACCESS => Access4Res::decode(&mut d)?.status(),
@@ -271,10 +311,17 @@ mod tests {
         ];
         for ops in sets {
             let p = PreparedOps::new(&ops);
-            for (tag, minor, seqid) in [(&b""[..], 1, 1), (&b"rnfsd-client"[..], 2, u32::MAX)] {
+            for (tag, minor, seqid, cachethis) in [
+                (&b""[..], 1, 1, false),
+                (&b"rnfsd-client"[..], 2, u32::MAX, true),
+            ] {
+                let seq = Sequence4Args {
+                    cachethis,
+                    ..seq_args(seqid)
+                };
                 let mut fast = Enc::new();
-                encode_prepared(&mut fast, tag, minor, &seq_args(seqid), &p);
-                let mut all = vec![ArgOp::Sequence(seq_args(seqid))];
+                encode_prepared(&mut fast, tag, minor, &seq, &p);
+                let mut all = vec![ArgOp::Sequence(seq)];
                 all.extend(ops.iter().cloned());
                 let mut typed = Enc::new();
                 encode_compound(&mut typed, tag, minor, &all);
