@@ -50,7 +50,7 @@ enum Kind {
 
 /// The shape of attribute `bit`'s value, for the attributes decoded here
 /// (RFC 8881 §5.6, §5.7, §5.8; RFC 7862 §12.2; RFC 8276 §8.4).
-fn kind(bit: u32) -> Option<Kind> {
+const fn kind(bit: u32) -> Option<Kind> {
     Some(match bit {
         FATTR4_SUPPORTED_ATTRS | FATTR4_SUPPATTR_EXCLCREAT => Kind::Bitmap,
         FATTR4_TYPE | FATTR4_FH_EXPIRE_TYPE | FATTR4_LEASE_TIME | FATTR4_RDATTR_ERROR => Kind::U32,
@@ -132,7 +132,7 @@ fn decode_val(d: &mut Dec<'_>, k: Kind) -> rnfsd_xdr::Result<AttrVal> {
 /// Bytes of a value of shape `k` when that is fixed and any bits are a
 /// value (nfstime4 is seconds and nseconds); `None` for the shapes read
 /// one by one.
-fn fixed_len(k: Kind) -> Option<usize> {
+const fn fixed_len(k: Kind) -> Option<usize> {
     match k {
         Kind::U32 => Some(4),
         Kind::U64 | Kind::Spec => Some(8),
@@ -141,6 +141,26 @@ fn fixed_len(k: Kind) -> Option<usize> {
         Kind::Bool | Kind::Str | Kind::Fh | Kind::Bitmap | Kind::List => None,
     }
 }
+
+/// Attribute numbers with an entry in `FIXED`: past every one `kind`
+/// knows (RFC 8276's xattr_support, 82, is the highest).
+const FIXED_BITS: usize = 96;
+
+/// `fixed_len(kind(bit))` by attribute number, 0 where none: one load per
+/// attribute on the path every GETATTR reply takes.
+static FIXED: [u8; FIXED_BITS] = {
+    let mut t = [0u8; FIXED_BITS];
+    let mut bit = 0;
+    while bit < FIXED_BITS {
+        if let Some(k) = kind(bit as u32) {
+            if let Some(n) = fixed_len(k) {
+                t[bit] = n as u8;
+            }
+        }
+        bit += 1;
+    }
+    t
+};
 
 /// Steps over one value of a shape with no fixed length, with
 /// `decode_val`'s reads and bounds, keeping nothing.
@@ -176,16 +196,18 @@ pub fn check_vals(mask: &Bitmap4, vals: &[u8]) -> Result<(), ClientError> {
         while rest != 0 {
             let bit = i as u32 * 32 + rest.trailing_zeros();
             rest &= rest - 1;
+            if let Some(&n) = FIXED.get(bit as usize) {
+                if n != 0 {
+                    run += usize::from(n);
+                    last = bit;
+                    continue;
+                }
+            }
             let Some(k) = kind(bit) else {
                 return Err(ClientError::Protocol(format!(
                     "attribute {bit} is not one this client decodes"
                 )));
             };
-            if let Some(n) = fixed_len(k) {
-                run += n;
-                last = bit;
-                continue;
-            }
             d.opaque_fixed(run).map_err(|e| short(last, e))?;
             run = 0;
             skip_val(&mut d, k).map_err(|e| short(bit, e))?;
@@ -517,6 +539,17 @@ mod tests {
         Fattr4 {
             attrmask: Bitmap4::from_bits(&bits).unwrap(),
             attr_vals: e.into_vec(),
+        }
+    }
+
+    #[test]
+    fn the_fixed_table_is_kind_and_fixed_len_and_covers_every_known_bit() {
+        for bit in 0..(32 * MAX_BITMAP_WORDS) as u32 {
+            let want = kind(bit).and_then(fixed_len).unwrap_or(0);
+            match FIXED.get(bit as usize) {
+                Some(&n) => assert_eq!(usize::from(n), want, "bit {bit}"),
+                None => assert!(kind(bit).is_none(), "bit {bit} past the table"),
+            }
         }
     }
 
