@@ -182,6 +182,82 @@ async fn minor_versions_and_the_sessionless_rules() {
     .await;
 }
 
+/// SEQUENCE, PUTFH and GETATTR are read and run apart from the other
+/// operations (the GETATTR compound's path): the same rules hold there.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_getattr_compounds_operations_keep_the_compound_rules() {
+    let (_dir, srv) = start("nfs4-hot");
+    bounded(async {
+        let c = connect(&srv).await;
+        let fh = NfsFh4(vec![1; 40]);
+        let putfh = || ArgOp::PutFh(PutFh4Args { object: fh.clone() });
+        // Without SEQUENCE (§2.10.6.2): the first is refused alone.
+        for ops in [
+            vec![putfh(), getattr(&[FATTR4_TYPE])],
+            vec![getattr(&[FATTR4_TYPE])],
+        ] {
+            let r = compound(&c, 1, &ops).await;
+            assert_eq!((r.status, r.results.len()), (Nfsstat4::OpNotInSession, 1));
+        }
+        let id = session(&c, b"hot").await;
+        // SEQUENCE only first (§18.46.3).
+        let r = compound(&c, 1, &[seq(id, 1, 0, false), seq(id, 2, 1, false)]).await;
+        assert_eq!((r.status, r.results.len()), (Nfsstat4::SequencePos, 2));
+        // GETATTR without a current filehandle.
+        let r = compound(&c, 1, &[seq(id, 2, 0, false), getattr(&[FATTR4_TYPE])]).await;
+        assert_eq!((r.status, r.results.len()), (Nfsstat4::NoFileHandle, 2));
+        assert!(matches!(r.results[1], ResOp::GetAttr(NfsRes4::Fail(_))));
+        // A handle that is none of ours, then GETATTR never runs.
+        let r = compound(
+            &c,
+            1,
+            &[seq(id, 3, 0, false), putfh(), getattr(&[FATTR4_TYPE])],
+        )
+        .await;
+        assert_eq!(r.results.len(), 2);
+        assert!(matches!(r.results[1], ResOp::PutFh(s) if s == r.status && s != Nfsstat4::Ok));
+        // The record cut inside PUTFH's handle: BADXDR for it (§15.2).
+        let whole = args(1, &[seq(id, 4, 0, false), putfh(), getattr(&[FATTR4_TYPE])]);
+        let cut = &whole[..whole.len() - 8 - 20];
+        let r = raw(&c, cut).await;
+        let r = CompoundRes::decode(&mut Dec::new(&r), 64, 64).expect("COMPOUND4res");
+        assert_eq!((r.status, r.results.len()), (Nfsstat4::BadXdr, 2));
+        assert_eq!(r.results[1], ResOp::PutFh(Nfsstat4::BadXdr));
+        // The record ending where an operation's number should be: that
+        // operation is ILLEGAL with BADXDR.
+        let whole = args(1, &[seq(id, 5, 0, false), ArgOp::PutRootFh, ArgOp::GetFh]);
+        let r = raw(&c, &whole[..whole.len() - 4]).await;
+        let r = CompoundRes::decode(&mut Dec::new(&r), 64, 64).expect("COMPOUND4res");
+        assert_eq!((r.status, r.results.len()), (Nfsstat4::BadXdr, 3));
+        assert_eq!(r.results[2], ResOp::Illegal(Nfsstat4::BadXdr));
+        // And the compound itself, with its SEQUENCE result as before.
+        let r = compound(
+            &c,
+            1,
+            &[
+                seq(id, 6, 0, false),
+                ArgOp::PutRootFh,
+                getattr(&[FATTR4_TYPE]),
+            ],
+        )
+        .await;
+        assert_eq!((r.status, r.results.len()), (Nfsstat4::Ok, 3));
+        let ResOp::Sequence(NfsRes4::Ok(s)) = &r.results[0] else {
+            panic!("SEQUENCE: {r:?}");
+        };
+        assert_eq!((s.sessionid, s.sequenceid, s.slotid), (id, 6, 0));
+        assert_eq!(type_fsid_type(&r.results[2]), 2, "the root is a directory");
+    })
+    .await;
+}
+
+fn type_fsid_type(r: &ResOp) -> u32 {
+    let ResOp::GetAttr(NfsRes4::Ok(f)) = r else {
+        panic!("GETATTR: {r:?}");
+    };
+    Dec::new(&f.attr_vals).u32().unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn sessions_replay_from_the_slot_and_the_pseudo_fs_joins_the_export() {
     let (dir, srv) = start("nfs4-session");

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use rnfsd_fs::owed::Owed;
 use rnfsd_proto::nfs4::skip_plain_args;
 use rnfsd_proto::nfs4::{
-    is_v42_data_op, ArgOp, CompoundHead, CompoundWriter, Nfsstat4, ResOp, Sequence4Args,
-    Sequence4ResOk, SessionId4, Stateid4, LAST_NFS41_OP, OP_ALLOCATE, OP_BIND_CONN_TO_SESSION,
-    OP_CREATE_SESSION, OP_DESTROY_CLIENTID, OP_DESTROY_SESSION, OP_EXCHANGE_ID, OP_ILLEGAL,
-    OP_REMOVEXATTR, OP_SEQUENCE,
+    is_v42_data_op, ArgOp, CompoundHead, CompoundWriter, GetAttr4Args, Nfsstat4, PutFh4Args, ResOp,
+    Sequence4Args, Sequence4ResOk, SessionId4, Stateid4, LAST_NFS41_OP, OP_ALLOCATE,
+    OP_BIND_CONN_TO_SESSION, OP_CREATE_SESSION, OP_DESTROY_CLIENTID, OP_DESTROY_SESSION,
+    OP_EXCHANGE_ID, OP_ILLEGAL, OP_REMOVEXATTR, OP_SEQUENCE,
 };
 use rnfsd_proto::nfs4::{
     OpenClaim4, OpenFlag4, OP_ACCESS, OP_CLOSE, OP_GETATTR, OP_GETFH, OP_LOOKUP, OP_LOOKUPP,
@@ -297,41 +297,41 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
     // the end of the last one timed (`untimed`), the first from the call's
     // start as the RPC layer read it; none without statistics.
     let mut t = shard.map(|_| ctx.started().unwrap_or_else(Instant::now));
-    for (i, op) in head.ops(d).enumerate() {
-        let i = i as u32;
+    // The operations, read one at a time (§15.2: at most nops, none after
+    // one that does not decode or is ILLEGAL, which stops the compound).
+    for i in 0..head.nops {
         let op_start = e.len();
-        let opnum = op.opnum;
+        let Ok(opnum) = d.u32() else {
+            // The record ends before the operation's number (§15.2).
+            w.push(e, &ResOp::error(OP_ILLEGAL, Nfsstat4::BadXdr));
+            break;
+        };
         c.op_now = OpAt {
             opnum,
             index: i,
             at: op_start,
         };
-        let arg = match op.arg {
-            Ok(a) => a,
-            Err(_) => {
+        let step = match opnum {
+            OP_SEQUENCE | OP_PUTFH | OP_GETATTR => hot(&mut c, i, opnum, d, args, e, &mut w),
+            _ => other(&mut c, i, opnum, d, args, e, &mut w),
+        };
+        let status = match step {
+            Step::Ran(s) => s,
+            Step::Sequenced(sa_cachethis) => {
+                cachethis = sa_cachethis;
+                Nfsstat4::Ok
+            }
+            Step::Replayed => return Ok(()),
+            Step::BadArgs => {
                 // §15.2: the operation that did not decode, and stop (an
                 // NFSv4.2 number in 4.1 is no operation at all: ILLEGAL).
                 let s = match c.minor < 2 && is_v42_data_op(opnum) {
                     true => Nfsstat4::OpIllegal,
                     false => Nfsstat4::BadXdr,
                 };
-                w.push(e, &ResOp::error(op.opnum, s));
+                w.push(e, &ResOp::error(opnum, s));
                 break;
             }
-        };
-        let status = if let Some(s) = refuse(&c, i, &arg, head.nops) {
-            w.push(e, &ResOp::error(arg.opnum(), s))
-        } else if let ArgOp::Sequence(sa) = arg {
-            match sequence(&mut c, &sa, args, e, start, &mut w) {
-                Seq::Go => {
-                    cachethis = sa.cachethis;
-                    Nfsstat4::Ok
-                }
-                Seq::Replayed => return Ok(()),
-                Seq::Failed(s) => s,
-            }
-        } else {
-            run_op(&mut c, arg, e, &mut w)
         };
         if let (Some(shard), Some(since)) = (shard, t.as_mut()) {
             let took = match untimed(opnum) {
@@ -370,7 +370,7 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
             if let Some(s) = over {
                 e.truncate(op_start);
                 w.undo_last();
-                w.push(e, &ResOp::error(op.opnum, s));
+                w.push(e, &ResOp::error(opnum, s));
                 break;
             }
         }
@@ -403,6 +403,117 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// What running one operation came to.
+enum Step {
+    /// It ran (or was refused): its status.
+    Ran(Nfsstat4),
+    /// SEQUENCE took its slot; whether the reply is to be cached.
+    Sequenced(bool),
+    /// SEQUENCE found the reply cached and wrote it: the compound is done.
+    Replayed,
+    /// Its arguments did not decode (nothing written).
+    BadArgs,
+}
+
+/// SEQUENCE, PUTFH and GETATTR (every GETATTR compound): their arguments
+/// decoded by their own types' decoders (those `ArgOp::decode` calls), and
+/// run as `other` runs them, but without building and moving an `ArgOp`
+/// (the largest variant's size) three times over.
+#[allow(clippy::too_many_arguments)]
+fn hot(
+    c: &mut Compound<'_, '_>,
+    i: u32,
+    opnum: u32,
+    d: &mut Dec<'_>,
+    args: &[u8],
+    e: &mut Enc,
+    w: &mut CompoundWriter,
+) -> Step {
+    match opnum {
+        OP_SEQUENCE => {
+            let Ok(sa) = Sequence4Args::decode(d) else {
+                return Step::BadArgs;
+            };
+            if let Some(s) = refuse(c, i, opnum, false) {
+                return Step::Ran(w.push(e, &ResOp::error(opnum, s)));
+            }
+            match sequence(c, &sa, args, e, w) {
+                Seq::Go => Step::Sequenced(sa.cachethis),
+                Seq::Replayed => Step::Replayed,
+                Seq::Failed(s) => Step::Ran(s),
+            }
+        }
+        OP_PUTFH => {
+            let Ok(a) = PutFh4Args::decode(d) else {
+                return Step::BadArgs;
+            };
+            if let Some(s) = refuse(c, i, opnum, false).or_else(|| missing(c, opnum)) {
+                return Step::Ran(w.push(e, &ResOp::error(opnum, s)));
+            }
+            tracing::trace!(op = "PUTFH", "nfsv4 operation");
+            let s = super::fh::putfh(c, a);
+            e.u32(OP_PUTFH);
+            s.encode(e);
+            Step::Ran(w.pushed(s))
+        }
+        _ => {
+            debug_assert_eq!(opnum, OP_GETATTR);
+            let Ok(a) = GetAttr4Args::decode(d) else {
+                return Step::BadArgs;
+            };
+            if let Some(s) = refuse(c, i, opnum, false).or_else(|| missing(c, opnum)) {
+                return Step::Ran(w.push(e, &ResOp::error(opnum, s)));
+            }
+            tracing::trace!(op = "GETATTR", "nfsv4 operation");
+            e.u32(OP_GETATTR);
+            Step::Ran(w.pushed(super::attr::getattr(c, a, e)))
+        }
+    }
+}
+
+/// Any other operation: decoded as `ArgOp`, run through its row.
+fn other(
+    c: &mut Compound<'_, '_>,
+    i: u32,
+    opnum: u32,
+    d: &mut Dec<'_>,
+    args: &[u8],
+    e: &mut Enc,
+    w: &mut CompoundWriter,
+) -> Step {
+    let Ok(arg) = ArgOp::decode(d, opnum) else {
+        return Step::BadArgs;
+    };
+    let illegal = matches!(arg, ArgOp::Illegal { .. });
+    if let Some(s) = refuse(c, i, opnum, illegal) {
+        Step::Ran(w.push(e, &ResOp::error(opnum, s)))
+    } else if let ArgOp::Sequence(sa) = arg {
+        // Never here (SEQUENCE is `hot`'s); kept whole for safety.
+        match sequence(c, &sa, args, e, w) {
+            Seq::Go => Step::Sequenced(sa.cachethis),
+            Seq::Replayed => Step::Replayed,
+            Seq::Failed(s) => Step::Ran(s),
+        }
+    } else {
+        Step::Ran(run_op(c, arg, e, w))
+    }
+}
+
+/// NFS4ERR_NOFILEHANDLE when operation `opnum`'s row needs a filehandle
+/// the compound does not have (as `run_op` checks).
+fn missing(c: &Compound<'_, '_>, opnum: u32) -> Option<Nfsstat4> {
+    lacks(c, ops::row(opnum)?.needs).then_some(Nfsstat4::NoFileHandle)
+}
+
+/// Whether the compound lacks a filehandle an operation `needs`.
+fn lacks(c: &Compound<'_, '_>, needs: Needs) -> bool {
+    match needs {
+        Needs::Nothing => false,
+        Needs::Cur => c.cur.is_none(),
+        Needs::CurAndSaved => c.cur.is_none() || c.saved.is_none(),
+    }
 }
 
 /// A reply waiting for the journal commit its changes owe, and the slot
@@ -449,13 +560,13 @@ impl Wait for SlotCommit {
 }
 
 /// Why operation `i` may not run where it is, if it may not.
-fn refuse(c: &Compound<'_, '_>, i: u32, arg: &ArgOp<'_>, nops: u32) -> Option<Nfsstat4> {
-    let opnum = arg.opnum();
+/// `illegal`: the number is no operation's (`ArgOp::Illegal`).
+fn refuse(c: &Compound<'_, '_>, i: u32, opnum: u32, illegal: bool) -> Option<Nfsstat4> {
     if opnum == OP_SEQUENCE {
         // §18.46.3: only first.
         return (i != 0).then_some(Nfsstat4::SequencePos);
     }
-    if c.ticket.is_some() || matches!(arg, ArgOp::Illegal { .. }) {
+    if c.ticket.is_some() || illegal {
         return None;
     }
     // No SEQUENCE first: only the operations that make or end a session
@@ -472,7 +583,7 @@ fn refuse(c: &Compound<'_, '_>, i: u32, arg: &ArgOp<'_>, nops: u32) -> Option<Nf
     if !sessionless || i > 0 {
         return Some(Nfsstat4::OpNotInSession);
     }
-    (nops > MAX_SESSIONLESS_OPS).then_some(Nfsstat4::NotOnlyOp)
+    (c.nops > MAX_SESSIONLESS_OPS).then_some(Nfsstat4::NotOnlyOp)
 }
 
 /// One operation through its row of the table.
@@ -507,12 +618,7 @@ fn run_op(
             };
         return w.push(e, &r);
     };
-    let missing = match row.needs {
-        Needs::Nothing => false,
-        Needs::Cur => c.cur.is_none(),
-        Needs::CurAndSaved => c.cur.is_none() || c.saved.is_none(),
-    };
-    if missing {
+    if lacks(c, row.needs) {
         return w.push(e, &ResOp::error(opnum, Nfsstat4::NoFileHandle));
     }
     tracing::trace!(op = row.name, "nfsv4 operation");
@@ -554,7 +660,6 @@ fn sequence(
     sa: &Sequence4Args,
     args: &[u8],
     e: &mut Enc,
-    start: usize,
     w: &mut CompoundWriter,
 ) -> Seq {
     let a = SequenceArgs {
@@ -578,12 +683,16 @@ fn sequence(
                 status_flags: t.status_flags,
             };
             c.ticket = Some(t);
-            w.push(e, &ResOp::Sequence(rnfsd_proto::nfs4::NfsRes4::Ok(ok)));
+            // SEQUENCE4res written as `ResOp::Sequence` writes it.
+            e.u32(OP_SEQUENCE);
+            Nfsstat4::Ok.encode(e);
+            ok.encode(e);
+            w.pushed(Nfsstat4::Ok);
             Seq::Go
         }
         Ok(Sequenced::Replay(body)) => {
             // §2.10.6.1.3: the same reply, byte for byte.
-            e.truncate(start);
+            e.truncate(c.start);
             e.raw(&body);
             Seq::Replayed
         }
