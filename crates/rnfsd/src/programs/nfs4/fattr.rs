@@ -613,6 +613,35 @@ mod tests {
         assert!(f.attrmask.contains(FATTR4_MOUNTED_ON_FILEID));
         assert!(f.attrmask.contains(FATTR4_SUPPATTR_EXCLCREAT));
         assert!(f.attrmask.contains(FATTR4_CHANGE_ATTR_TYPE));
+        // With a statfs the six are there; the write-only never are.
+        let mut s = subject(&a);
+        s.fsstat = Some(FsStat {
+            tbytes: 1,
+            fbytes: 2,
+            abytes: 3,
+            tfiles: 4,
+            ffiles: 5,
+            afiles: 6,
+            invarsec: 0,
+        });
+        for minor in [1, 2] {
+            s.minor = minor;
+            let mut e = Enc::new();
+            encode(&mut e, &supported_for(minor), &s);
+            let f = Fattr4::decode(&mut Dec::new(e.as_slice())).unwrap();
+            for b in [
+                FATTR4_FILES_AVAIL,
+                FATTR4_FILES_FREE,
+                FATTR4_FILES_TOTAL,
+                FATTR4_SPACE_AVAIL,
+                FATTR4_SPACE_FREE,
+                FATTR4_SPACE_TOTAL,
+            ] {
+                assert!(f.attrmask.contains(b), "{b} at minor {minor}");
+            }
+            assert!(!f.attrmask.contains(FATTR4_TIME_ACCESS_SET));
+            assert!(!f.attrmask.contains(FATTR4_TIME_MODIFY_SET));
+        }
     }
 
     /// open_arguments (RFC 9754 §4): a minor version 2 attribute, five
