@@ -599,7 +599,7 @@ impl State {
                 Ok(Sequenced::Replay(r))
             }
             Verdict::New => Ok(Sequenced::New(SlotTicket {
-                session: s.clone(),
+                session: s,
                 slot: a.slotid,
                 seqid: a.sequenceid,
                 done: false,
