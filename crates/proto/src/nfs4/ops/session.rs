@@ -4,13 +4,13 @@
 //! SET_SSV (RFC 8881 §18.33-§18.51), and NFSv4.0's RENEW, SETCLIENTID and
 //! SETCLIENTID_CONFIRM, which a 4.1 server answers NFS4ERR_NOTSUPP.
 
-use rnfsd_xdr::{xdr_enum, xdr_struct, Dec, Enc, Result, Xdr};
+use rnfsd_xdr::{xdr_enum, xdr_struct, Dec, Enc, Result, Xdr, XdrError};
 
 use crate::nfs4::{
     decode_array, decode_at_most_one, encode_array, fail_status, types::decode_sec_parms,
     CallbackSecParms4, ChannelAttrs4, ClientOwner4, Netaddr4, NfsImplId4, NfsRes4, Nfsstat4,
     Opaque1024, ServerOwner4, SessionId4, StateProtect4A, StateProtect4R, Stateid4, Verifier4,
-    MAX_TEST_STATEIDS,
+    MAX_TEST_STATEIDS, NFS4_SESSIONID_SIZE,
 };
 
 /// EXCHANGE_ID4args (RFC 8881 §18.35).
@@ -136,28 +136,102 @@ xdr_struct! {
     pub struct DestroySession4Args { pub sessionid: SessionId4 }
 }
 
-xdr_struct! {
-    /// SEQUENCE4args (RFC 8881 §18.46).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct Sequence4Args {
-        pub sessionid: SessionId4,
-        pub sequenceid: u32,
-        pub slotid: u32,
-        pub highest_slotid: u32,
-        pub cachethis: bool,
+/// SEQUENCE4args (RFC 8881 §18.46).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sequence4Args {
+    pub sessionid: SessionId4,
+    pub sequenceid: u32,
+    pub slotid: u32,
+    pub highest_slotid: u32,
+    pub cachethis: bool,
+}
+
+/// SEQUENCE4resok (RFC 8881 §18.46).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sequence4ResOk {
+    pub sessionid: SessionId4,
+    pub sequenceid: u32,
+    pub slotid: u32,
+    pub highest_slotid: u32,
+    pub target_highest_slotid: u32,
+    pub status_flags: u32,
+}
+
+/// SEQUENCE4args on the wire: sessionid4, three uint32 and a bool.
+const SEQUENCE4ARGS_LEN: usize = NFS4_SESSIONID_SIZE + 4 * 4;
+/// SEQUENCE4resok on the wire: sessionid4 and five uint32.
+const SEQUENCE4RESOK_LEN: usize = NFS4_SESSIONID_SIZE + 5 * 4;
+
+/// The big-endian word at byte `at` of a fixed-size record.
+fn word<const N: usize>(b: &[u8; N], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// Reads a fixed-size record whole (one bounds check, not one per field).
+fn fixed<'a, const N: usize>(d: &mut Dec<'a>) -> Result<&'a [u8; N]> {
+    d.opaque_fixed(N)?.try_into().map_err(|_| XdrError::Short)
+}
+
+// Every compound's first operation: read and written a record at a time,
+// the same bytes field by field decoding reads.
+impl Xdr for Sequence4Args {
+    fn encode(&self, e: &mut Enc) {
+        let mut b = [0u8; SEQUENCE4ARGS_LEN];
+        b[..16].copy_from_slice(&self.sessionid.0);
+        b[16..20].copy_from_slice(&self.sequenceid.to_be_bytes());
+        b[20..24].copy_from_slice(&self.slotid.to_be_bytes());
+        b[24..28].copy_from_slice(&self.highest_slotid.to_be_bytes());
+        b[28..32].copy_from_slice(&u32::from(self.cachethis).to_be_bytes());
+        e.raw(&b);
+    }
+    fn decode(d: &mut Dec<'_>) -> Result<Self> {
+        let b = fixed::<SEQUENCE4ARGS_LEN>(d)?;
+        let mut sessionid = [0u8; NFS4_SESSIONID_SIZE];
+        sessionid.copy_from_slice(&b[..NFS4_SESSIONID_SIZE]);
+        // RFC 4506 §4.4: only 0 and 1 are booleans.
+        let cachethis = match word(b, 28) {
+            0 => false,
+            1 => true,
+            _ => return Err(XdrError::BadBool),
+        };
+        Ok(Sequence4Args {
+            sessionid: SessionId4(sessionid),
+            sequenceid: word(b, 16),
+            slotid: word(b, 20),
+            highest_slotid: word(b, 24),
+            cachethis,
+        })
     }
 }
 
-xdr_struct! {
-    /// SEQUENCE4resok (RFC 8881 §18.46).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct Sequence4ResOk {
-        pub sessionid: SessionId4,
-        pub sequenceid: u32,
-        pub slotid: u32,
-        pub highest_slotid: u32,
-        pub target_highest_slotid: u32,
-        pub status_flags: u32,
+impl Xdr for Sequence4ResOk {
+    fn encode(&self, e: &mut Enc) {
+        let mut b = [0u8; SEQUENCE4RESOK_LEN];
+        b[..16].copy_from_slice(&self.sessionid.0);
+        let words = [
+            self.sequenceid,
+            self.slotid,
+            self.highest_slotid,
+            self.target_highest_slotid,
+            self.status_flags,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            b[16 + 4 * i..20 + 4 * i].copy_from_slice(&w.to_be_bytes());
+        }
+        e.raw(&b);
+    }
+    fn decode(d: &mut Dec<'_>) -> Result<Self> {
+        let b = fixed::<SEQUENCE4RESOK_LEN>(d)?;
+        let mut sessionid = [0u8; NFS4_SESSIONID_SIZE];
+        sessionid.copy_from_slice(&b[..NFS4_SESSIONID_SIZE]);
+        Ok(Sequence4ResOk {
+            sessionid: SessionId4(sessionid),
+            sequenceid: word(b, 16),
+            slotid: word(b, 20),
+            highest_slotid: word(b, 24),
+            target_highest_slotid: word(b, 28),
+            status_flags: word(b, 32),
+        })
     }
 }
 pub type Sequence4Res = NfsRes4<Sequence4ResOk>;
@@ -370,4 +444,55 @@ xdr_struct! {
     /// SETCLIENTID_CONFIRM4args (RFC 5662; NFSv4.0 only).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SetClientIdConfirm4Args { pub clientid: u64, pub setclientid_confirm: Verifier4 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SEQUENCE's record-at-a-time forms read and write what field by
+    /// field XDR does: sessionid4, then each uint32 big-endian.
+    #[test]
+    fn sequence_records_are_their_fields_in_order() {
+        let a = Sequence4Args {
+            sessionid: SessionId4(*b"0123456789abcdef"),
+            sequenceid: 0x0102_0304,
+            slotid: 5,
+            highest_slotid: 0xffff_fffe,
+            cachethis: true,
+        };
+        let mut e = Enc::new();
+        a.sessionid.encode(&mut e);
+        for w in [a.sequenceid, a.slotid, a.highest_slotid] {
+            e.u32(w);
+        }
+        e.bool(a.cachethis);
+        assert_eq!(rnfsd_xdr::to_vec(&a), e.as_slice());
+        assert_eq!(rnfsd_xdr::from_slice::<Sequence4Args>(e.as_slice()), Ok(a));
+        // Only 0 and 1 are booleans (RFC 4506 §4.4); a short record fails.
+        let mut b = e.into_vec();
+        b[31] = 2;
+        assert_eq!(
+            Sequence4Args::decode(&mut Dec::new(&b)),
+            Err(XdrError::BadBool)
+        );
+        assert!(Sequence4Args::decode(&mut Dec::new(&b[..31])).is_err());
+
+        let r = Sequence4ResOk {
+            sessionid: a.sessionid,
+            sequenceid: 1,
+            slotid: 2,
+            highest_slotid: 3,
+            target_highest_slotid: 4,
+            status_flags: 0x8000_0001,
+        };
+        let mut e = Enc::new();
+        r.sessionid.encode(&mut e);
+        for w in [1, 2, 3, 4, 0x8000_0001] {
+            e.u32(w);
+        }
+        assert_eq!(rnfsd_xdr::to_vec(&r), e.as_slice());
+        assert_eq!(rnfsd_xdr::from_slice::<Sequence4ResOk>(e.as_slice()), Ok(r));
+        assert!(Sequence4ResOk::decode(&mut Dec::new(&e.as_slice()[..35])).is_err());
+    }
 }
