@@ -1,6 +1,8 @@
 import subprocess, re, sys, collections, glob
+import os
+PROF = os.environ.get("PROF", "/tmp/prof")
 def load(tag, inclusive):
-    files = sorted(glob.glob(f"/tmp/prof/cg.{tag}.out*"))
+    files = sorted(glob.glob(f"{PROF}/cg.{tag}.out*"))
     out = subprocess.run(["callgrind_annotate", "--auto=no", f"--inclusive={'yes' if inclusive else 'no'}", "--threshold=100"] + files, capture_output=True, text=True).stdout
     d = collections.Counter()
     sec = out.split("file:function", 1)[1].split("\n-----", 2)[1]
@@ -14,7 +16,7 @@ def load(tag, inclusive):
     return d
 def calls(tag):
     import json
-    return sum(json.loads(l)["calls"] + json.loads(l)["warmup_calls"] for l in open(f"/tmp/prof/cg.{tag}.json"))
+    return sum(json.loads(l)["calls"] + json.loads(l)["warmup_calls"] for l in open(f"{PROF}/cg.{tag}.json"))
 inc = len(sys.argv) > 3 and sys.argv[3] == "inc"
 res = {}
 for base in sys.argv[1:3]:
