@@ -439,11 +439,7 @@ fn hot(
             if let Some(s) = refuse(c, i, opnum, false) {
                 return Step::Ran(w.push(e, &ResOp::error(opnum, s)));
             }
-            match sequence(c, &sa, args, e, w) {
-                Seq::Go => Step::Sequenced(sa.cachethis),
-                Seq::Replayed => Step::Replayed,
-                Seq::Failed(s) => Step::Ran(s),
-            }
+            sequenced(c, &sa, args, e, w)
         }
         OP_PUTFH => {
             let Ok(a) = PutFh4Args::decode(d) else {
@@ -473,6 +469,21 @@ fn hot(
     }
 }
 
+/// SEQUENCE run: the step it comes to.
+fn sequenced(
+    c: &mut Compound<'_, '_>,
+    sa: &Sequence4Args,
+    args: &[u8],
+    e: &mut Enc,
+    w: &mut CompoundWriter,
+) -> Step {
+    match sequence(c, sa, args, e, w) {
+        Seq::Go => Step::Sequenced(sa.cachethis),
+        Seq::Replayed => Step::Replayed,
+        Seq::Failed(s) => Step::Ran(s),
+    }
+}
+
 /// Any other operation: decoded as `ArgOp`, run through its row.
 fn other(
     c: &mut Compound<'_, '_>,
@@ -491,11 +502,7 @@ fn other(
         Step::Ran(w.push(e, &ResOp::error(opnum, s)))
     } else if let ArgOp::Sequence(sa) = arg {
         // Never here (SEQUENCE is `hot`'s); kept whole for safety.
-        match sequence(c, &sa, args, e, w) {
-            Seq::Go => Step::Sequenced(sa.cachethis),
-            Seq::Replayed => Step::Replayed,
-            Seq::Failed(s) => Step::Ran(s),
-        }
+        sequenced(c, &sa, args, e, w)
     } else {
         Step::Ran(run_op(c, arg, e, w))
     }

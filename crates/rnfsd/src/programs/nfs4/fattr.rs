@@ -274,18 +274,19 @@ pub(super) fn bits(list: &[u32]) -> Bitmap4 {
     b
 }
 
-/// Attributes that need a statfs of the filesystem.
+/// The attributes that need a statfs of the filesystem.
+const FSSTAT_ATTRS: [u32; 6] = [
+    FATTR4_FILES_AVAIL,
+    FATTR4_FILES_FREE,
+    FATTR4_FILES_TOTAL,
+    FATTR4_SPACE_AVAIL,
+    FATTR4_SPACE_FREE,
+    FATTR4_SPACE_TOTAL,
+];
+
+/// Whether `want` asks for any of them.
 pub(super) fn needs_fsstat(want: &Bitmap4) -> bool {
-    [
-        FATTR4_FILES_AVAIL,
-        FATTR4_FILES_FREE,
-        FATTR4_FILES_TOTAL,
-        FATTR4_SPACE_AVAIL,
-        FATTR4_SPACE_FREE,
-        FATTR4_SPACE_TOTAL,
-    ]
-    .iter()
-    .any(|&a| want.contains(a))
+    FSSTAT_ATTRS.iter().any(|&a| want.contains(a))
 }
 
 /// Attributes that need the filesystem's pathconf.
@@ -629,14 +630,7 @@ mod tests {
             let mut e = Enc::new();
             encode(&mut e, &supported_for(minor), &s);
             let f = Fattr4::decode(&mut Dec::new(e.as_slice())).unwrap();
-            for b in [
-                FATTR4_FILES_AVAIL,
-                FATTR4_FILES_FREE,
-                FATTR4_FILES_TOTAL,
-                FATTR4_SPACE_AVAIL,
-                FATTR4_SPACE_FREE,
-                FATTR4_SPACE_TOTAL,
-            ] {
+            for b in FSSTAT_ATTRS {
                 assert!(f.attrmask.contains(b), "{b} at minor {minor}");
             }
             assert!(!f.attrmask.contains(FATTR4_TIME_ACCESS_SET));
