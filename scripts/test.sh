@@ -21,7 +21,7 @@
 # (the NFSv3 run keeps tar's 3,000 files; docs/kernel-client.md);
 # RNFSD_KC_V42_SIZE_MIB (default 256) the file v42data copies.
 # RNFSD_KC_CTHON_GROUPS (default "basic special
-# lock") are the Connectathon groups both runs do (cthon04 from the shared
+# lock") are the Connectathon groups all three runs do (cthon04 from the shared
 # suites folder beside the checkout, or CTHON_SRC; under CI its absence is
 # a failure); the general group (compiles in the guest, about 6 minutes a
 # version) runs outside CI: docs/cthon04.md.
@@ -214,9 +214,10 @@ else
     # operations (cp by COPY, punched holes, SEEK_DATA/SEEK_HOLE), and a
     # read delegation recalled by an NFSv3 client's, another NFSv4
     # client's and a local program's write (deleg).
-    read -r -a kc_v42 <<<"${RNFSD_KC_V42_WORKLOADS-smoke pjdfstest tar fsx restart locks xattr v42data deleg}"
+    read -r -a kc_v42 <<<"${RNFSD_KC_V42_WORKLOADS-smoke pjdfstest tar fsx restart locks cthon xattr v42data deleg}"
     if [ ${#kc_v42[@]} -gt 0 ]; then
         env "${kc_v4_size[@]}" V42_SIZE_MIB="${RNFSD_KC_V42_SIZE_MIB-256}" KC_EXPORT_FS=ext4 \
+            CTHON_GROUPS="$kc_cthon" \
             RNFSD_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/rnfsd" \
             tests/kernel-client/run.sh --vers "${RNFSD_KC_V42_VERS:-auto}" "${kc_v42[@]}"
     fi
