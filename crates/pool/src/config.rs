@@ -40,6 +40,23 @@ pub enum Handoff {
     Double,
 }
 
+/// When the last worker to go idle spins ([`PoolConfig::spin`]) before it
+/// parks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinWhen {
+    /// Never (as a zero `spin`).
+    Never,
+    /// Only while calls come one at a time: of the last
+    /// [`SPIN_HISTORY`](crate::limits::SPIN_HISTORY) submitted jobs at most
+    /// [`SPIN_OVERLAPS_MAX`](crate::limits::SPIN_OVERLAPS_MAX) found a job
+    /// queued or a worker busy. Where calls overlap, the CPU a spinner
+    /// burns is what the running workers and event loops need, and the
+    /// next job mostly goes to a running worker anyway.
+    Alone,
+    /// Whenever it is the last to go idle.
+    Always,
+}
+
 /// Pool configuration. `Default` is the production setting.
 #[derive(Clone, Debug)]
 pub struct PoolConfig {
@@ -99,6 +116,8 @@ pub struct PoolConfig {
     /// machine, no halted vCPU to wake (tens of microseconds each with one
     /// call in flight). Zero: park at once. Default zero.
     pub spin: Duration,
+    /// When `spin` applies. Default [`SpinWhen::Alone`].
+    pub spin_when: SpinWhen,
 }
 
 impl Default for PoolConfig {
@@ -117,6 +136,7 @@ impl Default for PoolConfig {
             sched_batch: false,
             lazy_wake: None,
             spin: Duration::ZERO,
+            spin_when: SpinWhen::Alone,
         }
     }
 }

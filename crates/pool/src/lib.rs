@@ -65,12 +65,12 @@ pub mod sched;
 mod stats;
 mod sys;
 
-pub use config::{Handoff, PoolConfig, SubmitError, Threads, WakeOrder, UNLIMITED};
+pub use config::{Handoff, PoolConfig, SpinWhen, SubmitError, Threads, WakeOrder, UNLIMITED};
 pub use counter::StripedCounter;
 pub use stats::PoolStats;
 
 use counter::bump;
-use limits::PREALLOC_MAX;
+use limits::{PREALLOC_MAX, SPIN_OVERLAPS_MAX};
 use stats::{Counters, Totals};
 
 use crossbeam_utils::CachePadded;
@@ -157,6 +157,10 @@ struct Inner<J> {
     /// Join handles; finished ones are pruned at each spawn.
     handles: Vec<JoinHandle<()>>,
     next_id: u64,
+    /// `SpinWhen::Alone`: one bit per recent submitted job, newest lowest,
+    /// set when it found a job queued or a worker not idle. Under the
+    /// lock every submit takes anyway: no cache line of its own.
+    overlaps: u64,
 }
 
 struct Shared<J> {
@@ -172,6 +176,9 @@ struct Shared<J> {
     pin_warned: AtomicBool,
     /// A nice value or policy failure was logged (once).
     sched_warned: AtomicBool,
+    /// Submits record whether they overlapped (`SpinWhen::Alone` with a
+    /// spin to decide).
+    track_overlaps: bool,
     /// Origin of `left_since`.
     epoch: Instant,
     /// `lazy_wake`: 1 + nanoseconds from `epoch` to when a job was first
@@ -267,6 +274,27 @@ impl<J: Job> Shared<J> {
 
     fn queued(g: &Inner<J>) -> usize {
         g.queue.len() + g.proc_queue.len()
+    }
+
+    /// A job is about to be queued (under the lock): note whether it
+    /// comes alone, with nothing queued and every worker idle.
+    fn note_submit(&self, g: &mut Inner<J>) {
+        if self.track_overlaps {
+            let overlapped = Self::queued(g) > 0 || g.idle.len() < g.threads;
+            g.overlaps = (g.overlaps << 1) | u64::from(overlapped);
+        }
+    }
+
+    /// Whether a worker going idle as the last one spins (under the lock).
+    fn should_spin(&self, g: &Inner<J>) -> bool {
+        if self.cfg.spin.is_zero() {
+            return false;
+        }
+        match self.cfg.spin_when {
+            SpinWhen::Never => false,
+            SpinWhen::Always => true,
+            SpinWhen::Alone => g.overlaps.count_ones() <= SPIN_OVERLAPS_MAX,
+        }
     }
 }
 
@@ -436,10 +464,11 @@ fn worker_main<J: Job>(shared: Arc<Shared<J>>, mut just_woken: bool) {
         g.idle.push_back(slot.clone());
         // Only the last worker to go idle spins: with others still
         // running, the CPU it would burn is theirs (and the next job
-        // likely goes to one of them anyway).
-        let last = g.idle.len() + g.waking >= g.threads;
+        // likely goes to one of them anyway); under `SpinWhen::Alone` only
+        // while the recent jobs came one at a time.
+        let spin = g.idle.len() + g.waking >= g.threads && shared.should_spin(&g);
         drop(g);
-        if !park_idle(&shared, &slot, last) {
+        if !park_idle(&shared, &slot, spin) {
             return; // retired (already unregistered)
         }
         just_woken = true;
@@ -471,6 +500,9 @@ fn spin_for_handoff(slot: &Slot, spin: std::time::Duration) -> bool {
 /// Park until woken. Returns false if the worker retired instead.
 fn park_idle<J: Job>(shared: &Arc<Shared<J>>, slot: &Arc<Slot>, spin: bool) -> bool {
     let mut since = Instant::now();
+    if spin {
+        bump(&slot.counters.spins, 1);
+    }
     if spin && spin_for_handoff(slot, shared.cfg.spin) {
         // Its waker's unpark left a token: a later park returns at once,
         // and the loop below parks again.
@@ -556,6 +588,7 @@ impl<J: Job> Pool<J> {
                 overdue: false,
                 handles: Vec::new(),
                 next_id: 0,
+                overlaps: 0,
             }),
             exit_cv: Condvar::new(),
             max_waking: cfg.max_waking.max(1),
@@ -564,6 +597,7 @@ impl<J: Job> Pool<J> {
             adaptive,
             pin_warned: AtomicBool::new(false),
             sched_warned: AtomicBool::new(false),
+            track_overlaps: cfg.spin_when == SpinWhen::Alone && !cfg.spin.is_zero(),
             epoch: Instant::now(),
             left_since: AtomicU64::new(0),
             timer,
@@ -601,6 +635,7 @@ impl<J: Job> Pool<J> {
             g.rejected_full += 1;
             return Err(SubmitError::Full(job));
         }
+        sh.note_submit(&mut g);
         g.queue.push_back(Queued { job, at });
         let k = sh.kick_or_leave(&mut g, false);
         drop(g);
@@ -620,6 +655,7 @@ impl<J: Job> Pool<J> {
         if g.shutdown || g.threads == 0 || Shared::queued(&g) > 0 {
             return Err(job);
         }
+        sh.note_submit(&mut g);
         g.queue.push_back(Queued {
             job,
             at: Instant::now(),
@@ -649,6 +685,7 @@ impl<J: Job> Pool<J> {
             wakeups: t.wakeups,
             wakeups_no_work: t.wakeups_no_work,
             wakeups_spun: t.wakeups_spun,
+            spins: t.spins,
             jobs_woken: t.jobs_woken,
             jobs_inline: t.jobs_inline,
             jobs_panicked: t.jobs_panicked,

@@ -15,3 +15,19 @@ pub const PREALLOC_MAX: usize = 4096;
 // number is masked, not divided), so the bound must be one itself or the
 // rounding would pass it.
 const _: () = assert!(MAX_CELLS.is_power_of_two());
+
+/// Submitted jobs the `SpinWhen::Alone` policy looks back over: one bit
+/// each in a `u64` kept under the queue's lock (no cache line of its
+/// own), so about 5 ms of calls at one in flight, a fraction of a
+/// millisecond at many.
+pub const SPIN_HISTORY: u32 = u64::BITS;
+
+/// Of the last `SPIN_HISTORY` submitted jobs, how many may have found a
+/// job queued or a worker busy for the calls still to count as coming
+/// one at a time. Not zero: at one call in flight a call can still
+/// arrive while the worker that answered the last one is between sending
+/// its reply and going idle. With many calls in flight most submits
+/// overlap.
+pub const SPIN_OVERLAPS_MAX: u32 = 4;
+
+const _: () = assert!(SPIN_OVERLAPS_MAX < SPIN_HISTORY);

@@ -30,6 +30,11 @@ pub struct PoolStats {
     ///
     /// [`PoolConfig::spin`]: crate::PoolConfig::spin
     pub wakeups_spun: u64,
+    /// Spins begun by a worker going idle ([`PoolConfig::spin_when`]),
+    /// whether a job came during it or not.
+    ///
+    /// [`PoolConfig::spin_when`]: crate::PoolConfig::spin_when
+    pub spins: u64,
     /// Jobs taken by a worker right after a wakeup.
     pub jobs_woken: u64,
     /// Jobs taken by an already-running worker, with no wakeup.
@@ -72,6 +77,7 @@ impl PoolStats {
         self.wakeups += o.wakeups;
         self.wakeups_no_work += o.wakeups_no_work;
         self.wakeups_spun += o.wakeups_spun;
+        self.spins += o.spins;
         self.jobs_woken += o.jobs_woken;
         self.jobs_inline += o.jobs_inline;
         self.jobs_panicked += o.jobs_panicked;
@@ -92,6 +98,7 @@ pub(crate) struct Counters {
     pub(crate) wakeups: AtomicU64,
     pub(crate) wakeups_no_work: AtomicU64,
     pub(crate) wakeups_spun: AtomicU64,
+    pub(crate) spins: AtomicU64,
     pub(crate) jobs_woken: AtomicU64,
     pub(crate) jobs_inline: AtomicU64,
     pub(crate) jobs_panicked: AtomicU64,
@@ -103,6 +110,7 @@ pub(crate) struct Totals {
     pub(crate) wakeups: u64,
     pub(crate) wakeups_no_work: u64,
     pub(crate) wakeups_spun: u64,
+    pub(crate) spins: u64,
     pub(crate) jobs_woken: u64,
     pub(crate) jobs_inline: u64,
     pub(crate) jobs_panicked: u64,
@@ -115,6 +123,7 @@ impl Totals {
         self.wakeups += r(&c.wakeups);
         self.wakeups_no_work += r(&c.wakeups_no_work);
         self.wakeups_spun += r(&c.wakeups_spun);
+        self.spins += r(&c.spins);
         self.jobs_woken += r(&c.jobs_woken);
         self.jobs_inline += r(&c.jobs_inline);
         self.jobs_panicked += r(&c.jobs_panicked);

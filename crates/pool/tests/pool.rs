@@ -4,8 +4,10 @@
 //! (decimal or 0x hex) when set, else from the clock; it prints the seed,
 //! and a failure says which values replay it.
 
+use rnfsd_pool::limits::{SPIN_HISTORY, SPIN_OVERLAPS_MAX};
 use rnfsd_pool::{
-    BoxJob, Handoff, Pool, PoolConfig, PoolStats, SubmitError, Threads, WakeOrder, UNLIMITED,
+    BoxJob, Handoff, Pool, PoolConfig, PoolStats, SpinWhen, SubmitError, Threads, WakeOrder,
+    UNLIMITED,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -870,6 +872,83 @@ fn jobs_left_behind_a_long_job_start_once_overdue() {
     assert!(s.overdue_kicks >= 1 && s.jobs_left >= 2, "{s:?}");
     drop(go2);
     go.send(()).unwrap();
+}
+
+/// One worker spinning (long enough that every job comes within it) under
+/// `when`: a job holds the worker while `SPIN_HISTORY` more queue behind
+/// it (every one overlapping), then `alone` jobs come one at a time, each
+/// submitted once the worker is idle. Returns the spins begun when the
+/// overlapping jobs were done, and the spins begun and wakeups that found
+/// a spinner over the jobs that came alone.
+fn overlapped_then_alone(when: SpinWhen, alone: usize) -> (u64, u64, u64) {
+    let p: Pool<BoxJob> = Pool::new(PoolConfig {
+        spin: Duration::from_secs(2),
+        spin_when: when,
+        ..fixed(1)
+    })
+    .unwrap();
+    wait_until("worker idle", Duration::from_secs(5), all_idle(&p, 1));
+    let started = Arc::new(AtomicUsize::new(0));
+    let (gate, release) = gate_job(started.clone(), Arc::new(Mutex::new(None)));
+    p.submit(gate).ok().unwrap();
+    wait_until("gate runs", Duration::from_secs(5), || {
+        started.load(Ordering::SeqCst) == 1
+    });
+    let ran = Arc::new(AtomicUsize::new(0));
+    for _ in 0..SPIN_HISTORY {
+        let r = ran.clone();
+        p.submit(job(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        }))
+        .ok()
+        .unwrap();
+    }
+    let before = p.stats();
+    drop(release);
+    wait_until("overlapping jobs ran", Duration::from_secs(5), || {
+        ran.load(Ordering::SeqCst) == SPIN_HISTORY as usize
+    });
+    wait_until("worker idle", Duration::from_secs(5), all_idle(&p, 1));
+    let mid = p.stats();
+    for i in 1..=alone {
+        let r = ran.clone();
+        p.submit(job(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        }))
+        .ok()
+        .unwrap();
+        wait_until("job ran", Duration::from_secs(5), || {
+            ran.load(Ordering::SeqCst) == SPIN_HISTORY as usize + i
+        });
+        wait_until("worker idle", Duration::from_secs(5), all_idle(&p, 1));
+    }
+    // Read before shutdown: it hands the spinner a wakeup of its own.
+    let end = p.stats();
+    p.shutdown();
+    (
+        mid.spins - before.spins,
+        end.spins - mid.spins,
+        end.wakeups_spun - mid.wakeups_spun,
+    )
+}
+
+#[test]
+fn spins_only_while_jobs_come_one_at_a_time() {
+    let alone = 100;
+    let (after_overlap, spins, spun) = overlapped_then_alone(SpinWhen::Alone, alone);
+    assert_eq!(after_overlap, 0, "no spin after overlapping jobs");
+    // Job k (from 1) leaves SPIN_HISTORY - k overlapping ones in the
+    // history: the worker spins after it once that is at most
+    // SPIN_OVERLAPS_MAX, and the next job finds it spinning.
+    let first = (SPIN_HISTORY - SPIN_OVERLAPS_MAX) as u64;
+    assert_eq!(spins, alone as u64 - first + 1, "spins once alone again");
+    assert_eq!(spun, alone as u64 - first, "jobs that found a spinner");
+    // `Always` spins after the overlapping jobs too, and after every
+    // alone one; `Never` spins at no point.
+    let (after_overlap, spins, spun) = overlapped_then_alone(SpinWhen::Always, 10);
+    assert_eq!((after_overlap, spins, spun), (1, 10, 10));
+    let (after_overlap, spins, spun) = overlapped_then_alone(SpinWhen::Never, 10);
+    assert_eq!((after_overlap, spins, spun), (0, 0, 0));
 }
 
 #[test]

@@ -27,7 +27,7 @@ use clap::builder::ValueParser;
 use clap::{Arg, ArgAction, ArgMatches};
 
 use super::{BackendKind, CephfsConfig, ExportConfig, HandleMode, MountPoint};
-use super::{Handoff, Idmap, MaxWaking, PoolLayout, WakeOrder};
+use super::{Handoff, Idmap, MaxWaking, PoolLayout, WakeOrder, WorkerSpin};
 
 /// Declares `ServerConfig` (serde: unknown keys are errors, absent keys
 /// take their default), its `Default`, `server_keys()` (the key list) and
@@ -192,6 +192,7 @@ quoted_text!(
     SocketAddr: a => a.to_string(),
     PathBuf: p => p.display().to_string(),
     WakeOrder: w => w.word(),
+    WorkerSpin: w => w.word(),
     Idmap: m => m.word(),
     Handoff: h => h.word(),
     PoolLayout: p => p.word(),

@@ -21,7 +21,7 @@ use rnfsd_pool::{PoolConfig, Threads};
 use rnfsd_transport::{TransportConfig, UdpConfig};
 
 use super::{CephfsConfig, HandleMode, MaxWaking, ResolvedExport, ServerConfig};
-use super::{Handoff, PoolLayout, WakeOrder};
+use super::{Handoff, PoolLayout, WakeOrder, WorkerSpin};
 
 /// The NFS listeners' transport: `listen` bound, or `listeners` (socket
 /// activation) used as they are.
@@ -105,6 +105,11 @@ pub fn pool(s: &ServerConfig) -> PoolConfig {
         sched_batch: base.sched_batch,
         lazy_wake: base.lazy_wake,
         spin: Duration::from_micros(s.worker_spin_us),
+        spin_when: match s.worker_spin {
+            WorkerSpin::Off => rnfsd_pool::SpinWhen::Never,
+            WorkerSpin::Alone => rnfsd_pool::SpinWhen::Alone,
+            WorkerSpin::Always => rnfsd_pool::SpinWhen::Always,
+        },
     }
 }
 

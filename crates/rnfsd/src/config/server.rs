@@ -21,6 +21,18 @@ pub enum WakeOrder {
     Fifo,
 }
 
+/// When the last worker to go idle spins `worker_spin_us` for the next
+/// request (see rnfsd-pool `SpinWhen`): `alone` only while requests come
+/// one at a time (none found another queued or a worker busy), `always`,
+/// or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkerSpin {
+    Off,
+    Alone,
+    Always,
+}
+
 /// Experiment switch: `direct` (the woken worker runs the request) is the
 /// design; `double` is the naive two-wakeup hand-off, kept for comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -95,6 +107,7 @@ macro_rules! parse_words {
 }
 
 parse_words!(WakeOrder, "wake_order", "lifo" => WakeOrder::Lifo, "fifo" => WakeOrder::Fifo);
+parse_words!(WorkerSpin, "worker_spin", "off" => WorkerSpin::Off, "alone" => WorkerSpin::Alone, "always" => WorkerSpin::Always);
 parse_words!(Handoff, "handoff", "direct" => Handoff::Direct, "double" => Handoff::Double);
 parse_words!(Idmap, "nfs4_idmap", "numeric" => Idmap::Numeric, "names" => Idmap::Names);
 parse_words!(PoolLayout, "pools", "shared" => PoolLayout::Shared, "per-loop" => PoolLayout::PerLoop);
@@ -288,6 +301,10 @@ server_keys! {
     /// The last worker to go idle spins this many microseconds for the
     /// next request before it sleeps (0: sleeps at once; at most 1000).
     worker_spin_us: u64 = 0, "the last idle worker spins this long (us) before it sleeps";
+    /// When that worker spins: "alone" (only while requests come one at
+    /// a time: of the last 64, at most 4 found another queued or a
+    /// worker busy), "always" or "off".
+    worker_spin: WorkerSpin = WorkerSpin::Alone, "when the last idle worker spins: alone | always | off";
     /// Requests queued for a worker before the transport stops reading.
     queue_limit: usize = 1024, "requests waiting for a worker",
         flag "queue-limit" "N" => "Requests queued for workers before connections stop \
