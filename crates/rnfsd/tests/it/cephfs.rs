@@ -2211,3 +2211,74 @@ async fn commits_of_many_files_at_once_survive_a_killed_head() {
     })
     .await;
 }
+
+// ---------------------------------------------------------------------------
+// 12. Creates in flight at once on a `sync` export sharing the syncs of the
+// whole mount with COMMITs (`ceph_create_mount_syncs`): every one is
+// answered, with the handle a second head finds by name.
+
+#[tokio::test(flavor = "multi_thread")]
+async fn creates_of_many_files_at_once_share_mount_syncs() {
+    bounded_ceph(async {
+        let Some(scratch) = Scratch::new("create-syncs").await else {
+            return;
+        };
+        let (a, _cfg) = head_with(
+            &scratch,
+            "ceph-create-group",
+            "ceph_mount_syncs = 1\nceph_create_mount_syncs = true",
+            &[],
+        );
+        let b = scratch.head(a.copy_handle_key("ceph-b"));
+        let sa = mount(&a).await;
+        let d = mkdir(&sa.nfs, &sa.root, "d").await;
+        // Files written UNSTABLE, committed while the creates run: batches
+        // of both kinds.
+        let mut dirty = Vec::new();
+        for i in 0..GROUP_FILES / 4 {
+            let (fh, _) = create_file(&sa.nfs, &d, &format!("w{i:02}")).await;
+            write_res(
+                &sa.nfs,
+                &fh,
+                0,
+                &pattern(4096, i as u32),
+                StableHow::Unstable,
+            )
+            .await;
+            dirty.push(fh);
+        }
+        let mut creates = tokio::task::JoinSet::new();
+        for i in 0..GROUP_FILES {
+            let (srv, d) = (a.addr, d.clone());
+            creates.spawn(async move {
+                let c = Client::connect(srv, &config(1)).await.expect("connect");
+                let name = format!("c{i:02}");
+                let (fh, _) = create_file(&NfsClient::new(c), &d, &name).await;
+                (name, fh)
+            });
+        }
+        let mut commits = tokio::task::JoinSet::new();
+        for fh in dirty {
+            let srv = a.addr;
+            commits.spawn(async move {
+                let c = Client::connect(srv, &config(1)).await.expect("connect");
+                commit(&NfsClient::new(c), &fh).await
+            });
+        }
+        let mut made = Vec::new();
+        while let Some(r) = creates.join_next().await {
+            made.push(r.expect("CREATE task"));
+        }
+        while let Some(r) = commits.join_next().await {
+            r.expect("COMMIT task");
+        }
+        assert_eq!(made.len(), GROUP_FILES);
+        let sb = mount(&b).await;
+        let db = lookup(&sb.nfs, &sb.root, "d").await;
+        for (name, fh) in &made {
+            let seen = lookup(&sb.nfs, &db, name).await;
+            assert_eq!(&seen, fh, "{name}: B's handle is A's");
+        }
+    })
+    .await;
+}
