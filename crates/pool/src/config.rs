@@ -51,9 +51,12 @@ pub enum SpinWhen {
     /// [`SPIN_OVERLAPS_MAX`](crate::limits::SPIN_OVERLAPS_MAX) found a job
     /// queued or a worker busy. Where calls overlap, the CPU a spinner
     /// burns is what the running workers and event loops need, and the
-    /// next job mostly goes to a running worker anyway.
+    /// next job mostly goes to a running worker anyway. The spinner also
+    /// yields its CPU every few turns to any thread runnable there (a
+    /// pinned pool's event loop, busy with calls it answers itself, which
+    /// this pool never sees).
     Alone,
-    /// Whenever it is the last to go idle.
+    /// Whenever it is the last to go idle, spinning without yielding.
     Always,
 }
 

@@ -477,8 +477,11 @@ fn worker_main<J: Job>(shared: Arc<Shared<J>>, mut just_woken: bool) {
 }
 
 /// Spins up to `spin` for a handoff to `slot` (its waker's `unpark` then
-/// only leaves a token, no system call): whether one came.
-fn spin_for_handoff(slot: &Slot, spin: std::time::Duration) -> bool {
+/// only leaves a token, no system call): whether one came. `yield_cpu`:
+/// every 64 turns it also yields its CPU to any other thread runnable
+/// there (the pinned event loop whose next call it waits for, a busy
+/// loop's other calls), so it spins only on time nobody else wants.
+fn spin_for_handoff(slot: &Slot, spin: std::time::Duration, yield_cpu: bool) -> bool {
     if spin.is_zero() {
         return false;
     }
@@ -494,6 +497,9 @@ fn spin_for_handoff(slot: &Slot, spin: std::time::Duration) -> bool {
         if Instant::now() >= until {
             return false;
         }
+        if yield_cpu {
+            thread::yield_now();
+        }
     }
 }
 
@@ -503,7 +509,8 @@ fn park_idle<J: Job>(shared: &Arc<Shared<J>>, slot: &Arc<Slot>, spin: bool) -> b
     if spin {
         bump(&slot.counters.spins, 1);
     }
-    if spin && spin_for_handoff(slot, shared.cfg.spin) {
+    let yield_cpu = shared.cfg.spin_when == SpinWhen::Alone;
+    if spin && spin_for_handoff(slot, shared.cfg.spin, yield_cpu) {
         // Its waker's unpark left a token: a later park returns at once,
         // and the loop below parks again.
         slot.woken.store(false, Ordering::Relaxed);
