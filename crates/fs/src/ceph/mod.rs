@@ -109,10 +109,6 @@ pub struct CephOptions {
     /// stable WRITE that waits for it (`sync_node`); 0: each syncs its own
     /// inode only.
     pub mount_syncs: usize,
-    /// On a `sync` export, a create's journaling also goes through
-    /// `sync_node`: creates (and COMMITs) waiting at once share one sync
-    /// of the mount, then each syncs its own new inode.
-    pub create_mount_syncs: bool,
 }
 
 impl Default for CephOptions {
@@ -135,7 +131,6 @@ impl Default for CephOptions {
             sync: true,
             max_syncs_in_flight: 64,
             mount_syncs: 1,
-            create_mount_syncs: false,
         }
     }
 }
@@ -441,26 +436,11 @@ impl Inner {
 
     /// On a `sync` export, waits until `nodes`' changes are journaled.
     fn journal(&self, nodes: &[&Arc<Node>]) -> FsResult<()> {
-        self.journal_with(nodes, false)
-    }
-
-    /// `journal` for a create: with `create_mount_syncs`, through the
-    /// group commit of `sync_node` (the promise stays the inode sync's).
-    fn journal_made(&self, nodes: &[&Arc<Node>]) -> FsResult<()> {
-        self.journal_with(nodes, self.opts.create_mount_syncs)
-    }
-
-    fn journal_with(&self, nodes: &[&Arc<Node>], grouped: bool) -> FsResult<()> {
         if !self.opts.sync {
             return Ok(());
         }
         for n in nodes {
-            let r = if grouped {
-                self.sync_node(n)
-            } else {
-                self.m.sync_inode(&n.inode)
-            };
-            r.map_err(|e| {
+            self.m.sync_inode(&n.inode).map_err(|e| {
                 self.verifier.reset(&ffi::errstr(e));
                 FsError::Errno(e)
             })?;

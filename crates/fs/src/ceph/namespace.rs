@@ -105,8 +105,8 @@ impl Inner {
                 .map_err(err)?;
         }
         match alone {
-            true => self.journal_made(&[&n])?,
-            false => self.journal_made(&[d, &n])?,
+            true => self.journal(&[&n])?,
+            false => self.journal(&[d, &n])?,
         }
         let attr = self.attr(&n)?;
         Ok((

@@ -207,7 +207,6 @@ pub fn ceph(
         sync: e.sync,
         max_syncs_in_flight: s.max_syncs_in_flight,
         mount_syncs: s.ceph_mount_syncs,
-        create_mount_syncs: s.ceph_create_mount_syncs,
     })
 }
 

@@ -502,10 +502,6 @@ server_keys! {
     /// journal flush for the batch (group commit). 0: each syncs its own
     /// inode only.
     ceph_mount_syncs: usize = 1, "CephFS, per export: whole-mount syncs at once (group commit)";
-    /// CephFS `sync` exports, each: a create's journaling joins those
-    /// whole-mount syncs (creates and COMMITs waiting at once share one),
-    /// then syncs its own new inode.
-    ceph_create_mount_syncs: bool = false, "CephFS, per export: creates join the whole-mount syncs";
     /// Threads of the pool that runs calls which wait for stable storage
     /// (COMMIT, stable WRITE, and namespace changes on `sync` exports), so
     /// they never make GETATTR, LOOKUP or READ queue behind them. 0: they
