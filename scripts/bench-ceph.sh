@@ -27,7 +27,7 @@
 # but later runs create in a larger directory: compare counts, not rates.
 #
 # RNFSD_SERVER_TOML: more [server] lines for rnfsd's heads (a variant,
-# e.g. "worker_spin_us = 50").
+# e.g. "worker_spin = \"off\"").
 #
 # Everything (cluster, a private rpcbind for ganesha, the servers, the load
 # generator) runs inside a private network and mount namespace, on its own

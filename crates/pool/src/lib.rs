@@ -20,6 +20,10 @@
 //!   runs wakes nobody: the running worker takes it (Lustre's one handoff),
 //!   and a
 //!   timer wakes a worker for jobs left longer than the bound.
+//! - With [`PoolConfig::spin`], the last worker to go idle spins for the
+//!   next job before it parks; under [`SpinWhen::Alone`] only while jobs
+//!   come one at a time (a bit per submit, kept under the queue lock),
+//!   yielding its CPU to any other thread runnable there.
 //! - Threads: fixed, or adaptive (default: 2..=128): one more thread starts
 //!   only when work waits, no worker is idle and none is being woken or
 //!   started; a worker idle for [`PoolConfig::idle_timeout`] (default 30 s)

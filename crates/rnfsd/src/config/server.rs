@@ -299,8 +299,9 @@ server_keys! {
     /// Adaptive pool: retire a worker idle this many seconds.
     thread_idle_secs: u64 = 30, "adaptive pool: a worker idle this long is retired";
     /// The last worker to go idle spins this many microseconds for the
-    /// next request before it sleeps (0: sleeps at once; at most 1000).
-    worker_spin_us: u64 = 0, "the last idle worker spins this long (us) before it sleeps";
+    /// next request before it sleeps (0: sleeps at once; at most 1000),
+    /// when `worker_spin` says so.
+    worker_spin_us: u64 = 50, "the last idle worker spins this long (us) before it sleeps";
     /// When that worker spins: "alone" (only while requests come one at
     /// a time: of the last 64, at most 4 found another queued or a
     /// worker busy), "always" or "off".
