@@ -329,14 +329,7 @@ pub(super) fn encode(e: &mut Enc, want: &Bitmap4, s: &Subject<'_>) {
         mask.remove(*w);
     }
     if s.fsstat.is_none() {
-        for a in [
-            FATTR4_FILES_AVAIL,
-            FATTR4_FILES_FREE,
-            FATTR4_FILES_TOTAL,
-            FATTR4_SPACE_AVAIL,
-            FATTR4_SPACE_FREE,
-            FATTR4_SPACE_TOTAL,
-        ] {
+        for a in FSSTAT_ATTRS {
             mask.remove(a);
         }
     }
