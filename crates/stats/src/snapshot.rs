@@ -345,6 +345,12 @@ pub struct PoolCounts {
     /// Wakeups for jobs left longer than the bound.
     #[serde(default)]
     pub overdue_kicks: u64,
+    /// Spins begun by a worker going idle (`worker_spin`).
+    #[serde(default)]
+    pub spins: u64,
+    /// Jobs that found a worker still spinning: no futex wake.
+    #[serde(default)]
+    pub wakeups_spun: u64,
     pub threads_started: u64,
     pub threads_retired: u64,
     pub spawn_failures: u64,
@@ -550,6 +556,8 @@ fn pool_counts(p: &PoolStats, bp: &PoolStats) -> PoolCounts {
         rejected_full: p.rejected_full.saturating_sub(bp.rejected_full),
         jobs_left: p.jobs_left.saturating_sub(bp.jobs_left),
         overdue_kicks: p.overdue_kicks.saturating_sub(bp.overdue_kicks),
+        spins: p.spins.saturating_sub(bp.spins),
+        wakeups_spun: p.wakeups_spun.saturating_sub(bp.wakeups_spun),
         threads_started: p.threads_started.saturating_sub(bp.threads_started),
         threads_retired: p.threads_retired.saturating_sub(bp.threads_retired),
         spawn_failures: p.spawn_failures.saturating_sub(bp.spawn_failures),

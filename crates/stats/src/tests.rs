@@ -160,6 +160,8 @@ fn off_counts_nothing_and_reset_zeroes() {
             wakeups: 7,
             jobs_left: 5,
             overdue_kicks: 1,
+            spins: 9,
+            wakeups_spun: 4,
             ..Default::default()
         };
         (t, p)
@@ -183,6 +185,20 @@ fn off_counts_nothing_and_reset_zeroes() {
     assert!(
         prom.contains("rnfsd_pool_overdue_kicks_total{pool=\"nfs\"} 1"),
         "{prom}"
+    );
+    // So do the worker spin's.
+    assert!(
+        prom.contains("rnfsd_pool_spins_total{pool=\"nfs\"} 9"),
+        "{prom}"
+    );
+    assert!(
+        prom.contains("rnfsd_pool_wakeups_spun_total{pool=\"nfs\"} 4"),
+        "{prom}"
+    );
+    assert!(
+        crate::format::report(&n).contains("spins 9 (4 met a job)"),
+        "{}",
+        crate::format::report(&n)
     );
     r.reset();
     let n = r.snapshot();

@@ -141,6 +141,8 @@ fn transport(name: &str, k: u64) -> TransportCounts {
             rejected_full: k + 33,
             jobs_left: k + 34,
             overdue_kicks: k + 35,
+            spins: k + 39,
+            wakeups_spun: k + 40,
             threads_started: k + 36,
             threads_retired: k + 37,
             spawn_failures: k + 38,

@@ -344,7 +344,7 @@ fn connections(o: &mut String, s: &Snapshot) {
 }
 
 /// Per listener's worker pool.
-const POOLS: [Family<PoolCounts>; 17] = [
+const POOLS: [Family<PoolCounts>; 19] = [
     gauge("rnfsd_pool_threads", "Live worker threads.", |p| p.threads),
     gauge("rnfsd_pool_idle_threads", "Workers parked idle.", |p| {
         p.idle
@@ -372,6 +372,16 @@ const POOLS: [Family<PoolCounts>; 17] = [
         "rnfsd_pool_wakeups_no_work_total",
         "Wakeups that found no work.",
         |p| p.wakeups_no_work,
+    ),
+    counter(
+        "rnfsd_pool_spins_total",
+        "Spins begun by a worker going idle (worker_spin).",
+        |p| p.spins,
+    ),
+    counter(
+        "rnfsd_pool_wakeups_spun_total",
+        "Jobs that found a worker still spinning: no futex wake.",
+        |p| p.wakeups_spun,
     ),
     counter(
         "rnfsd_pool_jobs_woken_total",

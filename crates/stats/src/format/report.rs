@@ -112,7 +112,7 @@ fn transport(o: &mut String, t: &TransportCounts) {
         "{}: connections open {} opened {} closed {} refused {} evicted {}; calls on the loop thread {} \
          ({} sent on to a worker); threads {} (idle {}, running {}, waking {}), queued {}, \
          jobs {} ({} inline, {} left to a running worker), wakeups {} ({} idle, \
-         {} for jobs left overdue), rejected {}",
+         {} for jobs left overdue), spins {} ({} met a job), rejected {}",
         t.name,
         c.open,
         c.opened,
@@ -132,6 +132,8 @@ fn transport(o: &mut String, t: &TransportCounts) {
         p.wakeups,
         p.wakeups_no_work,
         p.overdue_kicks,
+        p.spins,
+        p.wakeups_spun,
         p.rejected_full
     );
 }
