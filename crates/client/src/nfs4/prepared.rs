@@ -79,22 +79,9 @@ pub(crate) fn encode_prepared(
         nops: p.nops() as u32,
     }
     .encode(e);
-    // SEQUENCE's opnum and arguments, all fixed size, in one copy.
-    let mut b = [0u8; 4 + NFS4_SESSIONID_SIZE + 4 * 4];
-    let (op, rest) = b.split_at_mut(4);
-    op.copy_from_slice(&OP_SEQUENCE.to_be_bytes());
-    let (sid, rest) = rest.split_at_mut(NFS4_SESSIONID_SIZE);
-    sid.copy_from_slice(&seq.sessionid.0);
-    let words = [
-        seq.sequenceid,
-        seq.slotid,
-        seq.highest_slotid,
-        u32::from(seq.cachethis),
-    ];
-    for (w, v) in rest.chunks_exact_mut(4).zip(words) {
-        w.copy_from_slice(&v.to_be_bytes());
-    }
-    e.raw(&b);
+    // SEQUENCE4args is written as one fixed-size record.
+    e.u32(OP_SEQUENCE);
+    seq.encode(e);
     e.raw(&p.bytes);
 }
 
@@ -153,29 +140,6 @@ fn stat4(d: &mut Dec<'_>) -> rnfsd_xdr::Result<Nfsstat4> {
     }
 }
 
-/// SEQUENCE4resok's bytes: sessionid4 and five uint32s, all fixed size.
-const SEQUENCE4_RESOK_LEN: usize = NFS4_SESSIONID_SIZE + 5 * 4;
-
-/// SEQUENCE4resok from its bytes (any bits are a value, as for
-/// `Sequence4ResOk::decode`); `None` only if `b` is not
-/// `SEQUENCE4_RESOK_LEN` long.
-fn sequence_ok(b: &[u8]) -> Option<Sequence4ResOk> {
-    let (sid, rest) = b.split_first_chunk::<NFS4_SESSIONID_SIZE>()?;
-    let word = |i: usize| {
-        rest.get(4 * i..4 * i + 4)
-            .and_then(|w| w.try_into().ok())
-            .map(u32::from_be_bytes)
-    };
-    Some(Sequence4ResOk {
-        sessionid: SessionId4(*sid),
-        sequenceid: word(0)?,
-        slotid: word(1)?,
-        highest_slotid: word(2)?,
-        target_highest_slotid: word(3)?,
-        status_flags: word(4)?,
-    })
-}
-
 fn walk(body: &[u8], sent: &[u32], attrs: bool) -> rnfsd_xdr::Result<ReplyCheck> {
     let mut d = Dec::new(body);
     let status = stat4(&mut d)?;
@@ -196,9 +160,10 @@ fn walk(body: &[u8], sent: &[u32], attrs: bool) -> rnfsd_xdr::Result<ReplyCheck>
             OP_SEQUENCE => {
                 let st = stat4(&mut d)?;
                 if st == Nfsstat4::Ok {
-                    let ok = sequence_ok(d.opaque_fixed(SEQUENCE4_RESOK_LEN)?);
+                    // One fixed-size record, read whole.
+                    let ok = Sequence4ResOk::decode(&mut d)?;
                     if i == 0 {
-                        c.sequence = ok;
+                        c.sequence = Some(ok);
                     }
                 }
                 st

@@ -313,7 +313,7 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
         };
         let step = match opnum {
             OP_SEQUENCE | OP_PUTFH | OP_GETATTR => hot(&mut c, i, opnum, d, args, e, &mut w),
-            _ => other(&mut c, i, opnum, d, args, e, &mut w),
+            _ => other(&mut c, i, opnum, d, e, &mut w),
         };
         let status = match step {
             Step::Ran(s) => s,
@@ -439,7 +439,11 @@ fn hot(
             if let Some(s) = refuse(c, i, opnum, false) {
                 return Step::Ran(w.push(e, &ResOp::error(opnum, s)));
             }
-            sequenced(c, &sa, args, e, w)
+            match sequence(c, &sa, args, e, w) {
+                Seq::Go => Step::Sequenced(sa.cachethis),
+                Seq::Replayed => Step::Replayed,
+                Seq::Failed(s) => Step::Ran(s),
+            }
         }
         OP_PUTFH => {
             let Ok(a) = PutFh4Args::decode(d) else {
@@ -469,28 +473,12 @@ fn hot(
     }
 }
 
-/// SEQUENCE run: the step it comes to.
-fn sequenced(
-    c: &mut Compound<'_, '_>,
-    sa: &Sequence4Args,
-    args: &[u8],
-    e: &mut Enc,
-    w: &mut CompoundWriter,
-) -> Step {
-    match sequence(c, sa, args, e, w) {
-        Seq::Go => Step::Sequenced(sa.cachethis),
-        Seq::Replayed => Step::Replayed,
-        Seq::Failed(s) => Step::Ran(s),
-    }
-}
-
 /// Any other operation: decoded as `ArgOp`, run through its row.
 fn other(
     c: &mut Compound<'_, '_>,
     i: u32,
     opnum: u32,
     d: &mut Dec<'_>,
-    args: &[u8],
     e: &mut Enc,
     w: &mut CompoundWriter,
 ) -> Step {
@@ -498,11 +486,10 @@ fn other(
         return Step::BadArgs;
     };
     let illegal = matches!(arg, ArgOp::Illegal { .. });
+    // SEQUENCE is always `hot`'s.
+    debug_assert!(!matches!(arg, ArgOp::Sequence(_)));
     if let Some(s) = refuse(c, i, opnum, illegal) {
         Step::Ran(w.push(e, &ResOp::error(opnum, s)))
-    } else if let ArgOp::Sequence(sa) = arg {
-        // Never here (SEQUENCE is `hot`'s); kept whole for safety.
-        sequenced(c, &sa, args, e, w)
     } else {
         Step::Ran(run_op(c, arg, e, w))
     }
