@@ -51,6 +51,7 @@ pub struct CompoundHead<'a> {
 
 impl<'a> CompoundHead<'a> {
     /// Decodes the head; a tag longer than `max_tag` is an error.
+    #[inline]
     pub fn decode(d: &mut Dec<'a>, max_tag: usize) -> Result<Self> {
         let tag = d.opaque(max_tag)?;
         let minorversion = d.u32()?;
@@ -145,33 +146,52 @@ impl<'d, 'a> Iterator for OpIter<'d, 'a> {
 /// bound them; fixed-size arguments are stepped over whole (their fields
 /// are checked when the operation is decoded to run).
 pub fn skip_plain_args(d: &mut Dec<'_>, opnum: u32) -> Option<Result<()>> {
+    let r = plain_args_len(d.rest(), opnum)?;
+    Some(r.and_then(|n| d.opaque_fixed(n).map(drop)))
+}
+
+/// What [`skip_plain_args`] reads, as a length: the bytes operation
+/// `opnum`'s arguments take at the start of `b` (a multiple of 4), read
+/// from the slice itself (a router reads every operation of every
+/// compound this way, and a `Dec` per field costs several times this).
+/// `None`: not one of these operations; an error: they do not fit.
+pub fn plain_args_len(b: &[u8], opnum: u32) -> Option<Result<usize>> {
+    // A counted item of `n` units of `unit` bytes, at most `max` units.
+    let counted = |max: usize, unit: usize| -> Result<usize> {
+        let w = b.get(..4).ok_or(XdrError::Short)?;
+        let n = u32::from_be_bytes([w[0], w[1], w[2], w[3]]) as usize;
+        if n > max {
+            return Err(XdrError::TooLong);
+        }
+        let len = 4 + (n * unit).next_multiple_of(4);
+        match len <= b.len() {
+            true => Ok(len),
+            false => Err(XdrError::Short),
+        }
+    };
+    let fixed = |n: usize| match n <= b.len() {
+        true => Ok(n),
+        false => Err(XdrError::Short),
+    };
     let r = match opnum {
         OP_GETFH | OP_LOOKUPP | OP_PUTROOTFH | OP_PUTPUBFH | OP_SAVEFH | OP_RESTOREFH
-        | OP_READLINK => Ok(()),
+        | OP_READLINK => Ok(0),
         // sessionid4, sequenceid, slotid, highest_slotid, cachethis.
-        OP_SEQUENCE => skip(d, 16 + 4 * 4),
-        OP_PUTFH => d.opaque(NFS4_FHSIZE).map(drop),
-        OP_LOOKUP => d.opaque(MAX_NAME).map(drop),
+        OP_SEQUENCE => fixed(16 + 4 * 4),
+        OP_PUTFH => counted(NFS4_FHSIZE, 1),
+        OP_LOOKUP => counted(MAX_NAME, 1),
         // A bitmap4, bounded as `Bitmap4::decode` bounds it.
-        OP_GETATTR => d
-            .array_len(MAX_BITMAP_WORDS, 4)
-            .and_then(|n| skip(d, 4 * n)),
-        OP_ACCESS => skip(d, 4),
+        OP_GETATTR => counted(MAX_BITMAP_WORDS, 4),
+        OP_ACCESS => fixed(4),
         // stateid4 (16 bytes), offset, count.
-        OP_READ => skip(d, 16 + 8 + 4),
+        OP_READ => fixed(16 + 8 + 4),
         // seqid, stateid4.
-        OP_CLOSE => skip(d, 4 + 16),
+        OP_CLOSE => fixed(4 + 16),
         // stateid4, seqid, share_access, share_deny.
-        OP_OPEN_DOWNGRADE => skip(d, 16 + 3 * 4),
+        OP_OPEN_DOWNGRADE => fixed(16 + 3 * 4),
         _ => return None,
     };
     Some(r)
-}
-
-/// Steps over `n` bytes (a multiple of 4: no padding).
-fn skip(d: &mut Dec<'_>, n: usize) -> Result<()> {
-    debug_assert_eq!(n % 4, 0);
-    d.opaque_fixed(n).map(drop)
 }
 
 /// Writes COMPOUND4res (RFC 8881 §16.2.2) as operations complete: `begin`
@@ -187,6 +207,7 @@ pub struct CompoundWriter {
 }
 
 impl CompoundWriter {
+    #[inline]
     pub fn begin(e: &mut Enc, tag: &[u8]) -> Self {
         let status_at = e.len();
         e.u32(Nfsstat4::Ok as u32);
@@ -210,6 +231,7 @@ impl CompoundWriter {
 
     /// Counts a result the caller wrote itself (with `ReadWriter` or
     /// `ReaddirWriter`), with its status.
+    #[inline]
     pub fn pushed(&mut self, status: Nfsstat4) -> Nfsstat4 {
         self.count += 1;
         self.status = status;
@@ -234,6 +256,7 @@ impl CompoundWriter {
     }
 
     /// Fills in the status and count; returns the status.
+    #[inline]
     pub fn finish(self, e: &mut Enc) -> Nfsstat4 {
         let s = self.status;
         self.finish_with(e, s)
@@ -241,6 +264,7 @@ impl CompoundWriter {
 
     /// Fills in the count and `status` (for a COMPOUND refused as a whole,
     /// such as NFS4ERR_MINOR_VERS_MISMATCH with no results, §16.2.3).
+    #[inline]
     pub fn finish_with(self, e: &mut Enc, status: Nfsstat4) -> Nfsstat4 {
         e.patch_u32(self.status_at, status as u32);
         e.patch_u32(self.count_at, self.count);

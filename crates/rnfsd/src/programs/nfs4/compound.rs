@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rnfsd_fs::owed::Owed;
-use rnfsd_proto::nfs4::skip_plain_args;
+use rnfsd_proto::nfs4::plain_args_len;
 use rnfsd_proto::nfs4::{
     is_v42_data_op, ArgOp, CompoundHead, CompoundWriter, GetAttr4Args, Nfsstat4, PutFh4Args, ResOp,
     Sequence4Args, Sequence4ResOk, SessionId4, Stateid4, LAST_NFS41_OP, OP_ALLOCATE,
@@ -187,18 +187,33 @@ fn quick_opnum(n: u32) -> bool {
 }
 
 /// A compound of SEQUENCE and quick operations whose arguments need not
-/// be built to be read past (`skip_plain_args`): the common GETATTR,
+/// be built to be read past (`plain_args_len`): the common GETATTR,
 /// LOOKUP, ACCESS and READ compounds, routed without allocating and
 /// without finding their exports (where a quick compound runs does not
-/// depend on them). False: look closer.
-fn plainly_quick(head: &CompoundHead<'_>, d: &mut Dec<'_>) -> bool {
-    for i in 0..head.nops {
-        let Ok(n) = d.u32() else { return false };
+/// depend on them), read from the bytes themselves: the head (a tag of
+/// at most `MAX_TAG` bytes) and each operation's number and arguments.
+/// False: look closer.
+fn plainly_quick(args: &[u8]) -> bool {
+    let word = |at: usize| {
+        let w = args.get(at..at.checked_add(4)?)?;
+        Some(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+    };
+    let Some(tag) = word(0).map(|n| n as usize).filter(|&n| n <= MAX_TAG) else {
+        return false;
+    };
+    // The tag, then the minor version (the driver's to check), then nops.
+    let mut at = 4 + tag.next_multiple_of(4) + 4;
+    let Some(nops) = word(at) else { return false };
+    at += 4;
+    for i in 0..nops {
+        let Some(n) = word(at) else { return false };
+        at += 4;
         if (i == 0) != (n == OP_SEQUENCE) || !quick_opnum(n) {
             return false;
         }
-        if !matches!(skip_plain_args(d, n), Some(Ok(()))) {
-            return false;
+        match args.get(at..).and_then(|b| plain_args_len(b, n)) {
+            Some(Ok(len)) => at += len,
+            _ => return false,
         }
     }
     true
@@ -211,12 +226,12 @@ fn plainly_quick(head: &CompoundHead<'_>, d: &mut Dec<'_>) -> bool {
 /// `sync` export (it waits for the journal, as NFSv3's changes there);
 /// else in the loop's pool.
 pub(super) fn route(server: &crate::state::Server, d: &mut Dec<'_>) -> Route {
+    if plainly_quick(d.rest()) {
+        return Route::Quick;
+    }
     let Ok(head) = CompoundHead::decode(d, MAX_TAG) else {
         return Route::Pool;
     };
-    if plainly_quick(&head, &mut Dec::new(d.rest())) {
-        return Route::Quick;
-    }
     let mut quick = true;
     let mut sync = false;
     for (i, op) in head.ops(d).enumerate() {
@@ -746,7 +761,7 @@ fn io_reply(tag: &[u8], reply: &[u8], results_at: usize, failed: Option<OpAt>) -
 mod tests {
     use super::{digest, plainly_quick, quick_op};
     use rnfsd_proto::nfs4::*;
-    use rnfsd_xdr::{Dec, Enc};
+    use rnfsd_xdr::Enc;
 
     fn open(how: OpenFlag4, claim: OpenClaim4) -> ArgOp<'static> {
         ArgOp::Open(Box::new(Open4Args {
@@ -763,12 +778,14 @@ mod tests {
     }
 
     fn plain(ops: &[ArgOp<'_>], cut: usize) -> bool {
+        plain_tagged(b"", ops, cut)
+    }
+
+    fn plain_tagged(tag: &[u8], ops: &[ArgOp<'_>], cut: usize) -> bool {
         let mut e = Enc::new();
-        encode_compound(&mut e, b"", 1, ops);
+        encode_compound(&mut e, tag, 1, ops);
         let b = e.as_slice();
-        let mut d = Dec::new(&b[..b.len() - cut]);
-        let head = CompoundHead::decode(&mut d, 64).unwrap();
-        plainly_quick(&head, &mut d)
+        plainly_quick(&b[..b.len() - cut])
     }
 
     #[test]
@@ -810,7 +827,12 @@ mod tests {
             ],
             0
         ));
-        assert!(!plain(&[seq, putfh, getattr], 4));
+        assert!(!plain(&[seq.clone(), putfh.clone(), getattr.clone()], 4));
+        // A tag is stepped over (padding included) up to MAX_TAG bytes.
+        let ops = [seq, putfh, getattr];
+        assert!(plain_tagged(b"tag05", &ops, 0));
+        assert!(plain_tagged(&[b'x'; super::MAX_TAG], &ops, 0));
+        assert!(!plain_tagged(&[b'x'; super::MAX_TAG + 1], &ops, 0));
     }
 
     #[test]
