@@ -121,6 +121,7 @@ impl<'a> Dec<'a> {
     }
 
     /// Fixed-length opaque of `n` bytes plus padding (RFC 4506 §4.9).
+    #[inline]
     pub fn opaque_fixed(&mut self, n: usize) -> Result<&'a [u8]> {
         let padded = pad4(n);
         let s = self.take(padded)?;
@@ -130,6 +131,7 @@ impl<'a> Dec<'a> {
     /// Variable-length opaque with a protocol maximum (RFC 4506 §4.10).
     /// The length is checked against both `max` and the bytes present before
     /// anything is sliced, so a hostile length of 2^32-1 costs nothing.
+    #[inline]
     pub fn opaque(&mut self, max: usize) -> Result<&'a [u8]> {
         let n = self.u32()? as usize;
         if n > max {
@@ -140,6 +142,7 @@ impl<'a> Dec<'a> {
 
     /// A counted array's length, bounded by `max` and by what the remaining
     /// bytes could hold at `min_item` bytes per item.
+    #[inline]
     pub fn array_len(&mut self, max: usize, min_item: usize) -> Result<usize> {
         let n = self.u32()? as usize;
         if n > max {
@@ -213,6 +216,7 @@ impl Enc {
     }
 
     /// Overwrite a u32 previously written at byte offset `at`.
+    #[inline]
     pub fn patch_u32(&mut self, at: usize, v: u32) {
         self.buf[at..at + 4].copy_from_slice(&v.to_be_bytes());
     }
@@ -243,6 +247,7 @@ impl Enc {
     }
 
     /// Fixed-length opaque plus zero padding.
+    #[inline]
     pub fn opaque_fixed(&mut self, b: &[u8]) {
         self.buf.extend_from_slice(b);
         let pad = pad4(b.len()) - b.len();
@@ -250,12 +255,14 @@ impl Enc {
     }
 
     /// Variable-length opaque: length, bytes, padding.
+    #[inline]
     pub fn opaque(&mut self, b: &[u8]) {
         self.u32(b.len() as u32);
         self.opaque_fixed(b);
     }
 
     /// Raw bytes with no length or padding (already XDR-encoded data).
+    #[inline]
     pub fn raw(&mut self, b: &[u8]) {
         self.buf.extend_from_slice(b);
     }

@@ -261,12 +261,14 @@ impl fmt::Debug for Bitmap4 {
 }
 
 impl Xdr for Bitmap4 {
+    #[inline]
     fn encode(&self, e: &mut Enc) {
         e.u32(self.len as u32);
         for w in self.words() {
             e.u32(*w);
         }
     }
+    #[inline]
     fn decode(d: &mut Dec<'_>) -> Result<Self> {
         // §3.2 puts no bound on the count; ours is MAX_BITMAP_WORDS.
         let n = d.array_len(MAX_BITMAP_WORDS, 4)?;

@@ -184,6 +184,7 @@ impl Xdr for Sequence4Args {
         b[28..32].copy_from_slice(&u32::from(self.cachethis).to_be_bytes());
         e.raw(&b);
     }
+    #[inline]
     fn decode(d: &mut Dec<'_>) -> Result<Self> {
         let b = fixed::<SEQUENCE4ARGS_LEN>(d)?;
         let mut sessionid = [0u8; NFS4_SESSIONID_SIZE];
@@ -205,6 +206,7 @@ impl Xdr for Sequence4Args {
 }
 
 impl Xdr for Sequence4ResOk {
+    #[inline]
     fn encode(&self, e: &mut Enc) {
         let mut b = [0u8; SEQUENCE4RESOK_LEN];
         b[..16].copy_from_slice(&self.sessionid.0);
