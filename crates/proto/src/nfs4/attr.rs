@@ -154,6 +154,7 @@ pub struct Bitmap4 {
 
 impl Bitmap4 {
     /// The empty bitmap (zero words).
+    #[inline]
     pub const fn new() -> Self {
         Bitmap4 {
             len: 0,
@@ -162,6 +163,7 @@ impl Bitmap4 {
     }
 
     /// A bitmap with exactly these words; `None` past `MAX_BITMAP_WORDS`.
+    #[inline]
     pub fn from_words(w: &[u32]) -> Option<Self> {
         if w.len() > MAX_BITMAP_WORDS {
             return None;
@@ -184,10 +186,12 @@ impl Bitmap4 {
         Some(b)
     }
 
+    #[inline]
     pub fn words(&self) -> &[u32] {
         &self.words[..self.len as usize]
     }
 
+    #[inline]
     pub fn contains(&self, bit: u32) -> bool {
         let w = (bit / 32) as usize;
         w < self.len as usize && self.words[w] & (1 << (bit % 32)) != 0
@@ -195,6 +199,7 @@ impl Bitmap4 {
 
     /// Set `bit`, growing the word count as needed; false (and nothing
     /// changed) if it is past the capacity.
+    #[inline]
     pub fn insert(&mut self, bit: u32) -> bool {
         let w = (bit / 32) as usize;
         if w >= MAX_BITMAP_WORDS {
@@ -205,6 +210,7 @@ impl Bitmap4 {
         true
     }
 
+    #[inline]
     pub fn remove(&mut self, bit: u32) {
         let w = (bit / 32) as usize;
         if w < MAX_BITMAP_WORDS {
@@ -213,11 +219,13 @@ impl Bitmap4 {
     }
 
     /// No bit set (whatever the word count).
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.words.iter().all(|&w| w == 0)
     }
 
     /// The bits set in both, with as many words as `self`.
+    #[inline]
     pub fn intersect(&self, other: &Bitmap4) -> Bitmap4 {
         let mut b = *self;
         for (a, o) in b.words.iter_mut().zip(other.words.iter()) {
@@ -226,7 +234,17 @@ impl Bitmap4 {
         b
     }
 
+    /// Whether a bit is set in both.
+    #[inline]
+    pub fn meets(&self, other: &Bitmap4) -> bool {
+        self.words
+            .iter()
+            .zip(other.words.iter())
+            .any(|(a, o)| a & o != 0)
+    }
+
     /// The same bits set, whatever the word counts.
+    #[inline]
     pub fn same_bits(&self, other: &Bitmap4) -> bool {
         self.words == other.words
     }
@@ -324,6 +342,15 @@ mod tests {
         assert!(!b.contains(1000));
         assert_eq!(b.iter().collect::<Vec<_>>(), vec![1, 4, 82]);
         assert!(Bitmap4::from_bits(&[32 * MAX_BITMAP_WORDS as u32]).is_none());
+    }
+
+    #[test]
+    fn meets_is_a_common_bit_whatever_the_word_counts() {
+        let a = Bitmap4::from_bits(&[FATTR4_TYPE, FATTR4_XATTR_SUPPORT]).unwrap();
+        let b = Bitmap4::from_words(&[0, 0, 1 << (82 - 64), 0]).unwrap();
+        assert!(a.meets(&b) && b.meets(&a));
+        assert!(!a.meets(&Bitmap4::from_bits(&[FATTR4_SIZE]).unwrap()));
+        assert!(!a.meets(&Bitmap4::new()));
     }
 
     #[test]

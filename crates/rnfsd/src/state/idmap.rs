@@ -133,6 +133,12 @@ impl IdMap {
         self.names.as_ref().map(|n| n.domain.as_str())
     }
 
+    /// Whether ids are said by name (else always by number).
+    #[inline]
+    pub fn maps_names(&self) -> bool {
+        self.names.is_some()
+    }
+
     /// The owner string of `id`, or None: say its number.
     pub fn name_of(&self, kind: Kind, id: u32, may_wait: bool) -> Option<Arc<[u8]>> {
         let n = self.names.as_ref()?;

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use rnfsd_fs::owed::Owed;
 use rnfsd_proto::nfs4::plain_args_len;
 use rnfsd_proto::nfs4::{
-    is_v42_data_op, ArgOp, CompoundHead, CompoundWriter, GetAttr4Args, Nfsstat4, PutFh4Args, ResOp,
-    Sequence4Args, Sequence4ResOk, SessionId4, Stateid4, LAST_NFS41_OP, OP_ALLOCATE,
-    OP_BIND_CONN_TO_SESSION, OP_CREATE_SESSION, OP_DESTROY_CLIENTID, OP_DESTROY_SESSION,
-    OP_EXCHANGE_ID, OP_ILLEGAL, OP_REMOVEXATTR, OP_SEQUENCE,
+    is_v42_data_op, ArgOp, Bitmap4, CompoundHead, CompoundWriter, GetAttr4Args, NfsFh4, Nfsstat4,
+    PutFh4Args, ResOp, Sequence4Args, Sequence4ResOk, SessionId4, Stateid4, LAST_NFS41_OP,
+    NFS4_FHSIZE, OP_ALLOCATE, OP_BIND_CONN_TO_SESSION, OP_CREATE_SESSION, OP_DESTROY_CLIENTID,
+    OP_DESTROY_SESSION, OP_EXCHANGE_ID, OP_ILLEGAL, OP_REMOVEXATTR, OP_SEQUENCE,
 };
 use rnfsd_proto::nfs4::{
     OpenClaim4, OpenFlag4, OP_ACCESS, OP_CLOSE, OP_GETATTR, OP_GETFH, OP_LOOKUP, OP_LOOKUPP,
@@ -461,8 +461,12 @@ fn hot(
             }
         }
         OP_PUTFH => {
-            let Ok(a) = PutFh4Args::decode(d) else {
+            // PutFh4Args as its decoder reads it, without its wrappers.
+            let Ok(fh) = d.opaque(NFS4_FHSIZE) else {
                 return Step::BadArgs;
+            };
+            let a = PutFh4Args {
+                object: NfsFh4(fh.to_vec()),
             };
             if let Some(s) = refuse(c, i, opnum, false).or_else(|| missing(c, opnum)) {
                 return Step::Ran(w.push(e, &ResOp::error(opnum, s)));
@@ -470,14 +474,15 @@ fn hot(
             tracing::trace!(op = "PUTFH", "nfsv4 operation");
             let s = super::fh::putfh(c, a);
             e.u32(OP_PUTFH);
-            s.encode(e);
+            e.u32(s as u32);
             Step::Ran(w.pushed(s))
         }
         _ => {
             debug_assert_eq!(opnum, OP_GETATTR);
-            let Ok(a) = GetAttr4Args::decode(d) else {
+            let Ok(attr_request) = Bitmap4::decode(d) else {
                 return Step::BadArgs;
             };
+            let a = GetAttr4Args { attr_request };
             if let Some(s) = refuse(c, i, opnum, false).or_else(|| missing(c, opnum)) {
                 return Step::Ran(w.push(e, &ResOp::error(opnum, s)));
             }
@@ -694,7 +699,7 @@ fn sequence(
             c.ticket = Some(t);
             // SEQUENCE4res written as `ResOp::Sequence` writes it.
             e.u32(OP_SEQUENCE);
-            Nfsstat4::Ok.encode(e);
+            e.u32(Nfsstat4::Ok as u32);
             ok.encode(e);
             w.pushed(Nfsstat4::Ok);
             Seq::Go
