@@ -418,3 +418,28 @@ fn raw_and_report_lines() {
     let f = format::watch_frame(&n, &later);
     assert!(f.contains("calls/s        200"), "{f}");
 }
+
+#[test]
+fn an_untimed_part_counts_as_one_of_0_us() {
+    let timed = Registry::new(Mode::Percore, descs());
+    let untimed = Registry::new(Mode::Percore, descs());
+    let rows = timed.rows(NFS3, 3).unwrap();
+    for (r, zero) in [(&timed, false), (&untimed, true)] {
+        let s = r.shard().unwrap();
+        // Something timed first, so the maximum and sum are not zero.
+        r.record_in(s, rows, 1, 250);
+        for proc_ in [1, 3, 99] {
+            match zero {
+                true => r.record_in_untimed(s, rows, proc_),
+                false => r.record_in(s, rows, proc_, 0),
+            }
+        }
+    }
+    let (a, b) = (timed.snapshot().procs, untimed.snapshot().procs);
+    assert_eq!(a, b);
+    let getattr = a
+        .iter()
+        .find(|p| p.name == "GETATTR" && p.prog == NFS3)
+        .unwrap();
+    assert_eq!(getattr.calls, 2);
+}

@@ -51,7 +51,7 @@ pub struct CompoundHead<'a> {
 
 impl<'a> CompoundHead<'a> {
     /// Decodes the head; a tag longer than `max_tag` is an error.
-    #[inline]
+    #[inline(always)]
     pub fn decode(d: &mut Dec<'a>, max_tag: usize) -> Result<Self> {
         let tag = d.opaque(max_tag)?;
         let minorversion = d.u32()?;
@@ -155,6 +155,7 @@ pub fn skip_plain_args(d: &mut Dec<'_>, opnum: u32) -> Option<Result<()>> {
 /// from the slice itself (a router reads every operation of every
 /// compound this way, and a `Dec` per field costs several times this).
 /// `None`: not one of these operations; an error: they do not fit.
+#[inline]
 pub fn plain_args_len(b: &[u8], opnum: u32) -> Option<Result<usize>> {
     // A counted item of `n` units of `unit` bytes, at most `max` units.
     let counted = |max: usize, unit: usize| -> Result<usize> {

@@ -44,12 +44,19 @@ pub struct Nfs4 {
     /// Asynchronous copies (`nfs4_copies_max`, `nfs4_copies_per_client`).
     pub copies: Copies,
     /// Where each operation is counted (None: not counted).
-    pub stats: Option<Arc<rnfsd_stats::Registry>>,
+    pub stats: Option<OpStats>,
     /// Delegations: back channels, recalls, the check before a change.
     pub deleg: Delegations,
     /// Frees expired clients' state off the request path; stops when
     /// dropped.
     _reaper: Option<Reaper>,
+}
+
+/// The statistics registry and the rows of NFSv4's operations in it
+/// (found once: finding them walks every registered version).
+pub struct OpStats {
+    pub reg: Arc<rnfsd_stats::Registry>,
+    pub rows: rnfsd_stats::Rows,
 }
 
 impl Nfs4 {
@@ -81,7 +88,13 @@ impl Nfs4 {
             minor2,
             idmap,
             copy_sync_max: DEFAULT_COPY_SYNC_MAX,
-            stats,
+            stats: stats.and_then(|reg| {
+                let rows = reg.rows(
+                    crate::programs::nfs4::OPS_STATS_PROG,
+                    crate::programs::nfs4::OPS_STATS_VERS,
+                )?;
+                Some(OpStats { reg, rows })
+            }),
             _reaper: reaper,
         }
     }

@@ -69,6 +69,10 @@ impl FsFacts {
         fh: &Fh,
         want: &Bitmap4,
     ) -> Result<FsFacts, Nfsstat4> {
+        // Most requests (GETATTR's common masks) need none of them.
+        if !fattr::needs_facts(want) {
+            return Ok(FsFacts::default());
+        }
         let fsstat = match fattr::needs_fsstat(want) {
             true => Some(backend.fsstat(call, fh).map_err(of_fs)?.0),
             false => None,
@@ -158,7 +162,7 @@ pub(super) const PSEUDO_FSID: (u64, u64) = (0xffff_ffff_0000_0000, 0);
 /// A pseudo directory's attributes: read-only, owned by root, times of
 /// the server's start.
 pub(super) fn pseudo_attr(c: &Compound<'_, '_>, i: usize) -> Attr {
-    let node = c.pseudo.node(i);
+    let node = c.pseudo().node(i);
     let fileid = node.map_or(0, |n| n.fileid);
     let nlink = 2 + node.map_or(0, |n| n.children.len() as u32);
     let t = Time {
@@ -184,7 +188,7 @@ pub(super) fn pseudo_attr(c: &Compound<'_, '_>, i: usize) -> Attr {
 
 pub(super) fn pseudo_fattr(c: &Compound<'_, '_>, i: usize, want: &Bitmap4, e: &mut Enc) {
     let attr = pseudo_attr(c, i);
-    let fh = c.pseudo.handle(i).unwrap_or_default();
+    let fh = c.pseudo().handle(i).unwrap_or_default();
     let s = Subject {
         attr: &attr,
         fsid: PSEUDO_FSID,

@@ -4,7 +4,7 @@
 //! `ops::OPS` runs with.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rnfsd_fs::owed::Owed;
 use rnfsd_proto::nfs4::plain_args_len;
@@ -23,7 +23,7 @@ use rnfsd_v4state::{ClientHandle, ConnId, SequenceArgs, Sequenced, SessionId, Sl
 use rnfsd_xdr::{Dec, Enc, Xdr};
 
 use super::cur::Cur;
-use super::ops::{self, Needs, OPS_STATS_PROG, OPS_STATS_VERS};
+use super::ops::{self, Needs};
 use super::status::of_state;
 use crate::programs::CallCtx;
 use crate::state::nfs4::Nfs4;
@@ -41,9 +41,11 @@ const MAX_SESSIONLESS_OPS: u32 = 1;
 pub(super) struct Compound<'c, 'a> {
     pub ctx: &'c CallCtx<'a>,
     pub nfs4: &'c Nfs4,
-    /// The pseudo-filesystem as the compound began (a guard, not a
-    /// reference count: no cache line shared by every call is written).
-    pub pseudo: arc_swap::Guard<Arc<Pseudo>>,
+    /// The pseudo-filesystem as the compound first looks at it (a guard,
+    /// not a reference count: no cache line shared by every call is
+    /// written), taken then: a compound of export handles alone (PUTFH
+    /// and GETATTR) never does.
+    pseudo: std::cell::OnceCell<arc_swap::Guard<Arc<Pseudo>>>,
     pub minor: u32,
     pub cur: Option<Cur>,
     pub saved: Option<Cur>,
@@ -82,6 +84,12 @@ impl<'c, 'a> Compound<'c, 'a> {
     /// The session the compound runs in.
     pub fn session(&self) -> Option<SessionId> {
         self.ticket.as_ref().map(|t| t.sessionid())
+    }
+
+    /// The pseudo-filesystem (the same for the rest of the compound once
+    /// looked at).
+    pub fn pseudo(&self) -> &Arc<Pseudo> {
+        self.pseudo.get_or_init(|| self.nfs4.pseudo())
     }
 
     /// This connection, as sessions know it.
@@ -287,7 +295,7 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
     let mut c = Compound {
         ctx,
         nfs4,
-        pseudo: nfs4.pseudo(),
+        pseudo: std::cell::OnceCell::new(),
         minor: head.minorversion,
         cur: None,
         saved: None,
@@ -304,10 +312,10 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
     let mut cachethis = false;
     // The calling CPU's statistics cells and the operations' rows, looked
     // up once per compound.
-    let shard = nfs4.stats.as_ref().and_then(|st| {
-        let rows = st.rows(OPS_STATS_PROG, OPS_STATS_VERS)?;
-        Some((st.shard()?, rows))
-    });
+    let shard = nfs4
+        .stats
+        .as_ref()
+        .and_then(|st| Some((st.reg.shard()?, st.rows)));
     // One clock read per operation that may take time: each is timed from
     // the end of the last one timed (`untimed`), the first from the call's
     // start as the RPC layer read it; none without statistics.
@@ -349,18 +357,17 @@ pub(super) fn run(ctx: &CallCtx<'_>, d: &mut Dec<'_>, e: &mut Enc) -> Result<(),
             }
         };
         if let (Some(shard), Some(since)) = (shard, t.as_mut()) {
-            let took = match untimed(opnum) {
-                true => Duration::ZERO,
+            match untimed(opnum) {
+                true => count_untimed(&c, shard, opnum),
                 false => {
                     let now = Instant::now();
                     let took = now.saturating_duration_since(*since);
                     *since = now;
                     // The call's time ends at the last operation's.
                     ctx.clock_read(now);
-                    took
+                    count(&c, shard, opnum, took);
                 }
-            };
-            count(&c, shard, opnum, took);
+            }
         }
         if gave_up(ctx) {
             // Changed nothing: run again in a pool from the start.
@@ -468,7 +475,8 @@ fn hot(
             let a = PutFh4Args {
                 object: NfsFh4(fh.to_vec()),
             };
-            if let Some(s) = refuse(c, i, opnum, false).or_else(|| missing(c, opnum)) {
+            // PUTFH's row needs no filehandle.
+            if let Some(s) = refuse(c, i, opnum, false) {
                 return Step::Ran(w.push(e, &ResOp::error(opnum, s)));
             }
             tracing::trace!(op = "PUTFH", "nfsv4 operation");
@@ -483,7 +491,9 @@ fn hot(
                 return Step::BadArgs;
             };
             let a = GetAttr4Args { attr_request };
-            if let Some(s) = refuse(c, i, opnum, false).or_else(|| missing(c, opnum)) {
+            // GETATTR's row needs the current filehandle.
+            let missing = lacks(c, Needs::Cur).then_some(Nfsstat4::NoFileHandle);
+            if let Some(s) = refuse(c, i, opnum, false).or(missing) {
                 return Step::Ran(w.push(e, &ResOp::error(opnum, s)));
             }
             tracing::trace!(op = "GETATTR", "nfsv4 operation");
@@ -513,12 +523,6 @@ fn other(
     } else {
         Step::Ran(run_op(c, arg, e, w))
     }
-}
-
-/// NFS4ERR_NOFILEHANDLE when operation `opnum`'s row needs a filehandle
-/// the compound does not have (as `run_op` checks).
-fn missing(c: &Compound<'_, '_>, opnum: u32) -> Option<Nfsstat4> {
-    lacks(c, ops::row(opnum)?.needs).then_some(Nfsstat4::NoFileHandle)
 }
 
 /// Whether the compound lacks a filehandle an operation `needs`.
@@ -659,7 +663,17 @@ fn count(
 ) {
     let Some(st) = &c.nfs4.stats else { return };
     let us = took.as_micros().min(u128::from(u64::MAX)) as u64;
-    st.record_in(shard, rows, ops::stats_row(opnum), us);
+    st.reg.record_in(shard, rows, ops::stats_row(opnum), us);
+}
+
+/// Counts operation `opnum`, untimed, at 0 µs.
+fn count_untimed(
+    c: &Compound<'_, '_>,
+    (shard, rows): (rnfsd_stats::Shard, rnfsd_stats::Rows),
+    opnum: u32,
+) {
+    let Some(st) = &c.nfs4.stats else { return };
+    st.reg.record_in_untimed(shard, rows, ops::stats_row(opnum));
 }
 
 enum Seq {
@@ -838,6 +852,13 @@ mod tests {
         assert!(plain_tagged(b"tag05", &ops, 0));
         assert!(plain_tagged(&[b'x'; super::MAX_TAG], &ops, 0));
         assert!(!plain_tagged(&[b'x'; super::MAX_TAG + 1], &ops, 0));
+    }
+
+    #[test]
+    fn the_hot_path_needs_what_the_rows_need() {
+        use super::super::ops::{row, Needs};
+        assert_eq!(row(OP_PUTFH).map(|r| r.needs), Some(Needs::Nothing));
+        assert_eq!(row(OP_GETATTR).map(|r| r.needs), Some(Needs::Cur));
     }
 
     #[test]

@@ -89,10 +89,15 @@ pub(super) fn grant(ctx: &CallCtx<'_>, exp: &ExportRef) -> Result<Grant, Nfsstat
 /// PUTFH's handle as a current filehandle. Too short to be any of ours:
 /// NFS4ERR_BADHANDLE; a pseudo directory no longer there, or an export
 /// not served now: NFS4ERR_STALE. The backend checks the handle itself
-/// (its MAC) when it is used.
-pub(super) fn of_handle(ctx: &CallCtx<'_>, pseudo: &Pseudo, fh: Vec<u8>) -> Result<Cur, Nfsstat4> {
+/// (its MAC) when it is used. `pseudo` gives the pseudo-filesystem, asked
+/// for a pseudo directory's handle only.
+pub(super) fn of_handle<'p>(
+    ctx: &CallCtx<'_>,
+    pseudo: impl FnOnce() -> &'p Pseudo,
+    fh: Vec<u8>,
+) -> Result<Cur, Nfsstat4> {
     if Pseudo::is_pseudo_handle(&fh) {
-        return pseudo
+        return pseudo()
             .of_handle(&fh)
             .map(Cur::Pseudo)
             .ok_or(Nfsstat4::Stale);

@@ -432,7 +432,7 @@ fn list_pseudo(
     l: &Listing<'_>,
     e: &mut Enc,
 ) -> Result<(), Nfsstat4> {
-    let pseudo = c.pseudo.clone();
+    let pseudo = c.pseudo().clone();
     let node = pseudo.node(i).ok_or(Nfsstat4::Stale)?;
     let verf = pseudo_verifier(node);
     let a = l.a;

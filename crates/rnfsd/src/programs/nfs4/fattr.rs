@@ -316,6 +316,25 @@ fn answerable(minor: u32, fsstat: bool) -> &'static Bitmap4 {
     &B[usize::from(minor >= 2) * 2 + usize::from(fsstat)]
 }
 
+/// Whether `want` asks for anything of its filesystem beyond its
+/// attributes: a statfs, pathconf, clone_blksize or maxfilesize
+/// (`FsFacts::of`'s four questions, answered no at once).
+pub(super) fn needs_facts(want: &Bitmap4) -> bool {
+    static B: std::sync::LazyLock<Bitmap4> = std::sync::LazyLock::new(|| {
+        let mut b = bits(&FSSTAT_ATTRS);
+        for a in [
+            FATTR4_MAXLINK,
+            FATTR4_MAXNAME,
+            FATTR4_CLONE_BLKSIZE,
+            FATTR4_MAXFILESIZE,
+        ] {
+            b.insert(a);
+        }
+        b
+    });
+    want.meets(&B)
+}
+
 /// Attributes that need the filesystem's pathconf.
 pub(super) fn needs_pathconf(want: &Bitmap4) -> bool {
     want.contains(FATTR4_MAXLINK) || want.contains(FATTR4_MAXNAME)
@@ -910,6 +929,18 @@ mod tests {
             super::bits(&STRAIGHT).words(),
             &s
         ));
+    }
+
+    #[test]
+    fn needs_facts_is_any_of_the_four_questions() {
+        for bit in 0..32 * MAX_BITMAP_WORDS as u32 {
+            let w = bits(&[bit]);
+            let any = needs_fsstat(&w)
+                || needs_pathconf(&w)
+                || bit == FATTR4_CLONE_BLKSIZE
+                || bit == FATTR4_MAXFILESIZE;
+            assert_eq!(needs_facts(&w), any, "{bit}");
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::state::pseudo::{Child, Pseudo};
 const AUTH_SYS: u32 = 1;
 
 pub(super) fn putfh(c: &mut Compound<'_, '_>, a: PutFh4Args) -> Nfsstat4 {
-    match cur::of_handle(c.ctx, &c.pseudo, a.object.0) {
+    match cur::of_handle(c.ctx, || c.pseudo(), a.object.0) {
         Ok(cur) => {
             c.set_cur(cur);
             Nfsstat4::Ok
@@ -27,7 +27,7 @@ pub(super) fn putfh(c: &mut Compound<'_, '_>, a: PutFh4Args) -> Nfsstat4 {
 /// PUTROOTFH and PUTPUBFH (§18.21, §18.20: the public filehandle is the
 /// root here, as knfsd's).
 pub(super) fn putrootfh(c: &mut Compound<'_, '_>) -> Nfsstat4 {
-    let root = match c.pseudo.root_export() {
+    let root = match c.pseudo().root_export() {
         Some(id) => match cur::export_root(c.ctx, id) {
             Ok(o) => Cur::Obj(o),
             Err(s) => return s,
@@ -40,7 +40,7 @@ pub(super) fn putrootfh(c: &mut Compound<'_, '_>) -> Nfsstat4 {
 
 pub(super) fn getfh(c: &mut Compound<'_, '_>) -> GetFh4Res {
     match c.cur() {
-        Ok(cur) => NfsRes4::Ok(NfsFh4(cur.handle(&c.pseudo))),
+        Ok(cur) => NfsRes4::Ok(NfsFh4(cur.handle(c.pseudo()))),
         Err(s) => NfsRes4::Fail(s),
     }
 }
@@ -98,7 +98,7 @@ pub(super) fn not_a_dir(c: &Compound<'_, '_>, o: &Obj) -> Result<(), Nfsstat4> {
 pub(super) fn lookup_in(c: &Compound<'_, '_>, dir: &Cur, name: &[u8]) -> Result<Cur, Nfsstat4> {
     check_name(name)?;
     match dir {
-        Cur::Pseudo(i) => match c.pseudo.child(*i, name) {
+        Cur::Pseudo(i) => match c.pseudo().child(*i, name) {
             Some(Child::Dir(j)) => Ok(Cur::Pseudo(j)),
             Some(Child::Export(id)) => cur::export_root(c.ctx, id).map(Cur::Obj),
             None => Err(Nfsstat4::NoEnt),
@@ -173,11 +173,11 @@ pub(super) fn lookupp(c: &mut Compound<'_, '_>) -> Nfsstat4 {
     };
     let parent = match dir {
         Cur::Pseudo(i) if i == Pseudo::ROOT => return Nfsstat4::NoEnt,
-        Cur::Pseudo(i) => match c.pseudo.node(i) {
+        Cur::Pseudo(i) => match c.pseudo().node(i) {
             Some(n) => Cur::Pseudo(n.parent),
             None => return Nfsstat4::Stale,
         },
-        Cur::Obj(o) if o.is_root() => match c.pseudo.parent_of_export(o.exp.id) {
+        Cur::Obj(o) if o.is_root() => match c.pseudo().parent_of_export(o.exp.id) {
             Some((_, [])) => return Nfsstat4::NoEnt,
             Some((p, _)) => Cur::Pseudo(p),
             None => return Nfsstat4::NoEnt,
