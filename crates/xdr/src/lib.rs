@@ -55,6 +55,7 @@ pub struct Dec<'a> {
 }
 
 impl<'a> Dec<'a> {
+    #[inline]
     pub fn new(buf: &'a [u8]) -> Self {
         Dec { buf, pos: 0 }
     }
@@ -72,16 +73,20 @@ impl<'a> Dec<'a> {
     }
 
     /// The unread tail.
+    #[inline]
     pub fn rest(&self) -> &'a [u8] {
         &self.buf[self.pos..]
     }
 
     #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if n > self.remaining() {
-            return Err(XdrError::Short);
-        }
-        let s = &self.buf[self.pos..self.pos + n];
+        // Two compares: what is left, then `n` of it (no overflow check
+        // of `pos + n`, no second bounds check of the range).
+        let s = self
+            .buf
+            .get(self.pos..)
+            .and_then(|r| r.get(..n))
+            .ok_or(XdrError::Short)?;
         self.pos += n;
         Ok(s)
     }

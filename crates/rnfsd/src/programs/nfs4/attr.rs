@@ -114,6 +114,18 @@ pub(super) fn obj_fattr(
     want: &Bitmap4,
     e: &mut Enc,
 ) -> Result<(), Nfsstat4> {
+    // Most requests (GETATTR's common masks) need none of them: no
+    // backend call is made, nor facts built.
+    const NO_FACTS: FsFacts = FsFacts {
+        fsstat: None,
+        pathconf: None,
+        clone_blksize: None,
+        maxfilesize: None,
+    };
+    if !fattr::needs_facts(want) {
+        export_fattr(c, &o.exp, &o.fh, attr, o.is_root(), &NO_FACTS, want, e);
+        return Ok(());
+    }
     let call = o.call(c.ctx);
     let facts = FsFacts::of(o.exp.backend.as_ref(), &call, &o.fh, want)?;
     export_fattr(c, &o.exp, &o.fh, attr, o.is_root(), &facts, want, e);

@@ -493,8 +493,8 @@ fn straight(e: &mut Enc, words: &[u32], s: &Subject<'_>) -> bool {
         if has(bit) {
             // Each length a constant: a few moves, no call to copy.
             match id_opaque(id) {
-                (o, ..=8) => put(&o[..8]),
-                (o, ..=12) => put(&o[..12]),
+                (o, 0..=8) => put(&o[..8]),
+                (o, 9..=12) => put(&o[..12]),
                 (o, _) => put(&o),
             }
         }
@@ -574,8 +574,8 @@ fn id_string(e: &mut Enc, id: u32) {
     // variable length.
     let (out, n) = id_opaque(id);
     match n {
-        ..=8 => e.raw(&out[..8]),
-        ..=12 => e.raw(&out[..12]),
+        0..=8 => e.raw(&out[..8]),
+        9..=12 => e.raw(&out[..12]),
         _ => e.raw(&out),
     }
 }
