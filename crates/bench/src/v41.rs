@@ -477,6 +477,54 @@ fn lookup(name: &[u8]) -> ArgOp<'static> {
 /// A count bound on each stream besides the deadline (as NFSv3's).
 const MAX_CALLS_PER_STREAM: u64 = 1 << 32;
 
+/// Whether every stream of a run can keep a slot of its own: no session
+/// is shared by more streams than it has slots (stream `s` uses client
+/// `s % clients.len()`).
+fn streams_own_slots(clients: &[Nfs4Client], streams: usize) -> bool {
+    let per = streams.div_ceil(clients.len().max(1));
+    !clients.is_empty() && clients.iter().all(|c| per <= c.slot_count())
+}
+
+/// A stream of prepared compounds that keeps one slot for all its calls,
+/// as its calls are one at a time: no slot taken and returned per call. A
+/// slot lost with a reply is dropped (retired) and another taken. Each
+/// call is checked as [`prepared_ok`] checks it.
+async fn prepared_stream(
+    c: &Nfs4Client,
+    v: &[PreparedOps],
+    stop: &AtomicBool,
+    errors: &AtomicU64,
+    mut i: usize,
+) -> (u64, Histogram<u64>) {
+    let (mut h, mut calls) = (histogram(), 0u64);
+    let mut slot: Option<Slot> = None;
+    while !stop.load(Ordering::Relaxed) && calls < MAX_CALLS_PER_STREAM {
+        let Some(p) = v.get(i % v.len().max(1)) else {
+            break;
+        };
+        let good = timed(
+            async {
+                if slot.as_ref().is_none_or(Slot::is_lost) {
+                    slot = None;
+                    slot = c.slot().await.ok();
+                }
+                let Some(sl) = slot.as_mut() else {
+                    return false;
+                };
+                matches!(c.compound_prepared_on(sl, p, true).await, Ok(r) if r.all_ok(p.nops()))
+            },
+            &mut h,
+            &mut calls,
+        )
+        .await;
+        if !good {
+            errors.fetch_add(1, Ordering::Relaxed);
+        }
+        i = i.wrapping_add(1);
+    }
+    (calls, h)
+}
+
 /// `streams` concurrent loops of `mix` for `dur`.
 async fn run_streams(
     clients: &[Nfs4Client],
@@ -488,6 +536,7 @@ async fn run_streams(
     let stop = Arc::new(AtomicBool::new(false));
     let errors = Arc::new(AtomicU64::new(0));
     let data: Arc<[u8]> = Arc::from(vec![0x5au8; IO_BYTES]);
+    let own_slots = streams_own_slots(clients, streams);
     let start = Instant::now();
     let mut tasks = Vec::new();
     for s in 0..streams {
@@ -495,7 +544,12 @@ async fn run_streams(
             break;
         };
         let (stop, errors, load, data) = (stop.clone(), errors.clone(), load.clone(), data.clone());
+        // Streams start at different targets, as NFSv3's do.
+        let first = s.wrapping_mul(7919);
         tasks.push(tokio::spawn(async move {
+            if let (true, Load4::Prepared(v)) = (own_slots, &*load) {
+                return prepared_stream(&c, v, &stop, &errors, first).await;
+            }
             let mut st = Stream {
                 c: &c,
                 h: histogram(),
@@ -505,8 +559,7 @@ async fn run_streams(
                 data: &data,
                 owner: format!("rnfsd-bench stream {s}").into_bytes(),
             };
-            // Streams start at different targets, as NFSv3's do.
-            let mut i = s.wrapping_mul(7919);
+            let mut i = first;
             while !stop.load(Ordering::Relaxed) && st.calls < MAX_CALLS_PER_STREAM {
                 if !st.step(mix, &load, i).await {
                     errors.fetch_add(1, Ordering::Relaxed);

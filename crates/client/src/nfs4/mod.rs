@@ -737,13 +737,33 @@ impl Nfs4Client {
         attrs: bool,
     ) -> Result<ReplyCheck, ClientError> {
         let mut slot = self.slot().await?;
+        self.compound_prepared_on(&mut slot, p, attrs).await
+    }
+
+    /// [`Self::compound_prepared`] on a slot the caller holds (from
+    /// [`Self::slot`]), with its next sequence id: for a caller that keeps
+    /// one slot for many calls, one at a time, and so takes and returns
+    /// none per call. A slot lost by an earlier call ([`Slot::is_lost`])
+    /// is refused.
+    pub async fn compound_prepared_on(
+        &self,
+        slot: &mut Slot,
+        p: &PreparedOps,
+        attrs: bool,
+    ) -> Result<ReplyCheck, ClientError> {
+        if slot.is_lost() {
+            return Err(ClientError::InvalidInput(format!(
+                "slot {} was lost with an earlier reply",
+                slot.id()
+            )));
+        }
         let seqid = slot.next_seqid();
         let conn = self.rpc.client.pick()?;
         let tag = &self.rpc.tag;
         let minor = self.minor;
         self.sequenced(
             conn,
-            &mut slot,
+            slot,
             seqid,
             self.session.cachethis,
             |e, seq| prepared::encode_prepared(e, tag, minor, seq, p),
@@ -791,9 +811,12 @@ impl Nfs4Client {
             Ok(r) => {
                 if let Some(ok) = seq_of(r) {
                     slot.accepted(seqid, ok.target_highest_slotid);
-                    self.session
-                        .status_flags
-                        .store(ok.status_flags, Ordering::Relaxed);
+                    // Written only when it changes: every call of every
+                    // stream reads it, and a store would move the line.
+                    let flags = &self.session.status_flags;
+                    if flags.load(Ordering::Relaxed) != ok.status_flags {
+                        flags.store(ok.status_flags, Ordering::Relaxed);
+                    }
                 }
             }
             // Refused before the server looked at the COMPOUND: the slot

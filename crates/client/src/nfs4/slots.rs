@@ -9,6 +9,7 @@
 //! slot is retired rather than guessed at; once every slot is retired the
 //! session fails its calls.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
@@ -26,10 +27,8 @@ struct Table {
     /// first call: RFC 8881 §2.10.6.1, a new slot's first id is 1).
     seqids: Vec<u32>,
     /// One bit per slot: free to take. A retired slot is neither free nor
-    /// busy.
+    /// busy ([`SlotTable::busy`]).
     free: Vec<u64>,
-    /// One bit per slot: taken by a call.
-    busy: Vec<u64>,
     /// Slots still usable (not retired).
     usable: usize,
     /// The server's last sr_target_highest_slotid.
@@ -39,40 +38,46 @@ struct Table {
 }
 
 impl Table {
-    /// Takes the lowest free slot.
-    fn take(&mut self) -> Option<u32> {
+    /// Takes the lowest free slot and marks it in `busy`.
+    fn take(&mut self, busy: &[AtomicU64]) -> Option<u32> {
         let (i, w) = self.free.iter_mut().enumerate().find(|(_, w)| **w != 0)?;
         let b = w.trailing_zeros() as usize;
         *w &= !(1 << b);
-        let id = i * WORD + b;
-        if let Some(x) = self.busy.get_mut(i) {
-            *x |= 1 << b;
-        }
-        Some(id as u32)
+        set_bit(busy, i, b, true);
+        Some((i * WORD + b) as u32)
     }
 
     /// Clears `id`'s busy bit; sets its free bit unless it is retired.
-    fn put(&mut self, id: u32, retire: bool) {
+    fn put(&mut self, busy: &[AtomicU64], id: u32, retire: bool) {
         let (i, b) = (id as usize / WORD, id as usize % WORD);
-        if let Some(x) = self.busy.get_mut(i) {
-            *x &= !(1 << b);
-        }
+        set_bit(busy, i, b, false);
         if !retire {
             if let Some(x) = self.free.get_mut(i) {
                 *x |= 1 << b;
             }
         }
     }
+}
 
-    fn highest_busy(&self) -> Option<u32> {
-        let (i, w) = self.busy.iter().enumerate().rev().find(|(_, w)| **w != 0)?;
-        Some((i * WORD + (WORD - 1 - w.leading_zeros() as usize)) as u32)
+/// Sets or clears bit `b` of word `i`. Only a holder of the table's lock
+/// writes `busy`, so a load and a store suffice (no read-modify-write).
+fn set_bit(busy: &[AtomicU64], i: usize, b: usize, on: bool) {
+    if let Some(x) = busy.get(i) {
+        let w = x.load(Ordering::Relaxed);
+        x.store(
+            if on { w | 1 << b } else { w & !(1 << b) },
+            Ordering::Relaxed,
+        );
     }
 }
 
 /// The slots of one session.
 pub(crate) struct SlotTable {
     table: Mutex<Table>,
+    /// One bit per slot: taken by a call. Written under `table`'s lock,
+    /// read without it for SEQUENCE's sa_highest_slotid (a snapshot, as
+    /// it was under the lock: calls come and go around it either way).
+    busy: Box<[AtomicU64]>,
     /// Wakes a caller waiting for a slot (one per slot returned), or all
     /// of them once every slot is retired.
     freed: Notify,
@@ -92,11 +97,11 @@ impl SlotTable {
             table: Mutex::new(Table {
                 seqids: vec![0; n],
                 free,
-                busy: vec![0; words],
                 usable: n,
                 target_highest: n as u32 - 1,
                 waiting: 0,
             }),
+            busy: (0..words).map(|_| AtomicU64::new(0)).collect(),
             freed: Notify::new(),
         })
     }
@@ -129,7 +134,7 @@ impl SlotTable {
                         "every session slot was lost with its reply".into(),
                     ));
                 }
-                if let Some(id) = t.take() {
+                if let Some(id) = t.take(&self.busy) {
                     let seqid = t.seqids.get(id as usize).copied().unwrap_or(0);
                     return Ok(Slot {
                         table: self.clone(),
@@ -156,7 +161,15 @@ impl SlotTable {
     /// The highest slot with a call outstanding (at least `id`): SEQUENCE's
     /// sa_highest_slotid (RFC 8881 §18.46.3).
     fn highest_busy(&self, id: u32) -> u32 {
-        self.lock().highest_busy().unwrap_or(0).max(id)
+        let top = self
+            .busy
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, x)| (i, x.load(Ordering::Relaxed)))
+            .find(|&(_, w)| w != 0)
+            .map(|(i, w)| (i * WORD + (WORD - 1 - w.leading_zeros() as usize)) as u32);
+        top.unwrap_or(0).max(id)
     }
 
     fn release(&self, id: u32, seqid: u32, target: Option<u32>, lost: bool) {
@@ -164,7 +177,7 @@ impl SlotTable {
         if let Some(target) = target {
             t.target_highest = target;
         }
-        t.put(id, lost);
+        t.put(&self.busy, id, lost);
         if lost {
             t.usable = t.usable.saturating_sub(1);
             if t.usable == 0 {
@@ -236,6 +249,12 @@ impl Slot {
     /// The slot's state at the server is unknown: retire it.
     pub(crate) fn lose(&mut self) {
         self.lost = true;
+    }
+
+    /// A call on this slot ended without a reply that decoded: the slot
+    /// is retired when dropped and must not carry another call.
+    pub fn is_lost(&self) -> bool {
+        self.lost
     }
 }
 

@@ -621,3 +621,70 @@ async fn no_nfs4_serves_nfsv3_only() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prepared_compounds_on_a_held_slot_carry_its_sequence_ids() {
+    use rnfsd_client::nfs4::PreparedOps;
+    let (dir, srv) = start("nfs4-prepared");
+    bounded(async {
+        let cfg = ClientConfig {
+            auth: Auth::sys(0, 0, &[], "nfs4-e2e"),
+            ..ClientConfig::default()
+        };
+        // An empty tag, as the Linux client sends.
+        let v4 = rnfsd_client::Nfs4Config {
+            slots: 4,
+            tag: Vec::new(),
+            ..rnfsd_client::Nfs4Config::default()
+        };
+        let c = rnfsd_client::Nfs4Client::connect(srv.addr, &cfg, &v4)
+            .await
+            .expect("session");
+        let root = c
+            .lookup_path(dir.path().to_str().unwrap())
+            .await
+            .expect("export root");
+        let f = c.lookup_from(&root, "sub/f").await.expect("sub/f");
+        let mask = Bitmap4::from_bits(&[FATTR4_TYPE, FATTR4_SIZE, FATTR4_OWNER]).unwrap();
+        let ops = |fh: NfsFh4| {
+            PreparedOps::new(&[
+                ArgOp::PutFh(PutFh4Args { object: fh }),
+                ArgOp::GetAttr(GetAttr4Args { attr_request: mask }),
+            ])
+        };
+        let p = ops(f);
+        let mut held = c.slot().await.expect("slot");
+        let (id, first) = (held.id(), held.seqid());
+        for n in 1..=5 {
+            let r = c
+                .compound_prepared_on(&mut held, &p, true)
+                .await
+                .expect("COMPOUND");
+            assert!(r.all_ok(3), "{r:?}");
+            assert_eq!(held.seqid(), first + n);
+            let s = r.sequence.expect("SEQUENCE's result");
+            assert_eq!((s.slotid, s.sequenceid), (id, first + n));
+        }
+        // Calls meanwhile take other slots.
+        let other = c.slot().await.expect("another slot");
+        assert_ne!(other.id(), id);
+        drop(other);
+        // A failed PUTFH is seen; SEQUENCE still took the next id.
+        let bad = ops(NfsFh4(vec![0xab; 16]));
+        let r = c
+            .compound_prepared_on(&mut held, &bad, true)
+            .await
+            .expect("COMPOUND");
+        assert!(!r.all_ok(3));
+        assert_eq!(r.first_failed.map(|(op, _)| op), Some(OP_PUTFH), "{r:?}");
+        assert_eq!(held.seqid(), first + 6);
+        assert!(!held.is_lost());
+        drop(held);
+        // The table keeps the id for the slot's next taker.
+        let again = c.slot().await.expect("slot");
+        assert_eq!((again.id(), again.seqid()), (id, first + 6));
+        drop(again);
+        assert!(c.compound_prepared(&p, true).await.unwrap().all_ok(3));
+    })
+    .await;
+}
