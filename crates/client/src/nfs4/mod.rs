@@ -41,12 +41,14 @@ mod calls42;
 mod prepared;
 mod slots;
 
-pub use attrs::{check_vals, common_mask, decodable, AttrVal, Attrs4, SetAttrs4, COMMON_ATTRS};
+pub use attrs::{
+    check_vals, common_mask, decodable, AttrLayout, AttrVal, Attrs4, SetAttrs4, COMMON_ATTRS,
+};
 pub use callback::{CbEvent, CB_LOG_LEN, CB_MAX_MSG, CB_MAX_OPS, CB_SLOTS};
 pub use calls::{
     OpenArgs, OpenHow, Opened, DEFAULT_DIR_COUNT, DEFAULT_DIR_MAXCOUNT, DEFAULT_IO_SIZE,
 };
-pub use prepared::{check_compound_res, PreparedOps, ReplyCheck};
+pub use prepared::{check_compound_res, check_prepared_res, PreparedOps, ReplyCheck};
 pub use slots::{Slot, MAX_SLOTS};
 
 /// Fore-channel slots asked for by default (the server may grant fewer).
@@ -767,7 +769,7 @@ impl Nfs4Client {
             seqid,
             self.session.cachethis,
             |e, seq| prepared::encode_prepared(e, tag, minor, seq, p),
-            |body| check_compound_res(body, p.opnums(), attrs),
+            |body| check_prepared_res(body, p, attrs),
             |r| r.sequence,
         )
         .await
