@@ -239,6 +239,8 @@ struct Step {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttrLayout {
     mask: Bitmap4,
+    /// `mask` as XDR: a reply carrying these bytes carries this mask.
+    mask_xdr: Vec<u8>,
     steps: Vec<Step>,
 }
 
@@ -259,12 +261,24 @@ impl AttrLayout {
             }
         }
         steps.push(Step { run, then: None });
-        Some(AttrLayout { mask: *mask, steps })
+        let mut e = Enc::new();
+        mask.encode(&mut e);
+        Some(AttrLayout {
+            mask: *mask,
+            mask_xdr: e.into_vec(),
+            steps,
+        })
     }
 
     /// The mask this is the layout of.
     pub fn mask(&self) -> &Bitmap4 {
         &self.mask
+    }
+
+    /// The mask's XDR: bytes that `Bitmap4::decode` reads as exactly
+    /// [`Self::mask`], and no others do.
+    pub(crate) fn mask_xdr(&self) -> &[u8] {
+        &self.mask_xdr
     }
 
     /// True exactly when `check_vals(self.mask(), vals)` is `Ok`: the same
@@ -654,6 +668,11 @@ mod tests {
             same(&g);
         }
         assert!(check_vals(&Bitmap4::new(), &[]).is_ok());
+        // A layout's mask bytes decode to its mask.
+        let l = AttrLayout::new(&f.attrmask).unwrap();
+        let mut d = Dec::new(l.mask_xdr());
+        assert_eq!(Bitmap4::decode(&mut d).unwrap(), *l.mask());
+        assert!(d.finish().is_ok());
     }
 
     #[test]

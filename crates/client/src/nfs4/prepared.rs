@@ -199,11 +199,23 @@ fn walk(
                 // Fattr4::decode's reads, without copying the values.
                 let st = stat4(&mut d)?;
                 if st == Nfsstat4::Ok {
-                    let mask = Bitmap4::decode(&mut d)?;
+                    // The mask asked for is recognised by its bytes (the
+                    // bytes Bitmap4::decode reads as that mask), any
+                    // other decoded.
+                    let (laid, mask) = match layout.filter(|l| d.rest().starts_with(l.mask_xdr())) {
+                        Some(l) => {
+                            d.opaque_fixed(l.mask_xdr().len())?;
+                            (Some(l), *l.mask())
+                        }
+                        None => {
+                            let m = Bitmap4::decode(&mut d)?;
+                            (layout.filter(|l| *l.mask() == m), m)
+                        }
+                    };
                     let vals = d.opaque(MAX_ATTRLIST)?;
-                    let good = || match layout {
-                        Some(l) if *l.mask() == mask => l.check(vals),
-                        _ => check_vals(&mask, vals).is_ok(),
+                    let good = || match laid {
+                        Some(l) => l.check(vals),
+                        None => check_vals(&mask, vals).is_ok(),
                     };
                     if attrs && !good() {
                         c.bad_attrs = true;
