@@ -40,22 +40,7 @@ const MIN_SLOTS: u32 = 16;
 
 /// The attributes GETATTR, LOOKUP and READDIR ask for: what NFSv3's fattr3
 /// carries.
-const ATTRS: &[u32] = &[
-    FATTR4_TYPE,
-    FATTR4_CHANGE,
-    FATTR4_SIZE,
-    FATTR4_FSID,
-    FATTR4_FILEID,
-    FATTR4_MODE,
-    FATTR4_NUMLINKS,
-    FATTR4_OWNER,
-    FATTR4_OWNER_GROUP,
-    FATTR4_RAWDEV,
-    FATTR4_SPACE_USED,
-    FATTR4_TIME_ACCESS,
-    FATTR4_TIME_METADATA,
-    FATTR4_TIME_MODIFY,
-];
+const ATTRS: &[u32] = &FATTR3_ATTRS;
 
 fn attr_mask() -> Bitmap4 {
     // Every bit is below 64: within the bitmap's capacity.

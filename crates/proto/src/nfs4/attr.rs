@@ -68,6 +68,26 @@ pub const FATTR4_TIME_METADATA: u32 = 52;
 pub const FATTR4_TIME_MODIFY: u32 = 53;
 pub const FATTR4_TIME_MODIFY_SET: u32 = 54;
 pub const FATTR4_MOUNTED_ON_FILEID: u32 = 55;
+
+/// The attributes NFSv3's fattr3 carries, in fattr4's order: what a
+/// client's GETATTR of a file asks (Linux's nfs4_fattr_bitmap, less
+/// mounted_on_fileid).
+pub const FATTR3_ATTRS: [u32; 14] = [
+    FATTR4_TYPE,
+    FATTR4_CHANGE,
+    FATTR4_SIZE,
+    FATTR4_FSID,
+    FATTR4_FILEID,
+    FATTR4_MODE,
+    FATTR4_NUMLINKS,
+    FATTR4_OWNER,
+    FATTR4_OWNER_GROUP,
+    FATTR4_RAWDEV,
+    FATTR4_SPACE_USED,
+    FATTR4_TIME_ACCESS,
+    FATTR4_TIME_METADATA,
+    FATTR4_TIME_MODIFY,
+];
 pub const FATTR4_DIR_NOTIF_DELAY: u32 = 56;
 pub const FATTR4_DIRENT_NOTIF_DELAY: u32 = 57;
 pub const FATTR4_DACL: u32 = 58;

@@ -407,23 +407,15 @@ fn looped(e: &mut Enc, words: &[u32], s: &Subject<'_>) {
 /// The attributes NFSv3's fattr3 carries, and mounted_on_fileid: what
 /// a client's GETATTR of an open or cached file asks (Linux's
 /// nfs4_fattr_bitmap), each fixed in size but the owner strings.
-const STRAIGHT: [u32; 15] = [
-    FATTR4_TYPE,
-    FATTR4_CHANGE,
-    FATTR4_SIZE,
-    FATTR4_FSID,
-    FATTR4_FILEID,
-    FATTR4_MODE,
-    FATTR4_NUMLINKS,
-    FATTR4_OWNER,
-    FATTR4_OWNER_GROUP,
-    FATTR4_RAWDEV,
-    FATTR4_SPACE_USED,
-    FATTR4_TIME_ACCESS,
-    FATTR4_TIME_METADATA,
-    FATTR4_TIME_MODIFY,
-    FATTR4_MOUNTED_ON_FILEID,
-];
+const STRAIGHT: [u32; 15] = {
+    let mut a = [FATTR4_MOUNTED_ON_FILEID; 15];
+    let mut i = 0;
+    while i < FATTR3_ATTRS.len() {
+        a[i] = FATTR3_ATTRS[i];
+        i += 1;
+    }
+    a
+};
 
 /// `STRAIGHT` as mask words (every bit is below 64).
 const STRAIGHT_WORDS: [u32; 2] = {
