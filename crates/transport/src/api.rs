@@ -23,6 +23,14 @@ pub struct Request {
     pub responder: Responder,
 }
 
+/// The record's buffer is kept for the next record read on this thread
+/// when it is small (`recycle.rs`).
+impl Drop for Request {
+    fn drop(&mut self) {
+        crate::recycle::give_record(std::mem::take(&mut self.data));
+    }
+}
+
 /// What a service made of a record when the event loop read it: where its
 /// call runs, how much reply room to reserve, and an opaque word the
 /// service reads back from [`Request::plan`] so it need not parse the
@@ -170,9 +178,11 @@ pub enum Inline {
     Defer(Request),
 }
 
-/// A buffer with the 4 record-mark bytes reserved at its front.
+/// A buffer with the 4 record-mark bytes reserved at its front: one this
+/// thread kept from a written reply (cleared) when it has one large
+/// enough, else a new one.
 pub fn reply_buffer(capacity: usize) -> Vec<u8> {
-    let mut v = Vec::with_capacity(capacity + 4);
+    let mut v = crate::recycle::take_reply(capacity.saturating_add(4));
     v.extend_from_slice(&[0u8; 4]);
     v
 }

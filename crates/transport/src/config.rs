@@ -107,6 +107,13 @@ pub struct TransportConfig {
     /// call (`Route::Pool`) of the same connection, so a burst leaves in
     /// one write (`work.rs`); 0 or 1: each reply goes alone. Default 16.
     pub reply_batch: usize,
+    /// Small reply buffers and small request records (at most
+    /// `limits::MAX_RECYCLED_CAPACITY`, 4 KiB + 4, each) each event loop
+    /// and pool worker keeps, cleared, for its next replies and records
+    /// instead of freeing them, each kind (`recycle.rs`): with many calls
+    /// in flight glibc's per-thread cache runs dry. Memory: at most twice
+    /// this many 4 KiB buffers per thread. 0: none kept. Default 256.
+    pub recycled_buffers: usize,
 }
 
 impl Default for TransportConfig {
@@ -133,6 +140,7 @@ impl Default for TransportConfig {
             run_inline: true,
             alone_per_turn: 0,
             reply_batch: 16,
+            recycled_buffers: crate::limits::DEFAULT_RECYCLED_BUFFERS,
         }
     }
 }
@@ -141,6 +149,7 @@ pub(crate) struct Limits {
     pub run_inline: bool,
     pub alone_per_turn: usize,
     pub reply_batch: usize,
+    pub recycled_buffers: usize,
     pub max_connections: usize,
     pub max_connections_per_client: usize,
     pub max_record: usize,

@@ -240,6 +240,8 @@ impl Conn {
                     st.writes_out.add(1);
                     if off == buf.len() {
                         st.replies_out.add(1);
+                        drop(q);
+                        crate::recycle::give_reply(buf);
                         return true;
                     }
                 }
@@ -379,7 +381,9 @@ impl Conn {
                 left -= take;
                 if *off == b.len() {
                     let last = *last;
-                    q.bufs.pop_front();
+                    if let Some(Out::Bytes(b, ..)) = q.bufs.pop_front() {
+                        crate::recycle::give_reply(b);
+                    }
                     if last {
                         st.replies_out.add(1);
                     }

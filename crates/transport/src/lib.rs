@@ -55,7 +55,10 @@
 //!   `Vec`, with no copy through the buffer; the reply `Vec` from the service is written as is, its
 //!   4 reserved bytes holding the record mark. A reply may end in a pipe
 //!   ([`Spliced`]): its bytes go from the pipe to the socket by splice(2),
-//!   so file data reaches the socket with no user-space copy.
+//!   so file data reaches the socket with no user-space copy. Each loop
+//!   and worker keeps up to `recycled_buffers` small replies and records
+//!   it let go, cleared, and reuses them before asking the allocator
+//!   (`recycle.rs`).
 //! - Pools ([`PoolLayout`]): by default (`PerLoop`) each loop has its own
 //!   pool, with the configured thread counts divided among the loops, and
 //!   a connection's requests run on its loop's pool; `Shared` is one pool
@@ -87,6 +90,7 @@ mod handle;
 pub mod limits;
 mod pipe;
 mod record;
+mod recycle;
 mod shared;
 mod stats;
 mod sys;

@@ -30,6 +30,18 @@ pub const MAX_SHORT_RECORD: usize = 16 << 10;
 pub const DEFAULT_MAX_RECORD: usize = (1 << 20) + (64 << 10);
 /// The default `max_conn_output`.
 pub const DEFAULT_MAX_CONN_OUTPUT: usize = 4 << 20;
+/// Largest buffer a thread keeps for reuse (`recycle.rs`): a 4 KiB reply
+/// and its record mark, so small replies and records are kept, a large
+/// READ's reply or WRITE's record goes back to the allocator.
+pub const MAX_RECYCLED_CAPACITY: usize = (4 << 10) + 4;
+/// Smallest buffer kept: a reply holds an RPC reply header (24 bytes) and
+/// its record mark at least; anything smaller (a READ's XDR pad) is not
+/// worth a place.
+pub const MIN_RECYCLED_CAPACITY: usize = 28;
+/// The default `recycled_buffers`: replies a thread keeps, and records
+/// (at most 1 MiB of each with `MAX_RECYCLED_CAPACITY`): more than one
+/// connection's `max_inflight_per_conn` (64) calls at once.
+pub const DEFAULT_RECYCLED_BUFFERS: usize = 256;
 /// Retry interval while the pool queue is full.
 pub const STALL_RETRY: Duration = Duration::from_millis(1);
 /// Pause after an accept error such as EMFILE (the listener stays readable
@@ -68,5 +80,6 @@ const _: () = assert!(FREE_REPLY <= BATCH_BYTES);
 // The default record holds a 1 MiB WRITE with room for its headers, and a
 // direct read never targets a record smaller than its threshold.
 const _: () = assert!(DEFAULT_MAX_RECORD > (1 << 20) && DEFAULT_MAX_RECORD >= DIRECT_MIN);
+const _: () = assert!(MIN_RECYCLED_CAPACITY <= MAX_RECYCLED_CAPACITY);
 const _: () = assert!(CHECK_EVERY_MIN.as_nanos() <= CHECK_EVERY_MAX.as_nanos());
 const _: () = assert!(CHECK_EVERY_MIN.as_nanos() > 0 && STALL_RETRY.as_nanos() > 0);

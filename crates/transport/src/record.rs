@@ -66,6 +66,12 @@ impl RecordReader {
                 // one-fragment record); amortised after, so a record sent as
                 // many tiny fragments costs no reallocation per fragment.
                 if self.rec.is_empty() {
+                    // A small record in a buffer this loop kept, if any.
+                    if self.rec.capacity() == 0 && len > 0 {
+                        if let Some(v) = crate::recycle::take_record(len) {
+                            self.rec = v;
+                        }
+                    }
                     self.rec.reserve_exact(len);
                 } else {
                     self.rec.reserve(len);

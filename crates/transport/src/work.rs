@@ -30,6 +30,8 @@ pub(crate) struct Held {
     held_bytes: usize,
     /// Calls held (a call without a reply is never held).
     calls: usize,
+    /// This worker's thread keeps buffers (`recycle::set_limits` done).
+    recycling: bool,
 }
 
 impl Held {
@@ -128,6 +130,12 @@ impl Job for Work {
         let data = std::mem::take(&mut self.data);
         let c = &self.conn;
         let limit = c.shared.limits.reply_batch;
+        if !worker.recycling {
+            // Replies only: a worker reads no records (those it finishes
+            // were read by a loop, and would only pile up here).
+            crate::recycle::set_limits(c.shared.limits.recycled_buffers, 0);
+            worker.recycling = true;
+        }
         let may_hold = self.may_hold && limit > 1 && data.len() < MAX_SHORT_RECORD;
         worker.before_call(c, may_hold);
         let req = Request {

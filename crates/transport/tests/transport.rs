@@ -16,7 +16,7 @@
 //! while it runs, as a READ's); 10 "slow large": planned as 9, but sleeps
 //! 1 s and replies with the id alone. Op 5 with `arg` 2 answered on the loop also leaves
 //! work for the end of the loop's turn (`LoopCalls::turn_ends`), which takes
-//! `TURN_END_WORK`.
+//! `TURN_END_WORK`. 11 "quick echo": as 0, answered on the loop thread.
 
 use rnfsd_pool::Threads;
 use rnfsd_transport::{
@@ -112,7 +112,7 @@ impl Service for Toy {
     fn plan(&self, record: &[u8]) -> Plan {
         let route = match record.get(4) {
             Some(4) => Route::Blocking,
-            Some(5) => Route::Quick,
+            Some(5 | 11) => Route::Quick,
             Some(7) => Route::Alone,
             _ => Route::Pool,
         };
@@ -237,6 +237,52 @@ impl Toy {
             }
         }
     }
+}
+
+/// Alternately long and short records of op `op`, each with its own bytes,
+/// pipelined on one connection: every reply is exactly its record, so no
+/// byte of a reply or record whose buffer was kept (`recycled_buffers`)
+/// reaches the next one.
+fn recycled_buffers_carry_nothing_over(op: u8, recycled: usize) {
+    let sv = server_with(
+        TransportConfig {
+            recycled_buffers: recycled,
+            ..TransportConfig::default()
+        },
+        pool(2),
+    );
+    let mut s = connect(sv.addr);
+    let body = |id: u32| {
+        let mut v = payload(id, op, 0, 0);
+        let n = if id.is_multiple_of(2) {
+            3000
+        } else {
+            7 + id as usize % 5
+        };
+        v.extend((0..n).map(|i| pattern(id, i)));
+        v
+    };
+    for round in 0..4u32 {
+        let ids: Vec<u32> = (round * 100..round * 100 + 100).collect();
+        let wire: Vec<u8> = ids.iter().flat_map(|&id| record(&body(id))).collect();
+        s.write_all(&wire).unwrap();
+        let mut got: Vec<Vec<u8>> = (0..ids.len())
+            .map(|_| read_record(&mut s).unwrap())
+            .collect();
+        got.sort_by_key(|r| id_of(r));
+        for (id, r) in ids.iter().zip(&got) {
+            assert_eq!(r, &body(*id), "reply {id} is its record, no more");
+        }
+    }
+}
+
+#[test]
+fn recycled_buffers_carry_nothing_from_one_call_to_the_next() {
+    // On the loop (records and replies kept there), on the workers
+    // (replies), and with none kept.
+    recycled_buffers_carry_nothing_over(11, 256);
+    recycled_buffers_carry_nothing_over(0, 256);
+    recycled_buffers_carry_nothing_over(11, 0);
 }
 
 fn payload(id: u32, op: u8, arg: u32, pad: usize) -> Vec<u8> {

@@ -56,6 +56,7 @@ pub fn transport(
         run_inline: s.run_inline,
         alone_per_turn: s.inline_large_writes_per_turn,
         reply_batch: s.reply_batch,
+        recycled_buffers: s.recycled_buffers,
     }
 }
 
@@ -327,14 +328,16 @@ mod tests {
                 t.shutdown_timeout,
                 t.pools,
                 t.run_inline,
-                t.reply_batch
+                t.reply_batch,
+                t.recycled_buffers
             ),
             (
                 td.idle_timeout,
                 td.shutdown_timeout,
                 td.pools,
                 td.run_inline,
-                td.reply_batch
+                td.reply_batch,
+                td.recycled_buffers
             )
         );
         let (p, pd) = (pool(&s), PoolConfig::default());

@@ -156,6 +156,9 @@ pub const MAX_CEPH_MOUNT_SYNCS: usize = 64;
 pub const MAX_BLOCKING_LAZY_WAKE_US: u64 = 100_000;
 /// Bound of `server.reply_batch` (replies one worker may hold back).
 pub const MAX_REPLY_BATCH: usize = 256;
+/// Bound of `server.recycled_buffers`: 4096 buffers of at most 4 KiB + 4
+/// are 16 MiB per list, two lists per thread.
+pub const MAX_RECYCLED_BUFFERS: usize = 4096;
 
 /// `inline_large_writes_per_turn`'s default (docs/request-path.md, "Large
 /// WRITEs on the loop while others wait").
@@ -603,6 +606,16 @@ server_keys! {
     reply_batch: usize = 16, "a worker's replies of one connection sent together",
         flag "reply-batch" "N" => "Replies a worker holds back while it runs the next short \
             call of the same connection (0 or 1 = each alone).";
+    /// Small reply buffers and request records (at most 4 KiB + 4 bytes
+    /// each) that each event loop and pool worker keeps, cleared, for its
+    /// next ones instead of freeing them, of each kind (a worker keeps
+    /// replies only): with many calls in flight on a connection the C
+    /// library's per-thread cache runs dry, and malloc and free cost
+    /// hundreds of instructions a call. 0: none kept; at most 4096.
+    recycled_buffers: usize = rnfsd_transport::limits::DEFAULT_RECYCLED_BUFFERS,
+        "small reply and record buffers each loop and worker keeps for reuse (0: none)",
+        flag "recycled-buffers" "N" => "Small reply and record buffers each event loop and \
+            pool worker keeps for reuse, of each kind (0 = none).";
     /// Pipes for READ replies sent by splice(2) (file pages to the socket
     /// with no copy), two descriptors each; one is held per large READ
     /// until the socket has taken its data. 0: READ data is copied.

@@ -5,7 +5,10 @@ use std::collections::HashSet;
 
 use super::{err, Config, ConfigError, MaxWaking, ServerConfig};
 use super::{MAX_BLOCKING_LAZY_WAKE_US, MAX_INLINE_LARGE_WRITES_PER_TURN, MIN_RECORD_OVERHEAD};
-use super::{MAX_CEPH_MOUNT_SYNCS, MAX_JOURNAL_COMMIT_THREADS, MAX_REPLY_BATCH, MAX_UDP_THREADS};
+use super::{
+    MAX_CEPH_MOUNT_SYNCS, MAX_JOURNAL_COMMIT_THREADS, MAX_RECYCLED_BUFFERS, MAX_REPLY_BATCH,
+    MAX_UDP_THREADS,
+};
 use crate::limits::{MAX_MAX_IO, MIN_MAX_IO, ROOM_HEAD};
 
 impl Config {
@@ -91,6 +94,12 @@ fn threads_and_sizes(s: &ServerConfig) -> Result<(), ConfigError> {
         return err(format!(
             "server.reply_batch must be at most {MAX_REPLY_BATCH}, not {}",
             s.reply_batch
+        ));
+    }
+    if s.recycled_buffers > MAX_RECYCLED_BUFFERS {
+        return err(format!(
+            "server.recycled_buffers must be at most {MAX_RECYCLED_BUFFERS}, not {}",
+            s.recycled_buffers
         ));
     }
     if s.inline_large_writes_per_turn > MAX_INLINE_LARGE_WRITES_PER_TURN {

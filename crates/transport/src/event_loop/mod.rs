@@ -149,6 +149,7 @@ pub(crate) fn start(
             run_inline: cfg.run_inline,
             alone_per_turn: cfg.alone_per_turn,
             reply_batch: cfg.reply_batch,
+            recycled_buffers: cfg.recycled_buffers,
         },
         loops,
         loop_cpus: cpus.clone(),
@@ -401,6 +402,9 @@ impl EventLoop {
     }
 
     fn run(mut self) {
+        // The loop reads records and, for its own calls, writes replies.
+        let keep = self.shared.limits.recycled_buffers;
+        crate::recycle::set_limits(keep, keep);
         if self.shared.limits.run_inline {
             self.calls = self.shared.service.clone().loop_calls();
         }

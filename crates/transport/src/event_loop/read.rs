@@ -302,11 +302,11 @@ impl EventLoop {
                         }
                         continue;
                     }
-                    Inline::Defer(req) => {
+                    Inline::Defer(mut req) => {
                         // It would have waited (a miss, data on disk): such
                         // calls go where waiting is expected.
                         bump(&st.deferred, 1);
-                        data = req.data;
+                        data = std::mem::take(&mut req.data);
                         deferred = true;
                     }
                 }
