@@ -443,7 +443,11 @@ fn start_nfs4(
         s.nfs4_minor2,
         idmap_of(s),
         Some(reaper),
-        Some(stats.clone()),
+        crate::state::nfs4::OpStats::of(
+            stats.clone(),
+            crate::programs::nfs4::OPS_STATS_PROG,
+            crate::programs::nfs4::OPS_STATS_VERS,
+        ),
     )
     .with_copy_sync_max(s.nfs4_copy_sync_max)
     .with_copies(s.nfs4_copies_max, s.nfs4_copies_per_client);

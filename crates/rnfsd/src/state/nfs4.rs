@@ -59,6 +59,15 @@ pub struct OpStats {
     pub rows: rnfsd_stats::Rows,
 }
 
+impl OpStats {
+    /// The rows registered as program `prog`, version `vers` (the
+    /// operation table's: `programs::nfs4::OPS_STATS_PROG`), if any.
+    pub fn of(reg: Arc<rnfsd_stats::Registry>, prog: u32, vers: u32) -> Option<OpStats> {
+        let rows = reg.rows(prog, vers)?;
+        Some(OpStats { reg, rows })
+    }
+}
+
 impl Nfs4 {
     /// The NFSv4 side for `state`, with the pseudo-filesystem of
     /// `exports`.
@@ -68,7 +77,7 @@ impl Nfs4 {
         minor2: bool,
         idmap: IdMap,
         reaper: Option<Reaper>,
-        stats: Option<Arc<rnfsd_stats::Registry>>,
+        stats: Option<OpStats>,
     ) -> Nfs4 {
         let lease = state.config().lease_time;
         let deleg = Delegations::off();
@@ -88,13 +97,7 @@ impl Nfs4 {
             minor2,
             idmap,
             copy_sync_max: DEFAULT_COPY_SYNC_MAX,
-            stats: stats.and_then(|reg| {
-                let rows = reg.rows(
-                    crate::programs::nfs4::OPS_STATS_PROG,
-                    crate::programs::nfs4::OPS_STATS_VERS,
-                )?;
-                Some(OpStats { reg, rows })
-            }),
+            stats,
             _reaper: reaper,
         }
     }
