@@ -38,6 +38,11 @@ pub const MAX_RECYCLED_CAPACITY: usize = (4 << 10) + 4;
 /// its record mark at least; anything smaller (a READ's XDR pad) is not
 /// worth a place.
 pub const MIN_RECYCLED_CAPACITY: usize = 28;
+/// Most reply buffers a pool worker keeps (at most `recycled_buffers`): it
+/// runs one call at a time, taking one reply buffer and giving one back,
+/// so a few suffice; with up to `max_threads` workers, 256 each could hold
+/// a megabyte apiece after a burst of queued replies flushed there.
+pub const WORKER_RECYCLED_REPLIES: usize = 8;
 /// The default `recycled_buffers`: replies a thread keeps, and records
 /// (at most 1 MiB of each with `MAX_RECYCLED_CAPACITY`): more than one
 /// connection's `max_inflight_per_conn` (64) calls at once.

@@ -133,7 +133,8 @@ impl Job for Work {
         if !worker.recycling {
             // Replies only: a worker reads no records (those it finishes
             // were read by a loop, and would only pile up here).
-            crate::recycle::set_limits(c.shared.limits.recycled_buffers, 0);
+            let keep = c.shared.limits.recycled_buffers;
+            crate::recycle::set_limits(keep.min(crate::limits::WORKER_RECYCLED_REPLIES), 0);
             worker.recycling = true;
         }
         let may_hold = self.may_hold && limit > 1 && data.len() < MAX_SHORT_RECORD;

@@ -608,8 +608,8 @@ server_keys! {
             call of the same connection (0 or 1 = each alone).";
     /// Small reply buffers and request records (at most 4 KiB + 4 bytes
     /// each) that each event loop and pool worker keeps, cleared, for its
-    /// next ones instead of freeing them, of each kind (a worker keeps
-    /// replies only): with many calls in flight on a connection the C
+    /// next ones instead of freeing them, of each kind (a worker keeps at
+    /// most 8 replies and no records): with many calls in flight on a connection the C
     /// library's per-thread cache runs dry, and malloc and free cost
     /// hundreds of instructions a call. 0: none kept; at most 4096.
     recycled_buffers: usize = rnfsd_transport::limits::DEFAULT_RECYCLED_BUFFERS,
