@@ -9,7 +9,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use rnfsd_proto::nfs4::cb::{CbCompoundArgs, CbCompoundRes};
-use rnfsd_proto::nfs4::{skip_plain_args, ArgOp, CompoundHead, CompoundRes, NFS4_OPAQUE_LIMIT};
+use rnfsd_proto::nfs4::{plain_args_len, ArgOp, CompoundHead, CompoundRes, NFS4_OPAQUE_LIMIT};
 use rnfsd_xdr::{Dec, Enc};
 
 /// Bound on decoded results and callback operations (ours, for the owned
@@ -63,10 +63,8 @@ fn compound(data: &[u8]) {
                 assert_eq!(d2.remaining(), 0);
                 // Skipping the arguments without building them (how the
                 // server routes a compound) reads exactly as far.
-                let mut d3 = Dec::new(&data[start + 4..]);
-                if let Some(r) = skip_plain_args(&mut d3, op.opnum) {
-                    assert_eq!(r, Ok(()), "{a:?}");
-                    assert_eq!(d3.position(), end - start - 4);
+                if let Some(r) = plain_args_len(&data[start + 4..], op.opnum) {
+                    assert_eq!(r, Ok(end - start - 4), "{a:?}");
                 }
             }
             Err(_) => stopped = true,

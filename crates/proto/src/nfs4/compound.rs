@@ -138,23 +138,15 @@ impl<'d, 'a> Iterator for OpIter<'d, 'a> {
     }
 }
 
-/// Reads past the arguments of operation `opnum` without building them,
-/// for operations whose arguments own nothing: what a router needing only
-/// the operation numbers reads (building a PUTFH's or LOOKUP's arguments
-/// allocates, and a decode checks every field). `None`: not one of these,
-/// decode it with [`ArgOp::decode`]. Lengths are bounded as the decoders
-/// bound them; fixed-size arguments are stepped over whole (their fields
-/// are checked when the operation is decoded to run).
-pub fn skip_plain_args(d: &mut Dec<'_>, opnum: u32) -> Option<Result<()>> {
-    let r = plain_args_len(d.rest(), opnum)?;
-    Some(r.and_then(|n| d.opaque_fixed(n).map(drop)))
-}
-
-/// What [`skip_plain_args`] reads, as a length: the bytes operation
-/// `opnum`'s arguments take at the start of `b` (a multiple of 4), read
-/// from the slice itself (a router reads every operation of every
-/// compound this way, and a `Dec` per field costs several times this).
-/// `None`: not one of these operations; an error: they do not fit.
+/// The bytes operation `opnum`'s arguments take at the start of `b` (a
+/// multiple of 4), for operations whose arguments own nothing, read from
+/// the slice without building them: what a router needing only the
+/// operation numbers reads (building a PUTFH's or LOOKUP's arguments
+/// allocates, a `Dec` per field costs several times this). `None`: not
+/// one of these, decode it with [`ArgOp::decode`]; an error: they do not
+/// fit. Lengths are bounded as the decoders bound them; fixed-size
+/// arguments are stepped over whole (their fields are checked when the
+/// operation is decoded to run).
 #[inline]
 pub fn plain_args_len(b: &[u8], opnum: u32) -> Option<Result<usize>> {
     // A counted item of `n` units of `unit` bytes, at most `max` units.

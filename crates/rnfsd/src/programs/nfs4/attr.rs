@@ -116,14 +116,9 @@ pub(super) fn obj_fattr(
 ) -> Result<(), Nfsstat4> {
     // Most requests (GETATTR's common masks) need none of them: no
     // backend call is made, nor facts built.
-    const NO_FACTS: FsFacts = FsFacts {
-        fsstat: None,
-        pathconf: None,
-        clone_blksize: None,
-        maxfilesize: None,
-    };
     if !fattr::needs_facts(want) {
-        export_fattr(c, &o.exp, &o.fh, attr, o.is_root(), &NO_FACTS, want, e);
+        let none = FsFacts::default();
+        export_fattr(c, &o.exp, &o.fh, attr, o.is_root(), &none, want, e);
         return Ok(());
     }
     let call = o.call(c.ctx);

@@ -9,10 +9,10 @@ use std::time::Instant;
 use rnfsd_fs::owed::Owed;
 use rnfsd_proto::nfs4::plain_args_len;
 use rnfsd_proto::nfs4::{
-    is_v42_data_op, ArgOp, Bitmap4, CompoundHead, CompoundWriter, GetAttr4Args, NfsFh4, Nfsstat4,
-    PutFh4Args, ResOp, Sequence4Args, Sequence4ResOk, SessionId4, Stateid4, LAST_NFS41_OP,
-    NFS4_FHSIZE, OP_ALLOCATE, OP_BIND_CONN_TO_SESSION, OP_CREATE_SESSION, OP_DESTROY_CLIENTID,
-    OP_DESTROY_SESSION, OP_EXCHANGE_ID, OP_ILLEGAL, OP_REMOVEXATTR, OP_SEQUENCE,
+    is_v42_data_op, ArgOp, CompoundHead, CompoundWriter, GetAttr4Args, Nfsstat4, PutFh4Args, ResOp,
+    Sequence4Args, Sequence4ResOk, SessionId4, Stateid4, LAST_NFS41_OP, OP_ALLOCATE,
+    OP_BIND_CONN_TO_SESSION, OP_CREATE_SESSION, OP_DESTROY_CLIENTID, OP_DESTROY_SESSION,
+    OP_EXCHANGE_ID, OP_ILLEGAL, OP_REMOVEXATTR, OP_SEQUENCE,
 };
 use rnfsd_proto::nfs4::{
     OpenClaim4, OpenFlag4, OP_ACCESS, OP_CLOSE, OP_GETATTR, OP_GETFH, OP_LOOKUP, OP_LOOKUPP,
@@ -468,12 +468,8 @@ fn hot(
             }
         }
         OP_PUTFH => {
-            // PutFh4Args as its decoder reads it, without its wrappers.
-            let Ok(fh) = d.opaque(NFS4_FHSIZE) else {
+            let Ok(a) = PutFh4Args::decode(d) else {
                 return Step::BadArgs;
-            };
-            let a = PutFh4Args {
-                object: NfsFh4(fh.to_vec()),
             };
             // PUTFH's row needs no filehandle.
             if let Some(s) = refuse(c, i, opnum, false) {
@@ -487,10 +483,9 @@ fn hot(
         }
         _ => {
             debug_assert_eq!(opnum, OP_GETATTR);
-            let Ok(attr_request) = Bitmap4::decode(d) else {
+            let Ok(a) = GetAttr4Args::decode(d) else {
                 return Step::BadArgs;
             };
-            let a = GetAttr4Args { attr_request };
             // GETATTR's row needs the current filehandle.
             let missing = lacks(c, Needs::Cur).then_some(Nfsstat4::NoFileHandle);
             if let Some(s) = refuse(c, i, opnum, false).or(missing) {
