@@ -72,8 +72,8 @@ if [ -z "${BENCH_CEPH_INNER:-}" ]; then
         dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || need+=("$p")
     done
     if [ ${#need[@]} -gt 0 ]; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+        scripts/apt-get-locked update -qq
+        DEBIAN_FRONTEND=noninteractive scripts/apt-get-locked install -y -qq --no-install-recommends "${need[@]}" >/dev/null
     fi
     [ -x target/release/rnfsd ] && [ -x target/release/rnfsd-bench ] ||
         cargo build --release -p rnfsd -p rnfsd-bench

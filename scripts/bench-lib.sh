@@ -11,9 +11,10 @@ SERVER_PORT=
 # Tools the scripts use; installs what is missing (as compare.sh does) and
 # builds the release binaries when absent.
 ensure_tools() { # ROOT
-    command -v mkfs.ext4 >/dev/null || { log "installing e2fsprogs"; apt-get install -y e2fsprogs >&2; }
-    command -v losetup >/dev/null || { log "installing util-linux"; apt-get install -y util-linux >&2; }
-    command -v jq >/dev/null || { log "installing jq"; apt-get install -y jq >&2; }
+    local apt="$(dirname "${BASH_SOURCE[0]}")/apt-get-locked"
+    command -v mkfs.ext4 >/dev/null || { log "installing e2fsprogs"; "$apt" install -y e2fsprogs >&2; }
+    command -v losetup >/dev/null || { log "installing util-linux"; "$apt" install -y util-linux >&2; }
+    command -v jq >/dev/null || { log "installing jq"; "$apt" install -y jq >&2; }
     if [ ! -x "$BENCH" ] || [ ! -x "$RNFSD" ]; then
         log "building release binaries"
         (cd "$1" && cargo build --release -p rnfsd -p rnfsd-bench >&2)

@@ -265,7 +265,7 @@ INODES=$(( $(max "${MOUNT_FILES:-0}" "$CREATE_FILES" $((TREE_FILES + TREE_DIRS))
 RUN_TIMEOUT=1800 # per bench command (several phases)
 
 # ---- tools -----------------------------------------------------------------
-command -v mkfs.ext4 >/dev/null || { log "installing e2fsprogs"; apt-get install -y e2fsprogs >&2; }
+command -v mkfs.ext4 >/dev/null || { log "installing e2fsprogs"; "$HERE/apt-get-locked" install -y e2fsprogs >&2; }
 if [ ! -x "$BENCH" ] || [ ! -x "$RNFSD" ]; then
     log "building release binaries"
     (cd "$ROOT" && cargo build --release -p rnfsd -p rnfsd-bench >&2)

@@ -57,9 +57,10 @@ ensure_installed() {
     fi
     log "installing nfs-ganesha nfs-ganesha-vfs rpcbind"
     export DEBIAN_FRONTEND=noninteractive
-    if ! apt-get install -y --no-install-recommends nfs-ganesha nfs-ganesha-vfs rpcbind >&2; then
-        apt-get update >&2
-        apt-get install -y --no-install-recommends nfs-ganesha nfs-ganesha-vfs rpcbind >&2
+    local apt="$(dirname "${BASH_SOURCE[0]}")/apt-get-locked"
+    if ! "$apt" install -y --no-install-recommends nfs-ganesha nfs-ganesha-vfs rpcbind >&2; then
+        "$apt" update >&2
+        "$apt" install -y --no-install-recommends nfs-ganesha nfs-ganesha-vfs rpcbind >&2
     fi
     # The package may have started a service in the host namespace; we never
     # use it, and leave it to the host's administrator.

@@ -73,8 +73,9 @@ if [ "$PERF" = 1 ]; then
         die "--perf: this kernel has no syscalls:sys_enter_* tracepoints"
 elif ! command -v strace >/dev/null; then
     log "installing strace"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y strace >&2 ||
-        { apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y strace >&2; }
+    apt="$(dirname "${BASH_SOURCE[0]}")/apt-get-locked"
+    DEBIAN_FRONTEND=noninteractive "$apt" install -y strace >&2 ||
+        { "$apt" update >&2 && DEBIAN_FRONTEND=noninteractive "$apt" install -y strace >&2; }
 fi
 
 WORK=$(mktemp -d /tmp/rnfsd-syscalls.XXXXXX)

@@ -60,8 +60,8 @@ command -v ganesha.nfsd >/dev/null 2>&1 || need_apt+=(nfs-ganesha nfs-ganesha-vf
 if [ ${#need_apt[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    $SUDO scripts/apt-get-locked update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO scripts/apt-get-locked install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
 # The Ceph cluster: optional where it cannot be had (not root, apt fails),
@@ -82,8 +82,8 @@ else
         [ "$(id -u)" = 0 ] || SUDO="sudo -n"
         if [ -n "$SUDO" ] && ! sudo -n true 2>/dev/null; then
             ceph_skip="not root, and ${need_ceph[*]} not installed"
-        elif ! { $SUDO apt-get update -qq &&
-            DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+        elif ! { $SUDO scripts/apt-get-locked update -qq &&
+            DEBIAN_FRONTEND=noninteractive $SUDO scripts/apt-get-locked install -y -qq --no-install-recommends \
                 "${need_ceph[@]}" >/dev/null; }; then
             [ -z "$ci_root" ] || { echo "FAIL: apt-get could not install ${need_ceph[*]}" >&2; exit 1; }
             ceph_skip="apt-get could not install ${need_ceph[*]}"

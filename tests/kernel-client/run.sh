@@ -282,9 +282,9 @@ if [ ${#ceph_pkgs[@]} -gt 0 ]; then
     [ "$SERVER" = rnfsd ] || die "the failover workload and KC_BACKEND=cephfs run rnfsd only"
 fi
 apt_updated=
-# apt-get under a lock of the cache: a --prepare run may be installing at
-# the same time.
-apt_get() { flock "$CACHE/apt.lock" apt-get "$@"; }
+# apt-get one at a time (a --prepare run, or pynfs's stage, may be
+# installing at the same time).
+apt_get() { "$REPO/scripts/apt-get-locked" "$@"; }
 apt_update() { [ -n "$apt_updated" ] || { apt_get update -qq && apt_updated=1; }; }
 if [ ${#need[@]} -gt 0 ]; then
     say "apt-get install ${need[*]}"

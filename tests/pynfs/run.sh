@@ -115,7 +115,9 @@ if [ ${#need[@]} -gt 0 ]; then
     SUDO=
     [ "$(id -u)" = 0 ] || SUDO="sudo -n"
     say "apt-get install ${need[*]}"
-    { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+    # One at a time: the guest stage may be installing meanwhile.
+    { $SUDO "$REPO/scripts/apt-get-locked" update -qq &&
+        DEBIAN_FRONTEND=noninteractive $SUDO "$REPO/scripts/apt-get-locked" install -y -qq \
         --no-install-recommends "${need[@]}"; } >"$WORK/apt.log" 2>&1 ||
         die "apt-get install ${need[*]} failed (see $WORK/apt.log)"
 fi
