@@ -367,10 +367,9 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         let Inner { map, slots, .. } = &mut *g;
         // Growing rehashes the entries from their keys.
         map.insert_unique(h, i, |&j| {
-            slots[j as usize]
-                .entry
-                .as_ref()
-                .map_or(0, |(k, _)| self.hasher.hash_one(k))
+            let e = slots[j as usize].entry.as_ref();
+            debug_assert!(e.is_some(), "an empty slot {j} in its shard's table");
+            e.map_or(0, |(k, _)| self.hasher.hash_one(k))
         });
         g.counts.inserts += 1;
         self.inserts.fetch_add(1, Ordering::Relaxed);
