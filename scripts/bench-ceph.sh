@@ -7,21 +7,23 @@
 #
 #   scripts/bench-ceph.sh [--rounds 3] [--seconds 5] [--files 5000]
 #       [--streams 16] [--fsmark-files 1000] [--out DIR] [--work DIR]
-#       [--workloads traverse,traverse1c,fsmark,fsmark-async]
+#       [--workloads traverse,traverse1c,getattr,getattr1c,fsmark,fsmark-async]
 #
 # Workloads: traverse (rnfsd-bench run --mix traverse: ACCESS x2, GETATTR,
 # LOOKUP per object and a READDIRPLUS every 16, on a tree of --files files
 # made through ceph-fuse) at 1 stream, at --streams streams with a
 # connection each (many hosts) and at --streams streams on one connection
-# per head (one host); fsmark (4 KiB files, UNSTABLE WRITE + COMMIT, creates
+# per head (one host); getattr and getattr1c (GETATTR of 1,000 non-root
+# handles sampled from the tree, at 1 stream and at --streams streams, a
+# connection each or all on one connection per head); fsmark (4 KiB files, UNSTABLE WRITE + COMMIT, creates
 # journaled: `sync` exports) at --streams streams; fsmark-async, the same
 # against rnfsd exports with `sync = false` (a CREATE answered before the
 # MDS journals it, made durable by the file's COMMIT: what FSAL_CEPH
 # promises; ganesha serves both from the same export). Two heads: half
 # the streams on each head at once; the rate is their sum.
 #
-# --workloads: the ones to run (default all four; without a traverse
-# workload the tree is not made). fsmark's log lines (OUT/bench.log) give
+# --workloads: the ones to run (default all six; without a traverse or
+# getattr workload the tree is not made). fsmark's log lines (OUT/bench.log) give
 # each call's mean latency as the client saw it. BENCH_CEPH_PERF=1: the
 # MDS's and the OSD's perf counters before and after every fsmark run,
 # and every process's CPU ticks, in OUT/perf/ (also the admin sockets of
@@ -46,7 +48,7 @@ SECONDS_PER=5
 FILES=5000
 STREAMS=16
 FSMARK_FILES=1000
-WORKLOADS=traverse,traverse1c,fsmark,fsmark-async
+WORKLOADS=traverse,traverse1c,getattr,getattr1c,fsmark,fsmark-async
 OUT=/tmp/rnfsd-bench-ceph/out
 WORK=/tmp/rnfsd-bench-ceph/work
 while [ $# -gt 0 ]; do
@@ -59,7 +61,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --workloads) WORKLOADS=$2; shift 2 ;;
-    -h | --help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-ceph.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -85,7 +87,7 @@ if [ -z "${BENCH_CEPH_INNER:-}" ]; then
         --workloads "$WORKLOADS"
 fi
 for wl in ${WORKLOADS//,/ }; do
-    case $wl in traverse | traverse1c | fsmark | fsmark-async) ;; *) echo "bench-ceph.sh: unknown workload $wl" >&2; exit 2 ;; esac
+    case $wl in traverse | traverse1c | getattr | getattr1c | fsmark | fsmark-async) ;; *) echo "bench-ceph.sh: unknown workload $wl" >&2; exit 2 ;; esac
 done
 
 # ---- inside the namespace ----
@@ -116,7 +118,7 @@ log "cluster up ($CEPH_CONF)"
 mkdir -p "$FUSE"
 ceph-fuse -c "$CEPH_CONF" "$FUSE" >"$WORK/fuse.log" 2>&1
 mkdir -p "$FUSE/bench/fsmark" "$FUSE/bench/fsmark-async" "$FUSE/bench/tree"
-if [[ ,$WORKLOADS, == *,traverse* ]]; then
+if [[ ,$WORKLOADS, == *,traverse* || ,$WORKLOADS, == *,getattr* ]]; then
     "$BENCH" prepare "$FUSE/bench/tree" --files "$FILES" --dirs $((FILES / 20)) --threads 4 >/dev/null
     log "tree of $FILES files made"
 fi
@@ -217,6 +219,12 @@ traverse() { # traverse LABEL ADDR MNTADDR PID STREAMS JSON [CONNS]: 0 = one eac
 }
 # The other shape: all streams on one connection (one client host).
 traverse1c() { traverse "$@" 1; }
+getattr() { # getattr LABEL ADDR MNTADDR PID STREAMS JSON [CONNS]: 0 = one each
+    timeout -k 5 $((SECONDS_PER * 4 + 120)) "$BENCH" run --addr "$2" --mount-addr "$3" --export /tree \
+        --mix getattr --handles 1000 --streams "$5" --conns "${7:-0}" --seconds "$SECONDS_PER" \
+        --server-pid "$4" --label "$1" --json "$6" >>"$OUT/bench.log" 2>&1
+}
+getattr1c() { getattr "$@" 1; }
 # BENCH_CEPH_PERF=1: perf counters of the cluster's daemons and of the
 # servers' libcephfs clients (their admin sockets) into OUT/perf/.
 perf_dump() { # perf_dump TAG
@@ -251,7 +259,9 @@ half=$((STREAMS / 2))
 for ((r = 1; r <= ROUNDS; r++)); do
     for wl in ${WORKLOADS//,/ }; do
         for s in 1 "$STREAMS"; do
-            [ "$wl" != traverse ] && [ "$s" = 1 ] && continue
+            # One call in flight: traverse and getattr (the *1c shapes
+            # differ only with many streams).
+            [ "$wl" != traverse ] && [ "$wl" != getattr ] && [ "$s" = 1 ] && continue
             tag="round=$r wl=$wl streams=$s"
             log "$tag: rnfsd-1head"
             [[ $wl != fsmark* ]] || perf_dump "r$r-rnfsd-1head-before"
@@ -287,9 +297,10 @@ acc = defaultdict(lambda: defaultdict(float))
 cpu = defaultdict(list)
 for x in rows:
     r, row = x["round"], x["row"]
-    if row.get("mix") == "Traverse":
+    if row.get("mix") in ("Traverse", "Getattr"):
         one = not row["conn_per_stream"] and row["streams"] > 1
-        wl, rate = ("traverse, one connection" if one else "traverse"), row["calls_per_s"]
+        name = row["mix"].lower()
+        wl, rate = (f"{name}, one connection" if one else name), row["calls_per_s"]
         c = row.get("server_cpu_us_per_call")
     elif row.get("workload") == "fsmark" and row.get("kind") == "summary":
         wl, rate = x.get("wl", "fsmark"), row["rate"]
@@ -303,7 +314,8 @@ for x in rows:
 labels = ["rnfsd-1head", "rnfsd-2heads", "ganesha"]
 print("| workload | streams | rnfsd 1 head | rnfsd 2 heads | ganesha FSAL_CEPH | 1 head / ganesha | 2 heads / ganesha | 2 heads / 1 head |")
 print("|---|---|---|---|---|---|---|---|")
-for wl, unit in (("traverse", "calls/s"), ("traverse, one connection", "calls/s"), ("fsmark", "files/s"), ("fsmark-async", "files/s")):
+for wl, unit in (("traverse", "calls/s"), ("traverse, one connection", "calls/s"), ("getattr", "calls/s"),
+                 ("getattr, one connection", "calls/s"), ("fsmark", "files/s"), ("fsmark-async", "files/s")):
     for s in sorted({k[1] for k in acc if k[0] == wl}):
         med = {}
         for l in labels:
