@@ -97,25 +97,27 @@ impl Line {
 }
 
 // Fixed slots of every shard.
-const S_RECORDS: usize = 0;
-const S_DROPPED: usize = 1;
-const S_SUCCESS: usize = 2;
-const S_RPC_MISMATCH: usize = 3;
-const S_PROG_UNAVAIL: usize = 4;
-const S_PROG_MISMATCH: usize = 5;
-const S_PROC_UNAVAIL: usize = 6;
-const S_GARBAGE_ARGS: usize = 7;
-const S_SYSTEM_ERR: usize = 8;
-const S_BAD_REPLY: usize = 9;
-const S_READ_BYTES: usize = 10;
-const S_WRITE_BYTES: usize = 11;
+// The records are not counted apart: every record adds to exactly one
+// outcome below, whose sum is the count (one atomic add fewer a call).
+const S_DROPPED: usize = 0;
+const S_SUCCESS: usize = 1;
+const S_RPC_MISMATCH: usize = 2;
+const S_PROG_UNAVAIL: usize = 3;
+const S_PROG_MISMATCH: usize = 4;
+const S_PROC_UNAVAIL: usize = 5;
+const S_GARBAGE_ARGS: usize = 6;
+const S_SYSTEM_ERR: usize = 7;
+const S_BAD_REPLY: usize = 8;
+const S_READ_BYTES: usize = 9;
+const S_WRITE_BYTES: usize = 10;
 /// AUTH_ERROR replies by auth_stat (index from `rpc::auth_index`).
-const S_AUTH: usize = 12;
+const S_AUTH: usize = 11;
 /// NFS replies by nfsstat3 (index from `rpc::nfs_index`).
 const S_NFS: usize = S_AUTH + rpc::AUTH_SLOTS;
 const S_PROCS: usize = S_NFS + rpc::NFS_SLOTS;
-/// Per procedure: calls, latency sum, latency max, then the buckets.
-const PROC_SLOTS: usize = 3 + hist::BUCKETS;
+/// Per procedure: latency sum, latency max, then the buckets (the calls
+/// are the buckets' sum: one atomic add fewer a call and an operation).
+const PROC_SLOTS: usize = 2 + hist::BUCKETS;
 
 // The status ranges start past the last fixed slot.
 const _: () = assert!(S_WRITE_BYTES < S_AUTH);
@@ -291,7 +293,6 @@ impl Registry {
         moved: (u64, u64),
         elapsed_us: u64,
     ) {
-        self.add(s, S_RECORDS, 1);
         if let Some(r) = call.and_then(|(p, v, c)| self.proc_row(p, v, c)) {
             self.count_row(s, r, elapsed_us);
         }
@@ -324,18 +325,17 @@ impl Registry {
     #[inline]
     fn count_row(&self, s: Shard, r: usize, elapsed_us: u64) {
         let base = S_PROCS + r * PROC_SLOTS;
-        self.add(s, base, 1);
         // Most calls and operations take under a microsecond: adding 0 to
         // the sum would cost an atomic add and change nothing.
         if elapsed_us > 0 {
-            self.add(s, base + 1, elapsed_us);
+            self.add(s, base, elapsed_us);
         }
-        let max = self.cell(s, base + 2);
+        let max = self.cell(s, base + 1);
         // Plain load first: the max rarely moves, so the RMW is rare.
         if elapsed_us > max.load(Ordering::Relaxed) {
             max.fetch_max(elapsed_us, Ordering::Relaxed);
         }
-        self.add(s, base + 3 + hist::index(elapsed_us), 1);
+        self.add(s, base + 2 + hist::index(elapsed_us), 1);
     }
 
     /// The rows of program `prog` version `vers`, found once for several
@@ -364,8 +364,8 @@ impl Registry {
     }
 
     /// [`record_in`](Registry::record_in) of a part that took no time
-    /// (0 µs: its count and the histogram's first bucket; the sum and the
-    /// maximum cannot move), without the latency's arithmetic.
+    /// (0 µs: the histogram's first bucket, which counts it too; the sum
+    /// and the maximum cannot move), without the latency's arithmetic.
     /// One layout of a row's cells (`count_row`'s): inlined here with 0,
     /// its sum and maximum steps fold away.
     #[inline]

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::hist::{self, Hist};
 use crate::{
     rpc, Mode, Registry, PROC_SLOTS, S_AUTH, S_BAD_REPLY, S_DROPPED, S_GARBAGE_ARGS, S_NFS,
-    S_PROCS, S_PROC_UNAVAIL, S_PROG_MISMATCH, S_PROG_UNAVAIL, S_READ_BYTES, S_RECORDS,
-    S_RPC_MISMATCH, S_SUCCESS, S_SYSTEM_ERR, S_WRITE_BYTES,
+    S_PROCS, S_PROC_UNAVAIL, S_PROG_MISMATCH, S_PROG_UNAVAIL, S_READ_BYTES, S_RPC_MISMATCH,
+    S_SUCCESS, S_SYSTEM_ERR, S_WRITE_BYTES,
 };
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -454,8 +454,8 @@ fn rpc_counts(r: &Registry, on: bool) -> RpcCounts {
             }
         }
     }
-    RpcCounts {
-        records: r.sum(S_RECORDS),
+    let mut c = RpcCounts {
+        records: 0,
         success: r.sum(S_SUCCESS),
         dropped: r.sum(S_DROPPED),
         rpc_mismatch: r.sum(S_RPC_MISMATCH),
@@ -466,7 +466,19 @@ fn rpc_counts(r: &Registry, on: bool) -> RpcCounts {
         system_err: r.sum(S_SYSTEM_ERR),
         auth_errors,
         bad_reply: r.sum(S_BAD_REPLY),
-    }
+    };
+    // Every record has one outcome (`Registry::record`).
+    let auth: u64 = (0..rpc::AUTH_SLOTS).map(|i| r.sum(S_AUTH + i)).sum();
+    c.records = c.success
+        + c.dropped
+        + c.rpc_mismatch
+        + c.prog_unavail
+        + c.prog_mismatch
+        + c.proc_unavail
+        + c.garbage_args
+        + c.system_err
+        + auth;
+    c
 }
 
 /// NFSv3 replies by status, the non-zero ones (none when counting is off).
@@ -500,11 +512,12 @@ fn proc_counts(r: &Registry, on: bool) -> Vec<ProcCounts> {
             };
             if on {
                 let base = S_PROCS + row * PROC_SLOTS;
-                pc.calls = r.sum(base);
                 for (b, d) in dense.iter_mut().enumerate() {
-                    *d = r.sum(base + 3 + b);
+                    *d = r.sum(base + 2 + b);
                 }
-                pc.latency = Hist::from_dense(&dense, r.sum(base + 1), r.max(base + 2));
+                pc.latency = Hist::from_dense(&dense, r.sum(base), r.max(base + 1));
+                // Every call lands in one bucket.
+                pc.calls = pc.latency.count;
                 pc.p50_us = pc.latency.quantile(0.5);
                 pc.p90_us = pc.latency.quantile(0.9);
                 pc.p99_us = pc.latency.quantile(0.99);
