@@ -15,19 +15,21 @@
 # connection each (many hosts) and at --streams streams on one connection
 # per head (one host); getattr and getattr1c (GETATTR of 1,000 non-root
 # handles sampled from the tree, at 1 stream and at --streams streams, a
-# connection each or all on one connection per head); fsmark (4 KiB files, UNSTABLE WRITE + COMMIT, creates
-# journaled: `sync` exports) at --streams streams; fsmark-async, the same
-# against rnfsd exports with `sync = false` (a CREATE answered before the
-# MDS journals it, made durable by the file's COMMIT: what FSAL_CEPH
-# promises; ganesha serves both from the same export). Two heads: half
-# the streams on each head at once; the rate is their sum.
+# connection each or all on one connection per head); fsmark (4 KiB
+# files, UNSTABLE WRITE + COMMIT, creates journaled: `sync` exports) at
+# --streams streams; fsmark-async, the same against rnfsd exports with
+# `sync = false` (a CREATE answered before the MDS journals it, made
+# durable by the file's COMMIT: what FSAL_CEPH promises; ganesha serves
+# both from the same export). Two heads: half the streams on each head at
+# once; the rate is their sum.
 #
 # --workloads: the ones to run (default all six; without a traverse or
-# getattr workload the tree is not made). fsmark's log lines (OUT/bench.log) give
-# each call's mean latency as the client saw it. BENCH_CEPH_PERF=1: the
-# MDS's and the OSD's perf counters before and after every fsmark run,
-# and every process's CPU ticks, in OUT/perf/ (also the admin sockets of
-# the servers' libcephfs mounts, one per process: the first export's).
+# getattr workload the tree is not made). fsmark's log lines
+# (OUT/bench.log) give each call's mean latency as the client saw it.
+# BENCH_CEPH_PERF=1: the MDS's and the OSD's perf counters before and
+# after every fsmark run, and every process's CPU ticks, in OUT/perf/
+# (also the admin sockets of the servers' libcephfs mounts, one per
+# process: the first export's).
 # The files are kept then, so the counts are of the fsmark calls only,
 # but later runs create in a larger directory: compare counts, not rates.
 #
@@ -61,7 +63,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --workloads) WORKLOADS=$2; shift 2 ;;
-    -h | --help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-ceph.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -212,19 +214,19 @@ RES=$OUT/results.jsonl
 : >"$RES"
 # One result row (JSON) per server, workload, streams and round; two
 # heads' rows are summed by the report.
-traverse() { # traverse LABEL ADDR MNTADDR PID STREAMS JSON [CONNS]: 0 = one each
+bench_run() { # bench_run MIX LABEL ADDR MNTADDR PID STREAMS JSON [CONNS]: 0 = one each
+    local mix=$1 more=()
+    shift
+    [ "$mix" != getattr ] || more=(--handles 1000)
     timeout -k 5 $((SECONDS_PER * 4 + 120)) "$BENCH" run --addr "$2" --mount-addr "$3" --export /tree \
-        --mix traverse --streams "$5" --conns "${7:-0}" --seconds "$SECONDS_PER" --server-pid "$4" \
-        --label "$1" --json "$6" >>"$OUT/bench.log" 2>&1
-}
-# The other shape: all streams on one connection (one client host).
-traverse1c() { traverse "$@" 1; }
-getattr() { # getattr LABEL ADDR MNTADDR PID STREAMS JSON [CONNS]: 0 = one each
-    timeout -k 5 $((SECONDS_PER * 4 + 120)) "$BENCH" run --addr "$2" --mount-addr "$3" --export /tree \
-        --mix getattr --handles 1000 --streams "$5" --conns "${7:-0}" --seconds "$SECONDS_PER" \
+        --mix "$mix" "${more[@]}" --streams "$5" --conns "${7:-0}" --seconds "$SECONDS_PER" \
         --server-pid "$4" --label "$1" --json "$6" >>"$OUT/bench.log" 2>&1
 }
-getattr1c() { getattr "$@" 1; }
+traverse() { bench_run traverse "$@"; }
+getattr() { bench_run getattr "$@"; }
+# The other shape: all streams on one connection (one client host).
+traverse1c() { bench_run traverse "$@" 1; }
+getattr1c() { bench_run getattr "$@" 1; }
 # BENCH_CEPH_PERF=1: perf counters of the cluster's daemons and of the
 # servers' libcephfs clients (their admin sockets) into OUT/perf/.
 perf_dump() { # perf_dump TAG
