@@ -601,6 +601,91 @@ mod tests {
         d
     }
 
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u32),
+        Get(u32),
+        Remove(u32),
+        Take(u32),
+        Reclaim(usize, usize),
+    }
+
+    fn op(keys: u32) -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => (0..keys).prop_map(Op::Insert),
+            2 => (0..keys).prop_map(Op::Get),
+            1 => (0..keys).prop_map(Op::Remove),
+            1 => (0..keys).prop_map(Op::Take),
+            1 => (0..64usize, 1..8usize).prop_map(|(i, n)| Op::Reclaim(i, n)),
+        ]
+    }
+
+    /// Runs `ops` against a cache of `cap` and a map of what it must hold:
+    /// every entry stays findable through its shard's table growing,
+    /// evictions, reclaims and removals, and nothing removed is found.
+    fn against_model(cap: usize, ops: &[Op]) {
+        use std::collections::HashMap;
+        let c: Lru<u32, u32> = Lru::new(cap);
+        let mut model: HashMap<u32, u32> = HashMap::new();
+        for o in ops {
+            match *o {
+                Op::Insert(k) => {
+                    let mut d = Vec::new();
+                    match c.insert(k, Arc::new(k), false, &mut d) {
+                        Inserted::Existing(v) => assert_eq!(model.get(&k), Some(&*v), "{o:?}"),
+                        Inserted::Cached(v) => {
+                            assert!(!model.contains_key(&k), "{o:?} cached twice");
+                            assert_eq!(*v, k);
+                            model.insert(k, k);
+                        }
+                        // Nothing is held here, but a scan may find every
+                        // entry referenced: then nothing changed.
+                        Inserted::Refused(_) => assert!(d.is_empty()),
+                    }
+                    for v in d {
+                        assert_eq!(model.remove(&*v), Some(*v), "{o:?} evicted {v}");
+                    }
+                }
+                Op::Get(k) => assert_eq!(c.get(&k).map(|v| *v), model.get(&k).copied(), "{o:?}"),
+                Op::Remove(k) => {
+                    assert_eq!(c.remove(&k).map(|v| *v), model.remove(&k), "{o:?}")
+                }
+                Op::Take(k) => assert_eq!(c.take(&k).map(|v| *v), model.remove(&k), "{o:?}"),
+                Op::Reclaim(i, n) => {
+                    let mut out = Vec::new();
+                    c.reclaim_shard(i, n, &mut out);
+                    for v in out {
+                        assert_eq!(model.remove(&*v), Some(*v), "{o:?} reclaimed {v}");
+                    }
+                }
+            }
+            assert_eq!(c.len(), model.len(), "after {o:?}");
+        }
+        for (k, v) in &model {
+            assert_eq!(c.get(k).map(|x| *x), Some(*v), "{k} lost");
+        }
+    }
+
+    proptest::proptest! {
+        /// Room for every key: the tables grow several times, nothing is
+        /// evicted but what reclaims take.
+        #[test]
+        fn the_index_follows_a_model_as_its_tables_grow(
+            ops in proptest::collection::vec(op(3000), 1..2000)
+        ) {
+            against_model(100_000, &ops);
+        }
+
+        /// A small cache: evictions at every insert past the bound.
+        #[test]
+        fn the_index_follows_a_model_under_eviction(
+            ops in proptest::collection::vec(op(200), 1..1000)
+        ) {
+            against_model(64, &ops);
+        }
+    }
+
     #[test]
     fn bounded_and_second_chance() {
         let c: Lru<u32, u32> = Lru::new(8);
